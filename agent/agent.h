@@ -1,0 +1,15 @@
+/* agent.h - the agent daemon: owns one data file, serves clients, talks to
+ * its peers over channels and records its part of snapshots. */
+#ifndef CUTSNAP_AGENT_H
+#define CUTSNAP_AGENT_H
+
+#include "../common/config.h"
+#include "../common/err.h"
+#include "../common/log.h"
+
+/* Run agent number self of c in the foreground until SIGTERM, SIGINT or a
+ * STOP request. Returns 0 after a clean shutdown, -1 with e set when it
+ * could not start (data file locked or corrupt, socket in use...). */
+int agent_run(const struct cfg *c, int self, struct cs_err *e);
+
+#endif

@@ -1,0 +1,20 @@
+/* client.h - blocking request/reply to an agent, for cmd/ and the
+ * coordinator. */
+#ifndef CUTSNAP_CLIENT_H
+#define CUTSNAP_CLIENT_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "buf.h"
+#include "err.h"
+
+/* Connect to an agent's Unix socket. Returns an fd, or -1 with e set
+ * ("agent A is not running (connect run/A.sock: ...)"). */
+int client_connect(const char *sock, const char *agent, struct cs_err *e);
+/* Send one request frame and wait up to timeout_ms for the W_REPLY.
+ * body is malloc'ed (caller frees, may be NULL when empty). */
+int client_call(int fd, uint8_t type, const void *req, size_t reqlen,
+    uint8_t *code, uint8_t **body, size_t *blen, int timeout_ms,
+    struct cs_err *e);
+
+#endif

@@ -1,0 +1,49 @@
+/* config.h - the cluster config file (INI, parsed with libinih).
+ *
+ *   [cluster]
+ *   run_dir = run          ; default: run/ beside the config
+ *   channels = A>B B>A     ; default: full mesh
+ *   [agent A]
+ *   data = a.data
+ *
+ * Relative paths are relative to the config file's directory; all paths in
+ * struct cfg are absolute after loading. */
+#ifndef CUTSNAP_CONFIG_H
+#define CUTSNAP_CONFIG_H
+
+#include <limits.h>
+#include "err.h"
+#include "wire.h"
+
+#define CFG_MAX_AGENTS 256
+
+struct cfg_agent {
+	char name[NAME_MAX_LEN + 1];	/* [A-Za-z0-9_.-], 1..63 chars */
+	char data[PATH_MAX];		/* absolute data file path */
+	char sock[PATH_MAX];		/* run_dir/NAME.sock (< 108 bytes) */
+};
+
+struct cfg {
+	char path[PATH_MAX];		/* absolute path of the config file */
+	char run_dir[PATH_MAX];		/* absolute */
+	int nagents;
+	struct cfg_agent *agents;	/* in file order */
+	unsigned char *chan;		/* nagents*nagents: chan[s*n+d] = 1 */
+	char *text;			/* the file's bytes, NUL-terminated */
+};
+
+/* Load and validate (unknown sections/keys, duplicate agents, bad names,
+ * missing data, channels naming unknown agents or self-loops, socket path
+ * too long, fewer than 1 agent). Error lines name the file and line. */
+int cfg_load(const char *path, struct cfg **out, struct cs_err *e);
+/* Parse config text as if it were the file at path (used for the config
+ * stored in a manifest). */
+int cfg_parse(const char *text, const char *path, struct cfg **out,
+    struct cs_err *e);
+void cfg_free(struct cfg *c);
+
+int cfg_find(const struct cfg *c, const char *name);	/* index or -1 */
+int cfg_has_channel(const struct cfg *c, int src, int dst);
+int cfg_valid_name(const char *name);			/* 1 / 0 */
+
+#endif

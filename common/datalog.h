@@ -1,0 +1,139 @@
+/* datalog.h - an agent's data file: a checksummed, append-only record log.
+ *
+ * File:   16-byte header "CUTSNAPL" | u32 version (1) | u32 0
+ * Record: u32 len | u32 crc32 (zlib, of type+payload) | u8 type | payload
+ *         where len counts type+payload (1 .. DL_MAX_RECORD).
+ * Payloads (buf.h encoding):
+ *   PUT   bytes key, bytes value
+ *   DEL   bytes key
+ *   SEND  str dst, u64 seq, bytes key, bytes new_value, bytes msg (chmsg.h)
+ *         -- transfer: debit at this agent and emit msg on self->dst
+ *   APPLY str src, u64 seq, bytes key, bytes new_value
+ *         -- a channel message from src applied here
+ *   ACK   str dst, u64 seq  -- dst acknowledged up to seq (a hint for
+ *         recovery: a lost ACK record only causes a resend)
+ * Invariants checked on replay: SEND seq == sent[dst]+1, APPLY seq ==
+ * applied[src]+1, ACK seq <= sent[dst]. A violation is corruption.
+ *
+ * Every prefix [0, L) that ends on a record boundary is itself a valid data
+ * file: a snapshot records an agent's state as such a prefix. The file is
+ * only ever appended to, so the prefix never changes.
+ *
+ * Recovery on open: an incomplete final record (or a final record whose
+ * checksum fails and which ends exactly at EOF, or an all-zero tail) is a
+ * torn write and is cut off; a bad record followed by more data is
+ * corruption, reported with the file and the offset, never dropped. */
+#ifndef CUTSNAP_DATALOG_H
+#define CUTSNAP_DATALOG_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "buf.h"
+#include "err.h"
+#include "kvmap.h"
+#include "wire.h"
+
+#define DL_HEADER_LEN 16
+#define DL_REC_HDR_LEN 8
+#define DL_MAX_RECORD (WIRE_MAX_VALUE + 2 * WIRE_MAX_KEY + 4096u)
+
+enum dl_type { DL_PUT = 1, DL_DEL = 2, DL_SEND = 3, DL_APPLY = 4, DL_ACK = 5 };
+
+/* A record to append or one being replayed; all pointers borrowed. */
+struct dl_record {
+	enum dl_type type;
+	const char *peer;	/* SEND/ACK: dst; APPLY: src */
+	uint64_t seq;		/* SEND, APPLY, ACK */
+	const uint8_t *key;	/* PUT, DEL, SEND, APPLY */
+	size_t klen;
+	const uint8_t *val;	/* PUT; SEND/APPLY: the key's new value */
+	size_t vlen;
+	const uint8_t *msg;	/* SEND: channel message bytes */
+	size_t msglen;
+};
+
+/* Per-peer sequence numbers. */
+struct wm {
+	char peer[NAME_MAX_LEN + 1];
+	uint64_t seq;
+};
+struct wm_set {
+	struct wm *v;
+	size_t n, cap;
+};
+uint64_t wm_get(const struct wm_set *s, const char *peer);	/* 0 if absent */
+int wm_put(struct wm_set *s, const char *peer, uint64_t seq);	/* 0 / -1 */
+
+/* A message this agent sent: kept while unacknowledged (or always, with
+ * keep_all_sends, for verify's cross-check). */
+struct dl_send {
+	char peer[NAME_MAX_LEN + 1];	/* dst */
+	uint64_t seq;
+	uint8_t *msg;			/* owned */
+	size_t len;
+};
+
+/* What replaying a data file yields. */
+struct dl_state {
+	struct kvmap *kv;
+	struct wm_set sent;	/* highest seq sent per dst */
+	struct wm_set applied;	/* highest seq applied per src */
+	struct wm_set acked;	/* highest seq acknowledged per dst */
+	struct dl_send *sends;	/* in log order */
+	size_t nsends, capsends;
+	int keep_all_sends;
+	uint64_t records;	/* records replayed/appended */
+};
+
+int dl_state_init(struct dl_state *st, int keep_all_sends);	/* 0 / -1 */
+void dl_state_free(struct dl_state *st);
+/* Check the record's invariants against st and apply it. 0, or -1 with e
+ * set (and st unchanged) if it violates them. */
+int dl_state_apply(struct dl_state *st, const struct dl_record *r,
+    struct cs_err *e);
+/* Only the check part of dl_state_apply. */
+int dl_state_check(const struct dl_state *st, const struct dl_record *r,
+    struct cs_err *e);
+
+/* Integer value of key (absent: 0) plus delta, as decimal text in out.
+ * -1 with e set if the value is not a decimal int64 or it overflows. */
+int dl_int_add(const struct dl_state *st, const void *key, size_t klen,
+    int64_t delta, char out[24], int64_t *result, struct cs_err *e);
+
+/* Append the on-disk form (record header + payload) of r to out. */
+void dl_encode(struct wbuf *out, const struct dl_record *r);
+
+/* Offline: replay a whole data file image buf[0, len) into st (initialised
+ * by the caller). With allow_torn, a torn tail is ignored and its offset
+ * returned in *valid_len; without, it is an error. Corruption is always an
+ * error naming `what` (a file name or blob id) and the offset. */
+int dl_replay(const uint8_t *buf, size_t len, const char *what,
+    int allow_torn, struct dl_state *st, size_t *valid_len,
+    struct cs_err *e);
+
+/* Live: an open, locked data file owned by one agent. */
+struct datalog;
+
+/* Open (creating if absent, mode 0600, O_NOFOLLOW), take an exclusive
+ * flock (error if another process holds it: an agent is running), recover
+ * (truncate a torn tail, fsync) and replay into the state. */
+int datalog_open(const char *path, struct datalog **out, struct cs_err *e);
+void datalog_close(struct datalog *dl);			/* accepts NULL */
+const struct dl_state *datalog_state(const struct datalog *dl);
+/* Validate r, write it (not yet durable) and apply it to the state. */
+int datalog_append(struct datalog *dl, const struct dl_record *r,
+    struct cs_err *e);
+/* fdatasync; afterwards datalog_synced() == datalog_end(). An fsync error
+ * is returned, never retried. */
+int datalog_sync(struct datalog *dl, struct cs_err *e);
+uint64_t datalog_end(const struct datalog *dl);		/* bytes written */
+uint64_t datalog_synced(const struct datalog *dl);	/* bytes durable */
+uint64_t datalog_cut_bytes(const struct datalog *dl);	/* torn tail cut */
+/* SHA-256 of [0, datalog_end()) without rereading: O(1). */
+int datalog_prefix_sha(const struct datalog *dl, uint8_t out[32]);
+
+/* Try to take the data file's lock without opening it for writing: 0 if
+ * free (the lock is released again), -1 with e set if an agent holds it. */
+int datalog_check_unlocked(const char *path, struct cs_err *e);
+
+#endif

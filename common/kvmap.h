@@ -1,0 +1,32 @@
+/* kvmap.h - an in-memory map from byte-string keys to byte-string values
+ * (open addressing, FNV-1a). Keys and values are copied in. */
+#ifndef CUTSNAP_KVMAP_H
+#define CUTSNAP_KVMAP_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct kvmap;	/* opaque */
+
+struct kv_entry {
+	uint8_t *key;	/* owned by the map */
+	size_t klen;
+	uint8_t *val;	/* owned by the map */
+	size_t vlen;
+};
+
+struct kvmap *kvmap_new(void);			/* NULL on OOM */
+void kvmap_free(struct kvmap *m);		/* accepts NULL */
+/* 1 and a borrowed value (valid until the map changes), or 0 if absent. */
+int kvmap_get(const struct kvmap *m, const void *key, size_t klen,
+    const uint8_t **val, size_t *vlen);
+int kvmap_put(struct kvmap *m, const void *key, size_t klen, const void *val,
+    size_t vlen);				/* 0, -1 on OOM */
+int kvmap_del(struct kvmap *m, const void *key, size_t klen); /* 1 / 0 */
+size_t kvmap_count(const struct kvmap *m);
+/* A malloc'ed array of pointers to the entries sorted by key (memcmp, then
+ * length); the caller frees the array, not the entries. 0 / -1 on OOM. */
+int kvmap_sorted(const struct kvmap *m, const struct kv_entry ***out,
+    size_t *n);
+
+#endif

@@ -1,0 +1,79 @@
+/* wire.h - the framed, versioned protocol spoken on every socket.
+ *
+ * Frame: u32 len (little-endian; counts version+type+payload, so >= 2)
+ *        u8 version (WIRE_VERSION) | u8 type | payload.
+ * len above WIRE_MAX_FRAME, len < 2, a wrong version or an unknown type is
+ * malformed: the receiver logs one line and closes that connection.
+ * Payloads are encoded with buf.h; the field lists are next to each type. */
+#ifndef CUTSNAP_WIRE_H
+#define CUTSNAP_WIRE_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "buf.h"
+#include "err.h"
+
+#define WIRE_VERSION 1
+#define WIRE_HDR_LEN 6
+#define WIRE_MAX_VALUE (16u << 20)		/* put VALUE cap: 16 MiB */
+#define WIRE_MAX_FRAME (WIRE_MAX_VALUE + 4096u)	/* value + key + fields */
+#define WIRE_MAX_KEY 4096u
+#define NAME_MAX_LEN 63				/* agent names */
+
+enum wire_type {
+	/* client -> agent; the agent answers every request with one REPLY */
+	W_REQ_STATUS = 1,	/* {} -> body: u32 pid, bytes text (one line) */
+	W_REQ_PUT = 2,		/* {bytes key, bytes value} */
+	W_REQ_GET = 3,		/* {bytes key} -> body: value, or R_NOTFOUND */
+	W_REQ_DEL = 4,		/* {bytes key} -> R_NOTFOUND if absent */
+	W_REQ_ADD = 5,		/* {bytes key, i64 delta} -> body: decimal */
+	W_REQ_TRANSFER = 6,	/* {bytes srckey, str dst, bytes dstkey, i64 n} */
+	W_REQ_HOLD = 7,		/* {str dst}: hold channel self->dst */
+	W_REQ_RELEASE = 8,	/* {str dst, u8 reverse} */
+	W_REQ_STOP = 9,		/* {} -> REPLY, then the agent exits */
+	/* coordinator -> agent, on one connection kept open for the snapshot */
+	W_SNAP_JOIN = 20,	/* {u64 id} -> REPLY ok, or R_FAIL if busy */
+	W_SNAP_START = 21,	/* {u64 id}: no reply; record now (initiator) */
+	W_SNAP_DONE = 22,	/* {u64 id, u8 committed}: no reply; forget it */
+	/* agent -> coordinator on the JOIN connection */
+	W_SNAP_REPORT = 23,	/* report.h encoding */
+	W_REPLY = 30,		/* {u8 code (enum reply_code), bytes body} */
+	/* peer S -> D on the channel S->D (S connects to D) */
+	W_PEER_HELLO = 40,	/* {str src}: first frame on a peer connection */
+	W_PEER_WELCOME = 41,	/* D -> S {u64 applied}: D's applied seq from S */
+	W_PEER_MSG = 42,	/* {u64 seq, bytes payload (chmsg.h)} */
+	W_PEER_MARKER = 43,	/* {u64 snapshot id, u64 s = sent seq in cut} */
+	W_PEER_ACK = 44,	/* D -> S {u64 applied}: cumulative, durable */
+};
+
+enum reply_code {
+	R_OK = 0,
+	R_FAIL = 1,		/* the operation failed; body is a message */
+	R_BADREQ = 2,		/* malformed or invalid request; body message */
+	R_NOTFOUND = 3,		/* key absent */
+};
+
+/* Try to parse one frame from the start of buf[0, len).
+ * Returns 1 and fills type/payload/plen/consumed when a whole frame is
+ * there, 0 when more bytes are needed, -1 (e set) when malformed. */
+int wire_parse(const uint8_t *buf, size_t len, uint8_t *type,
+    const uint8_t **payload, size_t *plen, size_t *consumed,
+    struct cs_err *e);
+
+/* Write the 6-byte header for a frame with a payload of plen bytes. */
+void wire_header(uint8_t hdr[WIRE_HDR_LEN], uint8_t type, size_t plen);
+
+/* Append a whole frame (header + payload) to out. */
+void wire_frame(struct wbuf *out, uint8_t type, const void *payload,
+    size_t plen);
+
+/* Blocking helpers for short-lived clients (cmd/, coordinator).
+ * wire_send writes one frame; wire_recv reads one frame into a malloc'ed
+ * payload (caller frees) waiting at most timeout_ms (-1: forever).
+ * Both return 0, or -1 with e set (timeout, EOF, malformed frame). */
+int wire_send(int fd, uint8_t type, const void *payload, size_t plen,
+    struct cs_err *e);
+int wire_recv(int fd, uint8_t *type, uint8_t **payload, size_t *plen,
+    int timeout_ms, struct cs_err *e);
+
+#endif

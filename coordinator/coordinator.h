@@ -1,0 +1,25 @@
+/* coordinator.h - drives one Chandy-Lamport snapshot of a cluster. */
+#ifndef CUTSNAP_COORDINATOR_H
+#define CUTSNAP_COORDINATOR_H
+
+#include <stdint.h>
+#include "../common/config.h"
+#include "../common/err.h"
+
+struct coord_opts {
+	const char *repo;
+	const char *initiator;	/* NULL: the config's first agent */
+	int timeout_s;		/* default 60 */
+};
+
+/* Take a snapshot. Returns 0 once it is committed as complete; -1 with e
+ * set otherwise. *id is the snapshot's id when one was created (it is then
+ * recorded as aborted on failure), 0 if none was. */
+int coord_snapshot(const struct cfg *c, const struct coord_opts *o,
+    uint64_t *id, struct cs_err *e);
+
+/* 1 if markers sent from agent `from` reach every agent over c's
+ * channels. */
+int coord_reachable(const struct cfg *c, int from);
+
+#endif

@@ -1,0 +1,19 @@
+#!/bin/sh
+# Install the Debian packages the build and the tests need, when missing.
+# Runs apt-get only if something is missing (and only as root).
+set -e
+pkgs=""
+need() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q 'install ok installed' || pkgs="$pkgs $1"; }
+for p in gcc make pkg-config libsqlite3-dev libssl-dev libinih-dev zlib1g-dev \
+         libcmocka-dev perl sqlite3 procps; do
+	need "$p"
+done
+[ -z "$pkgs" ] && exit 0
+if [ "$(id -u)" != 0 ]; then
+	echo "cutsnap: missing packages:$pkgs; install them with: sudo apt-get install$pkgs" >&2
+	exit 1
+fi
+echo "installing:$pkgs"
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -qq
+apt-get install -y -qq $pkgs >/dev/null

@@ -1,0 +1,70 @@
+/* store.h - the repository: REPO/manifest.db (SQLite) and REPO/blobs/.
+ * The only module that includes sqlite3.h. */
+#ifndef CUTSNAP_STORE_H
+#define CUTSNAP_STORE_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "../common/config.h"
+#include "../common/err.h"
+#include "../common/report.h"
+
+#define STORE_SCHEMA_VERSION 1
+
+struct store;	/* opaque */
+
+/* Open REPO. create=1 makes the directory, blobs/ and the schema when
+ * missing (snapshot); create=0 fails with "repository R does not exist"
+ * (ls, verify, restore). A wrong schema version is an error. */
+int store_open(const char *repo, int create, struct store **out,
+    struct cs_err *e);
+void store_close(struct store *st);	/* accepts NULL */
+
+/* Insert a snapshot with status 'running'; committed at once. */
+int store_begin_snapshot(struct store *st, const char *initiator,
+    const char *config_text, uint64_t *id, struct cs_err *e);
+/* Copy the first len bytes of the file at path into a blob, hashing while
+ * copying; fail if the digest differs from sha. Temp file, fsync, rename,
+ * fsync dir. An existing blob with that digest is reused. */
+int store_put_blob(struct store *st, const char *path, uint64_t len,
+    const uint8_t sha[32], struct cs_err *e);
+/* One transaction: agents, watermarks, channels, messages, the digest and
+ * status 'complete'. Fails (and changes nothing) unless the snapshot is
+ * 'running' and every agent of c has exactly one report. */
+int store_commit_snapshot(struct store *st, uint64_t id, const struct cfg *c,
+    const struct report *reps, size_t nreps, struct cs_err *e);
+int store_abort_snapshot(struct store *st, uint64_t id, const char *reason,
+    struct cs_err *e);
+
+struct snap_info {
+	uint64_t id;
+	char started[32];	/* ISO 8601 UTC */
+	char finished[32];	/* "" while running */
+	char status[16];	/* running | complete | aborted */
+	char initiator[NAME_MAX_LEN + 1];
+	int nagents;
+	uint64_t bytes;		/* sum of recorded file sizes */
+	uint64_t nmsgs;		/* recorded in-flight messages */
+	char reason[256];	/* why aborted */
+};
+/* All snapshots, oldest first; *out malloc'ed. */
+int store_list(struct store *st, struct snap_info **out, size_t *n,
+    struct cs_err *e);
+
+/* Called once per problem with a one-line description. */
+typedef void (*problem_fn)(void *ctx, const char *line);
+
+/* Verify snapshot id (0: the newest complete one; *resolved gets the id).
+ * Returns the number of problems found (0 = ok), or -1 with e set when it
+ * could not verify at all (unknown id, no complete snapshot). */
+int store_verify(struct store *st, uint64_t id, uint64_t *resolved,
+    problem_fn fn, void *ctx, struct cs_err *e);
+
+/* Verify, then restore snapshot id into the data paths of c (whose agent
+ * names must be the snapshot's, and whose agents must not be running),
+ * replaying recorded channel messages exactly once. -1 with e set on
+ * refusal or failure; problems found by verify go to fn first. */
+int store_restore(struct store *st, uint64_t id, const struct cfg *c,
+    uint64_t *resolved, problem_fn fn, void *ctx, struct cs_err *e);
+
+#endif
