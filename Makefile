@@ -30,13 +30,18 @@ CMD_OBJ  := $(CMD_SRC:%.c=$(BUILD)/%.o)
 UNIT_BIN := $(UNIT_SRC:%.c=$(BUILD)/%)
 LIBA     := $(BUILD)/libcutsnap.a
 
-.PHONY: all deps test unit e2e demo asan valgrind bench clean
-all: deps $(BIN)
+.PHONY: all deps test unit e2e demo asan valgrind clean
+all: $(BIN)
 
-deps:
+# Every compile waits for the dependency step (order-only, so it runs once
+# and before anything else even under make -j).
+DEPS_OK := $(BUILD)/.deps-ok
+deps: $(DEPS_OK)
+$(DEPS_OK): scripts/deps.sh
 	@sh scripts/deps.sh
+	@mkdir -p $(dir $@) && touch $@
 
-$(BUILD)/%.o: %.c
+$(BUILD)/%.o: %.c | $(DEPS_OK)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(PKG_CFLAGS) -c $< -o $@
 
@@ -48,11 +53,11 @@ $(BIN): $(CMD_OBJ) $(LIBA)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -o $@ $(CMD_OBJ) $(LIBA) $(PKG_LIBS) -lpthread
 
-$(BUILD)/tests/unit/%: tests/unit/%.c $(LIBA)
+$(BUILD)/tests/unit/%: tests/unit/%.c $(LIBA) | $(DEPS_OK)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(PKG_CFLAGS) -o $@ $< $(LIBA) $(PKG_LIBS) $(CMOCKA_LIBS) $(LDFLAGS) -lpthread
 
-unit: deps $(UNIT_BIN)
+unit: $(UNIT_BIN)
 	CMOCKA_MESSAGE_OUTPUT=TAP prove -f --exec '' $(UNIT_BIN)
 
 e2e: all
@@ -70,15 +75,12 @@ asan:
 	$(MAKE) BUILD=build-asan BIN=bin/cutsnap-asan OPT="-O1 -g -fno-omit-frame-pointer" \
 	    SAN="-fsanitize=address,undefined -fno-sanitize-recover=all" test
 
-valgrind: deps $(UNIT_BIN)
+valgrind: $(UNIT_BIN)
 	@for t in $(UNIT_BIN); do \
 	    echo "valgrind $$t"; \
 	    CMOCKA_MESSAGE_OUTPUT=TAP valgrind -q --error-exitcode=99 --leak-check=full \
 	        --errors-for-leak-kinds=definite $$t >/dev/null || exit 1; \
 	done; echo "valgrind: unit tests clean"
-
-bench: all
-	sh bench/run.sh
 
 clean:
 	rm -rf build build-asan bin
