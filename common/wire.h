@@ -10,8 +10,16 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <fcntl.h>
+#include <unistd.h>
 #include "buf.h"
 #include "err.h"
+
+/* <unistd.h> and <fcntl.h> define R_OK (4) for access(); the reply code
+ * below shares the name, so both are included first and their macro is
+ * dropped: R_OK is 0 wherever this header is seen. Do not call access()
+ * with R_OK in a file that includes wire.h. */
+#undef R_OK
 
 #define WIRE_VERSION 1
 #define WIRE_HDR_LEN 6
