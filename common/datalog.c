@@ -1,0 +1,880 @@
+/* datalog.c - an agent's data file: record codec, replay, recovery, appends. */
+/*
+ * Invariants (see datalog.h for the format):
+ * - The file is [header | record*]; dl->end is its length and always lies
+ *   on a record boundary; bytes are only ever appended at dl->end.
+ * - dl->sha has been fed exactly the bytes [0, dl->end) of the file, so the
+ *   hash of any snapshot prefix is a copy of it taken at that moment.
+ * - dl->synced <= dl->end; [0, dl->synced) is durable.
+ * - dl->st is the replay of [0, dl->end): a record reaches the state only
+ *   after it is in the file, and a record that fails dl_state_check never
+ *   reaches either.
+ * - After an error that leaves file and memory possibly out of step (a
+ *   failed truncate-back, an fsync error), dl->failed is set and every later
+ *   append or sync fails: the agent must restart and recover from the file.
+ */
+#include <sys/file.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+
+#include <assert.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <zlib.h>
+
+#include "datalog.h"
+#include "fsutil.h"
+#include "sha.h"
+
+#define DL_MAGIC "CUTSNAPL"
+#define DL_VERSION 1
+/* A SEND's channel message is "op | key | amount" (chmsg.h); this cap
+ * keeps every valid record below DL_MAX_RECORD. */
+#define DL_MAX_MSG (WIRE_MAX_KEY + 64u)
+/* Keep the write buffer of a huge PUT no longer than needed. */
+#define DL_WBUF_KEEP (1u << 20)
+
+struct datalog {
+	int fd;			/* O_RDWR, flock'ed exclusively */
+	char *path;		/* as given to datalog_open */
+	struct dl_state st;	/* replay of [0, end) */
+	struct sha_ctx *sha;	/* running hash of [0, end) */
+	struct wbuf wbuf;	/* reused encoding buffer for appends */
+	uint64_t end;		/* file length, a record boundary */
+	uint64_t synced;	/* durable prefix length */
+	uint64_t cut;		/* torn-tail bytes cut on open */
+	int failed;		/* 1: refuse further appends and syncs */
+};
+
+/* --- watermarks and state ------------------------------------------------ */
+
+static int
+valid_name(const char *s)
+{
+	size_t n;
+
+	if (s == NULL)
+		return 0;
+	for (n = 0; s[n] != '\0'; n++) {
+		if (n >= NAME_MAX_LEN)
+			return 0;
+		if (!((s[n] >= 'a' && s[n] <= 'z') ||
+		    (s[n] >= 'A' && s[n] <= 'Z') ||
+		    (s[n] >= '0' && s[n] <= '9') ||
+		    s[n] == '_' || s[n] == '.' || s[n] == '-'))
+			return 0;
+	}
+	return n > 0;
+}
+
+uint64_t
+wm_get(const struct wm_set *s, const char *peer)
+{
+	size_t i;
+
+	for (i = 0; i < s->n; i++)
+		if (strcmp(s->v[i].peer, peer) == 0)
+			return s->v[i].seq;
+	return 0;
+}
+
+/* Room for one more watermark. 0 / -1. */
+static int
+wm_reserve(struct wm_set *s)
+{
+	struct wm *v;
+	size_t ncap;
+
+	if (s->n < s->cap)
+		return 0;
+	ncap = s->cap ? s->cap * 2 : 8;
+	if ((v = realloc(s->v, ncap * sizeof(*v))) == NULL)
+		return -1;
+	s->v = v;
+	s->cap = ncap;
+	return 0;
+}
+
+int
+wm_put(struct wm_set *s, const char *peer, uint64_t seq)
+{
+	size_t i;
+
+	if (strlen(peer) > NAME_MAX_LEN)
+		return -1;
+	for (i = 0; i < s->n; i++) {
+		if (strcmp(s->v[i].peer, peer) == 0) {
+			s->v[i].seq = seq;
+			return 0;
+		}
+	}
+	if (wm_reserve(s) == -1)
+		return -1;
+	memcpy(s->v[s->n].peer, peer, strlen(peer) + 1);
+	s->v[s->n].seq = seq;
+	s->n++;
+	return 0;
+}
+
+int
+dl_state_init(struct dl_state *st, int keep_all_sends)
+{
+	memset(st, 0, sizeof(*st));
+	st->keep_all_sends = keep_all_sends;
+	if ((st->kv = kvmap_new()) == NULL)
+		return -1;
+	return 0;
+}
+
+void
+dl_state_free(struct dl_state *st)
+{
+	size_t i;
+
+	if (st == NULL)
+		return;
+	kvmap_free(st->kv);
+	free(st->sent.v);
+	free(st->applied.v);
+	free(st->acked.v);
+	for (i = 0; i < st->nsends; i++)
+		free(st->sends[i].msg);
+	free(st->sends);
+	memset(st, 0, sizeof(*st));
+}
+
+int
+dl_state_check(const struct dl_state *st, const struct dl_record *r,
+    struct cs_err *e)
+{
+	uint64_t cur;
+
+	switch (r->type) {
+	case DL_PUT:
+	case DL_DEL:
+		break;
+	case DL_SEND:
+	case DL_APPLY:
+	case DL_ACK:
+		if (!valid_name(r->peer))
+			return cs_errf(e, "invalid peer name");
+		break;
+	default:
+		return cs_errf(e, "unknown record type %d", (int)r->type);
+	}
+	if (r->type != DL_ACK && r->klen > WIRE_MAX_KEY)
+		return cs_errf(e, "key of %zu bytes exceeds %u", r->klen,
+		    WIRE_MAX_KEY);
+	if ((r->type == DL_PUT || r->type == DL_SEND || r->type == DL_APPLY) &&
+	    r->vlen > WIRE_MAX_VALUE)
+		return cs_errf(e, "value of %zu bytes exceeds %u", r->vlen,
+		    WIRE_MAX_VALUE);
+	switch (r->type) {
+	case DL_SEND:
+		if (r->msglen > DL_MAX_MSG)
+			return cs_errf(e, "message of %zu bytes exceeds %u",
+			    r->msglen, DL_MAX_MSG);
+		cur = wm_get(&st->sent, r->peer);
+		if (cur == UINT64_MAX || r->seq != cur + 1)
+			return cs_errf(e, "send seq %" PRIu64 " to %s, expected %"
+			    PRIu64, r->seq, r->peer, cur + 1);
+		break;
+	case DL_APPLY:
+		cur = wm_get(&st->applied, r->peer);
+		if (cur == UINT64_MAX || r->seq != cur + 1)
+			return cs_errf(e, "apply seq %" PRIu64 " from %s, "
+			    "expected %" PRIu64, r->seq, r->peer, cur + 1);
+		break;
+	case DL_ACK:
+		cur = wm_get(&st->sent, r->peer);
+		if (r->seq > cur)
+			return cs_errf(e, "ack seq %" PRIu64 " from %s beyond "
+			    "sent seq %" PRIu64, r->seq, r->peer, cur);
+		break;
+	default:
+		break;
+	}
+	return 0;
+}
+
+/* Drop the sends to dst with seq <= ack, keeping log order. */
+static void
+drop_acked(struct dl_state *st, const char *dst, uint64_t ack)
+{
+	size_t i, k = 0;
+
+	for (i = 0; i < st->nsends; i++) {
+		if (st->sends[i].seq <= ack &&
+		    strcmp(st->sends[i].peer, dst) == 0) {
+			free(st->sends[i].msg);
+			continue;
+		}
+		st->sends[k++] = st->sends[i];
+	}
+	st->nsends = k;
+}
+
+/* SEND: everything that can fail is allocated before anything changes. */
+static int
+apply_send(struct dl_state *st, const struct dl_record *r)
+{
+	struct dl_send *v, *s;
+	uint8_t *msg = NULL;
+	size_t ncap;
+	int rc = -1;
+
+	if (st->nsends == st->capsends) {
+		ncap = st->capsends ? st->capsends * 2 : 16;
+		if ((v = realloc(st->sends, ncap * sizeof(*v))) == NULL)
+			goto out;
+		st->sends = v;
+		st->capsends = ncap;
+	}
+	if ((msg = malloc(r->msglen + 1)) == NULL)
+		goto out;
+	if (r->msglen > 0)
+		memcpy(msg, r->msg, r->msglen);
+	if (wm_reserve(&st->sent) == -1)
+		goto out;
+	if (kvmap_put(st->kv, r->key, r->klen, r->val, r->vlen) == -1)
+		goto out;
+	/* Cannot fail now: the peer is valid and there is room. */
+	(void)wm_put(&st->sent, r->peer, r->seq);
+	s = &st->sends[st->nsends++];
+	memcpy(s->peer, r->peer, strlen(r->peer) + 1);
+	s->seq = r->seq;
+	s->msg = msg;
+	s->len = r->msglen;
+	msg = NULL;
+	rc = 0;
+out:
+	free(msg);
+	return rc;
+}
+
+int
+dl_state_apply(struct dl_state *st, const struct dl_record *r,
+    struct cs_err *e)
+{
+	int rc = -1;
+
+	if (dl_state_check(st, r, e) == -1)
+		goto out;
+	switch (r->type) {
+	case DL_PUT:
+		if (kvmap_put(st->kv, r->key, r->klen, r->val, r->vlen) == -1)
+			goto oom;
+		break;
+	case DL_DEL:
+		(void)kvmap_del(st->kv, r->key, r->klen);
+		break;
+	case DL_SEND:
+		if (apply_send(st, r) == -1)
+			goto oom;
+		break;
+	case DL_APPLY:
+		if (wm_reserve(&st->applied) == -1 ||
+		    kvmap_put(st->kv, r->key, r->klen, r->val, r->vlen) == -1)
+			goto oom;
+		(void)wm_put(&st->applied, r->peer, r->seq);
+		break;
+	case DL_ACK:
+		/* An older ACK than the one already recorded is harmless: acks
+		 * are cumulative, so it says nothing new. */
+		if (r->seq <= wm_get(&st->acked, r->peer))
+			break;
+		if (wm_put(&st->acked, r->peer, r->seq) == -1)
+			goto oom;
+		if (!st->keep_all_sends)
+			drop_acked(st, r->peer, r->seq);
+		break;
+	}
+	st->records++;
+	rc = 0;
+	goto out;
+oom:
+	cs_errf(e, "out of memory");
+out:
+	return rc;
+}
+
+/* --- integers -------------------------------------------------------------- */
+
+/* Strict decimal int64: optional '-', then 1..19 digits, nothing else. */
+static int
+parse_i64(const uint8_t *p, size_t n, int64_t *out)
+{
+	int64_t v = 0;
+	size_t i = 0;
+	int neg = 0;
+
+	if (n == 0 || n > 20)
+		return -1;
+	if (p[0] == '-') {
+		neg = 1;
+		i = 1;
+	}
+	if (i == n)
+		return -1;
+	/* Accumulate negatively: -INT64_MIN does not fit. */
+	for (; i < n; i++) {
+		if (p[i] < '0' || p[i] > '9')
+			return -1;
+		if (__builtin_mul_overflow(v, 10, &v) ||
+		    __builtin_sub_overflow(v, p[i] - '0', &v))
+			return -1;
+	}
+	if (!neg) {
+		if (v == INT64_MIN)
+			return -1;
+		v = -v;
+	}
+	*out = v;
+	return 0;
+}
+
+/* A printable rendering of a key for error messages, cut at 60 bytes. */
+static void
+key_label(const void *key, size_t klen, char out[64])
+{
+	const uint8_t *k = key;
+	size_t i;
+
+	for (i = 0; i < klen && i < 60; i++)
+		out[i] = (k[i] >= 0x20 && k[i] < 0x7f) ? (char)k[i] : '?';
+	out[i] = '\0';
+	if (i < klen)
+		memcpy(out + 57, "...", 4);
+}
+
+int
+dl_int_add(const struct dl_state *st, const void *key, size_t klen,
+    int64_t delta, char out[24], int64_t *result, struct cs_err *e)
+{
+	const uint8_t *val;
+	char label[64];
+	int64_t cur = 0, sum;
+	size_t vlen;
+
+	if (kvmap_get(st->kv, key, klen, &val, &vlen) &&
+	    parse_i64(val, vlen, &cur) == -1) {
+		key_label(key, klen, label);
+		return cs_errf(e, "value of key '%s' is not an integer", label);
+	}
+	if (__builtin_add_overflow(cur, delta, &sum)) {
+		key_label(key, klen, label);
+		return cs_errf(e, "integer overflow: %" PRId64 " + %" PRId64
+		    " (key '%s')", cur, delta, label);
+	}
+	snprintf(out, 24, "%" PRId64, sum);
+	if (result != NULL)
+		*result = sum;
+	return 0;
+}
+
+/* --- encoding and replay -------------------------------------------------- */
+
+void
+dl_encode(struct wbuf *out, const struct dl_record *r)
+{
+	size_t start = out->len, len;
+	uint8_t *p;
+
+	wbuf_put_u32(out, 0);		/* len and crc, filled in below */
+	wbuf_put_u32(out, 0);
+	wbuf_put_u8(out, (uint8_t)r->type);
+	switch (r->type) {
+	case DL_PUT:
+		wbuf_put_bytes(out, r->key, r->klen);
+		wbuf_put_bytes(out, r->val, r->vlen);
+		break;
+	case DL_DEL:
+		wbuf_put_bytes(out, r->key, r->klen);
+		break;
+	case DL_SEND:
+		wbuf_put_str(out, r->peer);
+		wbuf_put_u64(out, r->seq);
+		wbuf_put_bytes(out, r->key, r->klen);
+		wbuf_put_bytes(out, r->val, r->vlen);
+		wbuf_put_bytes(out, r->msg, r->msglen);
+		break;
+	case DL_APPLY:
+		wbuf_put_str(out, r->peer);
+		wbuf_put_u64(out, r->seq);
+		wbuf_put_bytes(out, r->key, r->klen);
+		wbuf_put_bytes(out, r->val, r->vlen);
+		break;
+	case DL_ACK:
+		wbuf_put_str(out, r->peer);
+		wbuf_put_u64(out, r->seq);
+		break;
+	}
+	if (out->oom)
+		return;
+	p = out->data + start;
+	len = out->len - start - DL_REC_HDR_LEN;
+	assert(len <= DL_MAX_RECORD);
+	le32_put(p, (uint32_t)len);
+	le32_put(p + 4, (uint32_t)crc32(0L, p + DL_REC_HDR_LEN, (uInt)len));
+}
+
+/* Decode type+payload p[0, n) into r; strings point into p or peer.
+ * 0, or -1 with a reason in e. */
+static int
+dl_decode(const uint8_t *p, size_t n, struct dl_record *r,
+    char peer[NAME_MAX_LEN + 1], struct cs_err *e)
+{
+	struct rbuf rb;
+
+	memset(r, 0, sizeof(*r));
+	peer[0] = '\0';
+	rbuf_init(&rb, p, n);
+	r->type = rbuf_u8(&rb);
+	switch (r->type) {
+	case DL_PUT:
+		r->key = rbuf_bytes(&rb, &r->klen, WIRE_MAX_KEY);
+		r->val = rbuf_bytes(&rb, &r->vlen, WIRE_MAX_VALUE);
+		break;
+	case DL_DEL:
+		r->key = rbuf_bytes(&rb, &r->klen, WIRE_MAX_KEY);
+		break;
+	case DL_SEND:
+		rbuf_str(&rb, peer, NAME_MAX_LEN + 1);
+		r->seq = rbuf_u64(&rb);
+		r->key = rbuf_bytes(&rb, &r->klen, WIRE_MAX_KEY);
+		r->val = rbuf_bytes(&rb, &r->vlen, WIRE_MAX_VALUE);
+		r->msg = rbuf_bytes(&rb, &r->msglen, DL_MAX_MSG);
+		break;
+	case DL_APPLY:
+		rbuf_str(&rb, peer, NAME_MAX_LEN + 1);
+		r->seq = rbuf_u64(&rb);
+		r->key = rbuf_bytes(&rb, &r->klen, WIRE_MAX_KEY);
+		r->val = rbuf_bytes(&rb, &r->vlen, WIRE_MAX_VALUE);
+		break;
+	case DL_ACK:
+		rbuf_str(&rb, peer, NAME_MAX_LEN + 1);
+		r->seq = rbuf_u64(&rb);
+		break;
+	default:
+		return cs_errf(e, "unknown record type %u", (unsigned)p[0]);
+	}
+	if (r->type == DL_SEND || r->type == DL_APPLY || r->type == DL_ACK)
+		r->peer = peer;
+	if (!rbuf_done(&rb))
+		return cs_errf(e, "malformed %s payload",
+		    rb.err ? "truncated or oversized" : "overlong");
+	return 0;
+}
+
+static int
+all_zero(const uint8_t *p, size_t n)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		if (p[i] != 0)
+			return 0;
+	return 1;
+}
+
+/* A file shorter than its header: torn iff it is a prefix of a header we
+ * would have written (or zeros), i.e. the creating write was cut short. */
+static int
+torn_header(const uint8_t *buf, size_t len)
+{
+	uint8_t hdr[DL_HEADER_LEN];
+
+	memcpy(hdr, DL_MAGIC, 8);
+	le32_put(hdr + 8, DL_VERSION);
+	le32_put(hdr + 12, 0);
+	return memcmp(buf, hdr, len) == 0 || all_zero(buf, len);
+}
+
+int
+dl_replay(const uint8_t *buf, size_t len, const char *what,
+    int allow_torn, struct dl_state *st, size_t *valid_len,
+    struct cs_err *e)
+{
+	char peer[NAME_MAX_LEN + 1];
+	struct dl_record r;
+	struct cs_err why;
+	size_t off, rem, rlen = 0;
+	int rc = -1;
+
+	if (len == 0) {
+		cs_errf(e, "%s: empty file", what);
+		goto out;
+	}
+	if (len < DL_HEADER_LEN) {
+		if (allow_torn && torn_header(buf, len)) {
+			off = 0;
+			goto torn;
+		}
+		cs_errf(e, "%s: not a cutsnap data file", what);
+		goto out;
+	}
+	if (memcmp(buf, DL_MAGIC, 8) != 0 || le32_get(buf + 12) != 0) {
+		cs_errf(e, "%s: not a cutsnap data file", what);
+		goto out;
+	}
+	if (le32_get(buf + 8) != DL_VERSION) {
+		cs_errf(e, "%s: unsupported version %" PRIu32
+		    " (this build reads version %d)", what, le32_get(buf + 8),
+		    DL_VERSION);
+		goto out;
+	}
+	for (off = DL_HEADER_LEN; off < len; off += DL_REC_HDR_LEN + rlen) {
+		rem = len - off;
+		/* Zeros where a record should start: the file was extended
+		 * but the data never reached the disk. */
+		if (rem < DL_REC_HDR_LEN || all_zero(buf + off, rem))
+			goto torn;
+		rlen = le32_get(buf + off);
+		if (rlen == 0 || rlen > DL_MAX_RECORD) {
+			cs_errf(e, "%s: corrupt record at offset %zu (bad length)",
+			    what, off);
+			goto out;
+		}
+		/* An incomplete final record is the write a crash cut short. */
+		if (rlen > rem - DL_REC_HDR_LEN)
+			goto torn;
+		if (crc32(0L, buf + off + DL_REC_HDR_LEN, (uInt)rlen) !=
+		    le32_get(buf + off + 4)) {
+			if (rlen == rem - DL_REC_HDR_LEN)
+				goto torn;
+			cs_errf(e, "%s: corrupt record at offset %zu (checksum "
+			    "mismatch)", what, off);
+			goto out;
+		}
+		if (dl_decode(buf + off + DL_REC_HDR_LEN, rlen, &r, peer,
+		    &why) == -1 || dl_state_check(st, &r, &why) == -1) {
+			cs_errf(e, "%s: corrupt record at offset %zu (invalid "
+			    "record: %s)", what, off, why.msg);
+			goto out;
+		}
+		if (dl_state_apply(st, &r, &why) == -1) {
+			cs_errf(e, "%s: record at offset %zu: %s", what, off,
+			    why.msg);
+			goto out;
+		}
+	}
+	if (valid_len != NULL)
+		*valid_len = len;
+	rc = 0;
+	goto out;
+torn:
+	if (!allow_torn) {
+		cs_errf(e, "%s: incomplete record at offset %zu (torn write; "
+		    "the file was cut short)", what, off);
+		goto out;
+	}
+	if (valid_len != NULL)
+		*valid_len = off;
+	rc = 0;
+out:
+	return rc;
+}
+
+/* --- the live data file --------------------------------------------------- */
+
+static int
+pwrite_all(int fd, const void *p, size_t n, off_t off)
+{
+	const uint8_t *b = p;
+	ssize_t w;
+
+	while (n > 0) {
+		w = pwrite(fd, b, n, off);
+		if (w == -1 && errno == EINTR)
+			continue;
+		if (w <= 0) {
+			if (w == 0)
+				errno = EIO;
+			return -1;
+		}
+		b += w;
+		n -= (size_t)w;
+		off += w;
+	}
+	return 0;
+}
+
+/* Write the header into an empty file and make the file's existence
+ * durable (the file and its directory entry). */
+static int
+write_header(struct datalog *dl, struct cs_err *e)
+{
+	uint8_t hdr[DL_HEADER_LEN];
+	char dir[PATH_MAX];
+
+	memcpy(hdr, DL_MAGIC, 8);
+	le32_put(hdr + 8, DL_VERSION);
+	le32_put(hdr + 12, 0);
+	if (pwrite_all(dl->fd, hdr, sizeof(hdr), 0) == -1)
+		return cs_errno(e, "write %s", dl->path);
+	if (fsync(dl->fd) == -1)
+		return cs_errno(e, "fsync %s", dl->path);
+	path_dirname(dl->path, dir, sizeof(dir));
+	if (fsync_dir(dir, e) == -1)
+		return -1;
+	if (sha_update(dl->sha, hdr, sizeof(hdr)) == -1)
+		return cs_errf(e, "sha256 failed");
+	dl->end = DL_HEADER_LEN;
+	return 0;
+}
+
+/* Replay the existing file, cut a torn tail, start the running hash. */
+static int
+recover(struct datalog *dl, off_t size, struct cs_err *e)
+{
+	uint8_t *map = MAP_FAILED;
+	size_t valid = 0;
+	int rc = -1;
+
+	if ((uint64_t)size > SIZE_MAX) {
+		cs_errf(e, "%s: file too large", dl->path);
+		goto out;
+	}
+	/* A private read-only mapping: the kernel pages the file in as the
+	 * replay walks it, so a large file costs no heap. */
+	map = mmap(NULL, (size_t)size, PROT_READ, MAP_PRIVATE, dl->fd, 0);
+	if (map == MAP_FAILED) {
+		cs_errno(e, "mmap %s", dl->path);
+		goto out;
+	}
+	(void)madvise(map, (size_t)size, MADV_SEQUENTIAL);
+	if (dl_replay(map, (size_t)size, dl->path, 1, &dl->st, &valid, e) == -1)
+		goto out;
+	if (sha_update(dl->sha, map, valid) == -1) {
+		cs_errf(e, "sha256 failed");
+		goto out;
+	}
+	munmap(map, (size_t)size);
+	map = MAP_FAILED;
+	dl->end = valid;
+	if (valid < (size_t)size) {
+		dl->cut = (uint64_t)size - valid;
+		if (ftruncate(dl->fd, (off_t)valid) == -1) {
+			cs_errno(e, "truncate %s", dl->path);
+			goto out;
+		}
+		if (fsync(dl->fd) == -1) {
+			cs_errno(e, "fsync %s", dl->path);
+			goto out;
+		}
+	}
+	/* Only the header was torn: start over as with a new file. */
+	if (valid == 0 && write_header(dl, e) == -1)
+		goto out;
+	/* What a killed agent wrote may still sit in the page cache; make
+	 * it durable before anything is built on it. */
+	if (fdatasync(dl->fd) == -1) {
+		cs_errno(e, "fdatasync %s", dl->path);
+		goto out;
+	}
+	rc = 0;
+out:
+	if (map != MAP_FAILED)
+		munmap(map, (size_t)size);
+	return rc;
+}
+
+int
+datalog_open(const char *path, struct datalog **out, struct cs_err *e)
+{
+	struct datalog *dl;
+	struct stat sb;
+	int rc = -1;
+
+	*out = NULL;
+	if ((dl = calloc(1, sizeof(*dl))) == NULL) {
+		cs_errf(e, "out of memory");
+		goto out;
+	}
+	dl->fd = -1;
+	wbuf_init(&dl->wbuf);
+	if (dl_state_init(&dl->st, 0) == -1 ||
+	    (dl->path = strdup(path)) == NULL ||
+	    (dl->sha = sha_new()) == NULL) {
+		cs_errf(e, "out of memory");
+		goto out;
+	}
+	dl->fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+	if (dl->fd == -1) {
+		cs_errno(e, "open %s", path);
+		goto out;
+	}
+	if (flock(dl->fd, LOCK_EX | LOCK_NB) == -1) {
+		if (errno == EWOULDBLOCK)
+			cs_errf(e, "data file %s is locked by another process "
+			    "(is its agent running?)", path);
+		else
+			cs_errno(e, "lock %s", path);
+		goto out;
+	}
+	if (fstat(dl->fd, &sb) == -1) {
+		cs_errno(e, "stat %s", path);
+		goto out;
+	}
+	if (!S_ISREG(sb.st_mode)) {
+		cs_errf(e, "%s: not a regular file", path);
+		goto out;
+	}
+	if (sb.st_size == 0) {
+		if (write_header(dl, e) == -1)
+			goto out;
+	} else if (recover(dl, sb.st_size, e) == -1)
+		goto out;
+	dl->synced = dl->end;
+	*out = dl;
+	dl = NULL;
+	rc = 0;
+out:
+	datalog_close(dl);
+	return rc;
+}
+
+void
+datalog_close(struct datalog *dl)
+{
+	if (dl == NULL)
+		return;
+	if (dl->fd != -1)
+		close(dl->fd);		/* releases the flock */
+	dl_state_free(&dl->st);
+	sha_free(dl->sha);
+	wbuf_free(&dl->wbuf);
+	free(dl->path);
+	free(dl);
+}
+
+const struct dl_state *
+datalog_state(const struct datalog *dl)
+{
+	return &dl->st;
+}
+
+int
+datalog_append(struct datalog *dl, const struct dl_record *r,
+    struct cs_err *e)
+{
+	struct cs_err why;
+	int rc = -1;
+
+	if (dl->failed) {
+		cs_errf(e, "data file %s: an earlier write failed; restart "
+		    "the agent to recover", dl->path);
+		goto out;
+	}
+	if (dl_state_check(&dl->st, r, e) == -1)
+		goto out;
+	wbuf_reset(&dl->wbuf);
+	dl_encode(&dl->wbuf, r);
+	if (dl->wbuf.oom) {
+		cs_errf(e, "out of memory");
+		goto out;
+	}
+	if (pwrite_all(dl->fd, dl->wbuf.data, dl->wbuf.len,
+	    (off_t)dl->end) == -1) {
+		cs_errno(e, "write %s", dl->path);
+		/* A partial record must not stay: the next append would
+		 * land after it and turn a torn tail into corruption. */
+		if (ftruncate(dl->fd, (off_t)dl->end) == -1)
+			dl->failed = 1;
+		goto out;
+	}
+	if (sha_update(dl->sha, dl->wbuf.data, dl->wbuf.len) == -1) {
+		dl->failed = 1;
+		cs_errf(e, "sha256 failed");
+		goto out;
+	}
+	dl->end += dl->wbuf.len;
+	if (dl_state_apply(&dl->st, r, &why) == -1) {
+		dl->failed = 1;
+		cs_errf(e, "data file %s: %s", dl->path, why.msg);
+		goto out;
+	}
+	rc = 0;
+out:
+	if (dl->wbuf.cap > DL_WBUF_KEEP)
+		wbuf_free(&dl->wbuf);
+	return rc;
+}
+
+int
+datalog_sync(struct datalog *dl, struct cs_err *e)
+{
+	uint64_t end = dl->end;
+
+	if (dl->failed)
+		return cs_errf(e, "data file %s: an earlier write failed; "
+		    "restart the agent to recover", dl->path);
+	if (dl->synced == end)
+		return 0;
+	/* After a failed fsync the kernel may have dropped the dirty pages
+	 * and cleared the error: a retry could "succeed" without the data. */
+	if (fdatasync(dl->fd) == -1) {
+		dl->failed = 1;
+		return cs_errno(e, "fdatasync %s", dl->path);
+	}
+	dl->synced = end;
+	return 0;
+}
+
+uint64_t
+datalog_end(const struct datalog *dl)
+{
+	return dl->end;
+}
+
+uint64_t
+datalog_synced(const struct datalog *dl)
+{
+	return dl->synced;
+}
+
+uint64_t
+datalog_cut_bytes(const struct datalog *dl)
+{
+	return dl->cut;
+}
+
+int
+datalog_prefix_sha(const struct datalog *dl, uint8_t out[32])
+{
+	return sha_peek(dl->sha, out);
+}
+
+int
+datalog_check_unlocked(const char *path, struct cs_err *e)
+{
+	int fd, rc = -1;
+
+	if ((fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)) == -1) {
+		if (errno == ENOENT)
+			rc = 0;
+		else
+			cs_errno(e, "open %s", path);
+		goto out;
+	}
+	if (flock(fd, LOCK_EX | LOCK_NB) == -1) {
+		if (errno == EWOULDBLOCK)
+			cs_errf(e, "agent running: data file %s is locked",
+			    path);
+		else
+			cs_errno(e, "lock %s", path);
+		goto out;
+	}
+	(void)flock(fd, LOCK_UN);
+	rc = 0;
+out:
+	if (fd != -1)
+		close(fd);
+	return rc;
+}
