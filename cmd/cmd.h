@@ -1,0 +1,130 @@
+/* cmd.h - the subcommands of the cutsnap binary and the helpers they share. */
+#ifndef CUTSNAP_CMD_H
+#define CUTSNAP_CMD_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <sys/types.h>
+#include "../common/buf.h"
+#include "../common/config.h"
+#include "../common/err.h"
+
+/* Exit statuses (DESIGN.md, "Command line"). */
+#define EXIT_OK 0
+#define EXIT_FAILED 1	/* the operation or the check failed */
+#define EXIT_USAGE 2	/* bad usage, bad config or unreadable input */
+
+/* Default wait for an agent's reply to a client request. */
+#define CMD_REQ_TIMEOUT_MS 30000
+
+int cmd_agent(int argc, char **argv);
+int cmd_start(int argc, char **argv);
+int cmd_stop(int argc, char **argv);
+int cmd_status(int argc, char **argv);
+int cmd_put(int argc, char **argv);
+int cmd_get(int argc, char **argv);
+int cmd_del(int argc, char **argv);
+int cmd_add(int argc, char **argv);
+int cmd_transfer(int argc, char **argv);
+int cmd_channel(int argc, char **argv);
+int cmd_dump(int argc, char **argv);
+int cmd_snapshot(int argc, char **argv);
+int cmd_ls(int argc, char **argv);
+int cmd_verify(int argc, char **argv);
+int cmd_restore(int argc, char **argv);
+int cmd_demo(int argc, char **argv);
+
+/* The running subcommand's name, used in every message ("put"). Set by
+ * main before dispatching. */
+extern const char *cmd_name;
+
+/* Print "cutsnap: CMD: message" on stderr. */
+void cmd_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* The same, then return status: "return cmd_fail(EXIT_FAILED, ...)". */
+int cmd_fail(int status, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+/* "cutsnap: CMD: message (see cutsnap CMD --help)"; returns EXIT_USAGE. */
+int cmd_usage_error(const char *fmt, ...)
+    __attribute__((format(printf, 1, 2)));
+/* Report the option getopt_long rejected (it returned ch, '?' or ':')
+ * for argv[optind - 1]; returns EXIT_USAGE. */
+int cmd_bad_option(char **argv, int ch);
+/* Print usage text on stdout; returns EXIT_OK (for --help). */
+int cmd_help(const char *text);
+
+/* Parse the options of a command whose only options are -c CONF and
+ * --help. With in_order, parsing stops at the first argument that is not
+ * an option, so later arguments may start with '-' (a negative DELTA).
+ * Returns -1 to go on with the arguments from optind, otherwise the exit
+ * status to return. */
+int cmd_conf_opts(int argc, char **argv, const char *usage, int in_order,
+    const char **conf);
+
+/* Load the config at path (NULL: usage error "missing -c CONF"). Returns
+ * 0, or EXIT_USAGE after printing the error. */
+int cmd_load_config(const char *path, struct cfg **out);
+/* Index of agent name in c, or -1 after printing
+ * "unknown agent X (config has A, B)". */
+int cmd_find_agent(const struct cfg *c, const char *name);
+/* Strict decimal int64 (no spaces, no trailing bytes). 0, or -1 after
+ * printing "invalid WHAT 'x': expected an integer". */
+int cmd_parse_i64(const char *s, const char *what, int64_t *out);
+/* Strict positive decimal integer up to max. 0, or -1 after printing. */
+int cmd_parse_pos(const char *s, const char *what, uint64_t max,
+    uint64_t *out);
+
+/* An agent's answer to one request. */
+struct cmd_reply {
+	uint8_t code;		/* enum reply_code */
+	uint8_t *body;		/* malloc'ed, may be NULL */
+	size_t blen;
+};
+void cmd_reply_free(struct cmd_reply *r);
+
+/* Connect to agent i of c, send one request (req may be NULL for an empty
+ * one), wait up to timeout_ms for the reply. 0, or -1 with e set (not
+ * printed), e.g. "agent A is not running (...)". */
+int cmd_call(const struct cfg *c, int i, uint8_t type, const struct wbuf *req,
+    struct cmd_reply *r, int timeout_ms, struct cs_err *e);
+/* Like cmd_call for the ordinary client requests, turning every failure
+ * into a printed error line. Returns EXIT_OK when the agent answered R_OK
+ * (or R_NOTFOUND with notfound_ok), otherwise the exit status to use. */
+int cmd_request(const struct cfg *c, int i, uint8_t type,
+    const struct wbuf *req, struct cmd_reply *r, int notfound_ok);
+/* STATUS: the agent's pid and one line of text ("" if none). 0, or -1
+ * with e set when the agent does not answer. */
+int cmd_agent_status(const struct cfg *c, int i, int timeout_ms, pid_t *pid,
+    char *text, size_t textsz, struct cs_err *e);
+
+/* Write bytes as a JSON string literal: quotes, backslash escapes, and
+ * every byte outside printable ASCII as \u00XX. */
+void json_str(FILE *f, const void *p, size_t n);
+/* Copy at most n bytes of p into out as one printable line (control bytes
+ * become '?'), NUL-terminated. */
+void cmd_printable(const void *p, size_t n, char *out, size_t outsz);
+
+/* Milliseconds from a monotonic clock. */
+int64_t cmd_now_ms(void);
+void cmd_sleep_ms(int ms);
+
+/* Start every agent of c that does not answer yet (spawned like
+ * cmd_spawn_agent, logs in run_dir/NAME.log) and wait up to timeout_s
+ * until all answer. pids (nagents entries, may be NULL) gets the pid of
+ * each agent started here, 0 for those already running. 0, or -1 with e
+ * set (an agent exited early: its last log line). */
+int cmd_start_cluster(const struct cfg *c, int timeout_s, pid_t *pids,
+    struct cs_err *e);
+/* Ask every running agent of c to stop and wait up to timeout_s until each
+ * has exited. 0, or -1 with e set. */
+int cmd_stop_cluster(const struct cfg *c, int timeout_s, struct cs_err *e);
+
+/* Spawn "SELF agent -c conf -n name" in its own session with stdin from
+ * /dev/null and stdout/stderr appended to logpath. Returns the pid, or -1
+ * with e set. */
+pid_t cmd_spawn_agent(const char *conf, const char *name, const char *logpath,
+    struct cs_err *e);
+/* The last non-empty line of the file at path into out ("" if none). */
+void cmd_last_line(const char *path, char *out, size_t outsz);
+
+#endif

@@ -1,0 +1,72 @@
+/* main.c - the cutsnap binary: find the subcommand and run it. */
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "cmd.h"
+
+struct command {
+	const char *name;
+	int (*fn)(int argc, char **argv);
+	const char *summary;
+};
+
+static const struct command commands[] = {
+	{ "agent", cmd_agent, "run one agent in the foreground" },
+	{ "start", cmd_start, "start every agent in the background" },
+	{ "stop", cmd_stop, "stop every agent gracefully" },
+	{ "status", cmd_status, "show which agents answer" },
+	{ "put", cmd_put, "set a key on an agent" },
+	{ "get", cmd_get, "print a key's value" },
+	{ "del", cmd_del, "delete a key" },
+	{ "add", cmd_add, "add an integer to a key's value" },
+	{ "transfer", cmd_transfer, "move an amount from one agent to another" },
+	{ "channel", cmd_channel, "hold or release a channel (drills)" },
+	{ "dump", cmd_dump, "print a data file's keys and watermarks" },
+	{ "snapshot", cmd_snapshot, "take a consistent snapshot" },
+	{ "ls", cmd_ls, "list the snapshots of a repository" },
+	{ "verify", cmd_verify, "check a snapshot's integrity and its cut" },
+	{ "restore", cmd_restore, "restore a snapshot into the data files" },
+};
+#define NCOMMANDS (sizeof(commands) / sizeof(commands[0]))
+
+static void
+usage(FILE *f)
+{
+	size_t i;
+
+	fputs("usage: cutsnap COMMAND [OPTIONS] [ARGS]\n\ncommands:\n", f);
+	for (i = 0; i < NCOMMANDS; i++)
+		fprintf(f, "  %-9s %s\n", commands[i].name, commands[i].summary);
+	fputs("\nRun 'cutsnap COMMAND --help' for a command's usage.\n"
+	    "Exit status: 0 success, 1 the operation or check failed, "
+	    "2 bad usage, bad config or unreadable input.\n", f);
+}
+
+int
+main(int argc, char **argv)
+{
+	const char *name;
+	size_t i;
+
+	signal(SIGPIPE, SIG_IGN);
+	if (argc < 2) {
+		usage(stderr);
+		return EXIT_USAGE;
+	}
+	name = argv[1];
+	if (strcmp(name, "--help") == 0 || strcmp(name, "-h") == 0 ||
+	    strcmp(name, "help") == 0) {
+		usage(stdout);
+		return EXIT_OK;
+	}
+	for (i = 0; i < NCOMMANDS; i++) {
+		if (strcmp(name, commands[i].name) == 0) {
+			cmd_name = commands[i].name;
+			return commands[i].fn(argc - 1, argv + 1);
+		}
+	}
+	fprintf(stderr, "cutsnap: unknown command '%s' (see cutsnap --help)\n",
+	    name);
+	return EXIT_USAGE;
+}

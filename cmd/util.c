@@ -1,0 +1,436 @@
+/* util.c - helpers shared by the subcommands: messages, config, parsing,
+ * requests to agents, JSON strings. */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "../common/buf.h"
+#include "../common/client.h"
+#include "../common/config.h"
+#include "../common/wire.h"
+#include "cmd.h"
+
+const char *cmd_name = "cutsnap";
+
+static void
+vwarn_line(const char *suffix, const char *fmt, va_list ap)
+{
+	fprintf(stderr, "cutsnap: %s: ", cmd_name);
+	vfprintf(stderr, fmt, ap);
+	fprintf(stderr, "%s\n", suffix);
+}
+
+void
+cmd_warn(const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vwarn_line("", fmt, ap);
+	va_end(ap);
+}
+
+int
+cmd_fail(int status, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vwarn_line("", fmt, ap);
+	va_end(ap);
+	return status;
+}
+
+int
+cmd_usage_error(const char *fmt, ...)
+{
+	char suffix[96];
+	va_list ap;
+
+	snprintf(suffix, sizeof(suffix), " (see cutsnap %s --help)", cmd_name);
+	va_start(ap, fmt);
+	vwarn_line(suffix, fmt, ap);
+	va_end(ap);
+	return EXIT_USAGE;
+}
+
+int
+cmd_bad_option(char **argv, int ch)
+{
+	const char *arg = optind > 0 ? argv[optind - 1] : "?";
+
+	if (ch == ':')
+		return cmd_usage_error("option '%s' needs a value", arg);
+	if (optopt != 0 && strncmp(arg, "--", 2) != 0)
+		return cmd_usage_error("unknown option '-%c'", optopt);
+	return cmd_usage_error("unknown option '%s'", arg);
+}
+
+int
+cmd_help(const char *text)
+{
+	fputs(text, stdout);
+	return EXIT_OK;
+}
+
+int
+cmd_conf_opts(int argc, char **argv, const char *usage, int in_order,
+    const char **conf)
+{
+	static const struct option opts[] = {
+		{ "config", required_argument, NULL, 'c' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	int ch;
+
+	*conf = NULL;
+	optind = 1;
+	opterr = 0;
+	while ((ch = getopt_long(argc, argv, in_order ? "+:c:h" : ":c:h", opts,
+	    NULL)) != -1) {
+		switch (ch) {
+		case 'c':
+			*conf = optarg;
+			break;
+		case 'h':
+			return cmd_help(usage);
+		default:
+			return cmd_bad_option(argv, ch);
+		}
+	}
+	return -1;
+}
+
+int
+cmd_load_config(const char *path, struct cfg **out)
+{
+	struct cs_err e;
+
+	*out = NULL;
+	if (path == NULL)
+		return cmd_usage_error("missing -c CONF");
+	if (cfg_load(path, out, &e) == -1) {
+		*out = NULL;
+		return cmd_fail(EXIT_USAGE, "%s", e.msg);
+	}
+	return 0;
+}
+
+int
+cmd_find_agent(const struct cfg *c, const char *name)
+{
+	char list[1024];
+	size_t off = 0, n;
+	int i;
+
+	if ((i = cfg_find(c, name)) >= 0)
+		return i;
+	list[0] = '\0';
+	for (i = 0; i < c->nagents; i++) {
+		n = strlen(c->agents[i].name);
+		if (off + n + 8 > sizeof(list)) {
+			memcpy(list + off, ", ...", 6);	/* too many to name */
+			break;
+		}
+		if (i > 0) {
+			memcpy(list + off, ", ", 2);
+			off += 2;
+		}
+		memcpy(list + off, c->agents[i].name, n + 1);
+		off += n;
+	}
+	cmd_warn("unknown agent %s (config has %s)", name, list);
+	return -1;
+}
+
+int
+cmd_parse_i64(const char *s, const char *what, int64_t *out)
+{
+	char *end;
+	long long v;
+
+	errno = 0;
+	if (*s == '\0' || !(*s == '-' || *s == '+' || (*s >= '0' && *s <= '9')))
+		goto bad;
+	v = strtoll(s, &end, 10);
+	if (errno != 0 || *end != '\0' || end == s)
+		goto bad;
+	*out = v;
+	return 0;
+bad:
+	if (errno == ERANGE)
+		cmd_warn("invalid %s '%s': out of range for a 64-bit integer",
+		    what, s);
+	else
+		cmd_warn("invalid %s '%s': expected an integer", what, s);
+	return -1;
+}
+
+int
+cmd_parse_pos(const char *s, const char *what, uint64_t max, uint64_t *out)
+{
+	const char *p;
+	uint64_t v = 0;
+
+	if (*s == '\0')
+		goto bad;
+	for (p = s; *p != '\0'; p++) {
+		if (*p < '0' || *p > '9')
+			goto bad;
+		if (v > (max - (uint64_t)(*p - '0')) / 10) {
+			cmd_warn("invalid %s '%s': at most %" PRIu64, what, s,
+			    max);
+			return -1;
+		}
+		v = v * 10 + (uint64_t)(*p - '0');
+	}
+	if (v == 0)
+		goto bad;
+	*out = v;
+	return 0;
+bad:
+	cmd_warn("invalid %s '%s': expected a positive integer", what, s);
+	return -1;
+}
+
+void
+cmd_reply_free(struct cmd_reply *r)
+{
+	if (r == NULL)
+		return;
+	free(r->body);
+	r->body = NULL;
+	r->blen = 0;
+}
+
+int
+cmd_call(const struct cfg *c, int i, uint8_t type, const struct wbuf *req,
+    struct cmd_reply *r, int timeout_ms, struct cs_err *e)
+{
+	const struct cfg_agent *a = &c->agents[i];
+	int fd, rc = -1;
+
+	r->code = 0;
+	r->body = NULL;
+	r->blen = 0;
+	if (req != NULL && req->oom)
+		return cs_errf(e, "out of memory");
+	if ((fd = client_connect(a->sock, a->name, e)) == -1)
+		return -1;
+	if (client_call(fd, type, req ? req->data : NULL, req ? req->len : 0,
+	    &r->code, &r->body, &r->blen, timeout_ms, e) == -1) {
+		cs_errctx(e, "agent %s", a->name);
+		goto out;
+	}
+	rc = 0;
+out:
+	close(fd);
+	return rc;
+}
+
+int
+cmd_request(const struct cfg *c, int i, uint8_t type, const struct wbuf *req,
+    struct cmd_reply *r, int notfound_ok)
+{
+	struct cs_err e;
+	char msg[CS_ERR_MAX];
+
+	if (cmd_call(c, i, type, req, r, CMD_REQ_TIMEOUT_MS, &e) == -1)
+		return cmd_fail(EXIT_FAILED, "%s", e.msg);
+	switch (r->code) {
+	case R_OK:
+		return EXIT_OK;
+	case R_NOTFOUND:
+		if (notfound_ok)
+			return EXIT_OK;
+		return cmd_fail(EXIT_FAILED, "not found on %s",
+		    c->agents[i].name);
+	case R_FAIL:
+	case R_BADREQ:
+		cmd_printable(r->body, r->blen, msg, sizeof(msg));
+		return cmd_fail(EXIT_FAILED, "%s: %s", c->agents[i].name,
+		    msg[0] ? msg : "request failed");
+	default:
+		return cmd_fail(EXIT_FAILED, "%s: unexpected reply code %u",
+		    c->agents[i].name, r->code);
+	}
+}
+
+int
+cmd_agent_status(const struct cfg *c, int i, int timeout_ms, pid_t *pid,
+    char *text, size_t textsz, struct cs_err *e)
+{
+	struct cmd_reply r;
+	struct rbuf rb;
+	const uint8_t *t;
+	size_t tlen;
+	uint32_t p;
+	int rc = -1;
+
+	if (cmd_call(c, i, W_REQ_STATUS, NULL, &r, timeout_ms, e) == -1)
+		return -1;
+	if (r.code != R_OK) {
+		cs_errf(e, "agent %s: status request refused (code %u)",
+		    c->agents[i].name, r.code);
+		goto out;
+	}
+	rbuf_init(&rb, r.body, r.blen);
+	p = rbuf_u32(&rb);
+	t = rbuf_bytes(&rb, &tlen, 4096);
+	if (!rbuf_done(&rb)) {
+		cs_errf(e, "agent %s: malformed status reply",
+		    c->agents[i].name);
+		goto out;
+	}
+	*pid = (pid_t)p;
+	if (text != NULL)
+		cmd_printable(t, tlen, text, textsz);
+	rc = 0;
+out:
+	cmd_reply_free(&r);
+	return rc;
+}
+
+void
+json_str(FILE *f, const void *p, size_t n)
+{
+	const uint8_t *s = p;
+	size_t i;
+
+	putc('"', f);
+	for (i = 0; i < n; i++) {
+		switch (s[i]) {
+		case '"':
+			fputs("\\\"", f);
+			break;
+		case '\\':
+			fputs("\\\\", f);
+			break;
+		case '\n':
+			fputs("\\n", f);
+			break;
+		case '\t':
+			fputs("\\t", f);
+			break;
+		case '\r':
+			fputs("\\r", f);
+			break;
+		default:
+			if (s[i] < 0x20 || s[i] > 0x7e)
+				fprintf(f, "\\u%04x", s[i]);
+			else
+				putc(s[i], f);
+		}
+	}
+	putc('"', f);
+}
+
+void
+cmd_printable(const void *p, size_t n, char *out, size_t outsz)
+{
+	const uint8_t *s = p;
+	size_t i;
+
+	if (outsz == 0)
+		return;
+	for (i = 0; i < n && i < outsz - 1; i++)
+		out[i] = (s[i] < 0x20 || s[i] == 0x7f) ? '?' : (char)s[i];
+	out[i] = '\0';
+}
+
+int64_t
+cmd_now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+void
+cmd_sleep_ms(int ms)
+{
+	struct timespec ts = { ms / 1000, (long)(ms % 1000) * 1000000L };
+
+	while (nanosleep(&ts, &ts) == -1 && errno == EINTR)
+		;
+}
+
+pid_t
+cmd_spawn_agent(const char *conf, const char *name, const char *logpath,
+    struct cs_err *e)
+{
+	int logfd, nullfd;
+	pid_t pid;
+
+	logfd = open(logpath, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC |
+	    O_NOFOLLOW, 0600);
+	if (logfd == -1)
+		return cs_errno(e, "open %s", logpath);
+	if ((nullfd = open("/dev/null", O_RDONLY | O_CLOEXEC)) == -1) {
+		cs_errno(e, "open /dev/null");
+		close(logfd);
+		return -1;
+	}
+	fflush(NULL);
+	if ((pid = fork()) == -1) {
+		cs_errno(e, "fork");
+		goto out;
+	}
+	if (pid == 0) {
+		char *const args[] = { "cutsnap", "agent", "-c", (char *)conf,
+		    "-n", (char *)name, NULL };
+
+		setsid();
+		if (dup2(nullfd, 0) == -1 || dup2(logfd, 1) == -1 ||
+		    dup2(logfd, 2) == -1)
+			_exit(127);
+		execv("/proc/self/exe", args);
+		dprintf(2, "cutsnap: start: exec /proc/self/exe: %s\n",
+		    strerror(errno));
+		_exit(127);
+	}
+out:
+	close(logfd);
+	close(nullfd);
+	return pid;
+}
+
+void
+cmd_last_line(const char *path, char *out, size_t outsz)
+{
+	char buf[4096];
+	ssize_t n;
+	off_t size;
+	int fd;
+	char *end, *start;
+
+	out[0] = '\0';
+	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) == -1)
+		return;
+	size = lseek(fd, 0, SEEK_END);
+	if (size > (off_t)sizeof(buf) - 1)
+		size -= (off_t)sizeof(buf) - 1;
+	else
+		size = 0;
+	n = pread(fd, buf, sizeof(buf) - 1, size);
+	close(fd);
+	if (n <= 0)
+		return;
+	buf[n] = '\0';
+	end = buf + n;
+	while (end > buf && (end[-1] == '\n' || end[-1] == '\r'))
+		*--end = '\0';
+	start = end;
+	while (start > buf && start[-1] != '\n')
+		start--;
+	cmd_printable(start, strlen(start), out, outsz);
+}
