@@ -1,0 +1,162 @@
+/* start.c - "cutsnap start": start every agent in the background and wait
+ * until all of them answer. */
+#include <sys/wait.h>
+
+#include <errno.h>
+#include <getopt.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../common/fsutil.h"
+#include "cmd.h"
+
+#define START_POLL_MS 50
+
+static const char usage_text[] =
+    "usage: cutsnap start -c CONF [--timeout SEC]\n"
+    "\n"
+    "Start every agent of CONF that is not running yet, in the background\n"
+    "('cutsnap agent -c CONF -n NAME' in its own session, its output\n"
+    "appended to run_dir/NAME.log), and wait until every agent answers.\n"
+    "\n"
+    "  -c, --config CONF   the cluster config file\n"
+    "  -t, --timeout SEC   how long to wait for the agents (default 10)\n"
+    "\n"
+    "Exit status: 0 once all agents answer, 1 if one failed to start, 2 bad\n"
+    "usage or bad config.\n";
+
+static const struct option opts[] = {
+	{ "config", required_argument, NULL, 'c' },
+	{ "timeout", required_argument, NULL, 't' },
+	{ "help", no_argument, NULL, 'h' },
+	{ NULL, 0, NULL, 0 },
+};
+
+/* Agent i was started here as pid; 1 if it has exited (e set), else 0. */
+static int
+exited_early(const struct cfg *c, int i, pid_t pid, struct cs_err *e)
+{
+	char log[PATH_MAX + NAME_MAX_LEN + 8], last[256];
+	int status;
+
+	if (pid <= 0 || waitpid(pid, &status, WNOHANG) != pid)
+		return 0;
+	snprintf(log, sizeof(log), "%s/%s.log", c->run_dir, c->agents[i].name);
+	cmd_last_line(log, last, sizeof(last));
+	if (WIFSIGNALED(status))
+		cs_errf(e, "agent %s was killed by signal %d before it answered"
+		    "%s%s", c->agents[i].name, WTERMSIG(status),
+		    last[0] ? ": " : "", last);
+	else
+		cs_errf(e, "agent %s exited with status %d before it answered"
+		    "%s%s", c->agents[i].name, WEXITSTATUS(status),
+		    last[0] ? ": " : "", last);
+	return 1;
+}
+
+int
+cmd_start_cluster(const struct cfg *c, int timeout_s, pid_t *pids,
+    struct cs_err *e)
+{
+	char log[PATH_MAX + NAME_MAX_LEN + 8];
+	pid_t *pid = NULL;
+	char *ready = NULL;
+	int64_t deadline;
+	int i, left, rc = -1;
+	struct cs_err se;
+	pid_t p;
+
+	pid = calloc((size_t)c->nagents, sizeof(*pid));
+	ready = calloc((size_t)c->nagents, 1);
+	if (pid == NULL || ready == NULL) {
+		cs_errf(e, "out of memory");
+		goto out;
+	}
+	if (mkdir_p(c->run_dir, 0700, e) == -1)
+		goto out;
+	left = 0;
+	for (i = 0; i < c->nagents; i++) {
+		if (cmd_agent_status(c, i, 2000, &p, NULL, 0, &se) == 0) {
+			ready[i] = 1;
+			continue;
+		}
+		snprintf(log, sizeof(log), "%s/%s.log", c->run_dir,
+		    c->agents[i].name);
+		if ((pid[i] = cmd_spawn_agent(c->path, c->agents[i].name, log,
+		    e)) == -1) {
+			pid[i] = 0;
+			goto out;
+		}
+		left++;
+	}
+	deadline = cmd_now_ms() + (int64_t)timeout_s * 1000;
+	while (left > 0) {
+		for (i = 0; i < c->nagents; i++) {
+			if (ready[i])
+				continue;
+			if (exited_early(c, i, pid[i], e))
+				goto out;
+			if (cmd_agent_status(c, i, 1000, &p, NULL, 0, &se) == 0) {
+				ready[i] = 1;
+				left--;
+			}
+		}
+		if (left == 0)
+			break;
+		if (cmd_now_ms() >= deadline) {
+			for (i = 0; ready[i]; i++)
+				;
+			cs_errf(e, "agent %s did not answer within %d s; "
+			    "see %s/%s.log", c->agents[i].name, timeout_s,
+			    c->run_dir, c->agents[i].name);
+			goto out;
+		}
+		cmd_sleep_ms(START_POLL_MS);
+	}
+	rc = 0;
+out:
+	if (pids != NULL && pid != NULL)
+		memcpy(pids, pid, (size_t)c->nagents * sizeof(*pid));
+	free(pid);
+	free(ready);
+	return rc;
+}
+
+int
+cmd_start(int argc, char **argv)
+{
+	const char *conf = NULL;
+	uint64_t timeout = 10;
+	struct cfg *c = NULL;
+	struct cs_err e;
+	int ch, rc;
+
+	optind = 1;
+	opterr = 0;
+	while ((ch = getopt_long(argc, argv, ":c:t:h", opts, NULL)) != -1) {
+		switch (ch) {
+		case 'c':
+			conf = optarg;
+			break;
+		case 't':
+			if (cmd_parse_pos(optarg, "timeout", 86400, &timeout)
+			    == -1)
+				return EXIT_USAGE;
+			break;
+		case 'h':
+			return cmd_help(usage_text);
+		default:
+			return cmd_bad_option(argv, ch);
+		}
+	}
+	if (optind < argc)
+		return cmd_usage_error("unexpected argument '%s'", argv[optind]);
+	if ((rc = cmd_load_config(conf, &c)) != 0)
+		return rc;
+	if (cmd_start_cluster(c, (int)timeout, NULL, &e) == -1)
+		rc = cmd_fail(EXIT_FAILED, "%s", e.msg);
+	cfg_free(c);
+	return rc;
+}

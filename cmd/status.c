@@ -1,0 +1,95 @@
+/* status.c - "cutsnap status": which agents answer, with their pid. */
+#include <getopt.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "cmd.h"
+
+#define STATUS_TIMEOUT_MS 3000
+
+static const char usage_text[] =
+    "usage: cutsnap status -c CONF [--json]\n"
+    "\n"
+    "Print a line per agent of CONF: \"NAME  up  pid=PID  DETAIL\" when it\n"
+    "answers, \"NAME  down  (REASON)\" when it does not.\n"
+    "\n"
+    "  -c, --config CONF   the cluster config file\n"
+    "  -j, --json          a JSON array of objects {\"agent\", \"up\", \"pid\",\n"
+    "                      \"detail\"}\n"
+    "\n"
+    "Exit status: 0 if every agent answers, 1 if one does not, 2 bad usage\n"
+    "or bad config.\n";
+
+static const struct option opts[] = {
+	{ "config", required_argument, NULL, 'c' },
+	{ "json", no_argument, NULL, 'j' },
+	{ "help", no_argument, NULL, 'h' },
+	{ NULL, 0, NULL, 0 },
+};
+
+int
+cmd_status(int argc, char **argv)
+{
+	const char *conf = NULL;
+	struct cfg *c = NULL;
+	struct cs_err e;
+	char text[1024];
+	int ch, i, json = 0, width = 0, down = 0, rc, up;
+	pid_t pid;
+
+	optind = 1;
+	opterr = 0;
+	while ((ch = getopt_long(argc, argv, ":c:jh", opts, NULL)) != -1) {
+		switch (ch) {
+		case 'c':
+			conf = optarg;
+			break;
+		case 'j':
+			json = 1;
+			break;
+		case 'h':
+			return cmd_help(usage_text);
+		default:
+			return cmd_bad_option(argv, ch);
+		}
+	}
+	if (optind < argc)
+		return cmd_usage_error("unexpected argument '%s'", argv[optind]);
+	if ((rc = cmd_load_config(conf, &c)) != 0)
+		return rc;
+	for (i = 0; i < c->nagents; i++)
+		if ((int)strlen(c->agents[i].name) > width)
+			width = (int)strlen(c->agents[i].name);
+	if (json)
+		putchar('[');
+	for (i = 0; i < c->nagents; i++) {
+		const char *name = c->agents[i].name;
+
+		up = cmd_agent_status(c, i, STATUS_TIMEOUT_MS, &pid, text,
+		    sizeof(text), &e) == 0;
+		if (!up)
+			down++;
+		if (json) {
+			printf("%s{\"agent\":", i ? "," : "");
+			json_str(stdout, name, strlen(name));
+			if (up)
+				printf(",\"up\":true,\"pid\":%d,\"detail\":",
+				    (int)pid);
+			else
+				printf(",\"up\":false,\"pid\":null,\"detail\":");
+			json_str(stdout, up ? text : e.msg,
+			    strlen(up ? text : e.msg));
+			putchar('}');
+		} else if (up) {
+			printf("%-*s  up  pid=%d%s%s\n", width, name, (int)pid,
+			    text[0] ? "  " : "", text);
+		} else {
+			printf("%-*s  down  (%s)\n", width, name, e.msg);
+		}
+	}
+	if (json)
+		puts("]");
+	rc = down ? EXIT_FAILED : EXIT_OK;
+	cfg_free(c);
+	return rc;
+}

@@ -1,0 +1,127 @@
+/* stop.c - "cutsnap stop": ask every agent to stop and wait until each
+ * process has exited. */
+#include <sys/wait.h>
+
+#include <errno.h>
+#include <getopt.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "../common/wire.h"
+#include "cmd.h"
+
+#define STOP_POLL_MS 20
+
+static const char usage_text[] =
+    "usage: cutsnap stop -c CONF [--timeout SEC]\n"
+    "\n"
+    "Stop every running agent of CONF gracefully (each finishes its pending\n"
+    "writes) and wait until every agent process has exited. Agents that are\n"
+    "not running are fine.\n"
+    "\n"
+    "  -c, --config CONF   the cluster config file\n"
+    "  -t, --timeout SEC   how long to wait for the agents (default 10)\n"
+    "\n"
+    "Exit status: 0 once all agents have exited, 1 if one did not exit in\n"
+    "time, 2 bad usage or bad config.\n";
+
+static const struct option opts[] = {
+	{ "config", required_argument, NULL, 'c' },
+	{ "timeout", required_argument, NULL, 't' },
+	{ "help", no_argument, NULL, 'h' },
+	{ NULL, 0, NULL, 0 },
+};
+
+/* 1 once process pid is gone (reaped here if it was our child). */
+static int
+gone(pid_t pid)
+{
+	(void)waitpid(pid, NULL, WNOHANG);
+	return kill(pid, 0) == -1 && errno == ESRCH;
+}
+
+int
+cmd_stop_cluster(const struct cfg *c, int timeout_s, struct cs_err *e)
+{
+	struct cmd_reply r;
+	struct cs_err se;
+	pid_t *pid;
+	int64_t deadline;
+	int i, left = 0, rc = -1;
+
+	if ((pid = calloc((size_t)c->nagents, sizeof(*pid))) == NULL)
+		return cs_errf(e, "out of memory");
+	for (i = 0; i < c->nagents; i++) {
+		if (cmd_agent_status(c, i, 2000, &pid[i], NULL, 0, &se) == -1 ||
+		    pid[i] <= 0) {
+			pid[i] = 0;	/* not running: nothing to do */
+			continue;
+		}
+		/* The agent may close the connection as it goes: what counts
+		 * is that the process exits. */
+		if (cmd_call(c, i, W_REQ_STOP, NULL, &r, 5000, &se) == 0)
+			cmd_reply_free(&r);
+		left++;
+	}
+	deadline = cmd_now_ms() + (int64_t)timeout_s * 1000;
+	while (left > 0) {
+		for (i = 0; i < c->nagents; i++) {
+			if (pid[i] != 0 && gone(pid[i])) {
+				pid[i] = 0;
+				left--;
+			}
+		}
+		if (left == 0)
+			break;
+		if (cmd_now_ms() >= deadline) {
+			for (i = 0; pid[i] == 0; i++)
+				;
+			cs_errf(e, "agent %s (pid %d) did not exit within %d s",
+			    c->agents[i].name, (int)pid[i], timeout_s);
+			goto out;
+		}
+		cmd_sleep_ms(STOP_POLL_MS);
+	}
+	rc = 0;
+out:
+	free(pid);
+	return rc;
+}
+
+int
+cmd_stop(int argc, char **argv)
+{
+	const char *conf = NULL;
+	uint64_t timeout = 10;
+	struct cfg *c = NULL;
+	struct cs_err e;
+	int ch, rc;
+
+	optind = 1;
+	opterr = 0;
+	while ((ch = getopt_long(argc, argv, ":c:t:h", opts, NULL)) != -1) {
+		switch (ch) {
+		case 'c':
+			conf = optarg;
+			break;
+		case 't':
+			if (cmd_parse_pos(optarg, "timeout", 86400, &timeout)
+			    == -1)
+				return EXIT_USAGE;
+			break;
+		case 'h':
+			return cmd_help(usage_text);
+		default:
+			return cmd_bad_option(argv, ch);
+		}
+	}
+	if (optind < argc)
+		return cmd_usage_error("unexpected argument '%s'", argv[optind]);
+	if ((rc = cmd_load_config(conf, &c)) != 0)
+		return rc;
+	if (cmd_stop_cluster(c, (int)timeout, &e) == -1)
+		rc = cmd_fail(EXIT_FAILED, "%s", e.msg);
+	cfg_free(c);
+	return rc;
+}
