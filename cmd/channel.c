@@ -1,0 +1,91 @@
+/* channel.c - "cutsnap channel": hold or release a channel SRC->DST, for
+ * tests and drills. */
+#include <getopt.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "../common/wire.h"
+#include "cmd.h"
+
+static const char usage_text[] =
+    "usage: cutsnap channel -c CONF hold|release [--reverse] SRC DST\n"
+    "\n"
+    "hold: delay delivery on the channel SRC->DST; messages and markers\n"
+    "queue at SRC in order. release: resume delivery. The request goes to\n"
+    "SRC.\n"
+    "\n"
+    "  -c, --config CONF   the cluster config file\n"
+    "  -r, --reverse       (release) deliver the queue in reverse order,\n"
+    "                      marker first: a non-FIFO drill\n"
+    "\n"
+    "Exit status: 0 success, 1 the agent failed or is not running, 2 bad\n"
+    "usage or bad config.\n";
+
+static const struct option opts[] = {
+	{ "config", required_argument, NULL, 'c' },
+	{ "reverse", no_argument, NULL, 'r' },
+	{ "help", no_argument, NULL, 'h' },
+	{ NULL, 0, NULL, 0 },
+};
+
+int
+cmd_channel(int argc, char **argv)
+{
+	const char *conf = NULL, *verb;
+	struct cfg *c = NULL;
+	struct cmd_reply r = { 0, NULL, 0 };
+	struct wbuf req;
+	int ch, hold, reverse = 0, src, dst, rc;
+
+	optind = 1;
+	opterr = 0;
+	while ((ch = getopt_long(argc, argv, ":c:rh", opts, NULL)) != -1) {
+		switch (ch) {
+		case 'c':
+			conf = optarg;
+			break;
+		case 'r':
+			reverse = 1;
+			break;
+		case 'h':
+			return cmd_help(usage_text);
+		default:
+			return cmd_bad_option(argv, ch);
+		}
+	}
+	if (argc - optind != 3)
+		return cmd_usage_error("expected hold|release SRC DST, got %d "
+		    "argument%s", argc - optind, argc - optind == 1 ? "" : "s");
+	verb = argv[optind];
+	if (strcmp(verb, "hold") == 0)
+		hold = 1;
+	else if (strcmp(verb, "release") == 0)
+		hold = 0;
+	else
+		return cmd_usage_error("unknown action '%s': expected hold or "
+		    "release", verb);
+	if (hold && reverse)
+		return cmd_usage_error("--reverse goes with release, not hold");
+	wbuf_init(&req);
+	if ((rc = cmd_load_config(conf, &c)) != 0)
+		return rc;
+	if ((src = cmd_find_agent(c, argv[optind + 1])) == -1 ||
+	    (dst = cmd_find_agent(c, argv[optind + 2])) == -1) {
+		rc = EXIT_USAGE;
+		goto out;
+	}
+	if (src == dst || !cfg_has_channel(c, src, dst)) {
+		rc = cmd_fail(EXIT_USAGE, "the config has no channel %s->%s",
+		    c->agents[src].name, c->agents[dst].name);
+		goto out;
+	}
+	wbuf_put_str(&req, c->agents[dst].name);
+	if (!hold)
+		wbuf_put_u8(&req, (uint8_t)reverse);
+	rc = cmd_request(c, src, hold ? W_REQ_HOLD : W_REQ_RELEASE, &req, &r, 0);
+out:
+	cmd_reply_free(&r);
+	wbuf_free(&req);
+	cfg_free(c);
+	return rc;
+}
