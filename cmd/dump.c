@@ -1,0 +1,148 @@
+/* dump.c - "cutsnap dump": print an agent data file's keys and watermarks,
+ * offline. */
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../common/datalog.h"
+#include "../common/fsutil.h"
+#include "../common/kvmap.h"
+#include "cmd.h"
+
+#define DUMP_MAX_FILE ((size_t)2 << 30)	/* 2 GiB */
+
+static const char usage_text[] =
+    "usage: cutsnap dump DATAFILE [--json]\n"
+    "\n"
+    "Read an agent's data file offline (the agent may be running: only the\n"
+    "file is read) and print \"KEY<TAB>VALUE\" per key, sorted by key, then\n"
+    "the channel watermarks: \"#sent<TAB>DST<TAB>SEQ\",\n"
+    "\"#applied<TAB>SRC<TAB>SEQ\" and \"#acked<TAB>DST<TAB>SEQ\". A torn tail\n"
+    "left by a crash is ignored, with a note on stderr.\n"
+    "\n"
+    "  -j, --json   {\"keys\":{...},\"sent\":{...},\"applied\":{...},\n"
+    "               \"acked\":{...}}; bytes outside printable ASCII are\n"
+    "               written as \\u00XX\n"
+    "\n"
+    "Exit status: 0 success, 2 bad usage or a missing, unreadable or\n"
+    "corrupt data file.\n";
+
+static const struct option opts[] = {
+	{ "json", no_argument, NULL, 'j' },
+	{ "help", no_argument, NULL, 'h' },
+	{ NULL, 0, NULL, 0 },
+};
+
+static int
+wm_cmp(const void *a, const void *b)
+{
+	return strcmp(((const struct wm *)a)->peer,
+	    ((const struct wm *)b)->peer);
+}
+
+static void
+print_wms(struct wm_set *s, const char *label, int json)
+{
+	size_t i;
+
+	if (s->n > 1)
+		qsort(s->v, s->n, sizeof(s->v[0]), wm_cmp);
+	if (json)
+		printf(",\"%s\":{", label);
+	for (i = 0; i < s->n; i++) {
+		if (json) {
+			if (i > 0)
+				putchar(',');
+			json_str(stdout, s->v[i].peer, strlen(s->v[i].peer));
+			printf(":%llu", (unsigned long long)s->v[i].seq);
+		} else {
+			printf("#%s\t%s\t%llu\n", label, s->v[i].peer,
+			    (unsigned long long)s->v[i].seq);
+		}
+	}
+	if (json)
+		putchar('}');
+}
+
+int
+cmd_dump(int argc, char **argv)
+{
+	const struct kv_entry **ents = NULL;
+	struct dl_state st;
+	struct cs_err e;
+	uint8_t *buf = NULL;
+	size_t len = 0, valid = 0, n = 0, i;
+	const char *path;
+	int ch, json = 0, inited = 0, rc = EXIT_USAGE;
+
+	optind = 1;
+	opterr = 0;
+	while ((ch = getopt_long(argc, argv, ":jh", opts, NULL)) != -1) {
+		switch (ch) {
+		case 'j':
+			json = 1;
+			break;
+		case 'h':
+			return cmd_help(usage_text);
+		default:
+			return cmd_bad_option(argv, ch);
+		}
+	}
+	if (argc - optind != 1)
+		return cmd_usage_error("expected DATAFILE, got %d arguments",
+		    argc - optind);
+	path = argv[optind];
+	if (read_file(path, DUMP_MAX_FILE, &buf, &len, &e) == -1) {
+		cmd_warn("%s", e.msg);
+		goto out;
+	}
+	if (dl_state_init(&st, 0) == -1) {
+		rc = cmd_fail(EXIT_FAILED, "out of memory");
+		goto out;
+	}
+	inited = 1;
+	if (dl_replay(buf, len, path, 1, &st, &valid, &e) == -1) {
+		cmd_warn("%s", e.msg);
+		goto out;
+	}
+	if (valid < len)
+		cmd_warn("note: %zu bytes of torn tail ignored (at offset %zu)",
+		    len - valid, valid);
+	if (kvmap_sorted(st.kv, &ents, &n) == -1) {
+		rc = cmd_fail(EXIT_FAILED, "out of memory");
+		goto out;
+	}
+	if (json)
+		fputs("{\"keys\":{", stdout);
+	for (i = 0; i < n; i++) {
+		if (json) {
+			if (i > 0)
+				putchar(',');
+			json_str(stdout, ents[i]->key, ents[i]->klen);
+			putchar(':');
+			json_str(stdout, ents[i]->val, ents[i]->vlen);
+		} else {
+			fwrite(ents[i]->key, 1, ents[i]->klen, stdout);
+			putchar('\t');
+			fwrite(ents[i]->val, 1, ents[i]->vlen, stdout);
+			putchar('\n');
+		}
+	}
+	if (json)
+		putchar('}');
+	print_wms(&st.sent, "sent", json);
+	print_wms(&st.applied, "applied", json);
+	print_wms(&st.acked, "acked", json);
+	if (json)
+		puts("}");
+	rc = EXIT_OK;
+	if (fflush(stdout) == EOF || ferror(stdout))
+		rc = cmd_fail(EXIT_FAILED, "write stdout failed");
+out:
+	free(ents);
+	if (inited)
+		dl_state_free(&st);
+	free(buf);
+	return rc;
+}

@@ -1,0 +1,102 @@
+/* snapshot.c - "cutsnap snapshot": take a consistent snapshot of a running
+ * cluster into a repository. */
+#include <getopt.h>
+#include <stdio.h>
+
+#include "../coordinator/coordinator.h"
+#include "cmd.h"
+
+static const char usage_text[] =
+    "usage: cutsnap snapshot -c CONF -r REPO [--initiator NAME] "
+    "[--timeout SEC]\n"
+    "\n"
+    "Take a consistent snapshot (Chandy-Lamport) of the running agents of\n"
+    "CONF into the repository REPO (created if missing): every agent's data\n"
+    "file plus the messages in flight on every channel. Print the new\n"
+    "snapshot's id once it is committed as complete.\n"
+    "\n"
+    "  -c, --config CONF       the cluster config file\n"
+    "  -r, --repo REPO         the repository directory\n"
+    "  -i, --initiator NAME    the agent that starts the snapshot (default:\n"
+    "                          the config's first agent)\n"
+    "  -t, --timeout SEC       give up and mark the snapshot aborted after\n"
+    "                          SEC seconds (default 60)\n"
+    "\n"
+    "Exit status: 0 the snapshot is complete, 1 it failed or was aborted,\n"
+    "2 bad usage or bad config.\n";
+
+static const struct option opts[] = {
+	{ "config", required_argument, NULL, 'c' },
+	{ "repo", required_argument, NULL, 'r' },
+	{ "initiator", required_argument, NULL, 'i' },
+	{ "timeout", required_argument, NULL, 't' },
+	{ "help", no_argument, NULL, 'h' },
+	{ NULL, 0, NULL, 0 },
+};
+
+int
+cmd_snapshot(int argc, char **argv)
+{
+	const char *conf = NULL;
+	struct coord_opts o = { NULL, NULL, 60 };
+	struct cfg *c = NULL;
+	struct cs_err e;
+	uint64_t timeout, id = 0;
+	int ch, init, rc;
+
+	optind = 1;
+	opterr = 0;
+	while ((ch = getopt_long(argc, argv, ":c:r:i:t:h", opts, NULL)) != -1) {
+		switch (ch) {
+		case 'c':
+			conf = optarg;
+			break;
+		case 'r':
+			o.repo = optarg;
+			break;
+		case 'i':
+			o.initiator = optarg;
+			break;
+		case 't':
+			if (cmd_parse_pos(optarg, "timeout", 86400, &timeout)
+			    == -1)
+				return EXIT_USAGE;
+			o.timeout_s = (int)timeout;
+			break;
+		case 'h':
+			return cmd_help(usage_text);
+		default:
+			return cmd_bad_option(argv, ch);
+		}
+	}
+	if (optind < argc)
+		return cmd_usage_error("unexpected argument '%s'", argv[optind]);
+	if (o.repo == NULL)
+		return cmd_usage_error("missing -r REPO");
+	if ((rc = cmd_load_config(conf, &c)) != 0)
+		return rc;
+	init = 0;
+	if (o.initiator != NULL && (init = cmd_find_agent(c, o.initiator)) == -1) {
+		rc = EXIT_USAGE;
+		goto out;
+	}
+	if (!coord_reachable(c, init)) {
+		rc = cmd_fail(EXIT_USAGE, "markers from %s cannot reach every "
+		    "agent over the configured channels; choose another "
+		    "--initiator or add channels", c->agents[init].name);
+		goto out;
+	}
+	if (coord_snapshot(c, &o, &id, &e) == -1) {
+		if (id != 0)
+			rc = cmd_fail(EXIT_FAILED, "snapshot %llu aborted: %s",
+			    (unsigned long long)id, e.msg);
+		else
+			rc = cmd_fail(EXIT_FAILED, "%s", e.msg);
+		goto out;
+	}
+	printf("%llu\n", (unsigned long long)id);
+	rc = EXIT_OK;
+out:
+	cfg_free(c);
+	return rc;
+}

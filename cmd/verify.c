@@ -1,0 +1,163 @@
+/* verify.c - "cutsnap verify": check a snapshot's integrity and the
+ * consistency of its cut. */
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../store/store.h"
+#include "cmd.h"
+
+static const char usage_text[] =
+    "usage: cutsnap verify -r REPO [ID] [--json]\n"
+    "\n"
+    "Verify snapshot ID (default: the newest complete one) of REPO:\n"
+    "integrity (manifest integrity check, every blob's size and SHA-256,\n"
+    "every recorded message's SHA-256, the snapshot's own digest) and the\n"
+    "consistency of the cut, derived from the recorded files: on every\n"
+    "channel S->D the recorded messages must be exactly the seqs after D's\n"
+    "applied seq up to S's sent seq. Print each problem as a line\n"
+    "\"problem: ...\", then \"snapshot N: ok (...)\" or \"snapshot N: K problems\".\n"
+    "\n"
+    "  -r, --repo REPO   the repository directory\n"
+    "  -j, --json        {\"snapshot\":N,\"ok\":true|false,\"problems\":[...]}\n"
+    "\n"
+    "Exit status: 0 ok, 1 problems found or no such snapshot, 2 bad usage\n"
+    "or a missing repository.\n";
+
+static const struct option opts[] = {
+	{ "repo", required_argument, NULL, 'r' },
+	{ "json", no_argument, NULL, 'j' },
+	{ "help", no_argument, NULL, 'h' },
+	{ NULL, 0, NULL, 0 },
+};
+
+/* The problems found, kept for --json. */
+struct problems {
+	int json;
+	char **v;
+	size_t n, cap;
+	int oom;
+};
+
+static void
+on_problem(void *ctx, const char *line)
+{
+	struct problems *p = ctx;
+	char **nv;
+
+	if (!p->json) {
+		printf("problem: %s\n", line);
+		return;
+	}
+	if (p->n == p->cap) {
+		size_t ncap = p->cap ? p->cap * 2 : 16;
+
+		if ((nv = realloc(p->v, ncap * sizeof(*nv))) == NULL) {
+			p->oom = 1;
+			return;
+		}
+		p->v = nv;
+		p->cap = ncap;
+	}
+	if ((p->v[p->n] = strdup(line)) == NULL) {
+		p->oom = 1;
+		return;
+	}
+	p->n++;
+}
+
+/* Agents and in-flight messages of snapshot id, from the listing. */
+static void
+snap_counts(struct store *st, uint64_t id, int *nagents, uint64_t *nmsgs)
+{
+	struct snap_info *v = NULL;
+	struct cs_err e;
+	size_t n = 0, i;
+
+	*nagents = 0;
+	*nmsgs = 0;
+	if (store_list(st, &v, &n, &e) == -1)
+		return;
+	for (i = 0; i < n; i++) {
+		if (v[i].id == id) {
+			*nagents = v[i].nagents;
+			*nmsgs = v[i].nmsgs;
+		}
+	}
+	free(v);
+}
+
+int
+cmd_verify(int argc, char **argv)
+{
+	const char *repo = NULL;
+	struct problems p = { 0, NULL, 0, 0, 0 };
+	struct store *st = NULL;
+	struct cs_err e;
+	uint64_t id = 0, resolved = 0, nmsgs;
+	int ch, nagents, found, rc;
+	size_t i;
+
+	optind = 1;
+	opterr = 0;
+	while ((ch = getopt_long(argc, argv, ":r:jh", opts, NULL)) != -1) {
+		switch (ch) {
+		case 'r':
+			repo = optarg;
+			break;
+		case 'j':
+			p.json = 1;
+			break;
+		case 'h':
+			return cmd_help(usage_text);
+		default:
+			return cmd_bad_option(argv, ch);
+		}
+	}
+	if (argc - optind > 1)
+		return cmd_usage_error("unexpected argument '%s'",
+		    argv[optind + 1]);
+	if (argc - optind == 1 &&
+	    cmd_parse_pos(argv[optind], "snapshot id", INT64_MAX, &id) == -1)
+		return EXIT_USAGE;
+	if (repo == NULL)
+		return cmd_usage_error("missing -r REPO");
+	if (store_open(repo, 0, &st, &e) == -1)
+		return cmd_fail(EXIT_USAGE, "%s", e.msg);
+	found = store_verify(st, id, &resolved, on_problem, &p, &e);
+	if (found == -1) {
+		rc = cmd_fail(EXIT_FAILED, "%s", e.msg);
+		goto out;
+	}
+	if (p.oom) {
+		rc = cmd_fail(EXIT_FAILED, "out of memory");
+		goto out;
+	}
+	if (p.json) {
+		printf("{\"snapshot\":%llu,\"ok\":%s,\"problems\":[",
+		    (unsigned long long)resolved, found ? "false" : "true");
+		for (i = 0; i < p.n; i++) {
+			if (i > 0)
+				putchar(',');
+			json_str(stdout, p.v[i], strlen(p.v[i]));
+		}
+		puts("]}");
+	} else if (found == 0) {
+		snap_counts(st, resolved, &nagents, &nmsgs);
+		printf("snapshot %llu: ok (%d agent%s, %llu in-flight "
+		    "message%s)\n", (unsigned long long)resolved, nagents,
+		    nagents == 1 ? "" : "s", (unsigned long long)nmsgs,
+		    nmsgs == 1 ? "" : "s");
+	} else {
+		printf("snapshot %llu: %d problem%s\n",
+		    (unsigned long long)resolved, found, found == 1 ? "" : "s");
+	}
+	rc = found ? EXIT_FAILED : EXIT_OK;
+out:
+	for (i = 0; i < p.n; i++)
+		free(p.v[i]);
+	free(p.v);
+	store_close(st);
+	return rc;
+}
