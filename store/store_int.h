@@ -1,0 +1,109 @@
+/* store_int.h - what the store's own files share; not a public API. */
+#ifndef CUTSNAP_STORE_INT_H
+#define CUTSNAP_STORE_INT_H
+
+#include <limits.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sqlite3.h>
+#include "store.h"
+#include "../common/sha.h"
+
+struct store {
+	sqlite3 *db;		/* REPO/manifest.db, owned */
+	char repo[PATH_MAX];	/* as given by the caller, for messages */
+	char blobs[PATH_MAX];	/* REPO/blobs */
+};
+
+/* manifest.c: SQLite helpers. Each returns 0 or -1 with e set to
+ * "repository R: what: sqlite's message". */
+int db_fail(struct store *st, struct cs_err *e, const char *what);
+int db_prepare(struct store *st, const char *sql, sqlite3_stmt **out,
+    struct cs_err *e);
+int db_exec(struct store *st, const char *sql, struct cs_err *e);
+int db_begin(struct store *st, struct cs_err *e);	/* BEGIN IMMEDIATE */
+int db_commit(struct store *st, struct cs_err *e);
+void db_rollback(struct store *st);
+/* The current time as ISO 8601 UTC ("2024-05-01T12:00:00Z"). */
+void store_now(char out[32]);
+/* A column as a string: "" for NULL, never NULL itself. */
+const char *col_text(sqlite3_stmt *s, int i);
+/* A column that must be a non-negative INTEGER: 0, or -1 if it is not. */
+int col_u64(sqlite3_stmt *s, int i, uint64_t *out);
+
+/* blob.c: "REPO/blobs/ab/<hex>" for a 64-digit hex name. */
+int blob_path(const struct store *st, const char *hex, char *out,
+    size_t outsz, struct cs_err *e);
+/* A read-only mapping of a whole blob file. */
+struct blob_map {
+	uint8_t *p;	/* NULL when len is 0 */
+	size_t len;
+};
+/* Map the blob at path. Returns 0, -1 with e set, or -2 if it does not
+ * exist (e set as well). */
+int blob_map(const char *path, struct blob_map *m, struct cs_err *e);
+void blob_unmap(struct blob_map *m);	/* accepts a zeroed map */
+
+/* digest.c: the snapshot's digest, hex, recomputed from its rows. */
+int store_digest(struct store *st, uint64_t id, char hex[SHA_HEX_LEN],
+    struct cs_err *e);
+
+/* rows.c: one snapshot's rows, loaded defensively (a tampered manifest
+ * may hold NULLs, wrong types or nonsense; ok says a row is usable). */
+struct row_agent {
+	char *name;		/* owned, never NULL */
+	uint64_t size;
+	char *sha;		/* owned, never NULL */
+	int ok;			/* valid name, size and 64-digit hex sha */
+};
+struct row_msg {
+	int64_t rowid;
+	char *src, *dst;	/* owned, never NULL */
+	uint64_t seq;
+	uint8_t *data;		/* owned, may be NULL when len is 0 */
+	size_t len;
+	char *sha;		/* owned, never NULL */
+	int ok;			/* valid names and seq */
+};
+struct snap_rows {
+	uint64_t id;
+	char status[16];
+	char *config;		/* owned, never NULL */
+	char *digest;		/* owned, never NULL */
+	struct row_agent *agents;	/* ordered by name */
+	size_t nagents;
+	struct row_msg *msgs;	/* ordered by src, dst, seq, rowid */
+	size_t nmsgs;
+};
+/* Resolve id (0: newest complete) into *resolved. -1 with e set:
+ * "no complete snapshot in R", "snapshot N does not exist". */
+int snap_resolve(struct store *st, uint64_t id, uint64_t *resolved,
+    struct cs_err *e);
+int rows_load(struct store *st, uint64_t id, struct snap_rows *r,
+    struct cs_err *e);
+void rows_free(struct snap_rows *r);	/* accepts a zeroed struct */
+/* The messages of channel src->dst: index of the first, count in *n. */
+size_t rows_channel(const struct snap_rows *r, const char *src,
+    const char *dst, size_t *n);
+
+/* verify.c and verify_cut.c: one verify run. */
+struct vrun {
+	struct store *st;
+	uint64_t id;
+	problem_fn fn;
+	void *ctx;
+	int nproblems;
+	struct snap_rows rows;
+	struct blob_map *maps;	/* per agent row; p set once checked ok */
+	int *blob_ok;		/* per agent row: size and sha256 match */
+};
+/* Report one problem, prefixed with "snapshot N: ". */
+void vproblem(struct vrun *v, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+/* The cut's consistency, derived from the recorded files. */
+void verify_cut(struct vrun *v);
+
+/* A shortened sha for messages: the first 12 hex digits. */
+#define SHORT_SHA(hex) 12, (hex)
+
+#endif
