@@ -1,0 +1,275 @@
+/* rows.c - resolving a snapshot id and loading its rows for verify and
+ * restore, trusting nothing about their types or values. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "store_int.h"
+
+int
+snap_resolve(struct store *st, uint64_t id, uint64_t *resolved,
+    struct cs_err *e)
+{
+	sqlite3_stmt *s = NULL;
+	int step, rc = -1;
+
+	*resolved = 0;
+	if (id > (uint64_t)INT64_MAX)
+		return cs_errf(e, "snapshot %llu does not exist",
+		    (unsigned long long)id);
+	if (db_prepare(st, id == 0 ?
+	    "SELECT id FROM snapshots WHERE status = 'complete' "
+	    "ORDER BY id DESC LIMIT 1" :
+	    "SELECT id FROM snapshots WHERE id = ?", &s, e) < 0)
+		return -1;
+	if (id != 0)
+		sqlite3_bind_int64(s, 1, (sqlite3_int64)id);
+	step = sqlite3_step(s);
+	if (step == SQLITE_ROW && sqlite3_column_int64(s, 0) > 0) {
+		*resolved = (uint64_t)sqlite3_column_int64(s, 0);
+		rc = 0;
+	} else if (step == SQLITE_ROW || step == SQLITE_DONE) {
+		if (id == 0)
+			cs_errf(e, "no complete snapshot in %s", st->repo);
+		else
+			cs_errf(e, "snapshot %llu does not exist",
+			    (unsigned long long)id);
+	} else
+		db_fail(st, e, "reading snapshots");
+	sqlite3_finalize(s);
+	return rc;
+}
+
+static char *
+dup_col(sqlite3_stmt *s, int i)
+{
+	return strdup(col_text(s, i));
+}
+
+static int
+hex_ok(const char *hex)
+{
+	uint8_t sha[SHA_LEN];
+
+	return strlen(hex) == SHA_HEX_LEN - 1 && sha_unhex(hex, sha) == 0;
+}
+
+static int
+load_snapshot(struct store *st, struct snap_rows *r, struct cs_err *e)
+{
+	sqlite3_stmt *s = NULL;
+	int step, rc = -1;
+
+	if (db_prepare(st, "SELECT status, config, digest FROM snapshots "
+	    "WHERE id = ?", &s, e) < 0)
+		return -1;
+	sqlite3_bind_int64(s, 1, (sqlite3_int64)r->id);
+	step = sqlite3_step(s);
+	if (step == SQLITE_DONE) {
+		cs_errf(e, "snapshot %llu does not exist",
+		    (unsigned long long)r->id);
+		goto out;
+	}
+	if (step != SQLITE_ROW) {
+		db_fail(st, e, "reading the snapshot");
+		goto out;
+	}
+	snprintf(r->status, sizeof(r->status), "%s", col_text(s, 0));
+	if ((r->config = dup_col(s, 1)) == NULL ||
+	    (r->digest = dup_col(s, 2)) == NULL) {
+		cs_errf(e, "out of memory");
+		goto out;
+	}
+	rc = 0;
+out:
+	sqlite3_finalize(s);
+	return rc;
+}
+
+/* Grow *v (of elements of size sz) so that one more fits. */
+static int
+grow(void **v, size_t n, size_t *cap, size_t sz)
+{
+	void *nv;
+	size_t ncap;
+
+	if (n < *cap)
+		return 0;
+	ncap = *cap ? *cap * 2 : 8;
+	if ((nv = realloc(*v, ncap * sz)) == NULL)
+		return -1;
+	memset((char *)nv + n * sz, 0, (ncap - n) * sz);
+	*v = nv;
+	*cap = ncap;
+	return 0;
+}
+
+static int
+load_agents(struct store *st, struct snap_rows *r, struct cs_err *e)
+{
+	sqlite3_stmt *s = NULL;
+	struct row_agent *a;
+	size_t cap = 0;
+	int step, rc = -1;
+
+	if (db_prepare(st, "SELECT name, size, sha256 FROM agents "
+	    "WHERE snapshot_id = ? ORDER BY name", &s, e) < 0)
+		return -1;
+	sqlite3_bind_int64(s, 1, (sqlite3_int64)r->id);
+	while ((step = sqlite3_step(s)) == SQLITE_ROW) {
+		if (grow((void **)&r->agents, r->nagents, &cap,
+		    sizeof(*r->agents)) < 0)
+			goto oom;
+		a = &r->agents[r->nagents++];
+		if ((a->name = dup_col(s, 0)) == NULL ||
+		    (a->sha = dup_col(s, 2)) == NULL)
+			goto oom;
+		a->ok = col_u64(s, 1, &a->size) == 0 &&
+		    cfg_valid_name(a->name) && hex_ok(a->sha);
+	}
+	if (step != SQLITE_DONE) {
+		db_fail(st, e, "reading agents");
+		goto out;
+	}
+	rc = 0;
+	goto out;
+oom:
+	cs_errf(e, "out of memory");
+out:
+	sqlite3_finalize(s);
+	return rc;
+}
+
+static int
+load_msgs(struct store *st, struct snap_rows *r, struct cs_err *e)
+{
+	sqlite3_stmt *s = NULL;
+	struct row_msg *m;
+	const void *p;
+	size_t cap = 0;
+	int step, rc = -1;
+
+	if (db_prepare(st, "SELECT id, src, dst, seq, data, sha256 "
+	    "FROM messages WHERE snapshot_id = ? ORDER BY src, dst, seq, id",
+	    &s, e) < 0)
+		return -1;
+	sqlite3_bind_int64(s, 1, (sqlite3_int64)r->id);
+	while ((step = sqlite3_step(s)) == SQLITE_ROW) {
+		if (grow((void **)&r->msgs, r->nmsgs, &cap,
+		    sizeof(*r->msgs)) < 0)
+			goto oom;
+		m = &r->msgs[r->nmsgs++];
+		m->rowid = sqlite3_column_int64(s, 0);
+		if ((m->src = dup_col(s, 1)) == NULL ||
+		    (m->dst = dup_col(s, 2)) == NULL ||
+		    (m->sha = dup_col(s, 5)) == NULL)
+			goto oom;
+		/* A text or NULL data column is taken as its bytes. */
+		p = sqlite3_column_blob(s, 4);
+		m->len = (size_t)sqlite3_column_bytes(s, 4);
+		if (m->len > 0) {
+			if (p == NULL || (m->data = malloc(m->len)) == NULL)
+				goto oom;
+			memcpy(m->data, p, m->len);
+		}
+		m->ok = col_u64(s, 3, &m->seq) == 0 &&
+		    cfg_valid_name(m->src) && cfg_valid_name(m->dst);
+	}
+	if (step != SQLITE_DONE) {
+		db_fail(st, e, "reading messages");
+		goto out;
+	}
+	rc = 0;
+	goto out;
+oom:
+	cs_errf(e, "out of memory");
+out:
+	sqlite3_finalize(s);
+	return rc;
+}
+
+static int
+cmp_chan(const char *src, const char *dst, const struct row_msg *m)
+{
+	int c;
+
+	if ((c = strcmp(src, m->src)) != 0)
+		return c;
+	return strcmp(dst, m->dst);
+}
+
+static int
+cmp_msg(const void *a, const void *b)
+{
+	const struct row_msg *x = a, *y = b;
+	int c;
+
+	if ((c = cmp_chan(x->src, x->dst, y)) != 0)
+		return c;
+	if (x->seq != y->seq)
+		return x->seq < y->seq ? -1 : 1;
+	return x->rowid < y->rowid ? -1 : x->rowid > y->rowid;
+}
+
+size_t
+rows_channel(const struct snap_rows *r, const char *src, const char *dst,
+    size_t *n)
+{
+	size_t lo = 0, hi = r->nmsgs, end;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (cmp_chan(src, dst, &r->msgs[mid]) > 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	for (end = lo; end < r->nmsgs &&
+	    cmp_chan(src, dst, &r->msgs[end]) == 0; end++)
+		;
+	*n = end - lo;
+	return lo;
+}
+
+int
+rows_load(struct store *st, uint64_t id, struct snap_rows *r,
+    struct cs_err *e)
+{
+	memset(r, 0, sizeof(*r));
+	r->id = id;
+	if (load_snapshot(st, r, e) < 0 || load_agents(st, r, e) < 0 ||
+	    load_msgs(st, r, e) < 0) {
+		rows_free(r);
+		return -1;
+	}
+	/* Sorted here rather than trusted from SQL: a tampered column of
+	 * another type sorts differently in SQLite than with strcmp. */
+	if (r->nmsgs > 1)
+		qsort(r->msgs, r->nmsgs, sizeof(*r->msgs), cmp_msg);
+	return 0;
+}
+
+void
+rows_free(struct snap_rows *r)
+{
+	size_t i;
+
+	if (r == NULL)
+		return;
+	for (i = 0; i < r->nagents; i++) {
+		free(r->agents[i].name);
+		free(r->agents[i].sha);
+	}
+	for (i = 0; i < r->nmsgs; i++) {
+		free(r->msgs[i].src);
+		free(r->msgs[i].dst);
+		free(r->msgs[i].data);
+		free(r->msgs[i].sha);
+	}
+	free(r->agents);
+	free(r->msgs);
+	free(r->config);
+	free(r->digest);
+	memset(r, 0, sizeof(*r));
+}

@@ -1,0 +1,214 @@
+/* verify_cut.c - the consistency half of verify, derived from the
+ * recorded files themselves: replay every blob, then for every channel
+ * S->D of the snapshot's config take sent from S's file and applied from
+ * D's, and check the recorded messages against them (cutcheck.c) and
+ * against S's own SEND records. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "store_int.h"
+#include "cutcheck.h"
+#include "../common/datalog.h"
+
+/* Per config agent: its row and, when its blob replayed, its state. */
+struct cut_agent {
+	int row;		/* index in rows.agents, or -1 */
+	int have;		/* st holds the replayed blob */
+	struct dl_state st;
+	const struct dl_send **sends;	/* st's sends sorted (peer, seq) */
+};
+
+static void
+prefix_problem(void *ctx, const char *line)
+{
+	vproblem(ctx, "%s", line);
+}
+
+static int
+cmp_send(const void *a, const void *b)
+{
+	const struct dl_send *x = *(const struct dl_send *const *)a;
+	const struct dl_send *y = *(const struct dl_send *const *)b;
+	int c;
+
+	if ((c = strcmp(x->peer, y->peer)) != 0)
+		return c;
+	return x->seq < y->seq ? -1 : x->seq > y->seq;
+}
+
+static const struct dl_send *
+find_send(const struct cut_agent *a, const char *peer, uint64_t seq)
+{
+	struct dl_send key;
+	const struct dl_send *kp = &key, **hit;
+
+	if (a->sends == NULL)
+		return NULL;
+	snprintf(key.peer, sizeof(key.peer), "%s", peer);
+	key.seq = seq;
+	hit = bsearch(&kp, a->sends, a->st.nsends, sizeof(*a->sends),
+	    cmp_send);
+	return hit ? *hit : NULL;
+}
+
+/* Replay agent row r's verified blob into a->st. */
+static void
+replay(struct vrun *v, struct cut_agent *a, const char *name)
+{
+	const struct blob_map *m = &v->maps[a->row];
+	char what[128];
+	struct cs_err e;
+	size_t i;
+
+	if (dl_state_init(&a->st, 1) < 0) {
+		vproblem(v, "agent %s: out of memory", name);
+		return;
+	}
+	a->have = 1;
+	snprintf(what, sizeof(what), "blob %.12s of agent %s",
+	    v->rows.agents[a->row].sha, name);
+	if (dl_replay(m->p ? m->p : (const uint8_t *)"", m->len, what, 0,
+	    &a->st, NULL, &e) < 0) {
+		vproblem(v, "agent %s: recorded file unreadable: %s", name,
+		    e.msg);
+		dl_state_free(&a->st);
+		a->have = 0;
+		return;
+	}
+	if (a->st.nsends == 0)
+		return;
+	if ((a->sends = malloc(a->st.nsends * sizeof(*a->sends))) == NULL) {
+		vproblem(v, "agent %s: out of memory", name);
+		return;
+	}
+	for (i = 0; i < a->st.nsends; i++)
+		a->sends[i] = &a->st.sends[i];
+	qsort(a->sends, a->st.nsends, sizeof(*a->sends), cmp_send);
+}
+
+/* The config's agents and the recorded agents are the same set. */
+static void
+match_agents(struct vrun *v, const struct cfg *c, struct cut_agent *ag)
+{
+	size_t r;
+	int i, found;
+
+	for (i = 0; i < c->nagents; i++) {
+		ag[i].row = -1;
+		for (r = 0; r < v->rows.nagents; r++)
+			if (strcmp(v->rows.agents[r].name,
+			    c->agents[i].name) == 0)
+				ag[i].row = (int)r;
+		if (ag[i].row < 0)
+			vproblem(v, "agent %s of the snapshot's config has no "
+			    "recorded file", c->agents[i].name);
+	}
+	for (r = 0; r < v->rows.nagents; r++) {
+		found = v->rows.agents[r].ok &&
+		    cfg_find(c, v->rows.agents[r].name) >= 0;
+		if (!found)
+			vproblem(v, "agent %.64s is recorded but not in the "
+			    "snapshot's config", v->rows.agents[r].name);
+	}
+}
+
+static void
+check_channel(struct vrun *v, const struct cfg *c, struct cut_agent *ag,
+    int s, int d)
+{
+	const char *sn = c->agents[s].name, *dn = c->agents[d].name;
+	const struct row_msg *m;
+	const struct dl_send *snd;
+	struct cut_channel ch;
+	uint64_t *seqs = NULL;
+	size_t first, n, i, k = 0;
+
+	if (!ag[s].have || !ag[d].have)
+		return;		/* already reported */
+	first = rows_channel(&v->rows, sn, dn, &n);
+	if (n > 0 && (seqs = malloc(n * sizeof(*seqs))) == NULL) {
+		vproblem(v, "channel %s->%s: out of memory", sn, dn);
+		return;
+	}
+	for (i = first; i < first + n; i++) {
+		m = &v->rows.msgs[i];
+		if (!m->ok)
+			continue;
+		seqs[k++] = m->seq;
+		snd = find_send(&ag[s], dn, m->seq);
+		if (snd != NULL && (snd->len != m->len || (m->len > 0 &&
+		    memcmp(snd->msg, m->data, m->len) != 0)))
+			vproblem(v, "channel %s->%s: message seq %llu differs "
+			    "from the SEND record in %s's recorded file", sn,
+			    dn, (unsigned long long)m->seq, sn);
+	}
+	memset(&ch, 0, sizeof(ch));
+	ch.src = sn;
+	ch.dst = dn;
+	ch.sent = wm_get(&ag[s].st.sent, dn);
+	ch.applied = wm_get(&ag[d].st.applied, sn);
+	ch.seqs = seqs;
+	ch.nseqs = k;
+	cut_check(&ch, prefix_problem, v);
+	free(seqs);
+}
+
+/* Messages recorded on a channel that the config does not have. */
+static void
+stray_msgs(struct vrun *v, const struct cfg *c)
+{
+	const struct row_msg *m;
+	size_t i, n;
+	int s, d;
+
+	for (i = 0; i < v->rows.nmsgs; i += n ? n : 1) {
+		m = &v->rows.msgs[i];
+		rows_channel(&v->rows, m->src, m->dst, &n);
+		if (!m->ok)
+			continue;
+		s = cfg_find(c, m->src);
+		d = cfg_find(c, m->dst);
+		if (s < 0 || d < 0 || !cfg_has_channel(c, s, d))
+			vproblem(v, "channel %s->%s: %zu recorded messages, "
+			    "but it is not a channel of the snapshot's config",
+			    m->src, m->dst, n);
+	}
+}
+
+void
+verify_cut(struct vrun *v)
+{
+	struct cut_agent *ag = NULL;
+	struct cfg *c = NULL;
+	struct cs_err e;
+	int i, s, d;
+
+	/* The stored config is parsed only for its agents and channels; the
+	 * path gives relative paths a short, harmless base. */
+	if (cfg_parse(v->rows.config, "/snapshot.conf", &c, &e) < 0) {
+		vproblem(v, "the snapshot's config does not parse: %s", e.msg);
+		return;
+	}
+	if ((ag = calloc((size_t)c->nagents, sizeof(*ag))) == NULL) {
+		vproblem(v, "out of memory checking the cut");
+		goto out;
+	}
+	match_agents(v, c, ag);
+	for (i = 0; i < c->nagents; i++)
+		if (ag[i].row >= 0 && v->blob_ok[ag[i].row])
+			replay(v, &ag[i], c->agents[i].name);
+	for (s = 0; s < c->nagents; s++)
+		for (d = 0; d < c->nagents; d++)
+			if (s != d && cfg_has_channel(c, s, d))
+				check_channel(v, c, ag, s, d);
+	stray_msgs(v, c);
+out:
+	for (i = 0; ag != NULL && i < c->nagents; i++) {
+		if (ag[i].have)
+			dl_state_free(&ag[i].st);
+		free(ag[i].sends);
+	}
+	free(ag);
+	cfg_free(c);
+}
