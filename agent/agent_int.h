@@ -1,0 +1,236 @@
+/* agent_int.h - the agent daemon's internal structures, shared by the agent/ files.
+ *
+ * Invariants (INTERNALS.md, "Agent"):
+ * - Every byte queued on a connection carries the log offset it depends on;
+ *   it is written only once datalog_synced() >= that offset, and bytes on
+ *   one connection leave in the order they were queued.
+ * - An outgoing channel's queue is [written | unwritten]; only its head
+ *   unwritten entry may be written, and only once the log is durable up to
+ *   the entry's offset, the channel is up (WELCOME seen) and not held.
+ * - An incoming channel applies seq applied+1 only; later seqs wait in a
+ *   hold-back ring, earlier ones are duplicates and are only re-acked.
+ * - At most one snapshot is known at a time (struct snap). */
+#ifndef CUTSNAP_AGENT_INT_H
+#define CUTSNAP_AGENT_INT_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "../common/buf.h"
+#include "../common/config.h"
+#include "../common/datalog.h"
+#include "../common/err.h"
+#include "../common/report.h"
+#include "../common/wire.h"
+
+#define OUT_HIGH_WATER	(64u << 20)	/* stop reading a client above this */
+#define CH_PUMP_LIMIT	(1u << 20)	/* channel bytes buffered per socket */
+#define HOLD_CAP	65536u		/* held-back messages per channel */
+#define BACKOFF_MIN_MS	50
+#define BACKOFF_MAX_MS	1000
+#define IN_CAP		(WIRE_MAX_FRAME + WIRE_HDR_LEN)
+
+enum conn_role {
+	ROLE_NEW,		/* accepted, no frame yet */
+	ROLE_CLIENT,		/* CLI or coordinator */
+	ROLE_PEER_IN,		/* channel peer->self, accepted here */
+	ROLE_PEER_OUT,		/* channel self->peer, connected from here */
+};
+
+/* Bytes of conn.out up to end wait until the log is durable up to off. */
+struct out_mark {
+	uint64_t off;
+	size_t end;
+};
+
+struct conn {
+	int fd;
+	enum conn_role role;
+	int peer;		/* PEER_IN: src index; PEER_OUT: dst; else -1 */
+	uint8_t *in;		/* unparsed input, heap */
+	size_t inoff;		/* first unparsed byte */
+	size_t inlen;		/* end of received bytes */
+	size_t incap;
+	struct wbuf out;	/* frames queued for writing */
+	size_t outoff;		/* bytes of out already written */
+	size_t rel;		/* bytes of out released (durable deps) */
+	struct out_mark *marks;	/* FIFO of unreleased frames */
+	size_t mhead, mtail, mcap;
+	uint32_t events;	/* current epoll interest */
+	int connecting;		/* PEER_OUT: connect() in progress */
+	int eof;		/* peer closed its side; close once flushed */
+	int ack_due;		/* PEER_IN: send an ACK after this batch */
+	int is_coord;		/* joined a snapshot on this connection */
+	int dead;		/* closed; freed by conn_reap */
+	struct conn *next;
+};
+
+enum qkind { Q_MSG, Q_MARKER };
+
+/* An outgoing channel queue entry. */
+struct qent {
+	enum qkind kind;
+	uint64_t seq;		/* MSG: its seq; MARKER: s (sent in the cut) */
+	uint64_t snap;		/* MARKER: snapshot id */
+	uint64_t off;		/* log offset it waits for (0: durable) */
+	uint8_t *payload;	/* MSG: chmsg bytes, heap */
+	size_t len;
+};
+
+/* Channel self->dst. */
+struct outch {
+	int configured;		/* the config has this channel */
+	struct conn *conn;	/* NULL while disconnected */
+	int up;			/* WELCOME received on conn */
+	int held;		/* channel hold: write nothing */
+	struct qent *q;		/* live entries are q[qh, qt) */
+	size_t qh, qt, qcap;
+	size_t w;		/* q[qh, qh+w) are written */
+	int64_t retry_at;	/* monotonic ms of the next connect, 0: none */
+	int backoff_ms;
+	int logged_down;	/* "down" logged since the last "up" */
+};
+
+/* A message that arrived before its turn. */
+struct held {
+	uint64_t seq;		/* 0: slot empty */
+	uint8_t *p;		/* chmsg bytes, heap */
+	size_t n;
+};
+
+/* Channel src->self. */
+struct inch {
+	int configured;
+	struct conn *conn;	/* the current peer connection, or NULL */
+	struct held *ring;	/* HOLD_CAP slots indexed by seq, lazily */
+	size_t nheld;
+};
+
+/* One incoming channel as it is being recorded. */
+struct rec_chan {
+	int src;		/* agent index */
+	uint64_t a;		/* applied when recording started */
+	uint64_t s;		/* from the marker, once have_s */
+	int have_s;
+	int closed;
+	struct rep_msg *msgs;	/* applied seqs > a, in order */
+	size_t n, cap;
+};
+
+enum snap_phase {
+	SNAP_NONE,
+	SNAP_JOINED,		/* coordinator joined, not recording yet */
+	SNAP_RECORDING,		/* state recorded, channels still open */
+	SNAP_RECORDED,		/* all closed, waiting for the log to sync */
+	SNAP_REPORTED,		/* report sent, waiting for SNAP_DONE */
+};
+
+struct snap {
+	enum snap_phase phase;
+	uint64_t id;
+	struct conn *coord;	/* JOIN connection, NULL if never joined */
+	uint64_t L;		/* recorded prefix of the data file */
+	uint8_t sha[32];
+	struct wm_set sent;	/* watermarks in the recorded state */
+	struct wm_set applied;
+	struct rec_chan *ch;	/* one per configured incoming channel */
+	size_t nch;
+	size_t nopen;
+	uint64_t last_done;	/* highest id finished or forgotten */
+};
+
+struct agent {
+	const struct cfg *c;
+	int self;
+	const char *name;
+	int n;			/* c->nagents */
+	struct datalog *dl;
+	int ep;			/* epoll */
+	int lfd;		/* listening socket */
+	int sfd;		/* signalfd */
+	int spare;		/* reserve fd for EMFILE */
+	ino_t sock_ino;		/* our socket file, unlinked at exit */
+	int bound;
+	struct conn *conns;
+	struct outch *out;	/* n entries, by dst index */
+	struct inch *in;	/* n entries, by src index */
+	struct snap snap;
+	int64_t start_ms;
+	int stop;		/* shut down cleanly */
+	int fatal;		/* shut down with an error */
+};
+
+/* loop.c */
+int64_t now_ms(void);
+void printable(const void *p, size_t n, char *out, size_t outsz);
+/* Append r; any failure is fatal for the agent (logged). 0 / -1. */
+int agent_append(struct agent *a, const struct dl_record *r);
+
+/* listen.c */
+int listen_open(struct agent *a, struct cs_err *e);
+void listen_accept(struct agent *a);
+void listen_close(struct agent *a);	/* idempotent */
+
+/* conn.c */
+struct conn *conn_new(struct agent *a, int fd, enum conn_role role,
+    int connecting);
+void conn_close(struct agent *a, struct conn *c, const char *why);
+void conn_reap(struct agent *a);
+/* Queue a frame that may leave once the log is durable up to off. */
+void conn_send(struct agent *a, struct conn *c, uint8_t type,
+    const void *payload, size_t plen, uint64_t off);
+void conn_reply(struct agent *a, struct conn *c, uint8_t code,
+    const void *body, size_t blen, uint64_t off);
+void conn_replyf(struct agent *a, struct conn *c, uint8_t code,
+    const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+size_t conn_pending(const struct conn *c);
+void conn_release(struct agent *a, struct conn *c, uint64_t synced);
+void conn_flush(struct agent *a, struct conn *c);
+void conn_event(struct agent *a, struct conn *c, uint32_t ev);
+
+/* client_req.c */
+void client_frame(struct agent *a, struct conn *c, uint8_t type,
+    const uint8_t *p, size_t n);
+
+/* status.c */
+void status_reply(struct agent *a, struct conn *c);
+
+/* outch.c */
+int outch_init(struct agent *a, struct cs_err *e);
+void outch_free(struct agent *a);
+int outch_enqueue(struct agent *a, int dst, enum qkind kind, uint64_t seq,
+    uint64_t snap, uint64_t off, const uint8_t *payload, size_t len);
+void outch_pump(struct agent *a, int dst);
+void outch_frame(struct agent *a, struct conn *c, uint8_t type,
+    const uint8_t *p, size_t n);
+void outch_connected(struct agent *a, struct conn *c);
+void outch_closed(struct agent *a, struct conn *c);
+void outch_timers(struct agent *a, int64_t now);
+int outch_timeout(struct agent *a, int64_t now);
+int outch_hold(struct agent *a, int dst, int hold, int reverse);
+size_t outch_queued(const struct agent *a, int dst);
+
+/* inch.c */
+int inch_init(struct agent *a);
+void inch_free(struct agent *a);
+void inch_hello(struct agent *a, struct conn *c, const uint8_t *p, size_t n);
+void inch_frame(struct agent *a, struct conn *c, uint8_t type,
+    const uint8_t *p, size_t n);
+void inch_closed(struct agent *a, struct conn *c);
+void inch_batch_done(struct agent *a, struct conn *c);
+
+/* snapshot.c */
+void snap_join(struct agent *a, struct conn *c, uint64_t id);
+void snap_start(struct agent *a, uint64_t id);
+void snap_done(struct agent *a, uint64_t id, int committed);
+void snap_marker(struct agent *a, int src, uint64_t id, uint64_t s);
+/* A message seq from src was applied (its chmsg bytes p[0, n)). */
+int snap_applied(struct agent *a, int src, uint64_t seq, const uint8_t *p,
+    size_t n);
+void snap_conn_closed(struct agent *a, struct conn *c);
+void snap_tick(struct agent *a);
+void snap_free(struct agent *a);
+const char *snap_describe(const struct agent *a, char *buf, size_t bufsz);
+
+#endif

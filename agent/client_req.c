@@ -1,0 +1,319 @@
+/* client_req.c - client requests: put/get/del/add/transfer, channel
+ * hold/release, status, stop, and the snapshot frames of a coordinator.
+ *
+ * Every reply is queued with the log offset it depends on: a write waits
+ * for its own record, a read for the log end at the time it was asked
+ * (read-your-durable-writes: never show a value that a crash could undo). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "../common/chmsg.h"
+#include "../common/kvmap.h"
+#include "../common/log.h"
+#include "agent_int.h"
+
+static const struct dl_state *
+st(const struct agent *a)
+{
+	return datalog_state(a->dl);
+}
+
+static void
+badreq(struct agent *a, struct conn *c, const char *what)
+{
+	conn_replyf(a, c, R_BADREQ, "malformed %s request", what);
+}
+
+/* The agent index of a channel peer named by a request, or -1 after
+ * replying R_BADREQ. */
+static int
+req_dst(struct agent *a, struct conn *c, const char *dst)
+{
+	int d = cfg_find(a->c, dst);
+
+	if (d == -1) {
+		conn_replyf(a, c, R_BADREQ, "unknown agent %s", dst);
+		return -1;
+	}
+	if (d == a->self || !cfg_has_channel(a->c, a->self, d)) {
+		conn_replyf(a, c, R_BADREQ, "no channel %s->%s", a->name, dst);
+		return -1;
+	}
+	return d;
+}
+
+static void
+req_put(struct agent *a, struct conn *c, struct rbuf *r)
+{
+	struct dl_record rec;
+	const uint8_t *k, *v;
+	size_t kl, vl;
+
+	k = rbuf_bytes(r, &kl, WIRE_MAX_KEY);
+	v = rbuf_bytes(r, &vl, WIRE_MAX_VALUE);
+	if (!rbuf_done(r) || kl == 0) {
+		badreq(a, c, "put");
+		return;
+	}
+	memset(&rec, 0, sizeof(rec));
+	rec.type = DL_PUT;
+	rec.key = k;
+	rec.klen = kl;
+	rec.val = v;
+	rec.vlen = vl;
+	if (agent_append(a, &rec) == -1)
+		return;
+	conn_reply(a, c, R_OK, NULL, 0, datalog_end(a->dl));
+}
+
+static void
+req_get(struct agent *a, struct conn *c, struct rbuf *r)
+{
+	const uint8_t *k, *v;
+	size_t kl, vl;
+
+	k = rbuf_bytes(r, &kl, WIRE_MAX_KEY);
+	if (!rbuf_done(r) || kl == 0) {
+		badreq(a, c, "get");
+		return;
+	}
+	if (kvmap_get(st(a)->kv, k, kl, &v, &vl))
+		conn_reply(a, c, R_OK, v, vl, datalog_end(a->dl));
+	else
+		conn_reply(a, c, R_NOTFOUND, NULL, 0, datalog_end(a->dl));
+}
+
+static void
+req_del(struct agent *a, struct conn *c, struct rbuf *r)
+{
+	struct dl_record rec;
+	const uint8_t *k, *v;
+	size_t kl, vl;
+
+	k = rbuf_bytes(r, &kl, WIRE_MAX_KEY);
+	if (!rbuf_done(r) || kl == 0) {
+		badreq(a, c, "del");
+		return;
+	}
+	if (!kvmap_get(st(a)->kv, k, kl, &v, &vl)) {
+		conn_reply(a, c, R_NOTFOUND, NULL, 0, datalog_end(a->dl));
+		return;
+	}
+	memset(&rec, 0, sizeof(rec));
+	rec.type = DL_DEL;
+	rec.key = k;
+	rec.klen = kl;
+	if (agent_append(a, &rec) == -1)
+		return;
+	conn_reply(a, c, R_OK, NULL, 0, datalog_end(a->dl));
+}
+
+static void
+req_add(struct agent *a, struct conn *c, struct rbuf *r)
+{
+	struct dl_record rec;
+	struct cs_err e;
+	const uint8_t *k;
+	char out[24], kp[80];
+	int64_t delta, res;
+	size_t kl;
+
+	k = rbuf_bytes(r, &kl, WIRE_MAX_KEY);
+	delta = rbuf_i64(r);
+	if (!rbuf_done(r) || kl == 0) {
+		badreq(a, c, "add");
+		return;
+	}
+	if (dl_int_add(st(a), k, kl, delta, out, &res, &e) == -1) {
+		printable(k, kl, kp, sizeof(kp));
+		conn_replyf(a, c, R_FAIL, "%s:%s: %s", a->name, kp, e.msg);
+		return;
+	}
+	memset(&rec, 0, sizeof(rec));
+	rec.type = DL_PUT;
+	rec.key = k;
+	rec.klen = kl;
+	rec.val = (const uint8_t *)out;
+	rec.vlen = strlen(out);
+	if (agent_append(a, &rec) == -1)
+		return;
+	conn_reply(a, c, R_OK, out, strlen(out), datalog_end(a->dl));
+}
+
+/* Debit srckey and emit "add n to dstkey" on self->dst, in one SEND
+ * record: the debit and the message are durable together or not at all. */
+static void
+req_transfer(struct agent *a, struct conn *c, struct rbuf *r)
+{
+	const uint8_t *sk, *dk;
+	char dst[NAME_MAX_LEN + 1], cur[24], nv[24], kp[80];
+	struct dl_record rec;
+	struct wbuf msg;
+	struct cs_err e;
+	int64_t n, have, left;
+	size_t skl, dkl;
+	uint64_t seq;
+	int d;
+
+	sk = rbuf_bytes(r, &skl, WIRE_MAX_KEY);
+	rbuf_str(r, dst, sizeof(dst));
+	dk = rbuf_bytes(r, &dkl, WIRE_MAX_KEY);
+	n = rbuf_i64(r);
+	if (!rbuf_done(r) || skl == 0 || dkl == 0) {
+		badreq(a, c, "transfer");
+		return;
+	}
+	if (n <= 0) {
+		conn_replyf(a, c, R_BADREQ, "transfer amount must be > 0, "
+		    "not %lld", (long long)n);
+		return;
+	}
+	if ((d = req_dst(a, c, dst)) == -1)
+		return;
+	printable(sk, skl, kp, sizeof(kp));
+	if (dl_int_add(st(a), sk, skl, 0, cur, &have, &e) == -1) {
+		conn_replyf(a, c, R_FAIL, "%s:%s: %s", a->name, kp, e.msg);
+		return;
+	}
+	if (have < n) {
+		conn_replyf(a, c, R_FAIL, "insufficient funds: %s:%s is %lld, "
+		    "transfer needs %lld", a->name, kp, (long long)have,
+		    (long long)n);
+		return;
+	}
+	if (dl_int_add(st(a), sk, skl, -n, nv, &left, &e) == -1) {
+		conn_replyf(a, c, R_FAIL, "%s:%s: %s", a->name, kp, e.msg);
+		return;
+	}
+	wbuf_init(&msg);
+	chmsg_encode(&msg, dk, dkl, n);
+	if (msg.oom) {
+		conn_replyf(a, c, R_FAIL, "out of memory");
+		goto out;
+	}
+	seq = wm_get(&st(a)->sent, a->c->agents[d].name) + 1;
+	memset(&rec, 0, sizeof(rec));
+	rec.type = DL_SEND;
+	rec.peer = a->c->agents[d].name;
+	rec.seq = seq;
+	rec.key = sk;
+	rec.klen = skl;
+	rec.val = (const uint8_t *)nv;
+	rec.vlen = strlen(nv);
+	rec.msg = msg.data;
+	rec.msglen = msg.len;
+	if (agent_append(a, &rec) == -1)
+		goto out;
+	if (outch_enqueue(a, d, Q_MSG, seq, 0, datalog_end(a->dl), msg.data,
+	    msg.len) == -1) {
+		/* The SEND is in the log: only a restart could resend it. */
+		log_error("out of memory queueing message %s>%s seq %llu",
+		    a->name, dst, (unsigned long long)seq);
+		a->fatal = 1;
+		goto out;
+	}
+	conn_reply(a, c, R_OK, nv, strlen(nv), datalog_end(a->dl));
+out:
+	wbuf_free(&msg);
+}
+
+static void
+req_hold(struct agent *a, struct conn *c, struct rbuf *r, int hold)
+{
+	char dst[NAME_MAX_LEN + 1];
+	int d, reverse = 0;
+
+	rbuf_str(r, dst, sizeof(dst));
+	if (!hold)
+		reverse = rbuf_u8(r);
+	if (!rbuf_done(r) || reverse > 1) {
+		badreq(a, c, hold ? "hold" : "release");
+		return;
+	}
+	if ((d = req_dst(a, c, dst)) == -1)
+		return;
+	if (outch_hold(a, d, hold, reverse) == -1) {
+		conn_replyf(a, c, R_FAIL, "out of memory");
+		return;
+	}
+	log_info("channel %s>%s %s", a->name, dst,
+	    hold ? "held" : reverse ? "released in reverse order" :
+	    "released");
+	conn_reply(a, c, R_OK, NULL, 0, 0);
+}
+
+static void
+req_snap(struct agent *a, struct conn *c, uint8_t type, struct rbuf *r)
+{
+	uint64_t id = rbuf_u64(r);
+	uint8_t committed = 0;
+
+	if (type == W_SNAP_DONE)
+		committed = rbuf_u8(r);
+	if (!rbuf_done(r)) {
+		if (type == W_SNAP_JOIN)
+			badreq(a, c, "snapshot join");
+		else
+			conn_close(a, c, "malformed snapshot frame");
+		return;
+	}
+	if (type == W_SNAP_JOIN)
+		snap_join(a, c, id);
+	else if (type == W_SNAP_START)
+		snap_start(a, id);
+	else
+		snap_done(a, id, committed);
+}
+
+void
+client_frame(struct agent *a, struct conn *c, uint8_t type,
+    const uint8_t *p, size_t n)
+{
+	struct rbuf r;
+
+	rbuf_init(&r, p, n);
+	switch (type) {
+	case W_REQ_STATUS:
+		if (!rbuf_done(&r))
+			badreq(a, c, "status");
+		else
+			status_reply(a, c);
+		break;
+	case W_REQ_PUT:
+		req_put(a, c, &r);
+		break;
+	case W_REQ_GET:
+		req_get(a, c, &r);
+		break;
+	case W_REQ_DEL:
+		req_del(a, c, &r);
+		break;
+	case W_REQ_ADD:
+		req_add(a, c, &r);
+		break;
+	case W_REQ_TRANSFER:
+		req_transfer(a, c, &r);
+		break;
+	case W_REQ_HOLD:
+	case W_REQ_RELEASE:
+		req_hold(a, c, &r, type == W_REQ_HOLD);
+		break;
+	case W_REQ_STOP:
+		log_info("stop requested");
+		conn_reply(a, c, R_OK, NULL, 0, datalog_end(a->dl));
+		a->stop = 1;
+		break;
+	case W_SNAP_JOIN:
+	case W_SNAP_START:
+	case W_SNAP_DONE:
+		req_snap(a, c, type, &r);
+		break;
+	default:
+		log_warn("client fd %d: unexpected frame type %u; closing it",
+		    c->fd, type);
+		conn_close(a, c, NULL);
+		break;
+	}
+}

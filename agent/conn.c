@@ -1,0 +1,441 @@
+/* conn.c - nonblocking connections: input framing, output gated by the log. */
+#include <sys/epoll.h>
+#include <sys/socket.h>
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "../common/log.h"
+#include "agent_int.h"
+
+#define READ_CHUNK	(256u << 10)
+#define READ_BUDGET	(4u << 20)	/* per event, for fairness */
+
+static const char *
+role_name(const struct agent *a, const struct conn *c, char *buf, size_t sz)
+{
+	switch (c->role) {
+	case ROLE_PEER_IN:
+		snprintf(buf, sz, "channel %s>%s", a->c->agents[c->peer].name,
+		    a->name);
+		break;
+	case ROLE_PEER_OUT:
+		snprintf(buf, sz, "channel %s>%s", a->name,
+		    a->c->agents[c->peer].name);
+		break;
+	default:
+		snprintf(buf, sz, "client fd %d", c->fd);
+		break;
+	}
+	return buf;
+}
+
+static void
+conn_set_events(struct agent *a, struct conn *c)
+{
+	struct epoll_event ev;
+	uint32_t want = 0;
+
+	if (c->dead)
+		return;
+	if (c->connecting)
+		want = EPOLLOUT;
+	else {
+		if (!c->eof && conn_pending(c) < OUT_HIGH_WATER)
+			want |= EPOLLIN;
+		if (c->rel > c->outoff)
+			want |= EPOLLOUT;
+	}
+	if (want == c->events)
+		return;
+	memset(&ev, 0, sizeof(ev));
+	ev.events = want;
+	ev.data.ptr = c;
+	if (epoll_ctl(a->ep, EPOLL_CTL_MOD, c->fd, &ev) == -1)
+		log_warn("epoll_ctl: %s", strerror(errno));
+	c->events = want;
+}
+
+struct conn *
+conn_new(struct agent *a, int fd, enum conn_role role, int connecting)
+{
+	struct epoll_event ev;
+	struct conn *c;
+
+	if ((c = calloc(1, sizeof(*c))) == NULL) {
+		log_error("out of memory for a connection");
+		close(fd);
+		return NULL;
+	}
+	c->fd = fd;
+	c->role = role;
+	c->peer = -1;
+	c->connecting = connecting;
+	wbuf_init(&c->out);
+	memset(&ev, 0, sizeof(ev));
+	ev.events = c->events = connecting ? EPOLLOUT : EPOLLIN;
+	ev.data.ptr = c;
+	if (epoll_ctl(a->ep, EPOLL_CTL_ADD, fd, &ev) == -1) {
+		log_error("epoll_ctl add: %s", strerror(errno));
+		close(fd);
+		free(c);
+		return NULL;
+	}
+	c->next = a->conns;
+	a->conns = c;
+	return c;
+}
+
+void
+conn_close(struct agent *a, struct conn *c, const char *why)
+{
+	char nm[160];
+
+	if (c->dead)
+		return;
+	if (why != NULL)
+		log_debug("%s: closed: %s", role_name(a, c, nm, sizeof(nm)),
+		    why);
+	epoll_ctl(a->ep, EPOLL_CTL_DEL, c->fd, NULL);
+	close(c->fd);
+	c->dead = 1;
+	/* Detach from whoever points at this connection. */
+	if (c->role == ROLE_PEER_IN)
+		inch_closed(a, c);
+	else if (c->role == ROLE_PEER_OUT)
+		outch_closed(a, c);
+	snap_conn_closed(a, c);
+}
+
+/* Free the connections closed during this loop iteration: pointers to
+ * them stay valid until every event of the iteration is handled. */
+void
+conn_reap(struct agent *a)
+{
+	struct conn **pp = &a->conns, *c;
+
+	while ((c = *pp) != NULL) {
+		if (!c->dead) {
+			pp = &c->next;
+			continue;
+		}
+		*pp = c->next;
+		free(c->in);
+		wbuf_free(&c->out);
+		free(c->marks);
+		free(c);
+	}
+}
+
+size_t
+conn_pending(const struct conn *c)
+{
+	return c->out.len - c->outoff;
+}
+
+void
+conn_send(struct agent *a, struct conn *c, uint8_t type, const void *payload,
+    size_t plen, uint64_t off)
+{
+	struct out_mark *m;
+
+	if (c->dead)
+		return;
+	wire_frame(&c->out, type, payload, plen);
+	if (c->out.oom) {
+		log_error("out of memory queueing a reply");
+		conn_close(a, c, "out of memory");
+		return;
+	}
+	if (c->mhead == c->mtail && off <= datalog_synced(a->dl)) {
+		c->rel = c->out.len;
+		return;
+	}
+	if (c->mtail == c->mcap) {
+		if (c->mhead > 0) {
+			memmove(c->marks, c->marks + c->mhead,
+			    (c->mtail - c->mhead) * sizeof(*m));
+			c->mtail -= c->mhead;
+			c->mhead = 0;
+		} else {
+			size_t ncap = c->mcap ? c->mcap * 2 : 16;
+
+			if ((m = realloc(c->marks, ncap * sizeof(*m))) ==
+			    NULL) {
+				log_error("out of memory queueing a reply");
+				conn_close(a, c, "out of memory");
+				return;
+			}
+			c->marks = m;
+			c->mcap = ncap;
+		}
+	}
+	c->marks[c->mtail].off = off;
+	c->marks[c->mtail].end = c->out.len;
+	c->mtail++;
+}
+
+void
+conn_reply(struct agent *a, struct conn *c, uint8_t code, const void *body,
+    size_t blen, uint64_t off)
+{
+	struct wbuf w;
+
+	wbuf_init(&w);
+	wbuf_put_u8(&w, code);
+	wbuf_put_bytes(&w, body, blen);
+	if (w.oom) {
+		log_error("out of memory building a reply");
+		conn_close(a, c, "out of memory");
+	} else
+		conn_send(a, c, W_REPLY, w.data, w.len, off);
+	wbuf_free(&w);
+}
+
+void
+conn_replyf(struct agent *a, struct conn *c, uint8_t code, const char *fmt,
+    ...)
+{
+	char msg[CS_ERR_MAX];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	/* Failures and refusals depend on nothing unsynced in general, but
+	 * the state they describe may: wait for the current end. */
+	conn_reply(a, c, code, msg, strlen(msg), datalog_end(a->dl));
+}
+
+void
+conn_release(struct agent *a, struct conn *c, uint64_t synced)
+{
+	(void)a;
+	while (c->mhead < c->mtail && c->marks[c->mhead].off <= synced) {
+		c->rel = c->marks[c->mhead].end;
+		c->mhead++;
+	}
+	if (c->mhead == c->mtail) {
+		c->mhead = c->mtail = 0;
+		c->rel = c->out.len;
+	}
+}
+
+/* Drop written bytes from the front of out once they dominate it. */
+static void
+conn_compact(struct conn *c)
+{
+	size_t i;
+
+	if (c->outoff == c->out.len && c->mhead == c->mtail) {
+		c->outoff = c->rel = 0;
+		wbuf_reset(&c->out);
+		return;
+	}
+	if (c->outoff < (64u << 10) || c->outoff < c->out.len / 2)
+		return;
+	memmove(c->out.data, c->out.data + c->outoff,
+	    c->out.len - c->outoff);
+	c->out.len -= c->outoff;
+	c->rel -= c->outoff;
+	for (i = c->mhead; i < c->mtail; i++)
+		c->marks[i].end -= c->outoff;
+	c->outoff = 0;
+}
+
+void
+conn_flush(struct agent *a, struct conn *c)
+{
+	ssize_t k;
+
+	if (c->dead || c->connecting)
+		return;
+	while (c->outoff < c->rel) {
+		k = send(c->fd, c->out.data + c->outoff, c->rel - c->outoff,
+		    MSG_NOSIGNAL);
+		if (k > 0) {
+			c->outoff += (size_t)k;
+			continue;
+		}
+		if (k == -1 && errno == EINTR)
+			continue;
+		if (k == -1 && (errno == EAGAIN || errno == EWOULDBLOCK))
+			break;
+		conn_close(a, c, k == -1 ? strerror(errno) : "short write");
+		return;
+	}
+	conn_compact(c);
+	if (c->eof && conn_pending(c) == 0 && c->mhead == c->mtail) {
+		conn_close(a, c, "end of input");
+		return;
+	}
+	conn_set_events(a, c);
+}
+
+static void
+conn_dispatch(struct agent *a, struct conn *c, uint8_t type,
+    const uint8_t *p, size_t n)
+{
+	switch (c->role) {
+	case ROLE_NEW:
+		if (type == W_PEER_HELLO) {
+			inch_hello(a, c, p, n);
+			return;
+		}
+		c->role = ROLE_CLIENT;
+		client_frame(a, c, type, p, n);
+		break;
+	case ROLE_CLIENT:
+		client_frame(a, c, type, p, n);
+		break;
+	case ROLE_PEER_IN:
+		inch_frame(a, c, type, p, n);
+		break;
+	case ROLE_PEER_OUT:
+		outch_frame(a, c, type, p, n);
+		break;
+	}
+}
+
+/* Parse and handle every whole frame buffered, unless the connection's
+ * output backs up: then the rest waits until the peer reads. */
+static void
+conn_input(struct agent *a, struct conn *c)
+{
+	const uint8_t *p;
+	struct cs_err e;
+	size_t plen, used;
+	uint8_t type;
+	char nm[160];
+	int r;
+
+	while (!c->dead && !a->fatal && conn_pending(c) < OUT_HIGH_WATER) {
+		r = wire_parse(c->in + c->inoff, c->inlen - c->inoff, &type,
+		    &p, &plen, &used, &e);
+		if (r == 0)
+			break;
+		if (r == -1) {
+			log_warn("%s: %s; closing it",
+			    role_name(a, c, nm, sizeof(nm)), e.msg);
+			conn_close(a, c, NULL);
+			return;
+		}
+		c->inoff += used;
+		conn_dispatch(a, c, type, p, plen);
+	}
+	if (c->dead)
+		return;
+	if (c->role == ROLE_PEER_IN)
+		inch_batch_done(a, c);
+	if (c->inoff == c->inlen)
+		c->inoff = c->inlen = 0;
+}
+
+/* Make room for at least want more bytes; 0 / -1. */
+static int
+conn_room(struct conn *c, size_t want)
+{
+	size_t ncap;
+	uint8_t *p;
+
+	if (c->inoff > 0 && c->incap - c->inlen < want) {
+		memmove(c->in, c->in + c->inoff, c->inlen - c->inoff);
+		c->inlen -= c->inoff;
+		c->inoff = 0;
+	}
+	if (c->incap - c->inlen >= want)
+		return 0;
+	ncap = c->incap ? c->incap : 4096;
+	while (ncap - c->inlen < want && ncap < IN_CAP)
+		ncap *= 2;
+	if (ncap > IN_CAP)
+		ncap = IN_CAP;
+	if (ncap <= c->incap)
+		return 0;
+	if ((p = realloc(c->in, ncap)) == NULL)
+		return -1;
+	c->in = p;
+	c->incap = ncap;
+	return 0;
+}
+
+static void
+conn_read(struct agent *a, struct conn *c)
+{
+	size_t got = 0, want;
+	ssize_t k;
+
+	while (got < READ_BUDGET) {
+		want = c->inlen - c->inoff < 4096 ? 4096 : READ_CHUNK;
+		if (conn_room(c, want) == -1) {
+			log_error("out of memory reading a frame");
+			conn_close(a, c, "out of memory");
+			return;
+		}
+		if (c->inlen == c->incap)
+			break;	/* a whole frame fits: parse first */
+		k = recv(c->fd, c->in + c->inlen, c->incap - c->inlen, 0);
+		if (k > 0) {
+			c->inlen += (size_t)k;
+			got += (size_t)k;
+			continue;
+		}
+		if (k == -1 && errno == EINTR)
+			continue;
+		if (k == -1 && (errno == EAGAIN || errno == EWOULDBLOCK))
+			break;
+		if (k == -1) {
+			conn_close(a, c, strerror(errno));
+			return;
+		}
+		/* EOF: answer what was asked, then close. A coordinator or
+		 * peer that goes away is gone at once. */
+		conn_input(a, c);
+		if (c->dead)
+			return;
+		if (c->role != ROLE_CLIENT || c->is_coord) {
+			conn_close(a, c, "closed by peer");
+			return;
+		}
+		c->eof = 1;
+		conn_flush(a, c);
+		return;
+	}
+	conn_input(a, c);
+}
+
+void
+conn_event(struct agent *a, struct conn *c, uint32_t ev)
+{
+	int err = 0;
+	socklen_t elen = sizeof(err);
+
+	if (c->dead)
+		return;
+	if (c->connecting) {
+		if (getsockopt(c->fd, SOL_SOCKET, SO_ERROR, &err, &elen) ==
+		    -1 || err != 0) {
+			conn_close(a, c, strerror(err ? err : errno));
+			return;
+		}
+		c->connecting = 0;
+		outch_connected(a, c);
+		conn_set_events(a, c);
+		return;
+	}
+	if (ev & (EPOLLIN | EPOLLHUP | EPOLLERR))
+		conn_read(a, c);
+	if (!c->dead && (ev & EPOLLOUT)) {
+		conn_flush(a, c);
+		/* Output drained below the mark: resume buffered input. */
+		if (!c->dead && !c->eof && c->inoff < c->inlen &&
+		    conn_pending(c) < OUT_HIGH_WATER)
+			conn_input(a, c);
+	}
+	if (!c->dead)
+		conn_set_events(a, c);
+}

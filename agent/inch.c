@@ -1,0 +1,264 @@
+/* inch.c - incoming channels src->self: WELCOME, apply in seq order with a
+ * hold-back ring for early messages, drop duplicates, ack once durable. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "../common/chmsg.h"
+#include "../common/log.h"
+#include "agent_int.h"
+
+#define MSG_MAX (WIRE_MAX_KEY + 64)	/* a chmsg: op, key, amount */
+
+static const char *
+sname(const struct agent *a, int s)
+{
+	return a->c->agents[s].name;
+}
+
+int
+inch_init(struct agent *a)
+{
+	int s;
+
+	if ((a->in = calloc((size_t)a->n, sizeof(*a->in))) == NULL)
+		return -1;
+	for (s = 0; s < a->n; s++)
+		if (s != a->self && cfg_has_channel(a->c, s, a->self))
+			a->in[s].configured = 1;
+	return 0;
+}
+
+static void
+inch_drop_held(struct inch *ic)
+{
+	size_t i;
+
+	if (ic->ring == NULL)
+		return;
+	for (i = 0; i < HOLD_CAP; i++)
+		free(ic->ring[i].p);
+	free(ic->ring);
+	ic->ring = NULL;
+	ic->nheld = 0;
+}
+
+void
+inch_free(struct agent *a)
+{
+	int s;
+
+	if (a->in == NULL)
+		return;
+	for (s = 0; s < a->n; s++)
+		inch_drop_held(&a->in[s]);
+	free(a->in);
+	a->in = NULL;
+}
+
+void
+inch_hello(struct agent *a, struct conn *c, const uint8_t *p, size_t n)
+{
+	char src[NAME_MAX_LEN + 1];
+	struct rbuf r;
+	struct wbuf w;
+	int s;
+
+	rbuf_init(&r, p, n);
+	rbuf_str(&r, src, sizeof(src));
+	if (!rbuf_done(&r)) {
+		log_warn("malformed HELLO; closing the connection");
+		conn_close(a, c, NULL);
+		return;
+	}
+	s = cfg_find(a->c, src);
+	if (s == -1 || !a->in[s].configured) {
+		log_warn("HELLO from %s: no channel %s>%s in the config; "
+		    "closing it", src, src, a->name);
+		conn_close(a, c, NULL);
+		return;
+	}
+	if (a->in[s].conn != NULL) {
+		log_info("channel %s>%s: peer reconnected; dropping the old "
+		    "connection", src, a->name);
+		conn_close(a, a->in[s].conn, NULL);
+	}
+	c->role = ROLE_PEER_IN;
+	c->peer = s;
+	a->in[s].conn = c;
+	log_info("channel %s>%s up", src, a->name);
+	/* Announce only what is durable: the sender resends from here. */
+	wbuf_init(&w);
+	wbuf_put_u64(&w, wm_get(&datalog_state(a->dl)->applied, src));
+	conn_send(a, c, W_PEER_WELCOME, w.data, w.len, datalog_end(a->dl));
+	wbuf_free(&w);
+}
+
+void
+inch_closed(struct agent *a, struct conn *c)
+{
+	struct inch *ic = &a->in[c->peer];
+
+	if (ic->conn != c)
+		return;
+	ic->conn = NULL;
+	/* Unacknowledged, so the sender still has them and resends. */
+	inch_drop_held(ic);
+	log_info("channel %s>%s down", sname(a, c->peer), a->name);
+}
+
+/* Apply message seq (== applied+1). -1 closes the connection: a message
+ * that cannot be applied is a protocol problem, never silently lost. */
+static int
+inch_apply(struct agent *a, int s, uint64_t seq, const uint8_t *p, size_t n)
+{
+	struct dl_record rec;
+	struct chmsg m;
+	struct cs_err e;
+	char nv[24], kp[80];
+	int64_t res;
+
+	if (chmsg_decode(p, n, &m) == -1) {
+		log_error("channel %s>%s: seq %llu: malformed message; closing "
+		    "the channel", sname(a, s), a->name,
+		    (unsigned long long)seq);
+		return -1;
+	}
+	if (dl_int_add(datalog_state(a->dl), m.key, m.klen, m.amount, nv,
+	    &res, &e) == -1) {
+		printable(m.key, m.klen, kp, sizeof(kp));
+		log_error("channel %s>%s: seq %llu: cannot add %lld to %s: %s; "
+		    "the message stays unapplied, fix the key and the channel "
+		    "resumes on reconnect", sname(a, s), a->name,
+		    (unsigned long long)seq, (long long)m.amount, kp, e.msg);
+		return -1;
+	}
+	memset(&rec, 0, sizeof(rec));
+	rec.type = DL_APPLY;
+	rec.peer = sname(a, s);
+	rec.seq = seq;
+	rec.key = m.key;
+	rec.klen = m.klen;
+	rec.val = (const uint8_t *)nv;
+	rec.vlen = strlen(nv);
+	if (agent_append(a, &rec) == -1)
+		return -1;
+	if (snap_applied(a, s, seq, p, n) == -1) {
+		log_error("out of memory recording channel %s>%s",
+		    sname(a, s), a->name);
+		a->fatal = 1;
+		return -1;
+	}
+	return 0;
+}
+
+static int
+inch_hold(struct inch *ic, uint64_t seq, const uint8_t *p, size_t n)
+{
+	struct held *h;
+
+	if (ic->ring == NULL &&
+	    (ic->ring = calloc(HOLD_CAP, sizeof(*ic->ring))) == NULL)
+		return -1;
+	h = &ic->ring[seq % HOLD_CAP];
+	if (h->seq == seq)
+		return 0;	/* a duplicate of a held one */
+	if ((h->p = malloc(n ? n : 1)) == NULL)
+		return -1;
+	memcpy(h->p, p, n);
+	h->n = n;
+	h->seq = seq;
+	ic->nheld++;
+	return 0;
+}
+
+static void
+inch_msg(struct agent *a, struct conn *c, uint64_t seq, const uint8_t *p,
+    size_t n)
+{
+	struct inch *ic = &a->in[c->peer];
+	const char *src = sname(a, c->peer);
+	uint64_t applied = wm_get(&datalog_state(a->dl)->applied, src);
+	struct held *h;
+	int rc;
+
+	c->ack_due = 1;
+	if (seq <= applied)
+		return;		/* a resend of an applied one: ack again */
+	if (seq > applied + 1) {
+		if (seq - applied > HOLD_CAP) {
+			log_error("channel %s>%s: seq %llu is more than %u "
+			    "ahead of applied %llu; closing it", src, a->name,
+			    (unsigned long long)seq, HOLD_CAP,
+			    (unsigned long long)applied);
+			conn_close(a, c, NULL);
+		} else if (inch_hold(ic, seq, p, n) == -1) {
+			log_error("out of memory holding back a message");
+			conn_close(a, c, NULL);
+		}
+		return;
+	}
+	if (inch_apply(a, c->peer, seq, p, n) == -1) {
+		conn_close(a, c, NULL);
+		return;
+	}
+	/* Drain what waited for this one. */
+	while (ic->nheld > 0) {
+		h = &ic->ring[(++seq) % HOLD_CAP];
+		if (h->seq != seq)
+			break;
+		rc = inch_apply(a, c->peer, seq, h->p, h->n);
+		free(h->p);
+		h->p = NULL;
+		h->seq = 0;
+		ic->nheld--;
+		if (rc == -1) {
+			conn_close(a, c, NULL);
+			return;
+		}
+	}
+}
+
+void
+inch_frame(struct agent *a, struct conn *c, uint8_t type,
+    const uint8_t *p, size_t n)
+{
+	const uint8_t *body = NULL;
+	struct rbuf r;
+	uint64_t x, y = 0;
+	size_t blen = 0;
+
+	rbuf_init(&r, p, n);
+	x = rbuf_u64(&r);
+	if (type == W_PEER_MSG)
+		body = rbuf_bytes(&r, &blen, MSG_MAX);
+	else
+		y = rbuf_u64(&r);
+	if ((type != W_PEER_MSG && type != W_PEER_MARKER) || !rbuf_done(&r) ||
+	    x == 0) {
+		log_warn("channel %s>%s: unexpected or malformed frame type "
+		    "%u; closing it", sname(a, c->peer), a->name, type);
+		conn_close(a, c, NULL);
+		return;
+	}
+	if (type == W_PEER_MSG)
+		inch_msg(a, c, x, body, blen);
+	else
+		snap_marker(a, c->peer, x, y);
+}
+
+/* After a batch of frames: one cumulative ACK, sent once the APPLY
+ * records of the batch are durable. */
+void
+inch_batch_done(struct agent *a, struct conn *c)
+{
+	struct wbuf w;
+
+	if (!c->ack_due || c->dead)
+		return;
+	c->ack_due = 0;
+	wbuf_init(&w);
+	wbuf_put_u64(&w, wm_get(&datalog_state(a->dl)->applied,
+	    sname(a, c->peer)));
+	conn_send(a, c, W_PEER_ACK, w.data, w.len, datalog_end(a->dl));
+	wbuf_free(&w);
+}

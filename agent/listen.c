@@ -1,0 +1,199 @@
+/* listen.c - the agent's Unix socket: private directory, stale socket
+ * detection, accept with a same-uid check. */
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "../common/fsutil.h"
+#include "../common/log.h"
+#include "agent_int.h"
+
+static int
+run_dir_open(const char *dir, struct cs_err *e)
+{
+	struct stat st;
+
+	if (stat(dir, &st) == 0) {
+		if (!S_ISDIR(st.st_mode))
+			return cs_errf(e, "run_dir %s is not a directory", dir);
+		if ((st.st_mode & 077) != 0)
+			log_warn("run_dir %s has mode %03o; 0700 keeps other "
+			    "users away from the sockets", dir,
+			    (unsigned)(st.st_mode & 0777));
+		return 0;
+	}
+	if (errno != ENOENT)
+		return cs_errno(e, "stat %s", dir);
+	if (mkdir_p(dir, 0700, e) == -1)
+		return -1;
+	/* mkdir honours the umask; the sockets' directory must be ours. */
+	if (chmod(dir, 0700) == -1)
+		return cs_errno(e, "chmod %s", dir);
+	return 0;
+}
+
+/* 1 if something answers on the socket at path, 0 if it is stale
+ * (ECONNREFUSED), -1 with e set for anything else. */
+static int
+sock_alive(const struct sockaddr_un *sun, struct cs_err *e)
+{
+	int fd, rc;
+
+	if ((fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0)) == -1)
+		return cs_errno(e, "socket");
+	while ((rc = connect(fd, (const struct sockaddr *)sun,
+	    sizeof(*sun))) == -1 && errno == EINTR)
+		;
+	if (rc == 0)
+		rc = 1;
+	else if (errno == ECONNREFUSED)
+		rc = 0;
+	else
+		rc = cs_errno(e, "connect %s", sun->sun_path);
+	close(fd);
+	return rc;
+}
+
+int
+listen_open(struct agent *a, struct cs_err *e)
+{
+	const char *path = a->c->agents[a->self].sock;
+	struct sockaddr_un sun;
+	struct stat st;
+	int fd = -1, alive;
+
+	if (run_dir_open(a->c->run_dir, e) == -1)
+		goto fail;
+	memset(&sun, 0, sizeof(sun));
+	sun.sun_family = AF_UNIX;
+	if (strlen(path) >= sizeof(sun.sun_path)) {
+		cs_errf(e, "socket path %s is too long", path);
+		goto fail;
+	}
+	memcpy(sun.sun_path, path, strlen(path) + 1);
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (fd == -1) {
+		cs_errno(e, "socket");
+		goto fail;
+	}
+	if (bind(fd, (struct sockaddr *)&sun, sizeof(sun)) == -1) {
+		if (errno != EADDRINUSE) {
+			cs_errno(e, "bind %s", path);
+			goto fail;
+		}
+		if ((alive = sock_alive(&sun, e)) == -1)
+			goto fail;
+		if (alive) {
+			cs_errf(e, "agent %s already running (%s answers)",
+			    a->name, path);
+			goto fail;
+		}
+		if (lstat(path, &st) == 0 && !S_ISSOCK(st.st_mode)) {
+			cs_errf(e, "%s exists and is not a socket; remove it",
+			    path);
+			goto fail;
+		}
+		log_info("removing stale socket %s", path);
+		if (unlink(path) == -1 && errno != ENOENT) {
+			cs_errno(e, "unlink stale socket %s", path);
+			goto fail;
+		}
+		if (bind(fd, (struct sockaddr *)&sun, sizeof(sun)) == -1) {
+			cs_errno(e, "bind %s", path);
+			goto fail;
+		}
+	}
+	a->bound = 1;
+	if (lstat(path, &st) == 0)
+		a->sock_ino = st.st_ino;
+	a->lfd = fd;
+	if (chmod(path, 0600) == -1) {
+		cs_errno(e, "chmod %s", path);
+		goto fail;
+	}
+	if (listen(fd, SOMAXCONN) == -1) {
+		cs_errno(e, "listen %s", path);
+		goto fail;
+	}
+	/* Held in reserve so that EMFILE can still be answered by accepting
+	 * and closing, instead of spinning on a readable listener. */
+	a->spare = open("/dev/null", O_RDONLY | O_CLOEXEC);
+	return 0;
+fail:
+	if (a->lfd == -1 && fd != -1)
+		close(fd);
+	listen_close(a);
+	return -1;
+}
+
+void
+listen_close(struct agent *a)
+{
+	const char *path = a->c->agents[a->self].sock;
+	struct stat st;
+
+	if (a->lfd != -1) {
+		close(a->lfd);
+		a->lfd = -1;
+	}
+	if (a->spare != -1) {
+		close(a->spare);
+		a->spare = -1;
+	}
+	/* Unlink only our own socket, not one a successor already bound. */
+	if (a->bound && lstat(path, &st) == 0 && st.st_ino == a->sock_ino)
+		unlink(path);
+	a->bound = 0;
+}
+
+static void
+accept_emfile(struct agent *a)
+{
+	int fd;
+
+	if (a->spare == -1)
+		return;
+	close(a->spare);
+	if ((fd = accept(a->lfd, NULL, NULL)) != -1)
+		close(fd);
+	a->spare = open("/dev/null", O_RDONLY | O_CLOEXEC);
+	log_warn("out of file descriptors: refused a connection");
+}
+
+void
+listen_accept(struct agent *a)
+{
+	struct ucred cred;
+	socklen_t clen;
+	int fd, i;
+
+	for (i = 0; i < 64; i++) {
+		fd = accept4(a->lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+		if (fd == -1) {
+			if (errno == EINTR || errno == ECONNABORTED)
+				continue;
+			if (errno == EMFILE || errno == ENFILE)
+				accept_emfile(a);
+			else if (errno != EAGAIN && errno != EWOULDBLOCK)
+				log_warn("accept: %s", strerror(errno));
+			return;
+		}
+		memset(&cred, 0, sizeof(cred));
+		clen = sizeof(cred);
+		if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &clen) ==
+		    -1 || cred.uid != getuid()) {
+			log_warn("refused a connection from uid %d (pid %d): "
+			    "only uid %d may connect", (int)cred.uid,
+			    (int)cred.pid, (int)getuid());
+			close(fd);
+			continue;
+		}
+		conn_new(a, fd, ROLE_NEW, 0);
+	}
+}

@@ -1,0 +1,274 @@
+/* loop.c - the agent's event loop: setup, group commit, signals, shutdown. */
+#include <sys/epoll.h>
+#include <sys/resource.h>
+#include <sys/signalfd.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "../common/log.h"
+#include "agent.h"
+#include "agent_int.h"
+
+#define MAX_EVENTS 128
+
+int64_t
+now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+void
+printable(const void *p, size_t n, char *out, size_t outsz)
+{
+	const uint8_t *b = p;
+	size_t i, j = 0;
+
+	if (outsz == 0)
+		return;
+	for (i = 0; i < n && j + 1 < outsz; i++)
+		out[j++] = (b[i] >= 0x20 && b[i] < 0x7f) ? (char)b[i] : '?';
+	if (i < n && outsz >= 4) {
+		if (j > outsz - 4)
+			j = outsz - 4;
+		out[j++] = '.';
+		out[j++] = '.';
+		out[j++] = '.';
+	}
+	out[j] = '\0';
+}
+
+int
+agent_append(struct agent *a, const struct dl_record *r)
+{
+	struct cs_err e;
+
+	if (a->fatal)
+		return -1;
+	if (datalog_append(a->dl, r, &e) == -1) {
+		/* The file may now hold a partial record; serving on would
+		 * risk answering from a state the disk does not have. */
+		log_error("data file append failed: %s; exiting", e.msg);
+		a->fatal = 1;
+		return -1;
+	}
+	return 0;
+}
+
+/* Raise the soft open-file limit to the hard one: every peer and client
+ * costs a descriptor. */
+static void
+raise_nofile(void)
+{
+	struct rlimit rl;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+		rl.rlim_cur = rl.rlim_max;
+		if (setrlimit(RLIMIT_NOFILE, &rl) == -1)
+			log_warn("setrlimit nofile: %s", strerror(errno));
+	}
+}
+
+static int
+signals_open(struct agent *a, sigset_t *old, struct cs_err *e)
+{
+	sigset_t set;
+
+	signal(SIGPIPE, SIG_IGN);
+	sigemptyset(&set);
+	sigaddset(&set, SIGTERM);
+	sigaddset(&set, SIGINT);
+	if (sigprocmask(SIG_BLOCK, &set, old) == -1)
+		return cs_errno(e, "sigprocmask");
+	if ((a->sfd = signalfd(-1, &set, SFD_NONBLOCK | SFD_CLOEXEC)) == -1)
+		return cs_errno(e, "signalfd");
+	return 0;
+}
+
+static void
+signals_read(struct agent *a)
+{
+	struct signalfd_siginfo si;
+
+	while (read(a->sfd, &si, sizeof(si)) == (ssize_t)sizeof(si)) {
+		log_info("got %s, shutting down",
+		    si.ssi_signo == SIGINT ? "SIGINT" : "SIGTERM");
+		a->stop = 1;
+	}
+}
+
+static int
+ep_add(struct agent *a, int fd, void *tag, struct cs_err *e)
+{
+	struct epoll_event ev;
+
+	memset(&ev, 0, sizeof(ev));
+	ev.events = EPOLLIN;
+	ev.data.ptr = tag;
+	if (epoll_ctl(a->ep, EPOLL_CTL_ADD, fd, &ev) == -1)
+		return cs_errno(e, "epoll_ctl");
+	return 0;
+}
+
+/* Group commit: one fdatasync for everything appended since the last one,
+ * then release whatever waited for it. */
+static void
+commit(struct agent *a)
+{
+	struct conn *c;
+	struct cs_err e;
+	uint64_t synced;
+	int d;
+
+	if (!a->fatal && datalog_end(a->dl) > datalog_synced(a->dl) &&
+	    datalog_sync(a->dl, &e) == -1) {
+		/* Never retried: after a failed fsync the page cache may
+		 * claim data the disk lost (fsyncgate). */
+		log_error("data file sync failed: %s; exiting", e.msg);
+		a->fatal = 1;
+	}
+	if (a->fatal)
+		return;
+	synced = datalog_synced(a->dl);
+	snap_tick(a);
+	for (d = 0; d < a->n; d++)
+		if (a->out[d].configured)
+			outch_pump(a, d);
+	for (c = a->conns; c != NULL; c = c->next) {
+		if (c->dead)
+			continue;
+		conn_release(a, c, synced);
+		conn_flush(a, c);
+	}
+}
+
+static void
+run_loop(struct agent *a)
+{
+	struct epoll_event evs[MAX_EVENTS];
+	int i, k, timeout;
+	int64_t now;
+
+	while (!a->stop && !a->fatal) {
+		commit(a);
+		conn_reap(a);
+		if (a->stop || a->fatal)
+			break;
+		now = now_ms();
+		timeout = outch_timeout(a, now);
+		k = epoll_wait(a->ep, evs, MAX_EVENTS, timeout);
+		if (k == -1) {
+			if (errno == EINTR)
+				continue;
+			log_error("epoll_wait: %s", strerror(errno));
+			a->fatal = 1;
+			break;
+		}
+		for (i = 0; i < k && !a->fatal; i++) {
+			if (evs[i].data.ptr == &a->lfd)
+				listen_accept(a);
+			else if (evs[i].data.ptr == &a->sfd)
+				signals_read(a);
+			else
+				conn_event(a, evs[i].data.ptr, evs[i].events);
+		}
+		outch_timers(a, now_ms());
+	}
+}
+
+/* Make what was appended durable, hand out the replies that waited for
+ * it (the STOP reply among them), then close everything. */
+static void
+shutdown_agent(struct agent *a)
+{
+	struct conn *c;
+
+	if (!a->fatal)
+		commit(a);
+	for (c = a->conns; c != NULL; c = c->next)
+		if (!c->dead)
+			conn_close(a, c, NULL);
+	conn_reap(a);
+	snap_free(a);
+	listen_close(a);
+}
+
+int
+agent_run(const struct cfg *c, int self, struct cs_err *e)
+{
+	struct agent a;
+	sigset_t oldmask;
+	int rc = -1, masked = 0;
+
+	memset(&a, 0, sizeof(a));
+	a.c = c;
+	a.self = self;
+	a.name = c->agents[self].name;
+	a.n = c->nagents;
+	a.ep = a.lfd = a.sfd = a.spare = -1;
+	a.start_ms = now_ms();
+	raise_nofile();
+
+	if (datalog_open(c->agents[self].data, &a.dl, e) == -1)
+		goto out;
+	log_info("agent %s starting (pid %d), data %s: %llu bytes, %llu "
+	    "records", a.name, (int)getpid(), c->agents[self].data,
+	    (unsigned long long)datalog_end(a.dl),
+	    (unsigned long long)datalog_state(a.dl)->records);
+	if (datalog_cut_bytes(a.dl) > 0)
+		log_warn("recovery: cut %llu torn bytes from the end of %s",
+		    (unsigned long long)datalog_cut_bytes(a.dl),
+		    c->agents[self].data);
+	if ((a.ep = epoll_create1(EPOLL_CLOEXEC)) == -1) {
+		cs_errno(e, "epoll_create1");
+		goto out;
+	}
+	if (signals_open(&a, &oldmask, e) == -1)
+		goto out;
+	masked = 1;
+	if (ep_add(&a, a.sfd, &a.sfd, e) == -1)
+		goto out;
+	if (inch_init(&a) == -1) {
+		cs_errf(e, "out of memory");
+		goto out;
+	}
+	if (outch_init(&a, e) == -1)
+		goto out;
+	if (listen_open(&a, e) == -1)
+		goto out;
+	if (ep_add(&a, a.lfd, &a.lfd, e) == -1)
+		goto out;
+	log_info("agent %s listening on %s", a.name, c->agents[self].sock);
+
+	run_loop(&a);
+	rc = a.fatal ? -1 : 0;
+	if (a.fatal)
+		cs_errf(e, "agent %s stopped after a fatal error (see its log)",
+		    a.name);
+	shutdown_agent(&a);
+	log_info("agent %s stopped", a.name);
+out:
+	if (rc == -1 && a.lfd != -1)
+		listen_close(&a);
+	outch_free(&a);
+	inch_free(&a);
+	if (a.sfd != -1)
+		close(a.sfd);
+	if (a.ep != -1)
+		close(a.ep);
+	if (masked)
+		sigprocmask(SIG_SETMASK, &oldmask, NULL);
+	datalog_close(a.dl);
+	return rc;
+}

@@ -1,0 +1,427 @@
+/* outch.c - outgoing channels self->dst: ordered queues of messages and
+ * markers, connect/reconnect with backoff, HELLO/WELCOME, resend, ACK.
+ *
+ * Queue q[qh, qt): q[qh, qh+w) were written on the current (or last)
+ * connection; the rest wait. Written messages stay until acknowledged,
+ * written markers until the next WELCOME (they are never resent: the
+ * receiver already has them, or the snapshot is lost with the connection). */
+#include <sys/socket.h>
+#include <sys/un.h>
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "../common/log.h"
+#include "agent_int.h"
+
+static const char *
+dname(const struct agent *a, int d)
+{
+	return a->c->agents[d].name;
+}
+
+static void
+qent_free(struct qent *q)
+{
+	free(q->payload);
+	q->payload = NULL;
+}
+
+int
+outch_enqueue(struct agent *a, int dst, enum qkind kind, uint64_t seq,
+    uint64_t snap, uint64_t off, const uint8_t *payload, size_t len)
+{
+	struct outch *o = &a->out[dst];
+	struct qent *q, *nq;
+	size_t ncap;
+
+	if (o->qt == o->qcap) {
+		if (o->qh > 0 && o->qh >= o->qcap / 2) {
+			memmove(o->q, o->q + o->qh,
+			    (o->qt - o->qh) * sizeof(*q));
+			o->qt -= o->qh;
+			o->qh = 0;
+		} else {
+			ncap = o->qcap ? o->qcap * 2 : 64;
+			if ((nq = realloc(o->q, ncap * sizeof(*nq))) == NULL)
+				return -1;
+			o->q = nq;
+			o->qcap = ncap;
+		}
+	}
+	q = &o->q[o->qt];
+	memset(q, 0, sizeof(*q));
+	q->kind = kind;
+	q->seq = seq;
+	q->snap = snap;
+	q->off = off;
+	if (kind == Q_MSG) {
+		if ((q->payload = malloc(len ? len : 1)) == NULL)
+			return -1;
+		memcpy(q->payload, payload, len);
+		q->len = len;
+	}
+	o->qt++;
+	return 0;
+}
+
+int
+outch_init(struct agent *a, struct cs_err *e)
+{
+	const struct dl_state *st = datalog_state(a->dl);
+	const struct dl_send *s;
+	uint64_t acked;
+	size_t i;
+	int d;
+
+	if ((a->out = calloc((size_t)a->n, sizeof(*a->out))) == NULL)
+		return cs_errf(e, "out of memory");
+	for (d = 0; d < a->n; d++) {
+		if (d == a->self || !cfg_has_channel(a->c, a->self, d))
+			continue;
+		a->out[d].configured = 1;
+		a->out[d].backoff_ms = BACKOFF_MIN_MS;
+		a->out[d].retry_at = 1;	/* connect at once */
+	}
+	/* Unacknowledged sends of the log, already durable (offset 0). */
+	for (i = 0; i < st->nsends; i++) {
+		s = &st->sends[i];
+		if ((d = cfg_find(a->c, s->peer)) == -1 ||
+		    !a->out[d].configured) {
+			log_warn("data file has unacknowledged messages to %s, "
+			    "which is not a channel of this config: kept, "
+			    "not sent", s->peer);
+			continue;
+		}
+		acked = wm_get(&st->acked, s->peer);
+		if (s->seq <= acked)
+			continue;
+		if (outch_enqueue(a, d, Q_MSG, s->seq, 0, 0, s->msg,
+		    s->len) == -1)
+			return cs_errf(e, "out of memory");
+	}
+	for (d = 0; d < a->n; d++)
+		if (a->out[d].qt > 0)
+			log_info("channel %s>%s: %zu unacknowledged messages "
+			    "to resend", a->name, dname(a, d), a->out[d].qt);
+	return 0;
+}
+
+void
+outch_free(struct agent *a)
+{
+	size_t i;
+	int d;
+
+	if (a->out == NULL)
+		return;
+	for (d = 0; d < a->n; d++) {
+		for (i = a->out[d].qh; i < a->out[d].qt; i++)
+			qent_free(&a->out[d].q[i]);
+		free(a->out[d].q);
+	}
+	free(a->out);
+	a->out = NULL;
+}
+
+size_t
+outch_queued(const struct agent *a, int dst)
+{
+	const struct outch *o = &a->out[dst];
+
+	return o->qt - o->qh - o->w;
+}
+
+static void
+schedule_retry(struct agent *a, struct outch *o)
+{
+	o->retry_at = now_ms() + o->backoff_ms;
+	o->backoff_ms *= 2;
+	if (o->backoff_ms > BACKOFF_MAX_MS)
+		o->backoff_ms = BACKOFF_MAX_MS;
+	(void)a;
+}
+
+static void
+outch_connect(struct agent *a, int d)
+{
+	struct outch *o = &a->out[d];
+	const char *path = a->c->agents[d].sock;
+	struct sockaddr_un sun;
+	int fd, rc, inprog = 0;
+
+	o->retry_at = 0;
+	memset(&sun, 0, sizeof(sun));
+	sun.sun_family = AF_UNIX;
+	memcpy(sun.sun_path, path, strnlen(path, sizeof(sun.sun_path) - 1));
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (fd == -1) {
+		log_warn("channel %s>%s: socket: %s", a->name, dname(a, d),
+		    strerror(errno));
+		schedule_retry(a, o);
+		return;
+	}
+	while ((rc = connect(fd, (struct sockaddr *)&sun, sizeof(sun))) ==
+	    -1 && errno == EINTR)
+		;
+	if (rc == -1 && errno == EINPROGRESS)
+		inprog = 1;
+	else if (rc == -1) {
+		log_debug("channel %s>%s: connect: %s", a->name, dname(a, d),
+		    strerror(errno));
+		close(fd);
+		schedule_retry(a, o);
+		return;
+	}
+	if ((o->conn = conn_new(a, fd, ROLE_PEER_OUT, inprog)) == NULL) {
+		schedule_retry(a, o);
+		return;
+	}
+	o->conn->peer = d;
+	if (!inprog)
+		outch_connected(a, o->conn);
+}
+
+void
+outch_connected(struct agent *a, struct conn *c)
+{
+	struct wbuf w;
+
+	wbuf_init(&w);
+	wbuf_put_str(&w, a->name);
+	conn_send(a, c, W_PEER_HELLO, w.data, w.len, 0);
+	wbuf_free(&w);
+}
+
+void
+outch_closed(struct agent *a, struct conn *c)
+{
+	struct outch *o = &a->out[c->peer];
+
+	if (o->conn != c)
+		return;
+	o->conn = NULL;
+	if (o->up || !o->logged_down)
+		log_info("channel %s>%s down", a->name, dname(a, c->peer));
+	o->logged_down = 1;
+	o->up = 0;
+	schedule_retry(a, o);
+}
+
+/* Remove acknowledged messages (seq <= upto) and, when all, every written
+ * marker; keeps the order of the rest. */
+static void
+outch_drop(struct outch *o, uint64_t upto, int all)
+{
+	size_t i, j = o->qh, w = 0;
+	struct qent *q;
+
+	for (i = o->qh; i < o->qt; i++) {
+		q = &o->q[i];
+		if ((q->kind == Q_MSG && q->seq <= upto) ||
+		    (all && q->kind == Q_MARKER && i < o->qh + o->w)) {
+			qent_free(q);
+			continue;
+		}
+		if (i < o->qh + o->w)
+			w++;
+		o->q[j++] = *q;
+	}
+	o->qt = j;
+	o->w = w;
+	if (o->qh == o->qt)
+		o->qh = o->qt = o->w = 0;
+}
+
+/* The peer has durably applied up to k: forget those messages and note
+ * it in the log (a hint for recovery; never waited for). */
+static int
+outch_acked(struct agent *a, int d, uint64_t k, int welcome)
+{
+	const struct dl_state *st = datalog_state(a->dl);
+	struct outch *o = &a->out[d];
+	struct dl_record rec;
+	struct qent *q;
+
+	if (k > wm_get(&st->sent, dname(a, d))) {
+		log_error("channel %s>%s: peer claims seq %llu applied but "
+		    "only %llu were sent; closing it (restored from another "
+		    "history?)", a->name, dname(a, d), (unsigned long long)k,
+		    (unsigned long long)wm_get(&st->sent, dname(a, d)));
+		return -1;
+	}
+	if (welcome)
+		outch_drop(o, k, 1);
+	else {
+		/* Acks are cumulative and the queue is in seq order except
+		 * after a reversal: popping from the head is enough. */
+		while (o->qh < o->qt) {
+			q = &o->q[o->qh];
+			if (q->kind == Q_MSG ? q->seq > k : o->w == 0)
+				break;
+			qent_free(q);
+			o->qh++;
+			if (o->w > 0)
+				o->w--;
+		}
+		if (o->qh == o->qt)
+			o->qh = o->qt = o->w = 0;
+	}
+	if (k > wm_get(&st->acked, dname(a, d))) {
+		memset(&rec, 0, sizeof(rec));
+		rec.type = DL_ACK;
+		rec.peer = dname(a, d);
+		rec.seq = k;
+		if (agent_append(a, &rec) == -1)
+			return -1;
+	}
+	return 0;
+}
+
+void
+outch_frame(struct agent *a, struct conn *c, uint8_t type,
+    const uint8_t *p, size_t n)
+{
+	struct outch *o = &a->out[c->peer];
+	struct rbuf r;
+	uint64_t k;
+
+	rbuf_init(&r, p, n);
+	k = rbuf_u64(&r);
+	if (!rbuf_done(&r) || (type != W_PEER_WELCOME && type != W_PEER_ACK) ||
+	    (type == W_PEER_ACK && !o->up) ||
+	    (type == W_PEER_WELCOME && o->up)) {
+		log_warn("channel %s>%s: unexpected or malformed frame type "
+		    "%u; closing it", a->name, dname(a, c->peer), type);
+		conn_close(a, c, NULL);
+		return;
+	}
+	if (outch_acked(a, c->peer, k, type == W_PEER_WELCOME) == -1) {
+		conn_close(a, c, NULL);
+		return;
+	}
+	if (type == W_PEER_WELCOME) {
+		o->up = 1;
+		o->logged_down = 0;
+		o->backoff_ms = BACKOFF_MIN_MS;
+		log_info("channel %s>%s up (peer applied %llu, %zu queued)",
+		    a->name, dname(a, c->peer), (unsigned long long)k,
+		    o->qt - o->qh);
+	}
+	outch_pump(a, c->peer);
+}
+
+/* Write the queue's head entries that may leave now. */
+void
+outch_pump(struct agent *a, int d)
+{
+	struct outch *o = &a->out[d];
+	uint64_t synced = datalog_synced(a->dl);
+	struct qent *q;
+	struct wbuf w;
+
+	if (o->conn == NULL || o->conn->dead || !o->up || o->held)
+		return;
+	wbuf_init(&w);
+	while (o->qh + o->w < o->qt && conn_pending(o->conn) < CH_PUMP_LIMIT) {
+		q = &o->q[o->qh + o->w];
+		if (q->off > synced)
+			break;
+		wbuf_reset(&w);
+		if (q->kind == Q_MSG) {
+			wbuf_put_u64(&w, q->seq);
+			wbuf_put_bytes(&w, q->payload, q->len);
+		} else {
+			wbuf_put_u64(&w, q->snap);
+			wbuf_put_u64(&w, q->seq);
+			log_debug("channel %s>%s: marker for snapshot %llu "
+			    "(s=%llu) written", a->name, dname(a, d),
+			    (unsigned long long)q->snap,
+			    (unsigned long long)q->seq);
+		}
+		if (w.oom) {
+			log_error("out of memory writing channel %s>%s",
+			    a->name, dname(a, d));
+			break;
+		}
+		conn_send(a, o->conn, q->kind == Q_MSG ? W_PEER_MSG :
+		    W_PEER_MARKER, w.data, w.len, 0);
+		if (o->conn == NULL || o->conn->dead)
+			break;
+		o->w++;
+	}
+	wbuf_free(&w);
+	if (o->conn != NULL)
+		conn_flush(a, o->conn);
+}
+
+/* Reverse the unwritten entries, then move the markers among them to the
+ * front (in that reversed order). Markers first is what makes the drill
+ * safe: a message sent after a marker must never overtake it, or the
+ * receiver would apply a post-cut message inside its recorded state.
+ * 0, or -1 (out of memory, nothing changed). */
+static int
+outch_reverse(struct outch *o)
+{
+	size_t lo = o->qh + o->w, hi = o->qt, i, k = 0;
+	struct qent *tmp;
+
+	if (hi - lo < 2)
+		return 0;
+	if ((tmp = malloc((hi - lo) * sizeof(*tmp))) == NULL)
+		return -1;
+	for (i = hi; i > lo; i--)
+		if (o->q[i - 1].kind == Q_MARKER)
+			tmp[k++] = o->q[i - 1];
+	for (i = hi; i > lo; i--)
+		if (o->q[i - 1].kind == Q_MSG)
+			tmp[k++] = o->q[i - 1];
+	memcpy(o->q + lo, tmp, (hi - lo) * sizeof(*tmp));
+	free(tmp);
+	return 0;
+}
+
+int
+outch_hold(struct agent *a, int dst, int hold, int reverse)
+{
+	struct outch *o = &a->out[dst];
+
+	if (!hold && reverse && outch_reverse(o) == -1)
+		return -1;
+	o->held = hold;
+	if (!hold)
+		outch_pump(a, dst);
+	return 0;
+}
+
+void
+outch_timers(struct agent *a, int64_t now)
+{
+	int d;
+
+	for (d = 0; d < a->n; d++)
+		if (a->out[d].configured && a->out[d].conn == NULL &&
+		    a->out[d].retry_at != 0 && a->out[d].retry_at <= now)
+			outch_connect(a, d);
+}
+
+int
+outch_timeout(struct agent *a, int64_t now)
+{
+	int64_t best = -1, t;
+	int d;
+
+	for (d = 0; d < a->n; d++) {
+		if (!a->out[d].configured || a->out[d].conn != NULL ||
+		    a->out[d].retry_at == 0)
+			continue;
+		t = a->out[d].retry_at - now;
+		if (t < 0)
+			t = 0;
+		if (best == -1 || t < best)
+			best = t;
+	}
+	return (int)best;
+}
