@@ -1,0 +1,254 @@
+/* restore.c - writing a verified snapshot back into a config's data paths
+ * and replaying its recorded channel messages into their receivers.
+ *
+ * Invariants: nothing is written unless the snapshot verifies, the
+ * config's agents are the snapshot's, no data file is locked by a running
+ * agent and every image could be built; data paths come only from the
+ * given config, never from the manifest; each file is replaced atomically
+ * (temp, fsync, rename, fsync dir), so it is either untouched or wholly
+ * restored; and an image is a pure function of the snapshot, so running
+ * restore again, also after it was killed half-way, yields the same
+ * files. A message is appended as an APPLY record only when its seq is
+ * applied+1 for its channel, so none is ever applied twice. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <unistd.h>
+
+#include "store_int.h"
+#include "../common/chmsg.h"
+#include "../common/datalog.h"
+#include "../common/fsutil.h"
+
+/* Append an APPLY record for message m to out and to ds. */
+static int
+apply_msg(struct dl_state *ds, const struct row_msg *m, struct wbuf *out,
+    struct cs_err *e)
+{
+	struct dl_record rec;
+	struct chmsg cm;
+	int64_t result;
+	char val[24];
+
+	if (chmsg_decode(m->data, m->len, &cm) < 0)
+		return cs_errf(e, "channel %s->%s: message seq %llu is not a "
+		    "valid channel message", m->src, m->dst,
+		    (unsigned long long)m->seq);
+	if (dl_int_add(ds, cm.key, cm.klen, cm.amount, val, &result, e) < 0)
+		return cs_errctx(e, "channel %s->%s: message seq %llu",
+		    m->src, m->dst, (unsigned long long)m->seq);
+	memset(&rec, 0, sizeof(rec));
+	rec.type = DL_APPLY;
+	rec.peer = m->src;
+	rec.seq = m->seq;
+	rec.key = cm.key;
+	rec.klen = cm.klen;
+	rec.val = (const uint8_t *)val;
+	rec.vlen = strlen(val);
+	if (dl_state_check(ds, &rec, e) < 0)
+		return -1;
+	dl_encode(out, &rec);
+	return dl_state_apply(ds, &rec, e);
+}
+
+/* The restored file of agent row a: its blob, then an APPLY record for
+ * every recorded message to it that its applied seq has not covered. */
+static int
+build_image(struct store *st, const struct snap_rows *r,
+    const struct row_agent *a, struct wbuf *out, struct cs_err *e)
+{
+	struct blob_map m = { NULL, 0 };
+	struct dl_state ds;
+	char path[PATH_MAX], what[128];
+	const struct row_msg *msg;
+	int have = 0, rc = -1;
+	size_t i;
+
+	wbuf_reset(out);
+	if (blob_path(st, a->sha, path, sizeof(path), e) < 0)
+		goto out;
+	if (blob_map(path, &m, e) != 0) {
+		cs_errctx(e, "agent %s: blob %.*s", a->name, SHORT_SHA(a->sha));
+		goto out;
+	}
+	if (m.len != a->size || m.p == NULL) {
+		cs_errf(e, "agent %s: blob %.*s changed since it was verified",
+		    a->name, SHORT_SHA(a->sha));
+		goto out;
+	}
+	if (dl_state_init(&ds, 0) < 0) {
+		cs_errf(e, "out of memory");
+		goto out;
+	}
+	have = 1;
+	snprintf(what, sizeof(what), "blob %.12s of agent %s", a->sha,
+	    a->name);
+	if (dl_replay(m.p, m.len, what, 0, &ds, NULL, e) < 0)
+		goto out;
+	wbuf_put_raw(out, m.p, m.len);
+	/* Sorted by src, then seq: each channel in seq order. */
+	for (i = 0; i < r->nmsgs; i++) {
+		msg = &r->msgs[i];
+		if (!msg->ok || strcmp(msg->dst, a->name) != 0)
+			continue;
+		if (msg->seq != wm_get(&ds.applied, msg->src) + 1)
+			continue;
+		if (apply_msg(&ds, msg, out, e) < 0)
+			goto out;
+	}
+	if (out->oom) {
+		cs_errf(e, "out of memory");
+		goto out;
+	}
+	rc = 0;
+out:
+	if (have)
+		dl_state_free(&ds);
+	blob_unmap(&m);
+	return rc;
+}
+
+/* rowof[i]: the agent row of config agent i. Both sets must be equal. */
+static int
+match_agents(const struct snap_rows *r, const struct cfg *c, int *rowof,
+    struct cs_err *e)
+{
+	size_t k;
+	int i, j;
+
+	for (i = 0; i < c->nagents; i++) {
+		rowof[i] = -1;
+		for (k = 0; k < r->nagents; k++)
+			if (strcmp(r->agents[k].name, c->agents[i].name) == 0)
+				rowof[i] = (int)k;
+		if (rowof[i] < 0 || !r->agents[rowof[i]].ok)
+			return cs_errf(e, "config %s has agent %s, which "
+			    "snapshot %llu does not have", c->path,
+			    c->agents[i].name, (unsigned long long)r->id);
+		for (j = 0; j < i; j++)
+			if (strcmp(c->agents[i].data, c->agents[j].data) == 0)
+				return cs_errf(e, "agents %s and %s of config "
+				    "%s share the data file %s",
+				    c->agents[j].name, c->agents[i].name,
+				    c->path, c->agents[i].data);
+	}
+	for (k = 0; k < r->nagents; k++)
+		if (cfg_find(c, r->agents[k].name) < 0)
+			return cs_errf(e, "snapshot %llu has agent %.64s, which "
+			    "config %s does not have", (unsigned long long)r->id,
+			    r->agents[k].name, c->path);
+	return 0;
+}
+
+/* Lock every existing data file the way an agent does, and keep the locks
+ * until the end: an agent that starts meanwhile fails on its lock rather
+ * than writing to a file about to be replaced. */
+static int
+lock_all(const struct cfg *c, int *fds, struct cs_err *e)
+{
+	int i;
+
+	for (i = 0; i < c->nagents; i++) {
+		fds[i] = open(c->agents[i].data,
+		    O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+		if (fds[i] < 0 && errno == ENOENT)
+			continue;
+		if (fds[i] < 0)
+			return cs_errno(e, "open %s", c->agents[i].data);
+		if (flock(fds[i], LOCK_EX | LOCK_NB) < 0) {
+			if (errno == EWOULDBLOCK)
+				return cs_errf(e, "agent %s is running (data "
+				    "file %s is locked); stop the cluster "
+				    "first", c->agents[i].name,
+				    c->agents[i].data);
+			return cs_errno(e, "lock %s", c->agents[i].data);
+		}
+	}
+	return 0;
+}
+
+/* Test hook: CUTSNAP_FAULT=restore-after-file:N makes the process exit
+ * with status 99 right after the N-th file was renamed into place, so the
+ * tests can prove that a restore killed half-way leaves whole files and
+ * that running it again finishes the job. */
+static void
+fault_after_file(int nth)
+{
+	const char *f = getenv("CUTSNAP_FAULT");
+	const char *pfx = "restore-after-file:";
+
+	if (f != NULL && strncmp(f, pfx, strlen(pfx)) == 0 &&
+	    atoi(f + strlen(pfx)) == nth)
+		_exit(99);
+}
+
+static int
+write_image(const char *path, const struct wbuf *img, struct cs_err *e)
+{
+	char dir[PATH_MAX];
+
+	path_dirname(path, dir, sizeof(dir));
+	if (mkdir_p(dir, 0700, e) < 0)
+		return -1;
+	return atomic_write_file(path, img->data, img->len, 0600, e);
+}
+
+int
+store_restore(struct store *st, uint64_t id, const struct cfg *c,
+    uint64_t *resolved, problem_fn fn, void *ctx, struct cs_err *e)
+{
+	struct snap_rows r;
+	struct wbuf img;
+	int *rowof = NULL, *fds = NULL, i, n, rc = -1;
+	uint64_t rid;
+
+	memset(&r, 0, sizeof(r));
+	wbuf_init(&img);
+	if (resolved != NULL)
+		*resolved = 0;
+	if (snap_resolve(st, id, &rid, e) < 0)
+		return -1;
+	if (resolved != NULL)
+		*resolved = rid;
+	if ((n = store_verify(st, rid, NULL, fn, ctx, e)) < 0)
+		return -1;
+	if (n > 0)
+		return cs_errf(e, "snapshot %llu failed verification; nothing "
+		    "was restored", (unsigned long long)rid);
+	if (rows_load(st, rid, &r, e) < 0)
+		return -1;
+	rowof = calloc((size_t)c->nagents, sizeof(*rowof));
+	fds = malloc((size_t)c->nagents * sizeof(*fds));
+	if (rowof == NULL || fds == NULL) {
+		cs_errf(e, "out of memory");
+		goto out;
+	}
+	for (i = 0; i < c->nagents; i++)
+		fds[i] = -1;
+	if (match_agents(&r, c, rowof, e) < 0 || lock_all(c, fds, e) < 0)
+		goto out;
+	/* First build every image without writing, so that a snapshot that
+	 * cannot be restored leaves every file untouched. */
+	for (i = 0; i < c->nagents; i++)
+		if (build_image(st, &r, &r.agents[rowof[i]], &img, e) < 0)
+			goto out;
+	for (i = 0; i < c->nagents; i++) {
+		if (build_image(st, &r, &r.agents[rowof[i]], &img, e) < 0 ||
+		    write_image(c->agents[i].data, &img, e) < 0)
+			goto out;
+		fault_after_file(i + 1);
+	}
+	rc = 0;
+out:
+	for (i = 0; fds != NULL && i < c->nagents; i++)
+		if (fds[i] >= 0)
+			close(fds[i]);
+	free(fds);
+	free(rowof);
+	wbuf_free(&img);
+	rows_free(&r);
+	return rc;
+}
