@@ -1,0 +1,363 @@
+/* coordinator.c - drives one snapshot: begin it in the manifest, JOIN
+ * every agent, START the initiator, collect every report, copy the
+ * recorded files into blobs and commit it all in one transaction; on any
+ * failure record it as aborted with the reason. */
+#include <errno.h>
+#include <poll.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "coord_int.h"
+#include "../common/buf.h"
+#include "../common/client.h"
+#include "../common/report.h"
+#include "../common/wire.h"
+#include "../store/store.h"
+
+/* One snapshot in progress. */
+struct run {
+	const struct cfg *c;
+	struct store *st;
+	uint64_t id;		/* 0 until begun */
+	int64_t deadline;	/* CLOCK_MONOTONIC ms */
+	int timeout_s;
+	int *fds;		/* per agent, -1 when not connected */
+	int *have;		/* per agent: rep is filled */
+	struct report *reps;	/* per agent, in config order */
+	char reason[CS_ERR_MAX];
+};
+
+static void fail(struct run *r, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+static void
+fail(struct run *r, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(r->reason, sizeof(r->reason), fmt, ap);
+	va_end(ap);
+}
+
+static int64_t
+now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static int
+left_ms(const struct run *r)
+{
+	int64_t left = r->deadline - now_ms();
+
+	return left < 0 ? 0 : left > 86400000 ? 86400000 : (int)left;
+}
+
+/* Connect to every agent and have each JOIN the snapshot. */
+static int
+join_all(struct run *r)
+{
+	const struct cfg_agent *a;
+	struct wbuf req;
+	struct cs_err e;
+	uint8_t code, *body = NULL;
+	size_t blen;
+	int i, rc = -1;
+
+	wbuf_init(&req);
+	wbuf_put_u64(&req, r->id);
+	if (req.oom) {
+		fail(r, "out of memory");
+		goto out;
+	}
+	for (i = 0; i < r->c->nagents; i++) {
+		a = &r->c->agents[i];
+		if ((r->fds[i] = client_connect(a->sock, a->name, &e)) < 0) {
+			fail(r, "%s", e.msg);
+			goto out;
+		}
+		if (client_call(r->fds[i], W_SNAP_JOIN, req.data, req.len,
+		    &code, &body, &blen, left_ms(r), &e) < 0) {
+			fail(r, "agent %s did not join the snapshot: %s",
+			    a->name, e.msg);
+			goto out;
+		}
+		if (code != R_OK) {
+			fail(r, "agent %s refused to join the snapshot: %.*s",
+			    a->name, (int)(blen > 300 ? 300 : blen),
+			    body ? (const char *)body : "");
+			goto out;
+		}
+		free(body);
+		body = NULL;
+	}
+	rc = 0;
+out:
+	free(body);
+	wbuf_free(&req);
+	return rc;
+}
+
+/* Tell the initiator to record; every other agent starts on a marker. */
+static int
+start(struct run *r, int init)
+{
+	struct wbuf b;
+	struct cs_err e;
+	int rc = 0;
+
+	wbuf_init(&b);
+	wbuf_put_u64(&b, r->id);
+	if (b.oom) {
+		fail(r, "out of memory");
+		rc = -1;
+	} else if (wire_send(r->fds[init], W_SNAP_START, b.data, b.len,
+	    &e) < 0) {
+		fail(r, "lost agent %s (%s)", r->c->agents[init].name, e.msg);
+		rc = -1;
+	}
+	wbuf_free(&b);
+	return rc;
+}
+
+/* One frame from agent i: it must be its report for this snapshot. */
+static int
+read_report(struct run *r, int i)
+{
+	const char *name = r->c->agents[i].name;
+	uint8_t type, *p = NULL;
+	struct cs_err e;
+	size_t plen;
+	int rc = -1;
+
+	if (wire_recv(r->fds[i], &type, &p, &plen, left_ms(r), &e) < 0) {
+		fail(r, "lost agent %s (%s)", name, e.msg);
+		goto out;
+	}
+	if (type != W_SNAP_REPORT) {
+		fail(r, "agent %s sent an unexpected frame (type %u) instead "
+		    "of its report", name, type);
+		goto out;
+	}
+	if (report_decode(p, plen, &r->reps[i], &e) < 0) {
+		fail(r, "agent %s sent a malformed report: %s", name, e.msg);
+		goto out;
+	}
+	r->have[i] = 1;
+	if (r->reps[i].snap_id != r->id ||
+	    strcmp(r->reps[i].agent, name) != 0) {
+		fail(r, "agent %s sent a report for snapshot %llu as agent "
+		    "%s", name, (unsigned long long)r->reps[i].snap_id,
+		    r->reps[i].agent);
+		goto out;
+	}
+	rc = 0;
+out:
+	free(p);
+	return rc;
+}
+
+/* Names of the agents that have not reported, "B, C". */
+static void
+missing_names(const struct run *r, char *out, size_t outsz)
+{
+	size_t len = 0;
+	int i, n;
+
+	out[0] = '\0';
+	for (i = 0; i < r->c->nagents && len < outsz; i++) {
+		if (r->have[i])
+			continue;
+		n = snprintf(out + len, outsz - len, "%s%s", len ? ", " : "",
+		    r->c->agents[i].name);
+		if (n < 0)
+			break;
+		len += (size_t)n;
+	}
+}
+
+static int
+wait_reports(struct run *r)
+{
+	struct pollfd *pfd;
+	char names[300];
+	int *who, i, n, k, rc = -1;
+
+	pfd = calloc((size_t)r->c->nagents, sizeof(*pfd));
+	who = calloc((size_t)r->c->nagents, sizeof(*who));
+	if (pfd == NULL || who == NULL) {
+		fail(r, "out of memory");
+		goto out;
+	}
+	for (;;) {
+		for (i = n = 0; i < r->c->nagents; i++) {
+			if (r->have[i])
+				continue;
+			pfd[n].fd = r->fds[i];
+			pfd[n].events = POLLIN;
+			pfd[n].revents = 0;
+			who[n++] = i;
+		}
+		if (n == 0)
+			break;
+		if ((k = poll(pfd, (nfds_t)n, left_ms(r))) < 0) {
+			if (errno == EINTR)
+				continue;
+			fail(r, "poll: %s", strerror(errno));
+			goto out;
+		}
+		if (k == 0) {
+			missing_names(r, names, sizeof(names));
+			fail(r, "timed out after %d s waiting for %s",
+			    r->timeout_s, names);
+			goto out;
+		}
+		for (i = 0; i < n; i++)
+			if (pfd[i].revents != 0 && read_report(r, who[i]) < 0)
+				goto out;
+	}
+	rc = 0;
+out:
+	free(pfd);
+	free(who);
+	return rc;
+}
+
+/* Copy every recorded prefix into a blob, then commit. */
+static int
+store_all(struct run *r)
+{
+	struct cs_err e;
+	int i;
+
+	for (i = 0; i < r->c->nagents; i++)
+		if (store_put_blob(r->st, r->c->agents[i].data,
+		    r->reps[i].size, r->reps[i].sha, &e) < 0) {
+			fail(r, "agent %s: %s", r->c->agents[i].name, e.msg);
+			return -1;
+		}
+	if (store_commit_snapshot(r->st, r->id, r->c, r->reps,
+	    (size_t)r->c->nagents, &e) < 0) {
+		fail(r, "commit: %s", e.msg);
+		return -1;
+	}
+	return 0;
+}
+
+/* Best effort: an agent that is gone forgets the snapshot anyway. */
+static void
+send_done(struct run *r, int committed)
+{
+	struct wbuf b;
+	int i;
+
+	wbuf_init(&b);
+	wbuf_put_u64(&b, r->id);
+	wbuf_put_u8(&b, (uint8_t)committed);
+	for (i = 0; !b.oom && i < r->c->nagents; i++)
+		if (r->fds[i] >= 0)
+			(void)wire_send(r->fds[i], W_SNAP_DONE, b.data, b.len,
+			    NULL);
+	wbuf_free(&b);
+}
+
+/* Every agent must be reachable from the initiator; names those that
+ * are not. */
+static int
+check_reach(const struct cfg *c, int init, struct cs_err *e)
+{
+	unsigned char *seen;
+	char names[300];
+	size_t len = 0;
+	int i, n, rc = 0;
+
+	if ((seen = malloc((size_t)c->nagents)) == NULL ||
+	    reach_mark(c, init, seen) < 0) {
+		free(seen);
+		return cs_errf(e, "out of memory");
+	}
+	names[0] = '\0';
+	for (i = 0; i < c->nagents; i++) {
+		if (seen[i])
+			continue;
+		rc = -1;
+		if (len < sizeof(names)) {
+			n = snprintf(names + len, sizeof(names) - len, "%s%s",
+			    len ? ", " : "", c->agents[i].name);
+			len += n > 0 ? (size_t)n : 0;
+		}
+	}
+	free(seen);
+	if (rc < 0)
+		return cs_errf(e, "markers from %s cannot reach %s over the "
+		    "configured channels", c->agents[init].name, names);
+	return 0;
+}
+
+int
+coord_snapshot(const struct cfg *c, const struct coord_opts *o,
+    uint64_t *id, struct cs_err *e)
+{
+	struct run r;
+	int i, init, rc = -1;
+
+	*id = 0;
+	memset(&r, 0, sizeof(r));
+	r.c = c;
+	r.timeout_s = o->timeout_s > 0 ? o->timeout_s : 60;
+	r.deadline = now_ms() + (int64_t)r.timeout_s * 1000;
+	init = o->initiator ? cfg_find(c, o->initiator) : 0;
+	if (c->nagents <= 0)
+		return cs_errf(e, "the config has no agents");
+	if (init < 0)
+		return cs_errf(e, "unknown agent %s", o->initiator);
+	if (check_reach(c, init, e) < 0)
+		return -1;
+	r.fds = malloc((size_t)c->nagents * sizeof(*r.fds));
+	r.have = calloc((size_t)c->nagents, sizeof(*r.have));
+	r.reps = calloc((size_t)c->nagents, sizeof(*r.reps));
+	if (r.fds == NULL || r.have == NULL || r.reps == NULL) {
+		cs_errf(e, "out of memory");
+		goto out;
+	}
+	for (i = 0; i < c->nagents; i++)
+		r.fds[i] = -1;
+	if (store_open(o->repo, 1, &r.st, e) < 0 ||
+	    store_begin_snapshot(r.st, c->agents[init].name, c->text, &r.id,
+	    e) < 0)
+		goto out;
+	*id = r.id;
+	if (join_all(&r) < 0 || start(&r, init) < 0 || wait_reports(&r) < 0 ||
+	    store_all(&r) < 0)
+		goto abort;
+	send_done(&r, 1);
+	rc = 0;
+	goto out;
+abort:
+	send_done(&r, 0);
+	if (store_abort_snapshot(r.st, r.id, r.reason, NULL) < 0)
+		cs_errf(e, "%s (snapshot %llu could not be marked aborted)",
+		    r.reason, (unsigned long long)r.id);
+	else
+		cs_errf(e, "%s (snapshot %llu aborted)", r.reason,
+		    (unsigned long long)r.id);
+out:
+	for (i = 0; r.fds != NULL && i < c->nagents; i++)
+		if (r.fds[i] >= 0)
+			close(r.fds[i]);
+	for (i = 0; r.reps != NULL && i < c->nagents; i++)
+		report_free(&r.reps[i]);
+	free(r.fds);
+	free(r.have);
+	free(r.reps);
+	store_close(r.st);
+	return rc;
+}
