@@ -1,0 +1,511 @@
+# lib.sh - shared helpers for the end-to-end tests (bash; sourced by t*.sh).
+#
+# Every test script gets its own temporary directory (TEST_DIR, also the
+# working directory), prints TAP ("ok N - desc" / "not ok N - desc" with the
+# failing output as "# " lines) and ends with test_done, which prints the
+# plan and exits non-zero when a case failed.  On exit everything the test
+# started is killed by pid: the agents (found by the test's own directory in
+# their command line), background snapshots and loops, the watchdog.
+#
+# Environment:
+#   CUTSNAP        absolute path of the binary (default: bin/cutsnap of this
+#                  checkout)
+#   CUTSNAP_KEEP=1 keep the temporary directory (its path is printed)
+#   TEST_TIMEOUT   seconds before a whole script is killed (default 150)
+#   CS_TIMEOUT     seconds a single cutsnap command may take (default 30)
+
+set -u
+
+_lib_dir=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+CUTSNAP=${CUTSNAP:-$_lib_dir/../../bin/cutsnap}
+case $CUTSNAP in
+/*) ;;
+*) CUTSNAP=$PWD/$CUTSNAP ;;
+esac
+TEST_NAME=$(basename "$0" .sh)
+
+test_count=0
+test_failed=0
+BG_PIDS=""
+AGENT_PIDS=""
+CONF=""
+REPO=""
+AGENTS=""
+
+# A short base keeps socket paths (run_dir/NAME.sock) under 108 bytes.
+_base=${TMPDIR:-/tmp}
+[ ${#_base} -gt 40 ] && _base=/tmp
+TEST_DIR=$(mktemp -d "$_base/cs-e2e.XXXXXX") || {
+	echo "Bail out! cannot create a temporary directory"
+	exit 1
+}
+OUT=$TEST_DIR/.out
+ERR=$TEST_DIR/.err
+
+if [ ! -x "$CUTSNAP" ]; then
+	echo "Bail out! no cutsnap binary at $CUTSNAP (run make, or set CUTSNAP)"
+	rm -rf "$TEST_DIR"
+	exit 1
+fi
+
+# Pids of processes whose command line mentions this test's directory.
+own_pids () {
+	pgrep -f -- "$TEST_DIR" 2>/dev/null | while read -r p; do
+		[ "$p" != "$$" ] && echo "$p"
+	done
+}
+
+_cleanup () {
+	local p pids n
+	trap - EXIT INT TERM
+	for p in $BG_PIDS; do
+		kill -TERM "$p" 2>/dev/null
+	done
+	if [ -n "$CONF" ] && [ -f "$CONF" ]; then
+		timeout -k 2 5 "$CUTSNAP" stop -c "$CONF" >/dev/null 2>&1
+	fi
+	n=0
+	while :; do
+		pids="$(own_pids) $AGENT_PIDS"
+		pids=$(for p in $pids; do kill -0 "$p" 2>/dev/null && echo "$p"; done)
+		[ -z "$pids" ] && break
+		if [ $n -lt 20 ]; then
+			kill -TERM $pids 2>/dev/null
+		else
+			kill -KILL $pids 2>/dev/null
+		fi
+		n=$((n + 1))
+		[ $n -gt 40 ] && break
+		sleep 0.1
+	done
+	[ -n "${_watchdog:-}" ] && kill -TERM "$_watchdog" 2>/dev/null
+	if [ "${CUTSNAP_KEEP:-0}" = 1 ]; then
+		echo "# kept $TEST_DIR"
+	else
+		rm -rf "$TEST_DIR"
+	fi
+}
+trap _cleanup EXIT
+trap 'echo "# interrupted"; exit 130' INT
+trap 'echo "# killed (over TEST_TIMEOUT?)"; exit 143' TERM
+
+# The whole script is bounded: the watchdog sends SIGTERM, the trap cleans.
+( sleep "${TEST_TIMEOUT:-150}" && kill -TERM $$ ) >/dev/null 2>&1 &
+_watchdog=$!
+
+cd "$TEST_DIR" || exit 1
+
+# --- TAP ---------------------------------------------------------------
+
+# test_expect_success 'description' 'commands'
+# The commands run in this shell (variables they set persist); chain them
+# with &&.  Their output is shown only when the case fails.
+test_expect_success () {
+	local desc=$1 body=$2 log rc
+	test_count=$((test_count + 1))
+	log=$TEST_DIR/.log.$test_count
+	# A function, so that "return 1" in the body ends the case only.
+	eval "_test_body () {
+$body
+}" && _test_body >"$log" 2>&1 </dev/null
+	rc=$?
+	if [ $rc -eq 0 ]; then
+		echo "ok $test_count - $desc"
+	else
+		test_failed=$((test_failed + 1))
+		echo "not ok $test_count - $desc"
+		echo "#   failed with status $rc:"
+		printf '%s\n' "$body" | sed 's/^/#   | /'
+		tail -n 60 "$log" | sed 's/^/#   /'
+	fi
+	return 0
+}
+
+test_skip () {
+	test_count=$((test_count + 1))
+	echo "ok $test_count - $1 # SKIP $2"
+}
+
+test_done () {
+	echo "1..$test_count"
+	if [ $test_failed -gt 0 ]; then
+		echo "# $TEST_NAME: $test_failed of $test_count failed"
+		exit 1
+	fi
+	exit 0
+}
+
+# --- running cutsnap ---------------------------------------------------
+
+# cs ARGS...: the binary, bounded in time.
+cs () {
+	timeout -k 5 "${CS_TIMEOUT:-30}" "$CUTSNAP" "$@"
+}
+
+say () { printf '%s\n' "$*" >&2; }
+
+show_out () {
+	say "--- stdout:"
+	head -c 2000 "$OUT" | sed 's/^/    /' >&2
+	say "--- stderr:"
+	head -c 2000 "$ERR" | sed 's/^/    /' >&2
+}
+
+# expect_exit CODE ARGS...: run cutsnap with ARGS (stdout in $OUT, stderr in
+# $ERR, status in $RC); succeed iff the status matches CODE, a case
+# pattern such as 0, 1 or "1|2".
+expect_exit () {
+	local want=$1
+	shift
+	cs "$@" >"$OUT" 2>"$ERR"
+	RC=$?
+	# shellcheck disable=SC2254
+	case $RC in
+	$want) return 0 ;;
+	esac
+	say "cutsnap $*: expected exit $want, got $RC"
+	show_out
+	return 1
+}
+
+expect_ok () { expect_exit 0 "$@"; }
+
+# stderr of the last command is exactly one line starting "cutsnap: ".
+err_is_one_line () {
+	local n
+	n=$(wc -l <"$ERR")
+	if [ "$n" -ne 1 ] || ! head -n 1 "$ERR" | grep -q '^cutsnap: .'; then
+		say "expected exactly one stderr line starting 'cutsnap: ', got $n line(s):"
+		show_out
+		return 1
+	fi
+	# A trailing newline makes it a line; no partial second line either.
+	if [ -n "$(tail -c 1 "$ERR")" ]; then
+		say "stderr does not end with a newline"
+		return 1
+	fi
+	return 0
+}
+
+# expect_error CODE ARGS...: the exit status matches CODE and stderr is
+# exactly one "cutsnap: ..." line.
+expect_error () {
+	expect_exit "$@" && err_is_one_line
+}
+
+# The last command's stderr matches the extended regex (case-insensitive).
+err_matches () {
+	grep -Eqi -- "$1" "$ERR" && return 0
+	say "stderr does not match /$1/:"
+	show_out
+	return 1
+}
+
+# expect_eq ACTUAL EXPECTED WHAT
+expect_eq () {
+	[ "$1" = "$2" ] && return 0
+	say "$3: expected '$2', found '$1'"
+	return 1
+}
+
+# wait_for SECONDS CMD...: poll CMD (every 0.1 s) until it succeeds; fail
+# once SECONDS have passed.
+wait_for () {
+	local t=$1 end
+	shift
+	end=$((SECONDS + t))
+	while :; do
+		"$@" >/dev/null 2>&1 && return 0
+		if [ $SECONDS -ge $end ]; then
+			say "timed out after ${t}s waiting for: $*"
+			return 1
+		fi
+		sleep 0.1
+	done
+}
+
+# --- a cluster ---------------------------------------------------------
+
+# make_config NAMES...: TEST_DIR/cluster.ini, full mesh unless CHANNELS is
+# set (e.g. CHANNELS="A>B B>C"); data files NAME.data, run_dir run.
+make_config () {
+	local n
+	CONF=$TEST_DIR/cluster.ini
+	AGENTS="$*"
+	{
+		echo "; cluster for $TEST_NAME"
+		echo "[cluster]"
+		echo "run_dir = run"
+		[ -n "${CHANNELS:-}" ] && echo "channels = $CHANNELS"
+		for n in "$@"; do
+			echo ""
+			echo "[agent $n]"
+			echo "data = $n.data"
+		done
+	} >"$CONF"
+	REPO=$TEST_DIR/repo
+}
+
+# Pids of the running agents of this test (processes mentioning our config
+# with the "agent" subcommand; anything else of ours as a fallback).
+agent_pid () {
+	local p
+	for p in $(own_pids); do
+		tr '\0' ' ' <"/proc/$p/cmdline" 2>/dev/null |
+		    grep -Eq "(^| )agent( .*)? (-n|--name)[ =]?$1( |$)" && echo "$p"
+	done
+}
+
+_record_agent_pids () {
+	local n p
+	for n in $AGENTS; do
+		for p in $(agent_pid "$n"); do
+			case " $AGENT_PIDS " in
+			*" $p "*) ;;
+			*) AGENT_PIDS="$AGENT_PIDS $p" ;;
+			esac
+		done
+	done
+}
+
+start_cluster () {
+	expect_ok start -c "$CONF" || return 1
+	_record_agent_pids
+	return 0
+}
+
+# stop, then check that every agent process we knew of has exited.
+stop_cluster () {
+	local p
+	expect_ok stop -c "$CONF" || return 1
+	for p in $AGENT_PIDS; do
+		if kill -0 "$p" 2>/dev/null; then
+			say "agent pid $p still alive after 'cutsnap stop' returned"
+			return 1
+		fi
+	done
+	AGENT_PIDS=""
+	return 0
+}
+
+bal () { cs get -c "$CONF" "$1" bal; }
+
+# total [KEY]: the sum over every agent (live); fails if one does not answer
+# or a value is not an integer.
+total () {
+	local n v s=0 key=${1:-bal}
+	for n in $AGENTS; do
+		v=$(cs get -c "$CONF" "$n" "$key") || return 1
+		case $v in
+		'' | *[!0-9-]*) return 1 ;;
+		esac
+		s=$((s + v))
+	done
+	echo "$s"
+}
+
+total_is () { [ "$(total)" = "$1" ]; }
+
+# dump_val DATAFILE KEY: the key's value as printed by the offline dump.
+dump_val () {
+	cs dump "$1" | awk -F'\t' -v k="$2" '$1 == k { print $2; f = 1; exit }
+	    END { exit !f }'
+}
+
+# dump_total KEY: the sum of KEY over every agent's data file (offline).
+dump_total () {
+	local n v s=0
+	for n in $AGENTS; do
+		v=$(dump_val "$TEST_DIR/$n.data" "$1") || return 1
+		s=$((s + v))
+	done
+	echo "$s"
+}
+
+# set_balances A=100 B=50 ...
+set_balances () {
+	local kv
+	for kv in "$@"; do
+		cs put -c "$CONF" "${kv%%=*}" bal "${kv#*=}" >/dev/null || return 1
+	done
+}
+
+# --- snapshots and the repository ---------------------------------------
+
+# The snapshot id printed by the last snapshot command (its first number).
+_parse_id () {
+	grep -Eo '[0-9]+' "$1" | head -n 1
+}
+
+# take_snapshot [ARGS...]: a snapshot that must complete; sets SNAP_ID.
+take_snapshot () {
+	expect_ok snapshot -c "$CONF" -r "$REPO" "$@" || return 1
+	SNAP_ID=$(_parse_id "$OUT")
+	[ -n "$SNAP_ID" ] || { say "snapshot printed no id"; show_out; return 1; }
+}
+
+# snapshot_bg [ARGS...]: start a snapshot in the background (SNAP_PID).
+snapshot_bg () {
+	cs snapshot -c "$CONF" -r "$REPO" "$@" \
+	    >"$TEST_DIR/.snap.out" 2>"$TEST_DIR/.snap.err" &
+	SNAP_PID=$!
+	BG_PIDS="$BG_PIDS $SNAP_PID"
+}
+
+snapshot_running () { kill -0 "$SNAP_PID" 2>/dev/null; }
+
+# snapshot_wait: wait for the background snapshot; SNAP_RC, SNAP_ID set;
+# succeeds iff it exited 0.
+snapshot_wait () {
+	wait "$SNAP_PID"
+	SNAP_RC=$?
+	SNAP_ID=$(_parse_id "$TEST_DIR/.snap.out")
+	[ "$SNAP_RC" -eq 0 ] && [ -n "$SNAP_ID" ] && return 0
+	say "background snapshot exited $SNAP_RC"
+	say "--- stdout:"; sed 's/^/    /' "$TEST_DIR/.snap.out" >&2
+	say "--- stderr:"; sed 's/^/    /' "$TEST_DIR/.snap.err" >&2
+	return 1
+}
+
+# sql QUERY [DB]: one query against the manifest (default REPO's).
+sql () {
+	sqlite3 -batch -noheader "${2:-$REPO/manifest.db}" "$1"
+}
+
+# The status of snapshot ID in the manifest.
+snap_status () { sql "select status from snapshots where id = $1"; }
+
+# A snapshot is recorded as running in the manifest.
+snapshot_is_running () {
+	[ -f "$REPO/manifest.db" ] &&
+	    [ -n "$(sql "select id from snapshots where status = 'running'" 2>/dev/null)" ]
+}
+
+# blob_path ID AGENT: where the agent's recorded file of snapshot ID lives.
+blob_path () {
+	local sha
+	sha=$(sql "select case typeof(sha256) when 'blob' then lower(hex(sha256))
+	    else lower(sha256) end from agents where snapshot_id = $1
+	    and name = '$2'") || return 1
+	[ -n "$sha" ] || { say "no agents row for $2 in snapshot $1"; return 1; }
+	if [ -f "$REPO/blobs/${sha:0:2}/$sha" ]; then
+		echo "$REPO/blobs/${sha:0:2}/$sha"
+	else
+		find "$REPO/blobs" -type f -name "$sha*" | head -n 1 | grep .
+	fi
+}
+
+# blob_val ID AGENT KEY: the key's value in the agent's recorded file.
+blob_val () {
+	local p
+	p=$(blob_path "$1" "$2") || return 1
+	dump_val "$p" "$3"
+}
+
+# Wait until the data files stop changing (agents idle after a restart:
+# reconnects, acknowledgements).
+files_settle () {
+	local prev="" cur n=0
+	while [ $n -lt 50 ]; do
+		cur=$(cat "$@" 2>/dev/null | cksum)
+		[ "$cur" = "$prev" ] && return 0
+		prev=$cur
+		n=$((n + 1))
+		sleep 0.2
+	done
+	say "files kept changing: $*"
+	return 1
+}
+
+# flip_byte FILE OFFSET: invert every bit of one byte in place.
+flip_byte () {
+	local b
+	b=$(od -An -tu1 -j "$2" -N1 "$1" | tr -d ' ')
+	[ -n "$b" ] || { say "flip_byte: $1 has no byte at $2"; return 1; }
+	# shellcheck disable=SC2059
+	printf "$(printf '\\%03o' $((b ^ 255)))" |
+	    dd of="$1" bs=1 seek="$2" conv=notrunc 2>/dev/null
+}
+
+# The status line (detail) of one agent.
+agent_status_line () {
+	cs status -c "$CONF" 2>/dev/null | grep -E "^$1 " | head -n 1
+}
+
+# agent_recorded NAME: the agent has recorded its state for the running
+# snapshot (its status detail says so).
+agent_recorded () {
+	agent_status_line "$1" | grep -Eqi "record|snapshot"
+}
+
+# wait_recorded NAME: a snapshot is running in the manifest and agent NAME
+# has recorded its state; bounded.
+wait_recorded () {
+	wait_for 10 snapshot_is_running &&
+	wait_for 10 agent_recorded "$1" || {
+		say "status of the cluster:"
+		cs status -c "$CONF" >&2
+		return 1
+	}
+}
+
+
+# messages_sha_ok ID: every recorded message of snapshot ID hashes to the
+# SHA-256 stored beside it.
+messages_sha_ok () {
+	sql "select src, dst, seq, case typeof(sha256) when 'blob'
+	    then lower(hex(sha256)) else lower(sha256) end from messages
+	    where snapshot_id = $1" | while IFS='|' read -r s d q sha; do
+		rm -f "$TEST_DIR/.msg"
+		sql "select writefile('$TEST_DIR/.msg', data) from messages
+		    where snapshot_id = $1 and src = '$s' and dst = '$d'
+		    and seq = $q" >/dev/null || exit 1
+		got=$(sha256sum "$TEST_DIR/.msg" | cut -d' ' -f1)
+		[ "$got" = "$sha" ] || {
+			say "message $s->$d #$q: sha256 $sha, data hashes to $got"
+			exit 1
+		}
+	done
+}
+
+# chan_row ID SRC DST: "applied|sent" of the channel's row in the manifest.
+chan_row () {
+	sql "select applied, sent from channels where snapshot_id = $1
+	    and src = '$2' and dst = '$3'"
+}
+
+# agent_size ID NAME: the recorded size of the agent's file.
+agent_size () {
+	sql "select size from agents where snapshot_id = $1 and name = '$2'"
+}
+
+# msg_count ID [SRC DST]: recorded messages of the snapshot (on a channel).
+msg_count () {
+	if [ $# -eq 3 ]; then
+		sql "select count(*) from messages where snapshot_id = $1
+		    and src = '$2' and dst = '$3'"
+	else
+		sql "select count(*) from messages where snapshot_id = $1"
+	fi
+}
+
+bal_is () { [ "$(bal "$1")" = "$2" ]; }
+
+# wait_bal AGENT VALUE: poll until the agent's live bal is VALUE.
+wait_bal () {
+	wait_for 10 bal_is "$1" "$2" && return 0
+	say "bal of $1: expected $2, is $(bal "$1")"
+	return 1
+}
+
+# msg_sum ID: the sum of the amounts of snapshot ID's recorded messages
+# (chmsg.h: u8 op | bytes key | i64 amount, little-endian).
+msg_sum () {
+	python3 - "$REPO/manifest.db" "$1" <<'PY'
+import sqlite3, sys
+db = sqlite3.connect(sys.argv[1])
+rows = db.execute("select data from messages where snapshot_id = ?",
+                  (int(sys.argv[2]),))
+print(sum(int.from_bytes(d[-8:], "little", signed=True) for (d,) in rows))
+PY
+}
