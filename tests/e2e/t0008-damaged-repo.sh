@@ -1,0 +1,148 @@
+#!/bin/bash
+# A damaged repository is caught by verify with a line naming the problem,
+# and restore refuses it without touching the data files.
+. "$(dirname "$0")/lib.sh"
+
+test_expect_success 'setup: a good snapshot with a message in flight, agents stopped' '
+	make_config A B &&
+	start_cluster &&
+	set_balances A=100 B=50 &&
+	expect_ok channel -c "$CONF" hold A B &&
+	expect_ok transfer -c "$CONF" A:bal B:bal 10 &&
+	snapshot_bg --initiator B &&
+	wait_recorded B &&
+	expect_ok channel -c "$CONF" release A B &&
+	snapshot_wait &&
+	ID=$SNAP_ID &&
+	expect_eq "$(msg_count "$ID")" 1 "messages" &&
+	expect_ok transfer -c "$CONF" A:bal B:bal 5 &&
+	wait_bal B 65 &&
+	stop_cluster &&
+	expect_ok verify -r "$REPO" "$ID" &&
+	sql "pragma wal_checkpoint(truncate)" >/dev/null &&
+	cp A.data A.saved && cp B.data B.saved &&
+	BLOB_A=$(blob_path "$ID" A) && SHA_A=$(basename "$BLOB_A") &&
+	GOOD=$TEST_DIR/repo.good && cp -a "$REPO" "$GOOD"
+'
+
+# damaged NAME: a fresh copy of the good repository as TEST_DIR/NAME;
+# sets R and RB (R's copy of A's blob).
+damaged () {
+	R=$TEST_DIR/$1
+	rm -rf "$R" && cp -a "$GOOD" "$R" &&
+	RB=$R/blobs/${SHA_A:0:2}/$SHA_A
+}
+
+# verify_fails CODE REGEX: verify of R exits CODE and names the problem.
+verify_fails () {
+	expect_exit "$1" verify -r "$R" "$ID" || return 1
+	if ! cat "$OUT" "$ERR" | grep -Eqi -- "$2"; then
+		say "verify output does not match /$2/"
+		show_out
+		return 1
+	fi
+}
+
+# restore_refused CODE: restore of R exits CODE; the data files untouched.
+restore_refused () {
+	expect_exit "$1" restore -r "$R" "$ID" -c "$CONF" || return 1
+	grep -q "^cutsnap: " "$ERR" || { say "no cutsnap: line"; show_out; return 1; }
+	cmp A.data A.saved && cmp B.data B.saved
+}
+
+test_expect_success 'a flipped byte in a blob: verify 1 naming the blob/agent; restore refused' '
+	damaged flip &&
+	flip_byte "$RB" 40 &&
+	verify_fails 1 "${SHA_A:0:8}|agent A" &&
+	cat "$OUT" "$ERR" | grep -Eqi "sha|hash|digest|mismatch|corrupt" &&
+	restore_refused 1
+'
+
+test_expect_success 'a truncated blob: verify 1 naming the size; restore refused' '
+	damaged trunc &&
+	truncate -s 20 "$RB" &&
+	verify_fails 1 "${SHA_A:0:8}|agent A" &&
+	cat "$OUT" "$ERR" | grep -Eqi "size|short|truncat|sha|mismatch" &&
+	restore_refused 1
+'
+
+test_expect_success 'a missing blob: verify 1 saying it is missing; restore refused' '
+	damaged missing &&
+	rm -f "$RB" &&
+	verify_fails 1 "${SHA_A:0:8}|agent A" &&
+	cat "$OUT" "$ERR" | grep -Eqi "missing|no such|not found|absent" &&
+	restore_refused 1
+'
+
+test_expect_success 'a deleted messages row: verify 1 naming the channel; restore refused' '
+	damaged nomsg &&
+	sql "delete from messages" "$R/manifest.db" &&
+	expect_eq "$(sql "select count(*) from messages" "$R/manifest.db")" 0 "rows" &&
+	verify_fails 1 "A ?(->|>|→) ?B|digest" &&
+	restore_refused 1
+'
+
+test_expect_success 'an edited messages row (amount changed): verify 1; restore refused' '
+	damaged editmsg &&
+	sql "update messages set data = zeroblob(length(data))" "$R/manifest.db" &&
+	verify_fails 1 "A ?(->|>|→) ?B|message|digest|sha" &&
+	restore_refused 1
+'
+
+test_expect_success 'an edited channel row (sent 1 -> 0): verify 1; restore refused' '
+	damaged editchan &&
+	sql "update channels set sent = 0, applied = 0" "$R/manifest.db" &&
+	verify_fails 1 "A ?(->|>|→) ?B|digest|channel" &&
+	restore_refused 1
+'
+
+test_expect_success 'an edited agents row (size of B): verify 1; restore refused' '
+	damaged editagent &&
+	sql "update agents set size = size + 1 where name = '\''B'\''" "$R/manifest.db" &&
+	verify_fails 1 "agent B|digest|size" &&
+	restore_refused 1
+'
+
+test_expect_success 'garbage bytes over the middle of manifest.db: verify 1 or 2; restore refused' '
+	damaged garbage &&
+	size=$(stat -c %s "$R/manifest.db") &&
+	[ "$size" -gt 8192 ] &&
+	head -c $((size - 4096)) /dev/urandom |
+	    dd of="$R/manifest.db" bs=4096 seek=1 conv=notrunc 2>/dev/null &&
+	verify_fails "[12]" "manifest|malformed|corrupt|integrity|database" &&
+	grep -q "^cutsnap: " "$ERR" &&
+	restore_refused "[12]"
+'
+
+test_expect_success 'a truncated manifest.db: verify 1 or 2; restore refused' '
+	damaged truncdb &&
+	size=$(stat -c %s "$R/manifest.db") &&
+	truncate -s $((size / 2 + 100)) "$R/manifest.db" &&
+	verify_fails "[12]" "manifest|malformed|corrupt|integrity|database|missing" &&
+	restore_refused "[12]"
+'
+
+test_expect_success 'a manifest.db that is not a database: exit 2 (unreadable)' '
+	damaged notdb &&
+	echo "this is not sqlite" >"$R/manifest.db" &&
+	verify_fails 2 "manifest|database" &&
+	err_is_one_line &&
+	restore_refused 2 &&
+	expect_error 2 ls -r "$R"
+'
+
+test_expect_success 'an empty manifest.db: no complete snapshot, exit 1 or 2, no crash' '
+	damaged emptydb &&
+	: >"$R/manifest.db" &&
+	expect_exit "[12]" verify -r "$R" &&
+	err_is_one_line
+'
+
+test_expect_success 'the good repository still verifies and restores' '
+	R=$GOOD &&
+	expect_ok verify -r "$R" "$ID" &&
+	expect_ok restore -r "$R" "$ID" -c "$CONF" &&
+	expect_eq "$(dump_val A.data bal)/$(dump_val B.data bal)" 90/60 "A/B"
+'
+
+test_done

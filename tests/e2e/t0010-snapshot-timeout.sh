@@ -1,0 +1,95 @@
+#!/bin/bash
+# A snapshot that cannot finish in time is aborted, never listed as
+# complete, and does not stop later snapshots.
+. "$(dirname "$0")/lib.sh"
+
+test_expect_success 'setup: A=100, B=50; hold A->B' '
+	make_config A B &&
+	start_cluster &&
+	set_balances A=100 B=50 &&
+	expect_ok channel -c "$CONF" hold A B
+'
+
+test_expect_success 'snapshot --timeout 2 with A->B held: exit 1 within bounds, one line' '
+	start=$SECONDS &&
+	expect_error 1 snapshot -c "$CONF" -r "$REPO" --initiator B --timeout 2 &&
+	took=$((SECONDS - start)) &&
+	say "took ${took}s" &&
+	[ $took -ge 1 ] && [ $took -le 10 ] &&
+	err_matches "time|abort"
+'
+
+test_expect_success 'ls shows that snapshot as aborted' '
+	ABORTED=$(sql "select max(id) from snapshots") &&
+	[ -n "$ABORTED" ] &&
+	expect_ok ls -r "$REPO" &&
+	grep -E "(^|[^0-9])$ABORTED([^0-9]|$)" "$OUT" | grep -qw aborted &&
+	! grep -qw running "$OUT" &&
+	expect_eq "$(snap_status "$ABORTED")" aborted "manifest status"
+'
+
+test_expect_success 'the aborted snapshot records why' '
+	reason=$(sql "select reason from snapshots where id = $ABORTED") &&
+	say "reason: $reason" &&
+	[ -n "$reason" ]
+'
+
+test_expect_success 'verify with no complete snapshot: exit 1, one line' '
+	expect_error 1 verify -r "$REPO"
+'
+
+test_expect_success 'verify of the aborted id: exit 1, one line' '
+	expect_error 1 verify -r "$REPO" "$ABORTED" &&
+	err_matches "abort|not complete|complete"
+'
+
+test_expect_success 'restore of the aborted id: refused, data files untouched' '
+	cp A.data A.saved && cp B.data B.saved &&
+	expect_exit 1 restore -r "$REPO" "$ABORTED" -c "$CONF" &&
+	cmp A.data A.saved && cmp B.data B.saved
+'
+
+test_expect_success 'the agents kept serving during and after the aborted snapshot' '
+	expect_ok status -c "$CONF" &&
+	expect_ok transfer -c "$CONF" A:bal B:bal 10 &&
+	expect_eq "$(bal A)" 90 "A"
+'
+
+test_expect_success 'after release a new snapshot completes and verifies' '
+	expect_ok channel -c "$CONF" release A B &&
+	wait_bal B 60 &&
+	take_snapshot --initiator B --timeout 10 &&
+	[ "$SNAP_ID" != "$ABORTED" ] &&
+	expect_eq "$(snap_status "$SNAP_ID")" complete "status" &&
+	expect_ok verify -r "$REPO" &&
+	expect_ok verify -r "$REPO" "$SNAP_ID"
+'
+
+test_expect_success 'verify of the aborted id still fails' '
+	expect_error 1 verify -r "$REPO" "$ABORTED"
+'
+
+test_expect_success 'a snapshot whose initiator is down: exit 1, recorded as aborted or not at all' '
+	pid=$(agent_pid B) && kill -TERM $pid &&
+	wait_for 10 eval "! kill -0 $pid" &&
+	before=$(sql "select count(*) from snapshots where status = '\''complete'\''") &&
+	expect_error 1 snapshot -c "$CONF" -r "$REPO" --initiator A --timeout 3 &&
+	expect_eq "$(sql "select count(*) from snapshots where status = '\''complete'\''")" \
+	    "$before" "complete snapshots" &&
+	expect_eq "$(sql "select count(*) from snapshots where status = '\''running'\''")" \
+	    0 "running snapshots"
+'
+
+test_expect_success 'an agent killed during a snapshot: aborted, not complete' '
+	start_cluster &&
+	expect_ok channel -c "$CONF" hold A B &&
+	snapshot_bg --initiator B --timeout 20 &&
+	wait_for 10 snapshot_is_running &&
+	pid=$(agent_pid A) && kill -KILL $pid || return 1
+	wait "$SNAP_PID"; rc=$?
+	expect_eq "$rc" 1 "snapshot exit status" &&
+	LAST=$(sql "select max(id) from snapshots") &&
+	expect_eq "$(snap_status "$LAST")" aborted "status"
+'
+
+test_done
