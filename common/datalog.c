@@ -12,6 +12,11 @@
  * - After an error that leaves file and memory possibly out of step (a
  *   failed truncate-back, an fsync error), dl->failed is set and every later
  *   append or sync fails: the agent must restart and recover from the file.
+ *
+ * Recovery follows datalog.h. One refinement: a record whose length runs
+ * to or past EOF is not taken for a torn write when its fields end earlier
+ * and a checksummed record starts right there; that is a damaged length in
+ * the middle of the file, reported and not cut off.
  */
 #include <sys/file.h>
 #include <sys/mman.h>
@@ -424,51 +429,61 @@ dl_encode(struct wbuf *out, const struct dl_record *r)
 	le32_put(p + 4, (uint32_t)crc32(0L, p + DL_REC_HDR_LEN, (uInt)len));
 }
 
-/* Decode type+payload p[0, n) into r; strings point into p or peer.
- * 0, or -1 with a reason in e. */
+/* Read the fields of a record (type byte first) into r; strings point
+ * into the buffer or into peer. Leaves errors in rb->err. */
+static void
+read_fields(struct rbuf *rb, struct dl_record *r, char peer[NAME_MAX_LEN + 1])
+{
+	memset(r, 0, sizeof(*r));
+	peer[0] = '\0';
+	r->type = rbuf_u8(rb);
+	switch (r->type) {
+	case DL_PUT:
+		r->key = rbuf_bytes(rb, &r->klen, WIRE_MAX_KEY);
+		r->val = rbuf_bytes(rb, &r->vlen, WIRE_MAX_VALUE);
+		break;
+	case DL_DEL:
+		r->key = rbuf_bytes(rb, &r->klen, WIRE_MAX_KEY);
+		break;
+	case DL_SEND:
+		rbuf_str(rb, peer, NAME_MAX_LEN + 1);
+		r->seq = rbuf_u64(rb);
+		r->key = rbuf_bytes(rb, &r->klen, WIRE_MAX_KEY);
+		r->val = rbuf_bytes(rb, &r->vlen, WIRE_MAX_VALUE);
+		r->msg = rbuf_bytes(rb, &r->msglen, DL_MAX_MSG);
+		break;
+	case DL_APPLY:
+		rbuf_str(rb, peer, NAME_MAX_LEN + 1);
+		r->seq = rbuf_u64(rb);
+		r->key = rbuf_bytes(rb, &r->klen, WIRE_MAX_KEY);
+		r->val = rbuf_bytes(rb, &r->vlen, WIRE_MAX_VALUE);
+		break;
+	case DL_ACK:
+		rbuf_str(rb, peer, NAME_MAX_LEN + 1);
+		r->seq = rbuf_u64(rb);
+		break;
+	default:
+		rb->err = 1;
+		return;
+	}
+	if (r->type == DL_SEND || r->type == DL_APPLY || r->type == DL_ACK)
+		r->peer = peer;
+}
+
+/* Decode type+payload p[0, n) into r. 0, or -1 with a reason in e. */
 static int
 dl_decode(const uint8_t *p, size_t n, struct dl_record *r,
     char peer[NAME_MAX_LEN + 1], struct cs_err *e)
 {
 	struct rbuf rb;
 
-	memset(r, 0, sizeof(*r));
-	peer[0] = '\0';
 	rbuf_init(&rb, p, n);
-	r->type = rbuf_u8(&rb);
-	switch (r->type) {
-	case DL_PUT:
-		r->key = rbuf_bytes(&rb, &r->klen, WIRE_MAX_KEY);
-		r->val = rbuf_bytes(&rb, &r->vlen, WIRE_MAX_VALUE);
-		break;
-	case DL_DEL:
-		r->key = rbuf_bytes(&rb, &r->klen, WIRE_MAX_KEY);
-		break;
-	case DL_SEND:
-		rbuf_str(&rb, peer, NAME_MAX_LEN + 1);
-		r->seq = rbuf_u64(&rb);
-		r->key = rbuf_bytes(&rb, &r->klen, WIRE_MAX_KEY);
-		r->val = rbuf_bytes(&rb, &r->vlen, WIRE_MAX_VALUE);
-		r->msg = rbuf_bytes(&rb, &r->msglen, DL_MAX_MSG);
-		break;
-	case DL_APPLY:
-		rbuf_str(&rb, peer, NAME_MAX_LEN + 1);
-		r->seq = rbuf_u64(&rb);
-		r->key = rbuf_bytes(&rb, &r->klen, WIRE_MAX_KEY);
-		r->val = rbuf_bytes(&rb, &r->vlen, WIRE_MAX_VALUE);
-		break;
-	case DL_ACK:
-		rbuf_str(&rb, peer, NAME_MAX_LEN + 1);
-		r->seq = rbuf_u64(&rb);
-		break;
-	default:
-		return cs_errf(e, "unknown record type %u", (unsigned)p[0]);
-	}
-	if (r->type == DL_SEND || r->type == DL_APPLY || r->type == DL_ACK)
-		r->peer = peer;
+	read_fields(&rb, r, peer);
+	if (n == 0 || p[0] < DL_PUT || p[0] > DL_ACK)
+		return cs_errf(e, "unknown record type %u", n ? p[0] : 0u);
 	if (!rbuf_done(&rb))
-		return cs_errf(e, "malformed %s payload",
-		    rb.err ? "truncated or oversized" : "overlong");
+		return cs_errf(e, "malformed payload (%s)",
+		    rb.err ? "truncated or oversized field" : "trailing bytes");
 	return 0;
 }
 
@@ -481,6 +496,45 @@ all_zero(const uint8_t *p, size_t n)
 		if (p[i] != 0)
 			return 0;
 	return 1;
+}
+
+/* 1 if buf[off, len) holds a whole record with a valid checksum. */
+static int
+valid_record_at(const uint8_t *buf, size_t len, size_t off)
+{
+	size_t rlen;
+
+	if (off > len || len - off < DL_REC_HDR_LEN)
+		return 0;
+	rlen = le32_get(buf + off);
+	if (rlen == 0 || rlen > DL_MAX_RECORD ||
+	    rlen > len - off - DL_REC_HDR_LEN)
+		return 0;
+	return crc32(0L, buf + off + DL_REC_HDR_LEN, (uInt)rlen) ==
+	    le32_get(buf + off + 4);
+}
+
+/*
+ * The record at off claims to run to or past EOF: a torn final write, or
+ * a damaged length field in the middle of the file? A torn record is a
+ * prefix of a correct one, so its own fields cannot all be read before
+ * EOF. If they can, and a checksummed record starts right where they end,
+ * the length field is wrong and later records exist: corruption.
+ */
+static int
+length_is_damaged(const uint8_t *buf, size_t len, size_t off)
+{
+	char peer[NAME_MAX_LEN + 1];
+	struct dl_record r;
+	struct rbuf rb;
+	size_t next;
+
+	rbuf_init(&rb, buf + off + DL_REC_HDR_LEN, len - off - DL_REC_HDR_LEN);
+	read_fields(&rb, &r, peer);
+	if (rb.err || rb.off == le32_get(buf + off))
+		return 0;
+	next = off + DL_REC_HDR_LEN + rb.off;
+	return valid_record_at(buf, len, next);
 }
 
 /* A file shorter than its header: torn iff it is a prefix of a header we
@@ -541,12 +595,19 @@ dl_replay(const uint8_t *buf, size_t len, const char *what,
 			    what, off);
 			goto out;
 		}
-		/* An incomplete final record is the write a crash cut short. */
-		if (rlen > rem - DL_REC_HDR_LEN)
-			goto torn;
+		/* An incomplete final record is the write a crash cut short
+		 * (unless its length field is what is broken). */
+		if (rlen > rem - DL_REC_HDR_LEN) {
+			if (!length_is_damaged(buf, len, off))
+				goto torn;
+			cs_errf(e, "%s: corrupt record at offset %zu (bad length)",
+			    what, off);
+			goto out;
+		}
 		if (crc32(0L, buf + off + DL_REC_HDR_LEN, (uInt)rlen) !=
 		    le32_get(buf + off + 4)) {
-			if (rlen == rem - DL_REC_HDR_LEN)
+			if (rlen == rem - DL_REC_HDR_LEN &&
+			    !length_is_damaged(buf, len, off))
 				goto torn;
 			cs_errf(e, "%s: corrupt record at offset %zu (checksum "
 			    "mismatch)", what, off);

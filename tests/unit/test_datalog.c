@@ -1,0 +1,857 @@
+/* test_datalog.c - the data file: record round trips, replay invariants,
+ * torn-tail recovery versus corruption, prefixes, hashing, locking. */
+#include <sys/stat.h>
+
+#include <ftw.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <cmocka.h>
+
+#include "../../common/datalog.h"
+#include "../../common/fsutil.h"
+#include "../../common/sha.h"
+
+static char tmpdir[256];
+
+static int
+setup(void **state)
+{
+	const char *t = getenv("TMPDIR");
+
+	(void)state;
+	snprintf(tmpdir, sizeof(tmpdir), "%s/cutsnap-datalog-XXXXXX",
+	    t && *t ? t : "/tmp");
+	return mkdtemp(tmpdir) == NULL ? -1 : 0;
+}
+
+static int
+rm_one(const char *p, const struct stat *sb, int flag, struct FTW *f)
+{
+	(void)sb;
+	(void)flag;
+	(void)f;
+	return remove(p);
+}
+
+static int
+teardown(void **state)
+{
+	(void)state;
+	return nftw(tmpdir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+static const char *
+tpath(const char *name)
+{
+	static char buf[512];
+
+	snprintf(buf, sizeof(buf), "%s/%s", tmpdir, name);
+	return buf;
+}
+
+/* --- record builders ------------------------------------------------------ */
+
+static struct dl_record
+rec_put(const char *k, const char *v)
+{
+	struct dl_record r = { .type = DL_PUT };
+
+	r.key = (const uint8_t *)k;
+	r.klen = strlen(k);
+	r.val = (const uint8_t *)v;
+	r.vlen = strlen(v);
+	return r;
+}
+
+static struct dl_record
+rec_del(const char *k)
+{
+	struct dl_record r = { .type = DL_DEL };
+
+	r.key = (const uint8_t *)k;
+	r.klen = strlen(k);
+	return r;
+}
+
+static struct dl_record
+rec_send(const char *dst, uint64_t seq, const char *k, const char *v,
+    const char *msg)
+{
+	struct dl_record r = rec_put(k, v);
+
+	r.type = DL_SEND;
+	r.peer = dst;
+	r.seq = seq;
+	r.msg = (const uint8_t *)msg;
+	r.msglen = strlen(msg);
+	return r;
+}
+
+static struct dl_record
+rec_apply(const char *src, uint64_t seq, const char *k, const char *v)
+{
+	struct dl_record r = rec_put(k, v);
+
+	r.type = DL_APPLY;
+	r.peer = src;
+	r.seq = seq;
+	return r;
+}
+
+static struct dl_record
+rec_ack(const char *dst, uint64_t seq)
+{
+	struct dl_record r = { .type = DL_ACK };
+
+	r.peer = dst;
+	r.seq = seq;
+	return r;
+}
+
+static void
+put_header(struct wbuf *w)
+{
+	uint8_t h[DL_HEADER_LEN];
+
+	memcpy(h, "CUTSNAPL", 8);
+	le32_put(h + 8, 1);
+	le32_put(h + 12, 0);
+	wbuf_put_raw(w, h, sizeof(h));
+}
+
+/* A data file image of the records rs; offs[i] is where record i starts,
+ * offs[n] the end. */
+static void
+build(struct wbuf *w, const struct dl_record *rs, size_t n, size_t *offs)
+{
+	size_t i;
+
+	wbuf_init(w);
+	put_header(w);
+	for (i = 0; i < n; i++) {
+		if (offs)
+			offs[i] = w->len;
+		dl_encode(w, &rs[i]);
+	}
+	if (offs)
+		offs[n] = w->len;
+	assert_int_equal(w->oom, 0);
+}
+
+static void
+expect_val(const struct dl_state *st, const char *k, const char *want)
+{
+	const uint8_t *v;
+	size_t n;
+
+	assert_int_equal(kvmap_get(st->kv, k, strlen(k), &v, &n), 1);
+	assert_int_equal(n, strlen(want));
+	assert_memory_equal(v, want, n);
+}
+
+static void
+expect_absent(const struct dl_state *st, const char *k)
+{
+	const uint8_t *v;
+	size_t n;
+
+	assert_int_equal(kvmap_get(st->kv, k, strlen(k), &v, &n), 0);
+}
+
+static void
+write_bytes(const char *path, const void *p, size_t n)
+{
+	FILE *f = fopen(path, "wb");
+
+	assert_non_null(f);
+	if (n > 0)
+		assert_int_equal(fwrite(p, 1, n, f), n);
+	assert_int_equal(fclose(f), 0);
+}
+
+static uint64_t
+file_size(const char *path)
+{
+	struct stat sb;
+
+	assert_int_equal(stat(path, &sb), 0);
+	return (uint64_t)sb.st_size;
+}
+
+/* The bank story used by several tests: A=100, B=50 on this agent's side,
+ * a transfer of 10 to agent B, a credit applied from C, an ACK. */
+static const struct dl_record *
+bank(size_t *n)
+{
+	static struct dl_record rs[7];
+
+	rs[0] = rec_put("a", "100");
+	rs[1] = rec_put("tmp", "x");
+	rs[2] = rec_send("B", 1, "a", "90", "msg-1");
+	rs[3] = rec_del("tmp");
+	rs[4] = rec_apply("C", 1, "a", "95");
+	rs[5] = rec_send("B", 2, "a", "85", "msg-2");
+	rs[6] = rec_ack("B", 1);
+	*n = 7;
+	return rs;
+}
+
+/* --- round trip and invariants ------------------------------------------- */
+
+static void
+replay_round_trips_every_record_type(void **state)
+{
+	const struct dl_record *rs;
+	struct dl_state st;
+	struct cs_err e;
+	struct wbuf w;
+	size_t n, valid = 0;
+
+	(void)state;
+	rs = bank(&n);
+	build(&w, rs, n, NULL);
+	assert_int_equal(dl_state_init(&st, 0), 0);
+	assert_int_equal(dl_replay(w.data, w.len, "img", 0, &st, &valid, &e),
+	    0);
+	assert_int_equal(valid, w.len);
+	assert_int_equal(st.records, 7);
+	assert_int_equal(kvmap_count(st.kv), 1);
+	expect_val(&st, "a", "85");
+	expect_absent(&st, "tmp");
+	assert_int_equal(wm_get(&st.sent, "B"), 2);
+	assert_int_equal(wm_get(&st.applied, "C"), 1);
+	assert_int_equal(wm_get(&st.acked, "B"), 1);
+	assert_int_equal(wm_get(&st.sent, "C"), 0);
+	/* The ACK dropped send 1; send 2 is still unacknowledged. */
+	assert_int_equal(st.nsends, 1);
+	assert_string_equal(st.sends[0].peer, "B");
+	assert_int_equal(st.sends[0].seq, 2);
+	assert_int_equal(st.sends[0].len, 5);
+	assert_memory_equal(st.sends[0].msg, "msg-2", 5);
+	dl_state_free(&st);
+
+	/* keep_all_sends keeps acknowledged sends too, in log order. */
+	assert_int_equal(dl_state_init(&st, 1), 0);
+	assert_int_equal(dl_replay(w.data, w.len, "img", 0, &st, NULL, &e), 0);
+	assert_int_equal(st.nsends, 2);
+	assert_int_equal(st.sends[0].seq, 1);
+	assert_memory_equal(st.sends[0].msg, "msg-1", 5);
+	assert_int_equal(st.sends[1].seq, 2);
+	dl_state_free(&st);
+	wbuf_free(&w);
+}
+
+static void
+encoding_matches_the_documented_layout(void **state)
+{
+	struct dl_record r = rec_ack("B", 7);
+	struct wbuf w;
+
+	(void)state;
+	wbuf_init(&w);
+	dl_encode(&w, &r);
+	/* len = type(1) + str "B"(4+1) + u64(8) = 14 */
+	assert_int_equal(w.len, DL_REC_HDR_LEN + 14);
+	assert_int_equal(le32_get(w.data), 14);
+	assert_int_equal(w.data[8], DL_ACK);
+	assert_int_equal(le32_get(w.data + 9), 1);
+	assert_int_equal(w.data[13], 'B');
+	assert_int_equal(w.data[14], 7);
+	wbuf_free(&w);
+}
+
+/* Replay a two-record image and expect the second to be rejected. */
+static void
+expect_second_rejected(struct dl_record a, struct dl_record b,
+    const char *reason)
+{
+	struct dl_record rs[2] = { a, b };
+	struct dl_state st;
+	struct cs_err e;
+	struct wbuf w;
+	size_t offs[3];
+	char want[1024];
+
+	build(&w, rs, 2, offs);
+	assert_int_equal(dl_state_init(&st, 0), 0);
+	assert_int_equal(dl_replay(w.data, w.len, "x.data", 1, &st, NULL, &e),
+	    -1);
+	snprintf(want, sizeof(want), "x.data: corrupt record at offset %zu "
+	    "(invalid record: %s)", offs[1], reason);
+	assert_string_equal(e.msg, want);
+	dl_state_free(&st);
+	wbuf_free(&w);
+}
+
+static void
+replay_rejects_seq_violations(void **state)
+{
+	(void)state;
+	expect_second_rejected(rec_send("B", 1, "a", "1", "m"),
+	    rec_send("B", 3, "a", "1", "m"), "send seq 3 to B, expected 2");
+	expect_second_rejected(rec_apply("C", 1, "a", "1"),
+	    rec_apply("C", 1, "a", "2"), "apply seq 1 from C, expected 2");
+	expect_second_rejected(rec_put("a", "1"),
+	    rec_send("B", 2, "a", "1", "m"), "send seq 2 to B, expected 1");
+	expect_second_rejected(rec_send("B", 1, "a", "1", "m"),
+	    rec_ack("B", 2), "ack seq 2 from B beyond sent seq 1");
+	expect_second_rejected(rec_put("a", "1"),
+	    rec_apply("bad/name", 1, "a", "1"), "invalid peer name");
+}
+
+static void
+state_check_enforces_names_and_caps(void **state)
+{
+	static uint8_t big[WIRE_MAX_VALUE + 1];
+	char name64[65];
+	struct dl_record r;
+	struct dl_state st;
+	struct cs_err e;
+
+	(void)state;
+	assert_int_equal(dl_state_init(&st, 0), 0);
+	memset(name64, 'n', 64);
+	name64[64] = '\0';
+	r = rec_ack(name64, 0);
+	assert_int_equal(dl_state_check(&st, &r, &e), -1);
+	assert_string_equal(e.msg, "invalid peer name");
+	name64[63] = '\0';		/* 63 chars: the longest valid name */
+	r = rec_send(name64, 1, "k", "1", "m");
+	assert_int_equal(dl_state_check(&st, &r, &e), 0);
+	r = rec_send("", 1, "k", "1", "m");
+	assert_int_equal(dl_state_check(&st, &r, &e), -1);
+
+	r = rec_put("k", "v");
+	r.val = big;
+	r.vlen = WIRE_MAX_VALUE;
+	assert_int_equal(dl_state_check(&st, &r, &e), 0);
+	r.vlen = WIRE_MAX_VALUE + 1;
+	assert_int_equal(dl_state_check(&st, &r, &e), -1);
+	r = rec_del("k");
+	r.key = big;
+	r.klen = WIRE_MAX_KEY;
+	assert_int_equal(dl_state_check(&st, &r, &e), 0);
+	r.klen = WIRE_MAX_KEY + 1;
+	assert_int_equal(dl_state_check(&st, &r, &e), -1);
+
+	/* A rejected record leaves the state as it was. */
+	r = rec_apply("C", 2, "k", "1");
+	assert_int_equal(dl_state_apply(&st, &r, &e), -1);
+	assert_int_equal(st.records, 0);
+	assert_int_equal(kvmap_count(st.kv), 0);
+	assert_int_equal(wm_get(&st.applied, "C"), 0);
+	dl_state_free(&st);
+}
+
+static void
+older_ack_is_accepted_and_ignored(void **state)
+{
+	struct dl_record r;
+	struct dl_state st;
+	struct cs_err e;
+	uint64_t i;
+
+	(void)state;
+	assert_int_equal(dl_state_init(&st, 0), 0);
+	for (i = 1; i <= 3; i++) {
+		r = rec_send("B", i, "a", "1", "m");
+		assert_int_equal(dl_state_apply(&st, &r, &e), 0);
+	}
+	r = rec_ack("B", 2);
+	assert_int_equal(dl_state_apply(&st, &r, &e), 0);
+	assert_int_equal(st.nsends, 1);
+	assert_int_equal(st.sends[0].seq, 3);
+	r = rec_ack("B", 1);
+	assert_int_equal(dl_state_apply(&st, &r, &e), 0);
+	assert_int_equal(wm_get(&st.acked, "B"), 2);
+	assert_int_equal(st.nsends, 1);
+	assert_int_equal(st.records, 5);
+	dl_state_free(&st);
+}
+
+/* --- dl_int_add ------------------------------------------------------------ */
+
+static void
+expect_add(struct dl_state *st, const char *val, int64_t delta,
+    const char *want)
+{
+	struct dl_record r;
+	struct cs_err e;
+	char out[24];
+	int64_t res = 12345;
+
+	if (val != NULL) {
+		r = rec_put("bal", val);
+		assert_int_equal(dl_state_apply(st, &r, &e), 0);
+	} else {
+		r = rec_del("bal");
+		assert_int_equal(dl_state_apply(st, &r, &e), 0);
+	}
+	if (want == NULL) {
+		assert_int_equal(dl_int_add(st, "bal", 3, delta, out, &res,
+		    &e), -1);
+		return;
+	}
+	assert_int_equal(dl_int_add(st, "bal", 3, delta, out, &res, &e), 0);
+	assert_string_equal(out, want);
+	assert_true(res == strtoll(want, NULL, 10));
+}
+
+static void
+int_add_parses_strictly_and_checks_overflow(void **state)
+{
+	struct dl_record r;
+	struct dl_state st;
+	struct cs_err e;
+	char out[24];
+
+	(void)state;
+	assert_int_equal(dl_state_init(&st, 0), 0);
+	expect_add(&st, NULL, 0, "0");
+	expect_add(&st, NULL, -7, "-7");
+	expect_add(&st, "100", -30, "70");
+	expect_add(&st, "-5", 5, "0");
+	expect_add(&st, "-0", 1, "1");
+	expect_add(&st, "007", 1, "8");
+	expect_add(&st, "00000000000000000001", 1, "2");	/* 20 chars */
+	expect_add(&st, "9223372036854775807", 0, "9223372036854775807");
+	expect_add(&st, "-9223372036854775808", 0, "-9223372036854775808");
+	expect_add(&st, "9223372036854775806", 1, "9223372036854775807");
+
+	expect_add(&st, "9223372036854775807", 1, NULL);
+	r = rec_put("bal", "9223372036854775807");
+	assert_int_equal(dl_state_apply(&st, &r, &e), 0);
+	assert_int_equal(dl_int_add(&st, "bal", 3, 1, out, NULL, &e), -1);
+	assert_non_null(strstr(e.msg, "integer overflow"));
+	r = rec_put("bal", "-9223372036854775808");
+	assert_int_equal(dl_state_apply(&st, &r, &e), 0);
+	assert_int_equal(dl_int_add(&st, "bal", 3, -1, out, NULL, &e), -1);
+	assert_non_null(strstr(e.msg, "integer overflow"));
+
+	expect_add(&st, "9223372036854775808", 0, NULL);
+	expect_add(&st, "-9223372036854775809", 0, NULL);
+	expect_add(&st, "000000000000000000001", 0, NULL);	/* 21 chars */
+	expect_add(&st, "", 1, NULL);
+	expect_add(&st, "-", 1, NULL);
+	expect_add(&st, "+1", 1, NULL);
+	expect_add(&st, " 1", 1, NULL);
+	expect_add(&st, "1 ", 1, NULL);
+	expect_add(&st, "1.0", 1, NULL);
+	expect_add(&st, "0x10", 1, NULL);
+	expect_add(&st, "--1", 1, NULL);
+	r = rec_put("bal", "ten");
+	assert_int_equal(dl_state_apply(&st, &r, &e), 0);
+	assert_int_equal(dl_int_add(&st, "bal", 3, 1, out, NULL, &e), -1);
+	assert_string_equal(e.msg, "value of key 'bal' is not an integer");
+	dl_state_free(&st);
+}
+
+/* --- replay errors and recovery ------------------------------------------- */
+
+static void
+replay_checks_the_header(void **state)
+{
+	struct dl_state st;
+	struct cs_err e;
+	struct wbuf w;
+
+	(void)state;
+	assert_int_equal(dl_state_init(&st, 0), 0);
+	assert_int_equal(dl_replay((const uint8_t *)"", 0, "f", 1, &st, NULL,
+	    &e), -1);
+	assert_string_equal(e.msg, "f: empty file");
+	wbuf_init(&w);
+	put_header(&w);
+	w.data[0] = 'X';
+	assert_int_equal(dl_replay(w.data, w.len, "f", 1, &st, NULL, &e), -1);
+	assert_string_equal(e.msg, "f: not a cutsnap data file");
+	w.data[0] = 'C';
+	w.data[8] = 2;
+	assert_int_equal(dl_replay(w.data, w.len, "f", 1, &st, NULL, &e), -1);
+	assert_non_null(strstr(e.msg, "f: unsupported version 2"));
+	w.data[8] = 1;
+	assert_int_equal(dl_replay(w.data, w.len, "f", 0, &st, NULL, &e), 0);
+	assert_int_equal(st.records, 0);
+	/* Too short to be anything: not a data file, torn or not. */
+	assert_int_equal(dl_replay((const uint8_t *)"hello", 5, "f", 1, &st,
+	    NULL, &e), -1);
+	assert_string_equal(e.msg, "f: not a cutsnap data file");
+	dl_state_free(&st);
+	wbuf_free(&w);
+}
+
+/* A torn tail at every byte offset inside the final record: the live open
+ * cuts exactly that record and keeps the rest; offline strict replay
+ * refuses it. */
+static void
+torn_tail_at_every_offset_is_cut(void **state)
+{
+	struct dl_record rs[4];
+	const struct dl_state *st;
+	struct datalog *dl;
+	struct dl_state off_st;
+	struct cs_err e;
+	struct wbuf w;
+	size_t offs[5], L, valid;
+	const char *path = tpath("torn.data");
+
+	(void)state;
+	rs[0] = rec_put("a", "100");
+	rs[1] = rec_send("B", 1, "a", "90", "add a 10");
+	rs[2] = rec_apply("B", 1, "b", "5");
+	rs[3] = rec_put("last", "a value long enough to tear in many places");
+	build(&w, rs, 4, offs);
+	for (L = offs[3] + 1; L < offs[4]; L++) {
+		write_bytes(path, w.data, L);
+		assert_int_equal(datalog_open(path, &dl, &e), 0);
+		assert_int_equal(datalog_end(dl), offs[3]);
+		assert_int_equal(datalog_synced(dl), offs[3]);
+		assert_int_equal(datalog_cut_bytes(dl), L - offs[3]);
+		assert_int_equal(file_size(path), offs[3]);
+		st = datalog_state(dl);
+		assert_int_equal(st->records, 3);
+		expect_val(st, "a", "90");
+		expect_val(st, "b", "5");
+		expect_absent(st, "last");
+		assert_int_equal(wm_get(&st->sent, "B"), 1);
+		datalog_close(dl);
+
+		assert_int_equal(dl_state_init(&off_st, 0), 0);
+		assert_int_equal(dl_replay(w.data, L, "t", 0, &off_st, NULL,
+		    &e), -1);
+		assert_non_null(strstr(e.msg, "incomplete record at offset"));
+		dl_state_free(&off_st);
+		assert_int_equal(dl_state_init(&off_st, 0), 0);
+		assert_int_equal(dl_replay(w.data, L, "t", 1, &off_st, &valid,
+		    &e), 0);
+		assert_int_equal(valid, offs[3]);
+		dl_state_free(&off_st);
+	}
+	/* A complete final record whose checksum fails is torn as well. */
+	w.data[offs[4] - 1] ^= 0x01;
+	write_bytes(path, w.data, w.len);
+	assert_int_equal(datalog_open(path, &dl, &e), 0);
+	assert_int_equal(datalog_cut_bytes(dl), offs[4] - offs[3]);
+	assert_int_equal(file_size(path), offs[3]);
+	datalog_close(dl);
+	/* After the cut the file appends and reopens cleanly. */
+	assert_int_equal(datalog_open(path, &dl, &e), 0);
+	assert_int_equal(datalog_cut_bytes(dl), 0);
+	rs[3] = rec_put("last", "again");
+	assert_int_equal(datalog_append(dl, &rs[3], &e), 0);
+	datalog_close(dl);
+	assert_int_equal(datalog_open(path, &dl, &e), 0);
+	expect_val(datalog_state(dl), "last", "again");
+	assert_int_equal(datalog_state(dl)->records, 4);
+	datalog_close(dl);
+	unlink(path);
+	wbuf_free(&w);
+}
+
+static void
+all_zero_tail_is_cut(void **state)
+{
+	static const size_t tails[] = { 1, 7, 8, 9, 4096 };
+	struct dl_record rs[2];
+	struct datalog *dl;
+	struct cs_err e;
+	struct wbuf w;
+	size_t offs[3], i, full;
+	const char *path = tpath("zero.data");
+
+	(void)state;
+	rs[0] = rec_put("a", "1");
+	rs[1] = rec_put("b", "2");
+	build(&w, rs, 2, offs);
+	full = w.len;
+	for (i = 0; i < sizeof(tails) / sizeof(tails[0]); i++) {
+		w.len = full;
+		while (w.len < full + tails[i])
+			wbuf_put_u8(&w, 0);
+		write_bytes(path, w.data, w.len);
+		assert_int_equal(datalog_open(path, &dl, &e), 0);
+		assert_int_equal(datalog_cut_bytes(dl), tails[i]);
+		assert_int_equal(datalog_end(dl), full);
+		assert_int_equal(file_size(path), full);
+		assert_int_equal(datalog_state(dl)->records, 2);
+		datalog_close(dl);
+	}
+	unlink(path);
+	wbuf_free(&w);
+}
+
+/* A damaged byte anywhere in a record that has records after it is
+ * corruption: reported with the record's offset, the file untouched. */
+static void
+flipped_byte_in_middle_record_is_corruption(void **state)
+{
+	struct dl_record rs[6];
+	struct datalog *dl;
+	struct cs_err e;
+	struct wbuf w;
+	uint8_t *img;
+	size_t offs[7], b;
+	char want[1024];
+	const char *path = tpath("flip.data");
+
+	(void)state;
+	rs[0] = rec_put("a", "100");
+	rs[1] = rec_send("B", 1, "a", "90", "add a 10");
+	rs[2] = rec_apply("B", 1, "b", "5");
+	rs[3] = rec_put("c", "a middle value");
+	rs[4] = rec_put("d", "4");
+	rs[5] = rec_ack("B", 1);
+	build(&w, rs, 6, offs);
+	assert_non_null(img = malloc(w.len));
+	for (b = offs[1]; b < offs[2]; b++) {
+		memcpy(img, w.data, w.len);
+		img[b] ^= 0xff;
+		write_bytes(path, img, w.len);
+		assert_int_equal(datalog_open(path, &dl, &e), -1);
+		assert_null(dl);
+		snprintf(want, sizeof(want), "%s: corrupt record at offset %zu",
+		    path, offs[1]);
+		assert_memory_equal(e.msg, want, strlen(want));
+		assert_int_equal(file_size(path), w.len);
+	}
+	/* Each kind of damage names itself. */
+	memcpy(img, w.data, w.len);
+	img[offs[3] + 3] = 0x7f;		/* length beyond any record */
+	write_bytes(path, img, w.len);
+	assert_int_equal(datalog_open(path, &dl, &e), -1);
+	snprintf(want, sizeof(want), "%s: corrupt record at offset %zu (bad "
+	    "length)", path, offs[3]);
+	assert_string_equal(e.msg, want);
+	memcpy(img, w.data, w.len);
+	img[offs[3] + 1] ^= 0x01;		/* length past EOF */
+	write_bytes(path, img, w.len);
+	assert_int_equal(datalog_open(path, &dl, &e), -1);
+	assert_string_equal(e.msg, want);
+	memcpy(img, w.data, w.len);
+	img[offs[4] - 1] ^= 0x01;		/* payload */
+	write_bytes(path, img, w.len);
+	assert_int_equal(datalog_open(path, &dl, &e), -1);
+	snprintf(want, sizeof(want), "%s: corrupt record at offset %zu "
+	    "(checksum mismatch)", path, offs[3]);
+	assert_string_equal(e.msg, want);
+	assert_int_equal(file_size(path), w.len);
+	free(img);
+	unlink(path);
+	wbuf_free(&w);
+}
+
+/* Every prefix that ends on a record boundary is a valid data file
+ * holding exactly the records before it; no other prefix is. */
+static void
+every_record_boundary_prefix_replays(void **state)
+{
+	const struct dl_record *rs;
+	struct dl_state st;
+	struct cs_err e;
+	struct wbuf w;
+	size_t n, i, L, offs[8];
+
+	(void)state;
+	rs = bank(&n);
+	build(&w, rs, n, offs);
+	for (i = 0; i <= n; i++) {
+		assert_int_equal(dl_state_init(&st, 0), 0);
+		assert_int_equal(dl_replay(w.data, offs[i], "p", 0, &st, NULL,
+		    &e), 0);
+		assert_int_equal(st.records, i);
+		dl_state_free(&st);
+	}
+	for (i = 0; i < n; i++) {
+		for (L = offs[i] + 1; L < offs[i + 1]; L++) {
+			assert_int_equal(dl_state_init(&st, 0), 0);
+			assert_int_equal(dl_replay(w.data, L, "p", 0, &st,
+			    NULL, &e), -1);
+			dl_state_free(&st);
+		}
+	}
+	/* The state at the boundary after the first SEND. */
+	assert_int_equal(dl_state_init(&st, 0), 0);
+	assert_int_equal(dl_replay(w.data, offs[3], "p", 0, &st, NULL, &e), 0);
+	expect_val(&st, "a", "90");
+	expect_val(&st, "tmp", "x");
+	assert_int_equal(wm_get(&st.sent, "B"), 1);
+	assert_int_equal(st.nsends, 1);
+	dl_state_free(&st);
+	wbuf_free(&w);
+}
+
+/* --- the live file ------------------------------------------------------- */
+
+static void
+expect_prefix_sha_is_file_sha(struct datalog *dl, const char *path)
+{
+	uint8_t *data, want[SHA_LEN], got[SHA_LEN];
+	struct cs_err e;
+	size_t len;
+
+	assert_int_equal(read_file(path, 1u << 24, &data, &len, &e), 0);
+	assert_int_equal(len, datalog_end(dl));
+	assert_int_equal(sha256_buf(data, len, want), 0);
+	assert_int_equal(datalog_prefix_sha(dl, got), 0);
+	assert_memory_equal(got, want, SHA_LEN);
+	free(data);
+}
+
+static void
+live_appends_sync_reopen_and_hash(void **state)
+{
+	const struct dl_record *rs;
+	struct dl_record bad;
+	struct datalog *dl;
+	const struct dl_state *st;
+	struct cs_err e;
+	struct stat sb;
+	struct wbuf w;
+	size_t n, i, offs[8];
+	const char *path = tpath("live.data");
+
+	(void)state;
+	assert_int_equal(datalog_open(path, &dl, &e), 0);
+	assert_int_equal(stat(path, &sb), 0);
+	assert_int_equal(sb.st_mode & 0777, 0600);
+	assert_int_equal(datalog_end(dl), DL_HEADER_LEN);
+	assert_int_equal(datalog_synced(dl), DL_HEADER_LEN);
+	expect_prefix_sha_is_file_sha(dl, path);
+
+	rs = bank(&n);
+	build(&w, rs, n, offs);
+	for (i = 0; i < n; i++) {
+		assert_int_equal(datalog_append(dl, &rs[i], &e), 0);
+		assert_int_equal(datalog_end(dl), offs[i + 1]);
+		expect_prefix_sha_is_file_sha(dl, path);
+	}
+	/* Appends are written but not yet durable until the sync. */
+	assert_int_equal(datalog_synced(dl), DL_HEADER_LEN);
+	assert_int_equal(datalog_sync(dl, &e), 0);
+	assert_int_equal(datalog_synced(dl), w.len);
+
+	/* The file holds exactly what dl_encode produces. */
+	{
+		uint8_t *data;
+		size_t len;
+
+		assert_int_equal(read_file(path, 1u << 20, &data, &len, &e), 0);
+		assert_int_equal(len, w.len);
+		assert_memory_equal(data, w.data, len);
+		free(data);
+	}
+
+	/* An invalid record changes neither file nor state. */
+	bad = rec_send("B", 5, "a", "0", "m");
+	assert_int_equal(datalog_append(dl, &bad, &e), -1);
+	assert_string_equal(e.msg, "send seq 5 to B, expected 3");
+	assert_int_equal(datalog_end(dl), w.len);
+	assert_int_equal(file_size(path), w.len);
+	assert_int_equal(datalog_state(dl)->records, n);
+	datalog_close(dl);
+
+	/* Reopening rebuilds the same state. */
+	assert_int_equal(datalog_open(path, &dl, &e), 0);
+	st = datalog_state(dl);
+	assert_int_equal(datalog_cut_bytes(dl), 0);
+	assert_int_equal(datalog_end(dl), w.len);
+	assert_int_equal(st->records, n);
+	expect_val(st, "a", "85");
+	assert_int_equal(wm_get(&st->sent, "B"), 2);
+	assert_int_equal(wm_get(&st->applied, "C"), 1);
+	assert_int_equal(st->nsends, 1);
+	assert_int_equal(st->sends[0].seq, 2);
+	expect_prefix_sha_is_file_sha(dl, path);
+	datalog_close(dl);
+	datalog_close(NULL);
+	unlink(path);
+	wbuf_free(&w);
+}
+
+static void
+lock_excludes_a_second_open(void **state)
+{
+	struct datalog *dl, *dl2 = (struct datalog *)1;
+	struct cs_err e;
+	char want[1024];
+	const char *p = tpath("lock.data");
+	char path[512];
+
+	(void)state;
+	snprintf(path, sizeof(path), "%s", p);
+	assert_int_equal(datalog_check_unlocked(path, &e), 0);	/* absent */
+	assert_int_equal(datalog_open(path, &dl, &e), 0);
+	assert_int_equal(datalog_open(path, &dl2, &e), -1);
+	assert_null(dl2);
+	snprintf(want, sizeof(want), "data file %s is locked by another "
+	    "process (is its agent running?)", path);
+	assert_string_equal(e.msg, want);
+	assert_int_equal(datalog_check_unlocked(path, &e), -1);
+	snprintf(want, sizeof(want), "agent running: data file %s is locked",
+	    path);
+	assert_string_equal(e.msg, want);
+	datalog_close(dl);
+	assert_int_equal(datalog_check_unlocked(path, &e), 0);
+	assert_int_equal(datalog_open(path, &dl, &e), 0);
+	datalog_close(dl);
+	unlink(path);
+}
+
+static void
+open_refuses_symlinks_and_foreign_files(void **state)
+{
+	struct datalog *dl;
+	struct cs_err e;
+	char target[512];
+
+	(void)state;
+	snprintf(target, sizeof(target), "%s", tpath("target.data"));
+	write_bytes(target, "", 0);
+	assert_int_equal(symlink(target, tpath("link.data")), 0);
+	assert_int_equal(datalog_open(tpath("link.data"), &dl, &e), -1);
+	assert_non_null(strstr(e.msg, "open "));
+	unlink(tpath("link.data"));
+
+	write_bytes(target, "#!/bin/sh\necho not a data file\n", 31);
+	assert_int_equal(datalog_open(target, &dl, &e), -1);
+	assert_non_null(strstr(e.msg, "not a cutsnap data file"));
+	assert_int_equal(file_size(target), 31);
+
+	/* A header torn short is a file whose creation was cut short. */
+	write_bytes(target, "CUTSN", 5);
+	assert_int_equal(datalog_open(target, &dl, &e), 0);
+	assert_int_equal(datalog_end(dl), DL_HEADER_LEN);
+	assert_int_equal(file_size(target), DL_HEADER_LEN);
+	datalog_close(dl);
+	unlink(target);
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(replay_round_trips_every_record_type),
+		cmocka_unit_test(encoding_matches_the_documented_layout),
+		cmocka_unit_test(replay_rejects_seq_violations),
+		cmocka_unit_test(state_check_enforces_names_and_caps),
+		cmocka_unit_test(older_ack_is_accepted_and_ignored),
+		cmocka_unit_test(int_add_parses_strictly_and_checks_overflow),
+		cmocka_unit_test(replay_checks_the_header),
+		cmocka_unit_test(torn_tail_at_every_offset_is_cut),
+		cmocka_unit_test(all_zero_tail_is_cut),
+		cmocka_unit_test(flipped_byte_in_middle_record_is_corruption),
+		cmocka_unit_test(every_record_boundary_prefix_replays),
+		cmocka_unit_test(live_appends_sync_reopen_and_hash),
+		cmocka_unit_test(lock_excludes_a_second_open),
+		cmocka_unit_test(open_refuses_symlinks_and_foreign_files),
+	};
+
+	umask(022);
+	return cmocka_run_group_tests(tests, setup, teardown);
+}
