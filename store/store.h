@@ -67,4 +67,31 @@ int store_verify(struct store *st, uint64_t id, uint64_t *resolved,
 int store_restore(struct store *st, uint64_t id, const struct cfg *c,
     uint64_t *resolved, problem_fn fn, void *ctx, struct cs_err *e);
 
+/* A snapshot's recorded contents, read back for inspection. */
+struct store_file {
+	char agent[NAME_MAX_LEN + 1];
+	uint8_t *data;		/* owned: the recorded data file's bytes */
+	size_t len;
+};
+struct store_msg {
+	char src[NAME_MAX_LEN + 1];
+	char dst[NAME_MAX_LEN + 1];
+	uint64_t seq;
+	uint8_t *data;		/* owned: chmsg.h encoding */
+	size_t len;
+};
+struct store_contents {
+	size_t nfiles;
+	struct store_file *files;	/* ordered by agent name */
+	size_t nmsgs;
+	struct store_msg *msgs;		/* ordered by src, dst, seq */
+};
+/* Read snapshot id (0: the newest complete one; *resolved gets the id):
+ * every agent's recorded file, checked against its size and SHA-256, and
+ * every recorded message. It does not verify the cut: call store_verify
+ * first. Free with store_contents_free. */
+int store_read_contents(struct store *st, uint64_t id, uint64_t *resolved,
+    struct store_contents *out, struct cs_err *e);
+void store_contents_free(struct store_contents *c);	/* NULL ok */
+
 #endif
