@@ -255,11 +255,15 @@ cmd_request(const struct cfg *c, int i, uint8_t type, const struct wbuf *req,
 		    c->agents[i].name);
 	case R_FAIL:
 	case R_BADREQ:
+		/* The agent's message says what failed; the user named the
+		 * agent on the command line. */
 		cmd_printable(r->body, r->blen, msg, sizeof(msg));
-		return cmd_fail(EXIT_FAILED, "%s: %s", c->agents[i].name,
-		    msg[0] ? msg : "request failed");
+		if (msg[0] == '\0')
+			return cmd_fail(EXIT_FAILED, "agent %s: request failed",
+			    c->agents[i].name);
+		return cmd_fail(EXIT_FAILED, "%s", msg);
 	default:
-		return cmd_fail(EXIT_FAILED, "%s: unexpected reply code %u",
+		return cmd_fail(EXIT_FAILED, "agent %s: unexpected reply code %u",
 		    c->agents[i].name, r->code);
 	}
 }
@@ -291,8 +295,20 @@ cmd_agent_status(const struct cfg *c, int i, int timeout_ms, pid_t *pid,
 		goto out;
 	}
 	*pid = (pid_t)p;
-	if (text != NULL)
+	if (text != NULL) {
+		char lead[32];
+		size_t n;
+
+		/* The pid is shown on its own: drop "pid=N " leading the
+		 * text. */
+		n = (size_t)snprintf(lead, sizeof(lead), "pid=%u", p);
+		if (tlen >= n && memcmp(t, lead, n) == 0 &&
+		    (tlen == n || t[n] == ' ')) {
+			t += tlen == n ? n : n + 1;
+			tlen -= tlen == n ? n : n + 1;
+		}
 		cmd_printable(t, tlen, text, textsz);
+	}
 	rc = 0;
 out:
 	cmd_reply_free(&r);
