@@ -104,6 +104,11 @@ void json_str(FILE *f, const void *p, size_t n);
  * become '?'), NUL-terminated. */
 void cmd_printable(const void *p, size_t n, char *out, size_t outsz);
 
+/* Rewrite coord_snapshot's error for snapshot id (0: none was created)
+ * as "snapshot N aborted: REASON" in out. */
+void cmd_snapshot_error(uint64_t id, const char *msg, char *out,
+    size_t outsz);
+
 /* Milliseconds from a monotonic clock. */
 int64_t cmd_now_ms(void);
 void cmd_sleep_ms(int ms);

@@ -41,6 +41,7 @@ cmd_snapshot(int argc, char **argv)
 	struct coord_opts o = { NULL, NULL, 60 };
 	struct cfg *c = NULL;
 	struct cs_err e;
+	char msg[CS_ERR_MAX + 64];
 	uint64_t timeout, id = 0;
 	int ch, init, rc;
 
@@ -87,11 +88,8 @@ cmd_snapshot(int argc, char **argv)
 		goto out;
 	}
 	if (coord_snapshot(c, &o, &id, &e) == -1) {
-		if (id != 0)
-			rc = cmd_fail(EXIT_FAILED, "snapshot %llu aborted: %s",
-			    (unsigned long long)id, e.msg);
-		else
-			rc = cmd_fail(EXIT_FAILED, "%s", e.msg);
+		cmd_snapshot_error(id, e.msg, msg, sizeof(msg));
+		rc = cmd_fail(EXIT_FAILED, "%s", msg);
 		goto out;
 	}
 	printf("%llu\n", (unsigned long long)id);

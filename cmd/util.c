@@ -316,6 +316,29 @@ out:
 }
 
 void
+cmd_snapshot_error(uint64_t id, const char *msg, char *out, size_t outsz)
+{
+	char suffix[64];
+	size_t n = strlen(msg), k;
+
+	if (id == 0) {
+		snprintf(out, outsz, "%s", msg);
+		return;
+	}
+	/* The coordinator ends its message with "(snapshot N aborted)". */
+	k = (size_t)snprintf(suffix, sizeof(suffix), " (snapshot %llu aborted)",
+	    (unsigned long long)id);
+	if (n > k && strcmp(msg + n - k, suffix) == 0)
+		snprintf(out, outsz, "snapshot %llu aborted: %.*s",
+		    (unsigned long long)id, (int)(n - k), msg);
+	else if (strstr(msg, "snapshot") != NULL)
+		snprintf(out, outsz, "%s", msg);
+	else
+		snprintf(out, outsz, "snapshot %llu aborted: %s",
+		    (unsigned long long)id, msg);
+}
+
+void
 json_str(FILE *f, const void *p, size_t n)
 {
 	const uint8_t *s = p;
