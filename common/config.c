@@ -555,11 +555,13 @@ read_text(const char *path, char **out, struct cs_err *e)
 		cs_errf(e, "%s: not a text file (contains a NUL byte)", path);
 		goto out;
 	}
-	buf[len] = '\0';
 	/* Keep only what the file holds: cfg->text lives as long as cfg. */
-	if ((*out = realloc(buf, len + 1)) == NULL)
-		*out = buf;
-	buf = NULL;
+	if ((*out = malloc(len + 1)) == NULL) {
+		cs_errf(e, "out of memory");
+		goto out;
+	}
+	memcpy(*out, buf, len);
+	(*out)[len] = '\0';
 	rc = 0;
 out:
 	free(buf);

@@ -1,0 +1,360 @@
+/* test_config.c - the cluster config: a good file, path resolution,
+ * channels, and one error line (file:line: what) per malformed case. */
+#include <sys/stat.h>
+
+#include <ftw.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <cmocka.h>
+
+#include "../../common/config.h"
+
+static char tmpdir[256];	/* realpath'd */
+
+static int
+setup(void **state)
+{
+	const char *t = getenv("TMPDIR");
+	char dir[256];
+
+	(void)state;
+	snprintf(dir, sizeof(dir), "%s/cutsnap-config-XXXXXX",
+	    t && *t ? t : "/tmp");
+	if (mkdtemp(dir) == NULL || realpath(dir, tmpdir) == NULL)
+		return -1;
+	return 0;
+}
+
+static int
+rm_one(const char *p, const struct stat *sb, int flag, struct FTW *f)
+{
+	(void)sb;
+	(void)flag;
+	(void)f;
+	return remove(p);
+}
+
+static int
+teardown(void **state)
+{
+	(void)state;
+	return nftw(tmpdir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+static void
+write_text(const char *path, const char *text)
+{
+	FILE *f = fopen(path, "w");
+
+	assert_non_null(f);
+	assert_int_equal(fputs(text, f) >= 0, 1);
+	assert_int_equal(fclose(f), 0);
+}
+
+static const char good[] =
+    "; the bank cluster\n"
+    "[cluster]\n"
+    "run_dir = sockets          ; agents' sockets live here\n"
+    "\n"
+    "[agent A]\n"
+    "data = a.data\n"
+    "\n"
+    "  [agent B]\n"
+    "  data = ./data/b.data\n"
+    "[agent C.x-1_]\n"
+    "data=/srv/c.data\n";
+
+static void
+good_config_loads_with_absolute_paths(void **state)
+{
+	struct cfg *c;
+	struct cs_err e;
+	char path[PATH_MAX], want[PATH_MAX + 64];
+	int s, d;
+
+	(void)state;
+	snprintf(path, sizeof(path), "%s/cluster.ini", tmpdir);
+	write_text(path, good);
+	assert_int_equal(cfg_load(path, &c, &e), 0);
+	assert_string_equal(c->path, path);
+	snprintf(want, sizeof(want), "%s/sockets", tmpdir);
+	assert_string_equal(c->run_dir, want);
+	assert_int_equal(c->nagents, 3);
+	assert_string_equal(c->agents[0].name, "A");
+	snprintf(want, sizeof(want), "%s/a.data", tmpdir);
+	assert_string_equal(c->agents[0].data, want);
+	snprintf(want, sizeof(want), "%s/sockets/A.sock", tmpdir);
+	assert_string_equal(c->agents[0].sock, want);
+	assert_string_equal(c->agents[1].name, "B");
+	snprintf(want, sizeof(want), "%s/data/b.data", tmpdir);
+	assert_string_equal(c->agents[1].data, want);
+	assert_string_equal(c->agents[2].name, "C.x-1_");
+	assert_string_equal(c->agents[2].data, "/srv/c.data");
+	snprintf(want, sizeof(want), "%s/sockets/C.x-1_.sock", tmpdir);
+	assert_string_equal(c->agents[2].sock, want);
+	/* text holds the file's bytes. */
+	assert_string_equal(c->text, good);
+	/* No channels key: the full mesh, no self-loops. */
+	for (s = 0; s < 3; s++)
+		for (d = 0; d < 3; d++)
+			assert_int_equal(cfg_has_channel(c, s, d), s != d);
+	assert_int_equal(cfg_find(c, "B"), 1);
+	assert_int_equal(cfg_find(c, "Z"), -1);
+	assert_int_equal(cfg_has_channel(c, -1, 0), 0);
+	assert_int_equal(cfg_has_channel(c, 0, 3), 0);
+	cfg_free(c);
+	cfg_free(NULL);
+}
+
+/* A relative config path resolves against the config's own directory,
+ * not the working directory. */
+static void
+relative_paths_resolve_against_the_config_dir(void **state)
+{
+	struct cfg *c;
+	struct cs_err e;
+	char sub[PATH_MAX], path[PATH_MAX + 32], cwd[PATH_MAX];
+	char want[PATH_MAX + 64];
+
+	(void)state;
+	snprintf(sub, sizeof(sub), "%s/etc", tmpdir);
+	assert_int_equal(mkdir(sub, 0700), 0);
+	snprintf(path, sizeof(path), "%s/cluster.ini", sub);
+	write_text(path, "[agent A]\ndata = ../var/a.data\n");
+	assert_non_null(getcwd(cwd, sizeof(cwd)));
+	assert_int_equal(chdir(tmpdir), 0);
+	assert_int_equal(cfg_load("etc/cluster.ini", &c, &e), 0);
+	assert_int_equal(chdir(cwd), 0);
+	assert_string_equal(c->path, path);
+	snprintf(want, sizeof(want), "%s/../var/a.data", sub);
+	assert_string_equal(c->agents[0].data, want);
+	/* Default run_dir: run/ beside the config. */
+	snprintf(want, sizeof(want), "%s/run", sub);
+	assert_string_equal(c->run_dir, want);
+	/* A single agent is a valid cluster with no channels. */
+	assert_int_equal(c->nagents, 1);
+	assert_int_equal(cfg_has_channel(c, 0, 0), 0);
+	cfg_free(c);
+
+	/* A config kept elsewhere (a manifest) parses as if at its path. */
+	assert_int_equal(cfg_parse("[agent A]\ndata = a.data\n",
+	    "/no/such/dir/cluster.ini", &c, &e), 0);
+	assert_string_equal(c->path, "/no/such/dir/cluster.ini");
+	assert_string_equal(c->agents[0].data, "/no/such/dir/a.data");
+	assert_string_equal(c->run_dir, "/no/such/dir/run");
+	cfg_free(c);
+}
+
+static void
+channels_are_parsed_and_duplicates_ignored(void **state)
+{
+	struct cfg *c;
+	struct cs_err e;
+
+	(void)state;
+	assert_int_equal(cfg_parse(
+	    "[cluster]\n"
+	    "channels = A>B  B>C\tA>B\n"
+	    "[agent A]\ndata = a\n[agent B]\ndata = b\n[agent C]\ndata = c\n",
+	    "/x/c.ini", &c, &e), 0);
+	assert_int_equal(cfg_has_channel(c, 0, 1), 1);
+	assert_int_equal(cfg_has_channel(c, 1, 2), 1);
+	assert_int_equal(cfg_has_channel(c, 1, 0), 0);
+	assert_int_equal(cfg_has_channel(c, 0, 2), 0);
+	assert_int_equal(cfg_has_channel(c, 2, 0), 0);
+	assert_int_equal(cfg_has_channel(c, 2, 1), 0);
+	cfg_free(c);
+}
+
+struct bad_case {
+	const char *text;
+	const char *want;	/* the whole error line */
+};
+
+static void
+malformed_configs_name_file_and_line(void **state)
+{
+	static const struct bad_case cases[] = {
+		{ "[cluster]\n\n[agent A]\ndata = a\n\n[agent B]\n"
+		  "foo = 1\ndata = b\n",
+		  "cluster.ini:7: unknown key 'foo' in [agent B]" },
+		{ "[cluster]\nrun_dirs = r\n[agent A]\ndata = a\n",
+		  "cluster.ini:2: unknown key 'run_dirs' in [cluster]" },
+		{ "[agent A]\ndata = a\n[agents]\n",
+		  "cluster.ini:3: unknown section [agents]; expected [cluster] "
+		  "or [agent NAME]" },
+		{ "[agent A]\ndata = a\n[agent A]\ndata = b\n",
+		  "cluster.ini:3: duplicate agent 'A' (first at line 1)" },
+		{ "[agent A]\ndata = a\n[agent a/b]\ndata = b\n",
+		  "cluster.ini:3: invalid agent name 'a/b' (1 to 63 of A-Z a-z "
+		  "0-9 _ . -)" },
+		{ "[agent]\ndata = a\n",
+		  "cluster.ini:1: section [agent] needs a name: [agent NAME]" },
+		{ "[agent A]\ndata = a\n[agent B\ndata = b\n",
+		  "cluster.ini:3: section header without ']'" },
+		{ "[agent A]\ndata = a\n[agent B]\n\n",
+		  "cluster.ini:3: [agent B] has no 'data' key" },
+		{ "[cluster]\nrun_dir = r\n",
+		  "cluster.ini: no agents; add an [agent NAME] section with a "
+		  "data key" },
+		{ "data = a\n[agent A]\ndata = a\n",
+		  "cluster.ini:1: key 'data' outside any section; put it under "
+		  "[cluster] or [agent NAME]" },
+		{ "[agent A]\ndata = a\ndata = b\n",
+		  "cluster.ini:3: duplicate key 'data' (first at line 2)" },
+		{ "[agent A]\ndata =\n",
+		  "cluster.ini:2: empty value for 'data'" },
+		{ "[agent A]\ndata = a\njust some words\n[agent B]\ndata = b\n",
+		  "cluster.ini:3: syntax error: expected [section] or "
+		  "key = value" },
+		{ "[agent A]\ndata = a\n[agent B]\ndata = ./a\n",
+		  NULL },	/* shared data path, checked below */
+		{ "[cluster]\nchannels = A>B B>C\n[agent A]\ndata = a\n"
+		  "[agent B]\ndata = b\n",
+		  "cluster.ini:2: channel 'B>C' names unknown agent 'C'" },
+		{ "[cluster]\nchannels = A>A\n[agent A]\ndata = a\n",
+		  "cluster.ini:2: channel 'A>A' is a self-loop" },
+		{ "[cluster]\nchannels = A-B\n[agent A]\ndata = a\n"
+		  "[agent B]\ndata = b\n",
+		  "cluster.ini:2: bad channel 'A-B'; write SRC>DST" },
+		{ "[cluster]\nchannels = A>B>A\n[agent A]\ndata = a\n"
+		  "[agent B]\ndata = b\n",
+		  "cluster.ini:2: bad channel 'A>B>A'; write SRC>DST" },
+		{ "[cluster]\n[cluster]\n[agent A]\ndata = a\n",
+		  "cluster.ini:2: duplicate section [cluster] (first at line 1)" },
+	};
+	struct cfg *c = (struct cfg *)1;
+	struct cs_err e;
+	char cwd[PATH_MAX], want[PATH_MAX * 2];
+	size_t i;
+
+	(void)state;
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		memset(&e, 0, sizeof(e));
+		assert_int_equal(cfg_parse(cases[i].text, "cluster.ini", &c,
+		    &e), -1);
+		assert_null(c);
+		if (cases[i].want == NULL) {
+			assert_non_null(getcwd(cwd, sizeof(cwd)));
+			snprintf(want, sizeof(want), "cluster.ini:4: agents A "
+			    "and B share the data file %s/a", cwd);
+			assert_string_equal(e.msg, want);
+			continue;
+		}
+		assert_string_equal(e.msg, cases[i].want);
+	}
+}
+
+/* The earliest bad line wins, whoever (libinih or we) found it. */
+static void
+first_error_in_the_file_is_reported(void **state)
+{
+	struct cfg *c;
+	struct cs_err e;
+
+	(void)state;
+	assert_int_equal(cfg_parse("[agent A]\nnonsense\ndata = a\nfoo = 1\n",
+	    "c.ini", &c, &e), -1);
+	assert_string_equal(e.msg,
+	    "c.ini:2: syntax error: expected [section] or key = value");
+	assert_int_equal(cfg_parse("[agent A]\nfoo = 1\nnonsense\ndata = a\n",
+	    "c.ini", &c, &e), -1);
+	assert_string_equal(e.msg, "c.ini:2: unknown key 'foo' in [agent A]");
+	assert_int_equal(cfg_parse("[bogus]\nx = 1\nnonsense\n", "c.ini", &c,
+	    &e), -1);
+	assert_string_equal(e.msg, "c.ini:1: unknown section [bogus]; "
+	    "expected [cluster] or [agent NAME]");
+}
+
+static void
+long_socket_path_is_rejected(void **state)
+{
+	struct cfg *c;
+	struct cs_err e;
+	char text[512], dir[200];
+
+	(void)state;
+	/* 100 + "/A.sock" = 107 bytes: fits (sun_path holds 107 + NUL). */
+	memset(dir, 'd', sizeof(dir));
+	dir[0] = '/';
+	dir[100] = '\0';
+	snprintf(text, sizeof(text), "[cluster]\nrun_dir = %s\n[agent A]\n"
+	    "data = a\n", dir);
+	assert_int_equal(cfg_parse(text, "/etc/c.ini", &c, &e), 0);
+	assert_int_equal(strlen(c->agents[0].sock), 107);
+	cfg_free(c);
+
+	/* One byte more does not. */
+	snprintf(text, sizeof(text), "[cluster]\nrun_dir = %s\n[agent AB]\n"
+	    "data = a\n", dir);
+	assert_int_equal(cfg_parse(text, "/etc/c.ini", &c, &e), -1);
+	assert_non_null(strstr(e.msg, "/etc/c.ini:2: socket path /ddd"));
+	assert_non_null(strstr(e.msg, "/AB.sock is too long for a Unix socket "
+	    "(107 bytes at most); set a shorter run_dir under [cluster]"));
+
+	/* Without run_dir the agent's section line is named. */
+	snprintf(text, sizeof(text), "[agent A]\ndata = a\n");
+	assert_int_equal(cfg_parse(text, "/ddddddddddddddddddddddddddddddddddd"
+	    "ddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddd"
+	    "ddddddddddd/c.ini", &c, &e), -1);
+	assert_non_null(strstr(e.msg, "c.ini:1: socket path "));
+}
+
+static void
+names_lines_and_files_are_bounded(void **state)
+{
+	struct cfg *c;
+	struct cs_err e;
+	char text[512], path[PATH_MAX];
+	char name[70];
+
+	(void)state;
+	assert_int_equal(cfg_valid_name("A"), 1);
+	assert_int_equal(cfg_valid_name("agent_1.prod-2"), 1);
+	assert_int_equal(cfg_valid_name(""), 0);
+	assert_int_equal(cfg_valid_name("a b"), 0);
+	assert_int_equal(cfg_valid_name("a/b"), 0);
+	assert_int_equal(cfg_valid_name("a>b"), 0);
+	memset(name, 'n', sizeof(name));
+	name[63] = '\0';
+	assert_int_equal(cfg_valid_name(name), 1);
+	name[63] = 'n';
+	name[64] = '\0';
+	assert_int_equal(cfg_valid_name(name), 0);
+
+	/* A line libinih would split is refused, not misread. */
+	memset(text, 0, sizeof(text));
+	strcpy(text, "[agent A]\ndata = ");
+	memset(text + strlen(text), 'x', 250);
+	strcat(text, "\n");
+	assert_int_equal(cfg_parse(text, "c.ini", &c, &e), -1);
+	assert_non_null(strstr(e.msg, "c.ini:2: line longer than"));
+
+	snprintf(path, sizeof(path), "%s/missing.ini", tmpdir);
+	assert_int_equal(cfg_load(path, &c, &e), -1);
+	assert_non_null(strstr(e.msg, "No such file or directory"));
+	assert_non_null(strstr(e.msg, path));
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(good_config_loads_with_absolute_paths),
+		cmocka_unit_test(relative_paths_resolve_against_the_config_dir),
+		cmocka_unit_test(channels_are_parsed_and_duplicates_ignored),
+		cmocka_unit_test(malformed_configs_name_file_and_line),
+		cmocka_unit_test(first_error_in_the_file_is_reported),
+		cmocka_unit_test(long_socket_path_is_rejected),
+		cmocka_unit_test(names_lines_and_files_are_bounded),
+	};
+
+	return cmocka_run_group_tests(tests, setup, teardown);
+}
