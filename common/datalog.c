@@ -59,6 +59,8 @@ struct datalog {
 
 /* --- watermarks and state ------------------------------------------------ */
 
+/* Same rule as cfg_valid_name; kept here so that offline tools replaying a
+ * blob need not link the config module. */
 static int
 valid_name(const char *s)
 {
