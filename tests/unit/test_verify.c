@@ -1,0 +1,611 @@
+/* test_verify.c - verify and restore on small real snapshots built by
+ * hand: data files written with datalog, blobs, a commit with the seed's
+ * in-flight message. A good snapshot verifies and restores (twice, and
+ * after a crash half-way) to A=90, B=60; every kind of damage is named
+ * and stops restore; inconsistent cuts are caught from the files. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <cmocka.h>
+#include <sqlite3.h>
+
+#include "../../common/chmsg.h"
+#include "../../common/datalog.h"
+#include "../../common/fsutil.h"
+#include "../../common/sha.h"
+#include "../../store/store.h"
+
+struct fix {
+	char dir[64];
+	char repo[128];
+	char rconf[128];	/* the restore target's config */
+	char ra[128], rb[128];	/* its data files */
+	struct cfg *cfg;	/* the cluster's config */
+	uint8_t sha[2][32];	/* recorded files of A and B */
+};
+
+struct probs {
+	int n;
+	char line[32][512];
+};
+
+static void
+collect(void *ctx, const char *line)
+{
+	struct probs *p = ctx;
+
+	if (getenv("CUTSNAP_TEST_SHOW") != NULL)	/* for debugging */
+		fprintf(stderr, "problem: %s\n", line);
+	if (p->n < 32)
+		snprintf(p->line[p->n], sizeof(p->line[0]), "%s", line);
+	p->n++;
+}
+
+static int
+has(const struct probs *p, const char *needle)
+{
+	int i;
+
+	for (i = 0; i < p->n && i < 32; i++)
+		if (strstr(p->line[i], needle) != NULL)
+			return 1;
+	return 0;
+}
+
+static void
+write_text(const char *path, const char *text)
+{
+	assert_int_equal(atomic_write_file(path, text, strlen(text), 0600,
+	    NULL), 0);
+}
+
+static void
+append(struct datalog *dl, enum dl_type type, const char *peer,
+    uint64_t seq, const char *val, const struct wbuf *msg)
+{
+	struct dl_record r;
+	struct cs_err e;
+
+	memset(&r, 0, sizeof(r));
+	r.type = type;
+	r.peer = peer;
+	r.seq = seq;
+	r.key = (const uint8_t *)"x";
+	r.klen = 1;
+	r.val = (const uint8_t *)val;
+	r.vlen = strlen(val);
+	if (msg != NULL) {
+		r.msg = msg->data;
+		r.msglen = msg->len;
+	}
+	assert_int_equal(datalog_append(dl, &r, &e), 0);
+}
+
+/* The seed, with variations: A=100 and, if a_sent, a transfer of 10 to B
+ * (A=90, sent 1); B=50 and, if b_applied, that message applied (B=60).
+ * The report of B's incoming channel carries `amount` as seq 1 if
+ * amount != 0, and the channel A->B as applied b_applied, sent a_sent. */
+static void
+build(struct fix *f, int a_sent, int b_applied, int64_t amount)
+{
+	struct store *st;
+	struct datalog *dl;
+	struct report r[2];
+	struct rep_wm a_sent_wm = { "B", 1 }, b_app_wm = { "A", 1 };
+	struct rep_channel a_in, b_in;
+	struct rep_msg m;
+	struct wbuf msg, rep;
+	struct cs_err e;
+	uint64_t id;
+	int i;
+
+	wbuf_init(&msg);
+	wbuf_init(&rep);
+	chmsg_encode(&msg, "x", 1, 10);
+	chmsg_encode(&rep, "x", 1, amount);
+	memset(r, 0, sizeof(r));
+	memset(&a_in, 0, sizeof(a_in));
+	memset(&b_in, 0, sizeof(b_in));
+	for (i = 0; i < 2; i++) {
+		assert_int_equal(datalog_open(f->cfg->agents[i].data, &dl, &e),
+		    0);
+		append(dl, DL_PUT, NULL, 0, i == 0 ? "100" : "50", NULL);
+		if (i == 0 && a_sent)
+			append(dl, DL_SEND, "B", 1, "90", &msg);
+		if (i == 1 && b_applied)
+			append(dl, DL_APPLY, "A", 1, "60", NULL);
+		assert_int_equal(datalog_sync(dl, &e), 0);
+		r[i].size = datalog_end(dl);
+		assert_int_equal(datalog_prefix_sha(dl, r[i].sha), 0);
+		memcpy(f->sha[i], r[i].sha, 32);
+		datalog_close(dl);
+		snprintf(r[i].agent, sizeof(r[i].agent), "%s",
+		    f->cfg->agents[i].name);
+	}
+	snprintf(a_in.src, sizeof(a_in.src), "B");
+	snprintf(b_in.src, sizeof(b_in.src), "A");
+	b_in.applied = (uint64_t)b_applied;
+	b_in.sent = (uint64_t)a_sent;
+	m.seq = 1;
+	m.data = rep.data;
+	m.len = rep.len;
+	b_in.nmsgs = amount != 0;
+	b_in.msgs = &m;
+	r[0].nsent = a_sent != 0;
+	r[0].sent = &a_sent_wm;
+	r[0].nchannels = 1;
+	r[0].channels = &a_in;
+	r[1].napplied = b_applied != 0;
+	r[1].applied = &b_app_wm;
+	r[1].nchannels = 1;
+	r[1].channels = &b_in;
+
+	assert_int_equal(store_open(f->repo, 1, &st, &e), 0);
+	assert_int_equal(store_begin_snapshot(st, "B", f->cfg->text, &id, &e),
+	    0);
+	for (i = 0; i < 2; i++) {
+		r[i].snap_id = id;
+		assert_int_equal(store_put_blob(st, f->cfg->agents[i].data,
+		    r[i].size, r[i].sha, &e), 0);
+	}
+	assert_int_equal(store_commit_snapshot(st, id, f->cfg, r, 2, &e), 0);
+	store_close(st);
+	wbuf_free(&msg);
+	wbuf_free(&rep);
+}
+
+static int
+setup(void **state)
+{
+	struct fix *f = calloc(1, sizeof(*f));
+	char path[160];
+	struct cs_err e;
+
+	assert_non_null(f);
+	snprintf(f->dir, sizeof(f->dir), "/tmp/cs-verify-XXXXXX");
+	assert_non_null(mkdtemp(f->dir));
+	snprintf(f->repo, sizeof(f->repo), "%s/repo", f->dir);
+	snprintf(path, sizeof(path), "%s/c.conf", f->dir);
+	write_text(path, "[agent A]\ndata = a.data\n[agent B]\ndata = b.data\n");
+	assert_int_equal(cfg_load(path, &f->cfg, &e), 0);
+	snprintf(path, sizeof(path), "%s/r", f->dir);
+	assert_int_equal(mkdir(path, 0700), 0);
+	snprintf(f->rconf, sizeof(f->rconf), "%s/r/c.conf", f->dir);
+	write_text(f->rconf, "[agent A]\ndata = d/a.data\n"
+	    "[agent B]\ndata = d/b.data\n");
+	snprintf(f->ra, sizeof(f->ra), "%s/r/d/a.data", f->dir);
+	snprintf(f->rb, sizeof(f->rb), "%s/r/d/b.data", f->dir);
+	*state = f;
+	return 0;
+}
+
+static int
+setup_seed(void **state)
+{
+	setup(state);
+	build(*state, 1, 0, 10);
+	return 0;
+}
+
+static int
+teardown(void **state)
+{
+	struct fix *f = *state;
+	char cmd[128];
+
+	cfg_free(f->cfg);
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", f->dir);
+	assert_int_equal(system(cmd), 0);
+	free(f);
+	return 0;
+}
+
+static void
+sql(const struct fix *f, const char *stmt)
+{
+	char path[256];
+	sqlite3 *db;
+
+	snprintf(path, sizeof(path), "%s/manifest.db", f->repo);
+	assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
+	assert_int_equal(sqlite3_exec(db, stmt, NULL, NULL, NULL), SQLITE_OK);
+	assert_int_equal(sqlite3_close(db), SQLITE_OK);
+}
+
+static void
+blob_of(const struct fix *f, int agent, char *out, size_t outsz)
+{
+	char hex[SHA_HEX_LEN];
+
+	sha_hex(f->sha[agent], hex);
+	snprintf(out, outsz, "%s/blobs/%.2s/%s", f->repo, hex, hex);
+}
+
+/* Verify snapshot 0 (the newest complete); the result, problems in p. */
+static int
+verify(const struct fix *f, struct probs *p)
+{
+	struct store *st;
+	struct cs_err e;
+	uint64_t got;
+	int n;
+
+	memset(p, 0, sizeof(*p));
+	assert_int_equal(store_open(f->repo, 0, &st, &e), 0);
+	n = store_verify(st, 0, &got, collect, p, &e);
+	store_close(st);
+	return n;
+}
+
+/* Restore the newest snapshot into the restore config; e gets the error. */
+static int
+restore(const struct fix *f, struct cs_err *e)
+{
+	struct store *st;
+	struct cfg *c;
+	struct probs p;
+	uint64_t got;
+	int rc;
+
+	memset(&p, 0, sizeof(p));
+	assert_int_equal(cfg_load(f->rconf, &c, e), 0);
+	assert_int_equal(store_open(f->repo, 0, &st, e), 0);
+	rc = store_restore(st, 0, c, &got, collect, &p, e);
+	store_close(st);
+	cfg_free(c);
+	return rc;
+}
+
+/* x and the applied seq from src in the data file at path. */
+static void
+expect_file(const char *path, const char *x, const char *src,
+    uint64_t applied)
+{
+	struct dl_state st;
+	struct cs_err e;
+	const uint8_t *v;
+	uint8_t *buf;
+	size_t len, vlen;
+
+	assert_int_equal(read_file(path, 1 << 20, &buf, &len, &e), 0);
+	assert_int_equal(dl_state_init(&st, 0), 0);
+	assert_int_equal(dl_replay(buf, len, path, 0, &st, NULL, &e), 0);
+	assert_int_equal(kvmap_get(st.kv, "x", 1, &v, &vlen), 1);
+	assert_int_equal(vlen, strlen(x));
+	assert_memory_equal(v, x, vlen);
+	assert_int_equal(wm_get(&st.applied, src), applied);
+	dl_state_free(&st);
+	free(buf);
+}
+
+static void
+expect_refused(const struct fix *f, const char *needle)
+{
+	struct cs_err e;
+
+	assert_int_equal(restore(f, &e), -1);
+	assert_non_null(strstr(e.msg, needle));
+	assert_int_equal(access(f->ra, F_OK), -1);
+	assert_int_equal(access(f->rb, F_OK), -1);
+}
+
+static void
+good_snapshot_verifies(void **state)
+{
+	struct probs p;
+
+	assert_int_equal(verify(*state, &p), 0);
+	assert_int_equal(p.n, 0);
+}
+
+static void
+flipped_byte_in_blob(void **state)
+{
+	struct fix *f = *state;
+	struct probs p;
+	char path[256];
+	uint8_t c;
+	int fd;
+
+	blob_of(f, 0, path, sizeof(path));
+	assert_true((fd = open(path, O_RDWR)) >= 0);
+	assert_int_equal(pread(fd, &c, 1, 20), 1);
+	c ^= 0x40;
+	assert_int_equal(pwrite(fd, &c, 1, 20), 1);
+	close(fd);
+	assert_int_equal(verify(f, &p), 1);
+	assert_true(has(&p, "snapshot 1: agent A: blob "));
+	assert_true(has(&p, "sha256 mismatch: expected "));
+	expect_refused(f, "snapshot 1 failed verification; nothing was "
+	    "restored");
+}
+
+static void
+truncated_blob(void **state)
+{
+	struct fix *f = *state;
+	struct probs p;
+	char path[256], want[128];
+	struct stat sb;
+
+	blob_of(f, 1, path, sizeof(path));
+	assert_int_equal(stat(path, &sb), 0);
+	assert_int_equal(truncate(path, 10), 0);
+	snprintf(want, sizeof(want), "size mismatch: expected %lld bytes, "
+	    "found 10", (long long)sb.st_size);
+	assert_int_equal(verify(f, &p), 1);
+	assert_true(has(&p, "agent B: blob"));
+	assert_true(has(&p, want));
+	expect_refused(f, "failed verification");
+}
+
+static void
+deleted_blob(void **state)
+{
+	struct fix *f = *state;
+	struct probs p;
+	char path[256];
+
+	blob_of(f, 0, path, sizeof(path));
+	assert_int_equal(unlink(path), 0);
+	assert_int_equal(verify(f, &p), 1);
+	assert_true(has(&p, "agent A: blob"));
+	assert_true(has(&p, "missing"));
+	expect_refused(f, "failed verification");
+}
+
+static void
+deleted_messages_row(void **state)
+{
+	struct fix *f = *state;
+	struct probs p;
+
+	sql(f, "DELETE FROM messages");
+	assert_int_equal(verify(f, &p), 2);
+	assert_true(has(&p, "snapshot 1: manifest digest mismatch: rows were "
+	    "edited or deleted"));
+	assert_true(has(&p, "snapshot 1: channel A->B: message seq 1 missing "
+	    "(expected seqs 1..1, in flight)"));
+	expect_refused(f, "failed verification");
+}
+
+static void
+tampered_types_and_sizes(void **state)
+{
+	struct fix *f = *state;
+	struct probs p;
+
+	sql(f, "UPDATE messages SET seq = 'one', data = 'text'");
+	sql(f, "UPDATE agents SET size = 1e300 WHERE name = 'A'");
+	sql(f, "UPDATE agents SET size = 9223372036854775807, sha256 = x'00'"
+	    " WHERE name = 'B'");
+	sql(f, "UPDATE snapshots SET config = 'nonsense', digest = NULL");
+	assert_true(verify(f, &p) >= 4);
+	assert_true(has(&p, "message row 1: malformed"));
+	assert_true(has(&p, "agent A: malformed manifest row"));
+	assert_true(has(&p, "manifest digest mismatch"));
+	assert_true(has(&p, "config does not parse"));
+	expect_refused(f, "failed verification");
+}
+
+static void
+schema_version_changed(void **state)
+{
+	struct fix *f = *state;
+	struct store *st = NULL;
+	struct cs_err e;
+
+	sql(f, "PRAGMA user_version = 2");
+	assert_int_equal(store_open(f->repo, 0, &st, &e), -1);
+	assert_non_null(strstr(e.msg, "unsupported manifest schema version 2 "
+	    "(expected 1)"));
+}
+
+static void
+garbage_manifest(void **state)
+{
+	struct fix *f = *state;
+	struct store *st = NULL;
+	struct probs p;
+	struct cs_err e;
+	char path[256], junk[4096];
+	uint64_t got;
+	int fd, rc;
+
+	/* Garbage over the middle: open may work, verify must not crash. */
+	snprintf(path, sizeof(path), "%s/manifest.db", f->repo);
+	memset(junk, 0x5a, sizeof(junk));
+	assert_true((fd = open(path, O_WRONLY)) >= 0);
+	assert_int_equal(pwrite(fd, junk, sizeof(junk), 4096), sizeof(junk));
+	close(fd);
+	memset(&p, 0, sizeof(p));
+	if (store_open(f->repo, 0, &st, &e) == 0) {
+		rc = store_verify(st, 1, &got, collect, &p, &e);
+		assert_true(rc != 0);
+		store_close(st);
+	}
+	/* Garbage all over: a clear error. */
+	assert_true((fd = open(path, O_WRONLY | O_TRUNC)) >= 0);
+	assert_int_equal(write(fd, junk, sizeof(junk)), sizeof(junk));
+	close(fd);
+	assert_int_equal(store_open(f->repo, 0, &st, &e), -1);
+	assert_non_null(strstr(e.msg, "not a usable manifest"));
+}
+
+static void
+restore_replays_in_flight_message_once(void **state)
+{
+	struct fix *f = *state;
+	struct cs_err e;
+	uint8_t *a1, *b1, *a2, *b2;
+	size_t la1, lb1, la2, lb2;
+
+	assert_int_equal(restore(f, &e), 0);
+	expect_file(f->ra, "90", "B", 0);
+	expect_file(f->rb, "60", "A", 1);
+	assert_int_equal(read_file(f->ra, 1 << 20, &a1, &la1, &e), 0);
+	assert_int_equal(read_file(f->rb, 1 << 20, &b1, &lb1, &e), 0);
+	/* Again: the same bytes, the message still applied once. */
+	assert_int_equal(restore(f, &e), 0);
+	assert_int_equal(read_file(f->ra, 1 << 20, &a2, &la2, &e), 0);
+	assert_int_equal(read_file(f->rb, 1 << 20, &b2, &lb2, &e), 0);
+	assert_int_equal(la1, la2);
+	assert_int_equal(lb1, lb2);
+	assert_memory_equal(a1, a2, la1);
+	assert_memory_equal(b1, b2, lb1);
+	expect_file(f->rb, "60", "A", 1);
+	free(a1);
+	free(b1);
+	free(a2);
+	free(b2);
+}
+
+static void
+restore_killed_half_way_then_again(void **state)
+{
+	struct fix *f = *state;
+	struct cs_err e;
+	pid_t pid;
+	int status;
+
+	if ((pid = fork()) == 0) {
+		setenv("CUTSNAP_FAULT", "restore-after-file:1", 1);
+		restore(f, &e);
+		_exit(0);
+	}
+	assert_true(pid > 0);
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_true(WIFEXITED(status));
+	assert_int_equal(WEXITSTATUS(status), 99);
+	/* A is wholly restored, B untouched (absent). */
+	expect_file(f->ra, "90", "B", 0);
+	assert_int_equal(access(f->rb, F_OK), -1);
+	assert_int_equal(restore(f, &e), 0);
+	expect_file(f->ra, "90", "B", 0);
+	expect_file(f->rb, "60", "A", 1);
+}
+
+static void
+restore_refused_while_locked(void **state)
+{
+	struct fix *f = *state;
+	struct datalog *dl;
+	struct cs_err e;
+	char want[256], dir[160];
+
+	snprintf(dir, sizeof(dir), "%s/r/d", f->dir);
+	assert_int_equal(mkdir(dir, 0700), 0);
+	/* An "agent" holds B's file. */
+	assert_int_equal(datalog_open(f->rb, &dl, &e), 0);
+	snprintf(want, sizeof(want), "agent B is running (data file %s is "
+	    "locked); stop the cluster first", f->rb);
+	assert_int_equal(restore(f, &e), -1);
+	assert_string_equal(e.msg, want);
+	assert_int_equal(access(f->ra, F_OK), -1);
+	datalog_close(dl);
+	assert_int_equal(restore(f, &e), 0);
+	expect_file(f->rb, "60", "A", 1);
+}
+
+static void
+restore_needs_the_same_agents(void **state)
+{
+	struct fix *f = *state;
+
+	write_text(f->rconf, "[agent A]\ndata = d/a.data\n"
+	    "[agent C]\ndata = d/c.data\n");
+	expect_refused(f, "has agent C, which snapshot 1 does not have");
+}
+
+/* The 160: B applied the message, A recorded before sending it. */
+static void
+receive_without_send_from_files(void **state)
+{
+	struct probs p;
+
+	setup(state);
+	build(*state, 0, 1, 0);
+	assert_int_equal(verify(*state, &p), 1);
+	assert_string_equal(p.line[0], "snapshot 1: channel A->B: applied 1 "
+	    "> sent 0 (receive without send)");
+	expect_refused(*state, "failed verification");
+	teardown(state);
+}
+
+/* The 140: A sent, B did not apply, and nothing recorded in flight. */
+static void
+dropped_in_flight_from_files(void **state)
+{
+	struct probs p;
+
+	setup(state);
+	build(*state, 1, 0, 0);
+	assert_int_equal(verify(*state, &p), 1);
+	assert_string_equal(p.line[0], "snapshot 1: channel A->B: message "
+	    "seq 1 missing (expected seqs 1..1, in flight)");
+	teardown(state);
+}
+
+/* The recorded message is not what A's file says it sent. */
+static void
+message_differs_from_send(void **state)
+{
+	struct probs p;
+
+	setup(state);
+	build(*state, 1, 0, 20);
+	assert_int_equal(verify(*state, &p), 1);
+	assert_string_equal(p.line[0], "snapshot 1: channel A->B: message "
+	    "seq 1 differs from the SEND record in A's recorded file");
+	teardown(state);
+}
+
+/* Both moved on consistently: nothing in flight, still consistent. */
+static void
+delivered_message_is_consistent(void **state)
+{
+	struct probs p;
+	struct cs_err e;
+
+	setup(state);
+	build(*state, 1, 1, 0);
+	assert_int_equal(verify(*state, &p), 0);
+	assert_int_equal(restore(*state, &e), 0);
+	expect_file(((struct fix *)*state)->rb, "60", "A", 1);
+	teardown(state);
+}
+
+int
+main(void)
+{
+#define T(fn) cmocka_unit_test_setup_teardown(fn, setup_seed, teardown)
+	const struct CMUnitTest tests[] = {
+		T(good_snapshot_verifies),
+		T(flipped_byte_in_blob),
+		T(truncated_blob),
+		T(deleted_blob),
+		T(deleted_messages_row),
+		T(tampered_types_and_sizes),
+		T(schema_version_changed),
+		T(garbage_manifest),
+		T(restore_replays_in_flight_message_once),
+		T(restore_killed_half_way_then_again),
+		T(restore_refused_while_locked),
+		T(restore_needs_the_same_agents),
+		cmocka_unit_test(receive_without_send_from_files),
+		cmocka_unit_test(dropped_in_flight_from_files),
+		cmocka_unit_test(message_differs_from_send),
+		cmocka_unit_test(delivered_message_is_consistent),
+	};
+#undef T
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
