@@ -51,10 +51,17 @@ req_put(struct agent *a, struct conn *c, struct rbuf *r)
 	const uint8_t *k, *v;
 	size_t kl, vl;
 
-	k = rbuf_bytes(r, &kl, WIRE_MAX_KEY);
-	v = rbuf_bytes(r, &vl, WIRE_MAX_VALUE);
+	k = rbuf_bytes(r, &kl, WIRE_MAX_FRAME);
+	v = rbuf_bytes(r, &vl, WIRE_MAX_FRAME);
 	if (!rbuf_done(r) || kl == 0) {
 		badreq(a, c, "put");
+		return;
+	}
+	if (kl > WIRE_MAX_KEY || vl > WIRE_MAX_VALUE) {
+		conn_replyf(a, c, R_BADREQ, "%s is %zu bytes, at most %u",
+		    kl > WIRE_MAX_KEY ? "key" : "value",
+		    kl > WIRE_MAX_KEY ? kl : vl,
+		    kl > WIRE_MAX_KEY ? WIRE_MAX_KEY : WIRE_MAX_VALUE);
 		return;
 	}
 	memset(&rec, 0, sizeof(rec));
