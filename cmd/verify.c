@@ -16,8 +16,9 @@ static const char usage_text[] =
     "every recorded message's SHA-256, the snapshot's own digest) and the\n"
     "consistency of the cut, derived from the recorded files: on every\n"
     "channel S->D the recorded messages must be exactly the seqs after D's\n"
-    "applied seq up to S's sent seq. Print each problem as a line\n"
-    "\"problem: ...\", then \"snapshot N: ok (...)\" or \"snapshot N: K problems\".\n"
+    "applied seq up to S's sent seq. Print each problem on stdout as a\n"
+    "line \"problem: ...\", then \"snapshot N: ok (...)\" on stdout, or\n"
+    "\"cutsnap: verify: snapshot N: K problems\" on stderr.\n"
     "\n"
     "  -r, --repo REPO   the repository directory\n"
     "  -j, --json        {\"snapshot\":N,\"ok\":true|false,\"problems\":[...]}\n"
@@ -143,15 +144,18 @@ cmd_verify(int argc, char **argv)
 			json_str(stdout, p.v[i], strlen(p.v[i]));
 		}
 		puts("]}");
-	} else if (found == 0) {
+	}
+	if (found > 0) {
+		/* The verdict of a failed check is the error line. */
+		fflush(stdout);
+		cmd_warn("snapshot %llu: %d problem%s",
+		    (unsigned long long)resolved, found, found == 1 ? "" : "s");
+	} else if (!p.json) {
 		snap_counts(st, resolved, &nagents, &nmsgs);
 		printf("snapshot %llu: ok (%d agent%s, %llu in-flight "
 		    "message%s)\n", (unsigned long long)resolved, nagents,
 		    nagents == 1 ? "" : "s", (unsigned long long)nmsgs,
 		    nmsgs == 1 ? "" : "s");
-	} else {
-		printf("snapshot %llu: %d problem%s\n",
-		    (unsigned long long)resolved, found, found == 1 ? "" : "s");
 	}
 	rc = found ? EXIT_FAILED : EXIT_OK;
 out:
