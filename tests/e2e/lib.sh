@@ -248,18 +248,23 @@ make_config () {
 
 # Pids of the running agents of this test (processes mentioning our config
 # with the "agent" subcommand; anything else of ours as a fallback).
+# Prints nothing and fails when there is none.
 agent_pid () {
-	local p
+	local p found=1
 	for p in $(own_pids); do
-		tr '\0' ' ' <"/proc/$p/cmdline" 2>/dev/null |
-		    grep -Eq "(^| )agent( .*)? (-n|--name)[ =]?$1( |$)" && echo "$p"
+		if tr '\0' ' ' <"/proc/$p/cmdline" 2>/dev/null |
+		    grep -Eq "(^| )agent( .*)? (-n|--name)[ =]?$1( |$)"; then
+			echo "$p"
+			found=0
+		fi
 	done
+	return $found
 }
 
 _record_agent_pids () {
 	local n p
 	for n in $AGENTS; do
-		for p in $(agent_pid "$n"); do
+		for p in $(agent_pid "$n" || true); do
 			case " $AGENT_PIDS " in
 			*" $p "*) ;;
 			*) AGENT_PIDS="$AGENT_PIDS $p" ;;
@@ -432,10 +437,11 @@ agent_status_line () {
 	cs status -c "$CONF" 2>/dev/null | grep -E "^$1 " | head -n 1
 }
 
-# agent_recorded NAME: the agent has recorded its state for the running
-# snapshot (its status detail says so).
+# agent_recorded NAME: the agent has recorded its state for a snapshot (its
+# status detail says "snapshot=ID:recording", ":recorded" or ":reported").
 agent_recorded () {
-	agent_status_line "$1" | grep -Eqi "record|snapshot"
+	agent_status_line "$1" |
+	    grep -Eq "snapshot=[0-9]+:(recording|recorded|reported)"
 }
 
 # wait_recorded NAME: a snapshot is running in the manifest and agent NAME

@@ -45,7 +45,9 @@ test_expect_success 'snapshot from A reaches everyone: complete, verifies' '
 	expect_eq "$(sql "select count(*) from channels where snapshot_id = $SNAP_ID")" 2 "channel rows"
 '
 
-test_expect_success 'snapshot from A with a message in flight on B->C: recorded, restores' '
+# C's only incoming channel is B->C: over FIFO the message reaches C before
+# the marker, so C records it in its state and the channel empty.
+test_expect_success 'snapshot from A, a message held on B->C, FIFO: C records it in its file' '
 	expect_ok channel -c "$CONF" hold B C &&
 	expect_ok transfer -c "$CONF" B:bal C:bal 30 &&
 	snapshot_bg --initiator A &&
@@ -53,12 +55,28 @@ test_expect_success 'snapshot from A with a message in flight on B->C: recorded,
 	expect_ok channel -c "$CONF" release B C &&
 	snapshot_wait &&
 	expect_ok verify -r "$REPO" "$SNAP_ID" &&
+	expect_eq "$(msg_count "$SNAP_ID")" 0 "messages" &&
+	expect_eq "$(blob_val "$SNAP_ID" B bal)/$(blob_val "$SNAP_ID" C bal)" \
+	    60/150 "recorded B/C" &&
+	wait_bal C 150
+'
+
+test_expect_success 'the same released in reverse: the 30 is recorded on B->C, restore 300' '
+	expect_ok channel -c "$CONF" hold B C &&
+	expect_ok transfer -c "$CONF" B:bal C:bal 30 &&
+	snapshot_bg --initiator A &&
+	wait_recorded B &&
+	expect_ok channel -c "$CONF" release --reverse B C &&
+	snapshot_wait &&
+	expect_ok verify -r "$REPO" "$SNAP_ID" &&
 	expect_eq "$(msg_count "$SNAP_ID" B C)" 1 "messages on B->C" &&
-	wait_bal C 150 &&
+	expect_eq "$(blob_val "$SNAP_ID" B bal)/$(blob_val "$SNAP_ID" C bal)" \
+	    30/150 "recorded B/C" &&
+	wait_bal C 180 &&
 	stop_cluster &&
 	expect_ok restore -r "$REPO" "$SNAP_ID" -c "$CONF" &&
 	expect_eq "$(dump_val A.data bal)/$(dump_val B.data bal)/$(dump_val C.data bal)" \
-	    90/60/150 "A/B/C" &&
+	    90/30/180 "A/B/C" &&
 	expect_eq "$(dump_total bal)" 300 "total"
 '
 
