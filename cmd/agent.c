@@ -66,8 +66,8 @@ cmd_agent(int argc, char **argv)
 			break;
 		case 'l':
 			if (parse_level(optarg, &level) == -1)
-				return cmd_usage_error("invalid log level '%s': "
-				    "expected error, warn, info or debug",
+				return cmd_usage_error("invalid log level "
+				    "'%s': expected error, warn, info or debug",
 				    optarg);
 			break;
 		case 'h':
@@ -77,7 +77,8 @@ cmd_agent(int argc, char **argv)
 		}
 	}
 	if (optind < argc)
-		return cmd_usage_error("unexpected argument '%s'", argv[optind]);
+		return cmd_usage_error("unexpected argument '%s'",
+		    argv[optind]);
 	if (name == NULL)
 		return cmd_usage_error("missing -n NAME");
 	if ((rc = cmd_load_config(conf, &c)) != 0)

@@ -82,7 +82,8 @@ cmd_channel(int argc, char **argv)
 	wbuf_put_str(&req, c->agents[dst].name);
 	if (!hold)
 		wbuf_put_u8(&req, (uint8_t)reverse);
-	rc = cmd_request(c, src, hold ? W_REQ_HOLD : W_REQ_RELEASE, &req, &r, 0);
+	rc = cmd_request(c, src, hold ? W_REQ_HOLD : W_REQ_RELEASE, &req, &r,
+	    0);
 out:
 	cmd_reply_free(&r);
 	wbuf_free(&req);

@@ -337,6 +337,10 @@ snapshot_start(struct demo *d, int initiator, int *rfd, struct cs_err *e)
 		uint64_t id = 0;
 		int r;
 
+		/* Interrupting the demo ends this process at once. */
+		signal(SIGINT, SIG_DFL);
+		signal(SIGTERM, SIG_DFL);
+		signal(SIGHUP, SIG_DFL);
 		close(fds[0]);
 		ce.msg[0] = '\0';
 		r = coord_snapshot(d->c, &o, &id, &ce);
@@ -408,8 +412,8 @@ wait_marker(struct demo *d, int src, struct cs_err *e)
 			return 0;
 		if (waitpid(d->snap_pid, &status, WNOHANG) == d->snap_pid) {
 			d->snap_pid = 0;
-			return cs_errf(e, "the snapshot ended before its marker "
-			    "reached %s", d->c->agents[src].name);
+			return cs_errf(e, "the snapshot ended before its "
+			    "marker reached %s", d->c->agents[src].name);
 		}
 		if (cmd_now_ms() >= deadline)
 			return cs_errf(e, "no marker queued at %s after %d ms "
@@ -620,9 +624,9 @@ record(struct demo *d, const struct demo_case *dc, uint64_t *id,
 {
 	int src = dc->src, dst = 1 - src, rfd = -1, rc;
 
+	d->started = 1;		/* some may run even if starting fails */
 	if (cmd_start_cluster(d->c, 10, d->pids, e) == -1)
 		return -1;
-	d->started = 1;
 	if (put_int(d, 0, dc->init[0], e) == -1 ||
 	    put_int(d, 1, dc->init[1], e) == -1 ||
 	    copy_both(d, "t0", e) == -1 ||
@@ -736,7 +740,8 @@ cmd_demo(int argc, char **argv)
 		}
 	}
 	if (optind < argc)
-		return cmd_usage_error("unexpected argument '%s'", argv[optind]);
+		return cmd_usage_error("unexpected argument '%s'",
+		    argv[optind]);
 	if ((tmp = getenv("TMPDIR")) == NULL || *tmp == '\0')
 		tmp = "/tmp";
 	if (snprintf(top, sizeof(top), "%s/cutsnap-demo.XXXXXX", tmp) >=

@@ -44,8 +44,8 @@ print_json(const struct snap_info *v, size_t n)
 		json_str(stdout, v[i].status, strlen(v[i].status));
 		fputs(",\"initiator\":", stdout);
 		json_str(stdout, v[i].initiator, strlen(v[i].initiator));
-		printf(",\"agents\":%d,\"bytes\":%llu,\"msgs\":%llu,\"reason\":",
-		    v[i].nagents, (unsigned long long)v[i].bytes,
+		printf(",\"agents\":%d,\"bytes\":%llu,\"msgs\":%llu,"
+		    "\"reason\":", v[i].nagents, (unsigned long long)v[i].bytes,
 		    (unsigned long long)v[i].nmsgs);
 		json_str(stdout, v[i].reason, strlen(v[i].reason));
 		putchar('}');
@@ -71,7 +71,8 @@ print_table(const struct snap_info *v, size_t n)
 	for (i = 0; i < n; i++) {
 		char (*r)[72] = cell[i + 1];
 
-		snprintf(r[0], sizeof(r[0]), "%llu", (unsigned long long)v[i].id);
+		snprintf(r[0], sizeof(r[0]), "%llu",
+		    (unsigned long long)v[i].id);
 		snprintf(r[1], sizeof(r[1]), "%s", v[i].started);
 		snprintf(r[2], sizeof(r[2]), "%s", v[i].status);
 		snprintf(r[3], sizeof(r[3]), "%s", v[i].initiator);
@@ -125,7 +126,8 @@ cmd_ls(int argc, char **argv)
 		}
 	}
 	if (optind < argc)
-		return cmd_usage_error("unexpected argument '%s'", argv[optind]);
+		return cmd_usage_error("unexpected argument '%s'",
+		    argv[optind]);
 	if (repo == NULL)
 		return cmd_usage_error("missing -r REPO");
 	if (store_open(repo, 0, &st, &e) == -1)

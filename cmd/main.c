@@ -20,7 +20,7 @@ static const struct command commands[] = {
 	{ "get", cmd_get, "print a key's value" },
 	{ "del", cmd_del, "delete a key" },
 	{ "add", cmd_add, "add an integer to a key's value" },
-	{ "transfer", cmd_transfer, "move an amount from one agent to another" },
+	{ "transfer", cmd_transfer, "move an amount between two agents" },
 	{ "channel", cmd_channel, "hold or release a channel (drills)" },
 	{ "dump", cmd_dump, "print a data file's keys and watermarks" },
 	{ "snapshot", cmd_snapshot, "take a consistent snapshot" },
@@ -38,7 +38,8 @@ usage(FILE *f)
 
 	fputs("usage: cutsnap COMMAND [OPTIONS] [ARGS]\n\ncommands:\n", f);
 	for (i = 0; i < NCOMMANDS; i++)
-		fprintf(f, "  %-9s %s\n", commands[i].name, commands[i].summary);
+		fprintf(f, "  %-9s %s\n", commands[i].name,
+		    commands[i].summary);
 	fputs("\nRun 'cutsnap COMMAND --help' for a command's usage.\n"
 	    "Exit status: 0 success, 1 the operation or check failed, "
 	    "2 bad usage, bad config or unreadable input.\n", f);

@@ -35,7 +35,8 @@ read_stdin(uint8_t **out, size_t *len)
 		if (n == cap) {
 			if (cap > WIRE_MAX_VALUE) {
 				free(buf);
-				cmd_warn("value on stdin is larger than 16 MiB");
+				cmd_warn("value on stdin is larger than "
+				    "16 MiB");
 				return -1;
 			}
 			cap *= 2;

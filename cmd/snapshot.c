@@ -71,13 +71,15 @@ cmd_snapshot(int argc, char **argv)
 		}
 	}
 	if (optind < argc)
-		return cmd_usage_error("unexpected argument '%s'", argv[optind]);
+		return cmd_usage_error("unexpected argument '%s'",
+		    argv[optind]);
 	if (o.repo == NULL)
 		return cmd_usage_error("missing -r REPO");
 	if ((rc = cmd_load_config(conf, &c)) != 0)
 		return rc;
 	init = 0;
-	if (o.initiator != NULL && (init = cmd_find_agent(c, o.initiator)) == -1) {
+	if (o.initiator != NULL &&
+	    (init = cmd_find_agent(c, o.initiator)) == -1) {
 		rc = EXIT_USAGE;
 		goto out;
 	}

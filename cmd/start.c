@@ -98,7 +98,8 @@ cmd_start_cluster(const struct cfg *c, int timeout_s, pid_t *pids,
 				continue;
 			if (exited_early(c, i, pid[i], e))
 				goto out;
-			if (cmd_agent_status(c, i, 1000, &p, NULL, 0, &se) == 0) {
+			if (cmd_agent_status(c, i, 1000, &p, NULL, 0,
+			    &se) == 0) {
 				ready[i] = 1;
 				left--;
 			}
@@ -152,7 +153,8 @@ cmd_start(int argc, char **argv)
 		}
 	}
 	if (optind < argc)
-		return cmd_usage_error("unexpected argument '%s'", argv[optind]);
+		return cmd_usage_error("unexpected argument '%s'",
+		    argv[optind]);
 	if ((rc = cmd_load_config(conf, &c)) != 0)
 		return rc;
 	if (cmd_start_cluster(c, (int)timeout, NULL, &e) == -1)

@@ -14,8 +14,8 @@ static const char usage_text[] =
     "answers, \"NAME  down  (REASON)\" when it does not.\n"
     "\n"
     "  -c, --config CONF   the cluster config file\n"
-    "  -j, --json          a JSON array of objects {\"agent\", \"up\", \"pid\",\n"
-    "                      \"detail\"}\n"
+    "  -j, --json          a JSON array of objects {\"agent\", \"up\",\n"
+    "                      \"pid\", \"detail\"}\n"
     "\n"
     "Exit status: 0 if every agent answers, 1 if one does not, 2 bad usage\n"
     "or bad config.\n";
@@ -54,7 +54,8 @@ cmd_status(int argc, char **argv)
 		}
 	}
 	if (optind < argc)
-		return cmd_usage_error("unexpected argument '%s'", argv[optind]);
+		return cmd_usage_error("unexpected argument '%s'",
+		    argv[optind]);
 	if ((rc = cmd_load_config(conf, &c)) != 0)
 		return rc;
 	for (i = 0; i < c->nagents; i++)
@@ -76,7 +77,8 @@ cmd_status(int argc, char **argv)
 				printf(",\"up\":true,\"pid\":%d,\"detail\":",
 				    (int)pid);
 			else
-				printf(",\"up\":false,\"pid\":null,\"detail\":");
+				printf(",\"up\":false,\"pid\":null,"
+				    "\"detail\":");
 			json_str(stdout, up ? text : e.msg,
 			    strlen(up ? text : e.msg));
 			putchar('}');

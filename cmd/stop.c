@@ -117,7 +117,8 @@ cmd_stop(int argc, char **argv)
 		}
 	}
 	if (optind < argc)
-		return cmd_usage_error("unexpected argument '%s'", argv[optind]);
+		return cmd_usage_error("unexpected argument '%s'",
+		    argv[optind]);
 	if ((rc = cmd_load_config(conf, &c)) != 0)
 		return rc;
 	if (cmd_stop_cluster(c, (int)timeout, &e) == -1)

@@ -66,13 +66,13 @@ cmd_transfer(int argc, char **argv)
 		return EXIT_USAGE;
 	if ((rc = cmd_load_config(conf, &c)) != 0)
 		return rc;
-	if ((rc = parse_endpoint(c, argv[optind], "source", &src, &skey)) != 0 ||
-	    (rc = parse_endpoint(c, argv[optind + 1], "destination", &dst,
-	    &dkey)) != 0)
+	if ((rc = parse_endpoint(c, argv[optind], "source", &src,
+	    &skey)) != 0 || (rc = parse_endpoint(c, argv[optind + 1],
+	    "destination", &dst, &dkey)) != 0)
 		goto out;
 	if (src == dst) {
-		rc = cmd_usage_error("source and destination are both agent %s; "
-		    "a transfer goes from one agent to another",
+		rc = cmd_usage_error("source and destination are both agent "
+		    "%s; a transfer goes from one agent to another",
 		    c->agents[src].name);
 		goto out;
 	}

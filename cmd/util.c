@@ -263,8 +263,8 @@ cmd_request(const struct cfg *c, int i, uint8_t type, const struct wbuf *req,
 			    c->agents[i].name);
 		return cmd_fail(EXIT_FAILED, "%s", msg);
 	default:
-		return cmd_fail(EXIT_FAILED, "agent %s: unexpected reply code %u",
-		    c->agents[i].name, r->code);
+		return cmd_fail(EXIT_FAILED, "agent %s: unexpected reply "
+		    "code %u", c->agents[i].name, r->code);
 	}
 }
 

@@ -21,7 +21,8 @@ static const char usage_text[] =
     "\"cutsnap: verify: snapshot N: K problems\" on stderr.\n"
     "\n"
     "  -r, --repo REPO   the repository directory\n"
-    "  -j, --json        {\"snapshot\":N,\"ok\":true|false,\"problems\":[...]}\n"
+    "  -j, --json        {\"snapshot\":N,\"ok\":true|false,\n"
+    "                    \"problems\":[...]}\n"
     "\n"
     "Exit status: 0 ok, 1 problems found or no such snapshot, 2 bad usage\n"
     "or a missing repository.\n";
