@@ -22,10 +22,20 @@ run_dir_open(const char *dir, struct cs_err *e)
 	if (stat(dir, &st) == 0) {
 		if (!S_ISDIR(st.st_mode))
 			return cs_errf(e, "run_dir %s is not a directory", dir);
-		if ((st.st_mode & 077) != 0)
-			log_warn("run_dir %s has mode %03o; 0700 keeps other "
-			    "users away from the sockets", dir,
+		if (st.st_uid != getuid())
+			return cs_errf(e, "run_dir %s belongs to uid %d; use "
+			    "a directory of your own", dir, (int)st.st_uid);
+		if (st.st_mode & S_ISVTX)
+			return cs_errf(e, "run_dir %s is a shared directory; "
+			    "use a directory of your own", dir);
+		/* The sockets' directory is what keeps other users out;
+		 * tighten one that was made too open. */
+		if ((st.st_mode & 077) != 0) {
+			log_info("run_dir %s had mode %03o; setting 0700", dir,
 			    (unsigned)(st.st_mode & 0777));
+			if (chmod(dir, 0700) == -1)
+				return cs_errno(e, "chmod %s", dir);
+		}
 		return 0;
 	}
 	if (errno != ENOENT)
