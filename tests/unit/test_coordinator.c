@@ -1,0 +1,127 @@
+/* test_coordinator.c - marker reachability over configured channels, and
+ * the coordinator's refusals: an unknown initiator, an unreachable
+ * agent, and agents that are not running (recorded as aborted). */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "../../coordinator/coordinator.h"
+#include "../../store/store.h"
+
+static struct cfg *
+parse(const char *text)
+{
+	struct cfg *c;
+	struct cs_err e;
+
+	if (cfg_parse(text, "/tmp/cs-coord-test/c.conf", &c, &e) < 0)
+		fail_msg("%s", e.msg);
+	return c;
+}
+
+static void
+reachability(void **state)
+{
+	struct cfg *c;
+
+	(void)state;
+	c = parse("[agent A]\ndata = a\n[agent B]\ndata = b\n"
+	    "[agent C]\ndata = c\n");
+	assert_true(coord_reachable(c, 0));
+	assert_true(coord_reachable(c, 2));
+	assert_false(coord_reachable(c, 3));
+	assert_false(coord_reachable(c, -1));
+	cfg_free(c);
+	/* A chain reaches forward only. */
+	c = parse("[cluster]\nchannels = A>B B>C\n[agent A]\ndata = a\n"
+	    "[agent B]\ndata = b\n[agent C]\ndata = c\n");
+	assert_true(coord_reachable(c, 0));
+	assert_false(coord_reachable(c, 1));
+	assert_false(coord_reachable(c, 2));
+	cfg_free(c);
+	c = parse("[cluster]\nchannels = A>B B>C C>A\n[agent A]\ndata = a\n"
+	    "[agent B]\ndata = b\n[agent C]\ndata = c\n");
+	assert_true(coord_reachable(c, 1));
+	cfg_free(c);
+	c = parse("[agent A]\ndata = a\n");
+	assert_true(coord_reachable(c, 0));
+	cfg_free(c);
+}
+
+static void
+refusals_before_any_snapshot(void **state)
+{
+	struct coord_opts o = { "/tmp/cs-coord-test/none", "Z", 5 };
+	struct cfg *c;
+	struct cs_err e;
+	uint64_t id = 7;
+
+	(void)state;
+	c = parse("[cluster]\nchannels = A>B\n[agent A]\ndata = a\n"
+	    "[agent B]\ndata = b\n[agent C]\ndata = c\n");
+	assert_int_equal(coord_snapshot(c, &o, &id, &e), -1);
+	assert_int_equal(id, 0);
+	assert_string_equal(e.msg, "unknown agent Z");
+	o.initiator = NULL;
+	assert_int_equal(coord_snapshot(c, &o, &id, &e), -1);
+	assert_int_equal(id, 0);
+	assert_string_equal(e.msg, "markers from A cannot reach C over the "
+	    "configured channels");
+	o.initiator = "B";
+	assert_int_equal(coord_snapshot(c, &o, &id, &e), -1);
+	assert_string_equal(e.msg, "markers from B cannot reach A, C over "
+	    "the configured channels");
+	cfg_free(c);
+}
+
+static void
+agents_not_running_abort_the_snapshot(void **state)
+{
+	char dir[] = "/tmp/cs-coord-XXXXXX", repo[64], conf[128], cmd[64];
+	struct coord_opts o = { repo, NULL, 5 };
+	struct snap_info *v;
+	struct store *st;
+	struct cfg *c;
+	struct cs_err e;
+	uint64_t id;
+	size_t n;
+
+	(void)state;
+	assert_non_null(mkdtemp(dir));
+	snprintf(repo, sizeof(repo), "%s/repo", dir);
+	snprintf(conf, sizeof(conf), "%s/c.conf", dir);
+	assert_int_equal(cfg_parse("[agent A]\ndata = a\n[agent B]\n"
+	    "data = b\n", conf, &c, &e), 0);
+	assert_int_equal(coord_snapshot(c, &o, &id, &e), -1);
+	assert_int_equal(id, 1);
+	assert_non_null(strstr(e.msg, "agent A is not running"));
+	assert_non_null(strstr(e.msg, "(snapshot 1 aborted)"));
+	assert_int_equal(store_open(repo, 0, &st, &e), 0);
+	assert_int_equal(store_list(st, &v, &n, &e), 0);
+	assert_int_equal(n, 1);
+	assert_string_equal(v[0].status, "aborted");
+	assert_non_null(strstr(v[0].reason, "agent A is not running"));
+	assert_int_equal(v[0].nagents, 0);
+	free(v);
+	store_close(st);
+	cfg_free(c);
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+	assert_int_equal(system(cmd), 0);
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(reachability),
+		cmocka_unit_test(refusals_before_any_snapshot),
+		cmocka_unit_test(agents_not_running_abort_the_snapshot),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
