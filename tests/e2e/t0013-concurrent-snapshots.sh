@@ -1,0 +1,125 @@
+#!/bin/bash
+# One snapshot at a time: a second one started meanwhile fails cleanly; an
+# interrupted or killed coordinator never leaves a snapshot listed as
+# complete, and the agents are ready for the next snapshot.
+. "$(dirname "$0")/lib.sh"
+
+# The cutsnap process of the background snapshot (a child of timeout).
+snap_child () { pgrep -P "$SNAP_PID" | head -n 1; }
+
+test_expect_success 'setup: A=100, B=50; a first snapshot pending on held A->B' '
+	make_config A B &&
+	start_cluster &&
+	set_balances A=100 B=50 &&
+	expect_ok channel -c "$CONF" hold A B &&
+	expect_ok transfer -c "$CONF" A:bal B:bal 10 &&
+	snapshot_bg --initiator B &&
+	FIRST_PID=$SNAP_PID &&
+	wait_recorded B
+'
+
+test_expect_success 'a second snapshot meanwhile (same repository): exit 1, one line' '
+	expect_error 1 snapshot -c "$CONF" -r "$REPO" --initiator A --timeout 5 &&
+	err_matches "busy|progress|running|another"
+'
+
+test_expect_success 'a second snapshot meanwhile (another repository): exit 1' '
+	expect_error 1 snapshot -c "$CONF" -r "$TEST_DIR/repo2" --initiator A --timeout 5
+'
+
+test_expect_success 'release: the first snapshot completes and verifies' '
+	expect_ok channel -c "$CONF" release A B &&
+	SNAP_PID=$FIRST_PID &&
+	snapshot_wait &&
+	expect_ok verify -r "$REPO" "$SNAP_ID" &&
+	expect_eq "$(msg_count "$SNAP_ID" A B)" 1 "messages on A->B" &&
+	FIRST=$SNAP_ID
+'
+
+test_expect_success 'nothing is left running in the manifest; failed ones are aborted' '
+	expect_eq "$(sql "select count(*) from snapshots where status = '\''running'\''")" 0 running &&
+	expect_eq "$(sql "select count(*) from snapshots where status = '\''complete'\''")" 1 complete
+'
+
+# interrupted SIG: a snapshot pending on held A->B gets SIG; it must exit
+# non-zero and leave the snapshot aborted; then release A->B.
+interrupted () {
+	local id child rc
+	expect_ok channel -c "$CONF" hold A B &&
+	expect_ok transfer -c "$CONF" A:bal B:bal 1 &&
+	snapshot_bg --initiator B &&
+	wait_recorded B &&
+	id=$(sql "select max(id) from snapshots") &&
+	child=$(snap_child) && [ -n "$child" ] &&
+	kill -"$1" "$child" || return 1
+	wait "$SNAP_PID"; rc=$?
+	expect_ok channel -c "$CONF" release A B || return 1
+	[ "$rc" -ne 0 ] || { say "exit 0 after SIG$1"; return 1; }
+	expect_eq "$(snap_status "$id")" aborted "status of $id after SIG$1" &&
+	say "reason: $(sql "select reason from snapshots where id = $id")"
+}
+
+# agents_idle: no agent is part of a snapshot any more.
+agents_idle () {
+	! cs status -c "$CONF" | grep -q "snapshot=[0-9]"
+}
+
+test_expect_success 'SIGTERM to a pending snapshot: exit non-zero, marked aborted' '
+	interrupted TERM
+'
+
+test_expect_success 'after it the agents forget the snapshot; a new one completes' '
+	wait_bal B 61 &&
+	wait_for 10 agents_idle &&
+	take_snapshot --initiator A --timeout 10 &&
+	expect_ok verify -r "$REPO" "$SNAP_ID"
+'
+
+test_expect_success 'SIGINT (Ctrl-C) to a pending snapshot: exit non-zero, marked aborted' '
+	interrupted INT
+'
+
+test_expect_success 'after it a new snapshot completes' '
+	wait_bal B 62 &&
+	wait_for 10 agents_idle &&
+	take_snapshot --initiator A --timeout 10 &&
+	expect_ok verify -r "$REPO" "$SNAP_ID"
+'
+
+test_expect_success 'kill -9 of a pending snapshot: never listed as complete' '
+	expect_ok channel -c "$CONF" hold A B &&
+	expect_ok transfer -c "$CONF" A:bal B:bal 1 &&
+	snapshot_bg --initiator B &&
+	wait_recorded B &&
+	KILLED=$(sql "select max(id) from snapshots") &&
+	child=$(snap_child) && [ -n "$child" ] &&
+	kill -KILL "$child" || return 1
+	wait "$SNAP_PID"
+	[ "$(snap_status "$KILLED")" != complete ] &&
+	expect_exit 1 verify -r "$REPO" "$KILLED"
+'
+
+test_expect_success 'the agents notice the coordinator is gone: a new snapshot completes' '
+	expect_ok channel -c "$CONF" release A B &&
+	wait_bal B 63 &&
+	take_snapshot --initiator B --timeout 10 &&
+	expect_ok verify -r "$REPO" "$SNAP_ID" &&
+	expect_ok verify -r "$REPO"
+'
+
+test_expect_success 'ls lists every snapshot, newest last, with its status' '
+	expect_ok ls -r "$REPO" &&
+	n=$(sql "select count(*) from snapshots") &&
+	expect_eq "$(grep -Ec "complete|aborted|running" "$OUT")" "$n" "listed snapshots" &&
+	tail -n 1 "$OUT" | grep -Eq "(^|[^0-9])$SNAP_ID([^0-9]|$)" &&
+	grep -E "(^|[^0-9])$FIRST([^0-9]|$)" "$OUT" | grep -q complete
+'
+
+test_expect_success 'several snapshots in a row, alternating initiators: all complete' '
+	for i in 1 2 3 4 5 6; do
+		if [ $((i % 2)) = 0 ]; then take_snapshot --initiator A; else take_snapshot --initiator B; fi || return 1
+		expect_ok verify -r "$REPO" "$SNAP_ID" || return 1
+	done
+'
+
+test_done
