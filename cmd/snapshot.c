@@ -1,7 +1,9 @@
 /* snapshot.c - "cutsnap snapshot": take a consistent snapshot of a running
  * cluster into a repository. */
 #include <getopt.h>
+#include <signal.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "../coordinator/coordinator.h"
 #include "cmd.h"
@@ -34,11 +36,36 @@ static const struct option opts[] = {
 	{ NULL, 0, NULL, 0 },
 };
 
+static volatile sig_atomic_t got_signal;
+
+static void
+on_signal(int sig)
+{
+	(void)sig;
+	got_signal = 1;
+}
+
+/* SIGINT/SIGTERM/SIGHUP interrupt the coordinator's wait (no SA_RESTART),
+ * which then records the snapshot as aborted instead of dying with it
+ * 'running'. */
+static void
+catch_signals(void)
+{
+	struct sigaction sa;
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_signal;
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGHUP, &sa, NULL);
+}
+
 int
 cmd_snapshot(int argc, char **argv)
 {
 	const char *conf = NULL;
-	struct coord_opts o = { NULL, NULL, 60 };
+	struct coord_opts o = { NULL, NULL, 60, &got_signal };
 	struct cfg *c = NULL;
 	struct cs_err e;
 	char msg[CS_ERR_MAX + 64];
@@ -89,6 +116,7 @@ cmd_snapshot(int argc, char **argv)
 		    "--initiator or add channels", c->agents[init].name);
 		goto out;
 	}
+	catch_signals();
 	if (coord_snapshot(c, &o, &id, &e) == -1) {
 		cmd_snapshot_error(id, e.msg, msg, sizeof(msg));
 		rc = cmd_fail(EXIT_FAILED, "%s", msg);

@@ -25,6 +25,7 @@ struct run {
 	uint64_t id;		/* 0 until begun */
 	int64_t deadline;	/* CLOCK_MONOTONIC ms */
 	int timeout_s;
+	volatile sig_atomic_t *interrupted;	/* may be NULL */
 	int *fds;		/* per agent, -1 when not connected */
 	int *have;		/* per agent: rep is filled */
 	struct report *reps;	/* per agent, in config order */
@@ -51,6 +52,16 @@ now_ms(void)
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* Was the coordinator asked to stop? Sets the abort reason. */
+static int
+interrupted(struct run *r)
+{
+	if (r->interrupted == NULL || *r->interrupted == 0)
+		return 0;
+	fail(r, "interrupted");
+	return 1;
 }
 
 static int
@@ -208,6 +219,8 @@ wait_reports(struct run *r)
 		}
 		if (n == 0)
 			break;
+		if (interrupted(r))
+			goto out;
 		if ((k = poll(pfd, (nfds_t)n, left_ms(r))) < 0) {
 			if (errno == EINTR)
 				continue;
@@ -313,6 +326,7 @@ coord_snapshot(const struct cfg *c, const struct coord_opts *o,
 	memset(&r, 0, sizeof(r));
 	r.c = c;
 	r.timeout_s = o->timeout_s > 0 ? o->timeout_s : 60;
+	r.interrupted = o->interrupted;
 	r.deadline = now_ms() + (int64_t)r.timeout_s * 1000;
 	init = o->initiator ? cfg_find(c, o->initiator) : 0;
 	if (c->nagents <= 0)
@@ -335,8 +349,8 @@ coord_snapshot(const struct cfg *c, const struct coord_opts *o,
 	    e) < 0)
 		goto out;
 	*id = r.id;
-	if (join_all(&r) < 0 || start(&r, init) < 0 || wait_reports(&r) < 0 ||
-	    store_all(&r) < 0)
+	if (join_all(&r) < 0 || interrupted(&r) || start(&r, init) < 0 ||
+	    wait_reports(&r) < 0 || interrupted(&r) || store_all(&r) < 0)
 		goto abort;
 	send_done(&r, 1);
 	rc = 0;

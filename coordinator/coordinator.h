@@ -2,6 +2,7 @@
 #ifndef CUTSNAP_COORDINATOR_H
 #define CUTSNAP_COORDINATOR_H
 
+#include <signal.h>
 #include <stdint.h>
 #include "../common/config.h"
 #include "../common/err.h"
@@ -10,6 +11,9 @@ struct coord_opts {
 	const char *repo;
 	const char *initiator;	/* NULL: the config's first agent */
 	int timeout_s;		/* default 60 */
+	/* When non-NULL and set non-zero (by a signal handler installed
+	 * without SA_RESTART), the snapshot is aborted as interrupted. */
+	volatile sig_atomic_t *interrupted;
 };
 
 /* Take a snapshot. Returns 0 once it is committed as complete; -1 with e

@@ -295,6 +295,7 @@ store_commit_snapshot(struct store *st, uint64_t id, const struct cfg *c,
 	k.agent = k.wm = k.chan = k.msg = NULL;
 	if (db_commit(st, e) < 0)
 		goto out;
+	lock_release(st, id);
 	rc = 0;
 out:
 	sqlite3_finalize(k.agent);

@@ -26,7 +26,8 @@ static const char schema_sql[] =
     " initiator TEXT NOT NULL,"
     " config TEXT NOT NULL,"
     " reason TEXT,"
-    " digest TEXT);"
+    " digest TEXT,"
+    " lock TEXT);"
     "CREATE TABLE IF NOT EXISTS agents("
     " snapshot_id INTEGER NOT NULL"
     "  REFERENCES snapshots(id) ON DELETE CASCADE,"
@@ -218,6 +219,7 @@ store_open(const char *repo, int create, struct store **out,
 	*out = NULL;
 	if ((st = calloc(1, sizeof(*st))) == NULL)
 		return cs_errf(e, "out of memory");
+	st->lock_fd = -1;
 	if (snprintf(st->repo, sizeof(st->repo), "%s", repo) >=
 	    (int)sizeof(st->repo) ||
 	    snprintf(st->blobs, sizeof(st->blobs), "%s/blobs", repo) >=
@@ -255,7 +257,8 @@ store_open(const char *repo, int create, struct store **out,
 	if (pragma(st, "PRAGMA journal_mode=WAL", e) < 0 ||
 	    pragma(st, "PRAGMA foreign_keys=ON", e) < 0 ||
 	    pragma(st, "PRAGMA synchronous=FULL", e) < 0 ||
-	    setup_schema(st, create, e) < 0)
+	    setup_schema(st, create, e) < 0 ||
+	    store_reap_stale(st, e) < 0)
 		goto fail;
 	*out = st;
 	return 0;
@@ -269,6 +272,9 @@ store_close(struct store *st)
 {
 	if (st == NULL)
 		return;
+	/* A snapshot still running here is abandoned: the next open reaps
+	 * it as aborted. */
+	lock_release(st, 0);
 	sqlite3_close_v2(st->db);
 	free(st);
 }
@@ -282,14 +288,20 @@ store_begin_snapshot(struct store *st, const char *initiator,
 
 	*id = 0;
 	store_now(now);
+	/* The lock exists before the row does, so a reaper never sees this
+	 * snapshot running without a live lock. */
+	if (lock_acquire(st, e) < 0)
+		return -1;
 	if (db_begin(st, e) < 0)
 		return -1;
 	if (db_prepare(st, "INSERT INTO snapshots(started_at, status, "
-	    "initiator, config) VALUES (?, 'running', ?, ?)", &s, e) < 0)
+	    "initiator, config, lock) VALUES (?, 'running', ?, ?, ?)", &s,
+	    e) < 0)
 		goto fail;
 	sqlite3_bind_text(s, 1, now, -1, SQLITE_TRANSIENT);
 	sqlite3_bind_text(s, 2, initiator, -1, SQLITE_STATIC);
 	sqlite3_bind_text(s, 3, config_text, -1, SQLITE_STATIC);
+	sqlite3_bind_text(s, 4, st->lock_name, -1, SQLITE_STATIC);
 	if (sqlite3_step(s) != SQLITE_DONE) {
 		db_fail(st, e, "creating the snapshot");
 		goto fail;
@@ -299,6 +311,7 @@ store_begin_snapshot(struct store *st, const char *initiator,
 	if (db_commit(st, e) < 0)
 		goto fail;
 	*id = (uint64_t)sqlite3_last_insert_rowid(st->db);
+	st->lock_snap = *id;
 	return 0;
 fail:
 	sqlite3_finalize(s);
@@ -338,6 +351,7 @@ store_abort_snapshot(struct store *st, uint64_t id, const char *reason,
 	}
 	if (db_commit(st, e) < 0)
 		goto fail;
+	lock_release(st, id);
 	return 0;
 fail:
 	sqlite3_finalize(s);

@@ -13,6 +13,9 @@ struct store {
 	sqlite3 *db;		/* REPO/manifest.db, owned */
 	char repo[PATH_MAX];	/* as given by the caller, for messages */
 	char blobs[PATH_MAX];	/* REPO/blobs */
+	int lock_fd;		/* flock held while we run a snapshot, or -1 */
+	char lock_name[160];	/* "locks/<pid>-<time>.lock" when held */
+	uint64_t lock_snap;	/* the snapshot the lock stands for */
 };
 
 /* manifest.c: SQLite helpers. Each returns 0 or -1 with e set to
@@ -30,6 +33,14 @@ void store_now(char out[32]);
 const char *col_text(sqlite3_stmt *s, int i);
 /* A column that must be a non-negative INTEGER: 0, or -1 if it is not. */
 int col_u64(sqlite3_stmt *s, int i, uint64_t *out);
+
+/* lock.c: the running snapshot's lock (see there). lock_acquire creates
+ * and flocks REPO/<lock_name>; lock_release unlinks and closes it. */
+int lock_acquire(struct store *st, struct cs_err *e);
+/* Releases only if the lock stands for snapshot id. */
+void lock_release(struct store *st, uint64_t id);
+/* Mark aborted every 'running' snapshot whose coordinator is gone. */
+int store_reap_stale(struct store *st, struct cs_err *e);
 
 /* blob.c: "REPO/blobs/ab/<hex>" for a 64-digit hex name. */
 int blob_path(const struct store *st, const char *hex, char *out,
