@@ -23,22 +23,22 @@ st(const struct agent *a)
 static void
 badreq(struct agent *a, struct conn *c, const char *what)
 {
-	conn_replyf(a, c, R_BADREQ, "malformed %s request", what);
+	conn_replyf(a, c, REPLY_BADREQ, "malformed %s request", what);
 }
 
 /* The agent index of a channel peer named by a request, or -1 after
- * replying R_BADREQ. */
+ * replying REPLY_BADREQ. */
 static int
 req_dst(struct agent *a, struct conn *c, const char *dst)
 {
 	int d = cfg_find(a->c, dst);
 
 	if (d == -1) {
-		conn_replyf(a, c, R_BADREQ, "unknown agent %s", dst);
+		conn_replyf(a, c, REPLY_BADREQ, "unknown agent %s", dst);
 		return -1;
 	}
 	if (d == a->self || !cfg_has_channel(a->c, a->self, d)) {
-		conn_replyf(a, c, R_BADREQ, "no channel %s->%s", a->name, dst);
+		conn_replyf(a, c, REPLY_BADREQ, "no channel %s->%s", a->name, dst);
 		return -1;
 	}
 	return d;
@@ -58,7 +58,7 @@ req_put(struct agent *a, struct conn *c, struct rbuf *r)
 		return;
 	}
 	if (kl > WIRE_MAX_KEY || vl > WIRE_MAX_VALUE) {
-		conn_replyf(a, c, R_BADREQ, "%s is %zu bytes, at most %u",
+		conn_replyf(a, c, REPLY_BADREQ, "%s is %zu bytes, at most %u",
 		    kl > WIRE_MAX_KEY ? "key" : "value",
 		    kl > WIRE_MAX_KEY ? kl : vl,
 		    kl > WIRE_MAX_KEY ? WIRE_MAX_KEY : WIRE_MAX_VALUE);
@@ -72,7 +72,7 @@ req_put(struct agent *a, struct conn *c, struct rbuf *r)
 	rec.vlen = vl;
 	if (agent_append(a, &rec) == -1)
 		return;
-	conn_reply(a, c, R_OK, NULL, 0, datalog_end(a->dl));
+	conn_reply(a, c, REPLY_OK, NULL, 0, datalog_end(a->dl));
 }
 
 static void
@@ -87,9 +87,9 @@ req_get(struct agent *a, struct conn *c, struct rbuf *r)
 		return;
 	}
 	if (kvmap_get(st(a)->kv, k, kl, &v, &vl))
-		conn_reply(a, c, R_OK, v, vl, datalog_end(a->dl));
+		conn_reply(a, c, REPLY_OK, v, vl, datalog_end(a->dl));
 	else
-		conn_reply(a, c, R_NOTFOUND, NULL, 0, datalog_end(a->dl));
+		conn_reply(a, c, REPLY_NOTFOUND, NULL, 0, datalog_end(a->dl));
 }
 
 static void
@@ -105,7 +105,7 @@ req_del(struct agent *a, struct conn *c, struct rbuf *r)
 		return;
 	}
 	if (!kvmap_get(st(a)->kv, k, kl, &v, &vl)) {
-		conn_reply(a, c, R_NOTFOUND, NULL, 0, datalog_end(a->dl));
+		conn_reply(a, c, REPLY_NOTFOUND, NULL, 0, datalog_end(a->dl));
 		return;
 	}
 	memset(&rec, 0, sizeof(rec));
@@ -114,7 +114,7 @@ req_del(struct agent *a, struct conn *c, struct rbuf *r)
 	rec.klen = kl;
 	if (agent_append(a, &rec) == -1)
 		return;
-	conn_reply(a, c, R_OK, NULL, 0, datalog_end(a->dl));
+	conn_reply(a, c, REPLY_OK, NULL, 0, datalog_end(a->dl));
 }
 
 static void
@@ -135,7 +135,7 @@ req_add(struct agent *a, struct conn *c, struct rbuf *r)
 	}
 	if (dl_int_add(st(a), k, kl, delta, out, &res, &e) == -1) {
 		printable(k, kl, kp, sizeof(kp));
-		conn_replyf(a, c, R_FAIL, "%s:%s: %s", a->name, kp, e.msg);
+		conn_replyf(a, c, REPLY_FAIL, "%s:%s: %s", a->name, kp, e.msg);
 		return;
 	}
 	memset(&rec, 0, sizeof(rec));
@@ -146,7 +146,7 @@ req_add(struct agent *a, struct conn *c, struct rbuf *r)
 	rec.vlen = strlen(out);
 	if (agent_append(a, &rec) == -1)
 		return;
-	conn_reply(a, c, R_OK, out, strlen(out), datalog_end(a->dl));
+	conn_reply(a, c, REPLY_OK, out, strlen(out), datalog_end(a->dl));
 }
 
 /* Debit srckey and emit "add n to dstkey" on self->dst, in one SEND
@@ -173,7 +173,7 @@ req_transfer(struct agent *a, struct conn *c, struct rbuf *r)
 		return;
 	}
 	if (n <= 0) {
-		conn_replyf(a, c, R_BADREQ, "transfer amount must be > 0, "
+		conn_replyf(a, c, REPLY_BADREQ, "transfer amount must be > 0, "
 		    "not %lld", (long long)n);
 		return;
 	}
@@ -181,23 +181,23 @@ req_transfer(struct agent *a, struct conn *c, struct rbuf *r)
 		return;
 	printable(sk, skl, kp, sizeof(kp));
 	if (dl_int_add(st(a), sk, skl, 0, cur, &have, &e) == -1) {
-		conn_replyf(a, c, R_FAIL, "%s:%s: %s", a->name, kp, e.msg);
+		conn_replyf(a, c, REPLY_FAIL, "%s:%s: %s", a->name, kp, e.msg);
 		return;
 	}
 	if (have < n) {
-		conn_replyf(a, c, R_FAIL, "insufficient funds: %s:%s is %lld, "
+		conn_replyf(a, c, REPLY_FAIL, "insufficient funds: %s:%s is %lld, "
 		    "transfer needs %lld", a->name, kp, (long long)have,
 		    (long long)n);
 		return;
 	}
 	if (dl_int_add(st(a), sk, skl, -n, nv, &left, &e) == -1) {
-		conn_replyf(a, c, R_FAIL, "%s:%s: %s", a->name, kp, e.msg);
+		conn_replyf(a, c, REPLY_FAIL, "%s:%s: %s", a->name, kp, e.msg);
 		return;
 	}
 	wbuf_init(&msg);
 	chmsg_encode(&msg, dk, dkl, n);
 	if (msg.oom) {
-		conn_replyf(a, c, R_FAIL, "out of memory");
+		conn_replyf(a, c, REPLY_FAIL, "out of memory");
 		goto out;
 	}
 	seq = wm_get(&st(a)->sent, a->c->agents[d].name) + 1;
@@ -221,7 +221,7 @@ req_transfer(struct agent *a, struct conn *c, struct rbuf *r)
 		a->fatal = 1;
 		goto out;
 	}
-	conn_reply(a, c, R_OK, nv, strlen(nv), datalog_end(a->dl));
+	conn_reply(a, c, REPLY_OK, nv, strlen(nv), datalog_end(a->dl));
 out:
 	wbuf_free(&msg);
 }
@@ -242,13 +242,13 @@ req_hold(struct agent *a, struct conn *c, struct rbuf *r, int hold)
 	if ((d = req_dst(a, c, dst)) == -1)
 		return;
 	if (outch_hold(a, d, hold, reverse) == -1) {
-		conn_replyf(a, c, R_FAIL, "out of memory");
+		conn_replyf(a, c, REPLY_FAIL, "out of memory");
 		return;
 	}
 	log_info("channel %s>%s %s", a->name, dst,
 	    hold ? "held" : reverse ? "released in reverse order" :
 	    "released");
-	conn_reply(a, c, R_OK, NULL, 0, 0);
+	conn_reply(a, c, REPLY_OK, NULL, 0, 0);
 }
 
 static void
@@ -309,7 +309,7 @@ client_frame(struct agent *a, struct conn *c, uint8_t type,
 		break;
 	case W_REQ_STOP:
 		log_info("stop requested");
-		conn_reply(a, c, R_OK, NULL, 0, datalog_end(a->dl));
+		conn_reply(a, c, REPLY_OK, NULL, 0, datalog_end(a->dl));
 		a->stop = 1;
 		break;
 	case W_SNAP_JOIN:

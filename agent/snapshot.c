@@ -100,21 +100,21 @@ snap_join(struct agent *a, struct conn *c, uint64_t id)
 	struct snap *sn = &a->snap;
 
 	if (id == 0) {
-		conn_replyf(a, c, R_BADREQ, "snapshot id 0 is invalid");
+		conn_replyf(a, c, REPLY_BADREQ, "snapshot id 0 is invalid");
 		return;
 	}
 	if (sn->phase != SNAP_NONE && sn->id != id) {
-		conn_replyf(a, c, R_FAIL, "busy: snapshot %" PRIu64
+		conn_replyf(a, c, REPLY_FAIL, "busy: snapshot %" PRIu64
 		    " in progress", sn->id);
 		return;
 	}
 	if (sn->phase != SNAP_NONE && sn->coord != NULL && sn->coord != c) {
-		conn_replyf(a, c, R_FAIL, "snapshot %" PRIu64 " already has "
+		conn_replyf(a, c, REPLY_FAIL, "snapshot %" PRIu64 " already has "
 		    "a coordinator", id);
 		return;
 	}
 	if (sn->phase == SNAP_NONE && id <= sn->last_done) {
-		conn_replyf(a, c, R_FAIL, "snapshot %" PRIu64 " is already "
+		conn_replyf(a, c, REPLY_FAIL, "snapshot %" PRIu64 " is already "
 		    "finished here", id);
 		return;
 	}
@@ -125,7 +125,7 @@ snap_join(struct agent *a, struct conn *c, uint64_t id)
 	sn->coord = c;
 	c->is_coord = 1;
 	log_info("snapshot %" PRIu64 ": joined", id);
-	conn_reply(a, c, R_OK, NULL, 0, 0);
+	conn_reply(a, c, REPLY_OK, NULL, 0, 0);
 }
 
 static void

@@ -89,8 +89,8 @@ status_reply(struct agent *a, struct conn *c)
 	wbuf_put_u32(&w, (uint32_t)getpid());
 	wbuf_put_bytes(&w, text, l.len);
 	if (w.oom)
-		conn_replyf(a, c, R_FAIL, "out of memory");
+		conn_replyf(a, c, REPLY_FAIL, "out of memory");
 	else
-		conn_reply(a, c, R_OK, w.data, w.len, datalog_end(a->dl));
+		conn_reply(a, c, REPLY_OK, w.data, w.len, datalog_end(a->dl));
 	wbuf_free(&w);
 }

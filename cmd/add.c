@@ -1,4 +1,5 @@
 /* add.c - "cutsnap add": add an integer to a key's value. */
+#include <unistd.h>
 #include <stdio.h>
 #include <string.h>
 

@@ -88,8 +88,8 @@ void cmd_reply_free(struct cmd_reply *r);
 int cmd_call(const struct cfg *c, int i, uint8_t type, const struct wbuf *req,
     struct cmd_reply *r, int timeout_ms, struct cs_err *e);
 /* Like cmd_call for the ordinary client requests, turning every failure
- * into a printed error line. Returns EXIT_OK when the agent answered R_OK
- * (or R_NOTFOUND with notfound_ok), otherwise the exit status to use. */
+ * into a printed error line. Returns EXIT_OK when the agent answered REPLY_OK
+ * (or REPLY_NOTFOUND with notfound_ok), otherwise the exit status to use. */
 int cmd_request(const struct cfg *c, int i, uint8_t type,
     const struct wbuf *req, struct cmd_reply *r, int notfound_ok);
 /* STATUS: the agent's pid and one line of text ("" if none). 0, or -1

@@ -202,7 +202,7 @@ request(struct demo *d, int i, uint8_t type, const struct wbuf *req,
 
 	if (cmd_call(d->c, i, type, req, &r, CMD_REQ_TIMEOUT_MS, e) == -1)
 		return -1;
-	if (r.code != R_OK) {
+	if (r.code != REPLY_OK) {
 		cmd_printable(r.body, r.blen, msg, sizeof(msg));
 		cs_errf(e, "agent %s refused request %u: %s",
 		    d->c->agents[i].name, type, msg);

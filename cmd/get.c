@@ -1,4 +1,5 @@
 /* get.c - "cutsnap get": print a key's value. */
+#include <unistd.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -44,7 +45,7 @@ cmd_get(int argc, char **argv)
 	wbuf_put_bytes(&req, key, strlen(key));
 	if ((rc = cmd_request(c, i, W_REQ_GET, &req, &r, 1)) != EXIT_OK)
 		goto out;
-	if (r.code == R_NOTFOUND) {
+	if (r.code == REPLY_NOTFOUND) {
 		rc = cmd_fail(EXIT_FAILED, "key '%s' not found on %s", key,
 		    c->agents[i].name);
 		goto out;

@@ -1,5 +1,6 @@
 /* transfer.c - "cutsnap transfer": debit at SRC, credit sent to DST as a
  * channel message. */
+#include <unistd.h>
 #include <stdio.h>
 #include <string.h>
 

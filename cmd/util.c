@@ -246,15 +246,15 @@ cmd_request(const struct cfg *c, int i, uint8_t type, const struct wbuf *req,
 	if (cmd_call(c, i, type, req, r, CMD_REQ_TIMEOUT_MS, &e) == -1)
 		return cmd_fail(EXIT_FAILED, "%s", e.msg);
 	switch (r->code) {
-	case R_OK:
+	case REPLY_OK:
 		return EXIT_OK;
-	case R_NOTFOUND:
+	case REPLY_NOTFOUND:
 		if (notfound_ok)
 			return EXIT_OK;
 		return cmd_fail(EXIT_FAILED, "not found on %s",
 		    c->agents[i].name);
-	case R_FAIL:
-	case R_BADREQ:
+	case REPLY_FAIL:
+	case REPLY_BADREQ:
 		/* The agent's message says what failed; the user named the
 		 * agent on the command line. */
 		cmd_printable(r->body, r->blen, msg, sizeof(msg));
@@ -281,7 +281,7 @@ cmd_agent_status(const struct cfg *c, int i, int timeout_ms, pid_t *pid,
 
 	if (cmd_call(c, i, W_REQ_STATUS, NULL, &r, timeout_ms, e) == -1)
 		return -1;
-	if (r.code != R_OK) {
+	if (r.code != REPLY_OK) {
 		cs_errf(e, "agent %s: status request refused (code %u)",
 		    c->agents[i].name, r.code);
 		goto out;

@@ -10,16 +10,8 @@
 
 #include <stddef.h>
 #include <stdint.h>
-#include <fcntl.h>
-#include <unistd.h>
 #include "buf.h"
 #include "err.h"
-
-/* <unistd.h> and <fcntl.h> define R_OK (4) for access(); the reply code
- * below shares the name, so both are included first and their macro is
- * dropped: R_OK is 0 wherever this header is seen. Do not call access()
- * with R_OK in a file that includes wire.h. */
-#undef R_OK
 
 #define WIRE_VERSION 1
 #define WIRE_HDR_LEN 6
@@ -32,15 +24,15 @@ enum wire_type {
 	/* client -> agent; the agent answers every request with one REPLY */
 	W_REQ_STATUS = 1,	/* {} -> body: u32 pid, bytes text (one line) */
 	W_REQ_PUT = 2,		/* {bytes key, bytes value} */
-	W_REQ_GET = 3,		/* {bytes key} -> body: value, or R_NOTFOUND */
-	W_REQ_DEL = 4,		/* {bytes key} -> R_NOTFOUND if absent */
+	W_REQ_GET = 3,		/* {bytes key} -> body: value, or REPLY_NOTFOUND */
+	W_REQ_DEL = 4,		/* {bytes key} -> REPLY_NOTFOUND if absent */
 	W_REQ_ADD = 5,		/* {bytes key, i64 delta} -> body: decimal */
 	W_REQ_TRANSFER = 6,	/* {bytes srckey, str dst, bytes dstkey, i64 n} */
 	W_REQ_HOLD = 7,		/* {str dst}: hold channel self->dst */
 	W_REQ_RELEASE = 8,	/* {str dst, u8 reverse} */
 	W_REQ_STOP = 9,		/* {} -> REPLY, then the agent exits */
 	/* coordinator -> agent, on one connection kept open for the snapshot */
-	W_SNAP_JOIN = 20,	/* {u64 id} -> REPLY ok, or R_FAIL if busy */
+	W_SNAP_JOIN = 20,	/* {u64 id} -> REPLY ok, or REPLY_FAIL if busy */
 	W_SNAP_START = 21,	/* {u64 id}: no reply; record now (initiator) */
 	W_SNAP_DONE = 22,	/* {u64 id, u8 committed}: no reply; forget it */
 	/* agent -> coordinator on the JOIN connection */
@@ -55,10 +47,10 @@ enum wire_type {
 };
 
 enum reply_code {
-	R_OK = 0,
-	R_FAIL = 1,		/* the operation failed; body is a message */
-	R_BADREQ = 2,		/* malformed or invalid request; body message */
-	R_NOTFOUND = 3,		/* key absent */
+	REPLY_OK = 0,
+	REPLY_FAIL = 1,		/* the operation failed; body is a message */
+	REPLY_BADREQ = 2,		/* malformed or invalid request; body message */
+	REPLY_NOTFOUND = 3,		/* key absent */
 };
 
 /* Try to parse one frame from the start of buf[0, len).

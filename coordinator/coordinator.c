@@ -101,7 +101,7 @@ join_all(struct run *r)
 			    a->name, e.msg);
 			goto out;
 		}
-		if (code != R_OK) {
+		if (code != REPLY_OK) {
 			fail(r, "agent %s refused to join the snapshot: %.*s",
 			    a->name, (int)(blen > 300 ? 300 : blen),
 			    body ? (const char *)body : "");

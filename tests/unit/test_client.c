@@ -62,13 +62,13 @@ call_returns_code_and_body(void **state)
 
 	(void)state;
 	wbuf_init(&w);
-	wbuf_put_u8(&w, R_OK);
+	wbuf_put_u8(&w, REPLY_OK);
 	wbuf_put_bytes(&w, "150", 3);
 	assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
 	pid = fake_agent(sv[1], W_REPLY, w.data, w.len);
 	assert_int_equal(client_call(sv[0], W_REQ_GET, "k", 1, &code, &body,
 	    &blen, 5000, &e), 0);
-	assert_int_equal(code, R_OK);
+	assert_int_equal(code, REPLY_OK);
 	assert_int_equal(blen, 3);
 	assert_memory_equal(body, "150", 3);
 	free(body);
@@ -90,13 +90,13 @@ call_with_empty_body(void **state)
 
 	(void)state;
 	wbuf_init(&w);
-	wbuf_put_u8(&w, R_NOTFOUND);
+	wbuf_put_u8(&w, REPLY_NOTFOUND);
 	wbuf_put_bytes(&w, NULL, 0);
 	assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
 	pid = fake_agent(sv[1], W_REPLY, w.data, w.len);
 	assert_int_equal(client_call(sv[0], W_REQ_GET, "k", 1, &code, &body,
 	    &blen, 5000, &e), 0);
-	assert_int_equal(code, R_NOTFOUND);
+	assert_int_equal(code, REPLY_NOTFOUND);
 	assert_int_equal(blen, 0);
 	assert_null(body);
 	reap(pid);
@@ -117,7 +117,7 @@ call_rejects_wrong_type_and_malformed_reply(void **state)
 
 	(void)state;
 	wbuf_init(&w);
-	wbuf_put_u8(&w, R_OK);
+	wbuf_put_u8(&w, REPLY_OK);
 	wbuf_put_bytes(&w, "x", 1);
 	assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
 	pid = fake_agent(sv[1], W_PEER_ACK, w.data, w.len);
