@@ -90,7 +90,13 @@ trap 'echo "# interrupted"; exit 130' INT
 trap 'echo "# killed (over TEST_TIMEOUT?)"; exit 143' TERM
 
 # The whole script is bounded: the watchdog sends SIGTERM, the trap cleans.
-( sleep "${TEST_TIMEOUT:-150}" && kill -TERM $$ ) >/dev/null 2>&1 &
+# Killing the watchdog also ends its sleep.
+(
+	trap 'kill "$_s" 2>/dev/null; exit 0' TERM
+	sleep "${TEST_TIMEOUT:-150}" &
+	_s=$!
+	wait "$_s" && kill -TERM $$
+) >/dev/null 2>&1 &
 _watchdog=$!
 
 cd "$TEST_DIR" || exit 1
