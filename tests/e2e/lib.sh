@@ -303,6 +303,7 @@ bal () { cs get -c "$CONF" "$1" bal; }
 
 # total [KEY]: the sum over every agent (live); fails if one does not answer
 # or a value is not an integer.
+# shellcheck disable=SC2120
 total () {
 	local n v s=0 key=${1:-bal}
 	for n in $AGENTS; do

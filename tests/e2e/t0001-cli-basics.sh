@@ -1,4 +1,5 @@
 #!/bin/bash
+# shellcheck disable=SC2034 # variables used inside test body strings
 # The command line contract on one small cluster: --help, usage errors,
 # put/get/del/add, values from stdin, status, dump.
 . "$(dirname "$0")/lib.sh"

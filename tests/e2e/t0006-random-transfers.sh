@@ -1,4 +1,5 @@
 #!/bin/bash
+# shellcheck disable=SC2034 # variables used inside test body strings
 # Snapshots taken from every agent while random transfers run: each one
 # verifies, and each one restored holds exactly the money there was.
 . "$(dirname "$0")/lib.sh"

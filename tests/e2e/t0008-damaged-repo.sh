@@ -1,4 +1,5 @@
 #!/bin/bash
+# shellcheck disable=SC2034 # variables used inside test body strings
 # A damaged repository is caught by verify with a line naming the problem,
 # and restore refuses it without touching the data files.
 . "$(dirname "$0")/lib.sh"
