@@ -451,17 +451,17 @@ agent_recorded () {
 	    grep -Eq "snapshot=[0-9]+:(recording|recorded|reported)"
 }
 
-# wait_recorded NAME: a snapshot is running in the manifest and agent NAME
-# has recorded its state; bounded.
+# wait_recorded NAME: agent NAME has recorded its state for the background
+# snapshot, or that snapshot has already ended (snapshot_wait tells how);
+# bounded.
+_recorded_or_done () { agent_recorded "$1" || ! snapshot_running; }
 wait_recorded () {
-	wait_for 10 snapshot_is_running &&
-	wait_for 10 agent_recorded "$1" || {
+	wait_for 10 _recorded_or_done "$1" || {
 		say "status of the cluster:"
 		cs status -c "$CONF" >&2
 		return 1
 	}
 }
-
 
 # messages_sha_ok ID: every recorded message of snapshot ID hashes to the
 # SHA-256 stored beside it.

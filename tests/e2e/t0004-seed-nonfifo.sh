@@ -59,6 +59,7 @@ test_expect_success 'three messages and the marker, all reversed: held back, all
 	expect_eq "$(bal A)" 93 "A bal" &&
 	snapshot_bg --initiator A &&
 	wait_recorded A &&
+	snapshot_running &&
 	expect_ok channel -c "$CONF" release --reverse A B &&
 	snapshot_wait &&
 	ID_3=$SNAP_ID &&

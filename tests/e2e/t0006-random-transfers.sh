@@ -71,12 +71,12 @@ test_expect_success 'setup: four agents with 1000 each' '
 '
 
 test_expect_success 'snapshots from every initiator during random transfers all complete' '
-	LOOP_PIDS="" &&
+	LOOP_PIDS=""
 	for l in $(seq 1 $N_LOOPS); do
 		transfer_loop $((l * 7919)) &
 		LOOP_PIDS="$LOOP_PIDS $!"
-	done &&
-	BG_PIDS="$BG_PIDS $LOOP_PIDS" &&
+	done
+	BG_PIDS="$BG_PIDS $LOOP_PIDS"
 	IDS="" && k=0 &&
 	while [ $k -lt 4 ] || { [ $k -lt 12 ] && kill -0 $LOOP_PIDS 2>/dev/null; }; do
 		take_snapshot --initiator "${NAMES[k % 4]}" || return 1
@@ -133,18 +133,31 @@ test_expect_success 'a snapshot of the quiet cluster has no messages and verifie
 '
 
 test_expect_success 'phase 2: channels held and released at random (some reversed) during snapshots' '
-	rm -f loop.errors chaos.stop &&
-	LOOP_PIDS="" &&
+	rm -f loop.errors chaos.stop
+	LOOP_PIDS=""
 	for l in $(seq 1 $N_LOOPS); do
 		N_TRANSFERS=400 transfer_loop $((l * 104729)) &
 		LOOP_PIDS="$LOOP_PIDS $!"
-	done &&
+	done
 	chaos_loop 31337 &
-	CHAOS=$! &&
-	BG_PIDS="$BG_PIDS $LOOP_PIDS $CHAOS" &&
+	CHAOS=$!
+	BG_PIDS="$BG_PIDS $LOOP_PIDS $CHAOS"
 	IDS2="" && k=0 &&
 	while [ $k -lt 6 ] || { [ $k -lt 24 ] && kill -0 $LOOP_PIDS 2>/dev/null; }; do
-		take_snapshot --initiator "${NAMES[(k + 1) % 4]}" || return 1
+		# Besides the random holds: one more held channel with a
+		# message queued on it when the snapshot starts.
+		init=${NAMES[(k + 1) % 4]}
+		hs=${NAMES[k % 4]}; hd=${NAMES[(k + 2) % 4]}
+		expect_ok channel -c "$CONF" hold "$hs" "$hd" || return 1
+		cs transfer -c "$CONF" "$hs:bal" "$hd:bal" 1 >/dev/null 2>&1
+		snapshot_bg --initiator "$init"
+		wait_recorded "$init" || return 1
+		if [ $((k % 2)) = 0 ]; then
+			expect_ok channel -c "$CONF" release --reverse "$hs" "$hd"
+		else
+			expect_ok channel -c "$CONF" release "$hs" "$hd"
+		fi || return 1
+		snapshot_wait || return 1
 		IDS2="$IDS2 $SNAP_ID"
 		k=$((k + 1))
 	done &&

@@ -12,6 +12,7 @@ test_expect_success 'setup: the seed snapshot (A=90, B=50, 10 in flight on A->B)
 	expect_ok transfer -c "$CONF" A:bal B:bal 10 &&
 	snapshot_bg --initiator B &&
 	wait_recorded B &&
+	snapshot_running &&
 	expect_ok channel -c "$CONF" release A B &&
 	snapshot_wait &&
 	ID=$SNAP_ID &&

@@ -12,6 +12,7 @@ test_expect_success 'setup: a good snapshot with a message in flight, agents sto
 	expect_ok transfer -c "$CONF" A:bal B:bal 10 &&
 	snapshot_bg --initiator B &&
 	wait_recorded B &&
+	snapshot_running &&
 	expect_ok channel -c "$CONF" release A B &&
 	snapshot_wait &&
 	ID=$SNAP_ID &&

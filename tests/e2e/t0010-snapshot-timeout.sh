@@ -69,11 +69,15 @@ test_expect_success 'verify of the aborted id still fails' '
 	expect_exit 1 verify -r "$REPO" "$ABORTED"
 '
 
-test_expect_success 'a snapshot whose initiator is down: exit 1, recorded as aborted or not at all' '
+test_expect_success 'a snapshot with an agent down: exit 1 at once, not complete, not left running' '
 	pid=$(agent_pid B) && kill -TERM $pid &&
 	wait_for 10 eval "! kill -0 $pid" &&
 	before=$(sql "select count(*) from snapshots where status = '\''complete'\''") &&
-	expect_error 1 snapshot -c "$CONF" -r "$REPO" --initiator A --timeout 3 &&
+	start=$SECONDS &&
+	expect_error 1 snapshot -c "$CONF" -r "$REPO" --initiator A --timeout 20 &&
+	took=$((SECONDS - start)) &&
+	{ [ $took -le 5 ] || { say "took ${took}s with --timeout 20"; false; }; } &&
+	err_matches "B" &&
 	expect_eq "$(sql "select count(*) from snapshots where status = '\''complete'\''")" \
 	    "$before" "complete snapshots" &&
 	expect_eq "$(sql "select count(*) from snapshots where status = '\''running'\''")" \
@@ -87,7 +91,9 @@ test_expect_success 'the waiting agent killed during a snapshot: aborted promptl
 	expect_ok channel -c "$CONF" hold A B &&
 	snapshot_bg --initiator B --timeout 20 &&
 	wait_recorded B &&
+	snapshot_running &&
 	wait_recorded A &&
+	snapshot_running &&
 	pid=$(agent_pid B) && kill -KILL $pid || return 1
 	start=$SECONDS
 	wait "$SNAP_PID"; rc=$?
@@ -104,6 +110,7 @@ test_expect_success 'an agent killed after it reported: the snapshot is aborted,
 	expect_ok channel -c "$CONF" hold A B &&
 	snapshot_bg --initiator B --timeout 4 &&
 	wait_recorded B &&
+	snapshot_running &&
 	wait_for 10 eval "agent_status_line A | grep -q \"snapshot=[0-9]*:reported\"" &&
 	pid=$(agent_pid A) && kill -KILL $pid || return 1
 	wait "$SNAP_PID"; rc=$?
@@ -119,6 +126,22 @@ test_expect_success 'after all that, a fresh snapshot completes and verifies' '
 	take_snapshot --initiator A &&
 	expect_ok verify -r "$REPO" "$SNAP_ID" &&
 	expect_eq "$(total)" 150 "total"
+'
+
+test_expect_success 'restore and verify without an id use the newest complete snapshot, not a newer aborted one' '
+	GOOD=$SNAP_ID &&
+	expect_ok channel -c "$CONF" hold A B &&
+	expect_exit 1 snapshot -c "$CONF" -r "$REPO" --initiator B --timeout 1 &&
+	NEWEST=$(sql "select max(id) from snapshots") &&
+	[ "$NEWEST" -gt "$GOOD" ] &&
+	expect_eq "$(snap_status "$NEWEST")" aborted "newest" &&
+	expect_ok verify -r "$REPO" &&
+	grep -Eq "(^|[^0-9])$GOOD([^0-9]|$)" "$OUT" "$ERR" &&
+	expect_ok channel -c "$CONF" release A B &&
+	stop_cluster &&
+	expect_ok restore -r "$REPO" -c "$CONF" &&
+	expect_eq "$(dump_val A.data bal)/$(dump_val B.data bal)" \
+	    "$(blob_val "$GOOD" A bal)/$(blob_val "$GOOD" B bal)" "A/B"
 '
 
 test_done

@@ -52,6 +52,7 @@ test_expect_success 'snapshot from A, a message held on B->C, FIFO: C records it
 	expect_ok transfer -c "$CONF" B:bal C:bal 30 &&
 	snapshot_bg --initiator A &&
 	wait_recorded B &&
+	snapshot_running &&
 	expect_ok channel -c "$CONF" release B C &&
 	snapshot_wait &&
 	expect_ok verify -r "$REPO" "$SNAP_ID" &&
@@ -66,6 +67,7 @@ test_expect_success 'the same released in reverse: the 30 is recorded on B->C, r
 	expect_ok transfer -c "$CONF" B:bal C:bal 30 &&
 	snapshot_bg --initiator A &&
 	wait_recorded B &&
+	snapshot_running &&
 	expect_ok channel -c "$CONF" release --reverse B C &&
 	snapshot_wait &&
 	expect_ok verify -r "$REPO" "$SNAP_ID" &&

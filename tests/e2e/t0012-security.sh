@@ -128,4 +128,28 @@ test_expect_success 'restore never writes outside the data paths: a tampered dat
 	[ ! -e "/tmp/cutsnap-evil-$$" ] || { rm -f "/tmp/cutsnap-evil-$$"; say "wrote outside the data paths"; false; }
 '
 
+test_expect_success 'restore over a data path that is a symlink: the link is replaced, its target untouched' '
+	echo "precious, not ours" >"$TEST_DIR/outside.txt" &&
+	cp "$TEST_DIR/outside.txt" outside.saved &&
+	rm -f A.data && ln -s "$TEST_DIR/outside.txt" A.data &&
+	cs restore -r "$REPO" -c "$CONF" >"$OUT" 2>"$ERR"; rc=$?
+	cmp "$TEST_DIR/outside.txt" outside.saved || { say "restore wrote through the symlink"; return 1; }
+	say "restore exit $rc"; show_out
+	case $rc in
+	0) [ ! -L A.data ] && [ "$(dump_val A.data bal)" = 100 ] ;;
+	1 | 2) err_is_one_line ;;
+	*) false ;;
+	esac
+'
+
+test_expect_success 'an agent does not follow a symlinked data file to write to its target' '
+	cp B.data "$TEST_DIR/outside.data" && cp B.data outside.data.saved &&
+	rm -f A.data && ln -s "$TEST_DIR/outside.data" A.data &&
+	cs start -c "$CONF" >"$OUT" 2>"$ERR"; rc=$?
+	say "start exit $rc"; show_out
+	cs put -c "$CONF" A sneaky 1 >/dev/null 2>&1
+	cmp "$TEST_DIR/outside.data" outside.data.saved ||
+	    { say "the agent wrote through the symlink"; return 1; }
+'
+
 test_done

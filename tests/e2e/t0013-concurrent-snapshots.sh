@@ -15,7 +15,8 @@ test_expect_success 'setup: A=100, B=50; a first snapshot pending on held A->B' 
 	expect_ok transfer -c "$CONF" A:bal B:bal 10 &&
 	snapshot_bg --initiator B &&
 	FIRST_PID=$SNAP_PID &&
-	wait_recorded B
+	wait_recorded B &&
+	snapshot_running
 '
 
 test_expect_success 'a second snapshot meanwhile (same repository): exit 1, one line' '
@@ -49,6 +50,7 @@ interrupted () {
 	expect_ok transfer -c "$CONF" A:bal B:bal 1 &&
 	snapshot_bg --initiator B &&
 	wait_recorded B &&
+	snapshot_running &&
 	id=$(sql "select max(id) from snapshots") &&
 	child=$(snap_child) && [ -n "$child" ] &&
 	kill -"$1" "$child" || return 1
@@ -91,6 +93,7 @@ test_expect_success 'kill -9 of a pending snapshot: never listed as complete' '
 	expect_ok transfer -c "$CONF" A:bal B:bal 1 &&
 	snapshot_bg --initiator B &&
 	wait_recorded B &&
+	snapshot_running &&
 	KILLED=$(sql "select max(id) from snapshots") &&
 	child=$(snap_child) && [ -n "$child" ] &&
 	kill -KILL "$child" || return 1

@@ -15,6 +15,7 @@ test_expect_success 'setup: three agents, a snapshot with messages in flight' '
 	expect_ok transfer -c "$CONF" A:bal C:bal 3 &&
 	snapshot_bg --initiator C &&
 	wait_recorded C &&
+	snapshot_running &&
 	expect_ok channel -c "$CONF" release A C &&
 	expect_ok channel -c "$CONF" release --reverse B C &&
 	snapshot_wait &&
