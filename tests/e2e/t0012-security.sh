@@ -68,7 +68,7 @@ send_raw () {
 	python3 - "$1" "$2" <<'PY'
 import socket, sys
 s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-s.settimeout(5)
+s.settimeout(2)
 s.connect(sys.argv[1])
 s.sendall(bytes.fromhex(sys.argv[2]))
 try:
