@@ -132,7 +132,8 @@ cmd_ls(int argc, char **argv)
 		return cmd_usage_error("missing -r REPO");
 	if (store_open(repo, 0, &st, &e) == -1)
 		return cmd_fail(EXIT_USAGE, "%s", e.msg);
-	if (store_list(st, &v, &n, &e) == -1) {
+	if (store_lock(st, 0, &e) == -1 ||
+	    store_list(st, &v, &n, &e) == -1) {
 		rc = cmd_fail(EXIT_FAILED, "%s", e.msg);
 		goto out;
 	}

@@ -79,7 +79,8 @@ cmd_restore(int argc, char **argv)
 		rc = cmd_fail(EXIT_USAGE, "%s", e.msg);
 		goto out;
 	}
-	if (store_restore(st, id, c, &resolved, on_problem, &nproblems,
+	if (store_lock(st, 0, &e) == -1 ||
+	    store_restore(st, id, c, &resolved, on_problem, &nproblems,
 	    &e) == -1) {
 		fflush(stdout);
 		rc = cmd_fail(EXIT_FAILED, "%s", e.msg);

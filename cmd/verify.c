@@ -127,7 +127,9 @@ cmd_verify(int argc, char **argv)
 		return cmd_usage_error("missing -r REPO");
 	if (store_open(repo, 0, &st, &e) == -1)
 		return cmd_fail(EXIT_USAGE, "%s", e.msg);
-	found = store_verify(st, id, &resolved, on_problem, &p, &e);
+	found = store_lock(st, 0, &e);
+	if (found == 0)
+		found = store_verify(st, id, &resolved, on_problem, &p, &e);
 	if (found == -1) {
 		rc = cmd_fail(EXIT_FAILED, "%s", e.msg);
 		goto out;

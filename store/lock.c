@@ -1,12 +1,23 @@
-/* lock.c - liveness of a running snapshot: its coordinator holds an flock
- * on REPO/locks/<name>.lock for as long as it works on the snapshot.
+/* lock.c - the repository lock (restic-style) and the liveness of a
+ * running snapshot.
  *
- * A snapshot row stays 'running' only while that lock is held. The kernel
- * drops an flock when its holder dies, even by kill -9, so a 'running' row
- * whose lock is free (or whose lock file is gone) belongs to a coordinator
- * that will never commit it: store_reap_stale marks it aborted. This is how
- * `ls`, `verify` and the next `snapshot` never show a dead snapshot as
- * anything but aborted. The file's text (host, pid, time) is for people. */
+ * Each holder of the repository lock owns one file REPO/locks/<name>.lock
+ * whose text says "host=H pid=P mode=shared|exclusive started=T" and which
+ * it keeps flocked for as long as it holds the lock. Shared locks (snapshot,
+ * verify, restore, ls) coexist; an exclusive one (forget, prune) excludes
+ * every other. A holder first publishes its own file, then looks at the
+ * others and withdraws on a conflict, so two conflicting holders can both
+ * be refused but never both succeed. A file is created under a temporary
+ * name and renamed to *.lock only once flocked, so a *.lock file whose
+ * flock is free belongs to a dead process: it is stale and removed.
+ *
+ * The coordinator's lock is also what keeps its snapshot row 'running':
+ * the kernel drops an flock when its holder dies, even by kill -9, so a
+ * 'running' row whose lock is free (or whose lock file is gone) belongs to
+ * a coordinator that will never commit it: store_reap_stale marks it
+ * aborted. This is how `ls`, `verify` and the next `snapshot` never show a
+ * dead snapshot as anything but aborted. */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -36,65 +47,220 @@ valid_lock_name(const char *name)
 	return strcmp(name + 6, ".") != 0 && strcmp(name + 6, "..") != 0;
 }
 
-int
-lock_acquire(struct store *st, struct cs_err *e)
+/* Create, flock and publish our lock file: REPO/<st->lock_name>. */
+static int
+lock_create(struct store *st, int exclusive, struct cs_err *e)
 {
-	char dir[PATH_MAX], path[PATH_MAX], host[64], text[256], now[32];
+	char dir[PATH_MAX], tmp[PATH_MAX], path[PATH_MAX], host[64];
+	char text[256], now[32], base[64];
 	struct timespec ts;
 	int fd = -1, n;
 
-	if (st->lock_fd >= 0)
-		return 0;
 	clock_gettime(CLOCK_REALTIME, &ts);
 	if (gethostname(host, sizeof(host)) < 0)
 		snprintf(host, sizeof(host), "unknown");
 	host[sizeof(host) - 1] = '\0';
-	snprintf(st->lock_name, sizeof(st->lock_name), "locks/%ld-%ld%09ld.lock",
-	    (long)getpid(), (long)ts.tv_sec, ts.tv_nsec);
+	snprintf(base, sizeof(base), "%ld-%ld%09ld", (long)getpid(),
+	    (long)ts.tv_sec, ts.tv_nsec);
+	snprintf(st->lock_name, sizeof(st->lock_name), "locks/%s.lock", base);
 	if (snprintf(dir, sizeof(dir), "%s/locks", st->repo) >= (int)sizeof(dir)
+	    || snprintf(tmp, sizeof(tmp), "%s/.tmp-%s", dir, base) >=
+	    (int)sizeof(tmp)
 	    || snprintf(path, sizeof(path), "%s/%s", st->repo, st->lock_name)
 	    >= (int)sizeof(path))
 		return cs_errf(e, "repository path too long: %s", st->repo);
 	if (mkdir_p(dir, 0700, e) < 0)
 		return -1;
-	fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
+	fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
 	    0600);
 	if (fd < 0)
-		return cs_errno(e, "repository %s: create lock %s", st->repo,
-		    st->lock_name);
+		return cs_errno(e, "repository %s: create a lock in %s",
+		    st->repo, dir);
 	if (flock(fd, LOCK_EX | LOCK_NB) < 0) {
-		cs_errno(e, "repository %s: lock %s", st->repo, st->lock_name);
+		cs_errno(e, "repository %s: lock %s", st->repo, tmp);
 		goto fail;
 	}
 	store_now(now);
-	n = snprintf(text, sizeof(text), "host=%s pid=%ld started=%s\n", host,
-	    (long)getpid(), now);
-	if (write_all(fd, text, (size_t)n) < 0 || fsync(fd) < 0 ||
-	    fsync_dir(dir, e) < 0) {
-		cs_errno(e, "repository %s: write lock %s", st->repo,
+	n = snprintf(text, sizeof(text), "host=%s pid=%ld mode=%s started=%s\n",
+	    host, (long)getpid(), exclusive ? "exclusive" : "shared", now);
+	if (write_all(fd, text, (size_t)n) < 0 || fsync(fd) < 0) {
+		cs_errno(e, "repository %s: write lock %s", st->repo, tmp);
+		goto fail;
+	}
+	if (rename(tmp, path) < 0) {
+		cs_errno(e, "repository %s: publish lock %s", st->repo,
 		    st->lock_name);
 		goto fail;
 	}
+	if (fsync_dir(dir, e) < 0) {
+		unlink(path);
+		close(fd);
+		return -1;
+	}
 	st->lock_fd = fd;
+	st->lock_excl = exclusive;
 	return 0;
 fail:
-	unlink(path);
+	unlink(tmp);
 	close(fd);
 	return -1;
 }
 
-void
-lock_release(struct store *st, uint64_t id)
+/* Unlink and close our lock file. */
+static void
+lock_drop(struct store *st)
 {
 	char path[PATH_MAX];
 
-	if (st->lock_fd < 0 || (id != 0 && id != st->lock_snap))
+	if (st->lock_fd < 0)
 		return;
 	if (snprintf(path, sizeof(path), "%s/%s", st->repo, st->lock_name) <
 	    (int)sizeof(path))
 		unlink(path);
 	close(st->lock_fd);
 	st->lock_fd = -1;
+	st->lock_excl = 0;
+	st->lock_user = 0;
+}
+
+/* One other lock file: 0 stale (removed) or vanished, 1 live (its text in
+ * info, *excl set from its mode; a file without a mode counts as shared). */
+static int
+lock_peek(const char *dir, const char *name, char *info, size_t infosz,
+    int *excl)
+{
+	char path[PATH_MAX], text[256];
+	struct stat sb;
+	ssize_t n;
+	char *nl;
+	int fd, live;
+
+	if (snprintf(path, sizeof(path), "%s/%s", dir, name) >=
+	    (int)sizeof(path))
+		return 0;
+	fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	if (fstat(fd, &sb) < 0 || !S_ISREG(sb.st_mode)) {
+		close(fd);
+		return 0;
+	}
+	live = flock(fd, LOCK_SH | LOCK_NB) < 0;
+	if (!live) {
+		unlink(path);	/* its holder is dead */
+		close(fd);
+		return 0;
+	}
+	n = pread(fd, text, sizeof(text) - 1, 0);
+	close(fd);
+	text[n > 0 ? n : 0] = '\0';
+	if ((nl = strchr(text, '\n')) != NULL)
+		*nl = '\0';
+	*excl = strstr(text, "mode=exclusive") != NULL;
+	snprintf(info, infosz, "%s", text[0] ? text : "unknown holder");
+	return 1;
+}
+
+/* Fail if a live lock other than ours conflicts with our mode. */
+static int
+lock_conflicts(struct store *st, const char *keep, struct cs_err *e)
+{
+	char dir[PATH_MAX], info[256];
+	struct dirent *d;
+	DIR *dp;
+	size_t len;
+	int excl, rc = 0;
+
+	if (snprintf(dir, sizeof(dir), "%s/locks", st->repo) >=
+	    (int)sizeof(dir))
+		return cs_errf(e, "repository path too long: %s", st->repo);
+	if ((dp = opendir(dir)) == NULL)
+		return cs_errno(e, "repository %s: read %s", st->repo, dir);
+	while (rc == 0 && (d = readdir(dp)) != NULL) {
+		len = strlen(d->d_name);
+		if (len < 6 || strcmp(d->d_name + len - 5, ".lock") != 0 ||
+		    strcmp(d->d_name, st->lock_name + 6) == 0 ||
+		    (keep != NULL && strcmp(d->d_name, keep) == 0))
+			continue;
+		if (!lock_peek(dir, d->d_name, info, sizeof(info), &excl))
+			continue;
+		if (excl)
+			rc = cs_errf(e, "repository %s is locked exclusively "
+			    "by %s (forget or prune); try again once it has "
+			    "finished", st->repo, info);
+		else if (st->lock_excl)
+			rc = cs_errf(e, "repository %s is in use by %s; try "
+			    "again once it has finished", st->repo, info);
+	}
+	closedir(dp);
+	return rc;
+}
+
+int
+store_lock(struct store *st, int exclusive, struct cs_err *e)
+{
+	char old_name[sizeof(st->lock_name)];
+	int old_fd = st->lock_fd, old_excl = st->lock_excl;
+
+	exclusive = exclusive != 0;
+	if (st->lock_fd >= 0 && st->lock_excl >= exclusive) {
+		st->lock_user = 1;
+		return 0;
+	}
+	/* Upgrade: publish the exclusive lock beside the shared one, which
+	 * goes only once the new one stands. */
+	memcpy(old_name, st->lock_name, sizeof(old_name));
+	st->lock_fd = -1;
+	if (lock_create(st, exclusive, e) < 0 ||
+	    lock_conflicts(st, old_fd >= 0 ? old_name + 6 : NULL, e) < 0) {
+		lock_drop(st);
+		st->lock_fd = old_fd;
+		st->lock_excl = old_excl;
+		memcpy(st->lock_name, old_name, sizeof(old_name));
+		return -1;
+	}
+	if (old_fd >= 0) {
+		char path[PATH_MAX];
+
+		if (snprintf(path, sizeof(path), "%s/%s", st->repo, old_name)
+		    < (int)sizeof(path))
+			unlink(path);
+		close(old_fd);
+	}
+	st->lock_user = 1;
+	return 0;
+}
+
+void
+store_unlock(struct store *st)
+{
+	if (st != NULL)
+		lock_drop(st);
+}
+
+int
+lock_acquire(struct store *st, struct cs_err *e)
+{
+	if (st->lock_fd >= 0)
+		return 0;
+	if (lock_create(st, 0, e) < 0)
+		return -1;
+	if (lock_conflicts(st, NULL, e) < 0) {
+		lock_drop(st);
+		return -1;
+	}
+	return 0;
+}
+
+void
+lock_release(struct store *st, uint64_t id)
+{
+	if (st->lock_fd < 0 || (id != 0 && id != st->lock_snap))
+		return;
+	/* A lock taken with store_lock stays until store_unlock/close. */
+	if (id != 0 && st->lock_user)
+		return;
+	lock_drop(st);
 }
 
 /* 1 if the lock named in a running row is no longer held by anyone. */

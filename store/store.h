@@ -20,6 +20,17 @@ int store_open(const char *repo, int create, struct store **out,
     struct cs_err *e);
 void store_close(struct store *st);	/* accepts NULL */
 
+/* Take the repository lock, like restic's: a file REPO/locks/<n>.lock
+ * naming host, pid and mode, flocked while held. Shared locks (snapshot,
+ * verify, restore, ls) coexist; an exclusive one (forget, prune) excludes
+ * every other; a lock whose holder died is removed as stale. Taking
+ * exclusive while holding shared upgrades. Fails, holding what it held
+ * before, with "repository R is locked exclusively by host=H pid=P ..."
+ * or "repository R is in use by host=H pid=P ...". Held until
+ * store_unlock or store_close. */
+int store_lock(struct store *st, int exclusive, struct cs_err *e);
+void store_unlock(struct store *st);	/* accepts NULL; idempotent */
+
 /* Insert a snapshot with status 'running'; committed at once. */
 int store_begin_snapshot(struct store *st, const char *initiator,
     const char *config_text, uint64_t *id, struct cs_err *e);

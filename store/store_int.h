@@ -13,7 +13,10 @@ struct store {
 	sqlite3 *db;		/* REPO/manifest.db, owned */
 	char repo[PATH_MAX];	/* as given by the caller, for messages */
 	char blobs[PATH_MAX];	/* REPO/blobs */
-	int lock_fd;		/* flock held while we run a snapshot, or -1 */
+	int lock_fd;		/* our flocked lock file (lock.c), or -1 */
+	int lock_excl;		/* it is an exclusive lock */
+	int lock_user;		/* taken with store_lock: kept until
+				 * store_unlock, not released at commit */
 	char lock_name[160];	/* "locks/<pid>-<time>.lock" when held */
 	uint64_t lock_snap;	/* the snapshot the lock stands for */
 };
@@ -34,8 +37,9 @@ const char *col_text(sqlite3_stmt *s, int i);
 /* A column that must be a non-negative INTEGER: 0, or -1 if it is not. */
 int col_u64(sqlite3_stmt *s, int i, uint64_t *out);
 
-/* lock.c: the running snapshot's lock (see there). lock_acquire creates
- * and flocks REPO/<lock_name>; lock_release unlinks and closes it. */
+/* lock.c: the running snapshot's lock (see there): a shared repository
+ * lock. lock_acquire takes one unless one is held; lock_release unlinks
+ * and closes it unless it was taken with store_lock. */
 int lock_acquire(struct store *st, struct cs_err *e);
 /* Releases only if the lock stands for snapshot id. */
 void lock_release(struct store *st, uint64_t id);
