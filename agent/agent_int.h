@@ -138,7 +138,16 @@ struct snap {
 	size_t nch;
 	size_t nopen;
 	uint64_t last_done;	/* highest id finished or forgotten */
+	int64_t deadline;	/* monotonic ms: forget it then (0: none) */
+	uint32_t timeout_s;	/* the last JOIN's timeout, for snapshots
+				 * met by marker only */
 };
+
+/* A snapshot's lifetime at an agent when no JOIN said otherwise; an agent
+ * waits this long past the coordinator's own timeout before it gives up,
+ * so that the coordinator, not the agent, normally decides. */
+#define SNAP_DEFAULT_TIMEOUT_S	60
+#define SNAP_GRACE_MS		2000
 
 struct agent {
 	const struct cfg *c;
@@ -221,7 +230,9 @@ void inch_closed(struct agent *a, struct conn *c);
 void inch_batch_done(struct agent *a, struct conn *c);
 
 /* snapshot.c */
-void snap_join(struct agent *a, struct conn *c, uint64_t id);
+/* timeout_s: the coordinator's; 0 for the default. */
+void snap_join(struct agent *a, struct conn *c, uint64_t id,
+    uint32_t timeout_s);
 void snap_start(struct agent *a, uint64_t id);
 void snap_done(struct agent *a, uint64_t id, int committed);
 void snap_marker(struct agent *a, int src, uint64_t id, uint64_t s);
@@ -230,6 +241,8 @@ int snap_applied(struct agent *a, int src, uint64_t seq, const uint8_t *p,
     size_t n);
 void snap_conn_closed(struct agent *a, struct conn *c);
 void snap_tick(struct agent *a);
+/* Forget a snapshot past its deadline; ms until the deadline, or -1. */
+int snap_timeout(struct agent *a, int64_t now);
 void snap_free(struct agent *a);
 const char *snap_describe(const struct agent *a, char *buf, size_t bufsz);
 

@@ -255,10 +255,13 @@ static void
 req_snap(struct agent *a, struct conn *c, uint8_t type, struct rbuf *r)
 {
 	uint64_t id = rbuf_u64(r);
+	uint32_t timeout_s = 0;
 	uint8_t committed = 0;
 
 	if (type == W_SNAP_DONE)
 		committed = rbuf_u8(r);
+	if (type == W_SNAP_JOIN && !rbuf_done(r))
+		timeout_s = rbuf_u32(r);
 	if (!rbuf_done(r)) {
 		if (type == W_SNAP_JOIN)
 			badreq(a, c, "snapshot join");
@@ -267,7 +270,7 @@ req_snap(struct agent *a, struct conn *c, uint8_t type, struct rbuf *r)
 		return;
 	}
 	if (type == W_SNAP_JOIN)
-		snap_join(a, c, id);
+		snap_join(a, c, id, timeout_s);
 	else if (type == W_SNAP_START)
 		snap_start(a, id);
 	else

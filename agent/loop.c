@@ -167,6 +167,9 @@ run_loop(struct agent *a)
 			break;
 		now = now_ms();
 		timeout = outch_timeout(a, now);
+		k = snap_timeout(a, now);
+		if (k >= 0 && (timeout < 0 || k < timeout))
+			timeout = k;
 		k = epoll_wait(a->ep, evs, MAX_EVENTS, timeout);
 		if (k == -1) {
 			if (errno == EINTR)

@@ -55,6 +55,17 @@ snap_clear(struct snap *sn)
 	sn->coord = NULL;
 	sn->phase = SNAP_NONE;
 	sn->id = 0;
+	sn->deadline = 0;
+}
+
+/* The agent's own deadline for the current snapshot. */
+static void
+snap_arm(struct agent *a)
+{
+	uint32_t t = a->snap.timeout_s ? a->snap.timeout_s :
+	    SNAP_DEFAULT_TIMEOUT_S;
+
+	a->snap.deadline = now_ms() + (int64_t)t * 1000 + SNAP_GRACE_MS;
 }
 
 /* Forget the snapshot; markers already queued still leave. */
@@ -95,7 +106,7 @@ snap_describe(const struct agent *a, char *buf, size_t bufsz)
 }
 
 void
-snap_join(struct agent *a, struct conn *c, uint64_t id)
+snap_join(struct agent *a, struct conn *c, uint64_t id, uint32_t timeout_s)
 {
 	struct snap *sn = &a->snap;
 
@@ -103,9 +114,17 @@ snap_join(struct agent *a, struct conn *c, uint64_t id)
 		conn_replyf(a, c, REPLY_BADREQ, "snapshot id 0 is invalid");
 		return;
 	}
+	/* Markers alone started the current one: its coordinator has no
+	 * connection to us (it starts only once every agent joined, so we
+	 * restarted since), so it can never complete; a newer snapshot
+	 * takes its place instead of being refused. */
+	if (sn->phase != SNAP_NONE && sn->id < id && sn->coord == NULL)
+		snap_forget(a, "abandoned: never joined here, and a newer "
+		    "snapshot is starting");
 	if (sn->phase != SNAP_NONE && sn->id != id) {
-		conn_replyf(a, c, REPLY_FAIL, "busy: snapshot %" PRIu64
-		    " in progress", sn->id);
+		conn_replyf(a, c, REPLY_FAIL, "busy with snapshot %" PRIu64
+		    ", which another cutsnap snapshot is taking; try again "
+		    "once it has finished", sn->id);
 		return;
 	}
 	if (sn->phase != SNAP_NONE && sn->coord != NULL && sn->coord != c) {
@@ -124,7 +143,10 @@ snap_join(struct agent *a, struct conn *c, uint64_t id)
 	}
 	sn->coord = c;
 	c->is_coord = 1;
-	log_info("snapshot %" PRIu64 ": joined", id);
+	sn->timeout_s = timeout_s;
+	snap_arm(a);
+	log_info("snapshot %" PRIu64 ": joined (timeout %us)", id,
+	    (unsigned)(timeout_s ? timeout_s : SNAP_DEFAULT_TIMEOUT_S));
 	conn_reply(a, c, REPLY_OK, NULL, 0, 0);
 }
 
@@ -294,6 +316,7 @@ snap_marker(struct agent *a, int src, uint64_t id, uint64_t s)
 	 * the others can complete theirs, but report nothing. */
 	sn->id = id;
 	sn->coord = NULL;
+	snap_arm(a);
 	snap_record(a, src, s);
 }
 
@@ -400,4 +423,23 @@ out:
 	free(chs);
 	free(wms);
 	wbuf_free(&w);
+}
+
+int
+snap_timeout(struct agent *a, int64_t now)
+{
+	struct snap *sn = &a->snap;
+	struct conn *coord = sn->coord;
+	int64_t left;
+
+	if (sn->phase == SNAP_NONE || sn->deadline == 0)
+		return -1;
+	left = sn->deadline - now;
+	if (left > 0)
+		return left > 86400000 ? 86400000 : (int)left;
+	/* The coordinator (if any) is past its own timeout too: it hangs. */
+	snap_forget(a, "timed out; forgotten");
+	if (coord != NULL)
+		conn_close(a, coord, "snapshot timed out");
+	return -1;
 }

@@ -85,6 +85,7 @@ join_all(struct run *r)
 
 	wbuf_init(&req);
 	wbuf_put_u64(&req, r->id);
+	wbuf_put_u32(&req, (uint32_t)r->timeout_s);
 	if (req.oom) {
 		fail(r, "out of memory");
 		goto out;
