@@ -97,9 +97,6 @@ int cmd_request(const struct cfg *c, int i, uint8_t type,
 int cmd_agent_status(const struct cfg *c, int i, int timeout_ms, pid_t *pid,
     char *text, size_t textsz, struct cs_err *e);
 
-/* Write bytes as a JSON string literal: quotes, backslash escapes, and
- * every byte outside printable ASCII as \u00XX. */
-void json_str(FILE *f, const void *p, size_t n);
 /* Copy at most n bytes of p into out as one printable line (control bytes
  * become '?'), NUL-terminated. */
 void cmd_printable(const void *p, size_t n, char *out, size_t outsz);

@@ -7,6 +7,7 @@
 
 #include "../common/datalog.h"
 #include "../common/fsutil.h"
+#include "../common/json.h"
 #include "../common/kvmap.h"
 #include "cmd.h"
 
@@ -41,28 +42,27 @@ wm_cmp(const void *a, const void *b)
 	    ((const struct wm *)b)->peer);
 }
 
+/* The watermarks of s, as "#label" lines or, with j, as member label. */
 static void
-print_wms(struct wm_set *s, const char *label, int json)
+print_wms(struct wm_set *s, const char *label, struct json *j)
 {
 	size_t i;
 
 	if (s->n > 1)
 		qsort(s->v, s->n, sizeof(s->v[0]), wm_cmp);
-	if (json)
-		printf(",\"%s\":{", label);
+	if (j != NULL) {
+		json_key(j, label);
+		json_obj(j);
+	}
 	for (i = 0; i < s->n; i++) {
-		if (json) {
-			if (i > 0)
-				putchar(',');
-			json_str(stdout, s->v[i].peer, strlen(s->v[i].peer));
-			printf(":%llu", (unsigned long long)s->v[i].seq);
-		} else {
+		if (j != NULL)
+			json_kuint(j, s->v[i].peer, s->v[i].seq);
+		else
 			printf("#%s\t%s\t%llu\n", label, s->v[i].peer,
 			    (unsigned long long)s->v[i].seq);
-		}
 	}
-	if (json)
-		putchar('}');
+	if (j != NULL)
+		json_obj_end(j);
 }
 
 int
@@ -70,6 +70,7 @@ cmd_dump(int argc, char **argv)
 {
 	const struct kv_entry **ents = NULL;
 	struct dl_state st;
+	struct json j;
 	struct cs_err e;
 	uint8_t *buf = NULL;
 	size_t len = 0, valid = 0, n = 0, i;
@@ -113,15 +114,17 @@ cmd_dump(int argc, char **argv)
 		rc = cmd_fail(EXIT_FAILED, "out of memory");
 		goto out;
 	}
-	if (json)
-		fputs("{\"keys\":{", stdout);
+	if (json) {
+		json_init(&j, stdout);
+		json_obj(&j);
+		json_key(&j, "keys");
+		json_obj(&j);
+	}
 	for (i = 0; i < n; i++) {
 		if (json) {
-			if (i > 0)
-				putchar(',');
-			json_str(stdout, ents[i]->key, ents[i]->klen);
-			putchar(':');
-			json_str(stdout, ents[i]->val, ents[i]->vlen);
+			/* A key is bytes; escape it like a value. */
+			json_keyn(&j, ents[i]->key, ents[i]->klen);
+			json_strn(&j, ents[i]->val, ents[i]->vlen);
 		} else {
 			fwrite(ents[i]->key, 1, ents[i]->klen, stdout);
 			putchar('\t');
@@ -130,14 +133,15 @@ cmd_dump(int argc, char **argv)
 		}
 	}
 	if (json)
-		putchar('}');
-	print_wms(&st.sent, "sent", json);
-	print_wms(&st.applied, "applied", json);
-	print_wms(&st.acked, "acked", json);
+		json_obj_end(&j);
+	print_wms(&st.sent, "sent", json ? &j : NULL);
+	print_wms(&st.applied, "applied", json ? &j : NULL);
+	print_wms(&st.acked, "acked", json ? &j : NULL);
 	if (json)
-		puts("}");
+		json_obj_end(&j);
 	rc = EXIT_OK;
-	if (fflush(stdout) == EOF || ferror(stdout))
+	if ((json && json_end(&j) == -1) || fflush(stdout) == EOF ||
+	    ferror(stdout))
 		rc = cmd_fail(EXIT_FAILED, "write stdout failed");
 out:
 	free(ents);

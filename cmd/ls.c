@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../common/json.h"
 #include "../store/store.h"
 #include "cmd.h"
 
@@ -28,29 +29,29 @@ static const struct option opts[] = {
 	{ NULL, 0, NULL, 0 },
 };
 
-static void
+static int
 print_json(const struct snap_info *v, size_t n)
 {
+	struct json j;
 	size_t i;
 
-	putchar('[');
+	json_init(&j, stdout);
+	json_arr(&j);
 	for (i = 0; i < n; i++) {
-		printf("%s{\"id\":%llu,\"started\":", i ? "," : "",
-		    (unsigned long long)v[i].id);
-		json_str(stdout, v[i].started, strlen(v[i].started));
-		fputs(",\"finished\":", stdout);
-		json_str(stdout, v[i].finished, strlen(v[i].finished));
-		fputs(",\"status\":", stdout);
-		json_str(stdout, v[i].status, strlen(v[i].status));
-		fputs(",\"initiator\":", stdout);
-		json_str(stdout, v[i].initiator, strlen(v[i].initiator));
-		printf(",\"agents\":%d,\"bytes\":%llu,\"msgs\":%llu,"
-		    "\"reason\":", v[i].nagents, (unsigned long long)v[i].bytes,
-		    (unsigned long long)v[i].nmsgs);
-		json_str(stdout, v[i].reason, strlen(v[i].reason));
-		putchar('}');
+		json_obj(&j);
+		json_kuint(&j, "id", v[i].id);
+		json_kstr(&j, "started", v[i].started);
+		json_kstr(&j, "finished", v[i].finished);
+		json_kstr(&j, "status", v[i].status);
+		json_kstr(&j, "initiator", v[i].initiator);
+		json_kint(&j, "agents", v[i].nagents);
+		json_kuint(&j, "bytes", v[i].bytes);
+		json_kuint(&j, "msgs", v[i].nmsgs);
+		json_kstr(&j, "reason", v[i].reason);
+		json_obj_end(&j);
 	}
-	puts("]");
+	json_arr_end(&j);
+	return json_end(&j);
 }
 
 static void
@@ -137,10 +138,14 @@ cmd_ls(int argc, char **argv)
 		rc = cmd_fail(EXIT_FAILED, "%s", e.msg);
 		goto out;
 	}
-	if (json)
-		print_json(v, n);
-	else
+	if (json) {
+		if (print_json(v, n) == -1) {
+			rc = cmd_fail(EXIT_FAILED, "write stdout failed");
+			goto out;
+		}
+	} else {
 		print_table(v, n);
+	}
 	rc = EXIT_OK;
 out:
 	free(v);

@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "../common/json.h"
 #include "cmd.h"
 
 #define STATUS_TIMEOUT_MS 3000
@@ -33,6 +34,7 @@ cmd_status(int argc, char **argv)
 	const char *conf = NULL;
 	struct cfg *c = NULL;
 	struct cs_err e;
+	struct json j;
 	char text[1024];
 	int ch, i, json = 0, width = 0, down = 0, rc, up;
 	pid_t pid;
@@ -61,8 +63,10 @@ cmd_status(int argc, char **argv)
 	for (i = 0; i < c->nagents; i++)
 		if ((int)strlen(c->agents[i].name) > width)
 			width = (int)strlen(c->agents[i].name);
-	if (json)
-		putchar('[');
+	if (json) {
+		json_init(&j, stdout);
+		json_arr(&j);
+	}
 	for (i = 0; i < c->nagents; i++) {
 		const char *name = c->agents[i].name;
 
@@ -71,17 +75,16 @@ cmd_status(int argc, char **argv)
 		if (!up)
 			down++;
 		if (json) {
-			printf("%s{\"agent\":", i ? "," : "");
-			json_str(stdout, name, strlen(name));
+			json_obj(&j);
+			json_kstr(&j, "agent", name);
+			json_kbool(&j, "up", up);
+			json_key(&j, "pid");
 			if (up)
-				printf(",\"up\":true,\"pid\":%d,\"detail\":",
-				    (int)pid);
+				json_int(&j, pid);
 			else
-				printf(",\"up\":false,\"pid\":null,"
-				    "\"detail\":");
-			json_str(stdout, up ? text : e.msg,
-			    strlen(up ? text : e.msg));
-			putchar('}');
+				json_null(&j);
+			json_kstr(&j, "detail", up ? text : e.msg);
+			json_obj_end(&j);
 		} else if (up) {
 			printf("%-*s  up  pid=%d%s%s\n", width, name, (int)pid,
 			    text[0] ? "  " : "", text);
@@ -89,9 +92,12 @@ cmd_status(int argc, char **argv)
 			printf("%-*s  down  (%s)\n", width, name, e.msg);
 		}
 	}
-	if (json)
-		puts("]");
 	rc = down ? EXIT_FAILED : EXIT_OK;
+	if (json) {
+		json_arr_end(&j);
+		if (json_end(&j) == -1)
+			rc = cmd_fail(EXIT_FAILED, "write stdout failed");
+	}
 	cfg_free(c);
 	return rc;
 }

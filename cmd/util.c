@@ -339,40 +339,6 @@ cmd_snapshot_error(uint64_t id, const char *msg, char *out, size_t outsz)
 }
 
 void
-json_str(FILE *f, const void *p, size_t n)
-{
-	const uint8_t *s = p;
-	size_t i;
-
-	putc('"', f);
-	for (i = 0; i < n; i++) {
-		switch (s[i]) {
-		case '"':
-			fputs("\\\"", f);
-			break;
-		case '\\':
-			fputs("\\\\", f);
-			break;
-		case '\n':
-			fputs("\\n", f);
-			break;
-		case '\t':
-			fputs("\\t", f);
-			break;
-		case '\r':
-			fputs("\\r", f);
-			break;
-		default:
-			if (s[i] < 0x20 || s[i] > 0x7e)
-				fprintf(f, "\\u%04x", s[i]);
-			else
-				putc(s[i], f);
-		}
-	}
-	putc('"', f);
-}
-
-void
 cmd_printable(const void *p, size_t n, char *out, size_t outsz)
 {
 	const uint8_t *s = p;

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../common/json.h"
 #include "../store/store.h"
 #include "cmd.h"
 
@@ -139,14 +140,22 @@ cmd_verify(int argc, char **argv)
 		goto out;
 	}
 	if (p.json) {
-		printf("{\"snapshot\":%llu,\"ok\":%s,\"problems\":[",
-		    (unsigned long long)resolved, found ? "false" : "true");
-		for (i = 0; i < p.n; i++) {
-			if (i > 0)
-				putchar(',');
-			json_str(stdout, p.v[i], strlen(p.v[i]));
+		struct json j;
+
+		json_init(&j, stdout);
+		json_obj(&j);
+		json_kuint(&j, "snapshot", resolved);
+		json_kbool(&j, "ok", found == 0);
+		json_key(&j, "problems");
+		json_arr(&j);
+		for (i = 0; i < p.n; i++)
+			json_str(&j, p.v[i]);
+		json_arr_end(&j);
+		json_obj_end(&j);
+		if (json_end(&j) == -1) {
+			rc = cmd_fail(EXIT_FAILED, "write stdout failed");
+			goto out;
 		}
-		puts("]}");
 	}
 	if (found > 0) {
 		/* The verdict of a failed check is the error line. */
