@@ -50,6 +50,14 @@ test_expect_success 'verify --json and ls --json print JSON' '
 	python3 -c "import json,sys; json.load(open(sys.argv[1]))" "$OUT"
 '
 
+test_expect_success 'ls gives the snapshot'\''s size (sum of the recorded files) and message count' '
+	expect_ok ls -r "$REPO" &&
+	line=$(grep -E "^ *$SNAP_ID " "$OUT") &&
+	bytes=$(sql "select sum(size) from agents where snapshot_id = $SNAP_ID") &&
+	echo "$line" | grep -qw "$bytes" &&
+	echo "$line" | grep -Eq " 1 *$" || { say "line: $line (bytes $bytes)"; false; }
+'
+
 test_expect_success 'the manifest holds exactly one message, on A->B, seq 1' '
 	expect_eq "$(sql "select count(*) from messages")" 1 "messages" &&
 	expect_eq "$(msg_count "$SNAP_ID" A B)" 1 "messages on A->B" &&
