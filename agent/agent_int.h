@@ -132,6 +132,10 @@ struct snap {
 	struct conn *coord;	/* JOIN connection, NULL if never joined */
 	uint64_t L;		/* recorded prefix of the data file */
 	uint8_t sha[32];
+	/* The prefix's chunks: the first nfull are the datalog's finished
+	 * ones (they never change), then the partial one, if any. */
+	size_t nfull;
+	uint8_t partial[32];
 	struct wm_set sent;	/* watermarks in the recorded state */
 	struct wm_set applied;
 	struct rec_chan *ch;	/* one per configured incoming channel */

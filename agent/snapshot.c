@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../common/chunkhash.h"
 #include "../common/log.h"
 #include "agent_int.h"
 
@@ -221,7 +222,9 @@ snap_record(struct agent *a, int first_src, uint64_t s)
 	int i;
 
 	sn->L = datalog_end(a->dl);
+	sn->nfull = chunkhash_nfull(datalog_chunks(a->dl));
 	if (datalog_prefix_sha(a->dl, sn->sha) == -1 ||
+	    chunkhash_peek(datalog_chunks(a->dl), sn->partial) == -1 ||
 	    wm_copy(&sn->sent, &st->sent) == -1 ||
 	    wm_copy(&sn->applied, &st->applied) == -1 ||
 	    (sn->ch = calloc((size_t)a->n, sizeof(*sn->ch))) == NULL)
@@ -367,6 +370,8 @@ snap_tick(struct agent *a)
 	struct snap *sn = &a->snap;
 	struct rep_channel *chs = NULL;
 	struct rep_wm *wms = NULL;
+	uint8_t (*chunks)[32] = NULL;
+	const struct chunkhash *h = datalog_chunks(a->dl);
 	struct report r;
 	struct wbuf w;
 	size_t i;
@@ -389,6 +394,15 @@ snap_tick(struct agent *a)
 		wms[sn->sent.n + i].seq = sn->applied.v[i].seq;
 	}
 	memset(&r, 0, sizeof(r));
+	r.chunk_size = chunkhash_size(h);
+	r.nchunks = (size_t)chunk_count(sn->L, r.chunk_size);
+	if ((chunks = malloc((r.nchunks + 1) * sizeof(*chunks))) == NULL)
+		goto oom;
+	for (i = 0; i < sn->nfull && i < r.nchunks; i++)
+		memcpy(chunks[i], chunkhash_digest(h, i), sizeof(chunks[i]));
+	if (i < r.nchunks)
+		memcpy(chunks[i], sn->partial, sizeof(chunks[i]));
+	r.chunks = chunks;
 	r.snap_id = sn->id;
 	snprintf(r.agent, sizeof(r.agent), "%s", a->name);
 	r.size = sn->L;
@@ -420,6 +434,7 @@ oom:
 	    sn->id);
 	snap_forget(a, "abandoned");
 out:
+	free(chunks);
 	free(chs);
 	free(wms);
 	wbuf_free(&w);

@@ -3,8 +3,9 @@
  * Invariants (see datalog.h for the format):
  * - The file is [header | record*]; dl->end is its length and always lies
  *   on a record boundary; bytes are only ever appended at dl->end.
- * - dl->sha has been fed exactly the bytes [0, dl->end) of the file, so the
- *   hash of any snapshot prefix is a copy of it taken at that moment.
+ * - dl->sha and dl->chunks have been fed exactly the bytes [0, dl->end) of
+ *   the file, so the hash and the chunk digests of any snapshot prefix are
+ *   copies of them taken at that moment.
  * - dl->synced <= dl->end; [0, dl->synced) is durable.
  * - dl->st is the replay of [0, dl->end): a record reaches the state only
  *   after it is in the file, and a record that fails dl_state_check never
@@ -33,6 +34,7 @@
 #include <unistd.h>
 #include <zlib.h>
 
+#include "chunkhash.h"
 #include "datalog.h"
 #include "fsutil.h"
 #include "sha.h"
@@ -50,6 +52,7 @@ struct datalog {
 	char *path;		/* as given to datalog_open */
 	struct dl_state st;	/* replay of [0, end) */
 	struct sha_ctx *sha;	/* running hash of [0, end) */
+	struct chunkhash *chunks;	/* per-chunk hashes of [0, end) */
 	struct wbuf wbuf;	/* reused encoding buffer for appends */
 	uint64_t end;		/* file length, a record boundary */
 	uint64_t synced;	/* durable prefix length */
@@ -686,7 +689,8 @@ write_header(struct datalog *dl, struct cs_err *e)
 	path_dirname(dl->path, dir, sizeof(dir));
 	if (fsync_dir(dir, e) == -1)
 		return -1;
-	if (sha_update(dl->sha, hdr, sizeof(hdr)) == -1)
+	if (sha_update(dl->sha, hdr, sizeof(hdr)) == -1 ||
+	    chunkhash_update(dl->chunks, hdr, sizeof(hdr)) == -1)
 		return cs_errf(e, "sha256 failed");
 	dl->end = DL_HEADER_LEN;
 	return 0;
@@ -714,7 +718,8 @@ recover(struct datalog *dl, off_t size, struct cs_err *e)
 	(void)madvise(map, (size_t)size, MADV_SEQUENTIAL);
 	if (dl_replay(map, (size_t)size, dl->path, 1, &dl->st, &valid, e) == -1)
 		goto out;
-	if (sha_update(dl->sha, map, valid) == -1) {
+	if (sha_update(dl->sha, map, valid) == -1 ||
+	    chunkhash_update(dl->chunks, map, valid) == -1) {
 		cs_errf(e, "sha256 failed");
 		goto out;
 	}
@@ -764,7 +769,8 @@ datalog_open(const char *path, struct datalog **out, struct cs_err *e)
 	wbuf_init(&dl->wbuf);
 	if (dl_state_init(&dl->st, 0) == -1 ||
 	    (dl->path = strdup(path)) == NULL ||
-	    (dl->sha = sha_new()) == NULL) {
+	    (dl->sha = sha_new()) == NULL ||
+	    (dl->chunks = chunkhash_new(chunk_size_default())) == NULL) {
 		cs_errf(e, "out of memory");
 		goto out;
 	}
@@ -812,6 +818,7 @@ datalog_close(struct datalog *dl)
 		close(dl->fd);		/* releases the flock */
 	dl_state_free(&dl->st);
 	sha_free(dl->sha);
+	chunkhash_free(dl->chunks);
 	wbuf_free(&dl->wbuf);
 	free(dl->path);
 	free(dl);
@@ -852,7 +859,8 @@ datalog_append(struct datalog *dl, const struct dl_record *r,
 			dl->failed = 1;
 		goto out;
 	}
-	if (sha_update(dl->sha, dl->wbuf.data, dl->wbuf.len) == -1) {
+	if (sha_update(dl->sha, dl->wbuf.data, dl->wbuf.len) == -1 ||
+	    chunkhash_update(dl->chunks, dl->wbuf.data, dl->wbuf.len) == -1) {
 		dl->failed = 1;
 		cs_errf(e, "sha256 failed");
 		goto out;
@@ -912,6 +920,12 @@ int
 datalog_prefix_sha(const struct datalog *dl, uint8_t out[32])
 {
 	return sha_peek(dl->sha, out);
+}
+
+const struct chunkhash *
+datalog_chunks(const struct datalog *dl)
+{
+	return dl->chunks;
 }
 
 int

@@ -131,6 +131,10 @@ uint64_t datalog_synced(const struct datalog *dl);	/* bytes durable */
 uint64_t datalog_cut_bytes(const struct datalog *dl);	/* torn tail cut */
 /* SHA-256 of [0, datalog_end()) without rereading: O(1). */
 int datalog_prefix_sha(const struct datalog *dl, uint8_t out[32]);
+/* The chunk digests of [0, datalog_end()) (chunkhash.h), kept as records
+ * are appended; borrowed, valid until the next append. */
+struct chunkhash;
+const struct chunkhash *datalog_chunks(const struct datalog *dl);
 
 /* Try to take the data file's lock without opening it for writing: 0 if
  * free (the lock is released again), -1 with e set if an agent holds it. */

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "chunkhash.h"
 #include "report.h"
 
 #define REP_MAX_WM	4096		/* peers per watermark list */
@@ -33,6 +34,10 @@ report_encode(struct wbuf *out, const struct report *r)
 	wbuf_put_str(out, r->agent);
 	wbuf_put_u64(out, r->size);
 	wbuf_put_raw(out, r->sha, sizeof(r->sha));
+	wbuf_put_u32(out, r->chunk_size);
+	wbuf_put_u32(out, (uint32_t)r->nchunks);
+	if (r->nchunks > 0)
+		wbuf_put_raw(out, r->chunks, r->nchunks * sizeof(*r->chunks));
 	wm_encode(out, r->sent, r->nsent);
 	wm_encode(out, r->applied, r->napplied);
 	wbuf_put_u32(out, (uint32_t)r->nchannels);
@@ -65,6 +70,29 @@ read_count(struct rbuf *r, size_t max, size_t min_size, size_t *n)
 		return -1;
 	}
 	*n = v;
+	return 0;
+}
+
+/* The chunk list: its size and count must describe exactly r->size. */
+static int
+chunks_decode(struct rbuf *rb, struct report *r)
+{
+	size_t cnt;
+
+	r->chunk_size = rbuf_u32(rb);
+	if (rb->err || !chunk_size_valid(r->chunk_size) ||
+	    read_count(rb, CHUNK_MAX_COUNT, sizeof(*r->chunks), &cnt) < 0 ||
+	    cnt != chunk_count(r->size, r->chunk_size)) {
+		rb->err = 1;
+		return -1;
+	}
+	if (cnt == 0)
+		return 0;
+	if ((r->chunks = malloc(cnt * sizeof(*r->chunks))) == NULL)
+		return -2;
+	r->nchunks = cnt;
+	memcpy(r->chunks, rb->p + rb->off, cnt * sizeof(*r->chunks));
+	rb->off += cnt * sizeof(*r->chunks);
 	return 0;
 }
 
@@ -142,7 +170,8 @@ report_decode(const uint8_t *p, size_t n, struct report *r,
 		rb.err = 1;
 	if (rb.err)
 		goto malformed;
-	if ((st = wm_decode(&rb, &r->sent, &r->nsent)) != 0 ||
+	if ((st = chunks_decode(&rb, r)) != 0 ||
+	    (st = wm_decode(&rb, &r->sent, &r->nsent)) != 0 ||
 	    (st = wm_decode(&rb, &r->applied, &r->napplied)) != 0)
 		goto fail;
 	/* str + u64 + u64 + u32: at least 24 bytes each. */
@@ -186,6 +215,7 @@ report_free(struct report *r)
 
 	if (r == NULL)
 		return;
+	free(r->chunks);
 	free(r->sent);
 	free(r->applied);
 	for (i = 0; i < r->nchannels; i++) {
@@ -194,6 +224,8 @@ report_free(struct report *r)
 		free(r->channels[i].msgs);
 	}
 	free(r->channels);
+	r->chunks = NULL;
+	r->nchunks = 0;
 	r->sent = r->applied = NULL;
 	r->channels = NULL;
 	r->nsent = r->napplied = r->nchannels = 0;

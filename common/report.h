@@ -1,6 +1,7 @@
 /* report.h - what an agent reports to the coordinator when its part of a
  * snapshot is recorded (frame W_SNAP_REPORT).
  * Encoding: u64 snap_id | str agent | u64 size | 32 raw bytes sha |
+ *   u32 chunk_size | u32 nchunks {32 raw bytes}* |
  *   u32 nsent {str peer, u64 seq}* | u32 napplied {str peer, u64 seq}* |
  *   u32 nchannels {str src, u64 applied, u64 sent, u32 nmsgs
  *                  {u64 seq, bytes data}*}*   */
@@ -38,6 +39,9 @@ struct report {
 	char agent[NAME_MAX_LEN + 1];
 	uint64_t size;		/* L: recorded prefix of the data file */
 	uint8_t sha[32];	/* SHA-256 of that prefix */
+	uint32_t chunk_size;	/* chunkhash.h: the prefix's chunking */
+	size_t nchunks;		/* chunk_count(size, chunk_size) */
+	uint8_t (*chunks)[32];	/* SHA-256 of each chunk, in order */
 	size_t nsent;
 	struct rep_wm *sent;
 	size_t napplied;
@@ -47,7 +51,8 @@ struct report {
 };
 
 void report_encode(struct wbuf *out, const struct report *r);
-/* Decodes into r (zeroed first); free with report_free. Caps every count. */
+/* Decodes into r (zeroed first); free with report_free. Caps every count;
+ * the chunk size must be valid and the chunks must cover exactly size. */
 int report_decode(const uint8_t *p, size_t n, struct report *r,
     struct cs_err *e);
 void report_free(struct report *r);	/* frees members, not r; NULL ok */
