@@ -142,6 +142,13 @@ int
 atomic_write_file(const char *path, const void *data, size_t len,
     mode_t mode, struct cs_err *e)
 {
+	return atomic_write_file2(path, data, len, NULL, 0, mode, e);
+}
+
+int
+atomic_write_file2(const char *path, const void *data, size_t len,
+    const void *data2, size_t len2, mode_t mode, struct cs_err *e)
+{
 	char tmp[PATH_MAX], dir[PATH_MAX];
 	int fd = -1, rc = -1, created = 0;
 
@@ -158,7 +165,8 @@ atomic_write_file(const char *path, const void *data, size_t len,
 		goto out;
 	}
 	created = 1;
-	if (write_all(fd, data, len) == -1) {
+	if (write_all(fd, data, len) == -1 ||
+	    (len2 > 0 && write_all(fd, data2, len2) == -1)) {
 		cs_errno(e, "write %s", tmp);
 		goto out;
 	}

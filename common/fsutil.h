@@ -22,6 +22,9 @@ int mkdir_p(const char *path, mode_t mode, struct cs_err *e);
  * O_NOFOLLOW, fsync, rename over path, fsync the directory. */
 int atomic_write_file(const char *path, const void *data, size_t len,
     mode_t mode, struct cs_err *e);
+/* The same with the file's bytes given in two parts, one after the other. */
+int atomic_write_file2(const char *path, const void *data, size_t len,
+    const void *data2, size_t len2, mode_t mode, struct cs_err *e);
 
 /* Read a whole file of at most max bytes into a malloc'ed buffer. */
 int read_file(const char *path, size_t max, uint8_t **out, size_t *len,

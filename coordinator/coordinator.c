@@ -245,19 +245,27 @@ out:
 	return rc;
 }
 
-/* Copy every recorded prefix into a blob, then commit. */
+/* Store the new chunks of every recorded prefix, then commit. */
 static int
 store_all(struct run *r)
 {
+	const char **paths;
 	struct cs_err e;
-	int i;
+	int i, rc;
 
+	if ((paths = calloc((size_t)r->c->nagents, sizeof(*paths))) == NULL) {
+		fail(r, "out of memory");
+		return -1;
+	}
 	for (i = 0; i < r->c->nagents; i++)
-		if (store_put_blob(r->st, r->c->agents[i].data,
-		    r->reps[i].size, r->reps[i].sha, &e) < 0) {
-			fail(r, "agent %s: %s", r->c->agents[i].name, e.msg);
-			return -1;
-		}
+		paths[i] = r->c->agents[i].data;
+	rc = store_put_chunks(r->st, paths, r->reps, (size_t)r->c->nagents,
+	    NULL, &e);
+	free(paths);
+	if (rc < 0) {
+		fail(r, "%s", e.msg);
+		return -1;
+	}
 	if (store_commit_snapshot(r->st, r->id, r->c, r->reps,
 	    (size_t)r->c->nagents, &e) < 0) {
 		fail(r, "commit: %s", e.msg);

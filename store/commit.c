@@ -4,12 +4,13 @@
 #include <string.h>
 
 #include "store_int.h"
+#include "../common/chunkhash.h"
 
 /* The statements of one commit, prepared once. */
 struct commit {
 	struct store *st;
 	sqlite3_int64 id;
-	sqlite3_stmt *agent, *wm, *chan, *msg;
+	sqlite3_stmt *agent, *chunk, *wm, *chan, *msg;
 };
 
 static int
@@ -95,6 +96,36 @@ put_wms(struct commit *k, const char *agent, const char *kind,
 	return 0;
 }
 
+/* The agent's chunk rows: chunk i is [i * chunk_size, ...) of its file. */
+static int
+put_chunks(struct commit *k, const char *agent, const struct report *r,
+    struct cs_err *e)
+{
+	char hex[SHA_HEX_LEN];
+	uint64_t off, n;
+	size_t i;
+
+	if (!chunk_size_valid(r->chunk_size) ||
+	    r->nchunks != chunk_count(r->size, r->chunk_size))
+		return cs_errf(e, "agent %s reported %zu chunks for %llu bytes",
+		    agent, r->nchunks, (unsigned long long)r->size);
+	for (i = 0; i < r->nchunks; i++) {
+		off = (uint64_t)i * r->chunk_size;
+		n = r->size - off < r->chunk_size ? r->size - off :
+		    r->chunk_size;
+		sha_hex(r->chunks[i], hex);
+		sqlite3_bind_int64(k->chunk, 1, k->id);
+		sqlite3_bind_text(k->chunk, 2, agent, -1, SQLITE_STATIC);
+		sqlite3_bind_int64(k->chunk, 3, (sqlite3_int64)i);
+		sqlite3_bind_int64(k->chunk, 4, (sqlite3_int64)off);
+		sqlite3_bind_int64(k->chunk, 5, (sqlite3_int64)n);
+		sqlite3_bind_text(k->chunk, 6, hex, -1, SQLITE_TRANSIENT);
+		if (step_done(k, k->chunk, "storing chunks", e) < 0)
+			return -1;
+	}
+	return 0;
+}
+
 static int
 put_agent(struct commit *k, const struct cfg_agent *a,
     const struct report *r, struct cs_err *e)
@@ -109,7 +140,8 @@ put_agent(struct commit *k, const struct cfg_agent *a,
 	sqlite3_bind_text(k->agent, 3, a->data, -1, SQLITE_STATIC);
 	sqlite3_bind_int64(k->agent, 4, (sqlite3_int64)r->size);
 	sqlite3_bind_text(k->agent, 5, hex, -1, SQLITE_TRANSIENT);
-	if (step_done(k, k->agent, "storing agents", e) < 0)
+	if (step_done(k, k->agent, "storing agents", e) < 0 ||
+	    put_chunks(k, a->name, r, e) < 0)
 		return -1;
 	if (put_wms(k, a->name, "sent", r->sent, r->nsent, e) < 0 ||
 	    put_wms(k, a->name, "applied", r->applied, r->napplied, e) < 0)
@@ -275,6 +307,9 @@ store_commit_snapshot(struct store *st, uint64_t id, const struct cfg *c,
 	if (check_running(st, id, e) < 0 ||
 	    db_prepare(st, "INSERT INTO agents(snapshot_id, name, data_path, "
 	    "size, sha256) VALUES (?, ?, ?, ?, ?)", &k.agent, e) < 0 ||
+	    db_prepare(st, "INSERT INTO agent_chunks(snapshot_id, agent, idx, "
+	    "offset, size, sha256) VALUES (?, ?, ?, ?, ?, ?)", &k.chunk,
+	    e) < 0 ||
 	    db_prepare(st, "INSERT INTO watermarks(snapshot_id, agent, kind, "
 	    "peer, seq) VALUES (?, ?, ?, ?, ?)", &k.wm, e) < 0 ||
 	    db_prepare(st, "INSERT INTO channels(snapshot_id, src, dst, "
@@ -289,16 +324,18 @@ store_commit_snapshot(struct store *st, uint64_t id, const struct cfg *c,
 	if (put_channels(&k, c, reps, nreps, e) < 0 || finish(st, id, e) < 0)
 		goto out;
 	sqlite3_finalize(k.agent);
+	sqlite3_finalize(k.chunk);
 	sqlite3_finalize(k.wm);
 	sqlite3_finalize(k.chan);
 	sqlite3_finalize(k.msg);
-	k.agent = k.wm = k.chan = k.msg = NULL;
+	k.agent = k.chunk = k.wm = k.chan = k.msg = NULL;
 	if (db_commit(st, e) < 0)
 		goto out;
 	lock_release(st, id);
 	rc = 0;
 out:
 	sqlite3_finalize(k.agent);
+	sqlite3_finalize(k.chunk);
 	sqlite3_finalize(k.wm);
 	sqlite3_finalize(k.chan);
 	sqlite3_finalize(k.msg);

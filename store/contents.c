@@ -16,41 +16,39 @@ copy_name(char out[NAME_MAX_LEN + 1], const char *name)
 	return 0;
 }
 
-/* Agent row a's blob, checked against its size and SHA-256, into f. */
+/* Agent row a's recorded file, from its chunks, checked against its
+ * size and SHA-256, into f. */
 static int
 read_file_row(struct store *st, const struct row_agent *a,
     struct store_file *f, struct cs_err *e)
 {
-	char path[PATH_MAX];
-	struct blob_map m = { NULL, 0 };
+	struct fview v;
 	uint8_t want[SHA_LEN], got[SHA_LEN];
 	int rc = -1;
 
 	if (!a->ok || copy_name(f->agent, a->name) < 0 ||
 	    sha_unhex(a->sha, want) < 0)
 		return cs_errf(e, "agent row %.64s is malformed", a->name);
-	if (blob_path(st, a->sha, path, sizeof(path), e) < 0)
-		return -1;
-	if (blob_map(path, &m, e) < 0) {
-		cs_errctx(e, "blob %.12s of agent %s", a->sha, a->name);
+	if (fview_open(st, a, &v, NULL, NULL, e) < 0) {
+		cs_errctx(e, "recorded file of agent %s", a->name);
 		return -1;
 	}
-	if ((uint64_t)m.len != a->size || sha256_buf(m.p, m.len, got) < 0 ||
+	if (sha256_buf(v.p, (size_t)v.len, got) < 0 ||
 	    memcmp(got, want, SHA_LEN) != 0) {
-		cs_errf(e, "blob %.12s of agent %s does not match its size "
-		    "and sha256", a->sha, a->name);
+		cs_errf(e, "recorded file of agent %s does not match its "
+		    "sha256", a->name);
 		goto out;
 	}
-	if (m.len > 0 && (f->data = malloc(m.len)) == NULL) {
+	if (v.len > 0 && (f->data = malloc((size_t)v.len)) == NULL) {
 		cs_errf(e, "out of memory");
 		goto out;
 	}
-	if (m.len > 0)
-		memcpy(f->data, m.p, m.len);
-	f->len = m.len;
+	if (v.len > 0)
+		memcpy(f->data, v.p, (size_t)v.len);
+	f->len = (size_t)v.len;
 	rc = 0;
 out:
-	blob_unmap(&m);
+	fview_close(&v);
 	return rc;
 }
 

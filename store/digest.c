@@ -11,7 +11,7 @@
 
 #include "store_int.h"
 
-#define DIGEST_VERSION "cutsnap-manifest-digest-1"
+#define DIGEST_VERSION "cutsnap-manifest-digest-2"
 
 static const struct {
 	const char *table;
@@ -21,6 +21,9 @@ static const struct {
 	    "snapshots WHERE id = ?1" },
 	{ "agents", "SELECT name, data_path, size, sha256 FROM agents "
 	    "WHERE snapshot_id = ?1 ORDER BY name, data_path, size, sha256" },
+	{ "agent_chunks", "SELECT agent, idx, offset, size, sha256 FROM "
+	    "agent_chunks WHERE snapshot_id = ?1 "
+	    "ORDER BY agent, idx, offset, size, sha256" },
 	{ "watermarks", "SELECT agent, kind, peer, seq FROM watermarks "
 	    "WHERE snapshot_id = ?1 ORDER BY agent, kind, peer, seq" },
 	{ "channels", "SELECT src, dst, applied, sent FROM channels "

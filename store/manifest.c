@@ -13,7 +13,9 @@
 #define STR_(x) #x
 #define STR(x) STR_(x)
 
-/* The schema. messages has no unique constraint on (channel, seq) on
+/* The schema. An agent's recorded file is the concatenation of its
+ * agent_chunks in idx order, each a blob named by its sha256; agents.sha256
+ * is the whole file's. messages has no unique constraint on (channel, seq) on
  * purpose: a duplicated message must be storable so that verify can name
  * it. Everything hangs off snapshots, so deleting a snapshot cascades. */
 static const char schema_sql[] =
@@ -36,6 +38,17 @@ static const char schema_sql[] =
     " size INTEGER NOT NULL,"
     " sha256 TEXT NOT NULL,"
     " PRIMARY KEY (snapshot_id, name));"
+    "CREATE TABLE IF NOT EXISTS agent_chunks("
+    " snapshot_id INTEGER NOT NULL,"
+    " agent TEXT NOT NULL,"
+    " idx INTEGER NOT NULL,"
+    " offset INTEGER NOT NULL,"
+    " size INTEGER NOT NULL,"
+    " sha256 TEXT NOT NULL,"
+    " PRIMARY KEY (snapshot_id, agent, idx),"
+    " FOREIGN KEY (snapshot_id, agent)"
+    "  REFERENCES agents(snapshot_id, name) ON DELETE CASCADE);"
+    "CREATE INDEX IF NOT EXISTS agent_chunks_by_sha ON agent_chunks(sha256);"
     "CREATE TABLE IF NOT EXISTS watermarks("
     " snapshot_id INTEGER NOT NULL"
     "  REFERENCES snapshots(id) ON DELETE CASCADE,"

@@ -54,29 +54,28 @@ apply_msg(struct dl_state *ds, const struct row_msg *m, struct wbuf *out,
 	return dl_state_apply(ds, &rec, e);
 }
 
-/* The restored file of agent row a: its blob, then an APPLY record for
- * every recorded message to it that its applied seq has not covered. */
+/* The restored file of agent row a: its recorded file (mapped in *view,
+ * left open for the write) and, in tail, an APPLY record for every
+ * recorded message to it that its applied seq has not covered. */
 static int
 build_image(struct store *st, const struct snap_rows *r,
-    const struct row_agent *a, struct wbuf *out, struct cs_err *e)
+    const struct row_agent *a, struct fview *view, struct wbuf *tail,
+    struct cs_err *e)
 {
-	struct blob_map m = { NULL, 0 };
 	struct dl_state ds;
-	char path[PATH_MAX], what[128];
+	char what[128];
 	const struct row_msg *msg;
 	int have = 0, rc = -1;
 	size_t i;
 
-	wbuf_reset(out);
-	if (blob_path(st, a->sha, path, sizeof(path), e) < 0)
-		goto out;
-	if (blob_map(path, &m, e) != 0) {
-		cs_errctx(e, "agent %s: blob %.*s", a->name, SHORT_SHA(a->sha));
+	wbuf_reset(tail);
+	if (fview_open(st, a, view, NULL, NULL, e) < 0) {
+		cs_errctx(e, "agent %s", a->name);
 		goto out;
 	}
-	if (m.len != a->size || m.p == NULL) {
-		cs_errf(e, "agent %s: blob %.*s changed since it was verified",
-		    a->name, SHORT_SHA(a->sha));
+	if (view->p == NULL) {
+		cs_errf(e, "agent %s: recorded file changed since it was "
+		    "verified", a->name);
 		goto out;
 	}
 	if (dl_state_init(&ds, 0) < 0) {
@@ -84,11 +83,9 @@ build_image(struct store *st, const struct snap_rows *r,
 		goto out;
 	}
 	have = 1;
-	snprintf(what, sizeof(what), "blob %.12s of agent %s", a->sha,
-	    a->name);
-	if (dl_replay(m.p, m.len, what, 0, &ds, NULL, e) < 0)
+	snprintf(what, sizeof(what), "recorded file of agent %s", a->name);
+	if (dl_replay(view->p, (size_t)view->len, what, 0, &ds, NULL, e) < 0)
 		goto out;
-	wbuf_put_raw(out, m.p, m.len);
 	/* Sorted by src, then seq: each channel in seq order. */
 	for (i = 0; i < r->nmsgs; i++) {
 		msg = &r->msgs[i];
@@ -96,10 +93,10 @@ build_image(struct store *st, const struct snap_rows *r,
 			continue;
 		if (msg->seq != wm_get(&ds.applied, msg->src) + 1)
 			continue;
-		if (apply_msg(&ds, msg, out, e) < 0)
+		if (apply_msg(&ds, msg, tail, e) < 0)
 			goto out;
 	}
-	if (out->oom) {
+	if (tail->oom) {
 		cs_errf(e, "out of memory");
 		goto out;
 	}
@@ -107,7 +104,6 @@ build_image(struct store *st, const struct snap_rows *r,
 out:
 	if (have)
 		dl_state_free(&ds);
-	blob_unmap(&m);
 	return rc;
 }
 
@@ -186,14 +182,16 @@ fault_after_file(int nth)
 }
 
 static int
-write_image(const char *path, const struct wbuf *img, struct cs_err *e)
+write_image(const char *path, const struct fview *view,
+    const struct wbuf *tail, struct cs_err *e)
 {
 	char dir[PATH_MAX];
 
 	path_dirname(path, dir, sizeof(dir));
 	if (mkdir_p(dir, 0700, e) < 0)
 		return -1;
-	return atomic_write_file(path, img->data, img->len, 0600, e);
+	return atomic_write_file2(path, view->p, (size_t)view->len,
+	    tail->data, tail->len, 0600, e);
 }
 
 int
@@ -201,12 +199,12 @@ store_restore(struct store *st, uint64_t id, const struct cfg *c,
     uint64_t *resolved, problem_fn fn, void *ctx, struct cs_err *e)
 {
 	struct snap_rows r;
-	struct wbuf img;
+	struct fview *views = NULL;
+	struct wbuf *tails = NULL;
 	int *rowof = NULL, *fds = NULL, i, n, rc = -1;
 	uint64_t rid;
 
 	memset(&r, 0, sizeof(r));
-	wbuf_init(&img);
 	if (resolved != NULL)
 		*resolved = 0;
 	if (snap_resolve(st, id, &rid, e) < 0)
@@ -222,7 +220,9 @@ store_restore(struct store *st, uint64_t id, const struct cfg *c,
 		return -1;
 	rowof = calloc((size_t)c->nagents, sizeof(*rowof));
 	fds = malloc((size_t)c->nagents * sizeof(*fds));
-	if (rowof == NULL || fds == NULL) {
+	views = calloc((size_t)c->nagents, sizeof(*views));
+	tails = calloc((size_t)c->nagents, sizeof(*tails));
+	if (rowof == NULL || fds == NULL || views == NULL || tails == NULL) {
 		cs_errf(e, "out of memory");
 		goto out;
 	}
@@ -231,13 +231,15 @@ store_restore(struct store *st, uint64_t id, const struct cfg *c,
 	if (match_agents(&r, c, rowof, e) < 0 || lock_all(c, fds, e) < 0)
 		goto out;
 	/* First build every image without writing, so that a snapshot that
-	 * cannot be restored leaves every file untouched. */
+	 * cannot be restored leaves every file untouched. The recorded files
+	 * stay mapped, not copied: memory holds only the APPLY tails. */
 	for (i = 0; i < c->nagents; i++)
-		if (build_image(st, &r, &r.agents[rowof[i]], &img, e) < 0)
+		if (build_image(st, &r, &r.agents[rowof[i]], &views[i],
+		    &tails[i], e) < 0)
 			goto out;
 	for (i = 0; i < c->nagents; i++) {
-		if (build_image(st, &r, &r.agents[rowof[i]], &img, e) < 0 ||
-		    write_image(c->agents[i].data, &img, e) < 0)
+		if (write_image(c->agents[i].data, &views[i], &tails[i],
+		    e) < 0)
 			goto out;
 		fault_after_file(i + 1);
 	}
@@ -248,7 +250,12 @@ out:
 			close(fds[i]);
 	free(fds);
 	free(rowof);
-	wbuf_free(&img);
+	for (i = 0; views != NULL && i < c->nagents; i++)
+		fview_close(&views[i]);
+	for (i = 0; tails != NULL && i < c->nagents; i++)
+		wbuf_free(&tails[i]);
+	free(views);
+	free(tails);
 	rows_free(&r);
 	return rc;
 }

@@ -140,6 +140,55 @@ out:
 	return rc;
 }
 
+/* The chunk rows, attached to their agents (both ordered by name). */
+static int
+load_chunks(struct store *st, struct snap_rows *r, struct cs_err *e)
+{
+	sqlite3_stmt *s = NULL;
+	struct row_agent *a = NULL;
+	struct row_chunk *c;
+	size_t k = 0, cap = 0;
+	int step, rc = -1;
+
+	if (db_prepare(st, "SELECT agent, idx, offset, size, sha256 FROM "
+	    "agent_chunks WHERE snapshot_id = ? ORDER BY agent, idx", &s,
+	    e) < 0)
+		return -1;
+	sqlite3_bind_int64(s, 1, (sqlite3_int64)r->id);
+	while ((step = sqlite3_step(s)) == SQLITE_ROW) {
+		if (a == NULL || strcmp(a->name, col_text(s, 0)) != 0) {
+			a = NULL;
+			cap = 0;
+			for (; k < r->nagents && a == NULL; k++)
+				if (strcmp(r->agents[k].name,
+				    col_text(s, 0)) == 0)
+					a = &r->agents[k];
+			if (a == NULL)
+				break;	/* no agent row: foreign_key_check */
+		}
+		if (grow((void **)&a->chunks, a->nchunks, &cap,
+		    sizeof(*a->chunks)) < 0)
+			goto oom;
+		c = &a->chunks[a->nchunks++];
+		if ((c->sha = dup_col(s, 4)) == NULL)
+			goto oom;
+		c->ok = col_u64(s, 1, &c->idx) == 0 &&
+		    col_u64(s, 2, &c->off) == 0 &&
+		    col_u64(s, 3, &c->size) == 0 && hex_ok(c->sha);
+	}
+	if (step != SQLITE_DONE && step != SQLITE_ROW) {
+		db_fail(st, e, "reading chunks");
+		goto out;
+	}
+	rc = 0;
+	goto out;
+oom:
+	cs_errf(e, "out of memory");
+out:
+	sqlite3_finalize(s);
+	return rc;
+}
+
 static int
 load_msgs(struct store *st, struct snap_rows *r, struct cs_err *e)
 {
@@ -239,7 +288,7 @@ rows_load(struct store *st, uint64_t id, struct snap_rows *r,
 	memset(r, 0, sizeof(*r));
 	r->id = id;
 	if (load_snapshot(st, r, e) < 0 || load_agents(st, r, e) < 0 ||
-	    load_msgs(st, r, e) < 0) {
+	    load_chunks(st, r, e) < 0 || load_msgs(st, r, e) < 0) {
 		rows_free(r);
 		return -1;
 	}
@@ -253,13 +302,16 @@ rows_load(struct store *st, uint64_t id, struct snap_rows *r,
 void
 rows_free(struct snap_rows *r)
 {
-	size_t i;
+	size_t i, j;
 
 	if (r == NULL)
 		return;
 	for (i = 0; i < r->nagents; i++) {
 		free(r->agents[i].name);
 		free(r->agents[i].sha);
+		for (j = 0; j < r->agents[i].nchunks; j++)
+			free(r->agents[i].chunks[j].sha);
+		free(r->agents[i].chunks);
 	}
 	for (i = 0; i < r->nmsgs; i++) {
 		free(r->msgs[i].src);

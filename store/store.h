@@ -9,7 +9,7 @@
 #include "../common/err.h"
 #include "../common/report.h"
 
-#define STORE_SCHEMA_VERSION 1
+#define STORE_SCHEMA_VERSION 2
 
 struct store;	/* opaque */
 
@@ -34,11 +34,20 @@ void store_unlock(struct store *st);	/* accepts NULL; idempotent */
 /* Insert a snapshot with status 'running'; committed at once. */
 int store_begin_snapshot(struct store *st, const char *initiator,
     const char *config_text, uint64_t *id, struct cs_err *e);
-/* Copy the first len bytes of the file at path into a blob, hashing while
- * copying; fail if the digest differs from sha. Temp file, fsync, rename,
- * fsync dir. An existing blob with that digest is reused. */
-int store_put_blob(struct store *st, const char *path, uint64_t len,
-    const uint8_t sha[32], struct cs_err *e);
+/* What store_put_chunks did. */
+struct chunk_stats {
+	uint64_t chunks;	/* chunks listed by the reports */
+	uint64_t copied;	/* chunks that were new and copied */
+	uint64_t bytes;		/* bytes copied */
+};
+/* Store the recorded prefix of reps[i]'s data file paths[i] as chunks
+ * (chunkstore.c): every chunk whose digest is not yet a blob is read from
+ * the file, hashed, checked against the report, written (temp, fsync,
+ * rename) on all cores; the directories are fsync'ed before it returns.
+ * stats may be NULL. */
+int store_put_chunks(struct store *st, const char *const *paths,
+    const struct report *reps, size_t n, struct chunk_stats *stats,
+    struct cs_err *e);
 /* One transaction: agents, watermarks, channels, messages, the digest and
  * status 'complete'. Fails (and changes nothing) unless the snapshot is
  * 'running' and every agent of c has exactly one report. */

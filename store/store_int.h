@@ -7,6 +7,7 @@
 #include <stdint.h>
 #include <sqlite3.h>
 #include "store.h"
+#include "../common/datalog.h"
 #include "../common/sha.h"
 
 struct store {
@@ -49,15 +50,33 @@ int store_reap_stale(struct store *st, struct cs_err *e);
 /* blob.c: "REPO/blobs/ab/<hex>" for a 64-digit hex name. */
 int blob_path(const struct store *st, const char *hex, char *out,
     size_t outsz, struct cs_err *e);
-/* A read-only mapping of a whole blob file. */
-struct blob_map {
+struct row_chunk;
+struct row_agent;
+/* view.c: an agent's recorded file, its chunks mapped one after the
+ * other into one read-only region (no copy; the page cache backs it). */
+struct fview {
 	uint8_t *p;	/* NULL when len is 0 */
-	size_t len;
+	uint64_t len;
+	size_t maplen;	/* the reserved region */
 };
-/* Map the blob at path. Returns 0, -1 with e set, or -2 if it does not
- * exist (e set as well). */
-int blob_map(const char *path, struct blob_map *m, struct cs_err *e);
-void blob_unmap(struct blob_map *m);	/* accepts a zeroed map */
+/* Called once per unusable chunk with its index and what is wrong. */
+typedef void (*chunk_problem_fn)(void *ctx, const struct row_chunk *c,
+    const char *what);
+/* Map agent row a's chunks. Returns 0 when all of them are there with
+ * their sizes and cover exactly a->size bytes; otherwise -1 with e set to
+ * the first problem, after passing every problem to fn (NULL ok). */
+int fview_open(struct store *st, const struct row_agent *a,
+    struct fview *v, chunk_problem_fn fn, void *ctx, struct cs_err *e);
+void fview_close(struct fview *v);	/* accepts a zeroed view */
+
+
+/* pool.c: run fn(ctx, task, worker) for every task in [0, ntasks) on up
+ * to pool_threads() threads (one per core, the caller being worker 0);
+ * returns when all are done. worker < POOL_MAX_THREADS. */
+#define POOL_MAX_THREADS 8
+int pool_threads(void);
+void pool_run(size_t ntasks, void (*fn)(void *ctx, size_t task, int worker),
+    void *ctx);
 
 /* digest.c: the snapshot's digest, hex, recomputed from its rows. */
 int store_digest(struct store *st, uint64_t id, char hex[SHA_HEX_LEN],
@@ -65,11 +84,18 @@ int store_digest(struct store *st, uint64_t id, char hex[SHA_HEX_LEN],
 
 /* rows.c: one snapshot's rows, loaded defensively (a tampered manifest
  * may hold NULLs, wrong types or nonsense; ok says a row is usable). */
+struct row_chunk {
+	uint64_t idx, off, size;
+	char *sha;		/* owned, never NULL */
+	int ok;			/* integer columns and a 64-digit hex sha */
+};
 struct row_agent {
 	char *name;		/* owned, never NULL */
 	uint64_t size;
 	char *sha;		/* owned, never NULL */
 	int ok;			/* valid name, size and 64-digit hex sha */
+	struct row_chunk *chunks;	/* owned, ordered by idx */
+	size_t nchunks;
 };
 struct row_msg {
 	int64_t rowid;
@@ -102,6 +128,17 @@ size_t rows_channel(const struct snap_rows *r, const char *src,
     const char *dst, size_t *n);
 
 /* verify.c and verify_cut.c: one verify run. */
+struct fcheck {			/* one agent row's recorded file */
+	struct fview view;
+	int mapped;		/* every chunk there with its size */
+	int ok;			/* and the file hashes to its sha256 */
+	int hash_failed;
+	uint8_t got[SHA_LEN];	/* the file's sha256 as found */
+	unsigned char *bad;	/* per chunk, when !ok: its hash differs */
+	int have;		/* st holds the file's replay */
+	struct dl_state st;
+	char err[CS_ERR_MAX];	/* why the replay failed */
+};
 struct vrun {
 	struct store *st;
 	uint64_t id;
@@ -109,8 +146,7 @@ struct vrun {
 	void *ctx;
 	int nproblems;
 	struct snap_rows rows;
-	struct blob_map *maps;	/* per agent row; p set once checked ok */
-	int *blob_ok;		/* per agent row: size and sha256 match */
+	struct fcheck *fc;	/* per agent row */
 };
 /* Report one problem, prefixed with "snapshot N: ". */
 void vproblem(struct vrun *v, const char *fmt, ...)

@@ -1,7 +1,7 @@
 /* verify_cut.c - the consistency half of verify, derived from the
- * recorded files themselves: replay every blob, then for every channel
- * S->D of the snapshot's config take sent from S's file and applied from
- * D's, and check the recorded messages against them (cutcheck.c) and
+ * recorded files themselves: take every file's replay (done in verify.c's
+ * pool), then for every channel S->D of the snapshot's config take sent
+ * from S's file and applied from D's, and check the recorded messages against them (cutcheck.c) and
  * against S's own SEND records. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,8 +14,8 @@
 /* Per config agent: its row and, when its blob replayed, its state. */
 struct cut_agent {
 	int row;		/* index in rows.agents, or -1 */
-	int have;		/* st holds the replayed blob */
-	struct dl_state st;
+	int have;		/* st is the replayed recorded file */
+	const struct dl_state *st;	/* borrowed from the verify run */
 	const struct dl_send **sends;	/* st's sends sorted (peer, seq) */
 };
 
@@ -47,44 +47,34 @@ find_send(const struct cut_agent *a, const char *peer, uint64_t seq)
 		return NULL;
 	snprintf(key.peer, sizeof(key.peer), "%s", peer);
 	key.seq = seq;
-	hit = bsearch(&kp, a->sends, a->st.nsends, sizeof(*a->sends),
+	hit = bsearch(&kp, a->sends, a->st->nsends, sizeof(*a->sends),
 	    cmp_send);
 	return hit ? *hit : NULL;
 }
 
-/* Replay agent row r's verified blob into a->st. */
+/* Take the replay of agent row a->row's verified file (verify.c). */
 static void
 replay(struct vrun *v, struct cut_agent *a, const char *name)
 {
-	const struct blob_map *m = &v->maps[a->row];
-	char what[128];
-	struct cs_err e;
+	const struct fcheck *f = &v->fc[a->row];
 	size_t i;
 
-	if (dl_state_init(&a->st, 1) < 0) {
-		vproblem(v, "agent %s: out of memory", name);
-		return;
-	}
-	a->have = 1;
-	snprintf(what, sizeof(what), "blob %.12s of agent %s",
-	    v->rows.agents[a->row].sha, name);
-	if (dl_replay(m->p ? m->p : (const uint8_t *)"", m->len, what, 0,
-	    &a->st, NULL, &e) < 0) {
+	if (!f->have) {
 		vproblem(v, "agent %s: recorded file unreadable: %s", name,
-		    e.msg);
-		dl_state_free(&a->st);
-		a->have = 0;
+		    f->err);
 		return;
 	}
-	if (a->st.nsends == 0)
+	a->st = &f->st;
+	a->have = 1;
+	if (a->st->nsends == 0)
 		return;
-	if ((a->sends = malloc(a->st.nsends * sizeof(*a->sends))) == NULL) {
+	if ((a->sends = malloc(a->st->nsends * sizeof(*a->sends))) == NULL) {
 		vproblem(v, "agent %s: out of memory", name);
 		return;
 	}
-	for (i = 0; i < a->st.nsends; i++)
-		a->sends[i] = &a->st.sends[i];
-	qsort(a->sends, a->st.nsends, sizeof(*a->sends), cmp_send);
+	for (i = 0; i < a->st->nsends; i++)
+		a->sends[i] = &a->st->sends[i];
+	qsort(a->sends, a->st->nsends, sizeof(*a->sends), cmp_send);
 }
 
 /* The config's agents and the recorded agents are the same set. */
@@ -146,8 +136,8 @@ check_channel(struct vrun *v, const struct cfg *c, struct cut_agent *ag,
 	memset(&ch, 0, sizeof(ch));
 	ch.src = sn;
 	ch.dst = dn;
-	ch.sent = wm_get(&ag[s].st.sent, dn);
-	ch.applied = wm_get(&ag[d].st.applied, sn);
+	ch.sent = wm_get(&ag[s].st->sent, dn);
+	ch.applied = wm_get(&ag[d].st->applied, sn);
 	ch.seqs = seqs;
 	ch.nseqs = k;
 	cut_check(&ch, prefix_problem, v);
@@ -196,7 +186,7 @@ verify_cut(struct vrun *v)
 	}
 	match_agents(v, c, ag);
 	for (i = 0; i < c->nagents; i++)
-		if (ag[i].row >= 0 && v->blob_ok[ag[i].row])
+		if (ag[i].row >= 0 && v->fc[ag[i].row].ok)
 			replay(v, &ag[i], c->agents[i].name);
 	for (s = 0; s < c->nagents; s++)
 		for (d = 0; d < c->nagents; d++)
@@ -204,11 +194,8 @@ verify_cut(struct vrun *v)
 				check_channel(v, c, ag, s, d);
 	stray_msgs(v, c);
 out:
-	for (i = 0; ag != NULL && i < c->nagents; i++) {
-		if (ag[i].have)
-			dl_state_free(&ag[i].st);
+	for (i = 0; ag != NULL && i < c->nagents; i++)
 		free(ag[i].sends);
-	}
 	free(ag);
 	cfg_free(c);
 }

@@ -1,0 +1,335 @@
+/* chunkstore.c - storing a snapshot's recorded files as chunks: each
+ * agent's prefix [0, L) is cut into the fixed-size chunks its report
+ * lists, and only the chunks whose digest is not yet a blob are copied.
+ *
+ * An agent's data file is append-only, so a later snapshot shares every
+ * chunk but the last few with the one before: it copies O(change), not
+ * O(file). Each copied chunk is read once, hashed and written from the
+ * same buffer, checked against the reported digest, fsync'ed and renamed
+ * to its name, so a name only ever refers to complete, checked bytes.
+ * The copies run on every core (pool.c); the directories are fsync'ed
+ * once each at the end, before the commit makes the rows refer to them.
+ * A chunk already stored is trusted by its name: its bytes were checked
+ * against that digest when it was written, and verify re-checks them. */
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "store_int.h"
+#include "../common/chunkhash.h"
+#include "../common/fsutil.h"
+
+/* One chunk to copy. */
+struct cjob {
+	int src;		/* index into the run's fds */
+	size_t idx;		/* chunk index in its file */
+	uint64_t off, len;
+	const uint8_t *sha;	/* borrowed from the report */
+};
+
+struct crun {
+	struct store *st;
+	const char *const *paths;
+	const struct report *reps;
+	int *fds;		/* per report, O_RDONLY */
+	struct cjob *jobs;
+	size_t njobs;
+	uint32_t maxchunk;	/* buffer size per worker */
+	uint8_t *bufs[POOL_MAX_THREADS];	/* per worker, lazily */
+	pthread_mutex_t mu;
+	int failed;		/* set once; later jobs are skipped */
+	struct cs_err err;	/* the first failure */
+	uint64_t bytes;		/* copied */
+};
+
+static void
+crun_fail(struct crun *r, const struct cs_err *e)
+{
+	pthread_mutex_lock(&r->mu);
+	if (!r->failed) {
+		r->failed = 1;
+		r->err = *e;
+	}
+	pthread_mutex_unlock(&r->mu);
+}
+
+static int
+crun_failed(struct crun *r)
+{
+	int f;
+
+	pthread_mutex_lock(&r->mu);
+	f = r->failed;
+	pthread_mutex_unlock(&r->mu);
+	return f;
+}
+
+/* Read chunk j, check its digest, write it as a temp file and rename it
+ * to its name. buf holds maxchunk bytes. */
+static int
+copy_chunk(struct crun *r, const struct cjob *j, uint8_t *buf,
+    struct cs_err *e)
+{
+	const char *path = r->paths[j->src];
+	char hex[SHA_HEX_LEN], dst[PATH_MAX], tmp[PATH_MAX];
+	uint8_t got[SHA_LEN];
+	int tfd = -1, rc = -1;
+
+	tmp[0] = '\0';
+	sha_hex(j->sha, hex);
+	if (blob_path(r->st, hex, dst, sizeof(dst), e) < 0)
+		goto out;
+	if (pread_all(r->fds[j->src], buf, (size_t)j->len,
+	    (off_t)j->off) < 0) {
+		cs_errno(e, "read %s at %llu", path,
+		    (unsigned long long)j->off);
+		goto out;
+	}
+	if (sha256_buf(buf, (size_t)j->len, got) < 0) {
+		cs_errf(e, "sha256 of %s failed", path);
+		goto out;
+	}
+	if (memcmp(got, j->sha, SHA_LEN) != 0) {
+		cs_errf(e, "data file %s changed under the snapshot: chunk %zu "
+		    "(bytes %llu..%llu) sha256 mismatch", path, j->idx,
+		    (unsigned long long)j->off,
+		    (unsigned long long)(j->off + j->len));
+		goto out;
+	}
+	/* Jobs are distinct digests, so the temp name is ours alone; a
+	 * leftover with it from a killed run with our pid is garbage. */
+	if (snprintf(tmp, sizeof(tmp), "%s/.tmp.%ld.%s", r->st->blobs,
+	    (long)getpid(), hex) >= (int)sizeof(tmp)) {
+		tmp[0] = '\0';
+		cs_errf(e, "repository path too long: %s", r->st->repo);
+		goto out;
+	}
+	unlink(tmp);
+	tfd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
+	    0600);
+	if (tfd < 0) {
+		cs_errno(e, "create %s", tmp);
+		tmp[0] = '\0';
+		goto out;
+	}
+	if (write_all(tfd, buf, (size_t)j->len) < 0) {
+		cs_errno(e, "write %s", tmp);
+		goto out;
+	}
+	if (fdatasync(tfd) < 0) {
+		cs_errno(e, "fsync %s", tmp);
+		goto out;
+	}
+	if (close(tfd) < 0) {
+		tfd = -1;
+		cs_errno(e, "close %s", tmp);
+		goto out;
+	}
+	tfd = -1;
+	if (rename(tmp, dst) < 0) {
+		cs_errno(e, "rename %s to %s", tmp, dst);
+		goto out;
+	}
+	tmp[0] = '\0';
+	rc = 0;
+out:
+	if (tfd >= 0)
+		close(tfd);
+	if (tmp[0] != '\0')
+		unlink(tmp);
+	return rc;
+}
+
+/* pool.c task: copy job t with worker w's buffer. */
+static void
+copy_task(void *ctx, size_t t, int w)
+{
+	struct crun *r = ctx;
+	struct cs_err e;
+
+	if (crun_failed(r))
+		return;
+	if (r->bufs[w] == NULL && (r->bufs[w] = malloc(r->maxchunk)) == NULL) {
+		cs_errf(&e, "out of memory");
+		crun_fail(r, &e);
+		return;
+	}
+	if (copy_chunk(r, &r->jobs[t], r->bufs[w], &e) < 0) {
+		cs_errctx(&e, "agent %s", r->reps[r->jobs[t].src].agent);
+		crun_fail(r, &e);
+		return;
+	}
+	pthread_mutex_lock(&r->mu);
+	r->bytes += r->jobs[t].len;
+	pthread_mutex_unlock(&r->mu);
+}
+
+static int
+cmp_job(const void *a, const void *b)
+{
+	const struct cjob *x = a, *y = b;
+
+	return memcmp(x->sha, y->sha, SHA_LEN);
+}
+
+/* Is the chunk already stored? Same name, same size: the same bytes. */
+static int
+stored(struct store *st, const uint8_t sha[SHA_LEN], uint64_t len,
+    struct cs_err *e)
+{
+	char hex[SHA_HEX_LEN], path[PATH_MAX];
+	struct stat sb;
+
+	sha_hex(sha, hex);
+	if (blob_path(st, hex, path, sizeof(path), e) < 0)
+		return -1;
+	return lstat(path, &sb) == 0 && S_ISREG(sb.st_mode) &&
+	    (uint64_t)sb.st_size == len;
+}
+
+/* Open every data file and list the chunks not yet stored, each digest
+ * once. */
+static int
+plan(struct crun *r, size_t n, struct cs_err *e)
+{
+	const struct report *rep;
+	struct stat sb;
+	size_t i, k, cap = 0, kept;
+	uint64_t off, len;
+	struct cjob *nv;
+	int s;
+
+	for (i = 0; i < n; i++) {
+		rep = &r->reps[i];
+		if (!chunk_size_valid(rep->chunk_size) ||
+		    rep->nchunks != chunk_count(rep->size, rep->chunk_size))
+			return cs_errf(e, "agent %s: malformed chunk list",
+			    rep->agent);
+		if ((r->fds[i] = open(r->paths[i], O_RDONLY | O_CLOEXEC)) < 0)
+			return cs_errno(e, "agent %s: open %s", rep->agent,
+			    r->paths[i]);
+		if (fstat(r->fds[i], &sb) < 0)
+			return cs_errno(e, "agent %s: stat %s", rep->agent,
+			    r->paths[i]);
+		if ((uint64_t)sb.st_size < rep->size)
+			return cs_errf(e, "agent %s: data file %s changed under "
+			    "the snapshot: %lld bytes, expected at least %llu",
+			    rep->agent, r->paths[i], (long long)sb.st_size,
+			    (unsigned long long)rep->size);
+		if (rep->chunk_size > r->maxchunk)
+			r->maxchunk = rep->chunk_size;
+		for (k = 0; k < rep->nchunks; k++) {
+			off = (uint64_t)k * rep->chunk_size;
+			len = rep->size - off < rep->chunk_size ?
+			    rep->size - off : rep->chunk_size;
+			if ((s = stored(r->st, rep->chunks[k], len, e)) < 0)
+				return -1;
+			if (s)
+				continue;
+			if (r->njobs == cap) {
+				cap = cap ? cap * 2 : 64;
+				nv = realloc(r->jobs, cap * sizeof(*nv));
+				if (nv == NULL)
+					return cs_errf(e, "out of memory");
+				r->jobs = nv;
+			}
+			r->jobs[r->njobs++] = (struct cjob){ (int)i, k, off,
+			    len, rep->chunks[k] };
+		}
+	}
+	if (r->njobs > 1)
+		qsort(r->jobs, r->njobs, sizeof(*r->jobs), cmp_job);
+	for (i = 0, kept = 0; i < r->njobs; i++)
+		if (kept == 0 || cmp_job(&r->jobs[kept - 1], &r->jobs[i]) != 0)
+			r->jobs[kept++] = r->jobs[i];
+	r->njobs = kept;
+	return 0;
+}
+
+/* Create the fan-out directories of the jobs; mark them in dirs[256]. */
+static int
+make_dirs(struct crun *r, unsigned char dirs[256], struct cs_err *e)
+{
+	char path[PATH_MAX];
+	size_t i;
+
+	memset(dirs, 0, 256);
+	for (i = 0; i < r->njobs; i++) {
+		if (dirs[r->jobs[i].sha[0]])
+			continue;
+		dirs[r->jobs[i].sha[0]] = 1;
+		if (snprintf(path, sizeof(path), "%s/%02x", r->st->blobs,
+		    r->jobs[i].sha[0]) >= (int)sizeof(path))
+			return cs_errf(e, "repository path too long: %s",
+			    r->st->repo);
+		if (mkdir_p(path, 0700, e) < 0)
+			return -1;
+	}
+	return 0;
+}
+
+int
+store_put_chunks(struct store *st, const char *const *paths,
+    const struct report *reps, size_t n, struct chunk_stats *stats,
+    struct cs_err *e)
+{
+	unsigned char dirs[256];
+	char path[PATH_MAX];
+	struct crun r;
+	size_t i;
+	int rc = -1;
+
+	memset(&r, 0, sizeof(r));
+	r.st = st;
+	r.paths = paths;
+	r.reps = reps;
+	if (stats != NULL)
+		memset(stats, 0, sizeof(*stats));
+	if (pthread_mutex_init(&r.mu, NULL) != 0)
+		return cs_errf(e, "out of memory");
+	if ((r.fds = malloc((n + 1) * sizeof(*r.fds))) == NULL) {
+		cs_errf(e, "out of memory");
+		goto out;
+	}
+	for (i = 0; i < n; i++)
+		r.fds[i] = -1;
+	if (plan(&r, n, e) < 0 || make_dirs(&r, dirs, e) < 0)
+		goto out;
+	pool_run(r.njobs, copy_task, &r);
+	if (r.failed) {
+		*e = r.err;
+		goto out;
+	}
+	/* The renames are durable once their directories are. */
+	for (i = 0; i < 256; i++) {
+		if (!dirs[i])
+			continue;
+		if (snprintf(path, sizeof(path), "%s/%02zx", st->blobs, i) >=
+		    (int)sizeof(path) || fsync_dir(path, e) < 0)
+			goto out;
+	}
+	if (r.njobs > 0 && fsync_dir(st->blobs, e) < 0)
+		goto out;
+	if (stats != NULL) {
+		for (i = 0; i < n; i++)
+			stats->chunks += reps[i].nchunks;
+		stats->copied = r.njobs;
+		stats->bytes = r.bytes;
+	}
+	rc = 0;
+out:
+	for (i = 0; r.fds != NULL && i < n; i++)
+		if (r.fds[i] >= 0)
+			close(r.fds[i]);
+	for (i = 0; i < POOL_MAX_THREADS; i++)
+		free(r.bufs[i]);
+	free(r.fds);
+	free(r.jobs);
+	pthread_mutex_destroy(&r.mu);
+	return rc;
+}

@@ -1,0 +1,137 @@
+/* view.c - an agent's recorded file as one contiguous read-only region:
+ * an anonymous reservation of the file's size with each chunk blob mapped
+ * over its part (MAP_FIXED). Chunks start on page boundaries (their size
+ * is a power of two of at least a page, chunkhash.h), so nothing is
+ * copied: replay, hashing and restore read straight from the page cache,
+ * and a file larger than memory costs no heap. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "store_int.h"
+
+struct vopen {
+	chunk_problem_fn fn;
+	void *ctx;
+	struct cs_err *e;
+	int nproblems;
+};
+
+static void
+problem(struct vopen *o, const struct row_chunk *c, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+static void
+problem(struct vopen *o, const struct row_chunk *c, const char *fmt, ...)
+{
+	char what[400];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(what, sizeof(what), fmt, ap);
+	va_end(ap);
+	if (o->nproblems++ == 0)
+		cs_errf(o->e, "chunk %llu (%.12s): %s",
+		    (unsigned long long)c->idx, c->sha, what);
+	if (o->fn != NULL)
+		o->fn(o->ctx, c, what);
+}
+
+/* Map chunk c at base + c->off. */
+static void
+map_chunk(struct store *st, struct vopen *o, const struct row_chunk *c,
+    uint8_t *base)
+{
+	char path[PATH_MAX];
+	struct cs_err e;
+	struct stat sb;
+	int fd;
+
+	if (blob_path(st, c->sha, path, sizeof(path), &e) < 0) {
+		problem(o, c, "%s", e.msg);
+		return;
+	}
+	if ((fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)) < 0) {
+		if (errno == ENOENT)
+			problem(o, c, "missing (expected %llu bytes at %s)",
+			    (unsigned long long)c->size, path);
+		else
+			problem(o, c, "open %s: %s", path, strerror(errno));
+		return;
+	}
+	if (fstat(fd, &sb) < 0 || !S_ISREG(sb.st_mode))
+		problem(o, c, "not a regular file");
+	else if ((uint64_t)sb.st_size != c->size)
+		problem(o, c, "size mismatch: expected %llu bytes, found %lld",
+		    (unsigned long long)c->size, (long long)sb.st_size);
+	else if (mmap(base + c->off, (size_t)c->size, PROT_READ,
+	    MAP_PRIVATE | MAP_FIXED, fd, 0) == MAP_FAILED)
+		problem(o, c, "mmap: %s", strerror(errno));
+	close(fd);
+}
+
+int
+fview_open(struct store *st, const struct row_agent *a, struct fview *v,
+    chunk_problem_fn fn, void *ctx, struct cs_err *e)
+{
+	struct vopen o = { fn, ctx, e, 0 };
+	const struct row_chunk *c;
+	uint64_t page = (uint64_t)sysconf(_SC_PAGESIZE), off = 0;
+	void *p;
+	size_t i;
+
+	memset(v, 0, sizeof(*v));
+	if (a->size > SIZE_MAX / 2)
+		return cs_errf(e, "recorded file of %llu bytes is too large to "
+		    "map", (unsigned long long)a->size);
+	v->len = a->size;
+	if (a->size == 0 && a->nchunks == 0)
+		return 0;
+	v->maplen = (size_t)a->size;
+	if (v->maplen == 0)
+		v->maplen = (size_t)page;
+	p = mmap(NULL, v->maplen, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS |
+	    MAP_NORESERVE, -1, 0);
+	if (p == MAP_FAILED) {
+		v->maplen = 0;
+		return cs_errno(e, "mmap %llu bytes",
+		    (unsigned long long)a->size);
+	}
+	v->p = p;
+	/* The rows must tile [0, size): consecutive, page-aligned. */
+	for (i = 0; i < a->nchunks; i++) {
+		c = &a->chunks[i];
+		if (!c->ok || c->idx != i || c->off != off || c->size == 0 ||
+		    c->off % page != 0 || c->size > a->size - c->off) {
+			problem(&o, c, "malformed chunk row (idx, offset, size "
+			    "or sha256)");
+			break;
+		}
+		map_chunk(st, &o, c, v->p);
+		off += c->size;
+	}
+	if (o.nproblems == 0 && off != a->size) {
+		if (o.nproblems++ == 0)
+			cs_errf(e, "chunks cover %llu bytes, expected %llu",
+			    (unsigned long long)off,
+			    (unsigned long long)a->size);
+	}
+	if (o.nproblems > 0) {
+		fview_close(v);
+		return -1;
+	}
+	return 0;
+}
+
+void
+fview_close(struct fview *v)
+{
+	if (v->p != NULL)
+		munmap(v->p, v->maplen);
+	memset(v, 0, sizeof(*v));
+}
