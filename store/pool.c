@@ -49,6 +49,8 @@ pool_run(size_t ntasks, void (*fn)(void *ctx, size_t task, int worker),
 	struct pool p;
 	int i, n, started = 0;
 
+	if (ntasks == 0)
+		return;
 	p.fn = fn;
 	p.ctx = ctx;
 	p.ntasks = ntasks;
