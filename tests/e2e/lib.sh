@@ -393,18 +393,26 @@ snapshot_is_running () {
 	    [ -n "$(sql "select id from snapshots where status = 'running'" 2>/dev/null)" ]
 }
 
-# blob_path ID AGENT: where the agent's recorded file of snapshot ID lives.
-blob_path () {
-	local sha
-	sha=$(sql "select case typeof(sha256) when 'blob' then lower(hex(sha256))
-	    else lower(sha256) end from agents where snapshot_id = $1
-	    and name = '$2'") || return 1
-	[ -n "$sha" ] || { say "no agents row for $2 in snapshot $1"; return 1; }
-	if [ -f "$REPO/blobs/${sha:0:2}/$sha" ]; then
+# chunk_paths ID AGENT: the blobs of the agent's recorded file of snapshot
+# ID, one per line, in file order (the file is their concatenation).
+chunk_paths () {
+	local sha n=0
+	for sha in $(sql "select lower(sha256) from agent_chunks
+	    where snapshot_id = $1 and agent = '$2' order by idx"); do
 		echo "$REPO/blobs/${sha:0:2}/$sha"
-	else
-		find "$REPO/blobs" -type f -name "$sha*" | head -n 1 | grep .
-	fi
+		n=$((n + 1))
+	done
+	[ $n -gt 0 ] || { say "no chunk rows for $2 in snapshot $1"; return 1; }
+}
+
+# blob_path ID AGENT: the agent's recorded file of snapshot ID, assembled
+# from its chunks into a file of the test directory; prints its path.
+blob_path () {
+	local out=$TEST_DIR/.recorded.$1.$2 paths
+	paths=$(chunk_paths "$1" "$2") || return 1
+	# shellcheck disable=SC2086
+	cat $paths >"$out" || return 1
+	echo "$out"
 }
 
 # blob_val ID AGENT KEY: the key's value in the agent's recorded file.

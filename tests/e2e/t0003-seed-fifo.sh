@@ -75,13 +75,18 @@ test_expect_success 'the consistent cut: recorded A says 90, recorded B says 50'
 	expect_eq "$(blob_val "$SNAP_ID" B bal)" 50 "recorded B"
 '
 
-test_expect_success 'the blobs have the recorded size and SHA-256' '
+test_expect_success 'the recorded files have their size and SHA-256; each chunk is named by its SHA-256' '
 	for n in A B; do
 		p=$(blob_path "$SNAP_ID" $n) || return 1
 		expect_eq "$(stat -c %s "$p")" "$(agent_size "$SNAP_ID" $n)" \
 		    "size of $n" || return 1
-		expect_eq "$(sha256sum "$p" | cut -d" " -f1)" "$(basename "$p")" \
+		expect_eq "$(sha256sum "$p" | cut -d" " -f1)" \
+		    "$(sql "select sha256 from agents where snapshot_id = $SNAP_ID and name = '\''$n'\''")" \
 		    "sha256 of $n" || return 1
+		for c in $(chunk_paths "$SNAP_ID" $n); do
+			expect_eq "$(sha256sum "$c" | cut -d" " -f1)" \
+			    "$(basename "$c")" "chunk of $n" || return 1
+		done
 	done
 '
 

@@ -4,10 +4,15 @@
 # and restore refuses it without touching the data files.
 . "$(dirname "$0")/lib.sh"
 
+# Small chunks, and a padding value, so that A's recorded file spans
+# several chunks and the damage below hits one in the middle.
+export CUTSNAP_CHUNK_SIZE=4096
+
 test_expect_success 'setup: a good snapshot with a message in flight, agents stopped' '
 	make_config A B &&
 	start_cluster &&
 	set_balances A=100 B=50 &&
+	expect_ok put -c "$CONF" A pad "$(printf "%09000d" 0)" &&
 	expect_ok channel -c "$CONF" hold A B &&
 	expect_ok transfer -c "$CONF" A:bal B:bal 10 &&
 	snapshot_bg --initiator B &&
@@ -25,12 +30,13 @@ test_expect_success 'setup: a good snapshot with a message in flight, agents sto
 	expect_ok verify -r "$REPO" "$ID" &&
 	sql "pragma wal_checkpoint(truncate)" >/dev/null &&
 	cp A.data A.saved && cp B.data B.saved &&
-	BLOB_A=$(blob_path "$ID" A) && SHA_A=$(basename "$BLOB_A") &&
+	expect_eq "$(chunk_paths "$ID" A | wc -l)" 3 "chunks of A" &&
+	SHA_A=$(basename "$(chunk_paths "$ID" A | sed -n 2p)") &&
 	GOOD=$TEST_DIR/repo.good && cp -a "$REPO" "$GOOD"
 '
 
 # damaged NAME: a fresh copy of the good repository as TEST_DIR/NAME;
-# sets R and RB (R's copy of A's blob).
+# sets R and RB (R's copy of the middle chunk of A's recorded file).
 damaged () {
 	R=$TEST_DIR/$1
 	rm -rf "$R" && cp -a "$GOOD" "$R" &&
@@ -54,27 +60,24 @@ restore_refused () {
 	cmp A.data A.saved && cmp B.data B.saved
 }
 
-test_expect_success 'a flipped byte in a blob: verify 1 naming the blob/agent; restore refused' '
+test_expect_success 'a flipped byte in a chunk: verify 1 naming the chunk and agent; restore refused' '
 	damaged flip &&
 	flip_byte "$RB" 40 &&
-	verify_fails 1 "${SHA_A:0:8}|agent A" &&
-	cat "$OUT" "$ERR" | grep -Eqi "sha|hash|digest|mismatch|corrupt" &&
+	verify_fails 1 "agent A: chunk 1 \(${SHA_A:0:12}\) sha256 mismatch" &&
 	restore_refused 1
 '
 
-test_expect_success 'a truncated blob: verify 1 naming the size; restore refused' '
+test_expect_success 'a truncated chunk: verify 1 naming the chunk and its size; restore refused' '
 	damaged trunc &&
 	truncate -s 20 "$RB" &&
-	verify_fails 1 "${SHA_A:0:8}|agent A" &&
-	cat "$OUT" "$ERR" | grep -Eqi "size|short|truncat|sha|mismatch" &&
+	verify_fails 1 "agent A: chunk 1 \(${SHA_A:0:12}\): size mismatch: expected 4096 bytes, found 20" &&
 	restore_refused 1
 '
 
-test_expect_success 'a missing blob: verify 1 saying it is missing; restore refused' '
+test_expect_success 'a missing chunk: verify 1 saying it is missing; restore refused' '
 	damaged missing &&
 	rm -f "$RB" &&
-	verify_fails 1 "${SHA_A:0:8}|agent A" &&
-	cat "$OUT" "$ERR" | grep -Eqi "missing|no such|not found|absent" &&
+	verify_fails 1 "agent A: chunk 1 \(${SHA_A:0:12}\): missing" &&
 	restore_refused 1
 '
 
@@ -117,14 +120,18 @@ test_expect_success 'mixed moments (B from a later snapshot): verify names chann
 	    snapshot_id = $ID2 and name = '\''B'\''), size = (select size from agents
 	    where snapshot_id = $ID2 and name = '\''B'\'') where snapshot_id = $ID
 	    and name = '\''B'\''" "$R/manifest.db" &&
+	sql "delete from agent_chunks where snapshot_id = $ID and agent = '\''B'\'';
+	    insert into agent_chunks select $ID, agent, idx, offset, size, sha256
+	    from agent_chunks where snapshot_id = $ID2 and agent = '\''B'\''" \
+	    "$R/manifest.db" &&
 	verify_fails 1 "A ?(->|>|→) ?B" &&
 	restore_refused 1
 '
 
-test_expect_success 'two damages at once (both blobs): verify names each on its own line' '
+test_expect_success 'two damages at once (chunks of A and B): verify names each on its own line' '
 	damaged two &&
 	flip_byte "$RB" 40 &&
-	RBB=$(R=$R; REPO=$R; blob_path "$ID" B) &&
+	RBB=$(REPO=$R; chunk_paths "$ID" B | head -n 1) &&
 	truncate -s 10 "$RBB" &&
 	expect_exit 1 verify -r "$R" "$ID" &&
 	cat "$OUT" "$ERR" >both &&

@@ -86,9 +86,9 @@ test_expect_success 'the repository stores a repeated file once (content address
 	S1=$SNAP_ID &&
 	take_snapshot &&
 	S2=$SNAP_ID &&
-	expect_eq "$(blob_path "$S1" A)" "$(blob_path "$S2" A)" "blob of A" &&
+	expect_eq "$(chunk_paths "$S1" A)" "$(chunk_paths "$S2" A)" "chunks of A" &&
 	expect_eq "$(find "$REPO/blobs" -type f ! -name ".*" | wc -l)" \
-	    "$(sql "select count(distinct sha256) from agents")" "blob files"
+	    "$(sql "select count(distinct sha256) from agent_chunks")" "blob files"
 '
 
 test_done

@@ -88,8 +88,11 @@ seed_reports(struct report r[2], uint64_t id)
 	static struct rep_wm a_sent = { "B", 1 };
 	static struct rep_msg msg = { 1, (uint8_t *)"\x01\x00", 2 };
 	static struct rep_channel a_in, b_in;
+	static uint8_t chunks[2][1][32];
 
 	memset(r, 0, 2 * sizeof(*r));
+	memset(chunks[0], 0xcc, 32);
+	memset(chunks[1], 0xdd, 32);
 	memset(&a_in, 0, sizeof(a_in));
 	memset(&b_in, 0, sizeof(b_in));
 	snprintf(a_in.src, sizeof(a_in.src), "B");
@@ -104,6 +107,10 @@ seed_reports(struct report r[2], uint64_t id)
 	r[1].size = 200;
 	memset(r[0].sha, 0xaa, 32);
 	memset(r[1].sha, 0xbb, 32);
+	r[0].chunk_size = r[1].chunk_size = 4096;	/* one chunk each */
+	r[0].nchunks = r[1].nchunks = 1;
+	r[0].chunks = chunks[0];
+	r[1].chunks = chunks[1];
 	r[0].nsent = 1;
 	r[0].sent = &a_sent;
 	r[0].nchannels = 1;
@@ -183,7 +190,7 @@ schema_version_mismatch(void **state)
 	store_close(st);
 	sql(f->repo, "PRAGMA user_version = 7");
 	snprintf(want, sizeof(want), "repository %s: unsupported manifest "
-	    "schema version 7 (expected 1)", f->repo);
+	    "schema version 7 (expected 2)", f->repo);
 	assert_int_equal(store_open(f->repo, 0, &st, &e), -1);
 	assert_string_equal(e.msg, want);
 	assert_int_equal(store_open(f->repo, 1, &st, &e), -1);
@@ -212,7 +219,7 @@ not_a_database(void **state)
 	/* An empty file is an empty database: no schema, version 0. */
 	assert_int_equal(truncate(path, 0), 0);
 	assert_int_equal(store_open(f->repo, 0, &st, &e), -1);
-	assert_non_null(strstr(e.msg, "schema version 0 (expected 1)"));
+	assert_non_null(strstr(e.msg, "schema version 0 (expected 2)"));
 }
 
 static void
@@ -375,10 +382,18 @@ digest_catches_edited_and_deleted_rows(void **state)
 	assert_int_equal(store_commit_snapshot(st, id, f->cfg, r, 2, &e), 0);
 	store_close(st);
 
-	/* The blobs were never stored: those are problems, the rows are
+	/* The chunks were never stored: those are problems, the rows are
 	 * not. */
 	verify_after(f, NULL, &p);
-	assert_true(has(&p, "blob aaaaaaaaaaaa missing"));
+	assert_true(has(&p, "agent A: chunk 0 (cccccccccccc): missing"));
+	assert_true(has(&p, "agent B: chunk 0 (dddddddddddd): missing"));
+	assert_false(has(&p, "digest"));
+	/* The chunk rows are covered by the digest. */
+	verify_after(f, "UPDATE agent_chunks SET sha256 = replace(sha256, "
+	    "'c', 'e') WHERE agent = 'A'", &p);
+	assert_true(has(&p, digest));
+	verify_after(f, "UPDATE agent_chunks SET sha256 = replace(sha256, "
+	    "'e', 'c') WHERE agent = 'A'", &p);
 	assert_false(has(&p, "digest"));
 	verify_after(f, "UPDATE watermarks SET seq = 2", &p);
 	assert_true(has(&p, digest));

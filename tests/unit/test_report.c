@@ -7,6 +7,7 @@
 #include <string.h>
 #include <cmocka.h>
 
+#include "../../common/chunkhash.h"
 #include "../../common/report.h"
 
 /* A report with two watermark lists and three channels: one with two
@@ -20,9 +21,16 @@ sample(struct report *r, struct rep_wm *sent, struct rep_wm *applied,
 	memset(r, 0, sizeof(*r));
 	r->snap_id = 0x1122334455667788ull;
 	strcpy(r->agent, "A");
-	r->size = 4096;
+	static uint8_t chunks[3][32];
+
+	r->size = 10000;
 	for (i = 0; i < 32; i++)
 		r->sha[i] = (uint8_t)(i * 3 + 1);
+	for (i = 0; i < 3 * 32; i++)
+		chunks[i / 32][i % 32] = (uint8_t)(i * 7 + 5);
+	r->chunk_size = 4096;	/* 10000 bytes: two full chunks and a part */
+	r->nchunks = 3;
+	r->chunks = chunks;
 	memset(sent, 0, 2 * sizeof(*sent));
 	strcpy(sent[0].peer, "B");
 	sent[0].seq = 7;
@@ -96,8 +104,11 @@ roundtrip_preserves_every_field(void **state)
 	assert_int_equal(report_decode(w.data, w.len, &out, &e), 0);
 	assert_true(out.snap_id == in.snap_id);
 	assert_string_equal(out.agent, "A");
-	assert_true(out.size == 4096);
+	assert_true(out.size == 10000);
 	assert_memory_equal(out.sha, in.sha, 32);
+	assert_int_equal(out.chunk_size, 4096);
+	assert_int_equal(out.nchunks, 3);
+	assert_memory_equal(out.chunks, in.chunks, 3 * 32);
 	assert_int_equal(out.nsent, 2);
 	assert_string_equal(out.sent[1].peer, "C");
 	assert_true(out.sent[0].seq == 7);
@@ -140,9 +151,10 @@ empty_report_roundtrips(void **state)
 	(void)state;
 	memset(&in, 0, sizeof(in));
 	strcpy(in.agent, "solo");
+	in.chunk_size = CHUNK_SIZE_DEFAULT;
 	wbuf_init(&w);
 	report_encode(&w, &in);
-	assert_int_equal(w.len, 8 + 8 + 8 + 32 + 12);
+	assert_int_equal(w.len, 8 + 8 + 8 + 32 + 8 + 12);
 	assert_int_equal(report_decode(w.data, w.len, &out, &e), 0);
 	assert_string_equal(out.agent, "solo");
 	assert_int_equal(out.nsent + out.napplied + out.nchannels, 0);
@@ -203,6 +215,61 @@ put_head(struct wbuf *w)
 	wbuf_put_str(w, "A");
 	wbuf_put_u64(w, 0);
 	wbuf_put_raw(w, sha, sizeof(sha));
+	wbuf_put_u32(w, 4096);	/* chunk size; no chunks for 0 bytes */
+	wbuf_put_u32(w, 0);
+}
+
+/* The chunk list must have a valid chunk size and cover exactly the
+ * recorded size: one chunk too many or too few, or a chunk size that is
+ * not a power of two in range, is malformed. */
+static void
+bad_chunk_lists_are_rejected(void **state)
+{
+	static const struct {
+		uint32_t size, n;
+	} bad[] = { { 4096, 2 }, { 4096, 4 }, { 4095, 3 }, { 0, 0 },
+	    { 2048, 5 }, { 128u << 20, 1 } };
+	uint8_t zero[5 * 32] = { 0 };
+	struct report out;
+	struct cs_err e;
+	struct wbuf w;
+	size_t i;
+
+	(void)state;
+	wbuf_init(&w);
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		wbuf_reset(&w);
+		wbuf_put_u64(&w, 1);
+		wbuf_put_str(&w, "A");
+		wbuf_put_u64(&w, 10000);
+		wbuf_put_raw(&w, zero, 32);
+		wbuf_put_u32(&w, bad[i].size);
+		wbuf_put_u32(&w, bad[i].n);
+		wbuf_put_raw(&w, zero, bad[i].n * 32);
+		wbuf_put_u32(&w, 0);
+		wbuf_put_u32(&w, 0);
+		wbuf_put_u32(&w, 0);
+		e.msg[0] = '\0';
+		assert_int_equal(report_decode(w.data, w.len, &out, &e), -1);
+		assert_non_null(strstr(e.msg, "malformed snapshot report"));
+		assert_null(out.chunks);
+	}
+	/* The same with 3 chunks of 4096 decodes. */
+	wbuf_reset(&w);
+	wbuf_put_u64(&w, 1);
+	wbuf_put_str(&w, "A");
+	wbuf_put_u64(&w, 10000);
+	wbuf_put_raw(&w, zero, 32);
+	wbuf_put_u32(&w, 4096);
+	wbuf_put_u32(&w, 3);
+	wbuf_put_raw(&w, zero, 3 * 32);
+	wbuf_put_u32(&w, 0);
+	wbuf_put_u32(&w, 0);
+	wbuf_put_u32(&w, 0);
+	assert_int_equal(report_decode(w.data, w.len, &out, &e), 0);
+	assert_int_equal(out.nchunks, 3);
+	report_free(&out);
+	wbuf_free(&w);
 }
 
 static void
@@ -298,6 +365,7 @@ main(void)
 		cmocka_unit_test(every_truncation_fails_cleanly),
 		cmocka_unit_test(trailing_byte_fails),
 		cmocka_unit_test(huge_counts_are_rejected),
+		cmocka_unit_test(bad_chunk_lists_are_rejected),
 		cmocka_unit_test(oversized_message_and_bad_names_are_rejected),
 	};
 

@@ -18,6 +18,7 @@
 #include <sqlite3.h>
 
 #include "../../common/chmsg.h"
+#include "../../common/chunkhash.h"
 #include "../../common/datalog.h"
 #include "../../common/fsutil.h"
 #include "../../common/sha.h"
@@ -30,6 +31,8 @@ struct fix {
 	char ra[128], rb[128];	/* its data files */
 	struct cfg *cfg;	/* the cluster's config */
 	uint8_t sha[2][32];	/* recorded files of A and B */
+	uint8_t chunks[2][8][32];	/* their chunk digests */
+	size_t nchunks[2];
 };
 
 struct probs {
@@ -89,6 +92,26 @@ append(struct datalog *dl, enum dl_type type, const char *peer,
 	assert_int_equal(datalog_append(dl, &r, &e), 0);
 }
 
+/* The chunk digests of dl's file into f and the report (which points at
+ * f's copy). */
+static void
+take_chunks(struct fix *f, int i, struct datalog *dl, struct report *r)
+{
+	const struct chunkhash *h = datalog_chunks(dl);
+	size_t k;
+
+	r->chunk_size = chunkhash_size(h);
+	assert_int_equal(r->chunk_size, 4096);
+	r->nchunks = (size_t)chunk_count(r->size, r->chunk_size);
+	assert_true(r->nchunks >= 1 && r->nchunks <= 8);
+	for (k = 0; k < chunkhash_nfull(h); k++)
+		memcpy(f->chunks[i][k], chunkhash_digest(h, k), 32);
+	if (k < r->nchunks)
+		assert_int_equal(chunkhash_peek(h, f->chunks[i][k]), 0);
+	f->nchunks[i] = r->nchunks;
+	r->chunks = f->chunks[i];
+}
+
 /* The seed, with variations: A=100 and, if a_sent, a transfer of 10 to B
  * (A=90, sent 1); B=50 and, if b_applied, that message applied (B=60).
  * The report of B's incoming channel carries `amount` as seq 1 if
@@ -103,10 +126,15 @@ build(struct fix *f, int a_sent, int b_applied, int64_t amount)
 	struct rep_channel a_in, b_in;
 	struct rep_msg m;
 	struct wbuf msg, rep;
+	struct chunk_stats cs;
+	const char *paths[2];
+	char pad[9001];
 	struct cs_err e;
 	uint64_t id;
 	int i;
 
+	memset(pad, 'p', sizeof(pad) - 1);
+	pad[sizeof(pad) - 1] = '\0';
 	wbuf_init(&msg);
 	wbuf_init(&rep);
 	chmsg_encode(&msg, "x", 1, 10);
@@ -118,6 +146,8 @@ build(struct fix *f, int a_sent, int b_applied, int64_t amount)
 		assert_int_equal(datalog_open(f->cfg->agents[i].data, &dl, &e),
 		    0);
 		append(dl, DL_PUT, NULL, 0, i == 0 ? "100" : "50", NULL);
+		if (i == 0)	/* A's file spans three 4 KiB chunks */
+			append(dl, DL_PUT, NULL, 0, pad, NULL);
 		if (i == 0 && a_sent)
 			append(dl, DL_SEND, "B", 1, "90", &msg);
 		if (i == 1 && b_applied)
@@ -126,6 +156,7 @@ build(struct fix *f, int a_sent, int b_applied, int64_t amount)
 		r[i].size = datalog_end(dl);
 		assert_int_equal(datalog_prefix_sha(dl, r[i].sha), 0);
 		memcpy(f->sha[i], r[i].sha, 32);
+		take_chunks(f, i, dl, &r[i]);
 		datalog_close(dl);
 		snprintf(r[i].agent, sizeof(r[i].agent), "%s",
 		    f->cfg->agents[i].name);
@@ -153,9 +184,10 @@ build(struct fix *f, int a_sent, int b_applied, int64_t amount)
 	    0);
 	for (i = 0; i < 2; i++) {
 		r[i].snap_id = id;
-		assert_int_equal(store_put_blob(st, f->cfg->agents[i].data,
-		    r[i].size, r[i].sha, &e), 0);
+		paths[i] = f->cfg->agents[i].data;
 	}
+	assert_int_equal(store_put_chunks(st, paths, r, 2, &cs, &e), 0);
+	assert_int_equal(cs.chunks, f->nchunks[0] + f->nchunks[1]);
 	assert_int_equal(store_commit_snapshot(st, id, f->cfg, r, 2, &e), 0);
 	store_close(st);
 	wbuf_free(&msg);
@@ -220,12 +252,14 @@ sql(const struct fix *f, const char *stmt)
 	assert_int_equal(sqlite3_close(db), SQLITE_OK);
 }
 
+/* The blob of chunk k of the agent's recorded file. */
 static void
-blob_of(const struct fix *f, int agent, char *out, size_t outsz)
+chunk_of(const struct fix *f, int agent, size_t k, char *out, size_t outsz)
 {
 	char hex[SHA_HEX_LEN];
 
-	sha_hex(f->sha[agent], hex);
+	assert_true(k < f->nchunks[agent]);
+	sha_hex(f->chunks[agent][k], hex);
 	snprintf(out, outsz, "%s/blobs/%.2s/%s", f->repo, hex, hex);
 }
 
@@ -307,59 +341,105 @@ good_snapshot_verifies(void **state)
 }
 
 static void
-flipped_byte_in_blob(void **state)
+flipped_byte_in_chunk(void **state)
 {
 	struct fix *f = *state;
 	struct probs p;
-	char path[256];
+	char path[256], want[128];
 	uint8_t c;
 	int fd;
 
-	blob_of(f, 0, path, sizeof(path));
+	assert_int_equal(f->nchunks[0], 3);
+	chunk_of(f, 0, 1, path, sizeof(path));
 	assert_true((fd = open(path, O_RDWR)) >= 0);
 	assert_int_equal(pread(fd, &c, 1, 20), 1);
 	c ^= 0x40;
 	assert_int_equal(pwrite(fd, &c, 1, 20), 1);
 	close(fd);
+	/* One problem, naming the damaged chunk and no other. */
 	assert_int_equal(verify(f, &p), 1);
-	assert_true(has(&p, "snapshot 1: agent A: blob "));
-	assert_true(has(&p, "sha256 mismatch: expected "));
+	snprintf(want, sizeof(want), "snapshot 1: agent A: chunk 1 (%.12s) "
+	    "sha256 mismatch", strrchr(path, '/') + 1);
+	assert_true(has(&p, want));
 	expect_refused(f, "snapshot 1 failed verification; nothing was "
 	    "restored");
 }
 
 static void
-truncated_blob(void **state)
+truncated_chunk(void **state)
 {
 	struct fix *f = *state;
 	struct probs p;
 	char path[256], want[128];
 	struct stat sb;
 
-	blob_of(f, 1, path, sizeof(path));
+	chunk_of(f, 1, 0, path, sizeof(path));
 	assert_int_equal(stat(path, &sb), 0);
 	assert_int_equal(truncate(path, 10), 0);
 	snprintf(want, sizeof(want), "size mismatch: expected %lld bytes, "
 	    "found 10", (long long)sb.st_size);
 	assert_int_equal(verify(f, &p), 1);
-	assert_true(has(&p, "agent B: blob"));
+	assert_true(has(&p, "agent B: chunk 0 ("));
 	assert_true(has(&p, want));
 	expect_refused(f, "failed verification");
 }
 
 static void
-deleted_blob(void **state)
+deleted_chunk(void **state)
 {
 	struct fix *f = *state;
 	struct probs p;
 	char path[256];
 
-	blob_of(f, 0, path, sizeof(path));
+	chunk_of(f, 0, 2, path, sizeof(path));
 	assert_int_equal(unlink(path), 0);
 	assert_int_equal(verify(f, &p), 1);
-	assert_true(has(&p, "agent A: blob"));
+	assert_true(has(&p, "agent A: chunk 2 ("));
 	assert_true(has(&p, "missing"));
 	expect_refused(f, "failed verification");
+}
+
+/* A's file grows by one record after the snapshot: storing the new prefix
+ * copies only the chunk that changed (the partial last one), and a data
+ * file whose bytes differ from the report is refused, naming the chunk. */
+static void
+second_store_copies_only_new_chunks(void **state)
+{
+	struct fix *f = *state;
+	const char *path = f->cfg->agents[0].data;
+	struct chunk_stats cs;
+	struct datalog *dl;
+	struct report r;
+	struct store *st;
+	struct cs_err e;
+
+	assert_int_equal(datalog_open(path, &dl, &e), 0);
+	append(dl, DL_PUT, NULL, 0, "7", NULL);
+	assert_int_equal(datalog_sync(dl, &e), 0);
+	memset(&r, 0, sizeof(r));
+	snprintf(r.agent, sizeof(r.agent), "A");
+	r.size = datalog_end(dl);
+	assert_int_equal(datalog_prefix_sha(dl, r.sha), 0);
+	take_chunks(f, 0, dl, &r);
+	datalog_close(dl);
+	assert_int_equal(r.nchunks, 3);
+	assert_int_equal(store_open(f->repo, 0, &st, &e), 0);
+	assert_int_equal(store_put_chunks(st, &path, &r, 1, &cs, &e), 0);
+	assert_int_equal(cs.chunks, 3);
+	assert_int_equal(cs.copied, 1);
+	assert_true(cs.bytes == r.size - 2 * 4096);
+	/* Everything stored now: nothing to copy. */
+	assert_int_equal(store_put_chunks(st, &path, &r, 1, &cs, &e), 0);
+	assert_int_equal(cs.copied, 0);
+	assert_true(cs.bytes == 0);
+	/* The file's last chunk is not what the report says (a digest not
+	 * stored yet, so it is read): refused, naming the chunk. */
+	f->chunks[0][2][0] ^= 1;
+	assert_int_equal(store_put_chunks(st, &path, &r, 1, &cs, &e), -1);
+	assert_non_null(strstr(e.msg, "agent A: data file "));
+	assert_non_null(strstr(e.msg, "changed under the snapshot: chunk 2 "
+	    "(bytes 8192.."));
+	store_close(st);
 }
 
 static void
@@ -403,10 +483,10 @@ schema_version_changed(void **state)
 	struct store *st = NULL;
 	struct cs_err e;
 
-	sql(f, "PRAGMA user_version = 2");
+	sql(f, "PRAGMA user_version = 3");
 	assert_int_equal(store_open(f->repo, 0, &st, &e), -1);
-	assert_non_null(strstr(e.msg, "unsupported manifest schema version 2 "
-	    "(expected 1)"));
+	assert_non_null(strstr(e.msg, "unsupported manifest schema version 3 "
+	    "(expected 2)"));
 }
 
 static void
@@ -586,12 +666,15 @@ delivered_message_is_consistent(void **state)
 int
 main(void)
 {
+	/* Small chunks: the recorded files span several. */
+	setenv("CUTSNAP_CHUNK_SIZE", "4096", 1);
 #define T(fn) cmocka_unit_test_setup_teardown(fn, setup_seed, teardown)
 	const struct CMUnitTest tests[] = {
 		T(good_snapshot_verifies),
-		T(flipped_byte_in_blob),
-		T(truncated_blob),
-		T(deleted_blob),
+		T(second_store_copies_only_new_chunks),
+		T(flipped_byte_in_chunk),
+		T(truncated_chunk),
+		T(deleted_chunk),
 		T(deleted_messages_row),
 		T(tampered_types_and_sizes),
 		T(schema_version_changed),
