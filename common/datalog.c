@@ -143,6 +143,13 @@ dl_state_init(struct dl_state *st, int keep_all_sends)
 }
 
 void
+dl_state_drop_values(struct dl_state *st)
+{
+	kvmap_free(st->kv);
+	st->kv = NULL;
+}
+
+void
 dl_state_free(struct dl_state *st)
 {
 	size_t i;
@@ -252,7 +259,8 @@ apply_send(struct dl_state *st, const struct dl_record *r)
 		memcpy(msg, r->msg, r->msglen);
 	if (wm_reserve(&st->sent) == -1)
 		goto out;
-	if (kvmap_put(st->kv, r->key, r->klen, r->val, r->vlen) == -1)
+	if (st->kv != NULL &&
+	    kvmap_put(st->kv, r->key, r->klen, r->val, r->vlen) == -1)
 		goto out;
 	/* Cannot fail now: the peer is valid and there is room. */
 	(void)wm_put(&st->sent, r->peer, r->seq);
@@ -278,19 +286,21 @@ dl_state_apply(struct dl_state *st, const struct dl_record *r,
 		goto out;
 	switch (r->type) {
 	case DL_PUT:
-		if (kvmap_put(st->kv, r->key, r->klen, r->val, r->vlen) == -1)
+		if (st->kv != NULL &&
+		    kvmap_put(st->kv, r->key, r->klen, r->val, r->vlen) == -1)
 			goto oom;
 		break;
 	case DL_DEL:
-		(void)kvmap_del(st->kv, r->key, r->klen);
+		if (st->kv != NULL)
+			(void)kvmap_del(st->kv, r->key, r->klen);
 		break;
 	case DL_SEND:
 		if (apply_send(st, r) == -1)
 			goto oom;
 		break;
 	case DL_APPLY:
-		if (wm_reserve(&st->applied) == -1 ||
-		    kvmap_put(st->kv, r->key, r->klen, r->val, r->vlen) == -1)
+		if (wm_reserve(&st->applied) == -1 || (st->kv != NULL &&
+		    kvmap_put(st->kv, r->key, r->klen, r->val, r->vlen) == -1))
 			goto oom;
 		(void)wm_put(&st->applied, r->peer, r->seq);
 		break;

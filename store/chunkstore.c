@@ -5,8 +5,9 @@
  * An agent's data file is append-only, so a later snapshot shares every
  * chunk but the last few with the one before: it copies O(change), not
  * O(file). Each copied chunk is read once, hashed and written from the
- * same buffer, checked against the reported digest, fsync'ed and renamed
- * to its name, so a name only ever refers to complete, checked bytes.
+ * same buffer, checked against the reported digest, written to a temp
+ * file; once all are written, each is fdatasync'ed and renamed to its
+ * name, so a name only ever refers to complete, checked, durable bytes.
  * The copies run on every core (pool.c); the directories are fsync'ed
  * once each at the end, before the commit makes the rows refer to them.
  * A chunk already stored is trusted by its name: its bytes were checked
@@ -30,6 +31,7 @@ struct cjob {
 	size_t idx;		/* chunk index in its file */
 	uint64_t off, len;
 	const uint8_t *sha;	/* borrowed from the report */
+	int written;		/* its temp file exists (not yet renamed) */
 };
 
 struct crun {
@@ -69,21 +71,32 @@ crun_failed(struct crun *r)
 	return f;
 }
 
-/* Read chunk j, check its digest, write it as a temp file and rename it
- * to its name. buf holds maxchunk bytes. */
+/* The temp name of job j: jobs are distinct digests, so it is ours
+ * alone; a leftover with it from a killed run with our pid is garbage. */
 static int
-copy_chunk(struct crun *r, const struct cjob *j, uint8_t *buf,
+tmp_path(const struct crun *r, const struct cjob *j, char *out, size_t sz,
     struct cs_err *e)
 {
+	char hex[SHA_HEX_LEN];
+
+	sha_hex(j->sha, hex);
+	if (snprintf(out, sz, "%s/.tmp.%ld.%s", r->st->blobs, (long)getpid(),
+	    hex) >= (int)sz)
+		return cs_errf(e, "repository path too long: %s", r->st->repo);
+	return 0;
+}
+
+/* Pass 1 for chunk j: read it, check its digest, write it as a temp file
+ * and start its writeback, so that the disk works while the next chunks
+ * are hashed. buf holds maxchunk bytes. */
+static int
+copy_chunk(struct crun *r, struct cjob *j, uint8_t *buf, struct cs_err *e)
+{
 	const char *path = r->paths[j->src];
-	char hex[SHA_HEX_LEN], dst[PATH_MAX], tmp[PATH_MAX];
+	char tmp[PATH_MAX];
 	uint8_t got[SHA_LEN];
 	int tfd = -1, rc = -1;
 
-	tmp[0] = '\0';
-	sha_hex(j->sha, hex);
-	if (blob_path(r->st, hex, dst, sizeof(dst), e) < 0)
-		goto out;
 	if (pread_all(r->fds[j->src], buf, (size_t)j->len,
 	    (off_t)j->off) < 0) {
 		cs_errno(e, "read %s at %llu", path,
@@ -101,51 +114,61 @@ copy_chunk(struct crun *r, const struct cjob *j, uint8_t *buf,
 		    (unsigned long long)(j->off + j->len));
 		goto out;
 	}
-	/* Jobs are distinct digests, so the temp name is ours alone; a
-	 * leftover with it from a killed run with our pid is garbage. */
-	if (snprintf(tmp, sizeof(tmp), "%s/.tmp.%ld.%s", r->st->blobs,
-	    (long)getpid(), hex) >= (int)sizeof(tmp)) {
-		tmp[0] = '\0';
-		cs_errf(e, "repository path too long: %s", r->st->repo);
+	if (tmp_path(r, j, tmp, sizeof(tmp), e) < 0)
 		goto out;
-	}
 	unlink(tmp);
 	tfd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
 	    0600);
 	if (tfd < 0) {
 		cs_errno(e, "create %s", tmp);
-		tmp[0] = '\0';
 		goto out;
 	}
+	j->written = 1;
 	if (write_all(tfd, buf, (size_t)j->len) < 0) {
 		cs_errno(e, "write %s", tmp);
 		goto out;
 	}
-	if (fdatasync(tfd) < 0) {
-		cs_errno(e, "fsync %s", tmp);
-		goto out;
-	}
+	/* Only a hint: the fdatasync of pass 2 is what makes it durable. */
+	(void)sync_file_range(tfd, 0, 0, SYNC_FILE_RANGE_WRITE);
 	if (close(tfd) < 0) {
 		tfd = -1;
 		cs_errno(e, "close %s", tmp);
 		goto out;
 	}
 	tfd = -1;
-	if (rename(tmp, dst) < 0) {
-		cs_errno(e, "rename %s to %s", tmp, dst);
-		goto out;
-	}
-	tmp[0] = '\0';
 	rc = 0;
 out:
 	if (tfd >= 0)
 		close(tfd);
-	if (tmp[0] != '\0')
-		unlink(tmp);
 	return rc;
 }
 
-/* pool.c task: copy job t with worker w's buffer. */
+/* Pass 2 for chunk j: make the temp file durable, then give it its name. */
+static int
+seal_chunk(struct crun *r, struct cjob *j, struct cs_err *e)
+{
+	char hex[SHA_HEX_LEN], tmp[PATH_MAX], dst[PATH_MAX];
+	int fd, rc;
+
+	sha_hex(j->sha, hex);
+	if (tmp_path(r, j, tmp, sizeof(tmp), e) < 0 ||
+	    blob_path(r->st, hex, dst, sizeof(dst), e) < 0)
+		return -1;
+	if ((fd = open(tmp, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)) < 0)
+		return cs_errno(e, "open %s", tmp);
+	rc = fdatasync(fd);
+	if (rc < 0)
+		cs_errno(e, "fsync %s", tmp);
+	close(fd);
+	if (rc < 0)
+		return -1;
+	if (rename(tmp, dst) < 0)
+		return cs_errno(e, "rename %s to %s", tmp, dst);
+	j->written = 0;
+	return 0;
+}
+
+/* pool.c task: pass 1 of job t with worker w's buffer. */
 static void
 copy_task(void *ctx, size_t t, int w)
 {
@@ -167,6 +190,20 @@ copy_task(void *ctx, size_t t, int w)
 	pthread_mutex_lock(&r->mu);
 	r->bytes += r->jobs[t].len;
 	pthread_mutex_unlock(&r->mu);
+}
+
+/* pool.c task: pass 2 of job t. */
+static void
+seal_task(void *ctx, size_t t, int w)
+{
+	struct crun *r = ctx;
+	struct cs_err e;
+
+	(void)w;
+	if (crun_failed(r))
+		return;
+	if (seal_chunk(r, &r->jobs[t], &e) < 0)
+		crun_fail(r, &e);
 }
 
 static int
@@ -239,7 +276,7 @@ plan(struct crun *r, size_t n, struct cs_err *e)
 				r->jobs = nv;
 			}
 			r->jobs[r->njobs++] = (struct cjob){ (int)i, k, off,
-			    len, rep->chunks[k] };
+			    len, rep->chunks[k], 0 };
 		}
 	}
 	if (r->njobs > 1)
@@ -300,7 +337,13 @@ store_put_chunks(struct store *st, const char *const *paths,
 		r.fds[i] = -1;
 	if (plan(&r, n, e) < 0 || make_dirs(&r, dirs, e) < 0)
 		goto out;
+	/* Two passes: every chunk written with its writeback started, then
+	 * each fdatasync'ed and renamed; the fsyncs of the second pass find
+	 * most data already on its way to the disk, and one journal commit
+	 * serves many of them. */
 	pool_run(r.njobs, copy_task, &r);
+	if (!r.failed)
+		pool_run(r.njobs, seal_task, &r);
 	if (r.failed) {
 		*e = r.err;
 		goto out;
@@ -323,6 +366,10 @@ store_put_chunks(struct store *st, const char *const *paths,
 	}
 	rc = 0;
 out:
+	for (i = 0; i < r.njobs; i++)
+		if (r.jobs[i].written &&
+		    tmp_path(&r, &r.jobs[i], path, sizeof(path), NULL) == 0)
+			unlink(path);
 	for (i = 0; r.fds != NULL && i < n; i++)
 		if (r.fds[i] >= 0)
 			close(r.fds[i]);

@@ -164,6 +164,7 @@ replay_file(struct vrun *v, size_t i)
 		snprintf(f->err, sizeof(f->err), "out of memory");
 		return;
 	}
+	dl_state_drop_values(&f->st);
 	snprintf(what, sizeof(what), "recorded file of agent %s", a->name);
 	if (dl_replay(f->view.p ? f->view.p : (const uint8_t *)"",
 	    (size_t)f->view.len, what, 0, &f->st, NULL, &e) < 0) {
