@@ -143,7 +143,7 @@ test_expect_success 'phase 2: channels held and released at random (some reverse
 	CHAOS=$!
 	BG_PIDS="$BG_PIDS $LOOP_PIDS $CHAOS"
 	IDS2="" && k=0 &&
-	while [ $k -lt 6 ] || { [ $k -lt 24 ] && kill -0 $LOOP_PIDS 2>/dev/null; }; do
+	while [ $k -lt 6 ] || { [ $k -lt 14 ] && kill -0 $LOOP_PIDS 2>/dev/null; }; do
 		# Besides the random holds: one more held channel with a
 		# message queued on it when the snapshot starts.
 		init=${NAMES[(k + 1) % 4]}

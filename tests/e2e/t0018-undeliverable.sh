@@ -26,7 +26,7 @@ undeliverable () {
 	# A later transfer on the same channel, to a good key.
 	expect_ok transfer -c "$CONF" A:bal B:bal 7 &&
 	expect_ok put -c "$CONF" B "$1" "$2" &&
-	wait_for 8 eval "[ \"\$(cs get -c \"$CONF\" B $1)\" = $3 ]" ||
+	wait_for 5 eval "[ \"\$(cs get -c \"$CONF\" B $1)\" = $3 ]" ||
 	    { say "B $1 = $(cs get -c "$CONF" B "$1") after the fix"; return 1; }
 }
 
@@ -42,11 +42,11 @@ test_expect_success 'transfer to a text key: refused, or delivered once the key 
 '
 
 test_expect_success 'the channel A->B carries later transfers again' '
-	wait_bal B 57
+	wait_for 5 bal_is B 57 || { say "B bal is $(bal B), expected 57"; false; }
 '
 
 test_expect_success 'a snapshot completes and verifies after the fix' '
-	take_snapshot --initiator A --timeout 5 &&
+	take_snapshot --initiator A --timeout 3 &&
 	expect_ok verify -r "$REPO" "$SNAP_ID"
 '
 
@@ -62,7 +62,7 @@ test_expect_success 'money is conserved: A + B bal + word + big' '
 '
 
 test_expect_success 'snapshots still complete' '
-	take_snapshot --initiator B --timeout 5 &&
+	take_snapshot --initiator B --timeout 3 &&
 	expect_ok verify -r "$REPO" "$SNAP_ID"
 '
 
