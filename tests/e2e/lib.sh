@@ -405,14 +405,34 @@ chunk_paths () {
 	[ $n -gt 0 ] || { say "no chunk rows for $2 in snapshot $1"; return 1; }
 }
 
-# blob_path ID AGENT: the agent's recorded file of snapshot ID, assembled
-# from its chunks into a file of the test directory; prints its path.
+# blob_path ID AGENT: a file holding the agent's recorded file of snapshot
+# ID: its blob REPO/blobs/xx/<sha256>, or, when the repository stores it
+# in chunks (agent_chunks), the chunks joined into TEST_DIR/.assembled/<sha>.
 blob_path () {
-	local out=$TEST_DIR/.recorded.$1.$2 paths
-	paths=$(chunk_paths "$1" "$2") || return 1
-	# shellcheck disable=SC2086
-	cat $paths >"$out" || return 1
-	echo "$out"
+	local sha out c n
+	sha=$(sql "select lower(sha256) from agents where snapshot_id = $1
+	    and name = '$2'") || return 1
+	[ -n "$sha" ] || { say "no agents row for $2 in snapshot $1"; return 1; }
+	if [ -f "$REPO/blobs/${sha:0:2}/$sha" ]; then
+		echo "$REPO/blobs/${sha:0:2}/$sha"
+		return 0
+	fi
+	n=$(sql "select count(*) from agent_chunks where snapshot_id = $1
+	    and agent = '$2'" 2>/dev/null) || n=0
+	if [ "${n:-0}" -gt 0 ]; then
+		mkdir -p "$TEST_DIR/.assembled" && out=$TEST_DIR/.assembled/$sha &&
+		: >"$out" || return 1
+		for c in $(sql "select lower(sha256) from agent_chunks where
+		    snapshot_id = $1 and agent = '$2' order by idx"); do
+			cat "$REPO/blobs/${c:0:2}/$c" >>"$out" || return 1
+		done
+		[ "$(sha256sum "$out" | cut -d" " -f1)" = "$sha" ] ||
+		    { say "chunks of $2 in snapshot $1 do not add up to $sha"; return 1; }
+		echo "$out"
+		return 0
+	fi
+	say "no blob for $2 in snapshot $1 ($sha)"
+	return 1
 }
 
 # blob_val ID AGENT KEY: the key's value in the agent's recorded file.
