@@ -550,3 +550,10 @@ rows = db.execute("select data from messages where snapshot_id = ?",
 print(sum(int.from_bytes(d[-8:], "little", signed=True) for (d,) in rows))
 PY
 }
+
+# pid_gone PID: the process has exited (an exited process that its parent
+# has not reaped yet, a zombie, counts as gone).
+pid_gone () {
+	! kill -0 "$1" 2>/dev/null ||
+	    [ "$(awk '{ print $3 }' "/proc/$1/stat" 2>/dev/null)" = Z ]
+}

@@ -150,7 +150,7 @@ test_expect_success 'channel hold delays delivery, release delivers' '
 test_expect_success 'status exits non-zero when one agent is down' '
 	pid=$(agent_pid B) && [ -n "$pid" ] &&
 	kill -TERM $pid &&
-	wait_for 10 eval "! kill -0 $pid" &&
+	wait_for 10 pid_gone $pid &&
 	expect_exit "[1-9]*" status -c "$CONF" &&
 	grep -q A "$OUT"
 '

@@ -59,7 +59,7 @@ test_expect_success 'restore while the agents run: exit 1, one line, files uncha
 test_expect_success 'restore while only one agent runs: refused, files unchanged' '
 	pid=$(agent_pid A) && [ -n "$pid" ] &&
 	kill -TERM $pid &&
-	wait_for 10 eval "! kill -0 $pid" &&
+	wait_for 10 pid_gone $pid &&
 	cp A.data A.live && cp B.data B.live &&
 	expect_error 1 restore -r "$REPO" "$ID" -c "$CONF" &&
 	cmp A.data A.live &&

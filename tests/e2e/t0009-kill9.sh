@@ -40,7 +40,7 @@ test_expect_success 'kill -9 agent B while transfers run' '
 	wait_for 20 eval "[ \$(stat -c %s B.data) -gt 1000 ]" &&
 	pid=$(agent_pid B) && [ -n "$pid" ] &&
 	kill -KILL "$pid" &&
-	wait_for 10 eval "! kill -0 $pid" &&
+	wait_for 10 pid_gone $pid &&
 	kill -0 "$LOOP"
 '
 
@@ -96,7 +96,7 @@ test_expect_success 'kill -9 of a receiver with messages held for it: delivered 
 	expect_ok transfer -c "$CONF" A:bal C:bal 8 &&
 	c0=$(bal C) &&
 	p=$(agent_pid C) && kill -KILL $p &&
-	wait_for 10 eval "! kill -0 $p" &&
+	wait_for 10 pid_gone $p &&
 	start_cluster &&
 	expect_eq "$(bal C)" "$c0" "C before release" &&
 	expect_ok channel -c "$CONF" release A C &&
@@ -109,7 +109,7 @@ test_expect_success 'kill -9 of a sender with held messages: the restarted sende
 	expect_ok transfer -c "$CONF" B:bal C:bal 3 &&
 	c0=$(bal C) &&
 	p=$(agent_pid B) && kill -KILL $p &&
-	wait_for 10 eval "! kill -0 $p" &&
+	wait_for 10 pid_gone $p &&
 	start_cluster &&
 	wait_bal C $((c0 + 3)) &&
 	files_settle A.data B.data C.data &&

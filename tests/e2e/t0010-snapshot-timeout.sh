@@ -71,7 +71,7 @@ test_expect_success 'verify of the aborted id still fails' '
 
 test_expect_success 'a snapshot with an agent down: exit 1 at once, not complete, not left running' '
 	pid=$(agent_pid B) && kill -TERM $pid &&
-	wait_for 10 eval "! kill -0 $pid" &&
+	wait_for 10 pid_gone $pid &&
 	before=$(sql "select count(*) from snapshots where status = '\''complete'\''") &&
 	start=$SECONDS &&
 	expect_error 1 snapshot -c "$CONF" -r "$REPO" --initiator A --timeout 20 &&

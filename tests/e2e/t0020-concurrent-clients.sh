@@ -48,7 +48,7 @@ test_expect_success 'every add answered a distinct value 1..40' '
 
 test_expect_success 'after kill -9 every acknowledged add is still there' '
 	p=$(agent_pid C) && kill -KILL $p &&
-	wait_for 10 eval "! kill -0 $p" &&
+	wait_for 10 pid_gone $p &&
 	start_cluster &&
 	expect_ok get -c "$CONF" C n &&
 	expect_eq "$(cat "$OUT")" 40 "C n after kill -9" &&
