@@ -6,9 +6,9 @@
 NAMES=(N0 N1 N2 N3 N4 N5 N6 N7 N8 N9)
 
 transfer_loop () {
-	local i s d rc
+	local s d rc
 	RANDOM=$1
-	for i in $(seq 1 200); do
+	for _ in $(seq 1 200); do
 		s=${NAMES[RANDOM % 10]}
 		d=${NAMES[RANDOM % 10]}
 		[ "$s" = "$d" ] && continue
