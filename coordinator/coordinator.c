@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -324,6 +325,21 @@ check_reach(const struct cfg *c, int init, struct cs_err *e)
 	return 0;
 }
 
+/* The run holds a connection to every agent and, while storing, every
+ * data file open: two descriptors per agent. Raise the soft limit to the
+ * hard one when that may not fit (best effort: opening fails cleanly). */
+static void
+raise_nofile(int nagents)
+{
+	struct rlimit rl;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max &&
+	    rl.rlim_cur < 2 * (rlim_t)nagents + 64) {
+		rl.rlim_cur = rl.rlim_max;
+		(void)setrlimit(RLIMIT_NOFILE, &rl);
+	}
+}
+
 int
 coord_snapshot(const struct cfg *c, const struct coord_opts *o,
     uint64_t *id, struct cs_err *e)
@@ -332,6 +348,7 @@ coord_snapshot(const struct cfg *c, const struct coord_opts *o,
 	int i, init, rc = -1;
 
 	*id = 0;
+	raise_nofile(c->nagents);
 	memset(&r, 0, sizeof(r));
 	r.c = c;
 	r.timeout_s = o->timeout_s > 0 ? o->timeout_s : 60;

@@ -47,6 +47,14 @@ test_expect_success 'it verifies; recorded files plus the message in flight = 32
 	expect_eq "$((s + 5))" 3200 "recorded total"
 '
 
+test_expect_success 'with a soft limit of 40 open files, 2 per agent do not fit: the snapshot raises it and completes' '
+	[ "$(ulimit -Hn)" = unlimited ] || [ "$(ulimit -Hn)" -ge 256 ] ||
+	    { say "hard open-file limit $(ulimit -Hn) is too low for this case"; return 1; }
+	(ulimit -S -n 40 && cs snapshot -c "$CONF" -r "$REPO" >"$OUT" 2>"$ERR") ||
+	    { show_out; false; } &&
+	expect_ok verify -r "$REPO" "$(cat "$OUT")"
+'
+
 test_expect_success 'stop, restore: every agent as recorded plus the replayed 5, total 3200' '
 	wait_for 20 total_is 3200 &&
 	stop_cluster &&
