@@ -7,28 +7,29 @@
  * (INTEGER as 8 little-endian bytes). Lengths make it unambiguous and the
  * type tag makes a changed type a changed digest. The row order sorts on
  * every column, so duplicated rows are ordered too. */
+#include <stdio.h>
 #include <string.h>
 
 #include "store_int.h"
 
-#define DIGEST_VERSION "cutsnap-manifest-digest-2"
-
+/* The table list of each schema version: agent_chunks since version 2. */
 static const struct {
 	const char *table;
+	int since;
 	const char *sql;
 } tables[] = {
-	{ "snapshots", "SELECT id, started_at, initiator, config FROM "
+	{ "snapshots", 1, "SELECT id, started_at, initiator, config FROM "
 	    "snapshots WHERE id = ?1" },
-	{ "agents", "SELECT name, data_path, size, sha256 FROM agents "
+	{ "agents", 1, "SELECT name, data_path, size, sha256 FROM agents "
 	    "WHERE snapshot_id = ?1 ORDER BY name, data_path, size, sha256" },
-	{ "agent_chunks", "SELECT agent, idx, offset, size, sha256 FROM "
+	{ "agent_chunks", 2, "SELECT agent, idx, offset, size, sha256 FROM "
 	    "agent_chunks WHERE snapshot_id = ?1 "
 	    "ORDER BY agent, idx, offset, size, sha256" },
-	{ "watermarks", "SELECT agent, kind, peer, seq FROM watermarks "
+	{ "watermarks", 1, "SELECT agent, kind, peer, seq FROM watermarks "
 	    "WHERE snapshot_id = ?1 ORDER BY agent, kind, peer, seq" },
-	{ "channels", "SELECT src, dst, applied, sent FROM channels "
+	{ "channels", 1, "SELECT src, dst, applied, sent FROM channels "
 	    "WHERE snapshot_id = ?1 ORDER BY src, dst, applied, sent" },
-	{ "messages", "SELECT src, dst, seq, data, sha256 FROM messages "
+	{ "messages", 1, "SELECT src, dst, seq, data, sha256 FROM messages "
 	    "WHERE snapshot_id = ?1 ORDER BY src, dst, seq, data, sha256" },
 };
 
@@ -111,19 +112,28 @@ int
 store_digest(struct store *st, uint64_t id, char hex[SHA_HEX_LEN],
     struct cs_err *e)
 {
+	return store_digest_v(st, id, STORE_SCHEMA_VERSION, hex, e);
+}
+
+int
+store_digest_v(struct store *st, uint64_t id, int version,
+    char hex[SHA_HEX_LEN], struct cs_err *e)
+{
 	struct sha_ctx *c;
 	uint8_t sha[SHA_LEN];
+	char tag[40];
 	size_t t;
 	int rc = -1;
 
+	snprintf(tag, sizeof(tag), "cutsnap-manifest-digest-%d", version);
 	if ((c = sha_new()) == NULL)
 		return cs_errf(e, "out of memory");
-	if (put_field(c, 0, DIGEST_VERSION, strlen(DIGEST_VERSION)) < 0) {
+	if (put_field(c, 0, tag, strlen(tag)) < 0) {
 		cs_errf(e, "computing the manifest digest failed");
 		goto out;
 	}
 	for (t = 0; t < sizeof(tables) / sizeof(tables[0]); t++)
-		if (put_table(st, c, t, id, e) < 0)
+		if (tables[t].since <= version && put_table(st, c, t, id, e) < 0)
 			goto out;
 	if (sha_final(c, sha) < 0) {
 		cs_errf(e, "computing the manifest digest failed");

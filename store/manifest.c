@@ -38,17 +38,7 @@ static const char schema_sql[] =
     " size INTEGER NOT NULL,"
     " sha256 TEXT NOT NULL,"
     " PRIMARY KEY (snapshot_id, name));"
-    "CREATE TABLE IF NOT EXISTS agent_chunks("
-    " snapshot_id INTEGER NOT NULL,"
-    " agent TEXT NOT NULL,"
-    " idx INTEGER NOT NULL,"
-    " offset INTEGER NOT NULL,"
-    " size INTEGER NOT NULL,"
-    " sha256 TEXT NOT NULL,"
-    " PRIMARY KEY (snapshot_id, agent, idx),"
-    " FOREIGN KEY (snapshot_id, agent)"
-    "  REFERENCES agents(snapshot_id, name) ON DELETE CASCADE);"
-    "CREATE INDEX IF NOT EXISTS agent_chunks_by_sha ON agent_chunks(sha256);"
+    CHUNKS_SCHEMA_SQL
     "CREATE TABLE IF NOT EXISTS watermarks("
     " snapshot_id INTEGER NOT NULL"
     "  REFERENCES snapshots(id) ON DELETE CASCADE,"
@@ -186,6 +176,8 @@ setup_schema(struct store *st, int create, struct cs_err *e)
 		return -1;
 	if (v == STORE_SCHEMA_VERSION)
 		return 0;
+	if (v == 1)
+		return migrate_v1(st, e);
 	if (v != 0 || !create)
 		return cs_errf(e, "repository %s: unsupported manifest schema "
 		    "version %d (expected %d)", st->repo, v,

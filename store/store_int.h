@@ -22,6 +22,24 @@ struct store {
 	uint64_t lock_snap;	/* the snapshot the lock stands for */
 };
 
+/* The chunk lists (schema version 2): an agent's recorded file is the
+ * concatenation of its rows in idx order, each a blob named by sha256. */
+#define CHUNKS_SCHEMA_SQL \
+    "CREATE TABLE IF NOT EXISTS agent_chunks(" \
+    " snapshot_id INTEGER NOT NULL," \
+    " agent TEXT NOT NULL," \
+    " idx INTEGER NOT NULL," \
+    " offset INTEGER NOT NULL," \
+    " size INTEGER NOT NULL," \
+    " sha256 TEXT NOT NULL," \
+    " PRIMARY KEY (snapshot_id, agent, idx)," \
+    " FOREIGN KEY (snapshot_id, agent)" \
+    "  REFERENCES agents(snapshot_id, name) ON DELETE CASCADE);" \
+    "CREATE INDEX IF NOT EXISTS agent_chunks_by_sha ON agent_chunks(sha256);"
+
+/* migrate.c: upgrade a version 1 manifest in place (one transaction). */
+int migrate_v1(struct store *st, struct cs_err *e);
+
 /* manifest.c: SQLite helpers. Each returns 0 or -1 with e set to
  * "repository R: what: sqlite's message". */
 int db_fail(struct store *st, struct cs_err *e, const char *what);
@@ -78,9 +96,13 @@ int pool_threads(void);
 void pool_run(size_t ntasks, void (*fn)(void *ctx, size_t task, int worker),
     void *ctx);
 
-/* digest.c: the snapshot's digest, hex, recomputed from its rows. */
+/* digest.c: the snapshot's digest, hex, recomputed from its rows in the
+ * canonical form of the current schema; store_digest_v in that of an
+ * older schema version (1: no chunk rows), for migrating. */
 int store_digest(struct store *st, uint64_t id, char hex[SHA_HEX_LEN],
     struct cs_err *e);
+int store_digest_v(struct store *st, uint64_t id, int version,
+    char hex[SHA_HEX_LEN], struct cs_err *e);
 
 /* rows.c: one snapshot's rows, loaded defensively (a tampered manifest
  * may hold NULLs, wrong types or nonsense; ok says a row is usable). */

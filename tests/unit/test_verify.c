@@ -22,7 +22,7 @@
 #include "../../common/datalog.h"
 #include "../../common/fsutil.h"
 #include "../../common/sha.h"
-#include "../../store/store.h"
+#include "../../store/store_int.h"
 
 struct fix {
 	char dir[64];
@@ -101,7 +101,7 @@ take_chunks(struct fix *f, int i, struct datalog *dl, struct report *r)
 	size_t k;
 
 	r->chunk_size = chunkhash_size(h);
-	assert_int_equal(r->chunk_size, 4096);
+	assert_int_equal(r->chunk_size, chunk_size_default());
 	r->nchunks = (size_t)chunk_count(r->size, r->chunk_size);
 	assert_true(r->nchunks >= 1 && r->nchunks <= 8);
 	for (k = 0; k < chunkhash_nfull(h); k++)
@@ -202,6 +202,8 @@ setup(void **state)
 	struct cs_err e;
 
 	assert_non_null(f);
+	/* Small chunks: the recorded files span several. */
+	setenv("CUTSNAP_CHUNK_SIZE", "4096", 1);
 	snprintf(f->dir, sizeof(f->dir), "/tmp/cs-verify-XXXXXX");
 	assert_non_null(mkdtemp(f->dir));
 	snprintf(f->repo, sizeof(f->repo), "%s/repo", f->dir);
@@ -548,6 +550,89 @@ restore_replays_in_flight_message_once(void **state)
 	free(b2);
 }
 
+/* The first column of the first row of stmt, as an int. */
+static int
+query_int(const struct fix *f, const char *stmt)
+{
+	char path[256];
+	sqlite3_stmt *s;
+	sqlite3 *db;
+	int v;
+
+	snprintf(path, sizeof(path), "%s/manifest.db", f->repo);
+	assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
+	assert_int_equal(sqlite3_prepare_v2(db, stmt, -1, &s, NULL), SQLITE_OK);
+	assert_int_equal(sqlite3_step(s), SQLITE_ROW);
+	v = sqlite3_column_int(s, 0);
+	sqlite3_finalize(s);
+	assert_int_equal(sqlite3_close(db), SQLITE_OK);
+	return v;
+}
+
+/* Turn f's repository (built with one chunk per file) into what
+ * version 1 wrote: no chunk rows, the digest over version 1's rows (or
+ * `digest` when not NULL), user_version 1. Version 1's blob of a file is
+ * the file itself, which is also its one chunk. */
+static void
+make_version_1(struct fix *f, const char *digest)
+{
+	char hex[SHA_HEX_LEN], stmt[256];
+	struct store *st;
+	struct cs_err e;
+	int i;
+
+	for (i = 0; i < 2; i++) {
+		assert_int_equal(f->nchunks[i], 1);
+		assert_memory_equal(f->chunks[i][0], f->sha[i], 32);
+	}
+	sql(f, "DROP TABLE agent_chunks");
+	assert_int_equal(store_open(f->repo, 0, &st, &e), 0);
+	assert_int_equal(store_digest_v(st, 1, 1, hex, &e), 0);
+	store_close(st);
+	snprintf(stmt, sizeof(stmt), "UPDATE snapshots SET digest = '%s'; "
+	    "PRAGMA user_version = 1", digest ? digest : hex);
+	sql(f, stmt);
+}
+
+/* Opening a version 1 repository migrates it: it verifies and restores
+ * as before, and the schema is version 2. */
+static void
+version_1_repository_is_migrated(void **state)
+{
+	struct fix *f = *state;
+	struct probs p;
+	struct cs_err e;
+
+	setenv("CUTSNAP_CHUNK_SIZE", "4194304", 1);
+	build(f, 1, 0, 10);
+	make_version_1(f, NULL);
+	assert_int_equal(verify(f, &p), 0);
+	assert_int_equal(p.n, 0);
+	assert_int_equal(query_int(f, "PRAGMA user_version"), 2);
+	assert_int_equal(query_int(f, "SELECT count(*) FROM agent_chunks "
+	    "WHERE idx = 0 AND offset = 0"), 2);
+	assert_int_equal(restore(f, &e), 0);
+	expect_file(f->ra, "90", "B", 0);
+	expect_file(f->rb, "60", "A", 1);
+}
+
+/* A version 1 manifest whose digest no longer matched its rows is not
+ * re-sealed by the migration: verify still says so. */
+static void
+version_1_tampering_survives_migration(void **state)
+{
+	struct fix *f = *state;
+	struct probs p;
+
+	setenv("CUTSNAP_CHUNK_SIZE", "4194304", 1);
+	build(f, 1, 0, 10);
+	make_version_1(f, "0000000000000000000000000000000000000000000000000000"
+	    "000000000000");
+	assert_int_equal(verify(f, &p), 1);
+	assert_true(has(&p, "manifest digest mismatch: rows were edited or "
+	    "deleted (expected 0000000000000000"));
+}
+
 static void
 restore_killed_half_way_then_again(void **state)
 {
@@ -666,11 +751,13 @@ delivered_message_is_consistent(void **state)
 int
 main(void)
 {
-	/* Small chunks: the recorded files span several. */
-	setenv("CUTSNAP_CHUNK_SIZE", "4096", 1);
 #define T(fn) cmocka_unit_test_setup_teardown(fn, setup_seed, teardown)
 	const struct CMUnitTest tests[] = {
 		T(good_snapshot_verifies),
+		cmocka_unit_test_setup_teardown(
+		    version_1_repository_is_migrated, setup, teardown),
+		cmocka_unit_test_setup_teardown(
+		    version_1_tampering_survives_migration, setup, teardown),
 		T(second_store_copies_only_new_chunks),
 		T(flipped_byte_in_chunk),
 		T(truncated_chunk),

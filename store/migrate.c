@@ -1,0 +1,94 @@
+/* migrate.c - upgrading a version 1 manifest to version 2 in place.
+ *
+ * Version 1 stored each recorded file as one blob named by the file's
+ * SHA-256. That blob is a valid one-chunk file (a chunk list needs only
+ * page-aligned offsets, and a single chunk starts at 0), so each agent row
+ * gets one chunk row pointing at it and no blob is touched. The digest of
+ * a snapshot covers its rows, now including the chunk rows: it is
+ * re-sealed only if the stored one still matches the old rows, so a
+ * manifest edited before the upgrade still fails verify afterwards. All
+ * in one transaction: a crash leaves version 1 as it was. */
+#include <string.h>
+
+#include "store_int.h"
+
+#define STR_(x) #x
+#define STR(x) STR_(x)
+
+/* Re-seal every snapshot whose digest matches its version 1 rows. */
+static int
+reseal(struct store *st, struct cs_err *e)
+{
+	sqlite3_stmt *s = NULL, *u = NULL;
+	char old[SHA_HEX_LEN], now[SHA_HEX_LEN];
+	int64_t id;
+	int step, rc = -1;
+
+	if (db_prepare(st, "SELECT id, digest FROM snapshots WHERE digest IS "
+	    "NOT NULL ORDER BY id", &s, e) < 0 ||
+	    db_prepare(st, "UPDATE snapshots SET digest = ? WHERE id = ?", &u,
+	    e) < 0)
+		goto out;
+	while ((step = sqlite3_step(s)) == SQLITE_ROW) {
+		id = sqlite3_column_int64(s, 0);
+		if (id <= 0 || store_digest_v(st, (uint64_t)id, 1, old, e) < 0)
+			goto out;
+		if (strcmp(old, col_text(s, 1)) != 0)
+			continue;	/* already broken: leave it so */
+		if (store_digest(st, (uint64_t)id, now, e) < 0)
+			goto out;
+		sqlite3_bind_text(u, 1, now, -1, SQLITE_TRANSIENT);
+		sqlite3_bind_int64(u, 2, id);
+		if (sqlite3_step(u) != SQLITE_DONE) {
+			db_fail(st, e, "migrating the manifest");
+			goto out;
+		}
+		sqlite3_reset(u);
+	}
+	if (step != SQLITE_DONE) {
+		db_fail(st, e, "migrating the manifest");
+		goto out;
+	}
+	rc = 0;
+out:
+	sqlite3_finalize(s);
+	sqlite3_finalize(u);
+	return rc;
+}
+
+int
+migrate_v1(struct store *st, struct cs_err *e)
+{
+	sqlite3_stmt *s = NULL;
+	int v = -1;
+
+	if (db_begin(st, e) < 0)
+		return -1;
+	/* Another process may have migrated it while we waited. */
+	if (db_prepare(st, "PRAGMA user_version", &s, e) < 0)
+		goto fail;
+	if (sqlite3_step(s) == SQLITE_ROW)
+		v = sqlite3_column_int(s, 0);
+	sqlite3_finalize(s);
+	s = NULL;
+	if (v == STORE_SCHEMA_VERSION)
+		return db_commit(st, e);
+	if (v != 1) {
+		cs_errf(e, "repository %s: unsupported manifest schema version "
+		    "%d (expected %d)", st->repo, v, STORE_SCHEMA_VERSION);
+		goto fail;
+	}
+	if (db_exec(st, CHUNKS_SCHEMA_SQL, e) < 0 ||
+	    db_exec(st, "INSERT INTO agent_chunks(snapshot_id, agent, idx, "
+	    "offset, size, sha256) SELECT snapshot_id, name, 0, 0, size, "
+	    "sha256 FROM agents WHERE size > 0", e) < 0 ||
+	    reseal(st, e) < 0 ||
+	    db_exec(st, "PRAGMA user_version = " STR(STORE_SCHEMA_VERSION),
+	    e) < 0 ||
+	    db_commit(st, e) < 0)
+		goto fail;
+	return 0;
+fail:
+	db_rollback(st);
+	return -1;
+}
