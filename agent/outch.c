@@ -210,8 +210,10 @@ outch_closed(struct agent *a, struct conn *c)
 	schedule_retry(a, o);
 }
 
-/* Remove acknowledged messages (seq <= upto) and, when all, every written
- * marker; keeps the order of the rest. */
+/* Remove acknowledged messages (seq <= upto) and, when all (a WELCOME on a
+ * new connection), every written marker too; keeps the order of the rest.
+ * After a WELCOME nothing left counts as written: what the old connection
+ * carried but the peer did not apply must be written again. */
 static void
 outch_drop(struct outch *o, uint64_t upto, int all)
 {
@@ -225,7 +227,7 @@ outch_drop(struct outch *o, uint64_t upto, int all)
 			qent_free(q);
 			continue;
 		}
-		if (i < o->qh + o->w)
+		if (!all && i < o->qh + o->w)
 			w++;
 		o->q[j++] = *q;
 	}
