@@ -4,6 +4,7 @@
 # make demo       the bank example, end to end
 # make asan       the whole test suite under AddressSanitizer + UBSan
 # make valgrind   the unit tests under valgrind
+# make fuzz       each libFuzzer target for FUZZ_SECONDS (clang, ASan, UBSan)
 
 CC      ?= cc
 BUILD   ?= build
@@ -30,7 +31,7 @@ CMD_OBJ  := $(CMD_SRC:%.c=$(BUILD)/%.o)
 UNIT_BIN := $(UNIT_SRC:%.c=$(BUILD)/%)
 LIBA     := $(BUILD)/libcutsnap.a
 
-.PHONY: all deps test unit e2e demo asan valgrind clean
+.PHONY: all deps test unit e2e demo asan valgrind fuzz fuzz-bins fuzz-run clean
 all: $(BIN)
 
 # Every compile waits for the dependency step (order-only, so it runs once
@@ -82,7 +83,42 @@ valgrind: $(UNIT_BIN)
 	        --errors-for-leak-kinds=definite $$t >/dev/null || exit 1; \
 	done; echo "valgrind: unit tests clean"
 
+# libFuzzer: the library is built by clang with coverage hooks
+# (fuzzer-no-link) into its own tree; each tests/fuzz/fuzz_X.c is one target
+# run over tests/fuzz/corpus/X (the committed seeds, read only) with new
+# inputs kept in build-fuzz/corpus/X. A crash, leak or UBSan report fails.
+FUZZ_SRC     := $(wildcard tests/fuzz/fuzz_*.c)
+FUZZ_NAMES   := $(FUZZ_SRC:tests/fuzz/fuzz_%.c=%)
+FUZZ_BIN     := $(FUZZ_NAMES:%=$(BUILD)/fuzz/fuzz_%)
+FUZZ_SECONDS ?= 12
+FUZZ_SAN     := -fsanitize=address,undefined -fno-sanitize-recover=all
+
+fuzz:
+	$(MAKE) BUILD=build-fuzz CC=clang OPT="-O1 -g -fno-omit-frame-pointer" \
+	    SAN="$(FUZZ_SAN) -fsanitize=fuzzer-no-link" fuzz-run
+
+fuzz-bins: $(FUZZ_BIN)
+
+$(BUILD)/fuzz/%: tests/fuzz/%.c $(LIBA) | $(DEPS_OK)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(PKG_CFLAGS) -fsanitize=fuzzer -o $@ $< $(LIBA) \
+	    $(PKG_LIBS) $(LDFLAGS) -lpthread
+
+fuzz-run: fuzz-bins
+	@for t in $(FUZZ_NAMES); do \
+	    mkdir -p $(BUILD)/corpus/$$t && \
+	    echo "fuzz $$t: $(FUZZ_SECONDS) s" && \
+	    $(BUILD)/fuzz/fuzz_$$t -max_total_time=$(FUZZ_SECONDS) \
+	        -print_final_stats=1 -artifact_prefix=$(BUILD)/crash-$$t- \
+	        $(BUILD)/corpus/$$t tests/fuzz/corpus/$$t \
+	        >$(BUILD)/fuzz-$$t.log 2>&1 || \
+	        { tail -n 40 $(BUILD)/fuzz-$$t.log; exit 1; }; \
+	    grep -E '^(stat::number_of_executed_units|stat::new_units_added)' \
+	        $(BUILD)/fuzz-$$t.log | sed "s/^/  /"; \
+	    grep -E 'cov: [0-9]+' $(BUILD)/fuzz-$$t.log | tail -n 1 | sed "s/^/  /"; \
+	done; echo "fuzz: no crash in $(FUZZ_NAMES)"
+
 clean:
-	rm -rf build build-asan bin
+	rm -rf build build-asan build-fuzz bin
 
 -include $(LIB_OBJ:.o=.d) $(CMD_OBJ:.o=.d)

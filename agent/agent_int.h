@@ -179,6 +179,9 @@ int64_t now_ms(void);
 void printable(const void *p, size_t n, char *out, size_t outsz);
 /* Append r; any failure is fatal for the agent (logged). 0 / -1. */
 int agent_append(struct agent *a, const struct dl_record *r);
+/* One group commit: sync the log, then release and flush what waited for
+ * it (called once per loop iteration; the fuzz target drives it too). */
+void agent_commit(struct agent *a);
 
 /* listen.c */
 int listen_open(struct agent *a, struct cs_err *e);

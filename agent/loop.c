@@ -123,8 +123,8 @@ ep_add(struct agent *a, int fd, void *tag, struct cs_err *e)
 
 /* Group commit: one fdatasync for everything appended since the last one,
  * then release whatever waited for it. */
-static void
-commit(struct agent *a)
+void
+agent_commit(struct agent *a)
 {
 	struct conn *c;
 	struct cs_err e;
@@ -161,7 +161,7 @@ run_loop(struct agent *a)
 	int64_t now;
 
 	while (!a->stop && !a->fatal) {
-		commit(a);
+		agent_commit(a);
 		conn_reap(a);
 		if (a->stop || a->fatal)
 			break;
@@ -198,7 +198,7 @@ shutdown_agent(struct agent *a)
 	struct conn *c;
 
 	if (!a->fatal)
-		commit(a);
+		agent_commit(a);
 	for (c = a->conns; c != NULL; c = c->next)
 		if (!c->dead)
 			conn_close(a, c, NULL);

@@ -5,7 +5,7 @@ set -e
 pkgs=""
 need() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q 'install ok installed' || pkgs="$pkgs $1"; }
 for p in gcc make pkg-config libsqlite3-dev libssl-dev libinih-dev zlib1g-dev \
-         libcmocka-dev perl sqlite3 procps valgrind; do
+         libcmocka-dev perl sqlite3 procps valgrind clang libclang-rt-14-dev; do
 	need "$p"
 done
 [ -z "$pkgs" ] && exit 0
