@@ -58,15 +58,23 @@ $(BUILD)/tests/unit/%: tests/unit/%.c $(LIBA) | $(DEPS_OK)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(PKG_CFLAGS) -o $@ $< $(LIBA) $(PKG_LIBS) $(CMOCKA_LIBS) $(LDFLAGS) -lpthread
 
+# The I/O fault shim (tests/fault/faultfs.c), preloaded by the e2e fault
+# tests; built without sanitizers, it only forwards to libc.
+FAULTFS := $(BUILD)/faultfs.so
+$(FAULTFS): tests/fault/faultfs.c | $(DEPS_OK)
+	@mkdir -p $(dir $@)
+	$(CC) $(CSTD) $(WARN) -O2 -g -fPIC -shared -o $@ $< -ldl
+
 unit: $(UNIT_BIN)
 	CMOCKA_MESSAGE_OUTPUT=TAP prove -f --exec '' $(UNIT_BIN)
 
-e2e: all
-	CUTSNAP=$(abspath $(BIN)) prove -f --exec '' tests/e2e/t*.sh
+e2e: all $(FAULTFS)
+	CUTSNAP=$(abspath $(BIN)) FAULTFS=$(abspath $(FAULTFS)) prove -f --exec '' tests/e2e/t*.sh
 
 # One prove run, so its closing summary counts every test.
-test: all $(UNIT_BIN)
+test: all $(UNIT_BIN) $(FAULTFS)
 	CMOCKA_MESSAGE_OUTPUT=TAP CUTSNAP=$(abspath $(BIN)) \
+	    FAULTFS=$(abspath $(FAULTFS)) \
 	    prove -f --exec '' $(UNIT_BIN) tests/e2e/t*.sh
 
 demo: all

@@ -1,0 +1,256 @@
+/* faultfs.c - an LD_PRELOAD shim that makes one file operation fail, for
+ * the I/O fault tests. It sits in front of libc for the program and for
+ * the libraries it uses (SQLite's own I/O included), so nothing in
+ * cutsnap needs a test hook.
+ *
+ * Operations (FAULTFS_OP):
+ *   write   write, pwrite, pwrite64, writev on a regular file
+ *   fsync   fsync, fdatasync
+ *   rename  rename, renameat, renameat2
+ *   mkdir   mkdir, mkdirat
+ *   create  open, open64, openat, openat64 with O_CREAT
+ * FAULTFS_N=K makes the K-th call of that operation fail (once) with
+ * FAULTFS_ERRNO (EIO, the default, or ENOSPC) and nothing done; 0 or unset
+ * fails nothing. FAULTFS_COUNT=FILE writes "op count" lines for every
+ * operation at exit, so a test can count first and then fail each one. */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+enum op { OP_WRITE, OP_FSYNC, OP_RENAME, OP_MKDIR, OP_CREATE, NOPS };
+
+static const char *const op_names[NOPS] = {
+	"write", "fsync", "rename", "mkdir", "create"
+};
+
+static unsigned long counts[NOPS];
+static int fault_op = -1;
+static unsigned long fault_n;
+static int fault_errno = EIO;
+
+__attribute__((constructor)) static void
+faultfs_init(void)
+{
+	const char *op = getenv("FAULTFS_OP"), *n = getenv("FAULTFS_N");
+	const char *err = getenv("FAULTFS_ERRNO");
+	int i;
+
+	for (i = 0; op != NULL && i < NOPS; i++)
+		if (strcmp(op, op_names[i]) == 0)
+			fault_op = i;
+	fault_n = n != NULL ? strtoul(n, NULL, 10) : 0;
+	if (err != NULL && strcmp(err, "ENOSPC") == 0)
+		fault_errno = ENOSPC;
+}
+
+__attribute__((destructor)) static void
+faultfs_report(void)
+{
+	const char *path = getenv("FAULTFS_COUNT");
+	FILE *f;
+	int i;
+
+	if (path == NULL || (f = fopen(path, "w")) == NULL)
+		return;
+	for (i = 0; i < NOPS; i++)
+		fprintf(f, "%s %lu\n", op_names[i], counts[i]);
+	fclose(f);
+}
+
+/* Count one call of op; 1 if this is the one to fail (errno set). */
+static int
+faulty(enum op op)
+{
+	counts[op]++;
+	if ((int)op == fault_op && counts[op] == fault_n) {
+		errno = fault_errno;
+		return 1;
+	}
+	return 0;
+}
+
+/* Writes count only on regular files: sockets and pipes are not disk. */
+static int
+faulty_write(int fd)
+{
+	struct stat sb;
+
+	if (fstat(fd, &sb) == -1 || !S_ISREG(sb.st_mode))
+		return 0;
+	return faulty(OP_WRITE);
+}
+
+#define REAL(name) \
+	static __typeof__(name) *real; \
+	if (real == NULL) \
+		real = (__typeof__(name) *)dlsym(RTLD_NEXT, #name)
+
+ssize_t
+write(int fd, const void *p, size_t n)
+{
+	REAL(write);
+	if (faulty_write(fd))
+		return -1;
+	return real(fd, p, n);
+}
+
+ssize_t
+pwrite(int fd, const void *p, size_t n, off_t off)
+{
+	REAL(pwrite);
+	if (faulty_write(fd))
+		return -1;
+	return real(fd, p, n, off);
+}
+
+ssize_t
+pwrite64(int fd, const void *p, size_t n, off64_t off)
+{
+	REAL(pwrite64);
+	if (faulty_write(fd))
+		return -1;
+	return real(fd, p, n, off);
+}
+
+ssize_t
+writev(int fd, const struct iovec *iov, int cnt)
+{
+	REAL(writev);
+	if (faulty_write(fd))
+		return -1;
+	return real(fd, iov, cnt);
+}
+
+int
+fsync(int fd)
+{
+	REAL(fsync);
+	if (faulty(OP_FSYNC))
+		return -1;
+	return real(fd);
+}
+
+int
+fdatasync(int fd)
+{
+	REAL(fdatasync);
+	if (faulty(OP_FSYNC))
+		return -1;
+	return real(fd);
+}
+
+int
+rename(const char *from, const char *to)
+{
+	REAL(rename);
+	if (faulty(OP_RENAME))
+		return -1;
+	return real(from, to);
+}
+
+int
+renameat(int fd1, const char *from, int fd2, const char *to)
+{
+	REAL(renameat);
+	if (faulty(OP_RENAME))
+		return -1;
+	return real(fd1, from, fd2, to);
+}
+
+int
+renameat2(int fd1, const char *from, int fd2, const char *to,
+    unsigned int flags)
+{
+	REAL(renameat2);
+	if (faulty(OP_RENAME))
+		return -1;
+	return real(fd1, from, fd2, to, flags);
+}
+
+int
+mkdir(const char *path, mode_t mode)
+{
+	REAL(mkdir);
+	if (faulty(OP_MKDIR))
+		return -1;
+	return real(path, mode);
+}
+
+int
+mkdirat(int dfd, const char *path, mode_t mode)
+{
+	REAL(mkdirat);
+	if (faulty(OP_MKDIR))
+		return -1;
+	return real(dfd, path, mode);
+}
+
+/* The open family: the mode argument exists only with O_CREAT/O_TMPFILE. */
+#define OPEN_MODE(flags, mode) do { \
+	va_list ap; \
+	mode = 0; \
+	if ((flags) & (O_CREAT | __O_TMPFILE)) { \
+		va_start(ap, flags); \
+		mode = va_arg(ap, mode_t); \
+		va_end(ap); \
+	} \
+} while (0)
+
+int
+open(const char *path, int flags, ...)
+{
+	mode_t mode;
+
+	REAL(open);
+	OPEN_MODE(flags, mode);
+	if ((flags & O_CREAT) && faulty(OP_CREATE))
+		return -1;
+	return real(path, flags, mode);
+}
+
+int
+open64(const char *path, int flags, ...)
+{
+	mode_t mode;
+
+	REAL(open64);
+	OPEN_MODE(flags, mode);
+	if ((flags & O_CREAT) && faulty(OP_CREATE))
+		return -1;
+	return real(path, flags, mode);
+}
+
+int
+openat(int dfd, const char *path, int flags, ...)
+{
+	mode_t mode;
+
+	REAL(openat);
+	OPEN_MODE(flags, mode);
+	if ((flags & O_CREAT) && faulty(OP_CREATE))
+		return -1;
+	return real(dfd, path, flags, mode);
+}
+
+int
+openat64(int dfd, const char *path, int flags, ...)
+{
+	mode_t mode;
+
+	REAL(openat64);
+	OPEN_MODE(flags, mode);
+	if ((flags & O_CREAT) && faulty(OP_CREATE))
+		return -1;
+	return real(dfd, path, flags, mode);
+}
