@@ -3,10 +3,13 @@
 #include <sys/wait.h>
 
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
 
 #include "../common/wire.h"
 #include "cmd.h"
@@ -33,12 +36,36 @@ static const struct option opts[] = {
 	{ NULL, 0, NULL, 0 },
 };
 
-/* 1 once process pid is gone (reaped here if it was our child). */
+/* 1 if pid is a zombie: it has exited and only waits for its parent (an
+ * agent started by `cutsnap start` is reparented, and a busy or minimal
+ * init may reap it late). */
+static int
+zombie(pid_t pid)
+{
+	char path[64], buf[256], *p;
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/%ld/stat", (long)pid);
+	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
+		return 0;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return 0;
+	buf[n] = '\0';
+	/* "pid (comm) S ...": comm may hold spaces and parentheses. */
+	if ((p = strrchr(buf, ')')) == NULL || p[1] != ' ')
+		return 0;
+	return p[2] == 'Z';
+}
+
+/* 1 once process pid has exited (reaped here if it was our child). */
 static int
 gone(pid_t pid)
 {
 	(void)waitpid(pid, NULL, WNOHANG);
-	return kill(pid, 0) == -1 && errno == ESRCH;
+	return (kill(pid, 0) == -1 && errno == ESRCH) || zombie(pid);
 }
 
 int
