@@ -290,7 +290,7 @@ stop_cluster () {
 	local p
 	expect_ok stop -c "$CONF" || return 1
 	for p in $AGENT_PIDS; do
-		if kill -0 "$p" 2>/dev/null; then
+		if ! pid_gone "$p"; then
 			say "agent pid $p still alive after 'cutsnap stop' returned"
 			return 1
 		fi
