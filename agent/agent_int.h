@@ -170,6 +170,9 @@ struct agent {
 	struct inch *in;	/* n entries, by src index */
 	struct snap snap;
 	int64_t start_ms;
+	uint64_t writes;	/* client write requests (put, del, add,
+				 * transfer) since start: with
+				 * datalog_syncs(), fsyncs per request */
 	int stop;		/* shut down cleanly */
 	int fatal;		/* shut down with an error */
 };

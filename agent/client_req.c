@@ -72,7 +72,7 @@ req_put(struct agent *a, struct conn *c, struct rbuf *r)
 	rec.vlen = vl;
 	if (agent_append(a, &rec) == -1)
 		return;
-	conn_reply(a, c, REPLY_OK, NULL, 0, datalog_end(a->dl));
+	conn_reply(a, c, REPLY_OK, NULL, 0, datalog_need(a->dl));
 }
 
 static void
@@ -87,9 +87,9 @@ req_get(struct agent *a, struct conn *c, struct rbuf *r)
 		return;
 	}
 	if (kvmap_get(st(a)->kv, k, kl, &v, &vl))
-		conn_reply(a, c, REPLY_OK, v, vl, datalog_end(a->dl));
+		conn_reply(a, c, REPLY_OK, v, vl, datalog_need(a->dl));
 	else
-		conn_reply(a, c, REPLY_NOTFOUND, NULL, 0, datalog_end(a->dl));
+		conn_reply(a, c, REPLY_NOTFOUND, NULL, 0, datalog_need(a->dl));
 }
 
 static void
@@ -105,7 +105,7 @@ req_del(struct agent *a, struct conn *c, struct rbuf *r)
 		return;
 	}
 	if (!kvmap_get(st(a)->kv, k, kl, &v, &vl)) {
-		conn_reply(a, c, REPLY_NOTFOUND, NULL, 0, datalog_end(a->dl));
+		conn_reply(a, c, REPLY_NOTFOUND, NULL, 0, datalog_need(a->dl));
 		return;
 	}
 	memset(&rec, 0, sizeof(rec));
@@ -114,7 +114,7 @@ req_del(struct agent *a, struct conn *c, struct rbuf *r)
 	rec.klen = kl;
 	if (agent_append(a, &rec) == -1)
 		return;
-	conn_reply(a, c, REPLY_OK, NULL, 0, datalog_end(a->dl));
+	conn_reply(a, c, REPLY_OK, NULL, 0, datalog_need(a->dl));
 }
 
 static void
@@ -146,7 +146,7 @@ req_add(struct agent *a, struct conn *c, struct rbuf *r)
 	rec.vlen = strlen(out);
 	if (agent_append(a, &rec) == -1)
 		return;
-	conn_reply(a, c, REPLY_OK, out, strlen(out), datalog_end(a->dl));
+	conn_reply(a, c, REPLY_OK, out, strlen(out), datalog_need(a->dl));
 }
 
 /* Debit srckey and emit "add n to dstkey" on self->dst, in one SEND
@@ -213,15 +213,15 @@ req_transfer(struct agent *a, struct conn *c, struct rbuf *r)
 	rec.msglen = msg.len;
 	if (agent_append(a, &rec) == -1)
 		goto out;
-	if (outch_enqueue(a, d, Q_MSG, seq, 0, datalog_end(a->dl), msg.data,
-	    msg.len) == -1) {
+	if (outch_enqueue(a, d, Q_MSG, seq, 0, datalog_need(a->dl),
+	    msg.data, msg.len) == -1) {
 		/* The SEND is in the log: only a restart could resend it. */
 		log_error("out of memory queueing message %s>%s seq %llu",
 		    a->name, dst, (unsigned long long)seq);
 		a->fatal = 1;
 		goto out;
 	}
-	conn_reply(a, c, REPLY_OK, nv, strlen(nv), datalog_end(a->dl));
+	conn_reply(a, c, REPLY_OK, nv, strlen(nv), datalog_need(a->dl));
 out:
 	wbuf_free(&msg);
 }
@@ -284,6 +284,9 @@ client_frame(struct agent *a, struct conn *c, uint8_t type,
 	struct rbuf r;
 
 	rbuf_init(&r, p, n);
+	if (type == W_REQ_PUT || type == W_REQ_DEL || type == W_REQ_ADD ||
+	    type == W_REQ_TRANSFER)
+		a->writes++;
 	switch (type) {
 	case W_REQ_STATUS:
 		if (!rbuf_done(&r))
@@ -312,7 +315,7 @@ client_frame(struct agent *a, struct conn *c, uint8_t type,
 		break;
 	case W_REQ_STOP:
 		log_info("stop requested");
-		conn_reply(a, c, REPLY_OK, NULL, 0, datalog_end(a->dl));
+		conn_reply(a, c, REPLY_OK, NULL, 0, datalog_need(a->dl));
 		a->stop = 1;
 		break;
 	case W_SNAP_JOIN:

@@ -208,7 +208,7 @@ conn_replyf(struct agent *a, struct conn *c, uint8_t code, const char *fmt,
 	va_end(ap);
 	/* Failures and refusals depend on nothing unsynced in general, but
 	 * the state they describe may: wait for the current end. */
-	conn_reply(a, c, code, msg, strlen(msg), datalog_end(a->dl));
+	conn_reply(a, c, code, msg, strlen(msg), datalog_need(a->dl));
 }
 
 void

@@ -89,7 +89,7 @@ inch_hello(struct agent *a, struct conn *c, const uint8_t *p, size_t n)
 	/* Announce only what is durable: the sender resends from here. */
 	wbuf_init(&w);
 	wbuf_put_u64(&w, wm_get(&datalog_state(a->dl)->applied, src));
-	conn_send(a, c, W_PEER_WELCOME, w.data, w.len, datalog_end(a->dl));
+	conn_send(a, c, W_PEER_WELCOME, w.data, w.len, datalog_need(a->dl));
 	wbuf_free(&w);
 }
 
@@ -259,6 +259,6 @@ inch_batch_done(struct agent *a, struct conn *c)
 	wbuf_init(&w);
 	wbuf_put_u64(&w, wm_get(&datalog_state(a->dl)->applied,
 	    sname(a, c->peer)));
-	conn_send(a, c, W_PEER_ACK, w.data, w.len, datalog_end(a->dl));
+	conn_send(a, c, W_PEER_ACK, w.data, w.len, datalog_need(a->dl));
 	wbuf_free(&w);
 }

@@ -122,16 +122,19 @@ ep_add(struct agent *a, int fd, void *tag, struct cs_err *e)
 }
 
 /* Group commit: one fdatasync for everything appended since the last one,
- * then release whatever waited for it. */
-void
-agent_commit(struct agent *a)
+ * then release whatever waited for it. Trailing ACK records alone do not
+ * cost an fsync (datalog_need); with all, the final one at shutdown makes
+ * them durable too. */
+static void
+commit(struct agent *a, int all)
 {
 	struct conn *c;
 	struct cs_err e;
-	uint64_t synced;
+	uint64_t synced, target;
 	int d;
 
-	if (!a->fatal && datalog_end(a->dl) > datalog_synced(a->dl) &&
+	target = all ? datalog_end(a->dl) : datalog_need(a->dl);
+	if (!a->fatal && target > datalog_synced(a->dl) &&
 	    datalog_sync(a->dl, &e) == -1) {
 		/* Never retried: after a failed fsync the page cache may
 		 * claim data the disk lost (fsyncgate). */
@@ -151,6 +154,12 @@ agent_commit(struct agent *a)
 		conn_release(a, c, synced);
 		conn_flush(a, c);
 	}
+}
+
+void
+agent_commit(struct agent *a)
+{
+	commit(a, 0);
 }
 
 static void
@@ -198,7 +207,7 @@ shutdown_agent(struct agent *a)
 	struct conn *c;
 
 	if (!a->fatal)
-		agent_commit(a);
+		commit(a, 1);
 	for (c = a->conns; c != NULL; c = c->next)
 		if (!c->dead)
 			conn_close(a, c, NULL);

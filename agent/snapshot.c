@@ -223,6 +223,8 @@ snap_record(struct agent *a, int first_src, uint64_t s)
 
 	sn->L = datalog_end(a->dl);
 	sn->nfull = chunkhash_nfull(datalog_chunks(a->dl));
+	/* L may end in ACK hints; the markers and the report wait for it. */
+	datalog_require(a->dl, sn->L);
 	if (datalog_prefix_sha(a->dl, sn->sha) == -1 ||
 	    chunkhash_peek(datalog_chunks(a->dl), sn->partial) == -1 ||
 	    wm_copy(&sn->sent, &st->sent) == -1 ||

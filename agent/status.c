@@ -31,7 +31,8 @@ add(struct line *l, const char *fmt, ...)
 		l->len = l->cap - 1;	/* truncated */
 }
 
-/* "pid=1 uptime_s=5 size=1234 records=10 snapshot=none held=A>B
+/* "pid=1 uptime_s=5 size=1234 records=10 syncs=4 writes=9 snapshot=none
+ *  held=A>B
  *  out=A>B:sent=3,acked=2,queued=1,up=1;A>C:... in=B>A:applied=4,up=1"
  * Lists are ';'-separated, "none" when empty. */
 void
@@ -45,10 +46,14 @@ status_reply(struct agent *a, struct conn *c)
 	int d, first;
 
 	text[0] = '\0';
-	add(&l, "pid=%d uptime_s=%lld size=%llu records=%llu snapshot=%s",
-	    (int)getpid(), (long long)((now_ms() - a->start_ms) / 1000),
+	add(&l, "pid=%d uptime_s=%lld size=%llu records=%llu syncs=%llu "
+	    "writes=%llu snapshot=%s", (int)getpid(),
+	    (long long)((now_ms() - a->start_ms) / 1000),
 	    (unsigned long long)datalog_end(a->dl),
-	    (unsigned long long)s->records, snap_describe(a, sn, sizeof(sn)));
+	    (unsigned long long)s->records,
+	    (unsigned long long)datalog_syncs(a->dl),
+	    (unsigned long long)a->writes,
+	    snap_describe(a, sn, sizeof(sn)));
 	add(&l, " held=");
 	for (first = 1, d = 0; d < a->n; d++)
 		if (a->out[d].configured && a->out[d].held) {
@@ -91,6 +96,6 @@ status_reply(struct agent *a, struct conn *c)
 	if (w.oom)
 		conn_replyf(a, c, REPLY_FAIL, "out of memory");
 	else
-		conn_reply(a, c, REPLY_OK, w.data, w.len, datalog_end(a->dl));
+		conn_reply(a, c, REPLY_OK, w.data, w.len, datalog_need(a->dl));
 	wbuf_free(&w);
 }

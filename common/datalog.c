@@ -7,6 +7,8 @@
  *   the file, so the hash and the chunk digests of any snapshot prefix are
  *   copies of them taken at that moment.
  * - dl->synced <= dl->end; [0, dl->synced) is durable.
+ * - dl->need <= dl->end: ACK records (recovery hints) after dl->need need
+ *   no fsync of their own; they become durable with the next real batch.
  * - dl->st is the replay of [0, dl->end): a record reaches the state only
  *   after it is in the file, and a record that fails dl_state_check never
  *   reaches either.
@@ -56,6 +58,9 @@ struct datalog {
 	struct wbuf wbuf;	/* reused encoding buffer for appends */
 	uint64_t end;		/* file length, a record boundary */
 	uint64_t synced;	/* durable prefix length */
+	uint64_t need;		/* end of the last record that must be made
+				 * durable (not a recovery hint) */
+	uint64_t syncs;		/* fdatasync calls by datalog_sync */
 	uint64_t cut;		/* torn-tail bytes cut on open */
 	int failed;		/* 1: refuse further appends and syncs */
 };
@@ -810,7 +815,7 @@ datalog_open(const char *path, struct datalog **out, struct cs_err *e)
 			goto out;
 	} else if (recover(dl, sb.st_size, e) == -1)
 		goto out;
-	dl->synced = dl->end;
+	dl->synced = dl->need = dl->end;
 	*out = dl;
 	dl = NULL;
 	rc = 0;
@@ -876,6 +881,8 @@ datalog_append(struct datalog *dl, const struct dl_record *r,
 		goto out;
 	}
 	dl->end += dl->wbuf.len;
+	if (r->type != DL_ACK)
+		dl->need = dl->end;
 	if (dl_state_apply(&dl->st, r, &why) == -1) {
 		dl->failed = 1;
 		cs_errf(e, "data file %s: %s", dl->path, why.msg);
@@ -905,6 +912,7 @@ datalog_sync(struct datalog *dl, struct cs_err *e)
 		return cs_errno(e, "fdatasync %s", dl->path);
 	}
 	dl->synced = end;
+	dl->syncs++;
 	return 0;
 }
 
@@ -912,6 +920,26 @@ uint64_t
 datalog_end(const struct datalog *dl)
 {
 	return dl->end;
+}
+
+uint64_t
+datalog_need(const struct datalog *dl)
+{
+	return dl->need;
+}
+
+void
+datalog_require(struct datalog *dl, uint64_t off)
+{
+	assert(off <= dl->end);
+	if (off > dl->need)
+		dl->need = off;
+}
+
+uint64_t
+datalog_syncs(const struct datalog *dl)
+{
+	return dl->syncs;
 }
 
 uint64_t

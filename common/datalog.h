@@ -132,6 +132,16 @@ int datalog_append(struct datalog *dl, const struct dl_record *r,
  * is returned, never retried. */
 int datalog_sync(struct datalog *dl, struct cs_err *e);
 uint64_t datalog_end(const struct datalog *dl);		/* bytes written */
+/* The prefix that must become durable before what depends on the state
+ * is released: datalog_end() minus trailing ACK records, which are only
+ * recovery hints and ride along with the next real batch's fsync (group
+ * commit), or more after datalog_require(). */
+uint64_t datalog_need(const struct datalog *dl);
+/* Raise datalog_need() to off (<= datalog_end()): a snapshot prefix that
+ * ends after a trailing ACK must still become durable. */
+void datalog_require(struct datalog *dl, uint64_t off);
+/* fdatasync calls made by datalog_sync since open (group-commit metric). */
+uint64_t datalog_syncs(const struct datalog *dl);
 uint64_t datalog_synced(const struct datalog *dl);	/* bytes durable */
 uint64_t datalog_cut_bytes(const struct datalog *dl);	/* torn tail cut */
 /* SHA-256 of [0, datalog_end()) without rereading: O(1). */
