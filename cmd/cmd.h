@@ -34,6 +34,7 @@ int cmd_ls(int argc, char **argv);
 int cmd_verify(int argc, char **argv);
 int cmd_restore(int argc, char **argv);
 int cmd_demo(int argc, char **argv);
+int cmd_load(int argc, char **argv);
 
 /* The running subcommand's name, used in every message ("put"). Set by
  * main before dispatching. */

@@ -27,6 +27,7 @@ static const struct command commands[] = {
 	{ "ls", cmd_ls, "list the snapshots of a repository" },
 	{ "verify", cmd_verify, "check a snapshot's integrity and its cut" },
 	{ "restore", cmd_restore, "restore a snapshot into the data files" },
+	{ "load", cmd_load, "run random transfers, check conservation" },
 	{ "demo", cmd_demo, "the bank example, end to end" },
 };
 #define NCOMMANDS (sizeof(commands) / sizeof(commands[0]))

@@ -1,0 +1,52 @@
+/* load.h - the load generator's workers (load_run.c), driven by load.c. */
+#ifndef CUTSNAP_CMD_LOAD_H
+#define CUTSNAP_CMD_LOAD_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "../common/config.h"
+
+#define LOAD_KEY "bal"
+
+struct load_opts {
+	const struct cfg *c;
+	int seconds;		/* how long the clients run */
+	int clients;		/* concurrent clients, one thread each */
+	int64_t max_amount;	/* transfers move 1..max_amount */
+	int snap_every_ms;	/* 0: no snapshots */
+	const char *repo;	/* with snap_every_ms */
+};
+
+/* One request: when it started (us since the run began) and how long. */
+struct load_req {
+	int64_t start_us;
+	int64_t dur_us;
+};
+
+/* One snapshot taken during the run. */
+struct load_snap {
+	int64_t start_us, end_us;
+	uint64_t id;
+	int ok;
+};
+
+struct load_result {
+	struct load_req *reqs;	/* completed transfers, malloc'ed */
+	size_t nreqs;
+	uint64_t insufficient;	/* refused: not enough money at SRC */
+	uint64_t failures;	/* any other failed request */
+	char first_failure[256];	/* the first failure's message */
+	struct load_snap *snaps;	/* malloc'ed */
+	size_t nsnaps;
+	char first_snap_failure[256];
+	int64_t elapsed_us;	/* wall time of the client phase */
+};
+
+/* Run the clients (and the snapshot thread) for o->seconds. 0, or -1 with
+ * e set when the run could not start (no memory, no thread). Request
+ * failures are counted in r, not returned. */
+int load_run(const struct load_opts *o, struct load_result *r,
+    struct cs_err *e);
+void load_result_free(struct load_result *r);
+
+#endif

@@ -1,0 +1,120 @@
+#!/bin/bash
+# shellcheck disable=SC2034 # variables used inside test body strings
+# cutsnap load: concurrent random transfers, the summary line, snapshots
+# taken under load verify, the conservation check catches a foreign write,
+# and the agents' group commit counters.
+. "$(dirname "$0")/lib.sh"
+
+# field NAME FILE: the value of NAME=VALUE in the summary line.
+field () {
+	tr ' ' '\n' <"$2" | awk -F= -v k="$1" '$1 == k { print $2; f = 1 }
+	    END { exit !f }'
+}
+
+# is_num VALUE: a decimal number (digits, optional fraction).
+is_num () {
+	case $1 in
+	'' | *[!0-9.]* | *.*.*) return 1 ;;
+	esac
+}
+
+# A's count of client write requests, from its status line.
+a_writes () {
+	cs status -c "$CONF" | grep -Eo "^A .* writes=[0-9]+" | grep -Eo "[0-9]+$"
+}
+
+a_writes_above () { [ "$(a_writes)" -gt "$1" ]; }
+
+test_expect_success 'setup: three agents, one without a balance' '
+	make_config A B C &&
+	start_cluster &&
+	set_balances A=500 B=700
+'
+
+test_expect_success 'load without snapshots: exit 0, a full summary, total conserved' '
+	expect_ok load -c "$CONF" --seconds 2 --clients 3 --initial 300 &&
+	[ "$(wc -l <"$OUT")" -eq 1 ] &&
+	for f in transfers transfers/s p50_ms p99_ms snapshots insufficient \
+	    failures fsyncs_per_transfer; do
+		v=$(field "$f" "$OUT") && is_num "$v" ||
+		    { say "field $f: \"$v\""; cat "$OUT" >&2; return 1; }
+	done &&
+	[ "$(field transfers "$OUT")" -gt 0 ] &&
+	expect_eq "$(field snapshots "$OUT")" 0 "snapshots" &&
+	expect_eq "$(field failures "$OUT")" 0 "failures" &&
+	expect_eq "$(field total_before "$OUT")" 1500 "total before" &&
+	expect_eq "$(field total_after "$OUT")" 1500 "total after" &&
+	expect_eq "$(field conserved "$OUT")" yes "conserved" &&
+	[ ! -s "$ERR" ] &&
+	expect_eq "$(total)" 1500 "live total"
+'
+
+test_expect_success 'C got the deposit once; existing balances were not overwritten' '
+	expect_ok load -c "$CONF" -s 1 -k 2 --initial 999 &&
+	expect_eq "$(field total_before "$OUT")" 1500 "total before" &&
+	expect_eq "$(total)" 1500 "live total"
+'
+
+test_expect_success 'the agents count fsyncs and write requests in status' '
+	expect_ok status -c "$CONF" &&
+	syncs=$(grep -Eo "^A .* syncs=[0-9]+" "$OUT" | grep -Eo "[0-9]+$") &&
+	writes=$(grep -Eo "^A .* writes=[0-9]+" "$OUT" | grep -Eo "[0-9]+$") &&
+	[ "$writes" -gt 0 ] && [ "$syncs" -gt 0 ] &&
+	[ "$syncs" -le $((2 * writes + 10)) ]
+'
+
+test_expect_success 'load with a snapshot every 300 ms: snapshots counted, each verifies' '
+	expect_ok load -c "$CONF" -s 3 -k 4 --snapshot-every 300 -r "$REPO" &&
+	n=$(field snapshots "$OUT") &&
+	[ "$n" -ge 1 ] &&
+	expect_eq "$(field snapshot_failures "$OUT")" 0 "snapshot failures" &&
+	expect_eq "$(field conserved "$OUT")" yes "conserved" &&
+	ids=$(sql "select id from snapshots where status = '"'"'complete'"'"'") &&
+	expect_eq "$(echo "$ids" | wc -l)" "$n" "complete snapshots" &&
+	for id in $ids; do
+		expect_ok verify -r "$REPO" "$id" || return 1
+	done
+'
+
+test_expect_success 'a snapshot taken under load restores to the same total' '
+	stop_cluster &&
+	expect_ok restore -r "$REPO" -c "$CONF" &&
+	expect_eq "$(dump_total bal)" 1500 "restored total" &&
+	start_cluster
+'
+
+test_expect_success 'load --json: one JSON object with the same fields' '
+	expect_ok load -c "$CONF" -s 1 -k 2 --json &&
+	python3 -c "
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert d[\"conserved\"] is True, d
+assert d[\"transfers\"] > 0 and d[\"failures\"] == 0, d
+assert d[\"total_before\"] == d[\"total_after\"] == 1500, d
+for k in (\"transfers_per_s\", \"p50_ms\", \"p99_ms\", \"snapshots\"):
+    assert isinstance(d[k], (int, float)), k
+" "$OUT"
+'
+
+test_expect_success 'a foreign deposit during the load breaks conservation: exit 1' '
+	cs load -c "$CONF" -s 4 -k 2 >load.out 2>load.err &
+	L=$! && BG_PIDS="$BG_PIDS $L" &&
+	w0=$(a_writes) &&
+	wait_for 10 a_writes_above $((w0 + 20)) &&
+	cs add -c "$CONF" A bal 5 >/dev/null &&
+	{ wait "$L"; rc=$?; true; } &&
+	expect_eq "$rc" 1 "load exit status" &&
+	expect_eq "$(field conserved load.out)" no "conserved" &&
+	grep -q "^cutsnap: load: total not conserved: 1500 before, 1505 after$" load.err
+'
+
+test_expect_success 'bad usage: exit 2 with one line' '
+	expect_error 2 load -c "$CONF" --snapshot-every 100 &&
+	err_matches "needs -r REPO" &&
+	expect_error 2 load -c "$CONF" -r "$REPO" &&
+	expect_error 2 load -c "$CONF" --clients 0 &&
+	expect_error 2 load -c "$CONF" --seconds x &&
+	expect_error 2 load
+'
+
+test_done
