@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../common/json.h"
 #include "../common/wire.h"
 #include "../coordinator/coordinator.h"
 #include "cmd.h"
@@ -293,24 +294,54 @@ done:
 	return rc;
 }
 
+/* key + a real number, for the summary object. */
+static void
+kreal(struct json *j, const char *key, double v)
+{
+	json_key(j, key);
+	json_real(j, v);
+}
+
+static int
+print_json(const struct load_result *r, const struct summary *s,
+    int clients)
+{
+	struct json j;
+
+	json_init(&j, stdout);
+	json_obj(&j);
+	json_kuint(&j, "transfers", r->nreqs);
+	kreal(&j, "seconds", s->secs);
+	json_kint(&j, "clients", clients);
+	kreal(&j, "transfers_per_s", s->tps);
+	kreal(&j, "p50_ms", s->p50);
+	kreal(&j, "p99_ms", s->p99);
+	kreal(&j, "max_ms", s->max);
+	json_kuint(&j, "insufficient", r->insufficient);
+	json_kuint(&j, "failures", r->failures);
+	json_kuint(&j, "snapshots", s->snaps_ok);
+	json_kuint(&j, "snapshot_failures", s->snaps_failed);
+	kreal(&j, "snapshot_p50_ms", s->snap_p50);
+	json_kuint(&j, "during_snapshot_requests", s->during_n);
+	kreal(&j, "during_snapshot_max_ms", s->during_max);
+	kreal(&j, "outside_snapshot_p50_ms", s->outside_p50);
+	json_kuint(&j, "fsyncs", s->syncs);
+	kreal(&j, "fsyncs_per_transfer", r->nreqs ?
+	    (double)s->syncs / (double)r->nreqs : 0);
+	json_kint(&j, "total_before", s->total0);
+	json_kint(&j, "total_after", s->total1);
+	json_kbool(&j, "conserved", s->total0 == s->total1);
+	json_obj_end(&j);
+	return json_end(&j);
+}
+
 static void
 print_summary(const struct load_result *r, const struct summary *s,
-    int clients, int json)
+    int clients)
 {
 	double fpt = r->nreqs ? (double)s->syncs / (double)r->nreqs : 0;
-	const char *cons = s->total0 == s->total1 ? "yes" : "no";
 
-	/* Only numbers and fixed words: no string needs JSON escaping. */
-	printf(json ? "{\"transfers\": %zu, \"seconds\": %.2f, "
-	    "\"clients\": %d, \"transfers_per_s\": %.0f, \"p50_ms\": %.3f, "
-	    "\"p99_ms\": %.3f, \"max_ms\": %.3f, \"insufficient\": %" PRIu64
-	    ", \"failures\": %" PRIu64 ", \"snapshots\": %zu, "
-	    "\"snapshot_failures\": %zu, \"snapshot_p50_ms\": %.1f, "
-	    "\"during_snapshot_requests\": %zu, \"during_snapshot_max_ms\": "
-	    "%.3f, \"outside_snapshot_p50_ms\": %.3f, \"fsyncs\": %" PRIu64
-	    ", \"fsyncs_per_transfer\": %.3f, \"total_before\": %" PRId64
-	    ", \"total_after\": %" PRId64 ", \"conserved\": %s}\n" :
-	    "transfers=%zu seconds=%.2f clients=%d transfers/s=%.0f "
+	printf("transfers=%zu seconds=%.2f clients=%d transfers/s=%.0f "
 	    "p50_ms=%.3f p99_ms=%.3f max_ms=%.3f insufficient=%" PRIu64
 	    " failures=%" PRIu64 " snapshots=%zu snapshot_failures=%zu "
 	    "snapshot_p50_ms=%.1f during_snapshot_requests=%zu "
@@ -321,7 +352,7 @@ print_summary(const struct load_result *r, const struct summary *s,
 	    r->insufficient, r->failures, s->snaps_ok, s->snaps_failed,
 	    s->snap_p50, s->during_n, s->during_max, s->outside_p50,
 	    s->syncs, fpt, s->total0, s->total1,
-	    json ? (s->total0 == s->total1 ? "true" : "false") : cons);
+	    s->total0 == s->total1 ? "yes" : "no");
 }
 
 static int
@@ -442,7 +473,13 @@ cmd_load(int argc, char **argv)
 	}
 	s.syncs = st1.syncs - st0.syncs;
 	s.writes = st1.writes - st0.writes;
-	print_summary(&r, &s, o.clients, json);
+	if (json) {
+		if (print_json(&r, &s, o.clients) == -1) {
+			cmd_warn("writing the JSON summary failed");
+			goto out;
+		}
+	} else
+		print_summary(&r, &s, o.clients);
 	fflush(stdout);
 	if (s.total0 != s.total1)
 		cmd_warn("total not conserved: %" PRId64 " before, %" PRId64
