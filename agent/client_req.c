@@ -75,21 +75,39 @@ req_put(struct agent *a, struct conn *c, struct rbuf *r)
 	conn_reply(a, c, REPLY_OK, NULL, 0, datalog_need(a->dl));
 }
 
+/* A large value stays in the data file; it is read back (pread, through
+ * the page cache) only for the reply. */
 static void
 req_get(struct agent *a, struct conn *c, struct rbuf *r)
 {
-	const uint8_t *k, *v;
-	size_t kl, vl;
+	const struct kv_entry *ent;
+	const uint8_t *k;
+	uint8_t *v = NULL;
+	struct cs_err e;
+	size_t kl;
 
 	k = rbuf_bytes(r, &kl, WIRE_MAX_KEY);
 	if (!rbuf_done(r) || kl == 0) {
 		badreq(a, c, "get");
 		return;
 	}
-	if (kvmap_get(st(a)->kv, k, kl, &v, &vl))
-		conn_reply(a, c, REPLY_OK, v, vl, datalog_need(a->dl));
-	else
-		conn_reply(a, c, REPLY_NOTFOUND, NULL, 0, datalog_need(a->dl));
+	if ((ent = kvmap_entry(st(a)->kv, k, kl)) == NULL) {
+		conn_reply(a, c, REPLY_NOTFOUND, NULL, 0,
+		    datalog_need(a->dl));
+		return;
+	}
+	if (ent->val != NULL) {
+		conn_reply(a, c, REPLY_OK, ent->val, ent->vlen,
+		    datalog_need(a->dl));
+		return;
+	}
+	if (datalog_read_value(a->dl, ent, &v, &e) == -1) {
+		log_error("get: %s", e.msg);
+		conn_replyf(a, c, REPLY_FAIL, "%s", e.msg);
+		return;
+	}
+	conn_reply(a, c, REPLY_OK, v, ent->vlen, datalog_need(a->dl));
+	free(v);
 }
 
 static void

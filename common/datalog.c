@@ -22,7 +22,6 @@
  * the middle of the file, reported and not cut off.
  */
 #include <sys/file.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
 
 #include <assert.h>
@@ -291,8 +290,16 @@ dl_state_apply(struct dl_state *st, const struct dl_record *r,
 		goto out;
 	switch (r->type) {
 	case DL_PUT:
-		if (st->kv != NULL &&
-		    kvmap_put(st->kv, r->key, r->klen, r->val, r->vlen) == -1)
+		if (st->kv == NULL)
+			break;
+		/* The value's bytes follow the record header, the type byte,
+		 * the key and two u32 length prefixes (dl_encode). */
+		if (st->by_ref && r->vlen > DL_INLINE_MAX) {
+			if (kvmap_put_ref(st->kv, r->key, r->klen, st->rec_off +
+			    DL_REC_HDR_LEN + 1 + 4 + r->klen + 4, r->vlen) == -1)
+				goto oom;
+		} else if (kvmap_put(st->kv, r->key, r->klen, r->val,
+		    r->vlen) == -1)
 			goto oom;
 		break;
 	case DL_DEL:
@@ -570,80 +577,191 @@ torn_header(const uint8_t *buf, size_t len)
 	return memcmp(buf, hdr, len) == 0 || all_zero(buf, len);
 }
 
-int
-dl_replay(const uint8_t *buf, size_t len, const char *what,
-    int allow_torn, struct dl_state *st, size_t *valid_len,
-    struct cs_err *e)
+/*
+ * Where a replay reads from: a whole image in memory (offline tools), or
+ * the open file through a bounded window (an agent's recovery), so that
+ * replaying a large file needs memory for one record, not for the file.
+ */
+#define SRC_WINDOW (1u << 20)
+
+struct src {
+	const uint8_t *buf;	/* the image, or NULL: read fd */
+	int fd;
+	size_t len;		/* bytes in the image or file */
+	uint8_t *win;		/* fd: window holding [woff, woff + wlen) */
+	size_t woff, wlen, wcap;
+	struct sha_ctx *sha;	/* fd: fed every accepted byte, or NULL */
+	struct chunkhash *chunks;	/* the same for the chunk digests */
+};
+
+/* n bytes at off (off + n <= len): a pointer valid until the next call, or
+ * NULL with errno set (a read error, or the file shrank). */
+static const uint8_t *
+src_at(struct src *s, size_t off, size_t n)
+{
+	uint8_t *w;
+	size_t want, got = 0;
+	ssize_t k;
+
+	assert(off <= s->len && n <= s->len - off);
+	if (s->buf != NULL)
+		return s->buf + off;
+	if (off >= s->woff && n <= s->wlen && off - s->woff <= s->wlen - n)
+		return s->win + (off - s->woff);
+	want = n > SRC_WINDOW ? n : SRC_WINDOW;
+	if (want > s->len - off)
+		want = s->len - off;
+	if (want > s->wcap) {
+		if ((w = realloc(s->win, want)) == NULL)
+			return NULL;
+		s->win = w;
+		s->wcap = want;
+	}
+	while (got < want) {
+		k = pread(s->fd, s->win + got, want - got, (off_t)(off + got));
+		if (k == -1 && errno == EINTR)
+			continue;
+		if (k <= 0) {
+			if (k == 0)
+				errno = EIO;
+			s->wlen = 0;
+			return NULL;
+		}
+		got += (size_t)k;
+	}
+	s->woff = off;
+	s->wlen = want;
+	return s->win;
+}
+
+/* 1 if [off, len) is all zeros, 0 if not, -1 on a read error. */
+static int
+src_zero_tail(struct src *s, size_t off)
+{
+	const uint8_t *p;
+	size_t n;
+
+	while (off < s->len) {
+		n = s->len - off < SRC_WINDOW ? s->len - off : SRC_WINDOW;
+		if ((p = src_at(s, off, n)) == NULL)
+			return -1;
+		if (!all_zero(p, n))
+			return 0;
+		off += n;
+	}
+	return 1;
+}
+
+/* Feed accepted bytes to the running hash and chunk digests, if any. */
+static int
+src_hash(struct src *s, const uint8_t *p, size_t n)
+{
+	if (s->sha != NULL && sha_update(s->sha, p, n) == -1)
+		return -1;
+	if (s->chunks != NULL && chunkhash_update(s->chunks, p, n) == -1)
+		return -1;
+	return 0;
+}
+
+static int
+replay_src(struct src *s, const char *what, int allow_torn,
+    struct dl_state *st, size_t *valid_len, struct cs_err *e)
 {
 	char peer[NAME_MAX_LEN + 1];
+	const uint8_t *p;
 	struct dl_record r;
 	struct cs_err why;
-	size_t off, rem, rlen = 0;
-	int rc = -1;
+	size_t len = s->len, off, rem, rlen = 0;
+	uint32_t crc;
+	int rc = -1, z;
 
 	if (len == 0) {
 		cs_errf(e, "%s: empty file", what);
 		goto out;
 	}
 	if (len < DL_HEADER_LEN) {
-		if (allow_torn && torn_header(buf, len)) {
+		if ((p = src_at(s, 0, len)) == NULL)
+			goto rerr;
+		if (allow_torn && torn_header(p, len)) {
 			off = 0;
 			goto torn;
 		}
 		cs_errf(e, "%s: not a cutsnap data file", what);
 		goto out;
 	}
-	if (memcmp(buf, DL_MAGIC, 8) != 0 || le32_get(buf + 12) != 0) {
+	if ((p = src_at(s, 0, DL_HEADER_LEN)) == NULL)
+		goto rerr;
+	if (memcmp(p, DL_MAGIC, 8) != 0 || le32_get(p + 12) != 0) {
 		cs_errf(e, "%s: not a cutsnap data file", what);
 		goto out;
 	}
-	if (le32_get(buf + 8) != DL_VERSION) {
+	if (le32_get(p + 8) != DL_VERSION) {
 		cs_errf(e, "%s: unsupported version %" PRIu32
-		    " (this build reads version %d)", what, le32_get(buf + 8),
+		    " (this build reads version %d)", what, le32_get(p + 8),
 		    DL_VERSION);
 		goto out;
 	}
+	if (src_hash(s, p, DL_HEADER_LEN) == -1)
+		goto sha;
 	for (off = DL_HEADER_LEN; off < len; off += DL_REC_HDR_LEN + rlen) {
 		rem = len - off;
+		if (rem < DL_REC_HDR_LEN)
+			goto torn;
+		if ((p = src_at(s, off, DL_REC_HDR_LEN)) == NULL)
+			goto rerr;
 		/* Zeros where a record should start: the file was extended
 		 * but the data never reached the disk. */
-		if (rem < DL_REC_HDR_LEN || all_zero(buf + off, rem))
-			goto torn;
-		rlen = le32_get(buf + off);
+		if (all_zero(p, DL_REC_HDR_LEN)) {
+			if ((z = src_zero_tail(s, off)) == -1)
+				goto rerr;
+			if (z)
+				goto torn;
+			if ((p = src_at(s, off, DL_REC_HDR_LEN)) == NULL)
+				goto rerr;
+		}
+		rlen = le32_get(p);
+		crc = le32_get(p + 4);
 		if (rlen == 0 || rlen > DL_MAX_RECORD) {
 			cs_errf(e, "%s: corrupt record at offset %zu (bad length)",
 			    what, off);
 			goto out;
 		}
 		/* An incomplete final record is the write a crash cut short
-		 * (unless its length field is what is broken). */
+		 * (unless its length field is what is broken). The tail is
+		 * shorter than one record, so it fits the window. */
 		if (rlen > rem - DL_REC_HDR_LEN) {
-			if (!length_is_damaged(buf, len, off))
+			if ((p = src_at(s, off, rem)) == NULL)
+				goto rerr;
+			if (!length_is_damaged(p, rem, 0))
 				goto torn;
 			cs_errf(e, "%s: corrupt record at offset %zu (bad length)",
 			    what, off);
 			goto out;
 		}
-		if (crc32(0L, buf + off + DL_REC_HDR_LEN, (uInt)rlen) !=
-		    le32_get(buf + off + 4)) {
+		if ((p = src_at(s, off, DL_REC_HDR_LEN + rlen)) == NULL)
+			goto rerr;
+		if (crc32(0L, p + DL_REC_HDR_LEN, (uInt)rlen) != crc) {
 			if (rlen == rem - DL_REC_HDR_LEN &&
-			    !length_is_damaged(buf, len, off))
+			    !length_is_damaged(p, rem, 0))
 				goto torn;
 			cs_errf(e, "%s: corrupt record at offset %zu (checksum "
 			    "mismatch)", what, off);
 			goto out;
 		}
-		if (dl_decode(buf + off + DL_REC_HDR_LEN, rlen, &r, peer,
+		if (dl_decode(p + DL_REC_HDR_LEN, rlen, &r, peer,
 		    &why) == -1 || dl_state_check(st, &r, &why) == -1) {
 			cs_errf(e, "%s: corrupt record at offset %zu (invalid "
 			    "record: %s)", what, off, why.msg);
 			goto out;
 		}
+		st->rec_off = off;
 		if (dl_state_apply(st, &r, &why) == -1) {
 			cs_errf(e, "%s: record at offset %zu: %s", what, off,
 			    why.msg);
 			goto out;
 		}
+		if (src_hash(s, p, DL_REC_HDR_LEN + rlen) == -1)
+			goto sha;
 	}
 	if (valid_len != NULL)
 		*valid_len = len;
@@ -658,8 +776,28 @@ torn:
 	if (valid_len != NULL)
 		*valid_len = off;
 	rc = 0;
+	goto out;
+rerr:
+	cs_errno(e, "read %s", what);
+	goto out;
+sha:
+	cs_errf(e, "sha256 failed");
 out:
 	return rc;
+}
+
+int
+dl_replay(const uint8_t *buf, size_t len, const char *what,
+    int allow_torn, struct dl_state *st, size_t *valid_len,
+    struct cs_err *e)
+{
+	struct src s;
+
+	memset(&s, 0, sizeof(s));
+	s.buf = buf;
+	s.fd = -1;
+	s.len = len;
+	return replay_src(&s, what, allow_torn, st, valid_len, e);
 }
 
 /* --- the live data file --------------------------------------------------- */
@@ -711,35 +849,27 @@ write_header(struct datalog *dl, struct cs_err *e)
 	return 0;
 }
 
-/* Replay the existing file, cut a torn tail, start the running hash. */
+/* Replay the existing file (streamed, hashing as it goes), cut a torn
+ * tail. */
 static int
 recover(struct datalog *dl, off_t size, struct cs_err *e)
 {
-	uint8_t *map = MAP_FAILED;
+	struct src s;
 	size_t valid = 0;
 	int rc = -1;
 
+	memset(&s, 0, sizeof(s));
 	if ((uint64_t)size > SIZE_MAX) {
 		cs_errf(e, "%s: file too large", dl->path);
 		goto out;
 	}
-	/* A private read-only mapping: the kernel pages the file in as the
-	 * replay walks it, so a large file costs no heap. */
-	map = mmap(NULL, (size_t)size, PROT_READ, MAP_PRIVATE, dl->fd, 0);
-	if (map == MAP_FAILED) {
-		cs_errno(e, "mmap %s", dl->path);
+	s.fd = dl->fd;
+	s.len = (size_t)size;
+	s.sha = dl->sha;
+	s.chunks = dl->chunks;
+	(void)posix_fadvise(dl->fd, 0, size, POSIX_FADV_SEQUENTIAL);
+	if (replay_src(&s, dl->path, 1, &dl->st, &valid, e) == -1)
 		goto out;
-	}
-	(void)madvise(map, (size_t)size, MADV_SEQUENTIAL);
-	if (dl_replay(map, (size_t)size, dl->path, 1, &dl->st, &valid, e) == -1)
-		goto out;
-	if (sha_update(dl->sha, map, valid) == -1 ||
-	    chunkhash_update(dl->chunks, map, valid) == -1) {
-		cs_errf(e, "sha256 failed");
-		goto out;
-	}
-	munmap(map, (size_t)size);
-	map = MAP_FAILED;
 	dl->end = valid;
 	if (valid < (size_t)size) {
 		dl->cut = (uint64_t)size - valid;
@@ -752,7 +882,8 @@ recover(struct datalog *dl, off_t size, struct cs_err *e)
 			goto out;
 		}
 	}
-	/* Only the header was torn: start over as with a new file. */
+	/* Only the header was torn: start over as with a new file (the
+	 * hash has been fed nothing). */
 	if (valid == 0 && write_header(dl, e) == -1)
 		goto out;
 	/* What a killed agent wrote may still sit in the page cache; make
@@ -763,8 +894,7 @@ recover(struct datalog *dl, off_t size, struct cs_err *e)
 	}
 	rc = 0;
 out:
-	if (map != MAP_FAILED)
-		munmap(map, (size_t)size);
+	free(s.win);
 	return rc;
 }
 
@@ -789,6 +919,7 @@ datalog_open(const char *path, struct datalog **out, struct cs_err *e)
 		cs_errf(e, "out of memory");
 		goto out;
 	}
+	dl->st.by_ref = 1;
 	dl->fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
 	if (dl->fd == -1) {
 		cs_errno(e, "open %s", path);
@@ -880,6 +1011,7 @@ datalog_append(struct datalog *dl, const struct dl_record *r,
 		cs_errf(e, "sha256 failed");
 		goto out;
 	}
+	dl->st.rec_off = dl->end;
 	dl->end += dl->wbuf.len;
 	if (r->type != DL_ACK)
 		dl->need = dl->end;
@@ -952,6 +1084,38 @@ uint64_t
 datalog_cut_bytes(const struct datalog *dl)
 {
 	return dl->cut;
+}
+
+int
+datalog_read_value(const struct datalog *dl, const struct kv_entry *ent,
+    uint8_t **out, struct cs_err *e)
+{
+	uint8_t *p;
+	size_t got = 0;
+	ssize_t k;
+
+	*out = NULL;
+	if (ent->val != NULL || ent->voff > dl->end ||
+	    ent->vlen > dl->end - ent->voff)
+		return cs_errf(e, "%s: value reference out of range", dl->path);
+	if ((p = malloc(ent->vlen + 1)) == NULL)
+		return cs_errf(e, "out of memory");
+	while (got < ent->vlen) {
+		k = pread(dl->fd, p + got, ent->vlen - got,
+		    (off_t)(ent->voff + got));
+		if (k == -1 && errno == EINTR)
+			continue;
+		if (k <= 0) {
+			if (k == 0)
+				errno = EIO;
+			cs_errno(e, "read %s", dl->path);
+			free(p);
+			return -1;
+		}
+		got += (size_t)k;
+	}
+	*out = p;
+	return 0;
 }
 
 int

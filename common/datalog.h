@@ -83,7 +83,16 @@ struct dl_state {
 	size_t nsends, capsends;
 	int keep_all_sends;
 	uint64_t records;	/* records replayed/appended */
+	/* Live data files keep PUT values longer than DL_INLINE_MAX in the
+	 * file: the map holds their offset (kvmap_put_ref), read back with
+	 * datalog_read. Offline replays keep every value in memory. */
+	int by_ref;
+	uint64_t rec_off;	/* file offset of the record being applied */
 };
+
+/* Longest value a live data file's map keeps in memory; an integer (at
+ * most 20 characters) is always inline. */
+#define DL_INLINE_MAX 64
 
 int dl_state_init(struct dl_state *st, int keep_all_sends);	/* 0 / -1 */
 void dl_state_free(struct dl_state *st);
@@ -121,7 +130,9 @@ struct datalog;
 
 /* Open (creating if absent, mode 0600, O_NOFOLLOW), take an exclusive
  * flock (error if another process holds it: an agent is running), recover
- * (truncate a torn tail, fsync) and replay into the state. */
+ * (truncate a torn tail, fsync) and replay into the state. The replay
+ * streams the file through a bounded window: memory does not grow with the
+ * file, only with the largest record and the keys. */
 int datalog_open(const char *path, struct datalog **out, struct cs_err *e);
 void datalog_close(struct datalog *dl);			/* accepts NULL */
 const struct dl_state *datalog_state(const struct datalog *dl);
@@ -144,6 +155,10 @@ void datalog_require(struct datalog *dl, uint64_t off);
 uint64_t datalog_syncs(const struct datalog *dl);
 uint64_t datalog_synced(const struct datalog *dl);	/* bytes durable */
 uint64_t datalog_cut_bytes(const struct datalog *dl);	/* torn tail cut */
+/* Read a value kept by reference (struct kv_entry with val == NULL) into
+ * a malloc'ed buffer *out (caller frees). 0, or -1 with e set. */
+int datalog_read_value(const struct datalog *dl, const struct kv_entry *ent,
+    uint8_t **out, struct cs_err *e);
 /* SHA-256 of [0, datalog_end()) without rereading: O(1). */
 int datalog_prefix_sha(const struct datalog *dl, uint8_t out[32]);
 /* The chunk digests of [0, datalog_end()) (chunkhash.h), kept as records

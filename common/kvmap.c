@@ -6,7 +6,8 @@
  * - No tombstones: deletion shifts the following run of entries back
  *   (backward-shift deletion), so every entry is reachable from its home
  *   slot by a probe that crosses only used slots.
- * - An entry's key and value live in one allocation: val = key + klen.
+ * - An entry's key and value live in one allocation: val = key + klen;
+ *   a value put by reference has val == NULL and only the key is stored.
  */
 #include <assert.h>
 #include <stdint.h>
@@ -104,32 +105,43 @@ grow(struct kvmap *m, size_t ncap)
 	return 0;
 }
 
-int
-kvmap_get(const struct kvmap *m, const void *key, size_t klen,
-    const uint8_t **val, size_t *vlen)
+const struct kv_entry *
+kvmap_entry(const struct kvmap *m, const void *key, size_t klen)
 {
 	const struct slot *s;
 
 	if (m->cap == 0)
-		return 0;
+		return NULL;
 	s = &m->slots[find_slot(m, key, klen, fnv1a(key, klen))];
-	if (!s->used)
-		return 0;
-	*val = s->e.val;
-	*vlen = s->e.vlen;
-	return 1;
+	return s->used ? &s->e : NULL;
 }
 
 int
-kvmap_put(struct kvmap *m, const void *key, size_t klen, const void *val,
-    size_t vlen)
+kvmap_get(const struct kvmap *m, const void *key, size_t klen,
+    const uint8_t **val, size_t *vlen)
+{
+	const struct kv_entry *e = kvmap_entry(m, key, klen);
+
+	if (e == NULL)
+		return 0;
+	*val = e->val;
+	*vlen = e->vlen;
+	return 1;
+}
+
+/* Put key -> (val[0, vlen) copied in, or by reference at voff when val is
+ * NULL). 0 / -1 on OOM, the map unchanged. */
+static int
+put(struct kvmap *m, const void *key, size_t klen, const void *val,
+    size_t vlen, uint64_t voff)
 {
 	uint64_t h = fnv1a(key, klen);
+	size_t inl = val != NULL ? vlen : 0;
 	struct slot *s;
 	uint8_t *blk;
 	size_t i;
 
-	if (klen > SIZE_MAX - vlen - 1)
+	if (klen > SIZE_MAX - inl - 1)
 		return -1;
 	/* Grow first so that a failed allocation leaves the map untouched;
 	 * a replaced key may grow the table one put early, which is harmless. */
@@ -138,12 +150,12 @@ kvmap_put(struct kvmap *m, const void *key, size_t klen, const void *val,
 			return -1;
 	/* One block for key and value; +1 so a 0-byte entry still gets a
 	 * distinct, non-NULL allocation. */
-	if ((blk = malloc(klen + vlen + 1)) == NULL)
+	if ((blk = malloc(klen + inl + 1)) == NULL)
 		return -1;
 	if (klen > 0)
 		memcpy(blk, key, klen);
-	if (vlen > 0)
-		memcpy(blk + klen, val, vlen);
+	if (inl > 0)
+		memcpy(blk + klen, val, inl);
 	i = find_slot(m, key, klen, h);
 	s = &m->slots[i];
 	if (s->used)
@@ -154,9 +166,27 @@ kvmap_put(struct kvmap *m, const void *key, size_t klen, const void *val,
 	s->hash = h;
 	s->e.key = blk;
 	s->e.klen = klen;
-	s->e.val = blk + klen;
+	s->e.val = val != NULL ? blk + klen : NULL;
 	s->e.vlen = vlen;
+	s->e.voff = val != NULL ? 0 : voff;
 	return 0;
+}
+
+int
+kvmap_put(struct kvmap *m, const void *key, size_t klen, const void *val,
+    size_t vlen)
+{
+	static const uint8_t empty[1];
+
+	/* A NULL val with vlen 0 is an empty inline value, not a reference. */
+	return put(m, key, klen, val != NULL ? val : empty, vlen, 0);
+}
+
+int
+kvmap_put_ref(struct kvmap *m, const void *key, size_t klen, uint64_t voff,
+    size_t vlen)
+{
+	return put(m, key, klen, NULL, vlen, voff);
 }
 
 int

@@ -1,0 +1,250 @@
+/* test_datalog_ref.c - a live data file keeps large values on disk: the map
+ * holds offsets, reads come from the file, and the streamed replay on open
+ * (through a bounded window) rebuilds the same state and running hash. */
+#include <sys/stat.h>
+
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <cmocka.h>
+
+#include "../../common/datalog.h"
+#include "../../common/sha.h"
+
+static char tmpdir[256];
+static char path[512];
+
+static int
+setup(void **state)
+{
+	const char *t = getenv("TMPDIR");
+
+	(void)state;
+	snprintf(tmpdir, sizeof(tmpdir), "%s/cutsnap-dlref-XXXXXX",
+	    t && *t ? t : "/tmp");
+	if (mkdtemp(tmpdir) == NULL)
+		return -1;
+	snprintf(path, sizeof(path), "%s/a.data", tmpdir);
+	return 0;
+}
+
+static int
+teardown(void **state)
+{
+	(void)state;
+	unlink(path);
+	return rmdir(tmpdir);
+}
+
+/* Deterministic, distinct contents for value i. */
+static void
+fill(uint8_t *p, size_t n, unsigned i)
+{
+	uint32_t x = 2654435761u * (i + 1);
+	size_t k;
+
+	for (k = 0; k < n; k++) {
+		x ^= x << 13;
+		x ^= x >> 17;
+		x ^= x << 5;
+		p[k] = (uint8_t)x;
+	}
+}
+
+static void
+put(struct datalog *dl, const char *key, const uint8_t *v, size_t n)
+{
+	struct dl_record r = { .type = DL_PUT };
+	struct cs_err e;
+
+	r.key = (const uint8_t *)key;
+	r.klen = strlen(key);
+	r.val = v;
+	r.vlen = n;
+	if (datalog_append(dl, &r, &e) == -1)
+		fail_msg("append %s: %s", key, e.msg);
+}
+
+/* The value of key as the live map gives it: inline or read back. */
+static void
+check_value(struct datalog *dl, const char *key, const uint8_t *want,
+    size_t n, int by_ref)
+{
+	const struct kv_entry *ent;
+	struct cs_err e;
+	uint8_t *got = NULL;
+
+	ent = kvmap_entry(datalog_state(dl)->kv, key, strlen(key));
+	assert_non_null(ent);
+	assert_int_equal(ent->vlen, n);
+	if (by_ref) {
+		assert_null(ent->val);
+		if (datalog_read_value(dl, ent, &got, &e) == -1)
+			fail_msg("read %s: %s", key, e.msg);
+		assert_memory_equal(got, want, n);
+		free(got);
+	} else {
+		assert_non_null(ent->val);
+		assert_memory_equal(ent->val, want, n);
+	}
+}
+
+static void
+expect_prefix_sha_is_file_sha(struct datalog *dl)
+{
+	uint8_t a[SHA_LEN], b[SHA_LEN];
+	struct cs_err e;
+	int fd;
+
+	assert_int_equal(datalog_prefix_sha(dl, a), 0);
+	assert_true((fd = open(path, O_RDONLY)) >= 0);
+	assert_int_equal(sha256_fd(fd, datalog_end(dl), b, &e), 0);
+	close(fd);
+	assert_memory_equal(a, b, SHA_LEN);
+}
+
+#define NBIG 12
+#define BIG (300u * 1024u)	/* 12 x 300 KiB: several replay windows */
+
+/* Large values by reference, small ones inline; the same after reopening
+ * (a streamed replay over more than one window); rewriting a key switches
+ * it between the two forms. */
+static void
+large_values_stay_on_disk_across_reopen(void **state)
+{
+	static uint8_t big[NBIG][BIG];
+	struct datalog *dl;
+	struct cs_err e;
+	char key[16];
+	unsigned i, round;
+
+	(void)state;
+	unlink(path);
+	for (i = 0; i < NBIG; i++)
+		fill(big[i], BIG, i);
+	assert_int_equal(datalog_open(path, &dl, &e), 0);
+	for (i = 0; i < NBIG; i++) {
+		snprintf(key, sizeof(key), "k%u", i);
+		put(dl, key, big[i], BIG);
+		put(dl, "small", (const uint8_t *)key, strlen(key));
+	}
+	/* Exactly DL_INLINE_MAX stays inline; one more byte does not. */
+	put(dl, "edge", big[0], DL_INLINE_MAX);
+	put(dl, "edge1", big[1], DL_INLINE_MAX + 1);
+	for (round = 0; round < 2; round++) {
+		for (i = 0; i < NBIG; i++) {
+			snprintf(key, sizeof(key), "k%u", i);
+			check_value(dl, key, big[i], BIG, 1);
+		}
+		check_value(dl, "small", (const uint8_t *)"k11", 3, 0);
+		check_value(dl, "edge", big[0], DL_INLINE_MAX, 0);
+		check_value(dl, "edge1", big[1], DL_INLINE_MAX + 1, 1);
+		expect_prefix_sha_is_file_sha(dl);
+		assert_int_equal(datalog_sync(dl, &e), 0);
+		datalog_close(dl);
+		assert_int_equal(datalog_open(path, &dl, &e), 0);
+		assert_int_equal(datalog_cut_bytes(dl), 0);
+	}
+	/* Rewrite: a large key becomes small and a small one large. */
+	put(dl, "k3", (const uint8_t *)"tiny", 4);
+	put(dl, "small", big[7], BIG);
+	check_value(dl, "k3", (const uint8_t *)"tiny", 4, 0);
+	check_value(dl, "small", big[7], BIG, 1);
+	assert_int_equal(datalog_sync(dl, &e), 0);
+	datalog_close(dl);
+	assert_int_equal(datalog_open(path, &dl, &e), 0);
+	check_value(dl, "k3", (const uint8_t *)"tiny", 4, 0);
+	check_value(dl, "small", big[7], BIG, 1);
+	expect_prefix_sha_is_file_sha(dl);
+	datalog_close(dl);
+}
+
+/* A large final record cut short by a crash is cut off by the streamed
+ * replay, and the earlier large values still read back. */
+static void
+torn_large_record_is_cut(void **state)
+{
+	static uint8_t v[BIG];
+	struct datalog *dl;
+	struct cs_err e;
+	uint64_t good;
+	char key[16];
+	unsigned i;
+
+	(void)state;
+	unlink(path);
+	assert_int_equal(datalog_open(path, &dl, &e), 0);
+	for (i = 0; i < 5; i++) {
+		fill(v, BIG, i);
+		snprintf(key, sizeof(key), "k%u", i);
+		put(dl, key, v, BIG);
+	}
+	good = datalog_end(dl);
+	fill(v, BIG, 99);
+	put(dl, "last", v, BIG);
+	assert_int_equal(datalog_sync(dl, &e), 0);
+	datalog_close(dl);
+	assert_int_equal(truncate(path, (off_t)(good + BIG / 2)), 0);
+
+	assert_int_equal(datalog_open(path, &dl, &e), 0);
+	assert_int_equal(datalog_end(dl), good);
+	assert_int_equal(datalog_cut_bytes(dl), BIG / 2);
+	assert_null(kvmap_entry(datalog_state(dl)->kv, "last", 4));
+	fill(v, BIG, 4);
+	check_value(dl, "k4", v, BIG, 1);
+	expect_prefix_sha_is_file_sha(dl);
+	datalog_close(dl);
+}
+
+/* Offline replays (verify, restore, dump) keep every value in memory. */
+static void
+offline_replay_keeps_values_inline(void **state)
+{
+	static uint8_t v[BIG], *img;
+	const struct kv_entry *ent;
+	struct dl_state st;
+	struct datalog *dl;
+	struct cs_err e;
+	struct stat sb;
+	size_t valid;
+	FILE *f;
+
+	(void)state;
+	unlink(path);
+	fill(v, BIG, 5);
+	assert_int_equal(datalog_open(path, &dl, &e), 0);
+	put(dl, "k", v, BIG);
+	assert_int_equal(datalog_sync(dl, &e), 0);
+	datalog_close(dl);
+	assert_int_equal(stat(path, &sb), 0);
+	assert_non_null(img = malloc((size_t)sb.st_size));
+	assert_non_null(f = fopen(path, "rb"));
+	assert_int_equal(fread(img, 1, (size_t)sb.st_size, f), sb.st_size);
+	fclose(f);
+	assert_int_equal(dl_state_init(&st, 0), 0);
+	assert_int_equal(dl_replay(img, (size_t)sb.st_size, "img", 0, &st,
+	    &valid, &e), 0);
+	assert_non_null(ent = kvmap_entry(st.kv, "k", 1));
+	assert_non_null(ent->val);
+	assert_memory_equal(ent->val, v, BIG);
+	dl_state_free(&st);
+	free(img);
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(large_values_stay_on_disk_across_reopen),
+		cmocka_unit_test(torn_large_record_is_cut),
+		cmocka_unit_test(offline_replay_keeps_values_inline),
+	};
+
+	return cmocka_run_group_tests(tests, setup, teardown);
+}
