@@ -254,8 +254,12 @@ outch_acked(struct agent *a, int d, uint64_t k, int welcome)
 		    (unsigned long long)wm_get(&st->sent, dname(a, d)));
 		return -1;
 	}
-	if (welcome)
+	if (welcome) {
 		outch_drop(o, k, 1);
+		/* A new connection: what the old one carried may be lost;
+		 * resend every remaining message, in order. */
+		o->w = 0;
+	}
 	else {
 		/* Acks are cumulative and the queue is in seq order except
 		 * after a reversal: popping from the head is enough. */
