@@ -5,6 +5,8 @@
 # make asan       the whole test suite under AddressSanitizer + UBSan
 # make valgrind   the unit tests under valgrind
 # make fuzz       each libFuzzer target for FUZZ_SECONDS (clang, ASan, UBSan)
+# make bench      the benchmark: prints a table, writes bench/RESULTS.md
+#                 (make bench-deps installs restic and borg for it)
 
 CC      ?= cc
 BUILD   ?= build
@@ -31,7 +33,7 @@ CMD_OBJ  := $(CMD_SRC:%.c=$(BUILD)/%.o)
 UNIT_BIN := $(UNIT_SRC:%.c=$(BUILD)/%)
 LIBA     := $(BUILD)/libcutsnap.a
 
-.PHONY: all deps test unit e2e demo asan valgrind fuzz fuzz-bins fuzz-run clean
+.PHONY: all deps test unit e2e demo asan valgrind fuzz fuzz-bins fuzz-run clean bench bench-deps
 all: $(BIN)
 
 # Every compile waits for the dependency step (order-only, so it runs once
@@ -125,6 +127,16 @@ fuzz-run: fuzz-bins
 	        $(BUILD)/fuzz-$$t.log | sed "s/^/  /"; \
 	    grep -E 'cov: [0-9]+' $(BUILD)/fuzz-$$t.log | tail -n 1 | sed "s/^/  /"; \
 	done; echo "fuzz: no crash in $(FUZZ_NAMES)"
+
+bench-deps:
+	@sh scripts/deps.sh bench
+
+$(BUILD)/bench/%: bench/%.c | $(DEPS_OK)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -o $@ $<
+
+bench: all bench-deps $(BUILD)/bench/syncw
+	bash bench/run.sh
 
 clean:
 	rm -rf build build-asan build-fuzz bin

@@ -1,11 +1,17 @@
 #!/bin/sh
 # Install the Debian packages the build and the tests need, when missing.
 # Runs apt-get only if something is missing (and only as root).
+# "deps.sh bench": the tools only the benchmark compares with (make bench-deps).
 set -e
 pkgs=""
 need() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q 'install ok installed' || pkgs="$pkgs $1"; }
-for p in gcc make pkg-config libsqlite3-dev libssl-dev libinih-dev zlib1g-dev \
-         libcmocka-dev perl sqlite3 procps valgrind clang libclang-rt-14-dev; do
+if [ "${1:-}" = bench ]; then
+	list="restic borgbackup openssl"
+else
+	list="gcc make pkg-config libsqlite3-dev libssl-dev libinih-dev zlib1g-dev
+	      libcmocka-dev perl sqlite3 procps valgrind clang libclang-rt-14-dev"
+fi
+for p in $list; do
 	need "$p"
 done
 [ -z "$pkgs" ] && exit 0

@@ -1,0 +1,435 @@
+#!/bin/bash
+# run.sh - cutsnap's benchmark: prints one table and writes bench/RESULTS.md.
+#
+# Every row is the median of N runs (N=3 unless noted) and is compared with
+# a baseline measured in the same run on the same machine. Run it through
+# "make bench" (builds bin/cutsnap and build/bench/syncw first).
+#
+# Environment:
+#   BENCH_DIR    scratch directory (default: a new one under ${TMPDIR:-/tmp});
+#                needs about 4 GiB free
+#   BENCH_KEEP=1 keep the scratch directory
+#   BENCH_RUNS   runs per row (default 3)
+set -u
+
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+CS=$ROOT/bin/cutsnap
+SYNCW=$ROOT/build/bench/syncw
+RUNS=${BENCH_RUNS:-3}
+RESULTS=$ROOT/bench/RESULTS.md
+MIB=1048576
+
+[ -x "$CS" ] && [ -x "$SYNCW" ] || {
+	echo "bench: run 'make bench' (needs bin/cutsnap and build/bench/syncw)" >&2
+	exit 2
+}
+for t in restic borg openssl; do
+	command -v $t >/dev/null || {
+		echo "bench: $t is missing; run 'make bench-deps'" >&2
+		exit 2
+	}
+done
+
+_base=${TMPDIR:-/tmp}
+[ ${#_base} -gt 40 ] && _base=/tmp
+W=${BENCH_DIR:-$(mktemp -d "$_base/csb.XXXXXX")}
+mkdir -p "$W" || exit 2
+W=$(cd "$W" && pwd)
+CONFS=""
+LOG=$W/bench.log
+ROWS=$W/rows.md
+CMDS=$W/cmds.md
+: >"$ROWS"
+: >"$CMDS"
+
+cleanup () {
+	local c
+	for c in $CONFS; do
+		timeout 60 "$CS" stop -c "$c" >/dev/null 2>&1
+	done
+	if [ "${BENCH_KEEP:-0}" = 1 ]; then
+		echo "bench: kept $W" >&2
+	else
+		rm -rf "$W"
+	fi
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+avail_kib=$(df -Pk "$W" | awk 'NR == 2 { print $4 }')
+if [ "$avail_kib" -lt $((4 * 1024 * 1024)) ]; then
+	echo "bench: only $((avail_kib / 1024)) MiB free in $W; need 4 GiB" >&2
+	exit 2
+fi
+
+# --- helpers -------------------------------------------------------------
+
+say () { printf '%s\n' "$*" >&2; printf '%s\n' "$*" >>"$LOG"; }
+
+# cmd TEXT: note a command line for RESULTS.md (once per distinct text).
+cmd () { grep -qxF -- "    $*" "$CMDS" || printf '    %s\n' "$*" >>"$CMDS"; }
+
+now_ns () { date +%s%N; }
+
+# ms_of CMD...: run CMD (output to the log), print its wall time in ms;
+# fails if CMD fails.
+ms_of () {
+	local t0 t1 rc
+	t0=$(now_ns)
+	"$@" >>"$LOG" 2>&1
+	rc=$?
+	t1=$(now_ns)
+	[ $rc -eq 0 ] || { say "failed ($rc): $*"; return 1; }
+	echo $(((t1 - t0) / 1000000))
+}
+
+# median V...: the median of numbers (the lower middle of an even count).
+median () {
+	printf '%s\n' "$@" | grep -E '^[0-9.]+$' | sort -g |
+	    awk '{ v[NR] = $1 } END { if (NR == 0) print "n/a";
+	        else print v[int((NR + 1) / 2)] }'
+}
+
+# calc EXPR: awk arithmetic, 2 decimals; n/a if an operand is n/a.
+calc () {
+	case "$*" in *n/a* | *error*) echo n/a; return ;; esac
+	awk "BEGIN { v = $*; printf \"%.2f\", v }" 2>/dev/null || echo n/a
+}
+
+# verdict CONDITION-EXPR: PASS / FAIL (awk boolean), n/a on n/a.
+verdict () {
+	case "$*" in *n/a* | *error*) echo FAIL; return ;; esac
+	awk "BEGIN { exit !($*) }" && echo PASS || echo FAIL
+}
+
+# row WHAT VALUE BASELINE RATIO TARGET VERDICT
+row () {
+	printf '| %s | %s | %s | %s | %s | %s |\n' "$@" >>"$ROWS"
+	printf '%-46s %-14s %-22s %-8s %-20s %s\n' "$1" "$2" "$3" "$4" "$5" "$6"
+}
+
+size_of () { stat -c %s "$1"; }
+du_b () { du -sb "$1" | awk '{ print $1 }'; }
+mib () { awk -v b="$1" 'BEGIN { printf "%.1f", b / 1048576 }'; }
+
+# field NAME FILE: NAME=VALUE from a load summary line.
+field () {
+	tr ' ' '\n' <"$2" | awk -F= -v k="$1" '$1 == k { print $2 }'
+}
+
+# make_cluster DIR N: a full-mesh config of N agents a1..aN in DIR.
+make_cluster () {
+	local d=$1 n=$2 i
+	mkdir -p "$d"
+	{
+		echo "[cluster]"
+		echo "run_dir = run"
+		for i in $(seq 1 "$n"); do
+			printf '\n[agent a%d]\ndata = a%d.data\n' "$i" "$i"
+		done
+	} >"$d/c.ini"
+	CONFS="$CONFS $d/c.ini"
+}
+
+start () { "$CS" start -c "$1" >>"$LOG" 2>&1 || { say "start $1 failed"; return 1; }; }
+stop () { "$CS" stop -c "$1" >>"$LOG" 2>&1; }
+# An agent remembers the ids of the snapshots it took part in, and a fresh
+# repository numbers from 1 again: restart the agents before a snapshot
+# into a fresh repository (they recover their files on start).
+fresh () { stop "$1"; start "$1"; rm -rf "$2"; }
+
+# fill CONF AGENT FROM TO: put keys kFROM..kTO-1, 1 MiB each, distinct
+# random contents (slices of $W/rand).
+fill () {
+	local c=$1 a=$2 i
+	for i in $(seq "$3" $(($4 - 1))); do
+		dd if="$W/rand" bs=1M skip=$((i % 1024)) count=1 status=none |
+		    "$CS" put -c "$c" "$a" "k$i" - >>"$LOG" 2>&1 ||
+		    { say "put k$i failed"; return 1; }
+	done
+}
+
+# change CONF MIB: overwrite keys k0..k(MIB-1) with fresh random values.
+change () {
+	local c=$1 i
+	head -c $(($2 * MIB)) /dev/urandom >"$W/change"
+	for i in $(seq 0 $(($2 - 1))); do
+		dd if="$W/change" bs=1M skip="$i" count=1 status=none |
+		    "$CS" put -c "$c" a1 "k$i" - >>"$LOG" 2>&1 || return 1
+	done
+}
+
+vmhwm_kib () { awk '/^VmHWM:/ { print $2 }' "/proc/$1/status"; }
+# agent_pid CONF NAME: the pid of the agent process started by "cutsnap start".
+agent_pid () {
+	pgrep -f -- "agent -c $1 -n $2\$" | head -n 1
+}
+
+# --- machine ------------------------------------------------------------
+
+machine () {
+	local fs
+	fs=$(df -PT "$W" | awk 'NR == 2 { print $1 " (" $2 ")" }')
+	echo "- date: $(date -u '+%Y-%m-%d %H:%M UTC')"
+	echo "- commit: $(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo unknown)"
+	echo "- cpus (nproc): $(nproc); model: $(awk -F': ' '/^model name/ { print $2; exit }' /proc/cpuinfo)"
+	echo "- memory: $(awk '/^MemTotal/ { printf "%.1f GiB", $2 / 1048576 }' /proc/meminfo)"
+	echo "- scratch filesystem: $fs"
+	echo "- kernel: $(uname -sr)"
+	echo "- openssl: $(openssl version | cut -d' ' -f1-2); restic: $(restic version | cut -d' ' -f2); borg: $(borg --version | cut -d' ' -f2)"
+	echo "- load average at start: $(cut -d' ' -f1-3 /proc/loadavg)"
+}
+
+say "bench: scratch $W"
+MACHINE=$(machine)
+printf '%s\n' "$MACHINE" >&2
+printf '%-46s %-14s %-22s %-8s %-20s %s\n' "measure" "value" "baseline" "ratio" "target" "verdict"
+head -c $((1024 * MIB)) /dev/urandom >"$W/rand"
+
+# --- 1. synced single writes/s and transfers/s ----------------------------
+
+v=()
+for r in $(seq 1 "$RUNS"); do v+=("$("$SYNCW" "$W/syncw.tmp" 3)"); done
+SYNCW_PS=$(median "${v[@]}")
+cmd "build/bench/syncw FILE 3      # 512-byte write + fdatasync, 3 s"
+row "disk: synced single writes/s" "$SYNCW_PS" "-" "-" "-" "-"
+
+make_cluster "$W/tp" 3
+start "$W/tp/c.ini"
+load_tps () {	# load_tps OUT [ARGS]: one run, prints transfers/s
+	local out=$1
+	shift
+	"$CS" load -c "$W/tp/c.ini" -s 5 -k 32 "$@" >"$out" 2>>"$LOG" ||
+	    { say "load failed: $(cat "$out")"; }
+	field transfers/s "$out"
+}
+v=(); f=()
+for r in $(seq 1 "$RUNS"); do
+	v+=("$(load_tps "$W/tp.$r")")
+	f+=("$(field fsyncs_per_transfer "$W/tp.$r")")
+done
+TPS=$(median "${v[@]}")
+FPT=$(median "${f[@]}")
+cmd "cutsnap load -c CONF -s 5 -k 32         # 3 agents, full mesh"
+row "transfers/s, 32 clients (fsyncs/transfer $FPT)" "$TPS" "$SYNCW_PS writes/s" \
+    "$(calc "$TPS / $SYNCW_PS")" ">= 10x" "$(verdict "$TPS >= 10 * $SYNCW_PS")"
+v=()
+for r in $(seq 1 "$RUNS"); do
+	fresh "$W/tp/c.ini" "$W/tp/repo"
+	v+=("$(load_tps "$W/tps.$r" --snapshot-every 500 -r "$W/tp/repo")")
+done
+TPS_S=$(median "${v[@]}")
+cmd "cutsnap load -c CONF -s 5 -k 32 --snapshot-every 500 -r REPO"
+row "transfers/s, snapshot every 500 ms" "$TPS_S" "$TPS (no snapshots)" \
+    "$(calc "$TPS_S / $TPS")" ">= 0.9x and >= 10x disk" \
+    "$(verdict "$TPS_S >= 0.9 * $TPS && $TPS_S >= 10 * $SYNCW_PS")"
+stop "$W/tp/c.ini"
+rm -rf "$W/tp"
+
+# --- 2. a growing data file: capture pause, snapshots, verify, others ---------
+
+make_cluster "$W/big" 3
+BC=$W/big/c.ini
+start "$BC"
+"$CS" put -c "$BC" a1 bal 1000000 >>"$LOG" && "$CS" put -c "$BC" a2 bal 1000000 >>"$LOG" &&
+    "$CS" put -c "$BC" a3 bal 1000000 >>"$LOG"
+cmd "dd if=RANDOM bs=1M skip=I count=1 | cutsnap put -c CONF a1 kI -   # 1 MiB values"
+
+# capture SIZE-LABEL: slowest transfer during a snapshot vs the median
+# outside one, a fresh repository each run (the snapshot is a full one).
+capture () {
+	local r v=() out
+	for r in $(seq 1 "$RUNS"); do
+		out=$W/cap.$1.$r
+		fresh "$BC" "$W/big/repo"
+		"$CS" load -c "$BC" -s 6 -k 4 --snapshot-every 2000 -r "$W/big/repo" \
+		    >"$out" 2>>"$LOG" || say "load with snapshots failed: $(cat "$out")"
+		# No transfer overlapped a snapshot: no measurement.
+		if [ "$(field during_snapshot_requests "$out")" = 0 ]; then
+			v+=(n/a)
+		else
+			v+=("$(calc "$(field during_snapshot_max_ms "$out") / $(field outside_snapshot_p50_ms "$out")")")
+		fi
+		say "capture $1 run $r: $(cat "$out")"
+	done
+	CAP=$(median "${v[@]}")
+	CAP_MAX=$(field during_snapshot_max_ms "$out")
+	CAP_P50=$(field outside_snapshot_p50_ms "$out")
+}
+cmd "cutsnap load -c CONF -s 6 -k 4 --snapshot-every 2000 -r FRESH_REPO  # capture pause"
+
+fill "$BC" a1 0 1
+capture "1MiB"
+row "capture pause, a1 = $(mib "$(size_of "$W/big/a1.data")") MiB" "${CAP}x" \
+    "p50 ${CAP_P50} ms" "$CAP" "-" "-"
+fill "$BC" a1 1 256
+capture "256MiB"
+row "capture pause, a1 = $(mib "$(size_of "$W/big/a1.data")") MiB" "${CAP}x" \
+    "p50 ${CAP_P50} ms" "$CAP" "-" "-"
+fill "$BC" a1 256 512
+capture "512MiB"
+row "capture pause, a1 = $(mib "$(size_of "$W/big/a1.data")") MiB" "${CAP}x" \
+    "p50 ${CAP_P50} ms" "$CAP" "<= 5x" "$(verdict "$CAP <= 5")"
+
+# Full snapshot vs cp + fsync + sha256 of the same files, one after the other.
+DATA="$W/big/a1.data $W/big/a2.data $W/big/a3.data"
+baseline_copy () {
+	local f
+	rm -rf "$W/cp" && mkdir "$W/cp" || return 1
+	for f in $DATA; do
+		cp "$f" "$W/cp/" && sync "$W/cp/$(basename "$f")" &&
+		    openssl dgst -sha256 "$W/cp/$(basename "$f")" || return 1
+	done
+}
+v=(); b=()
+for r in $(seq 1 "$RUNS"); do
+	b+=("$(ms_of baseline_copy)")
+	fresh "$BC" "$W/big/repo"
+	v+=("$(ms_of "$CS" snapshot -c "$BC" -r "$W/big/repo")")
+done
+rm -rf "$W/cp"
+FULL=$(median "${v[@]}")
+BASE=$(median "${b[@]}")
+cmd "cutsnap snapshot -c CONF -r FRESH_REPO"
+cmd "cp FILE DIR/ && sync DIR/FILE && openssl dgst -sha256 DIR/FILE   # per data file"
+# shellcheck disable=SC2086
+DATA_B=$(stat -c %s $DATA | awk '{ s += $1 } END { print s }')
+row "full snapshot ms, $(mib "$DATA_B") MiB" "$FULL" \
+    "$BASE (cp+fsync+sha256)" "$(calc "$FULL / $BASE")" "<= 1.0x (goal 0.8x)" \
+    "$(verdict "$FULL <= $BASE")"
+FULL_REPO=$(du_b "$W/big/repo")
+
+# Verify vs openssl dgst -sha256 over the repository's blob files.
+v=(); b=()
+for r in $(seq 1 "$RUNS"); do
+	v+=("$(ms_of "$CS" verify -r "$W/big/repo")")
+	b+=("$(ms_of sh -c "find '$W/big/repo/blobs' -type f -print0 | xargs -0 -r openssl dgst -sha256")")
+done
+VER=$(median "${v[@]}")
+VBASE=$(median "${b[@]}")
+cmd "cutsnap verify -r REPO"
+cmd "find REPO/blobs -type f | xargs openssl dgst -sha256"
+row "verify ms" "$VER" "$VBASE (openssl dgst)" "$(calc "$VER / $VBASE")" "<= 1.2x" \
+    "$(verdict "$VER <= 1.2 * $VBASE")"
+
+# restic and borg: full backup of the same files.
+export RESTIC_PASSWORD=x RESTIC_CACHE_DIR=$W/restic-cache BORG_BASE_DIR=$W/borg-base
+RR=$W/restic-repo
+BR=$W/borg-repo
+restic init -q -r "$RR" >>"$LOG" 2>&1
+borg init --encryption=none "$BR" >>"$LOG" 2>&1
+cmd "RESTIC_PASSWORD=x restic init -r REPO; restic backup -q -r REPO FILES"
+cmd "borg init --encryption=none REPO; borg create REPO::NAME FILES"
+# shellcheck disable=SC2086 # DATA is a list of paths
+R_FULL=$(ms_of restic backup -q -r "$RR" $DATA)
+# shellcheck disable=SC2086
+B_FULL=$(ms_of borg create "$BR::full" $DATA)
+R_SIZE=$(du_b "$RR")
+B_SIZE=$(du_b "$BR")
+row "restic full backup ms (repo MiB)" "$R_FULL ($(mib "$R_SIZE"))" "cutsnap $FULL ($(mib "$FULL_REPO"))" \
+    "$(calc "$FULL / $R_FULL")" "-" "-"
+row "borg full backup ms (repo MiB)" "$B_FULL ($(mib "$B_SIZE"))" "cutsnap $FULL ($(mib "$FULL_REPO"))" \
+    "$(calc "$FULL / $B_FULL")" "-" "-"
+
+# Incremental: a 16 MiB change (16 values of 1 MiB rewritten), then a
+# second snapshot into the same repository; restic and borg back up the
+# same changed files. One change per run.
+v=(); g=(); rv=(); bv=(); rg=(); bg=()
+for r in $(seq 1 "$RUNS"); do
+	change "$BC" 16 || say "change failed"
+	s0=$(du_b "$W/big/repo")
+	v+=("$(ms_of "$CS" snapshot -c "$BC" -r "$W/big/repo")")
+	g+=("$(( $(du_b "$W/big/repo") - s0 ))")
+	s0=$(du_b "$RR")
+	# shellcheck disable=SC2086
+	rv+=("$(ms_of restic backup -q -r "$RR" $DATA)")
+	rg+=("$(( $(du_b "$RR") - s0 ))")
+	s0=$(du_b "$BR")
+	# shellcheck disable=SC2086
+	bv+=("$(ms_of borg create "$BR::incr$r" $DATA)")
+	bg+=("$(( $(du_b "$BR") - s0 ))")
+done
+INC=$(median "${v[@]}")
+GROW=$(median "${g[@]}")
+cmd "16 x (dd if=/dev/urandom-slice bs=1M count=1 | cutsnap put -c CONF a1 kI -); cutsnap snapshot -c CONF -r REPO"
+row "incremental snapshot ms after 16 MiB change" "$INC" "$FULL (full)" \
+    "$(calc "$INC / $FULL")" "<= 0.30x" "$(verdict "$INC <= 0.3 * $FULL")"
+row "repository growth MiB after 16 MiB change" "$(mib "$GROW")" "16 MiB changed" \
+    "$(calc "$GROW / 16777216")" "<= 32 MiB" "$(verdict "$GROW <= 32 * 1048576")"
+row "restic incremental ms (growth MiB)" "$(median "${rv[@]}") ($(mib "$(median "${rg[@]}")"))" \
+    "cutsnap $INC ($(mib "$GROW"))" "$(calc "$INC / $(median "${rv[@]}")")" "-" "-"
+row "borg incremental ms (growth MiB)" "$(median "${bv[@]}") ($(mib "$(median "${bg[@]}")"))" \
+    "cutsnap $INC ($(mib "$GROW"))" "$(calc "$INC / $(median "${bv[@]}")")" "-" "-"
+rm -rf "$RR" "$BR" "$W/restic-cache" "$W/borg-base"
+
+# 1 GiB: capture pause and the agent's peak memory.
+fill "$BC" a1 512 1024
+capture "1GiB"
+row "capture pause, a1 = $(mib "$(size_of "$W/big/a1.data")") MiB" "${CAP}x" \
+    "p50 ${CAP_P50} ms" "$CAP" "-" "-"
+fresh "$BC" "$W/big/repo"
+pid=$(agent_pid "$BC" a1)
+H_OPEN=$(vmhwm_kib "$pid")
+for i in 0 100 500 1000; do "$CS" get -c "$BC" a1 "k$i" >/dev/null 2>>"$LOG"; done
+"$CS" snapshot -c "$BC" -r "$W/big/repo" >>"$LOG" 2>&1
+H_ALL=$(vmhwm_kib "$pid")
+cmd "VmHWM of /proc/PID/status: after restart on the 1 GiB file; after gets and a snapshot"
+row "agent peak RSS MiB, 1 GiB file (open / +gets+snap)" "$(calc "$H_OPEN / 1024") / $(calc "$H_ALL / 1024")" \
+    "$(mib "$(size_of "$W/big/a1.data")") MiB file" "-" "< 64 MiB" "$(verdict "$H_ALL < 65536")"
+stop "$BC"
+rm -rf "$W/big"
+
+# --- 3. snapshot time against the number of agents ---------------------------
+
+for n in 2 4 8 32; do
+	make_cluster "$W/n$n" "$n"
+	start "$W/n$n/c.ini" || { eval "NS_$n=error"; continue; }
+	"$CS" load -c "$W/n$n/c.ini" -s 1 -k 2 --initial 1000 >>"$LOG" 2>&1
+	v=()
+	for r in $(seq 1 "$RUNS"); do
+		fresh "$W/n$n/c.ini" "$W/n$n/repo"
+		v+=("$(ms_of "$CS" snapshot -c "$W/n$n/c.ini" -r "$W/n$n/repo")")
+	done
+	eval "NS_$n=$(median "${v[@]}")"
+	stop "$W/n$n/c.ini"
+	rm -rf "$W/n$n"
+done
+cmd "cutsnap snapshot -c CONF -r FRESH_REPO    # N agents, full mesh, small files"
+row "snapshot ms, 2 agents (2 channels)" "$NS_2" "-" "-" "-" "-"
+row "snapshot ms, 4 agents (12 channels)" "$NS_4" "-" "-" "-" "-"
+row "snapshot ms, 8 agents (56 channels)" "$NS_8" "$NS_4 (4 agents)" "$(calc "$NS_8 / $NS_4")" "-" "-"
+row "snapshot ms, 32 agents (992 channels)" "$NS_32" "$NS_4 (4 agents)" \
+    "$(calc "$NS_32 / $NS_4")" "<= 8x" "$(verdict "$NS_32 <= 8 * $NS_4")"
+
+# --- RESULTS.md ---------------------------------------------------------------
+
+{
+	echo "# cutsnap benchmark results"
+	echo
+	echo "Written by \`make bench\` (bench/run.sh). Each value is the median of"
+	echo "$RUNS runs; restic's and borg's full backups are one run each. Times are"
+	echo "wall-clock milliseconds; ratios are value / baseline, measured in the same"
+	echo "run. The page cache is warm for every side (nothing drops caches)."
+	echo
+	echo "## Machine"
+	echo
+	printf '%s\n' "$MACHINE"
+	echo
+	echo "## Results"
+	echo
+	echo "| measure | value | baseline | ratio | target | verdict |"
+	echo "| --- | --- | --- | --- | --- | --- |"
+	cat "$ROWS"
+	echo
+	echo "## Commands"
+	echo
+	echo "Data: three agents a1..a3 (full mesh); a1's file grows by 1 MiB random"
+	echo "values (put from slices of a 1 GiB random file) to about 1, 256, 512 and"
+	echo "1024 MiB. restic runs with RESTIC_PASSWORD=x (restic always encrypts),"
+	echo "borg with --encryption=none, both with their default compression."
+	echo
+	cat "$CMDS"
+	echo
+	echo "Load average at the end: $(cut -d' ' -f1-3 /proc/loadavg)."
+} >"$RESULTS"
+say "bench: wrote $RESULTS"
