@@ -130,4 +130,12 @@ pid_t cmd_spawn_agent(const char *conf, const char *name, const char *logpath,
 /* The last non-empty line of the file at path into out ("" if none). */
 void cmd_last_line(const char *path, char *out, size_t outsz);
 
+/* key.c: --key FILE of snapshot, verify and restore. cmd_key_set loads
+ * the key file into st; 0, or EXIT_USAGE after printing why (unreadable,
+ * too short or too long). cmd_key_note warns, when no key was given, that
+ * snapshot id is authenticated and its tag was not checked. */
+struct store;
+int cmd_key_set(struct store *st, const char *path);
+void cmd_key_note(struct store *st, uint64_t id, const char *path);
+
 #endif

@@ -7,7 +7,7 @@
 #include "cmd.h"
 
 static const char usage_text[] =
-    "usage: cutsnap restore -r REPO [ID] -c CONF\n"
+    "usage: cutsnap restore -r REPO [ID] -c CONF [--key FILE]\n"
     "\n"
     "Verify snapshot ID (default: the newest complete one) of REPO, then\n"
     "write each agent's recorded file into the data path CONF gives it and\n"
@@ -19,6 +19,8 @@ static const char usage_text[] =
     "\n"
     "  -r, --repo REPO     the repository directory\n"
     "  -c, --config CONF   the cluster config file to restore into\n"
+    "  -k, --key FILE      verify the snapshot's HMAC-SHA256 tag under the\n"
+    "                      key in FILE first (see verify --key)\n"
     "\n"
     "Exit status: 0 restored, 1 refused or failed, 2 bad usage, bad config\n"
     "or a missing repository.\n";
@@ -26,6 +28,7 @@ static const char usage_text[] =
 static const struct option opts[] = {
 	{ "repo", required_argument, NULL, 'r' },
 	{ "config", required_argument, NULL, 'c' },
+	{ "key", required_argument, NULL, 'k' },
 	{ "help", no_argument, NULL, 'h' },
 	{ NULL, 0, NULL, 0 },
 };
@@ -42,7 +45,7 @@ on_problem(void *ctx, const char *line)
 int
 cmd_restore(int argc, char **argv)
 {
-	const char *repo = NULL, *conf = NULL;
+	const char *repo = NULL, *conf = NULL, *keyfile = NULL;
 	struct store *st = NULL;
 	struct cfg *c = NULL;
 	struct cs_err e;
@@ -51,13 +54,16 @@ cmd_restore(int argc, char **argv)
 
 	optind = 1;
 	opterr = 0;
-	while ((ch = getopt_long(argc, argv, ":r:c:h", opts, NULL)) != -1) {
+	while ((ch = getopt_long(argc, argv, ":r:c:k:h", opts, NULL)) != -1) {
 		switch (ch) {
 		case 'r':
 			repo = optarg;
 			break;
 		case 'c':
 			conf = optarg;
+			break;
+		case 'k':
+			keyfile = optarg;
 			break;
 		case 'h':
 			return cmd_help(usage_text);
@@ -79,6 +85,8 @@ cmd_restore(int argc, char **argv)
 		rc = cmd_fail(EXIT_USAGE, "%s", e.msg);
 		goto out;
 	}
+	if ((rc = cmd_key_set(st, keyfile)) != 0)
+		goto out;
 	if (store_lock(st, 0, &e) == -1 ||
 	    store_restore(st, id, c, &resolved, on_problem, &nproblems,
 	    &e) == -1) {
@@ -89,6 +97,7 @@ cmd_restore(int argc, char **argv)
 	printf("restored snapshot %llu into %d data file%s\n",
 	    (unsigned long long)resolved, c->nagents,
 	    c->nagents == 1 ? "" : "s");
+	cmd_key_note(st, resolved, keyfile);
 	rc = EXIT_OK;
 out:
 	store_close(st);

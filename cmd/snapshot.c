@@ -5,12 +5,14 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "../common/mac.h"
 #include "../coordinator/coordinator.h"
 #include "cmd.h"
 
 static const char usage_text[] =
     "usage: cutsnap snapshot -c CONF -r REPO [--initiator NAME] "
     "[--timeout SEC]\n"
+    "                        [--key FILE]\n"
     "\n"
     "Take a consistent snapshot (Chandy-Lamport) of the running agents of\n"
     "CONF into the repository REPO (created if missing): every agent's data\n"
@@ -23,6 +25,9 @@ static const char usage_text[] =
     "                          the config's first agent)\n"
     "  -t, --timeout SEC       give up and mark the snapshot aborted after\n"
     "                          SEC seconds (default 60)\n"
+    "  -k, --key FILE          authenticate the snapshot: store an\n"
+    "                          HMAC-SHA256 over its rows under the key in\n"
+    "                          FILE (16 to 4096 bytes; never stored)\n"
     "\n"
     "Exit status: 0 the snapshot is complete, 1 it failed or was aborted,\n"
     "2 bad usage or bad config.\n";
@@ -32,6 +37,7 @@ static const struct option opts[] = {
 	{ "repo", required_argument, NULL, 'r' },
 	{ "initiator", required_argument, NULL, 'i' },
 	{ "timeout", required_argument, NULL, 't' },
+	{ "key", required_argument, NULL, 'k' },
 	{ "help", no_argument, NULL, 'h' },
 	{ NULL, 0, NULL, 0 },
 };
@@ -65,7 +71,10 @@ int
 cmd_snapshot(int argc, char **argv)
 {
 	const char *conf = NULL;
-	struct coord_opts o = { NULL, NULL, 60, &got_signal };
+	struct coord_opts o = { NULL, NULL, 60, &got_signal, NULL, 0 };
+	const char *keyfile = NULL;
+	uint8_t *key = NULL;
+	size_t klen = 0;
 	struct cfg *c = NULL;
 	struct cs_err e;
 	char msg[CS_ERR_MAX + 64];
@@ -74,7 +83,7 @@ cmd_snapshot(int argc, char **argv)
 
 	optind = 1;
 	opterr = 0;
-	while ((ch = getopt_long(argc, argv, ":c:r:i:t:h", opts, NULL)) != -1) {
+	while ((ch = getopt_long(argc, argv, ":c:r:i:t:k:h", opts, NULL)) != -1) {
 		switch (ch) {
 		case 'c':
 			conf = optarg;
@@ -91,6 +100,9 @@ cmd_snapshot(int argc, char **argv)
 				return EXIT_USAGE;
 			o.timeout_s = (int)timeout;
 			break;
+		case 'k':
+			keyfile = optarg;
+			break;
 		case 'h':
 			return cmd_help(usage_text);
 		default:
@@ -102,8 +114,14 @@ cmd_snapshot(int argc, char **argv)
 		    argv[optind]);
 	if (o.repo == NULL)
 		return cmd_usage_error("missing -r REPO");
+	if (keyfile != NULL) {
+		if (mac_key_load(keyfile, &key, &klen, &e) < 0)
+			return cmd_fail(EXIT_USAGE, "%s", e.msg);
+		o.key = key;
+		o.keylen = klen;
+	}
 	if ((rc = cmd_load_config(conf, &c)) != 0)
-		return rc;
+		goto out;
 	init = 0;
 	if (o.initiator != NULL &&
 	    (init = cmd_find_agent(c, o.initiator)) == -1) {
@@ -125,6 +143,7 @@ cmd_snapshot(int argc, char **argv)
 	printf("%llu\n", (unsigned long long)id);
 	rc = EXIT_OK;
 out:
+	mac_key_free(key, klen);
 	cfg_free(c);
 	return rc;
 }

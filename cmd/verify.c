@@ -10,7 +10,7 @@
 #include "cmd.h"
 
 static const char usage_text[] =
-    "usage: cutsnap verify -r REPO [ID] [--json]\n"
+    "usage: cutsnap verify -r REPO [ID] [--json] [--key FILE]\n"
     "\n"
     "Verify snapshot ID (default: the newest complete one) of REPO:\n"
     "integrity (manifest integrity check, every blob's size and SHA-256,\n"
@@ -24,6 +24,11 @@ static const char usage_text[] =
     "  -r, --repo REPO   the repository directory\n"
     "  -j, --json        {\"snapshot\":N,\"ok\":true|false,\n"
     "                    \"problems\":[...]}\n"
+    "  -k, --key FILE    also check the snapshot's HMAC-SHA256 tag under\n"
+    "                    the key in FILE: a missing or wrong tag is a\n"
+    "                    problem. Without it, an authenticated snapshot\n"
+    "                    is verified as usual and a warning says that its\n"
+    "                    tag was not checked\n"
     "\n"
     "Exit status: 0 ok, 1 problems found or no such snapshot, 2 bad usage\n"
     "or a missing repository.\n";
@@ -31,6 +36,7 @@ static const char usage_text[] =
 static const struct option opts[] = {
 	{ "repo", required_argument, NULL, 'r' },
 	{ "json", no_argument, NULL, 'j' },
+	{ "key", required_argument, NULL, 'k' },
 	{ "help", no_argument, NULL, 'h' },
 	{ NULL, 0, NULL, 0 },
 };
@@ -94,7 +100,7 @@ snap_counts(struct store *st, uint64_t id, int *nagents, uint64_t *nmsgs)
 int
 cmd_verify(int argc, char **argv)
 {
-	const char *repo = NULL;
+	const char *repo = NULL, *keyfile = NULL;
 	struct problems p = { 0, NULL, 0, 0, 0 };
 	struct store *st = NULL;
 	struct cs_err e;
@@ -104,13 +110,16 @@ cmd_verify(int argc, char **argv)
 
 	optind = 1;
 	opterr = 0;
-	while ((ch = getopt_long(argc, argv, ":r:jh", opts, NULL)) != -1) {
+	while ((ch = getopt_long(argc, argv, ":r:jk:h", opts, NULL)) != -1) {
 		switch (ch) {
 		case 'r':
 			repo = optarg;
 			break;
 		case 'j':
 			p.json = 1;
+			break;
+		case 'k':
+			keyfile = optarg;
 			break;
 		case 'h':
 			return cmd_help(usage_text);
@@ -128,6 +137,8 @@ cmd_verify(int argc, char **argv)
 		return cmd_usage_error("missing -r REPO");
 	if (store_open(repo, 0, &st, &e) == -1)
 		return cmd_fail(EXIT_USAGE, "%s", e.msg);
+	if ((rc = cmd_key_set(st, keyfile)) != 0)
+		goto out;
 	found = store_lock(st, 0, &e);
 	if (found == 0)
 		found = store_verify(st, id, &resolved, on_problem, &p, &e);
@@ -169,6 +180,8 @@ cmd_verify(int argc, char **argv)
 		    nagents == 1 ? "" : "s", (unsigned long long)nmsgs,
 		    nmsgs == 1 ? "" : "s");
 	}
+	if (found == 0)
+		cmd_key_note(st, resolved, keyfile);
 	rc = found ? EXIT_FAILED : EXIT_OK;
 out:
 	for (i = 0; i < p.n; i++)

@@ -371,6 +371,7 @@ coord_snapshot(const struct cfg *c, const struct coord_opts *o,
 	for (i = 0; i < c->nagents; i++)
 		r.fds[i] = -1;
 	if (store_open(o->repo, 1, &r.st, e) < 0 ||
+	    (o->key != NULL && store_set_key(r.st, o->key, o->keylen, e) < 0) ||
 	    store_begin_snapshot(r.st, c->agents[init].name, c->text, &r.id,
 	    e) < 0)
 		goto out;

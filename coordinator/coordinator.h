@@ -14,6 +14,10 @@ struct coord_opts {
 	/* When non-NULL and set non-zero (by a signal handler installed
 	 * without SA_RESTART), the snapshot is aborted as interrupted. */
 	volatile sig_atomic_t *interrupted;
+	/* When non-NULL, the commit also stores an HMAC-SHA256 tag under
+	 * this key (store_set_key); keylen bytes. */
+	const uint8_t *key;
+	size_t keylen;
 };
 
 /* Take a snapshot. Returns 0 once it is committed as complete; -1 with e

@@ -282,7 +282,7 @@ finish(struct store *st, uint64_t id, struct cs_err *e)
 		cs_errf(e, "snapshot %llu changed while it was committed",
 		    (unsigned long long)id);
 	else
-		rc = 0;
+		rc = auth_put(st, id, e);
 	sqlite3_finalize(s);
 	return rc;
 }

@@ -9,6 +9,7 @@
 
 #include "store_int.h"
 #include "../common/fsutil.h"
+#include "../common/mac.h"
 
 #define STR_(x) #x
 #define STR(x) STR_(x)
@@ -281,6 +282,7 @@ store_close(struct store *st)
 	 * it as aborted. */
 	lock_release(st, 0);
 	sqlite3_close_v2(st->db);
+	mac_key_free(st->key, st->keylen);
 	free(st);
 }
 

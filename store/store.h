@@ -31,6 +31,16 @@ void store_close(struct store *st);	/* accepts NULL */
 int store_lock(struct store *st, int exclusive, struct cs_err *e);
 void store_unlock(struct store *st);	/* accepts NULL; idempotent */
 
+/* Authenticated manifests (auth.c): with a key set, a commit also stores
+ * an HMAC-SHA256 tag over the snapshot's rows, and verify (and so
+ * restore) checks it: a snapshot without a tag, or whose tag does not
+ * match, is a problem. The key is copied; it is never written to REPO. */
+int store_set_key(struct store *st, const uint8_t *key, size_t klen,
+    struct cs_err *e);
+/* *keyed = 1 if snapshot id has a tag (whether or not a key is set). */
+int store_snapshot_keyed(struct store *st, uint64_t id, int *keyed,
+    struct cs_err *e);
+
 /* Insert a snapshot with status 'running'; committed at once. */
 int store_begin_snapshot(struct store *st, const char *initiator,
     const char *config_text, uint64_t *id, struct cs_err *e);

@@ -20,6 +20,8 @@ struct store {
 				 * store_unlock, not released at commit */
 	char lock_name[160];	/* "locks/<pid>-<time>.lock" when held */
 	uint64_t lock_snap;	/* the snapshot the lock stands for */
+	uint8_t *key;		/* HMAC key (auth.c), owned, or NULL */
+	size_t keylen;
 };
 
 /* The chunk lists (schema version 2): an agent's recorded file is the
@@ -175,6 +177,11 @@ void vproblem(struct vrun *v, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 /* The cut's consistency, derived from the recorded files. */
 void verify_cut(struct vrun *v);
+
+/* auth.c: with a key set, store snapshot id's hmac tag (inside the commit
+ * transaction, after its digest), and check it in verify. */
+int auth_put(struct store *st, uint64_t id, struct cs_err *e);
+void auth_check(struct vrun *v);
 
 /* A shortened sha for messages: the first 12 hex digits. */
 #define SHORT_SHA(hex) 12, (hex)

@@ -306,6 +306,7 @@ store_verify(struct store *st, uint64_t id, uint64_t *resolved,
 		report_file(&v, i);
 	check_msgs(&v);
 	check_digest(&v);
+	auth_check(&v);
 	verify_cut(&v);
 	rc = v.nproblems;
 out:
