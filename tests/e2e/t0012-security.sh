@@ -57,7 +57,8 @@ if [ "$(id -u)" = 0 ] && command -v setpriv >/dev/null &&
 		chmod 0700 "$TEST_DIR" run && chmod 0600 run/A.sock
 		expect_eq "$rc" 1 "exit status of the foreign client" &&
 		err_is_one_line &&
-		expect_eq "$(bal A)" 100 "A bal"
+		expect_eq "$(bal A)" 100 "A bal" &&
+		grep -q "refused a connection from uid 65534 (pid [0-9]*): only uid $(id -u) may connect" run/A.log
 	'
 else
 	test_skip 'a client of another uid is refused' 'needs root, setpriv and a binary nobody can run'
