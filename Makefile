@@ -7,6 +7,7 @@
 # make fuzz       each libFuzzer target for FUZZ_SECONDS (clang, ASan, UBSan)
 # make bench      the benchmark: prints a table, writes bench/RESULTS.md
 #                 (make bench-deps installs restic and borg for it)
+# make torture    the fault loop, ROUNDS rounds (default 500; SEED=n replays)
 
 CC      ?= cc
 BUILD   ?= build
@@ -33,7 +34,7 @@ CMD_OBJ  := $(CMD_SRC:%.c=$(BUILD)/%.o)
 UNIT_BIN := $(UNIT_SRC:%.c=$(BUILD)/%)
 LIBA     := $(BUILD)/libcutsnap.a
 
-.PHONY: all deps test unit e2e demo asan valgrind fuzz fuzz-bins fuzz-run clean bench bench-deps
+.PHONY: all deps test unit e2e demo asan valgrind fuzz fuzz-bins fuzz-run torture clean bench bench-deps
 all: $(BIN)
 
 # Every compile waits for the dependency step (order-only, so it runs once
@@ -137,6 +138,11 @@ $(BUILD)/bench/%: bench/%.c | $(DEPS_OK)
 
 bench: all bench-deps $(BUILD)/bench/syncw
 	bash bench/run.sh
+
+ROUNDS ?= 500
+torture: all
+	CUTSNAP=$(abspath $(BIN)) tests/torture/torture.sh -n $(ROUNDS) \
+	    $(if $(SEED),-s $(SEED))
 
 clean:
 	rm -rf build build-asan build-fuzz bin
