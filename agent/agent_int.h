@@ -143,8 +143,6 @@ struct snap {
 	size_t nopen;
 	uint64_t last_done;	/* highest id finished or forgotten */
 	int64_t deadline;	/* monotonic ms: forget it then (0: none) */
-	uint32_t timeout_s;	/* the last JOIN's timeout, for snapshots
-				 * met by marker only */
 };
 
 /* A snapshot's lifetime at an agent when no JOIN said otherwise; an agent

@@ -319,6 +319,24 @@ outch_frame(struct agent *a, struct conn *c, uint8_t type,
 	outch_pump(a, c->peer);
 }
 
+/* Test hook: CUTSNAP_FAULT=break-channel-at-marker makes the agent drop
+ * the connection of the first channel it writes a marker on, before the
+ * marker leaves (once per process): a channel broken mid-snapshot. */
+static int
+fault_break_at_marker(void)
+{
+	static int used;
+	const char *f;
+
+	if (used)
+		return 0;
+	f = getenv("CUTSNAP_FAULT");
+	if (f == NULL || strcmp(f, "break-channel-at-marker") != 0)
+		return 0;
+	used = 1;
+	return 1;
+}
+
 /* Write the queue's head entries that may leave now. */
 void
 outch_pump(struct agent *a, int d)
@@ -357,6 +375,11 @@ outch_pump(struct agent *a, int d)
 		if (o->conn == NULL || o->conn->dead)
 			break;
 		o->w++;
+		if (q->kind == Q_MARKER && fault_break_at_marker()) {
+			conn_close(a, o->conn, "channel broken by "
+			    "CUTSNAP_FAULT after a marker");
+			break;
+		}
 	}
 	wbuf_free(&w);
 	if (o->conn != NULL)

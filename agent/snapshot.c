@@ -59,12 +59,13 @@ snap_clear(struct snap *sn)
 	sn->deadline = 0;
 }
 
-/* The agent's own deadline for the current snapshot. */
+/* The agent's own deadline for the snapshot it joined: the coordinator's
+ * timeout (counted from the JOIN, so a little later than the
+ * coordinator's own) plus a grace. */
 static void
-snap_arm(struct agent *a)
+snap_arm(struct agent *a, uint32_t timeout_s)
 {
-	uint32_t t = a->snap.timeout_s ? a->snap.timeout_s :
-	    SNAP_DEFAULT_TIMEOUT_S;
+	uint32_t t = timeout_s ? timeout_s : SNAP_DEFAULT_TIMEOUT_S;
 
 	a->snap.deadline = now_ms() + (int64_t)t * 1000 + SNAP_GRACE_MS;
 }
@@ -115,13 +116,6 @@ snap_join(struct agent *a, struct conn *c, uint64_t id, uint32_t timeout_s)
 		conn_replyf(a, c, REPLY_BADREQ, "snapshot id 0 is invalid");
 		return;
 	}
-	/* Markers alone started the current one: its coordinator has no
-	 * connection to us (it starts only once every agent joined, so we
-	 * restarted since), so it can never complete; a newer snapshot
-	 * takes its place instead of being refused. */
-	if (sn->phase != SNAP_NONE && sn->id < id && sn->coord == NULL)
-		snap_forget(a, "abandoned: never joined here, and a newer "
-		    "snapshot is starting");
 	if (sn->phase != SNAP_NONE && sn->id != id) {
 		conn_replyf(a, c, REPLY_FAIL, "busy with snapshot %" PRIu64
 		    ", which another cutsnap snapshot is taking; try again "
@@ -144,8 +138,7 @@ snap_join(struct agent *a, struct conn *c, uint64_t id, uint32_t timeout_s)
 	}
 	sn->coord = c;
 	c->is_coord = 1;
-	sn->timeout_s = timeout_s;
-	snap_arm(a);
+	snap_arm(a, timeout_s);
 	log_info("snapshot %" PRIu64 ": joined (timeout %us)", id,
 	    (unsigned)(timeout_s ? timeout_s : SNAP_DEFAULT_TIMEOUT_S));
 	conn_reply(a, c, REPLY_OK, NULL, 0, 0);
@@ -238,6 +231,15 @@ snap_record(struct agent *a, int first_src, uint64_t s)
 		    sn->id, sn->L, NULL, 0) == -1)
 			goto oom;
 	}
+	/* Not joined (we restarted since the coordinator's JOIN, which
+	 * precedes every marker): our markers let the others finish their
+	 * recording, but ours would never be reported and would only keep
+	 * us busy, so there is nothing more to do. */
+	if (sn->coord == NULL) {
+		snap_forget(a, "markers forwarded; not joined here, so "
+		    "nothing to report");
+		return;
+	}
 	for (i = 0; i < a->n; i++) {
 		if (!a->in[i].configured)
 			continue;
@@ -253,8 +255,6 @@ snap_record(struct agent *a, int first_src, uint64_t s)
 		sn->phase = SNAP_RECORDED;
 		log_info("snapshot %" PRIu64 ": recorded (no incoming "
 		    "channels)", sn->id);
-		if (sn->coord == NULL)
-			snap_forget(a, "recorded; not joined here");
 		return;
 	}
 	if (first_src >= 0)
@@ -321,7 +321,6 @@ snap_marker(struct agent *a, int src, uint64_t id, uint64_t s)
 	 * the others can complete theirs, but report nothing. */
 	sn->id = id;
 	sn->coord = NULL;
-	snap_arm(a);
 	snap_record(a, src, s);
 }
 

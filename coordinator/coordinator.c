@@ -246,6 +246,50 @@ out:
 	return rc;
 }
 
+/* Test hook: CUTSNAP_FAULT=coord-copy-delay:MS makes the coordinator wait
+ * MS ms before it copies the recorded files, so that the tests can
+ * kill an agent or the coordinator while the copy is under way. */
+static void
+fault_copy_delay(void)
+{
+	const char *f = getenv("CUTSNAP_FAULT");
+	const char *pfx = "coord-copy-delay:";
+	struct timespec ts;
+	long ms;
+
+	if (f == NULL || strncmp(f, pfx, strlen(pfx)) != 0)
+		return;
+	ms = atol(f + strlen(pfx));
+	if (ms <= 0 || ms > 60000)
+		return;
+	ts.tv_sec = ms / 1000;
+	ts.tv_nsec = (ms % 1000) * 1000000L;
+	while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
+		;
+}
+
+/* Every agent must still be there at commit: after its report an agent
+ * sends nothing, so anything readable on its connection means it closed
+ * (died or was stopped) while its recorded state was being copied. */
+static int
+all_alive(struct run *r)
+{
+	struct pollfd p;
+	int i;
+
+	for (i = 0; i < r->c->nagents; i++) {
+		p.fd = r->fds[i];
+		p.events = POLLIN;
+		p.revents = 0;
+		if (poll(&p, 1, 0) != 0) {
+			fail(r, "lost agent %s while its recorded state was "
+			    "being copied", r->c->agents[i].name);
+			return 0;
+		}
+	}
+	return 1;
+}
+
 /* Store the new chunks of every recorded prefix, then commit. */
 static int
 store_all(struct run *r)
@@ -254,6 +298,9 @@ store_all(struct run *r)
 	struct cs_err e;
 	int i, rc;
 
+	fault_copy_delay();
+	if (interrupted(r))
+		return -1;
 	if ((paths = calloc((size_t)r->c->nagents, sizeof(*paths))) == NULL) {
 		fail(r, "out of memory");
 		return -1;
@@ -267,6 +314,8 @@ store_all(struct run *r)
 		fail(r, "%s", e.msg);
 		return -1;
 	}
+	if (!all_alive(r))
+		return -1;
 	if (store_commit_snapshot(r->st, r->id, r->c, r->reps,
 	    (size_t)r->c->nagents, &e) < 0) {
 		fail(r, "commit: %s", e.msg);

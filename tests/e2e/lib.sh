@@ -379,9 +379,11 @@ snapshot_wait () {
 	return 1
 }
 
-# sql QUERY [DB]: one query against the manifest (default REPO's).
+# sql QUERY [DB]: one query against the manifest (default REPO's); waits
+# while a cutsnap command holds the write lock.
 sql () {
-	sqlite3 -batch -noheader "${2:-$REPO/manifest.db}" "$1"
+	sqlite3 -batch -noheader -cmd ".timeout 10000" \
+	    "${2:-$REPO/manifest.db}" "$1"
 }
 
 # The status of snapshot ID in the manifest.
