@@ -236,6 +236,10 @@ snap_record(struct agent *a, int first_src, uint64_t s)
 	 * recording, but ours would never be reported and would only keep
 	 * us busy, so there is nothing more to do. */
 	if (sn->coord == NULL) {
+		/* Not SNAP_NONE, or forgetting would skip the clean-up and
+		 * leave last_done behind: a second marker for this id would
+		 * record again and queue a second set of markers. */
+		sn->phase = SNAP_RECORDED;
 		snap_forget(a, "markers forwarded; not joined here, so "
 		    "nothing to report");
 		return;
