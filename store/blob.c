@@ -1,16 +1,9 @@
 /* blob.c - content-addressed blobs: REPO/blobs/ab/<64 hex digits>, each
  * one chunk of a recorded file (written by chunkstore.c). */
-#include <errno.h>
-#include <fcntl.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include "store_int.h"
-#include "../common/fsutil.h"
 
 int
 blob_path(const struct store *st, const char *hex, char *out, size_t outsz,
