@@ -224,6 +224,14 @@ dl_state_check(const struct dl_state *st, const struct dl_record *r,
 	return 0;
 }
 
+/* Does the state keep r's key and value? */
+static int
+tracked(const struct dl_state *st, const struct dl_record *r)
+{
+	return st->kv != NULL &&
+	    (st->keep == NULL || st->keep(st->keep_ctx, r->key, r->klen));
+}
+
 /* Drop the sends to dst with seq <= ack, keeping log order. */
 static void
 drop_acked(struct dl_state *st, const char *dst, uint64_t ack)
@@ -263,7 +271,7 @@ apply_send(struct dl_state *st, const struct dl_record *r)
 		memcpy(msg, r->msg, r->msglen);
 	if (wm_reserve(&st->sent) == -1)
 		goto out;
-	if (st->kv != NULL &&
+	if (tracked(st, r) &&
 	    kvmap_put(st->kv, r->key, r->klen, r->val, r->vlen) == -1)
 		goto out;
 	/* Cannot fail now: the peer is valid and there is room. */
@@ -290,7 +298,7 @@ dl_state_apply(struct dl_state *st, const struct dl_record *r,
 		goto out;
 	switch (r->type) {
 	case DL_PUT:
-		if (st->kv == NULL)
+		if (!tracked(st, r))
 			break;
 		/* The value's bytes follow the record header, the type byte,
 		 * the key and two u32 length prefixes (dl_encode). */
@@ -311,7 +319,7 @@ dl_state_apply(struct dl_state *st, const struct dl_record *r,
 			goto oom;
 		break;
 	case DL_APPLY:
-		if (wm_reserve(&st->applied) == -1 || (st->kv != NULL &&
+		if (wm_reserve(&st->applied) == -1 || (tracked(st, r) &&
 		    kvmap_put(st->kv, r->key, r->klen, r->val, r->vlen) == -1))
 			goto oom;
 		(void)wm_put(&st->applied, r->peer, r->seq);

@@ -82,6 +82,10 @@ struct dl_state {
 	struct dl_send *sends;	/* in log order */
 	size_t nsends, capsends;
 	int keep_all_sends;
+	/* When set, only keys it returns 1 for are kept in kv (restore
+	 * needs just the keys its replayed messages add to). */
+	int (*keep)(void *ctx, const uint8_t *key, size_t klen);
+	void *keep_ctx;
 	uint64_t records;	/* records replayed/appended */
 	/* Live data files keep PUT values longer than DL_INLINE_MAX in the
 	 * file: the map holds their offset (kvmap_put_ref), read back with

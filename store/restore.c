@@ -54,6 +54,69 @@ apply_msg(struct dl_state *ds, const struct row_msg *m, struct wbuf *out,
 	return dl_state_apply(ds, &rec, e);
 }
 
+/* The keys the recorded messages to one agent add to: the only values
+ * its replay needs to keep (the others stay in the mapped file). */
+struct keyset {
+	struct chmsg *v;	/* keys borrowed from the rows' messages */
+	size_t n;
+};
+
+static int
+cmp_key(const uint8_t *k, size_t kl, const struct chmsg *m)
+{
+	int c = memcmp(k, m->key, kl < m->klen ? kl : m->klen);
+
+	if (c != 0)
+		return c;
+	return kl < m->klen ? -1 : kl > m->klen;
+}
+
+static int
+cmp_chmsg(const void *a, const void *b)
+{
+	const struct chmsg *x = a;
+
+	return cmp_key(x->key, x->klen, b);
+}
+
+static int
+keyset_has(void *ctx, const uint8_t *key, size_t klen)
+{
+	const struct keyset *ks = ctx;
+	size_t lo = 0, hi = ks->n, mid;
+	int c;
+
+	while (lo < hi) {
+		mid = lo + (hi - lo) / 2;
+		if ((c = cmp_key(key, klen, &ks->v[mid])) == 0)
+			return 1;
+		if (c < 0)
+			hi = mid;
+		else
+			lo = mid + 1;
+	}
+	return 0;
+}
+
+static int
+keyset_build(struct keyset *ks, const struct snap_rows *r, const char *dst)
+{
+	size_t i;
+
+	ks->n = 0;
+	if ((ks->v = malloc((r->nmsgs + 1) * sizeof(*ks->v))) == NULL)
+		return -1;
+	/* An undecodable message is refused later by apply_msg. */
+	for (i = 0; i < r->nmsgs; i++)
+		if (r->msgs[i].ok && strcmp(r->msgs[i].dst, dst) == 0 &&
+		    chmsg_decode(r->msgs[i].data, r->msgs[i].len,
+		    &ks->v[ks->n]) == 0)
+			ks->n++;
+	if (ks->n > 1)
+		qsort(ks->v, ks->n, sizeof(*ks->v), cmp_chmsg);
+	return 0;
+}
+
 /* The restored file of agent row a: its recorded file (mapped in *view,
  * left open for the write) and, in tail, an APPLY record for every
  * recorded message to it that its applied seq has not covered. */
@@ -62,6 +125,7 @@ build_image(struct store *st, const struct snap_rows *r,
     const struct row_agent *a, struct fview *view, struct wbuf *tail,
     struct cs_err *e)
 {
+	struct keyset ks = { NULL, 0 };
 	struct dl_state ds;
 	char what[128];
 	const struct row_msg *msg;
@@ -78,11 +142,13 @@ build_image(struct store *st, const struct snap_rows *r,
 		    "verified", a->name);
 		goto out;
 	}
-	if (dl_state_init(&ds, 0) < 0) {
+	if (keyset_build(&ks, r, a->name) < 0 || dl_state_init(&ds, 0) < 0) {
 		cs_errf(e, "out of memory");
 		goto out;
 	}
 	have = 1;
+	ds.keep = keyset_has;
+	ds.keep_ctx = &ks;
 	snprintf(what, sizeof(what), "recorded file of agent %s", a->name);
 	if (dl_replay(view->p, (size_t)view->len, what, 0, &ds, NULL, e) < 0)
 		goto out;
@@ -104,6 +170,7 @@ build_image(struct store *st, const struct snap_rows *r,
 out:
 	if (have)
 		dl_state_free(&ds);
+	free(ks.v);
 	return rc;
 }
 
