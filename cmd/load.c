@@ -217,7 +217,7 @@ out:
 
 struct summary {
 	double secs, tps, p50, p99, max;
-	double during_max, outside_p50, snap_p50;
+	double during_max, outside_p50, outside_p99, outside_max, snap_p50;
 	size_t snaps_ok, snaps_failed, during_n;
 	uint64_t syncs, writes;
 	int64_t total0, total1;
@@ -285,6 +285,8 @@ summarize(const struct load_result *r, struct summary *s)
 	s->p99 = quant_ms(all, r->nreqs, 0.99);
 	s->max = quant_ms(all, r->nreqs, 1.0);
 	s->outside_p50 = quant_ms(out, nout, 0.5);
+	s->outside_p99 = quant_ms(out, nout, 0.99);
+	s->outside_max = quant_ms(out, nout, 1.0);
 	s->snap_p50 = quant_ms(sd, nsd, 0.5);
 	rc = 0;
 done:
@@ -325,6 +327,8 @@ print_json(const struct load_result *r, const struct summary *s,
 	json_kuint(&j, "during_snapshot_requests", s->during_n);
 	kreal(&j, "during_snapshot_max_ms", s->during_max);
 	kreal(&j, "outside_snapshot_p50_ms", s->outside_p50);
+	kreal(&j, "outside_snapshot_p99_ms", s->outside_p99);
+	kreal(&j, "outside_snapshot_max_ms", s->outside_max);
 	json_kuint(&j, "fsyncs", s->syncs);
 	kreal(&j, "fsyncs_per_transfer", r->nreqs ?
 	    (double)s->syncs / (double)r->nreqs : 0);
@@ -346,12 +350,13 @@ print_summary(const struct load_result *r, const struct summary *s,
 	    " failures=%" PRIu64 " snapshots=%zu snapshot_failures=%zu "
 	    "snapshot_p50_ms=%.1f during_snapshot_requests=%zu "
 	    "during_snapshot_max_ms=%.3f outside_snapshot_p50_ms=%.3f "
+	    "outside_snapshot_p99_ms=%.3f outside_snapshot_max_ms=%.3f "
 	    "fsyncs=%" PRIu64 " fsyncs_per_transfer=%.3f total_before=%"
 	    PRId64 " total_after=%" PRId64 " conserved=%s\n",
 	    r->nreqs, s->secs, clients, s->tps, s->p50, s->p99, s->max,
 	    r->insufficient, r->failures, s->snaps_ok, s->snaps_failed,
 	    s->snap_p50, s->during_n, s->during_max, s->outside_p50,
-	    s->syncs, fpt, s->total0, s->total1,
+	    s->outside_p99, s->outside_max, s->syncs, fpt, s->total0, s->total1,
 	    s->total0 == s->total1 ? "yes" : "no");
 }
 

@@ -35,7 +35,8 @@ test_expect_success 'load without snapshots: exit 0, a full summary, total conse
 	expect_ok load -c "$CONF" --seconds 2 --clients 3 --initial 300 &&
 	[ "$(wc -l <"$OUT")" -eq 1 ] &&
 	for f in transfers transfers/s p50_ms p99_ms snapshots insufficient \
-	    failures fsyncs_per_transfer; do
+	    failures fsyncs_per_transfer outside_snapshot_p50_ms \
+	    outside_snapshot_p99_ms outside_snapshot_max_ms; do
 		v=$(field "$f" "$OUT") && is_num "$v" ||
 		    { say "field $f: \"$v\""; cat "$OUT" >&2; return 1; }
 	done &&
