@@ -8,16 +8,19 @@
 . "$(dirname "$0")/lib.sh"
 
 # The cutsnap process of the background snapshot: the descendant of
-# SNAP_PID (a subshell running timeout) named cutsnap. Signals to timeout
-# are forwarded, but a kill -9 must hit the coordinator itself.
+# SNAP_PID (a subshell running timeout) whose name starts with cutsnap
+# (cutsnap-asan under make asan). Signals to timeout are forwarded, but a
+# kill -9 must hit the coordinator itself.
 snap_child () {
 	local p q
 	for p in $(pgrep -P "$SNAP_PID"); do
 		for q in $p $(pgrep -P "$p"); do
-			[ "$(cat "/proc/$q/comm" 2>/dev/null)" = cutsnap ] &&
-			    { echo "$q"; return 0; }
+			case $(cat "/proc/$q/comm" 2>/dev/null) in
+			cutsnap*) echo "$q"; return 0 ;;
+			esac
 		done
 	done
+	say "no cutsnap process under $SNAP_PID"
 	return 1
 }
 
