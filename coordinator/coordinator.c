@@ -23,7 +23,8 @@
 struct run {
 	const struct cfg *c;
 	struct store *st;
-	uint64_t id;		/* 0 until begun */
+	uint64_t id;		/* the manifest's id; 0 until begun */
+	uint64_t token;		/* the id agents and markers carry */
 	int64_t deadline;	/* CLOCK_MONOTONIC ms */
 	int timeout_s;
 	volatile sig_atomic_t *interrupted;	/* may be NULL */
@@ -73,6 +74,21 @@ left_ms(const struct run *r)
 	return left < 0 ? 0 : left > 86400000 ? 86400000 : (int)left;
 }
 
+/* The id a snapshot carries on the wire. Agents ignore markers of
+ * snapshots at or below the last one they finished, so it must grow, and
+ * it must not repeat across repositories (manifest ids start at 1 in
+ * each): the wall clock in microseconds does both. A clock stepped back
+ * makes agents refuse the JOIN ("already finished here") until it has
+ * caught up; nothing is recorded wrongly. */
+static uint64_t
+snapshot_token(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
+}
+
 /* Connect to every agent and have each JOIN the snapshot. */
 static int
 join_all(struct run *r)
@@ -85,7 +101,7 @@ join_all(struct run *r)
 	int i, rc = -1;
 
 	wbuf_init(&req);
-	wbuf_put_u64(&req, r->id);
+	wbuf_put_u64(&req, r->token);
 	wbuf_put_u32(&req, (uint32_t)r->timeout_s);
 	if (req.oom) {
 		fail(r, "out of memory");
@@ -128,7 +144,7 @@ start(struct run *r, int init)
 	int rc = 0;
 
 	wbuf_init(&b);
-	wbuf_put_u64(&b, r->id);
+	wbuf_put_u64(&b, r->token);
 	if (b.oom) {
 		fail(r, "out of memory");
 		rc = -1;
@@ -165,13 +181,14 @@ read_report(struct run *r, int i)
 		goto out;
 	}
 	r->have[i] = 1;
-	if (r->reps[i].snap_id != r->id ||
+	if (r->reps[i].snap_id != r->token ||
 	    strcmp(r->reps[i].agent, name) != 0) {
-		fail(r, "agent %s sent a report for snapshot %llu as agent "
-		    "%s", name, (unsigned long long)r->reps[i].snap_id,
+		fail(r, "agent %s sent a report for snapshot token %llu as "
+		    "agent %s", name, (unsigned long long)r->reps[i].snap_id,
 		    r->reps[i].agent);
 		goto out;
 	}
+	r->reps[i].snap_id = r->id;	/* the store knows the manifest id */
 	rc = 0;
 out:
 	free(p);
@@ -332,7 +349,7 @@ send_done(struct run *r, int committed)
 	int i;
 
 	wbuf_init(&b);
-	wbuf_put_u64(&b, r->id);
+	wbuf_put_u64(&b, r->token);
 	wbuf_put_u8(&b, (uint8_t)committed);
 	for (i = 0; !b.oom && i < r->c->nagents; i++)
 		if (r->fds[i] >= 0)
@@ -425,6 +442,7 @@ coord_snapshot(const struct cfg *c, const struct coord_opts *o,
 	    e) < 0)
 		goto out;
 	*id = r.id;
+	r.token = snapshot_token();
 	if (join_all(&r) < 0 || interrupted(&r) || start(&r, init) < 0 ||
 	    wait_reports(&r) < 0 || interrupted(&r) || store_all(&r) < 0)
 		goto abort;
