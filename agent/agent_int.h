@@ -128,7 +128,8 @@ enum snap_phase {
 
 struct snap {
 	enum snap_phase phase;
-	uint64_t id;
+	uint64_t id;		/* the wire token markers carry */
+	uint64_t label;		/* its id in the repository, or 0 */
 	struct conn *coord;	/* JOIN connection, NULL if never joined */
 	uint64_t L;		/* recorded prefix of the data file */
 	uint8_t sha[32];
@@ -238,9 +239,10 @@ void inch_closed(struct agent *a, struct conn *c);
 void inch_batch_done(struct agent *a, struct conn *c);
 
 /* snapshot.c */
-/* timeout_s: the coordinator's; 0 for the default. */
+/* timeout_s: the coordinator's; 0 for the default. label: the snapshot's
+ * id in its repository, for messages (0: unknown, use id). */
 void snap_join(struct agent *a, struct conn *c, uint64_t id,
-    uint32_t timeout_s);
+    uint32_t timeout_s, uint64_t label);
 void snap_start(struct agent *a, uint64_t id);
 void snap_done(struct agent *a, uint64_t id, int committed);
 void snap_marker(struct agent *a, int src, uint64_t id, uint64_t s);

@@ -272,7 +272,7 @@ req_hold(struct agent *a, struct conn *c, struct rbuf *r, int hold)
 static void
 req_snap(struct agent *a, struct conn *c, uint8_t type, struct rbuf *r)
 {
-	uint64_t id = rbuf_u64(r);
+	uint64_t id = rbuf_u64(r), label = 0;
 	uint32_t timeout_s = 0;
 	uint8_t committed = 0;
 
@@ -280,6 +280,8 @@ req_snap(struct agent *a, struct conn *c, uint8_t type, struct rbuf *r)
 		committed = rbuf_u8(r);
 	if (type == W_SNAP_JOIN && !rbuf_done(r))
 		timeout_s = rbuf_u32(r);
+	if (type == W_SNAP_JOIN && !rbuf_done(r))
+		label = rbuf_u64(r);
 	if (!rbuf_done(r)) {
 		if (type == W_SNAP_JOIN)
 			badreq(a, c, "snapshot join");
@@ -288,7 +290,7 @@ req_snap(struct agent *a, struct conn *c, uint8_t type, struct rbuf *r)
 		return;
 	}
 	if (type == W_SNAP_JOIN)
-		snap_join(a, c, id, timeout_s);
+		snap_join(a, c, id, timeout_s, label);
 	else if (type == W_SNAP_START)
 		snap_start(a, id);
 	else

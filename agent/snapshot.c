@@ -56,6 +56,7 @@ snap_clear(struct snap *sn)
 	sn->coord = NULL;
 	sn->phase = SNAP_NONE;
 	sn->id = 0;
+	sn->label = 0;
 	sn->deadline = 0;
 }
 
@@ -102,13 +103,14 @@ snap_describe(const struct agent *a, char *buf, size_t bufsz)
 	if (sn->phase == SNAP_NONE)
 		snprintf(buf, bufsz, "none");
 	else
-		snprintf(buf, bufsz, "%" PRIu64 ":%s", sn->id,
-		    phase[sn->phase]);
+		snprintf(buf, bufsz, "%" PRIu64 ":%s",
+		    sn->label ? sn->label : sn->id, phase[sn->phase]);
 	return buf;
 }
 
 void
-snap_join(struct agent *a, struct conn *c, uint64_t id, uint32_t timeout_s)
+snap_join(struct agent *a, struct conn *c, uint64_t id, uint32_t timeout_s,
+    uint64_t label)
 {
 	struct snap *sn = &a->snap;
 
@@ -119,7 +121,7 @@ snap_join(struct agent *a, struct conn *c, uint64_t id, uint32_t timeout_s)
 	if (sn->phase != SNAP_NONE && sn->id != id) {
 		conn_replyf(a, c, REPLY_FAIL, "busy with snapshot %" PRIu64
 		    ", which another cutsnap snapshot is taking; try again "
-		    "once it has finished", sn->id);
+		    "once it has finished", sn->label ? sn->label : sn->id);
 		return;
 	}
 	if (sn->phase != SNAP_NONE && sn->coord != NULL && sn->coord != c) {
@@ -136,6 +138,8 @@ snap_join(struct agent *a, struct conn *c, uint64_t id, uint32_t timeout_s)
 		sn->phase = SNAP_JOINED;
 		sn->id = id;
 	}
+	if (label != 0)
+		sn->label = label;
 	sn->coord = c;
 	c->is_coord = 1;
 	snap_arm(a, timeout_s);

@@ -32,9 +32,12 @@ enum wire_type {
 	W_REQ_RELEASE = 8,	/* {str dst, u8 reverse} */
 	W_REQ_STOP = 9,		/* {} -> REPLY, then the agent exits */
 	/* coordinator -> agent, on one connection kept open for the snapshot */
-	/* {u64 id [, u32 timeout_s]} -> REPLY ok, or REPLY_FAIL if busy. The
-	 * coordinator's --timeout: the agent forgets the snapshot on its own
-	 * a little after it (0 or absent: SNAP_DEFAULT_TIMEOUT_S). */
+	/* {u64 id [, u32 timeout_s [, u64 label]]} -> REPLY ok, or
+	 * REPLY_FAIL if busy. id is the coordinator's time-based token that
+	 * markers carry; label the snapshot's id in its repository, for
+	 * messages. timeout_s is the coordinator's --timeout: the agent
+	 * forgets the snapshot on its own a little after it (0 or absent:
+	 * SNAP_DEFAULT_TIMEOUT_S). */
 	W_SNAP_JOIN = 20,
 	W_SNAP_START = 21,	/* {u64 id}: no reply; record now (initiator) */
 	W_SNAP_DONE = 22,	/* {u64 id, u8 committed}: no reply; forget it */

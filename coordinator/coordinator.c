@@ -103,6 +103,7 @@ join_all(struct run *r)
 	wbuf_init(&req);
 	wbuf_put_u64(&req, r->token);
 	wbuf_put_u32(&req, (uint32_t)r->timeout_s);
+	wbuf_put_u64(&req, r->id);	/* for the agents' messages */
 	if (req.oom) {
 		fail(r, "out of memory");
 		goto out;
