@@ -13,11 +13,20 @@ peak_kib () {
 	awk '/^VmHWM:/ { print $2 }' "/proc/$(agent_pid "$1")/status"
 }
 
+# Under AddressSanitizer the peak measures its shadow memory and the
+# quarantine of freed blocks, not the agent's design: there the bound is
+# reported but not asserted (the plain build asserts it).
+case $(basename "$CUTSNAP") in
+*-asan) SANITIZED=1 ;;
+*) SANITIZED=0 ;;
+esac
+
 peak_below_limit () {
 	local k
 	k=$(peak_kib "$1") || return 1
 	say "agent $1 VmHWM: $k KiB"
-	[ -n "$k" ] && [ "$k" -lt $LIMIT_KIB ]
+	[ -n "$k" ] || return 1
+	[ $SANITIZED = 1 ] || [ "$k" -lt $LIMIT_KIB ]
 }
 
 test_expect_success "setup: A holds $NVALS values of 4 MiB, distinct contents" '
