@@ -60,6 +60,14 @@ snap_clear(struct snap *sn)
 	sn->deadline = 0;
 }
 
+/* How messages name the snapshot: its id in the repository when the
+ * coordinator told us (JOIN), else the token markers carry. */
+static uint64_t
+snap_name(const struct snap *sn)
+{
+	return sn->label ? sn->label : sn->id;
+}
+
 /* The agent's own deadline for the snapshot it joined: the coordinator's
  * timeout (counted from the JOIN, so a little later than the
  * coordinator's own) plus a grace. */
@@ -79,7 +87,7 @@ snap_forget(struct agent *a, const char *why)
 
 	if (sn->phase == SNAP_NONE)
 		return;
-	log_info("snapshot %" PRIu64 ": %s", sn->id, why);
+	log_info("snapshot %" PRIu64 ": %s", snap_name(sn), why);
 	if (sn->id > sn->last_done)
 		sn->last_done = sn->id;
 	if (sn->coord != NULL)
@@ -104,7 +112,7 @@ snap_describe(const struct agent *a, char *buf, size_t bufsz)
 		snprintf(buf, bufsz, "none");
 	else
 		snprintf(buf, bufsz, "%" PRIu64 ":%s",
-		    sn->label ? sn->label : sn->id, phase[sn->phase]);
+		    snap_name(sn), phase[sn->phase]);
 	return buf;
 }
 
@@ -121,7 +129,7 @@ snap_join(struct agent *a, struct conn *c, uint64_t id, uint32_t timeout_s,
 	if (sn->phase != SNAP_NONE && sn->id != id) {
 		conn_replyf(a, c, REPLY_FAIL, "busy with snapshot %" PRIu64
 		    ", which another cutsnap snapshot is taking; try again "
-		    "once it has finished", sn->label ? sn->label : sn->id);
+		    "once it has finished", snap_name(sn));
 		return;
 	}
 	if (sn->phase != SNAP_NONE && sn->coord != NULL && sn->coord != c) {
@@ -143,7 +151,7 @@ snap_join(struct agent *a, struct conn *c, uint64_t id, uint32_t timeout_s,
 	sn->coord = c;
 	c->is_coord = 1;
 	snap_arm(a, timeout_s);
-	log_info("snapshot %" PRIu64 ": joined (timeout %us)", id,
+	log_info("snapshot %" PRIu64 ": joined (timeout %us)", snap_name(sn),
 	    (unsigned)(timeout_s ? timeout_s : SNAP_DEFAULT_TIMEOUT_S));
 	conn_reply(a, c, REPLY_OK, NULL, 0, 0);
 }
@@ -161,12 +169,12 @@ snap_close_chan(struct agent *a, struct rec_chan *rc)
 	rc->closed = 1;
 	sn->nopen--;
 	log_debug("snapshot %" PRIu64 ": channel %s>%s recorded: (%" PRIu64
-	    ", %" PRIu64 "], %zu messages", sn->id, nm(a, rc->src), a->name,
-	    rc->a, rc->s, rc->n);
+	    ", %" PRIu64 "], %zu messages", snap_name(sn), nm(a, rc->src),
+	    a->name, rc->a, rc->s, rc->n);
 	if (sn->nopen == 0) {
 		sn->phase = SNAP_RECORDED;
 		log_info("snapshot %" PRIu64 ": recorded (%" PRIu64 " bytes, "
-		    "%zu incoming channels)", sn->id, sn->L, sn->nch);
+		    "%zu incoming channels)", snap_name(sn), sn->L, sn->nch);
 		if (sn->coord == NULL)
 			snap_forget(a, "recorded; not joined here, so no "
 			    "report");
@@ -258,11 +266,12 @@ snap_record(struct agent *a, int first_src, uint64_t s)
 	sn->nopen = sn->nch;
 	sn->phase = SNAP_RECORDING;
 	log_info("snapshot %" PRIu64 ": recording at %" PRIu64 " bytes (%s)",
-	    sn->id, sn->L, first_src >= 0 ? "first marker" : "initiator");
+	    snap_name(sn), sn->L,
+	    first_src >= 0 ? "first marker" : "initiator");
 	if (sn->nopen == 0) {
 		sn->phase = SNAP_RECORDED;
 		log_info("snapshot %" PRIu64 ": recorded (no incoming "
-		    "channels)", sn->id);
+		    "channels)", snap_name(sn));
 		return;
 	}
 	if (first_src >= 0)
@@ -272,7 +281,7 @@ oom:
 	/* Without its markers the snapshot cannot complete anywhere; the
 	 * coordinator times out and aborts it. */
 	log_error("snapshot %" PRIu64 ": out of memory while recording",
-	    sn->id);
+	    snap_name(sn));
 	snap_forget(a, "abandoned");
 }
 
@@ -322,7 +331,8 @@ snap_marker(struct agent *a, int src, uint64_t id, uint64_t s)
 	}
 	if (sn->phase != SNAP_NONE) {
 		log_warn("snapshot %" PRIu64 ": marker on %s>%s ignored: busy "
-		    "with snapshot %" PRIu64, id, nm(a, src), a->name, sn->id);
+		    "with snapshot %" PRIu64, id, nm(a, src), a->name,
+		    snap_name(sn));
 		return;
 	}
 	/* A snapshot this agent never joined: obey the protocol anyway so
@@ -435,12 +445,12 @@ snap_tick(struct agent *a)
 		goto oom;
 	conn_send(a, sn->coord, W_SNAP_REPORT, w.data, w.len, 0);
 	sn->phase = SNAP_REPORTED;
-	log_info("snapshot %" PRIu64 ": reported (%" PRIu64 " bytes)", sn->id,
-	    sn->L);
+	log_info("snapshot %" PRIu64 ": reported (%" PRIu64 " bytes)",
+	    snap_name(sn), sn->L);
 	goto out;
 oom:
 	log_error("snapshot %" PRIu64 ": out of memory building the report",
-	    sn->id);
+	    snap_name(sn));
 	snap_forget(a, "abandoned");
 out:
 	free(chunks);
