@@ -255,5 +255,6 @@ void snap_tick(struct agent *a);
 int snap_timeout(struct agent *a, int64_t now);
 void snap_free(struct agent *a);
 const char *snap_describe(const struct agent *a, char *buf, size_t bufsz);
+const char *snap_phase_name(enum snap_phase p);	/* "recording" */
 
 #endif

@@ -104,16 +104,23 @@ snap_free(struct agent *a)
 const char *
 snap_describe(const struct agent *a, char *buf, size_t bufsz)
 {
-	static const char *phase[] = { "none", "joined", "recording",
-	    "recorded", "reported" };
 	const struct snap *sn = &a->snap;
 
 	if (sn->phase == SNAP_NONE)
 		snprintf(buf, bufsz, "none");
 	else
 		snprintf(buf, bufsz, "%" PRIu64 ":%s",
-		    snap_name(sn), phase[sn->phase]);
+		    snap_name(sn), snap_phase_name(sn->phase));
 	return buf;
+}
+
+const char *
+snap_phase_name(enum snap_phase p)
+{
+	static const char *const name[] = { "none", "joined", "recording",
+	    "recorded", "reported" };
+
+	return (size_t)p < sizeof(name) / sizeof(name[0]) ? name[p] : "?";
 }
 
 void

@@ -1,101 +1,84 @@
-/* status.c - the one-line STATUS reply: pid, uptime, file, channels. */
-#include <stdarg.h>
+/* status.c - the STATUS reply: pid, uptime, file, snapshot, channels. */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "../common/agstat.h"
 #include "agent_int.h"
 
-#define STATUS_MAX 16384
-
-struct line {
-	char *p;
-	size_t len, cap;
-};
-
-static void __attribute__((format(printf, 2, 3)))
-add(struct line *l, const char *fmt, ...)
-{
-	va_list ap;
-	int k;
-
-	if (l->len + 1 >= l->cap)
-		return;
-	va_start(ap, fmt);
-	k = vsnprintf(l->p + l->len, l->cap - l->len, fmt, ap);
-	va_end(ap);
-	if (k < 0)
-		return;
-	l->len += (size_t)k;
-	if (l->len >= l->cap)
-		l->len = l->cap - 1;	/* truncated */
-}
-
-/* "pid=1 uptime_s=5 size=1234 records=10 syncs=4 writes=9 snapshot=none
- *  held=A>B
- *  out=A>B:sent=3,acked=2,queued=1,up=1;A>C:... in=B>A:applied=4,up=1"
- * Lists are ';'-separated, "none" when empty. */
-void
-status_reply(struct agent *a, struct conn *c)
+/* Fill st from the live agent; st->out and st->in are heap arrays. */
+static int
+collect(struct agent *a, struct agstat *st)
 {
 	const struct dl_state *s = datalog_state(a->dl);
 	const char *nm;
-	char text[STATUS_MAX], sn[64];
-	struct line l = { text, 0, sizeof(text) };
-	struct wbuf w;
-	int d, first;
+	int d;
 
-	text[0] = '\0';
-	add(&l, "pid=%d uptime_s=%lld size=%llu records=%llu syncs=%llu "
-	    "writes=%llu snapshot=%s", (int)getpid(),
-	    (long long)((now_ms() - a->start_ms) / 1000),
-	    (unsigned long long)datalog_end(a->dl),
-	    (unsigned long long)s->records,
-	    (unsigned long long)datalog_syncs(a->dl),
-	    (unsigned long long)a->writes,
-	    snap_describe(a, sn, sizeof(sn)));
-	add(&l, " held=");
-	for (first = 1, d = 0; d < a->n; d++)
-		if (a->out[d].configured && a->out[d].held) {
-			add(&l, "%s%s>%s", first ? "" : ";", a->name,
-			    a->c->agents[d].name);
-			first = 0;
+	memset(st, 0, sizeof(*st));
+	st->pid = (int)getpid();
+	st->uptime_s = (now_ms() - a->start_ms) / 1000;
+	st->size = datalog_end(a->dl);
+	st->records = s->records;
+	st->syncs = datalog_syncs(a->dl);
+	st->writes = a->writes;
+	/* The id the coordinator knows it by (its label, if it gave one). */
+	st->snap_id = a->snap.phase == SNAP_NONE ? 0 :
+	    a->snap.label ? a->snap.label : a->snap.id;
+	snprintf(st->phase, sizeof(st->phase), "%s",
+	    snap_phase_name(a->snap.phase));
+	st->out = calloc((size_t)a->n, sizeof(*st->out));
+	st->in = calloc((size_t)a->n, sizeof(*st->in));
+	if (st->out == NULL || st->in == NULL)
+		return -1;
+	for (d = 0; d < a->n; d++) {
+		nm = a->c->agents[d].name;
+		if (a->out[d].configured) {
+			struct agstat_ch *c = &st->out[st->nout++];
+
+			snprintf(c->peer, sizeof(c->peer), "%s", nm);
+			c->seq = wm_get(&s->sent, nm);
+			c->acked = wm_get(&s->acked, nm);
+			c->queued = outch_queued(a, d);
+			c->unacked = a->out[d].w;
+			c->up = a->out[d].up;
+			c->held = a->out[d].held;
 		}
-	if (first)
-		add(&l, "none");
-	add(&l, " out=");
-	for (first = 1, d = 0; d < a->n; d++) {
-		if (!a->out[d].configured)
-			continue;
-		nm = a->c->agents[d].name;
-		add(&l, "%s%s>%s:sent=%llu,acked=%llu,queued=%zu,up=%d",
-		    first ? "" : ";", a->name, nm,
-		    (unsigned long long)wm_get(&s->sent, nm),
-		    (unsigned long long)wm_get(&s->acked, nm),
-		    outch_queued(a, d), a->out[d].up);
-		first = 0;
+		if (a->in[d].configured) {
+			struct agstat_ch *c = &st->in[st->nin++];
+
+			snprintf(c->peer, sizeof(c->peer), "%s", nm);
+			c->seq = wm_get(&s->applied, nm);
+			c->queued = a->in[d].nheld;
+			c->up = a->in[d].conn != NULL;
+		}
 	}
-	if (first)
-		add(&l, "none");
-	add(&l, " in=");
-	for (first = 1, d = 0; d < a->n; d++) {
-		if (!a->in[d].configured)
-			continue;
-		nm = a->c->agents[d].name;
-		add(&l, "%s%s>%s:applied=%llu,up=%d", first ? "" : ";", nm,
-		    a->name, (unsigned long long)wm_get(&s->applied, nm),
-		    a->in[d].conn != NULL);
-		first = 0;
-	}
-	if (first)
-		add(&l, "none");
+	return 0;
+}
+
+void
+status_reply(struct agent *a, struct conn *c)
+{
+	struct agstat st;
+	struct wbuf w;
 
 	wbuf_init(&w);
-	wbuf_put_u32(&w, (uint32_t)getpid());
-	wbuf_put_bytes(&w, text, l.len);
-	if (w.oom)
+	if (collect(a, &st) == -1) {
 		conn_replyf(a, c, REPLY_FAIL, "out of memory");
-	else
-		conn_reply(a, c, REPLY_OK, w.data, w.len, datalog_need(a->dl));
+		goto out;
+	}
+	wbuf_put_u32(&w, (uint32_t)getpid());
+	/* The text as length-prefixed bytes: reserve the prefix, fill it in
+	 * once the text's length is known. */
+	wbuf_put_u32(&w, 0);
+	agstat_format(&st, a->name, &w);
+	if (w.oom) {
+		conn_replyf(a, c, REPLY_FAIL, "out of memory");
+		goto out;
+	}
+	le32_put(w.data + 4, (uint32_t)(w.len - 8));
+	conn_reply(a, c, REPLY_OK, w.data, w.len, datalog_need(a->dl));
+out:
+	agstat_free(&st);
 	wbuf_free(&w);
 }

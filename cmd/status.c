@@ -1,8 +1,11 @@
-/* status.c - "cutsnap status": which agents answer, with their pid. */
+/* status.c - "cutsnap status": each agent's process, data file, snapshot
+ * and channels. */
 #include <getopt.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
+#include "../common/agstat.h"
 #include "../common/json.h"
 #include "cmd.h"
 
@@ -11,12 +14,20 @@
 static const char usage_text[] =
     "usage: cutsnap status -c CONF [--json]\n"
     "\n"
-    "Print a line per agent of CONF: \"NAME  up  pid=PID  DETAIL\" when it\n"
-    "answers, \"NAME  down  (REASON)\" when it does not.\n"
+    "Print each agent of CONF: a line \"NAME  up  pid=PID  uptime=T\n"
+    "size=BYTES  records=N  syncs=N  writes=N  snapshot=none|ID:PHASE\"\n"
+    "(syncs: fsyncs of the data file, writes: client write requests, both\n"
+    "since the agent started) when it answers,\n"
+    "\"NAME  down  (REASON)\" when it does not; under an agent that answers,\n"
+    "a line per outgoing channel \"S->D  sent=SEQ  acked=SEQ  queued=N\n"
+    "unacked=N  up|down  [held]\" and per incoming channel \"S->D\n"
+    "applied=SEQ  queued=N  up|down\" (queued: entries waiting to be\n"
+    "written, or messages held back until their turn). PHASE is joined,\n"
+    "recording, recorded or reported.\n"
     "\n"
     "  -c, --config CONF   the cluster config file\n"
-    "  -j, --json          a JSON array of objects {\"agent\", \"up\",\n"
-    "                      \"pid\", \"detail\"}\n"
+    "  -j, --json          a JSON array, one object per agent (schema in\n"
+    "                      the README)\n"
     "\n"
     "Exit status: 0 if every agent answers, 1 if one does not, 2 bad usage\n"
     "or bad config.\n";
@@ -28,16 +39,171 @@ static const struct option opts[] = {
 	{ NULL, 0, NULL, 0 },
 };
 
+/* Ask agent i for its status and parse it. 0, or -1 with e set. */
+static int
+fetch(const struct cfg *c, int i, struct agstat *st, struct cs_err *e)
+{
+	struct cmd_reply r;
+	struct rbuf rb;
+	const uint8_t *t;
+	size_t tlen;
+	int rc = -1;
+
+	memset(st, 0, sizeof(*st));
+	if (cmd_call(c, i, W_REQ_STATUS, NULL, &r, STATUS_TIMEOUT_MS, e) == -1)
+		return -1;
+	if (r.code != REPLY_OK) {
+		cs_errf(e, "agent %s: status request refused (code %u)",
+		    c->agents[i].name, r.code);
+		goto out;
+	}
+	rbuf_init(&rb, r.body, r.blen);
+	(void)rbuf_u32(&rb);
+	t = rbuf_bytes(&rb, &tlen, AGSTAT_MAX_TEXT);
+	if (!rbuf_done(&rb)) {
+		cs_errf(e, "agent %s: malformed status reply",
+		    c->agents[i].name);
+		goto out;
+	}
+	if (agstat_parse((const char *)t, tlen, st, e) == -1) {
+		cs_errctx(e, "agent %s", c->agents[i].name);
+		goto out;
+	}
+	rc = 0;
+out:
+	cmd_reply_free(&r);
+	return rc;
+}
+
+/* "3d04h", "1h02m", "5m07s", "42s". */
+static void
+fmt_uptime(int64_t s, char *out, size_t outsz)
+{
+	if (s >= 86400)
+		snprintf(out, outsz, "%lldd%02lldh", (long long)(s / 86400),
+		    (long long)(s % 86400 / 3600));
+	else if (s >= 3600)
+		snprintf(out, outsz, "%lldh%02lldm", (long long)(s / 3600),
+		    (long long)(s % 3600 / 60));
+	else if (s >= 60)
+		snprintf(out, outsz, "%lldm%02llds", (long long)(s / 60),
+		    (long long)(s % 60));
+	else
+		snprintf(out, outsz, "%llds", (long long)s);
+}
+
+static void
+print_text(const char *name, int width, const struct agstat *st)
+{
+	char up[32];
+	size_t k;
+
+	fmt_uptime(st->uptime_s, up, sizeof(up));
+	printf("%-*s  up  pid=%d  uptime=%s  size=%llu  records=%llu  "
+	    "syncs=%llu  writes=%llu  snapshot=", width, name, st->pid, up,
+	    (unsigned long long)st->size, (unsigned long long)st->records,
+	    (unsigned long long)st->syncs, (unsigned long long)st->writes);
+	if (st->snap_id == 0)
+		printf("none\n");
+	else
+		printf("%llu:%s\n", (unsigned long long)st->snap_id,
+		    st->phase);
+	for (k = 0; k < st->nout; k++) {
+		const struct agstat_ch *o = &st->out[k];
+
+		printf("    %s->%s  sent=%llu  acked=%llu  queued=%llu  "
+		    "unacked=%llu  %s%s\n", name, o->peer,
+		    (unsigned long long)o->seq, (unsigned long long)o->acked,
+		    (unsigned long long)o->queued,
+		    (unsigned long long)o->unacked, o->up ? "up" : "down",
+		    o->held ? "  held" : "");
+	}
+	for (k = 0; k < st->nin; k++) {
+		const struct agstat_ch *in = &st->in[k];
+
+		printf("    %s->%s  applied=%llu  queued=%llu  %s\n", in->peer,
+		    name, (unsigned long long)in->seq,
+		    (unsigned long long)in->queued, in->up ? "up" : "down");
+	}
+}
+
+static void
+print_json(struct json *j, const struct cfg_agent *ag, const struct agstat *st,
+    const char *err)
+{
+	size_t k;
+
+	json_obj(j);
+	json_kstr(j, "agent", ag->name);
+	json_kbool(j, "up", st != NULL);
+	json_kstr(j, "data", ag->data);
+	if (st == NULL) {
+		json_kstr(j, "error", err);
+		json_obj_end(j);
+		return;
+	}
+	json_kint(j, "pid", st->pid);
+	json_kint(j, "uptime_s", st->uptime_s);
+	json_kuint(j, "size", st->size);
+	json_kuint(j, "records", st->records);
+	json_kuint(j, "syncs", st->syncs);
+	json_kuint(j, "writes", st->writes);
+	json_key(j, "snapshot");
+	if (st->snap_id == 0) {
+		json_null(j);
+	} else {
+		json_obj(j);
+		json_kuint(j, "id", st->snap_id);
+		json_kstr(j, "phase", st->phase);
+		json_obj_end(j);
+	}
+	json_key(j, "held");
+	json_arr(j);
+	for (k = 0; k < st->nout; k++)
+		if (st->out[k].held)
+			json_str(j, st->out[k].peer);
+	json_arr_end(j);
+	json_key(j, "out");
+	json_arr(j);
+	for (k = 0; k < st->nout; k++) {
+		const struct agstat_ch *o = &st->out[k];
+
+		json_obj(j);
+		json_kstr(j, "dst", o->peer);
+		json_kuint(j, "sent", o->seq);
+		json_kuint(j, "acked", o->acked);
+		json_kuint(j, "queued", o->queued);
+		json_kuint(j, "unacked", o->unacked);
+		json_kbool(j, "up", o->up);
+		json_kbool(j, "held", o->held);
+		json_obj_end(j);
+	}
+	json_arr_end(j);
+	json_key(j, "in");
+	json_arr(j);
+	for (k = 0; k < st->nin; k++) {
+		const struct agstat_ch *in = &st->in[k];
+
+		json_obj(j);
+		json_kstr(j, "src", in->peer);
+		json_kuint(j, "applied", in->seq);
+		json_kuint(j, "queued", in->queued);
+		json_kbool(j, "up", in->up);
+		json_obj_end(j);
+	}
+	json_arr_end(j);
+	json_obj_end(j);
+}
+
 int
 cmd_status(int argc, char **argv)
 {
 	const char *conf = NULL;
 	struct cfg *c = NULL;
+	struct agstat st;
 	struct cs_err e;
 	struct json j;
-	char text[1024];
 	int ch, i, json = 0, width = 0, down = 0, rc, up;
-	pid_t pid;
 
 	optind = 1;
 	opterr = 0;
@@ -68,29 +234,17 @@ cmd_status(int argc, char **argv)
 		json_arr(&j);
 	}
 	for (i = 0; i < c->nagents; i++) {
-		const char *name = c->agents[i].name;
-
-		up = cmd_agent_status(c, i, STATUS_TIMEOUT_MS, &pid, text,
-		    sizeof(text), &e) == 0;
+		up = fetch(c, i, &st, &e) == 0;
 		if (!up)
 			down++;
-		if (json) {
-			json_obj(&j);
-			json_kstr(&j, "agent", name);
-			json_kbool(&j, "up", up);
-			json_key(&j, "pid");
-			if (up)
-				json_int(&j, pid);
-			else
-				json_null(&j);
-			json_kstr(&j, "detail", up ? text : e.msg);
-			json_obj_end(&j);
-		} else if (up) {
-			printf("%-*s  up  pid=%d%s%s\n", width, name, (int)pid,
-			    text[0] ? "  " : "", text);
-		} else {
-			printf("%-*s  down  (%s)\n", width, name, e.msg);
-		}
+		if (json)
+			print_json(&j, &c->agents[i], up ? &st : NULL, e.msg);
+		else if (up)
+			print_text(c->agents[i].name, width, &st);
+		else
+			printf("%-*s  down  (%s)\n", width, c->agents[i].name,
+			    e.msg);
+		agstat_free(&st);
 	}
 	rc = down ? EXIT_FAILED : EXIT_OK;
 	if (json) {

@@ -11,6 +11,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "../common/agstat.h"
 #include "../common/buf.h"
 #include "../common/client.h"
 #include "../common/config.h"
@@ -288,7 +289,7 @@ cmd_agent_status(const struct cfg *c, int i, int timeout_ms, pid_t *pid,
 	}
 	rbuf_init(&rb, r.body, r.blen);
 	p = rbuf_u32(&rb);
-	t = rbuf_bytes(&rb, &tlen, 4096);
+	t = rbuf_bytes(&rb, &tlen, AGSTAT_MAX_TEXT);
 	if (!rbuf_done(&rb)) {
 		cs_errf(e, "agent %s: malformed status reply",
 		    c->agents[i].name);

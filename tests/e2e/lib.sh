@@ -559,3 +559,24 @@ pid_gone () {
 	! kill -0 "$1" 2>/dev/null ||
 	    [ "$(awk '{ print $3 }' "/proc/$1/stat" 2>/dev/null)" = Z ]
 }
+
+# json_get EXPR [FILE]: parse FILE (default $OUT) as JSON into d and print
+# the value of the Python expression EXPR: a string as it is, anything else
+# as compact JSON.
+json_get () {
+	python3 -c 'import json, sys
+d = json.load(open(sys.argv[1]))
+v = eval(sys.argv[2])
+print(v if isinstance(v, str) else json.dumps(v, separators=(",", ":")))' \
+	    "${2:-$OUT}" "$1"
+}
+
+# json_check EXPR [FILE]: succeed iff the Python expression EXPR is true
+# of the JSON in FILE (default $OUT), parsed into d; on failure show d.
+json_check () {
+	python3 -c 'import json, sys
+d = json.load(open(sys.argv[1]))
+if not eval(sys.argv[2]):
+    sys.exit("json_check failed: %s\nin: %s" % (sys.argv[2], json.dumps(d)))' \
+	    "${2:-$OUT}" "$1"
+}

@@ -44,7 +44,7 @@ test_expect_success 'missing argument: exit 2, one error line' '
 test_expect_success 'start: every agent answers; status exit 0, a line per agent' '
 	start_cluster &&
 	expect_ok status -c "$CONF" &&
-	expect_eq "$(grep -c . "$OUT")" 2 "status lines" &&
+	expect_eq "$(grep -Ec "^[AB] " "$OUT")" 2 "status lines" &&
 	grep -q "A" "$OUT" && grep -q "B" "$OUT"
 '
 

@@ -1,0 +1,241 @@
+/* agstat.c - the STATUS reply's text form: written by the agent, read by
+ * "cutsnap status". */
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "agstat.h"
+
+static void __attribute__((format(printf, 2, 3)))
+put(struct wbuf *w, const char *fmt, ...)
+{
+	char s[256];
+	va_list ap;
+	int k;
+
+	va_start(ap, fmt);
+	k = vsnprintf(s, sizeof(s), fmt, ap);
+	va_end(ap);
+	if (k > 0)
+		wbuf_put_raw(w, s, (size_t)k < sizeof(s) ? (size_t)k :
+		    sizeof(s) - 1);
+}
+
+void
+agstat_format(const struct agstat *st, const char *self, struct wbuf *w)
+{
+	size_t i;
+	int first;
+
+	put(w, "pid=%d uptime_s=%" PRId64 " size=%" PRIu64 " records=%" PRIu64
+	    " syncs=%" PRIu64 " writes=%" PRIu64, st->pid, st->uptime_s,
+	    st->size, st->records, st->syncs, st->writes);
+	if (st->snap_id == 0)
+		put(w, " snapshot=none");
+	else
+		put(w, " snapshot=%" PRIu64 ":%s", st->snap_id, st->phase);
+	put(w, " held=");
+	for (first = 1, i = 0; i < st->nout; i++) {
+		if (!st->out[i].held)
+			continue;
+		put(w, "%s%s>%s", first ? "" : ";", self, st->out[i].peer);
+		first = 0;
+	}
+	if (first)
+		put(w, "none");
+	put(w, " out=");
+	for (i = 0; i < st->nout; i++) {
+		const struct agstat_ch *c = &st->out[i];
+
+		put(w, "%s%s>%s:sent=%" PRIu64 ",acked=%" PRIu64 ",queued=%"
+		    PRIu64 ",unacked=%" PRIu64 ",up=%d,held=%d", i ? ";" : "",
+		    self, c->peer, c->seq, c->acked, c->queued, c->unacked,
+		    c->up, c->held);
+	}
+	if (st->nout == 0)
+		put(w, "none");
+	put(w, " in=");
+	for (i = 0; i < st->nin; i++) {
+		const struct agstat_ch *c = &st->in[i];
+
+		put(w, "%s%s>%s:applied=%" PRIu64 ",queued=%" PRIu64 ",up=%d",
+		    i ? ";" : "", c->peer, self, c->seq, c->queued, c->up);
+	}
+	if (st->nin == 0)
+		put(w, "none");
+}
+
+void
+agstat_free(struct agstat *st)
+{
+	if (st == NULL)
+		return;
+	free(st->out);
+	free(st->in);
+	st->out = st->in = NULL;
+	st->nout = st->nin = 0;
+}
+
+static int
+parse_u64(const char *s, uint64_t *v)
+{
+	char *end;
+
+	if (*s < '0' || *s > '9')
+		return -1;
+	*v = strtoull(s, &end, 10);
+	return *end == '\0' ? 0 : -1;
+}
+
+/* One channel "S>D:k=v,k=v"; peer is D for out, S for in. */
+static int
+parse_ch(char *s, int out, struct agstat_ch *c)
+{
+	char *colon, *gt, *kv, *save = NULL, *eq;
+	const char *peer;
+	uint64_t v;
+
+	memset(c, 0, sizeof(*c));
+	if ((colon = strchr(s, ':')) == NULL)
+		return -1;
+	*colon = '\0';
+	if ((gt = strchr(s, '>')) == NULL)
+		return -1;
+	*gt = '\0';
+	peer = out ? gt + 1 : s;
+	if (strlen(peer) == 0 || strlen(peer) > NAME_MAX_LEN)
+		return -1;
+	strcpy(c->peer, peer);
+	for (kv = strtok_r(colon + 1, ",", &save); kv != NULL;
+	    kv = strtok_r(NULL, ",", &save)) {
+		if ((eq = strchr(kv, '=')) == NULL)
+			return -1;
+		*eq++ = '\0';
+		if (parse_u64(eq, &v) == -1)
+			return -1;
+		if (strcmp(kv, out ? "sent" : "applied") == 0)
+			c->seq = v;
+		else if (strcmp(kv, "acked") == 0)
+			c->acked = v;
+		else if (strcmp(kv, "queued") == 0)
+			c->queued = v;
+		else if (strcmp(kv, "unacked") == 0)
+			c->unacked = v;
+		else if (strcmp(kv, "up") == 0)
+			c->up = v != 0;
+		else if (strcmp(kv, "held") == 0)
+			c->held = v != 0;
+	}
+	return 0;
+}
+
+/* A ';'-separated channel list, or "none". */
+static int
+parse_list(char *s, int out, struct agstat_ch **v, size_t *n)
+{
+	char *item, *save = NULL;
+	size_t cap = 1;
+	const char *p;
+
+	if (*v != NULL)
+		return -1;	/* the list given twice */
+	if (strcmp(s, "none") == 0)
+		return 0;
+	for (p = s; *p; p++)
+		cap += *p == ';';
+	if ((*v = calloc(cap, sizeof(**v))) == NULL)
+		return -1;
+	for (item = strtok_r(s, ";", &save); item != NULL;
+	    item = strtok_r(NULL, ";", &save)) {
+		if (*n == cap || parse_ch(item, out, &(*v)[*n]) == -1)
+			return -1;
+		(*n)++;
+	}
+	return 0;
+}
+
+static int
+parse_field(char *key, char *val, struct agstat *st)
+{
+	uint64_t v;
+	char *colon;
+
+	if (strcmp(key, "pid") == 0) {
+		if (parse_u64(val, &v) == -1 || v > INT32_MAX)
+			return -1;
+		st->pid = (int)v;
+	} else if (strcmp(key, "uptime_s") == 0) {
+		if (parse_u64(val, &v) == -1 || v > INT64_MAX)
+			return -1;
+		st->uptime_s = (int64_t)v;
+	} else if (strcmp(key, "size") == 0) {
+		return parse_u64(val, &st->size);
+	} else if (strcmp(key, "records") == 0) {
+		return parse_u64(val, &st->records);
+	} else if (strcmp(key, "syncs") == 0) {
+		return parse_u64(val, &st->syncs);
+	} else if (strcmp(key, "writes") == 0) {
+		return parse_u64(val, &st->writes);
+	} else if (strcmp(key, "snapshot") == 0) {
+		if (strcmp(val, "none") == 0)
+			return 0;
+		if ((colon = strchr(val, ':')) == NULL)
+			return -1;
+		*colon = '\0';
+		if (parse_u64(val, &st->snap_id) == -1 || st->snap_id == 0 ||
+		    strlen(colon + 1) >= sizeof(st->phase))
+			return -1;
+		strcpy(st->phase, colon + 1);
+	} else if (strcmp(key, "out") == 0) {
+		return parse_list(val, 1, &st->out, &st->nout);
+	} else if (strcmp(key, "in") == 0) {
+		return parse_list(val, 0, &st->in, &st->nin);
+	}
+	return 0;
+}
+
+int
+agstat_parse(const char *text, size_t n, struct agstat *st,
+    struct cs_err *e)
+{
+	char *s = NULL, *tok, *save = NULL, *eq;
+	int rc = -1;
+
+	memset(st, 0, sizeof(*st));
+	strcpy(st->phase, "none");
+	if (n > AGSTAT_MAX_TEXT) {
+		cs_errf(e, "status reply too long (%zu bytes)", n);
+		goto out;
+	}
+	if ((s = malloc(n + 1)) == NULL) {
+		cs_errf(e, "out of memory");
+		goto out;
+	}
+	memcpy(s, text, n);
+	s[n] = '\0';
+	if (strlen(s) != n) {
+		cs_errf(e, "status reply holds a NUL byte");
+		goto out;
+	}
+	for (tok = strtok_r(s, " ", &save); tok != NULL;
+	    tok = strtok_r(NULL, " ", &save)) {
+		if ((eq = strchr(tok, '=')) == NULL) {
+			cs_errf(e, "status reply: field without '=' near '%.32s'",
+			    tok);
+			goto out;
+		}
+		*eq++ = '\0';
+		if (parse_field(tok, eq, st) == -1) {
+			cs_errf(e, "status reply: bad field %.32s", tok);
+			goto out;
+		}
+	}
+	rc = 0;
+out:
+	free(s);
+	if (rc == -1)
+		agstat_free(st);
+	return rc;
+}

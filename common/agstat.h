@@ -1,0 +1,60 @@
+/* agstat.h - an agent's STATUS reply: its fields, their text form, parsing. */
+#ifndef CUTSNAP_AGSTAT_H
+#define CUTSNAP_AGSTAT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "buf.h"
+#include "err.h"
+#include "wire.h"
+
+/* Cap on the text, far above what CFG_MAX_AGENTS channels each way need. */
+#define AGSTAT_MAX_TEXT (256u << 10)
+
+/* One channel as its agent sees it. */
+struct agstat_ch {
+	char peer[NAME_MAX_LEN + 1];	/* out: the dst; in: the src */
+	uint64_t seq;		/* out: highest sent; in: highest applied */
+	uint64_t acked;		/* out: highest acknowledged by dst; in: 0 */
+	uint64_t queued;	/* out: entries (messages and markers) not
+				 * yet written to the socket; in: messages
+				 * held back, arrived before their turn */
+	uint64_t unacked;	/* out: written, not yet acknowledged */
+	int up;			/* connected (out: the peer said WELCOME) */
+	int held;		/* out: "channel hold" in force; in: 0 */
+};
+
+struct agstat {
+	int pid;
+	int64_t uptime_s;
+	uint64_t size;		/* data file bytes */
+	uint64_t records;	/* records in the data file */
+	uint64_t syncs;		/* fsyncs of the data file since start */
+	uint64_t writes;	/* client write requests since start */
+	uint64_t snap_id;	/* 0: no snapshot in progress */
+	char phase[16];		/* "none", or joined|recording|recorded|reported */
+	struct agstat_ch *out;	/* heap, nout entries */
+	size_t nout;
+	struct agstat_ch *in;	/* heap, nin entries */
+	size_t nin;
+};
+
+/* The text form, one line of space-separated key=value fields:
+ *   pid=1 uptime_s=5 size=1234 records=10 syncs=4 writes=9 snapshot=none
+ *   held=A>B
+ *   out=A>B:sent=3,acked=2,queued=1,unacked=0,up=1,held=1;A>C:...
+ *   in=B>A:applied=4,queued=0,up=1
+ * snapshot is "none" or "ID:PHASE"; lists are ';'-separated, "none" when
+ * empty; held repeats the held outgoing channels for a reader's eye.
+ * Appends to w (check w->oom). */
+void agstat_format(const struct agstat *st, const char *self,
+    struct wbuf *w);
+/* Parse the text form (n bytes) into st, which owns heap arrays
+ * afterwards (agstat_free). Unknown keys are skipped, so older readers
+ * accept newer agents. 0, or -1 with e set. */
+int agstat_parse(const char *text, size_t n, struct agstat *st,
+    struct cs_err *e);
+void agstat_free(struct agstat *st);
+
+#endif
