@@ -9,6 +9,10 @@
 #include "../common/buf.h"
 #include "../common/config.h"
 #include "../common/err.h"
+#include "../common/json.h"
+
+struct store;
+struct snap_info;
 
 /* Exit statuses (DESIGN.md, "Command line"). */
 #define EXIT_OK 0
@@ -106,6 +110,33 @@ void cmd_printable(const void *p, size_t n, char *out, size_t outsz);
  * as "snapshot N aborted: REASON" in out. */
 void cmd_snapshot_error(uint64_t id, const char *msg, char *out,
     size_t outsz);
+
+/* The progress line of long work on stderr. verbosity: -1 --quiet (no
+ * line), 0 the line when stderr is a terminal, 1 (-v) also a summary line
+ * "VERB: BYTES in SECS s (RATE/s)" at the end, terminal or not. */
+struct cmd_progress {
+	const char *verb;		/* "verify" */
+	int verbosity;
+	int on;				/* drawing the line */
+	int drawn;			/* a line is on the screen */
+	int64_t start_ms, last_ms;
+	uint64_t done, total;
+	char agent[NAME_MAX_LEN + 1];
+};
+void cmd_progress_init(struct cmd_progress *p, const char *verb,
+    int verbosity);
+/* A progress_fn (store.h) with ctx a struct cmd_progress. */
+void cmd_progress_fn(void *ctx, const char *agent, uint64_t done,
+    uint64_t total);
+/* Erase the line; with -v print the summary. */
+void cmd_progress_end(struct cmd_progress *p);
+/* "512 B", "1.5 KiB", "3.2 GiB". */
+void cmd_human_bytes(uint64_t n, char *out, size_t outsz);
+
+/* The listing row of snapshot id: 0, or -1 if it cannot be read. */
+int cmd_snap_info(struct store *st, uint64_t id, struct snap_info *out);
+/* The members of a listing row (ls --json's object), inside an object. */
+void cmd_json_snap_info(struct json *j, const struct snap_info *s);
 
 /* Milliseconds from a monotonic clock. */
 int64_t cmd_now_ms(void);

@@ -39,15 +39,7 @@ print_json(const struct snap_info *v, size_t n)
 	json_arr(&j);
 	for (i = 0; i < n; i++) {
 		json_obj(&j);
-		json_kuint(&j, "id", v[i].id);
-		json_kstr(&j, "started", v[i].started);
-		json_kstr(&j, "finished", v[i].finished);
-		json_kstr(&j, "status", v[i].status);
-		json_kstr(&j, "initiator", v[i].initiator);
-		json_kint(&j, "agents", v[i].nagents);
-		json_kuint(&j, "bytes", v[i].bytes);
-		json_kuint(&j, "msgs", v[i].nmsgs);
-		json_kstr(&j, "reason", v[i].reason);
+		cmd_json_snap_info(&j, &v[i]);
 		json_obj_end(&j);
 	}
 	json_arr_end(&j);

@@ -2,12 +2,15 @@
  * files and replay its in-flight messages exactly once. */
 #include <getopt.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "../store/store.h"
 #include "cmd.h"
 
 static const char usage_text[] =
-    "usage: cutsnap restore -r REPO [ID] -c CONF [--key FILE]\n"
+    "usage: cutsnap restore -r REPO [ID] -c CONF [--key FILE] [--json]\n"
+    "                       [-q|-v]\n"
     "\n"
     "Verify snapshot ID (default: the newest complete one) of REPO, then\n"
     "write each agent's recorded file into the data path CONF gives it and\n"
@@ -21,6 +24,13 @@ static const char usage_text[] =
     "  -c, --config CONF   the cluster config file to restore into\n"
     "  -k, --key FILE      verify the snapshot's HMAC-SHA256 tag under the\n"
     "                      key in FILE first (see verify --key)\n"
+    "  -j, --json          {\"snapshot\":N,\"ok\":true|false,\"files\":N,\n"
+    "                      \"problems\":[...],\"error\":...}\n"
+    "  -q, --quiet         no progress line\n"
+    "  -v, --verbose       a summary line on stderr at the end\n"
+    "\n"
+    "While it verifies and writes, a progress line (bytes done of total,\n"
+    "rate, ETA, current agent) is drawn on stderr when it is a terminal.\n"
     "\n"
     "Exit status: 0 restored, 1 refused or failed, 2 bad usage, bad config\n"
     "or a missing repository.\n";
@@ -29,17 +39,66 @@ static const struct option opts[] = {
 	{ "repo", required_argument, NULL, 'r' },
 	{ "config", required_argument, NULL, 'c' },
 	{ "key", required_argument, NULL, 'k' },
+	{ "json", no_argument, NULL, 'j' },
+	{ "quiet", no_argument, NULL, 'q' },
+	{ "verbose", no_argument, NULL, 'v' },
 	{ "help", no_argument, NULL, 'h' },
 	{ NULL, 0, NULL, 0 },
+};
+
+/* The problems verify found: printed at once, or kept for --json. */
+struct problems {
+	int json;
+	char **v;
+	size_t n;
+	int oom;
 };
 
 static void
 on_problem(void *ctx, const char *line)
 {
-	int *n = ctx;
+	struct problems *p = ctx;
+	char **nv;
 
-	printf("problem: %s\n", line);
-	(*n)++;
+	if (!p->json) {
+		printf("problem: %s\n", line);
+		p->n++;
+		return;
+	}
+	if ((nv = realloc(p->v, (p->n + 1) * sizeof(*nv))) == NULL ||
+	    (nv[p->n] = strdup(line)) == NULL) {
+		if (nv != NULL)
+			p->v = nv;
+		p->oom = 1;
+		return;
+	}
+	p->v = nv;
+	p->n++;
+}
+
+static int
+print_json(uint64_t id, int files, const struct problems *p, const char *err)
+{
+	struct json j;
+	size_t i;
+
+	json_init(&j, stdout);
+	json_obj(&j);
+	json_key(&j, "snapshot");
+	if (id != 0)
+		json_uint(&j, id);
+	else
+		json_null(&j);
+	json_kbool(&j, "ok", err == NULL);
+	json_kint(&j, "files", err == NULL ? files : 0);
+	json_key(&j, "problems");
+	json_arr(&j);
+	for (i = 0; i < p->n; i++)
+		json_str(&j, p->v[i]);
+	json_arr_end(&j);
+	json_kstr(&j, "error", err);
+	json_obj_end(&j);
+	return json_end(&j);
 }
 
 int
@@ -49,12 +108,16 @@ cmd_restore(int argc, char **argv)
 	struct store *st = NULL;
 	struct cfg *c = NULL;
 	struct cs_err e;
+	struct problems p = { 0, NULL, 0, 0 };
+	struct cmd_progress prog;
 	uint64_t id = 0, resolved = 0;
-	int ch, nproblems = 0, rc;
+	int ch, rc, verbosity = 0;
+	size_t i;
 
 	optind = 1;
 	opterr = 0;
-	while ((ch = getopt_long(argc, argv, ":r:c:k:h", opts, NULL)) != -1) {
+	while ((ch = getopt_long(argc, argv, ":r:c:k:jqvh", opts,
+	    NULL)) != -1) {
 		switch (ch) {
 		case 'r':
 			repo = optarg;
@@ -64,6 +127,15 @@ cmd_restore(int argc, char **argv)
 			break;
 		case 'k':
 			keyfile = optarg;
+			break;
+		case 'j':
+			p.json = 1;
+			break;
+		case 'q':
+			verbosity = -1;
+			break;
+		case 'v':
+			verbosity = 1;
 			break;
 		case 'h':
 			return cmd_help(usage_text);
@@ -87,19 +159,37 @@ cmd_restore(int argc, char **argv)
 	}
 	if ((rc = cmd_key_set(st, keyfile)) != 0)
 		goto out;
-	if (store_lock(st, 0, &e) == -1 ||
-	    store_restore(st, id, c, &resolved, on_problem, &nproblems,
-	    &e) == -1) {
+	cmd_progress_init(&prog, "restore", verbosity);
+	store_set_progress(st, cmd_progress_fn, &prog);
+	rc = store_lock(st, 0, &e);
+	if (rc == 0)
+		rc = store_restore(st, id, c, &resolved, on_problem, &p, &e);
+	cmd_progress_end(&prog);
+	if (rc == 0 && p.oom) {
+		rc = -1;
+		snprintf(e.msg, sizeof(e.msg), "out of memory");
+	}
+	if (rc == -1) {
+		if (p.json)
+			print_json(resolved, 0, &p, e.msg);
 		fflush(stdout);
 		rc = cmd_fail(EXIT_FAILED, "%s", e.msg);
 		goto out;
 	}
-	printf("restored snapshot %llu into %d data file%s\n",
-	    (unsigned long long)resolved, c->nagents,
-	    c->nagents == 1 ? "" : "s");
-	cmd_key_note(st, resolved, keyfile);
 	rc = EXIT_OK;
+	if (p.json) {
+		if (print_json(resolved, c->nagents, &p, NULL) == -1)
+			rc = cmd_fail(EXIT_FAILED, "write stdout failed");
+	} else {
+		printf("restored snapshot %llu into %d data file%s\n",
+		    (unsigned long long)resolved, c->nagents,
+		    c->nagents == 1 ? "" : "s");
+	}
+	cmd_key_note(st, resolved, keyfile);
 out:
+	for (i = 0; i < p.n && p.v != NULL; i++)
+		free(p.v[i]);
+	free(p.v);
 	store_close(st);
 	cfg_free(c);
 	return rc;

@@ -7,12 +7,13 @@
 
 #include "../common/mac.h"
 #include "../coordinator/coordinator.h"
+#include "../store/store.h"
 #include "cmd.h"
 
 static const char usage_text[] =
     "usage: cutsnap snapshot -c CONF -r REPO [--initiator NAME] "
     "[--timeout SEC]\n"
-    "                        [--key FILE]\n"
+    "                        [--key FILE] [--json] [-q|-v]\n"
     "\n"
     "Take a consistent snapshot (Chandy-Lamport) of the running agents of\n"
     "CONF into the repository REPO (created if missing): every agent's data\n"
@@ -28,6 +29,18 @@ static const char usage_text[] =
     "  -k, --key FILE          authenticate the snapshot: store an\n"
     "                          HMAC-SHA256 over its rows under the key in\n"
     "                          FILE (16 to 4096 bytes; never stored)\n"
+    "  -j, --json              print {\"id\", \"status\", \"agents\", "
+    "\"bytes\",\n"
+    "                          \"msgs\", ...} instead of the id (schema "
+    "in the\n"
+    "                          README); a failure prints status "
+    "\"aborted\"\n"
+    "                          and \"error\" as well\n"
+    "  -q, --quiet             no progress line\n"
+    "  -v, --verbose           a summary line on stderr at the end\n"
+    "\n"
+    "While files are copied into REPO a progress line (bytes done of total,\n"
+    "rate, ETA, current agent) is drawn on stderr when it is a terminal.\n"
     "\n"
     "Exit status: 0 the snapshot is complete, 1 it failed or was aborted,\n"
     "2 bad usage or bad config.\n";
@@ -38,6 +51,9 @@ static const struct option opts[] = {
 	{ "initiator", required_argument, NULL, 'i' },
 	{ "timeout", required_argument, NULL, 't' },
 	{ "key", required_argument, NULL, 'k' },
+	{ "json", no_argument, NULL, 'j' },
+	{ "quiet", no_argument, NULL, 'q' },
+	{ "verbose", no_argument, NULL, 'v' },
 	{ "help", no_argument, NULL, 'h' },
 	{ NULL, 0, NULL, 0 },
 };
@@ -67,23 +83,58 @@ catch_signals(void)
 	sigaction(SIGHUP, &sa, NULL);
 }
 
+/* The snapshot's listing row as JSON; with err (a failure), also
+ * "error", and a snapshot that was never created as id null. */
+static int
+print_json(const char *repo, uint64_t id, const char *err)
+{
+	struct snap_info si;
+	struct store *st = NULL;
+	struct cs_err e;
+	struct json j;
+	int have;
+
+	have = id != 0 && store_open(repo, 0, &st, &e) == 0 &&
+	    cmd_snap_info(st, id, &si) == 0;
+	store_close(st);
+	json_init(&j, stdout);
+	json_obj(&j);
+	if (have) {
+		cmd_json_snap_info(&j, &si);
+	} else {
+		json_key(&j, "id");
+		if (id != 0)
+			json_uint(&j, id);
+		else
+			json_null(&j);
+		json_kstr(&j, "status", "aborted");
+	}
+	if (err != NULL)
+		json_kstr(&j, "error", err);
+	json_obj_end(&j);
+	return json_end(&j);
+}
+
 int
 cmd_snapshot(int argc, char **argv)
 {
 	const char *conf = NULL;
-	struct coord_opts o = { NULL, NULL, 60, &got_signal, NULL, 0 };
+	struct coord_opts o = { NULL, NULL, 60, &got_signal, NULL, 0,
+	    cmd_progress_fn, NULL };
 	const char *keyfile = NULL;
 	uint8_t *key = NULL;
 	size_t klen = 0;
+	struct cmd_progress prog;
 	struct cfg *c = NULL;
 	struct cs_err e;
 	char msg[CS_ERR_MAX + 64];
 	uint64_t timeout, id = 0;
-	int ch, init, rc;
+	int ch, init, rc, json = 0, verbosity = 0;
 
 	optind = 1;
 	opterr = 0;
-	while ((ch = getopt_long(argc, argv, ":c:r:i:t:k:h", opts, NULL)) != -1) {
+	while ((ch = getopt_long(argc, argv, ":c:r:i:t:k:jqvh", opts,
+	    NULL)) != -1) {
 		switch (ch) {
 		case 'c':
 			conf = optarg;
@@ -102,6 +153,15 @@ cmd_snapshot(int argc, char **argv)
 			break;
 		case 'k':
 			keyfile = optarg;
+			break;
+		case 'j':
+			json = 1;
+			break;
+		case 'q':
+			verbosity = -1;
+			break;
+		case 'v':
+			verbosity = 1;
 			break;
 		case 'h':
 			return cmd_help(usage_text);
@@ -135,13 +195,24 @@ cmd_snapshot(int argc, char **argv)
 		goto out;
 	}
 	catch_signals();
-	if (coord_snapshot(c, &o, &id, &e) == -1) {
+	cmd_progress_init(&prog, "snapshot", verbosity);
+	o.progress_ctx = &prog;
+	rc = coord_snapshot(c, &o, &id, &e);
+	cmd_progress_end(&prog);
+	if (rc == -1) {
 		cmd_snapshot_error(id, e.msg, msg, sizeof(msg));
+		if (json)
+			print_json(o.repo, id, msg);
 		rc = cmd_fail(EXIT_FAILED, "%s", msg);
 		goto out;
 	}
-	printf("%llu\n", (unsigned long long)id);
 	rc = EXIT_OK;
+	if (json) {
+		if (print_json(o.repo, id, NULL) == -1)
+			rc = cmd_fail(EXIT_FAILED, "write stdout failed");
+	} else {
+		printf("%llu\n", (unsigned long long)id);
+	}
 out:
 	mac_key_free(key, klen);
 	cfg_free(c);

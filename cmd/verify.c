@@ -10,7 +10,7 @@
 #include "cmd.h"
 
 static const char usage_text[] =
-    "usage: cutsnap verify -r REPO [ID] [--json] [--key FILE]\n"
+    "usage: cutsnap verify -r REPO [ID] [--json] [--key FILE] [-q|-v]\n"
     "\n"
     "Verify snapshot ID (default: the newest complete one) of REPO:\n"
     "integrity (manifest integrity check, every blob's size and SHA-256,\n"
@@ -22,13 +22,19 @@ static const char usage_text[] =
     "\"cutsnap: verify: snapshot N: K problems\" on stderr.\n"
     "\n"
     "  -r, --repo REPO   the repository directory\n"
-    "  -j, --json        {\"snapshot\":N,\"ok\":true|false,\n"
-    "                    \"problems\":[...]}\n"
+    "  -j, --json        {\"snapshot\":N,\"ok\":true|false,"
+    "\"problems\":[...],\n"
+    "                    \"agents\":N,\"bytes\":N,\"msgs\":N}\n"
     "  -k, --key FILE    also check the snapshot's HMAC-SHA256 tag under\n"
     "                    the key in FILE: a missing or wrong tag is a\n"
     "                    problem. Without it, an authenticated snapshot\n"
     "                    is verified as usual and a warning says that its\n"
     "                    tag was not checked\n"
+    "  -q, --quiet       no progress line\n"
+    "  -v, --verbose     a summary line on stderr at the end\n"
+    "\n"
+    "While blobs are hashed a progress line (bytes done of total, rate,\n"
+    "ETA, current agent) is drawn on stderr when it is a terminal.\n"
     "\n"
     "Exit status: 0 ok, 1 problems found or no such snapshot, 2 bad usage\n"
     "or a missing repository.\n";
@@ -37,6 +43,8 @@ static const struct option opts[] = {
 	{ "repo", required_argument, NULL, 'r' },
 	{ "json", no_argument, NULL, 'j' },
 	{ "key", required_argument, NULL, 'k' },
+	{ "quiet", no_argument, NULL, 'q' },
+	{ "verbose", no_argument, NULL, 'v' },
 	{ "help", no_argument, NULL, 'h' },
 	{ NULL, 0, NULL, 0 },
 };
@@ -76,27 +84,6 @@ on_problem(void *ctx, const char *line)
 	p->n++;
 }
 
-/* Agents and in-flight messages of snapshot id, from the listing. */
-static void
-snap_counts(struct store *st, uint64_t id, int *nagents, uint64_t *nmsgs)
-{
-	struct snap_info *v = NULL;
-	struct cs_err e;
-	size_t n = 0, i;
-
-	*nagents = 0;
-	*nmsgs = 0;
-	if (store_list(st, &v, &n, &e) == -1)
-		return;
-	for (i = 0; i < n; i++) {
-		if (v[i].id == id) {
-			*nagents = v[i].nagents;
-			*nmsgs = v[i].nmsgs;
-		}
-	}
-	free(v);
-}
-
 int
 cmd_verify(int argc, char **argv)
 {
@@ -104,13 +91,15 @@ cmd_verify(int argc, char **argv)
 	struct problems p = { 0, NULL, 0, 0, 0 };
 	struct store *st = NULL;
 	struct cs_err e;
-	uint64_t id = 0, resolved = 0, nmsgs;
-	int ch, nagents, found, rc;
+	struct cmd_progress prog;
+	struct snap_info si;
+	uint64_t id = 0, resolved = 0;
+	int ch, found, rc, verbosity = 0;
 	size_t i;
 
 	optind = 1;
 	opterr = 0;
-	while ((ch = getopt_long(argc, argv, ":r:jk:h", opts, NULL)) != -1) {
+	while ((ch = getopt_long(argc, argv, ":r:jk:qvh", opts, NULL)) != -1) {
 		switch (ch) {
 		case 'r':
 			repo = optarg;
@@ -120,6 +109,12 @@ cmd_verify(int argc, char **argv)
 			break;
 		case 'k':
 			keyfile = optarg;
+			break;
+		case 'q':
+			verbosity = -1;
+			break;
+		case 'v':
+			verbosity = 1;
 			break;
 		case 'h':
 			return cmd_help(usage_text);
@@ -139,9 +134,12 @@ cmd_verify(int argc, char **argv)
 		return cmd_fail(EXIT_USAGE, "%s", e.msg);
 	if ((rc = cmd_key_set(st, keyfile)) != 0)
 		goto out;
+	cmd_progress_init(&prog, "verify", verbosity);
+	store_set_progress(st, cmd_progress_fn, &prog);
 	found = store_lock(st, 0, &e);
 	if (found == 0)
 		found = store_verify(st, id, &resolved, on_problem, &p, &e);
+	cmd_progress_end(&prog);
 	if (found == -1) {
 		rc = cmd_fail(EXIT_FAILED, "%s", e.msg);
 		goto out;
@@ -162,6 +160,11 @@ cmd_verify(int argc, char **argv)
 		for (i = 0; i < p.n; i++)
 			json_str(&j, p.v[i]);
 		json_arr_end(&j);
+		if (cmd_snap_info(st, resolved, &si) == 0) {
+			json_kint(&j, "agents", si.nagents);
+			json_kuint(&j, "bytes", si.bytes);
+			json_kuint(&j, "msgs", si.nmsgs);
+		}
 		json_obj_end(&j);
 		if (json_end(&j) == -1) {
 			rc = cmd_fail(EXIT_FAILED, "write stdout failed");
@@ -174,11 +177,12 @@ cmd_verify(int argc, char **argv)
 		cmd_warn("snapshot %llu: %d problem%s",
 		    (unsigned long long)resolved, found, found == 1 ? "" : "s");
 	} else if (!p.json) {
-		snap_counts(st, resolved, &nagents, &nmsgs);
+		if (cmd_snap_info(st, resolved, &si) == -1)
+			memset(&si, 0, sizeof(si));
 		printf("snapshot %llu: ok (%d agent%s, %llu in-flight "
-		    "message%s)\n", (unsigned long long)resolved, nagents,
-		    nagents == 1 ? "" : "s", (unsigned long long)nmsgs,
-		    nmsgs == 1 ? "" : "s");
+		    "message%s)\n", (unsigned long long)resolved, si.nagents,
+		    si.nagents == 1 ? "" : "s", (unsigned long long)si.nmsgs,
+		    si.nmsgs == 1 ? "" : "s");
 	}
 	if (found == 0)
 		cmd_key_note(st, resolved, keyfile);

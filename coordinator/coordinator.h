@@ -18,6 +18,11 @@ struct coord_opts {
 	 * this key (store_set_key); keylen bytes. */
 	const uint8_t *key;
 	size_t keylen;
+	/* When non-NULL, told of the bytes copied into the repository (see
+	 * store_set_progress). */
+	void (*progress)(void *ctx, const char *agent, uint64_t done,
+	    uint64_t total);
+	void *progress_ctx;
 };
 
 /* Take a snapshot. Returns 0 once it is committed as complete; -1 with e

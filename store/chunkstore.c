@@ -190,6 +190,7 @@ copy_task(void *ctx, size_t t, int w)
 	pthread_mutex_lock(&r->mu);
 	r->bytes += r->jobs[t].len;
 	pthread_mutex_unlock(&r->mu);
+	progress_add(r->st, r->reps[r->jobs[t].src].agent, r->jobs[t].len);
 }
 
 /* pool.c task: pass 2 of job t. */
@@ -337,6 +338,10 @@ store_put_chunks(struct store *st, const char *const *paths,
 		r.fds[i] = -1;
 	if (plan(&r, n, e) < 0 || make_dirs(&r, dirs, e) < 0)
 		goto out;
+	/* Progress counts the bytes of the chunks to copy. */
+	store_progress_start(st, 0);
+	for (i = 0; i < r.njobs; i++)
+		progress_grow(st, r.jobs[i].len);
 	/* Two passes: every chunk written with its writeback started, then
 	 * each fdatasync'ed and renamed; the fsyncs of the second pass find
 	 * most data already on its way to the disk, and one journal commit

@@ -278,7 +278,12 @@ store_restore(struct store *st, uint64_t id, const struct cfg *c,
 		return -1;
 	if (resolved != NULL)
 		*resolved = rid;
-	if ((n = store_verify(st, rid, NULL, fn, ctx, e)) < 0)
+	/* One progress count for verifying and then writing. */
+	store_progress_start(st, 0);
+	st->pnested = 1;
+	n = store_verify(st, rid, NULL, fn, ctx, e);
+	st->pnested = 0;
+	if (n < 0)
 		return -1;
 	if (n > 0)
 		return cs_errf(e, "snapshot %llu failed verification; nothing "
@@ -308,6 +313,7 @@ store_restore(struct store *st, uint64_t id, const struct cfg *c,
 		if (write_image(c->agents[i].data, &views[i], &tails[i],
 		    e) < 0)
 			goto out;
+		progress_add(st, c->agents[i].name, r.agents[rowof[i]].size);
 		fault_after_file(i + 1);
 	}
 	rc = 0;

@@ -20,6 +20,16 @@ int store_open(const char *repo, int create, struct store **out,
     struct cs_err *e);
 void store_close(struct store *st);	/* accepts NULL */
 
+/* Progress of the long work: the chunk bytes store_put_chunks copies,
+ * the bytes store_verify hashes, and for store_restore those it verifies
+ * and then writes. fn gets the agent whose file is being worked on, the
+ * bytes done and the total of the whole operation. It is called often
+ * (every MiB or chunk), from worker threads but never two at once:
+ * rate-limit the drawing in fn. */
+typedef void (*progress_fn)(void *ctx, const char *agent, uint64_t done,
+    uint64_t total);
+void store_set_progress(struct store *st, progress_fn fn, void *ctx);
+
 /* Take the repository lock, like restic's: a file REPO/locks/<n>.lock
  * naming host, pid and mode, flocked while held. Shared locks (snapshot,
  * verify, restore, ls) coexist; an exclusive one (forget, prune) excludes

@@ -22,6 +22,11 @@ struct store {
 	uint64_t lock_snap;	/* the snapshot the lock stands for */
 	uint8_t *key;		/* HMAC key (auth.c), owned, or NULL */
 	size_t keylen;
+	progress_fn pfn;	/* store_set_progress, or NULL */
+	void *pctx;
+	uint64_t pdone, ptotal;	/* bytes of the current operation */
+	int pnested;		/* restore runs verify: one count for both,
+				 * verify adds the bytes restore will write */
 };
 
 /* The chunk lists (schema version 2): an agent's recorded file is the
@@ -41,6 +46,16 @@ struct store {
 
 /* migrate.c: upgrade a version 1 manifest in place (one transaction). */
 int migrate_v1(struct store *st, struct cs_err *e);
+
+/* progress.c (thread-safe): start counting from 0 towards total; add n
+ * to the total; count n more bytes done on agent's file and tell the
+ * callback. */
+void store_progress_start(struct store *st, uint64_t total);
+void progress_grow(struct store *st, uint64_t n);
+void progress_add(struct store *st, const char *agent, uint64_t n);
+/* SHA-256 of p[0, n) in steps, counting the bytes as they are hashed. */
+int progress_sha256(struct store *st, const char *agent, const void *p,
+    size_t n, uint8_t out[SHA_LEN]);
 
 /* manifest.c: SQLite helpers. Each returns 0 or -1 with e set to
  * "repository R: what: sqlite's message". */

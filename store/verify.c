@@ -124,7 +124,8 @@ hash_file(struct vrun *v, size_t i)
 	uint8_t sha[SHA_LEN];
 	size_t k;
 
-	if (sha256_buf(f->view.p, (size_t)f->view.len, f->got) < 0) {
+	if (progress_sha256(v->st, a->name, f->view.p, (size_t)f->view.len,
+	    f->got) < 0) {
 		f->hash_failed = 1;
 		return;
 	}
@@ -301,6 +302,13 @@ store_verify(struct store *st, uint64_t id, uint64_t *resolved,
 	check_db(&v);
 	for (i = 0; i < v.rows.nagents; i++)
 		open_file(&v, i);
+	/* Under restore each file is counted twice: hashed here, written
+	 * there. */
+	if (!st->pnested)
+		store_progress_start(st, 0);
+	for (i = 0; i < v.rows.nagents; i++)
+		progress_grow(st, v.rows.agents[i].size *
+		    (st->pnested ? 2 : 1));
 	pool_run(2 * v.rows.nagents, file_task, &v);
 	for (i = 0; i < v.rows.nagents; i++)
 		report_file(&v, i);
