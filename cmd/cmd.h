@@ -35,6 +35,7 @@ int cmd_channel(int argc, char **argv);
 int cmd_dump(int argc, char **argv);
 int cmd_snapshot(int argc, char **argv);
 int cmd_ls(int argc, char **argv);
+int cmd_show(int argc, char **argv);
 int cmd_verify(int argc, char **argv);
 int cmd_restore(int argc, char **argv);
 int cmd_demo(int argc, char **argv);

@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "../common/json.h"
 #include "../store/store.h"
@@ -11,9 +12,10 @@
 static const char usage_text[] =
     "usage: cutsnap ls -r REPO [--json]\n"
     "\n"
-    "List the snapshots in REPO, newest last: id, start time (UTC), status\n"
-    "(running, complete or aborted), initiator, number of agents, recorded\n"
-    "bytes and recorded in-flight messages.\n"
+    "List the snapshots in REPO, newest last, as an aligned table: id,\n"
+    "start time (UTC), duration, status (running, complete or aborted),\n"
+    "initiator, number of agents, recorded bytes, recorded in-flight\n"
+    "messages and, when a snapshot was aborted, the reason.\n"
     "\n"
     "  -r, --repo REPO   the repository directory\n"
     "  -j, --json        a JSON array of objects, with the finish time and\n"
@@ -46,48 +48,101 @@ print_json(const struct snap_info *v, size_t n)
 	return json_end(&j);
 }
 
+/* Seconds since the epoch of "2024-05-01T12:00:00Z", or -1. */
+static int64_t
+parse_utc(const char *iso)
+{
+	struct tm tm;
+	const char *end;
+
+	memset(&tm, 0, sizeof(tm));
+	end = strptime(iso, "%Y-%m-%dT%H:%M:%SZ", &tm);
+	if (end == NULL || *end != '\0')
+		return -1;
+	return (int64_t)timegm(&tm);
+}
+
+/* From start to finish ("-" while running or unknown): "42s", "3m05s". */
+static void
+fmt_duration(const struct snap_info *v, char *out, size_t outsz)
+{
+	int64_t a = parse_utc(v->started), b = parse_utc(v->finished), d;
+
+	if (a < 0 || b < a) {
+		snprintf(out, outsz, "-");
+		return;
+	}
+	d = b - a;
+	if (d >= 3600)
+		snprintf(out, outsz, "%lldh%02lldm", (long long)(d / 3600),
+		    (long long)(d % 3600 / 60));
+	else if (d >= 60)
+		snprintf(out, outsz, "%lldm%02llds", (long long)(d / 60),
+		    (long long)(d % 60));
+	else
+		snprintf(out, outsz, "%llds", (long long)d);
+}
+
+#define NCOL 9
+
 static void
 print_table(const struct snap_info *v, size_t n)
 {
-	static const char *const head[] = { "ID", "STARTED", "STATUS",
-	    "INITIATOR", "AGENTS", "BYTES", "MSGS" };
-	char (*cell)[7][72];
-	int w[7], k;
+	static const char *const head[NCOL] = { "ID", "STARTED", "DURATION",
+	    "STATUS", "INITIATOR", "AGENTS", "BYTES", "MSGS", "REASON" };
+	/* Numbers right-aligned, text left-aligned. */
+	static const int right[NCOL] = { 1, 0, 1, 0, 0, 1, 1, 1, 0 };
+	char (*cell)[NCOL][300];
+	int w[NCOL], k, last;
 	size_t i;
 
 	if ((cell = calloc(n + 1, sizeof(*cell))) == NULL) {
 		cmd_warn("out of memory");
 		return;
 	}
-	for (k = 0; k < 7; k++)
+	for (k = 0; k < NCOL; k++)
 		snprintf(cell[0][k], sizeof(cell[0][k]), "%s", head[k]);
 	for (i = 0; i < n; i++) {
-		char (*r)[72] = cell[i + 1];
+		char (*r)[300] = cell[i + 1];
 
 		snprintf(r[0], sizeof(r[0]), "%llu",
 		    (unsigned long long)v[i].id);
 		snprintf(r[1], sizeof(r[1]), "%s", v[i].started);
-		snprintf(r[2], sizeof(r[2]), "%s", v[i].status);
-		snprintf(r[3], sizeof(r[3]), "%s", v[i].initiator);
-		snprintf(r[4], sizeof(r[4]), "%d", v[i].nagents);
-		snprintf(r[5], sizeof(r[5]), "%llu",
-		    (unsigned long long)v[i].bytes);
+		fmt_duration(&v[i], r[2], sizeof(r[2]));
+		snprintf(r[3], sizeof(r[3]), "%s", v[i].status);
+		snprintf(r[4], sizeof(r[4]), "%s", v[i].initiator);
+		snprintf(r[5], sizeof(r[5]), "%d", v[i].nagents);
 		snprintf(r[6], sizeof(r[6]), "%llu",
+		    (unsigned long long)v[i].bytes);
+		snprintf(r[7], sizeof(r[7]), "%llu",
 		    (unsigned long long)v[i].nmsgs);
+		cmd_printable(v[i].reason, strlen(v[i].reason), r[8],
+		    sizeof(r[8]));
 	}
-	for (k = 0; k < 7; k++) {
+	/* The REASON column only when a snapshot has one. */
+	last = NCOL - 1;
+	for (i = 1; i <= n && cell[i][NCOL - 1][0] == '\0'; i++)
+		;
+	if (i > n)
+		last = NCOL - 2;
+	for (k = 0; k < NCOL; k++) {
 		w[k] = 0;
 		for (i = 0; i <= n; i++)
 			if ((int)strlen(cell[i][k]) > w[k])
 				w[k] = (int)strlen(cell[i][k]);
 	}
 	for (i = 0; i <= n; i++) {
-		/* Numbers right-aligned, text left-aligned; no trailing
-		 * blanks. */
-		printf("%*s  %-*s  %-*s  %-*s  %*s  %*s  %*s\n", w[0],
-		    cell[i][0], w[1], cell[i][1], w[2], cell[i][2], w[3],
-		    cell[i][3], w[4], cell[i][4], w[5], cell[i][5], w[6],
-		    cell[i][6]);
+		for (k = 0; k <= last; k++) {
+			if (k == last && !right[k]) {
+				/* No trailing blanks. */
+				if (cell[i][k][0] != '\0')
+					printf("  %s", cell[i][k]);
+				continue;
+			}
+			printf("%s%*s", k ? "  " : "", right[k] ? w[k] : -w[k],
+			    cell[i][k]);
+		}
+		putchar('\n');
 	}
 	free(cell);
 }

@@ -25,6 +25,7 @@ static const struct command commands[] = {
 	{ "dump", cmd_dump, "print a data file's keys and watermarks" },
 	{ "snapshot", cmd_snapshot, "take a consistent snapshot" },
 	{ "ls", cmd_ls, "list the snapshots of a repository" },
+	{ "show", cmd_show, "a snapshot's cut in detail, with --sum KEY" },
 	{ "verify", cmd_verify, "check a snapshot's integrity and its cut" },
 	{ "restore", cmd_restore, "restore a snapshot into the data files" },
 	{ "load", cmd_load, "run random transfers, check conservation" },
