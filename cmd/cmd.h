@@ -36,6 +36,8 @@ int cmd_dump(int argc, char **argv);
 int cmd_snapshot(int argc, char **argv);
 int cmd_ls(int argc, char **argv);
 int cmd_show(int argc, char **argv);
+int cmd_forget(int argc, char **argv);
+int cmd_prune(int argc, char **argv);
 int cmd_verify(int argc, char **argv);
 int cmd_restore(int argc, char **argv);
 int cmd_demo(int argc, char **argv);
@@ -138,6 +140,10 @@ void cmd_human_bytes(uint64_t n, char *out, size_t outsz);
 int cmd_snap_info(struct store *st, uint64_t id, struct snap_info *out);
 /* The members of a listing row (ls --json's object), inside an object. */
 void cmd_json_snap_info(struct json *j, const struct snap_info *s);
+
+/* A duration "7d", "12h", "1h30m" (units s m h d w) in seconds. 0, or -1
+ * after printing a usage error. */
+int cmd_parse_duration(const char *s, int64_t *out);
 
 /* Milliseconds from a monotonic clock. */
 int64_t cmd_now_ms(void);

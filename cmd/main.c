@@ -27,6 +27,8 @@ static const struct command commands[] = {
 	{ "ls", cmd_ls, "list the snapshots of a repository" },
 	{ "show", cmd_show, "a snapshot's cut in detail, with --sum KEY" },
 	{ "verify", cmd_verify, "check a snapshot's integrity and its cut" },
+	{ "forget", cmd_forget, "drop snapshots by a retention policy" },
+	{ "prune", cmd_prune, "delete data no snapshot refers to" },
 	{ "restore", cmd_restore, "restore a snapshot into the data files" },
 	{ "load", cmd_load, "run random transfers, check conservation" },
 	{ "demo", cmd_demo, "the bank example, end to end" },

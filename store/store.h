@@ -30,6 +30,42 @@ typedef void (*progress_fn)(void *ctx, const char *agent, uint64_t done,
     uint64_t total);
 void store_set_progress(struct store *st, progress_fn fn, void *ctx);
 
+/* Retention (retain.c). forget deletes from the manifest, in one
+ * transaction, every snapshot no rule keeps; prune then deletes the blobs
+ * no remaining snapshot refers to. Both take the exclusive repository
+ * lock, so they never run beside a snapshot, verify or restore. */
+struct store_forget_policy {
+	int64_t keep_last;	/* keep the newest N complete; -1: no rule */
+	int64_t keep_within_s;	/* keep any started within S seconds before
+				 * now; -1: no rule */
+	int dry_run;		/* decide and report, delete nothing */
+};
+/* A running snapshot is always kept; an aborted one only by keep_within. */
+struct store_forget_result {
+	uint64_t *forgotten;	/* ids, oldest first, malloc'ed */
+	size_t nforgotten;
+	uint64_t *kept;		/* ids, oldest first, malloc'ed */
+	size_t nkept;
+};
+int store_forget(struct store *st, const struct store_forget_policy *p,
+    struct store_forget_result *res, struct cs_err *e);
+void store_forget_result_free(struct store_forget_result *r);
+
+struct store_prune_result {
+	uint64_t referenced;	/* blob names the manifest refers to */
+	uint64_t kept;		/* blob files kept */
+	uint64_t deleted;	/* blob files deleted (or, dry run, to be) */
+	uint64_t bytes;		/* their bytes */
+	uint64_t temps;		/* leftover temp files deleted */
+};
+/* Delete every blob file under blobs/ that no snapshot refers to, and
+ * temp files left by killed snapshots. Files are only ever unlinked after
+ * the manifest change that stopped referring to them was committed (by
+ * forget), so a prune killed at any point leaves a repository in which
+ * every snapshot verifies. */
+int store_prune(struct store *st, int dry_run, struct store_prune_result *r,
+    struct cs_err *e);
+
 /* Take the repository lock, like restic's: a file REPO/locks/<n>.lock
  * naming host, pid and mode, flocked while held. Shared locks (snapshot,
  * verify, restore, ls) coexist; an exclusive one (forget, prune) excludes

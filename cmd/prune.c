@@ -1,0 +1,103 @@
+/* prune.c - "cutsnap prune": delete the blobs no snapshot refers to. */
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdio.h>
+
+#include "../store/store.h"
+#include "cmd.h"
+
+static const char usage_text[] =
+    "usage: cutsnap prune -r REPO [--dry-run] [--json]\n"
+    "\n"
+    "Delete every blob in REPO that no snapshot in the manifest refers to\n"
+    "any more (after 'cutsnap forget', or left by an aborted snapshot), and\n"
+    "temp files left by killed snapshots. Blobs are deleted only after the\n"
+    "manifest stopped naming them, so an interrupted prune leaves a\n"
+    "repository in which every snapshot still verifies; run it again to\n"
+    "finish. Prints \"pruned N blobs (SIZE), kept K\".\n"
+    "\n"
+    "  -r, --repo REPO   the repository directory\n"
+    "  -n, --dry-run     count what would be deleted, delete nothing\n"
+    "  -j, --json        {\"deleted\":N,\"bytes\":N,\"kept\":N,"
+    "\"referenced\":N,\n"
+    "                    \"temps\":N,\"dry_run\":BOOL}\n"
+    "\n"
+    "Takes the repository's exclusive lock: it refuses to run while a\n"
+    "snapshot, verify, restore or forget holds the repository.\n"
+    "\n"
+    "Exit status: 0 success, 1 the repository is locked or a file could\n"
+    "not be deleted, 2 bad usage or a missing repository.\n";
+
+static const struct option opts[] = {
+	{ "repo", required_argument, NULL, 'r' },
+	{ "dry-run", no_argument, NULL, 'n' },
+	{ "json", no_argument, NULL, 'j' },
+	{ "help", no_argument, NULL, 'h' },
+	{ NULL, 0, NULL, 0 },
+};
+
+int
+cmd_prune(int argc, char **argv)
+{
+	struct store_prune_result r;
+	const char *repo = NULL;
+	struct store *st = NULL;
+	struct cs_err e;
+	struct json j;
+	char size[32];
+	int ch, json = 0, dry_run = 0, rc;
+
+	optind = 1;
+	opterr = 0;
+	while ((ch = getopt_long(argc, argv, ":r:njh", opts, NULL)) != -1) {
+		switch (ch) {
+		case 'r':
+			repo = optarg;
+			break;
+		case 'n':
+			dry_run = 1;
+			break;
+		case 'j':
+			json = 1;
+			break;
+		case 'h':
+			return cmd_help(usage_text);
+		default:
+			return cmd_bad_option(argv, ch);
+		}
+	}
+	if (optind < argc)
+		return cmd_usage_error("unexpected argument '%s'",
+		    argv[optind]);
+	if (repo == NULL)
+		return cmd_usage_error("missing -r REPO");
+	if (store_open(repo, 0, &st, &e) == -1)
+		return cmd_fail(EXIT_USAGE, "%s", e.msg);
+	if (store_prune(st, dry_run, &r, &e) == -1) {
+		rc = cmd_fail(EXIT_FAILED, "%s", e.msg);
+		goto out;
+	}
+	rc = EXIT_OK;
+	if (json) {
+		json_init(&j, stdout);
+		json_obj(&j);
+		json_kuint(&j, "deleted", r.deleted);
+		json_kuint(&j, "bytes", r.bytes);
+		json_kuint(&j, "kept", r.kept);
+		json_kuint(&j, "referenced", r.referenced);
+		json_kuint(&j, "temps", r.temps);
+		json_kbool(&j, "dry_run", dry_run);
+		json_obj_end(&j);
+		if (json_end(&j) == -1)
+			rc = cmd_fail(EXIT_FAILED, "write stdout failed");
+	} else {
+		cmd_human_bytes(r.bytes, size, sizeof(size));
+		printf("%s %" PRIu64 " blob%s (%s), kept %" PRIu64 "%s\n",
+		    dry_run ? "would prune" : "pruned", r.deleted,
+		    r.deleted == 1 ? "" : "s", size, r.kept,
+		    r.temps ? ", and removed leftover temp files" : "");
+	}
+out:
+	store_close(st);
+	return rc;
+}

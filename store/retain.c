@@ -1,0 +1,376 @@
+/* retain.c - retention: forget snapshots by policy (a manifest change in
+ * one transaction) and prune the blobs no snapshot refers to any more.
+ *
+ * Crash safety: forget only deletes rows, atomically; prune deletes only
+ * files that no row names, so whenever either is killed every remaining
+ * snapshot still has all its blobs and verifies. Both hold the exclusive
+ * repository lock, so no snapshot can be between storing its chunks and
+ * committing the rows that name them while prune decides what is unused.
+ * prune depends on the blob layout only through blob_referenced (the
+ * names still in use) and the rule that a blob is a file under blobs/
+ * named by 64 hex digits. */
+#include <ctype.h>
+#include <dirent.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "store_int.h"
+#include "../common/fsutil.h"
+
+/* Every blob name (lowercase hex) some snapshot's rows refer to, sorted
+ * and distinct; *out malloc'ed, each name too. */
+static int
+blob_referenced(struct store *st, char ***out, size_t *n, struct cs_err *e)
+{
+	sqlite3_stmt *s = NULL;
+	char **v = NULL, **nv;
+	size_t cap = 0;
+	int step, rc = -1;
+
+	*out = NULL;
+	*n = 0;
+	if (db_prepare(st, "SELECT DISTINCT lower(sha256) FROM agent_chunks "
+	    "ORDER BY 1", &s, e) < 0)
+		return -1;
+	while ((step = sqlite3_step(s)) == SQLITE_ROW) {
+		if (*n == cap) {
+			cap = cap ? cap * 2 : 256;
+			if ((nv = realloc(v, cap * sizeof(*v))) == NULL) {
+				cs_errf(e, "out of memory");
+				goto out;
+			}
+			v = nv;
+		}
+		if ((v[*n] = strdup(col_text(s, 0))) == NULL) {
+			cs_errf(e, "out of memory");
+			goto out;
+		}
+		(*n)++;
+	}
+	if (step != SQLITE_DONE) {
+		db_fail(st, e, "list referenced blobs");
+		goto out;
+	}
+	*out = v;
+	v = NULL;
+	rc = 0;
+out:
+	if (v != NULL) {
+		while (*n > 0)
+			free(v[--(*n)]);
+		free(v);
+	}
+	sqlite3_finalize(s);
+	return rc;
+}
+
+static int
+str_cmp(const void *a, const void *b)
+{
+	return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+static int
+is_hex(const char *s, size_t len)
+{
+	size_t i;
+
+	if (strlen(s) != len)
+		return 0;
+	for (i = 0; i < len; i++)
+		if (!isxdigit((unsigned char)s[i]) ||
+		    isupper((unsigned char)s[i]))
+			return 0;
+	return 1;
+}
+
+/* Seconds since the epoch of "2024-05-01T12:00:00Z", or -1. */
+static int64_t
+parse_utc(const char *iso)
+{
+	struct tm tm;
+	const char *end;
+
+	memset(&tm, 0, sizeof(tm));
+	end = strptime(iso, "%Y-%m-%dT%H:%M:%SZ", &tm);
+	if (end == NULL || *end != '\0')
+		return -1;
+	return (int64_t)timegm(&tm);
+}
+
+/* A snapshot row as forget sees it. */
+struct srow {
+	uint64_t id;
+	char status[16];
+	int64_t started;	/* -1: unparsable */
+	int keep;
+};
+
+/* Decide keep for each row, newest first. */
+static void
+decide(const struct store_forget_policy *p, struct srow *v, size_t n,
+    int64_t now)
+{
+	int64_t complete = 0;
+	size_t i;
+
+	for (i = 0; i < n; i++) {
+		v[i].keep = strcmp(v[i].status, "running") == 0;
+		if (strcmp(v[i].status, "complete") == 0 &&
+		    p->keep_last >= 0 && complete++ < p->keep_last)
+			v[i].keep = 1;
+		if (p->keep_within_s >= 0 && v[i].started >= 0 &&
+		    now - v[i].started <= p->keep_within_s)
+			v[i].keep = 1;
+	}
+}
+
+int
+store_forget(struct store *st, const struct store_forget_policy *p,
+    struct store_forget_result *res, struct cs_err *e)
+{
+	sqlite3_stmt *s = NULL, *del = NULL;
+	struct srow *v = NULL, *nv;
+	int step, rc = -1, in_tx = 0;
+	size_t n = 0, cap = 0, i;
+
+	memset(res, 0, sizeof(*res));
+	if (p->keep_last < 0 && p->keep_within_s < 0)
+		return cs_errf(e, "no retention rule given");
+	if (store_lock(st, 1, e) < 0)
+		return -1;
+	if (db_begin(st, e) < 0)
+		return -1;
+	in_tx = 1;
+	if (db_prepare(st, "SELECT id, status, started_at FROM snapshots "
+	    "ORDER BY id DESC", &s, e) < 0)
+		goto out;
+	while ((step = sqlite3_step(s)) == SQLITE_ROW) {
+		if (n == cap) {
+			cap = cap ? cap * 2 : 64;
+			if ((nv = realloc(v, cap * sizeof(*v))) == NULL) {
+				cs_errf(e, "out of memory");
+				goto out;
+			}
+			v = nv;
+		}
+		if (col_u64(s, 0, &v[n].id) < 0) {
+			cs_errf(e, "repository %s: malformed snapshot id",
+			    st->repo);
+			goto out;
+		}
+		snprintf(v[n].status, sizeof(v[n].status), "%s",
+		    col_text(s, 1));
+		v[n].started = parse_utc(col_text(s, 2));
+		n++;
+	}
+	if (step != SQLITE_DONE) {
+		db_fail(st, e, "list snapshots");
+		goto out;
+	}
+	if ((res->forgotten = calloc(n + 1, sizeof(uint64_t))) == NULL ||
+	    (res->kept = calloc(n + 1, sizeof(uint64_t))) == NULL) {
+		cs_errf(e, "out of memory");
+		goto out;
+	}
+	decide(p, v, n, (int64_t)time(NULL));
+	if (db_prepare(st, "DELETE FROM snapshots WHERE id = ?", &del, e) < 0)
+		goto out;
+	/* Oldest first in the result. */
+	for (i = n; i-- > 0;) {
+		if (v[i].keep) {
+			res->kept[res->nkept++] = v[i].id;
+			continue;
+		}
+		res->forgotten[res->nforgotten++] = v[i].id;
+		if (p->dry_run)
+			continue;
+		sqlite3_reset(del);
+		sqlite3_bind_int64(del, 1, (sqlite3_int64)v[i].id);
+		if (sqlite3_step(del) != SQLITE_DONE) {
+			db_fail(st, e, "delete snapshot");
+			goto out;
+		}
+	}
+	sqlite3_finalize(del);
+	del = NULL;
+	sqlite3_finalize(s);
+	s = NULL;
+	if (db_commit(st, e) < 0)
+		goto out;
+	in_tx = 0;
+	rc = 0;
+out:
+	sqlite3_finalize(del);
+	sqlite3_finalize(s);
+	if (in_tx)
+		db_rollback(st);
+	if (rc < 0)
+		store_forget_result_free(res);
+	free(v);
+	return rc;
+}
+
+void
+store_forget_result_free(struct store_forget_result *r)
+{
+	if (r == NULL)
+		return;
+	free(r->forgotten);
+	free(r->kept);
+	memset(r, 0, sizeof(*r));
+}
+
+/* Test hook: CUTSNAP_FAULT=prune-after-delete:N makes the process exit
+ * with status 99 right after prune's N-th unlink, so the tests can prove
+ * that a prune killed half-way leaves a repository that verifies. */
+static void
+fault_after_delete(uint64_t nth)
+{
+	const char *f = getenv("CUTSNAP_FAULT");
+	const char *pfx = "prune-after-delete:";
+
+	if (f != NULL && strncmp(f, pfx, strlen(pfx)) == 0 &&
+	    strtoull(f + strlen(pfx), NULL, 10) == nth)
+		_exit(99);
+}
+
+/* Delete path (a blob of size bytes, or a temp file) unless dry_run. */
+static int
+drop(const char *path, off_t size, int dry_run, struct store_prune_result *r,
+    int tmp, struct cs_err *e)
+{
+	if (!dry_run && unlink(path) < 0 && errno != ENOENT)
+		return cs_errno(e, "unlink %s", path);
+	if (tmp) {
+		r->temps++;
+	} else {
+		r->deleted++;
+		r->bytes += (uint64_t)size;
+	}
+	if (!dry_run)
+		fault_after_delete(r->deleted + r->temps);
+	return 0;
+}
+
+/* One fan-out directory blobs/xx: drop what is not referenced. */
+static int
+prune_dir(struct store *st, const char *dir, char **ref, size_t nref,
+    int dry_run, struct store_prune_result *r, struct cs_err *e)
+{
+	char path[PATH_MAX];
+	const char *key;
+	struct dirent *d;
+	struct stat sb;
+	DIR *dp;
+	int rc = -1, removed = 0;
+
+	if ((dp = opendir(dir)) == NULL)
+		return cs_errno(e, "open %s", dir);
+	while ((errno = 0, d = readdir(dp)) != NULL) {
+		if (d->d_name[0] == '.' && (d->d_name[1] == '\0' ||
+		    (d->d_name[1] == '.' && d->d_name[2] == '\0')))
+			continue;
+		if (snprintf(path, sizeof(path), "%s/%s", dir, d->d_name) >=
+		    (int)sizeof(path)) {
+			cs_errf(e, "repository path too long: %s", st->repo);
+			goto out;
+		}
+		if (lstat(path, &sb) < 0 || !S_ISREG(sb.st_mode))
+			continue;
+		if (strncmp(d->d_name, ".tmp.", 5) == 0) {
+			if (drop(path, sb.st_size, dry_run, r, 1, e) < 0)
+				goto out;
+			removed = 1;
+			continue;
+		}
+		if (!is_hex(d->d_name, SHA_HEX_LEN - 1))
+			continue;	/* not ours: leave it */
+		key = d->d_name;
+		if (bsearch(&key, ref, nref, sizeof(*ref), str_cmp) != NULL) {
+			r->kept++;
+			continue;
+		}
+		if (drop(path, sb.st_size, dry_run, r, 0, e) < 0)
+			goto out;
+		removed = 1;
+	}
+	if (errno != 0) {
+		cs_errno(e, "read %s", dir);
+		goto out;
+	}
+	if (removed && !dry_run && fsync_dir(dir, e) < 0)
+		goto out;
+	rc = 0;
+out:
+	closedir(dp);
+	return rc;
+}
+
+int
+store_prune(struct store *st, int dry_run, struct store_prune_result *r,
+    struct cs_err *e)
+{
+	char **ref = NULL, path[PATH_MAX];
+	struct dirent *d;
+	struct stat sb;
+	DIR *dp = NULL;
+	size_t nref = 0, i;
+	int rc = -1;
+
+	memset(r, 0, sizeof(*r));
+	if (store_lock(st, 1, e) < 0)
+		return -1;
+	if (blob_referenced(st, &ref, &nref, e) < 0)
+		return -1;
+	r->referenced = nref;
+	if ((dp = opendir(st->blobs)) == NULL) {
+		if (errno == ENOENT) {
+			rc = 0;
+			goto out;
+		}
+		cs_errno(e, "open %s", st->blobs);
+		goto out;
+	}
+	while ((errno = 0, d = readdir(dp)) != NULL) {
+		if (d->d_name[0] == '.' && (d->d_name[1] == '\0' ||
+		    (d->d_name[1] == '.' && d->d_name[2] == '\0')))
+			continue;
+		if (snprintf(path, sizeof(path), "%s/%s", st->blobs,
+		    d->d_name) >= (int)sizeof(path)) {
+			cs_errf(e, "repository path too long: %s", st->repo);
+			goto out;
+		}
+		if (lstat(path, &sb) < 0)
+			continue;
+		/* Under the exclusive lock no snapshot is writing: a temp
+		 * file is a leftover of a killed one. */
+		if (S_ISREG(sb.st_mode) && strncmp(d->d_name, ".tmp.", 5) == 0) {
+			if (drop(path, sb.st_size, dry_run, r, 1, e) < 0)
+				goto out;
+			continue;
+		}
+		if (S_ISDIR(sb.st_mode) && is_hex(d->d_name, 2) &&
+		    prune_dir(st, path, ref, nref, dry_run, r, e) < 0)
+			goto out;
+	}
+	if (errno != 0) {
+		cs_errno(e, "read %s", st->blobs);
+		goto out;
+	}
+	if (r->temps > 0 && !dry_run && fsync_dir(st->blobs, e) < 0)
+		goto out;
+	rc = 0;
+out:
+	if (dp != NULL)
+		closedir(dp);
+	for (i = 0; i < nref; i++)
+		free(ref[i]);
+	free(ref);
+	return rc;
+}
