@@ -242,6 +242,10 @@ agent_run(const struct cfg *c, int self, struct cs_err *e)
 		log_warn("recovery: cut %llu torn bytes from the end of %s",
 		    (unsigned long long)datalog_cut_bytes(a.dl),
 		    c->agents[self].data);
+	else
+		log_info("recovery: %s intact, state rebuilt from %llu records",
+		    c->agents[self].data,
+		    (unsigned long long)datalog_state(a.dl)->records);
 	if ((a.ep = epoll_create1(EPOLL_CLOEXEC)) == -1) {
 		cs_errno(e, "epoll_create1");
 		goto out;

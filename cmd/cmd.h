@@ -160,6 +160,8 @@ int cmd_start_cluster(const struct cfg *c, int timeout_s, pid_t *pids,
  * has exited. 0, or -1 with e set. */
 int cmd_stop_cluster(const struct cfg *c, int timeout_s, struct cs_err *e);
 
+/* When set, spawned agents get "--log-level" and this level. */
+extern const char *cmd_agent_log_level;
 /* Spawn "SELF agent -c conf -n name" in its own session with stdin from
  * /dev/null and stdout/stderr appended to logpath. Returns the pid, or -1
  * with e set. */

@@ -15,7 +15,7 @@
 #define START_POLL_MS 50
 
 static const char usage_text[] =
-    "usage: cutsnap start -c CONF [--timeout SEC]\n"
+    "usage: cutsnap start -c CONF [--timeout SEC] [--log-level LEVEL]\n"
     "\n"
     "Start every agent of CONF that is not running yet, in the background\n"
     "('cutsnap agent -c CONF -n NAME' in its own session, its output\n"
@@ -23,6 +23,9 @@ static const char usage_text[] =
     "\n"
     "  -c, --config CONF   the cluster config file\n"
     "  -t, --timeout SEC   how long to wait for the agents (default 10)\n"
+    "  -l, --log-level LEVEL\n"
+    "                      the agents' log level: error, warn, info\n"
+    "                      (default) or debug\n"
     "\n"
     "Exit status: 0 once all agents answer, 1 if one failed to start, 2 bad\n"
     "usage or bad config.\n";
@@ -30,6 +33,7 @@ static const char usage_text[] =
 static const struct option opts[] = {
 	{ "config", required_argument, NULL, 'c' },
 	{ "timeout", required_argument, NULL, 't' },
+	{ "log-level", required_argument, NULL, 'l' },
 	{ "help", no_argument, NULL, 'h' },
 	{ NULL, 0, NULL, 0 },
 };
@@ -136,7 +140,7 @@ cmd_start(int argc, char **argv)
 
 	optind = 1;
 	opterr = 0;
-	while ((ch = getopt_long(argc, argv, ":c:t:h", opts, NULL)) != -1) {
+	while ((ch = getopt_long(argc, argv, ":c:t:l:h", opts, NULL)) != -1) {
 		switch (ch) {
 		case 'c':
 			conf = optarg;
@@ -145,6 +149,16 @@ cmd_start(int argc, char **argv)
 			if (cmd_parse_pos(optarg, "timeout", 86400, &timeout)
 			    == -1)
 				return EXIT_USAGE;
+			break;
+		case 'l':
+			if (strcmp(optarg, "error") != 0 &&
+			    strcmp(optarg, "warn") != 0 &&
+			    strcmp(optarg, "info") != 0 &&
+			    strcmp(optarg, "debug") != 0)
+				return cmd_usage_error("invalid log level '%s': "
+				    "expected error, warn, info or debug",
+				    optarg);
+			cmd_agent_log_level = optarg;
 			break;
 		case 'h':
 			return cmd_help(usage_text);

@@ -19,6 +19,7 @@
 #include "cmd.h"
 
 const char *cmd_name = "cutsnap";
+const char *cmd_agent_log_level;
 
 static void
 vwarn_line(const char *suffix, const char *fmt, va_list ap)
@@ -393,7 +394,8 @@ cmd_spawn_agent(const char *conf, const char *name, const char *logpath,
 	}
 	if (pid == 0) {
 		char *const args[] = { "cutsnap", "agent", "-c", (char *)conf,
-		    "-n", (char *)name, NULL };
+		    "-n", (char *)name, cmd_agent_log_level ? "--log-level" :
+		    NULL, (char *)cmd_agent_log_level, NULL };
 
 		setsid();
 		if (dup2(nullfd, 0) == -1 || dup2(logfd, 1) == -1 ||
