@@ -8,6 +8,8 @@
 # make bench      the benchmark: prints a table, writes bench/RESULTS.md
 #                 (make bench-deps installs restic and borg for it)
 # make torture    the fault loop, ROUNDS rounds (default 500; SEED=n replays)
+# make install    bin/cutsnap, its manual page and bash completion under
+#                 PREFIX (default /usr/local; DESTDIR is honoured)
 
 CC      ?= cc
 BUILD   ?= build
@@ -34,7 +36,10 @@ CMD_OBJ  := $(CMD_SRC:%.c=$(BUILD)/%.o)
 UNIT_BIN := $(UNIT_SRC:%.c=$(BUILD)/%)
 LIBA     := $(BUILD)/libcutsnap.a
 
-.PHONY: all deps test unit e2e demo asan valgrind fuzz fuzz-bins fuzz-run torture clean bench bench-deps
+PREFIX  ?= /usr/local
+
+.PHONY: all deps test unit e2e demo asan valgrind fuzz fuzz-bins fuzz-run torture clean \
+    bench bench-deps install
 all: $(BIN)
 
 # Every compile waits for the dependency step (order-only, so it runs once
@@ -143,6 +148,17 @@ ROUNDS ?= 500
 torture: all
 	CUTSNAP=$(abspath $(BIN)) tests/torture/torture.sh -n $(ROUNDS) \
 	    $(if $(SEED),-s $(SEED))
+
+# Installs what "make" built; it does not build (so that it can run as
+# another user, e.g. with sudo, without writing into the tree).
+install:
+	@test -x $(BIN) || { echo "no $(BIN): run make first" >&2; exit 1; }
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/man/man1 \
+	    $(DESTDIR)$(PREFIX)/share/bash-completion/completions
+	install -m 0755 $(BIN) $(DESTDIR)$(PREFIX)/bin/cutsnap
+	install -m 0644 man/cutsnap.1 $(DESTDIR)$(PREFIX)/share/man/man1/cutsnap.1
+	install -m 0644 completion/cutsnap.bash \
+	    $(DESTDIR)$(PREFIX)/share/bash-completion/completions/cutsnap
 
 clean:
 	rm -rf build build-asan build-fuzz bin

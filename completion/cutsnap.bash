@@ -1,0 +1,121 @@
+# cutsnap.bash - bash completion for cutsnap: subcommands, their options,
+# config files after -c, directories after -r, agent names from the config.
+
+# The agent names of the config file $1 ([agent NAME] sections).
+_cutsnap_agents()
+{
+	[ -r "$1" ] || return 0
+	sed -n 's/^[[:space:]]*\[agent[[:space:]]\{1,\}\([A-Za-z0-9_.-]\{1,\}\)[[:space:]]*\].*/\1/p' "$1"
+}
+
+_cutsnap()
+{
+	local cur prev cmd conf i opts words
+	COMPREPLY=()
+	cur=${COMP_WORDS[COMP_CWORD]}
+	prev=${COMP_WORDS[COMP_CWORD-1]}
+	local cmds="agent start stop status put get del add transfer channel
+	    dump snapshot ls show verify restore forget prune load demo help"
+
+	if [ "$COMP_CWORD" -eq 1 ]; then
+		COMPREPLY=($(compgen -W "$cmds --help" -- "$cur"))
+		return 0
+	fi
+	cmd=${COMP_WORDS[1]}
+
+	# The config given so far, for agent names.
+	conf=
+	for ((i = 2; i < COMP_CWORD; i++)); do
+		case ${COMP_WORDS[i]} in
+		-c | --config) conf=${COMP_WORDS[i + 1]} ;;
+		--config=*) conf=${COMP_WORDS[i]#--config=} ;;
+		esac
+	done
+
+	case $prev in
+	-c | --config)
+		COMPREPLY=($(compgen -f -X '!*.ini' -- "$cur") $(compgen -d -- "$cur"))
+		return 0
+		;;
+	-r | --repo)
+		COMPREPLY=($(compgen -d -- "$cur"))
+		return 0
+		;;
+	-n | --name | -i | --initiator)
+		COMPREPLY=($(compgen -W "$(_cutsnap_agents "$conf")" -- "$cur"))
+		return 0
+		;;
+	-l | --log-level)
+		if [ "$cmd" = agent ] || [ "$cmd" = start ]; then
+			COMPREPLY=($(compgen -W "error warn info debug" -- "$cur"))
+			return 0
+		fi
+		;;
+	-k | --key)
+		COMPREPLY=($(compgen -f -- "$cur"))
+		return 0
+		;;
+	-t | --timeout | --keep-last | -s | --sum | --keep-within | -w | \
+	    --seconds | --clients | --snapshot-every | --max-amount | --initial)
+		return 0
+		;;
+	esac
+
+	case $cmd in
+	agent) opts="-c --config -n --name -l --log-level --help" ;;
+	start) opts="-c --config -t --timeout -l --log-level --help" ;;
+	stop) opts="-c --config -t --timeout --help" ;;
+	status) opts="-c --config -j --json --help" ;;
+	put | get | del | add | transfer) opts="-c --config --help" ;;
+	channel) opts="-c --config --reverse --help" ;;
+	dump) opts="-j --json --help" ;;
+	snapshot) opts="-c --config -r --repo -i --initiator -t --timeout
+	    -k --key -j --json -q --quiet -v --verbose --help" ;;
+	ls) opts="-r --repo -j --json --help" ;;
+	show) opts="-r --repo -s --sum -j --json --help" ;;
+	verify) opts="-r --repo -k --key -j --json -q --quiet -v --verbose
+	    --help" ;;
+	restore) opts="-r --repo -c --config -k --key -j --json -q --quiet
+	    -v --verbose --help" ;;
+	load) opts="-c --config -r --repo --seconds --clients --snapshot-every
+	    --max-amount --initial -j --json --help" ;;
+	forget) opts="-r --repo -l --keep-last -w --keep-within -n --dry-run
+	    -j --json --help" ;;
+	prune) opts="-r --repo -n --dry-run -j --json --help" ;;
+	demo) opts="--keep --help" ;;
+	*) return 0 ;;
+	esac
+	if [[ $cur == -* ]]; then
+		COMPREPLY=($(compgen -W "$opts" -- "$cur"))
+		return 0
+	fi
+
+	# Positional arguments.
+	case $cmd in
+	put | get | del | add)
+		# The first positional is an agent.
+		words=0
+		for ((i = 2; i < COMP_CWORD; i++)); do
+			case ${COMP_WORDS[i]} in
+			-c | --config) i=$((i + 1)) ;;
+			-*) ;;
+			*) words=$((words + 1)) ;;
+			esac
+		done
+		[ $words -eq 0 ] &&
+		    COMPREPLY=($(compgen -W "$(_cutsnap_agents "$conf")" -- "$cur"))
+		;;
+	transfer)
+		COMPREPLY=($(compgen -W "$(_cutsnap_agents "$conf" | sed 's/$/:/')" -- "$cur"))
+		compopt -o nospace 2>/dev/null
+		;;
+	channel)
+		COMPREPLY=($(compgen -W "hold release $(_cutsnap_agents "$conf")" -- "$cur"))
+		;;
+	dump)
+		COMPREPLY=($(compgen -f -- "$cur"))
+		;;
+	esac
+	return 0
+}
+complete -F _cutsnap cutsnap
