@@ -5,7 +5,10 @@
 # manual page and the completion.
 . "$(dirname "$0")/lib.sh"
 
+# lib.sh has made the test directory the working directory.
+# shellcheck disable=SC2154 # _lib_dir is set by lib.sh
 ROOT=$(cd "$_lib_dir/../.." && pwd)
+# shellcheck disable=SC2034 # used inside the test bodies
 MAN=$ROOT/man/cutsnap.1
 
 # The manual rendered as plain ASCII, one synopsis per line.
