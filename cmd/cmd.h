@@ -100,6 +100,12 @@ int cmd_call(const struct cfg *c, int i, uint8_t type, const struct wbuf *req,
  * (or REPLY_NOTFOUND with notfound_ok), otherwise the exit status to use. */
 int cmd_request(const struct cfg *c, int i, uint8_t type,
     const struct wbuf *req, struct cmd_reply *r, int notfound_ok);
+/* The body of get and del: parse "-c CONF AGENT KEY", send one request
+ * of type carrying KEY, and fail with "key 'K' not found on A" (exit 1)
+ * when it is absent. Returns an exit status; on EXIT_OK *r holds the
+ * reply. The caller frees *r with cmd_reply_free in every case. */
+int cmd_key_request(int argc, char **argv, const char *usage_text,
+    uint8_t type, struct cmd_reply *r);
 /* STATUS: the agent's pid and one line of text ("" if none). 0, or -1
  * with e set when the agent does not answer. */
 int cmd_agent_status(const struct cfg *c, int i, int timeout_ms, pid_t *pid,
