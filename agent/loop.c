@@ -279,8 +279,13 @@ out:
 		listen_close(&a);
 	outch_free(&a);
 	inch_free(&a);
-	if (a.sfd != -1)
+	/* A stop signal still queued (a second SIGTERM, or one that came
+	 * while shutting down) must not hit the default action once the
+	 * mask is restored below: we are stopping already. */
+	if (a.sfd != -1) {
+		signals_read(&a);
 		close(a.sfd);
+	}
 	if (a.ep != -1)
 		close(a.ep);
 	if (masked)
