@@ -378,10 +378,16 @@ conn_read(struct agent *a, struct conn *c)
 		}
 		if (c->inlen == c->incap)
 			break;	/* a whole frame fits: parse first */
-		k = recv(c->fd, c->in + c->inlen, c->incap - c->inlen, 0);
+		want = c->incap - c->inlen;
+		k = recv(c->fd, c->in + c->inlen, want, 0);
 		if (k > 0) {
 			c->inlen += (size_t)k;
 			got += (size_t)k;
+			/* A short read drained the socket: skip the recv that
+			 * would only say EAGAIN (epoll is level-triggered, so
+			 * later data or EOF is reported again). */
+			if ((size_t)k < want)
+				break;
 			continue;
 		}
 		if (k == -1 && errno == EINTR)

@@ -47,6 +47,10 @@
 #define DL_MAX_MSG (WIRE_MAX_KEY + 64u)
 /* Keep the write buffer of a huge PUT no longer than needed. */
 #define DL_WBUF_KEEP (1u << 20)
+/* Appended records wait in memory until the next sync (or until this much
+ * has gathered): one write system call per group commit instead of one
+ * per record. */
+#define DL_PEND_MAX (1u << 20)
 
 struct datalog {
 	int fd;			/* O_RDWR, flock'ed exclusively */
@@ -55,7 +59,9 @@ struct datalog {
 	struct sha_ctx *sha;	/* running hash of [0, end) */
 	struct chunkhash *chunks;	/* per-chunk hashes of [0, end) */
 	struct wbuf wbuf;	/* reused encoding buffer for appends */
-	uint64_t end;		/* file length, a record boundary */
+	struct wbuf pend;	/* records [written, end), not yet written */
+	uint64_t written;	/* file length: [0, written) is in the file */
+	uint64_t end;		/* log length, a record boundary */
 	uint64_t synced;	/* durable prefix length */
 	uint64_t need;		/* end of the last record that must be made
 				 * durable (not a recovery hint) */
@@ -920,6 +926,7 @@ datalog_open(const char *path, struct datalog **out, struct cs_err *e)
 	}
 	dl->fd = -1;
 	wbuf_init(&dl->wbuf);
+	wbuf_init(&dl->pend);
 	if (dl_state_init(&dl->st, 0) == -1 ||
 	    (dl->path = strdup(path)) == NULL ||
 	    (dl->sha = sha_new()) == NULL ||
@@ -954,7 +961,7 @@ datalog_open(const char *path, struct datalog **out, struct cs_err *e)
 			goto out;
 	} else if (recover(dl, sb.st_size, e) == -1)
 		goto out;
-	dl->synced = dl->need = dl->end;
+	dl->written = dl->synced = dl->need = dl->end;
 	*out = dl;
 	dl = NULL;
 	rc = 0;
@@ -966,14 +973,21 @@ out:
 void
 datalog_close(struct datalog *dl)
 {
+	struct cs_err e;
+
 	if (dl == NULL)
 		return;
+	/* Records never synced were never promised to anyone (the agent
+	 * syncs before it closes); writing them is only the tidy end. */
+	if (dl->fd != -1 && !dl->failed)
+		(void)datalog_flush(dl, &e);
 	if (dl->fd != -1)
 		close(dl->fd);		/* releases the flock */
 	dl_state_free(&dl->st);
 	sha_free(dl->sha);
 	chunkhash_free(dl->chunks);
 	wbuf_free(&dl->wbuf);
+	wbuf_free(&dl->pend);
 	free(dl->path);
 	free(dl);
 }
@@ -1004,13 +1018,12 @@ datalog_append(struct datalog *dl, const struct dl_record *r,
 		cs_errf(e, "out of memory");
 		goto out;
 	}
-	if (pwrite_all(dl->fd, dl->wbuf.data, dl->wbuf.len,
-	    (off_t)dl->end) == -1) {
-		cs_errno(e, "write %s", dl->path);
-		/* A partial record must not stay: the next append would
-		 * land after it and turn a torn tail into corruption. */
-		if (ftruncate(dl->fd, (off_t)dl->end) == -1)
-			dl->failed = 1;
+	wbuf_put_raw(&dl->pend, dl->wbuf.data, dl->wbuf.len);
+	if (dl->pend.oom) {
+		/* Nothing of this record is staged for good: forget it. */
+		dl->pend.oom = 0;
+		dl->pend.len = (size_t)(dl->end - dl->written);
+		cs_errf(e, "out of memory");
 		goto out;
 	}
 	if (sha_update(dl->sha, dl->wbuf.data, dl->wbuf.len) == -1 ||
@@ -1029,10 +1042,37 @@ datalog_append(struct datalog *dl, const struct dl_record *r,
 		goto out;
 	}
 	rc = 0;
+	if (dl->pend.len >= DL_PEND_MAX)
+		rc = datalog_flush(dl, e);
 out:
 	if (dl->wbuf.cap > DL_WBUF_KEEP)
 		wbuf_free(&dl->wbuf);
 	return rc;
+}
+
+int
+datalog_flush(struct datalog *dl, struct cs_err *e)
+{
+	if (dl->failed)
+		return cs_errf(e, "data file %s: an earlier write failed; "
+		    "restart the agent to recover", dl->path);
+	if (dl->pend.len == 0)
+		return 0;
+	if (pwrite_all(dl->fd, dl->pend.data, dl->pend.len,
+	    (off_t)dl->written) == -1) {
+		cs_errno(e, "write %s", dl->path);
+		/* The staged records are already in the in-memory state, so
+		 * the agent cannot go on; and a partial record must not stay,
+		 * or a restart would see corruption instead of a torn tail. */
+		dl->failed = 1;
+		(void)ftruncate(dl->fd, (off_t)dl->written);
+		return -1;
+	}
+	dl->written = dl->end;
+	wbuf_reset(&dl->pend);
+	if (dl->pend.cap > DL_WBUF_KEEP + DL_PEND_MAX)
+		wbuf_free(&dl->pend);
+	return 0;
 }
 
 int
@@ -1045,6 +1085,8 @@ datalog_sync(struct datalog *dl, struct cs_err *e)
 		    "restart the agent to recover", dl->path);
 	if (dl->synced == end)
 		return 0;
+	if (datalog_flush(dl, e) == -1)
+		return -1;
 	/* After a failed fsync the kernel may have dropped the dirty pages
 	 * and cleared the error: a retry could "succeed" without the data. */
 	if (fdatasync(dl->fd) == -1) {
@@ -1108,6 +1150,12 @@ datalog_read_value(const struct datalog *dl, const struct kv_entry *ent,
 		return cs_errf(e, "%s: value reference out of range", dl->path);
 	if ((p = malloc(ent->vlen + 1)) == NULL)
 		return cs_errf(e, "out of memory");
+	if (ent->voff >= dl->written) {	/* still staged (a record is never
+					 * split between file and memory) */
+		memcpy(p, dl->pend.data + (ent->voff - dl->written),
+		    ent->vlen);
+		got = ent->vlen;
+	}
 	while (got < ent->vlen) {
 		k = pread(dl->fd, p + got, ent->vlen - got,
 		    (off_t)(ent->voff + got));

@@ -140,13 +140,18 @@ struct datalog;
 int datalog_open(const char *path, struct datalog **out, struct cs_err *e);
 void datalog_close(struct datalog *dl);			/* accepts NULL */
 const struct dl_state *datalog_state(const struct datalog *dl);
-/* Validate r, write it (not yet durable) and apply it to the state. */
+/* Validate r, stage it (written to the file by the next flush or sync,
+ * or at once when 1 MiB has gathered) and apply it to the state. */
 int datalog_append(struct datalog *dl, const struct dl_record *r,
     struct cs_err *e);
-/* fdatasync; afterwards datalog_synced() == datalog_end(). An fsync error
- * is returned, never retried. */
+/* Write the staged records to the file (not yet durable): what reads the
+ * file from outside, such as a snapshot's copy of [0, end), needs it. A
+ * write error is final, like an fsync error. */
+int datalog_flush(struct datalog *dl, struct cs_err *e);
+/* Flush, then fdatasync; afterwards datalog_synced() == datalog_end().
+ * An fsync error is returned, never retried. */
 int datalog_sync(struct datalog *dl, struct cs_err *e);
-uint64_t datalog_end(const struct datalog *dl);		/* bytes written */
+uint64_t datalog_end(const struct datalog *dl);		/* log length */
 /* The prefix that must become durable before what depends on the state
  * is released: datalog_end() minus trailing ACK records, which are only
  * recovery hints and ride along with the next real batch's fsync (group

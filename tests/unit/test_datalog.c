@@ -729,6 +729,10 @@ live_appends_sync_reopen_and_hash(void **state)
 	for (i = 0; i < n; i++) {
 		assert_int_equal(datalog_append(dl, &rs[i], &e), 0);
 		assert_int_equal(datalog_end(dl), offs[i + 1]);
+		/* Staged in memory until a flush writes it. */
+		assert_int_equal(file_size(path), offs[i]);
+		assert_int_equal(datalog_flush(dl, &e), 0);
+		assert_int_equal(file_size(path), offs[i + 1]);
 		expect_prefix_sha_is_file_sha(dl, path);
 	}
 	/* Appends are written but not yet durable until the sync. */

@@ -102,6 +102,7 @@ expect_prefix_sha_is_file_sha(struct datalog *dl)
 	struct cs_err e;
 	int fd;
 
+	assert_int_equal(datalog_flush(dl, &e), 0);
 	assert_int_equal(datalog_prefix_sha(dl, a), 0);
 	assert_true((fd = open(path, O_RDONLY)) >= 0);
 	assert_int_equal(sha256_fd(fd, datalog_end(dl), b, &e), 0);
