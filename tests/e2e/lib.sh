@@ -150,6 +150,25 @@ cs () {
 
 say () { printf '%s\n' "$*" >&2; }
 
+# cutsnap_pid PID: the cutsnap process started by "cs ... &" whose $! is
+# PID. Bash may or may not exec the function's last command in the
+# background subshell, so PID is either timeout or a subshell running it:
+# look up to two levels down for the process named cutsnap* (cutsnap-asan
+# under make asan). A signal sent to timeout would be forwarded, but
+# timeout then exits 128+SIG itself, and a kill -9 would miss cutsnap.
+cutsnap_pid () {
+	local p q
+	for p in "$1" $(pgrep -P "$1"); do
+		for q in $p $(pgrep -P "$p"); do
+			case $(cat "/proc/$q/comm" 2>/dev/null) in
+			cutsnap*) echo "$q"; return 0 ;;
+			esac
+		done
+	done
+	say "no cutsnap process under $1"
+	return 1
+}
+
 show_out () {
 	say "--- stdout:"
 	head -c 2000 "$OUT" | sed 's/^/    /' >&2

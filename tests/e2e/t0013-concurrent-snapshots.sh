@@ -4,8 +4,8 @@
 # complete, and the agents are ready for the next snapshot.
 . "$(dirname "$0")/lib.sh"
 
-# The cutsnap process of the background snapshot (a child of timeout).
-snap_child () { pgrep -P "$SNAP_PID" | head -n 1; }
+# The cutsnap process of the background snapshot.
+snap_child () { cutsnap_pid "$SNAP_PID"; }
 
 test_expect_success 'setup: A=100, B=50; a first snapshot pending on held A->B' '
 	make_config A B &&
@@ -98,6 +98,7 @@ test_expect_success 'kill -9 of a pending snapshot: never listed as complete' '
 	child=$(snap_child) && [ -n "$child" ] &&
 	kill -KILL "$child" || return 1
 	wait "$SNAP_PID"
+	wait_for 5 eval "! kill -0 $child 2>/dev/null" &&
 	[ "$(snap_status "$KILLED")" != complete ] &&
 	expect_exit 1 verify -r "$REPO" "$KILLED"
 '
@@ -107,7 +108,8 @@ test_expect_success 'the agents notice the coordinator is gone: a new snapshot c
 	wait_bal B 63 &&
 	take_snapshot --initiator B --timeout 10 &&
 	expect_ok verify -r "$REPO" "$SNAP_ID" &&
-	expect_ok verify -r "$REPO"
+	expect_ok verify -r "$REPO" &&
+	expect_eq "$(snap_status "$KILLED")" aborted "status of the killed one"
 '
 
 test_expect_success 'ls lists every snapshot, newest last, with its status' '

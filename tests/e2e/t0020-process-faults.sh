@@ -7,22 +7,9 @@
 # cluster carries on with nothing lost or applied twice.
 . "$(dirname "$0")/lib.sh"
 
-# The cutsnap process of the background snapshot: the descendant of
-# SNAP_PID (a subshell running timeout) whose name starts with cutsnap
-# (cutsnap-asan under make asan). Signals to timeout are forwarded, but a
-# kill -9 must hit the coordinator itself.
-snap_child () {
-	local p q
-	for p in $(pgrep -P "$SNAP_PID"); do
-		for q in $p $(pgrep -P "$p"); do
-			case $(cat "/proc/$q/comm" 2>/dev/null) in
-			cutsnap*) echo "$q"; return 0 ;;
-			esac
-		done
-	done
-	say "no cutsnap process under $SNAP_PID"
-	return 1
-}
+# The cutsnap process of the background snapshot (a kill -9 must hit the
+# coordinator itself, not timeout).
+snap_child () { cutsnap_pid "$SNAP_PID"; }
 
 agents_idle () { ! cs status -c "$CONF" | grep -q "snapshot=[0-9]"; }
 
