@@ -11,7 +11,17 @@
  * The copies run on every core (pool.c); the directories are fsync'ed
  * once each at the end, before the commit makes the rows refer to them.
  * A chunk already stored is trusted by its name: its bytes were checked
- * against that digest when it was written, and verify re-checks them. */
+ * against that digest when it was written, and verify re-checks them.
+ *
+ * The copy is background work (pool_run_background): the agents keep
+ * serving requests, each waiting for an fdatasync, while it runs. So the
+ * temp files are written with O_DIRECT, in pieces of DIRECT_PIECE bytes:
+ * buffered writes would leave hundreds of MiB to the kernel's writeback,
+ * whose journal commits (ext4, data=ordered) and full device queue the
+ * agents' fdatasyncs then wait behind, and writeback ignores the copy's
+ * idle I/O class, which direct writes, issued by the copying thread,
+ * carry. It also keeps the repository's bytes out of the page cache.
+ * Filesystems that refuse O_DIRECT (tmpfs) get buffered writes. */
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -24,6 +34,9 @@
 #include "store_int.h"
 #include "../common/chunkhash.h"
 #include "../common/fsutil.h"
+
+#define DIRECT_ALIGN 4096u
+#define DIRECT_PIECE (1u << 20)
 
 /* One chunk to copy. */
 struct cjob {
@@ -41,7 +54,8 @@ struct crun {
 	int *fds;		/* per report, O_RDONLY */
 	struct cjob *jobs;
 	size_t njobs;
-	uint32_t maxchunk;	/* buffer size per worker */
+	uint32_t maxchunk;	/* largest chunk; buffers hold it rounded
+				 * up to DIRECT_ALIGN */
 	uint8_t *bufs[POOL_MAX_THREADS];	/* per worker, lazily */
 	pthread_mutex_t mu;
 	int failed;		/* set once; later jobs are skipped */
@@ -86,16 +100,73 @@ tmp_path(const struct crun *r, const struct cjob *j, char *out, size_t sz,
 	return 0;
 }
 
-/* Pass 1 for chunk j: read it, check its digest, write it as a temp file
- * and start its writeback, so that the disk works while the next chunks
- * are hashed. buf holds maxchunk bytes. */
+static size_t
+align_up(size_t n)
+{
+	return (n + DIRECT_ALIGN - 1) / DIRECT_ALIGN * DIRECT_ALIGN;
+}
+
+/* Create the temp file tmp, with O_DIRECT where the filesystem has it;
+ * *direct says which. */
+static int
+create_tmp(const char *tmp, int *direct)
+{
+	const int flags = O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC;
+	int fd;
+
+	*direct = 1;
+	fd = open(tmp, flags | O_DIRECT, 0600);
+	if (fd >= 0 || errno != EINVAL)
+		return fd;
+	*direct = 0;
+	return open(tmp, flags, 0600);
+}
+
+/* Write buf[0, len) to the new file tfd. Direct writes need aligned
+ * lengths: the last piece is padded with zeros (buf has room up to the
+ * next DIRECT_ALIGN) and the file cut back to len. A filesystem that took
+ * O_DIRECT at open but refuses the write gets the rest buffered. */
+static int
+write_chunk(int tfd, int direct, uint8_t *buf, size_t len)
+{
+	size_t off = 0, n;
+	ssize_t k;
+
+	if (!direct)
+		return write_all(tfd, buf, len);
+	memset(buf + len, 0, align_up(len) - len);
+	while (off < len) {
+		n = align_up(len - off) < DIRECT_PIECE ? align_up(len - off) :
+		    DIRECT_PIECE;
+		k = pwrite(tfd, buf + off, n, (off_t)off);
+		if (k == -1 && errno == EINTR)
+			continue;
+		if (k == -1 && errno == EINVAL && off == 0) {
+			if (fcntl(tfd, F_SETFL, fcntl(tfd, F_GETFL) &
+			    ~O_DIRECT) == -1)
+				return -1;
+			return write_all(tfd, buf, len);
+		}
+		if (k <= 0) {
+			if (k == 0)
+				errno = EIO;
+			return -1;
+		}
+		off += (size_t)k;
+	}
+	return off == len ? 0 : ftruncate(tfd, (off_t)len);
+}
+
+/* Pass 1 for chunk j: read it, check its digest, write it as a temp file,
+ * so that the disk works while the next chunks are hashed. buf holds
+ * align_up(maxchunk) bytes, aligned for O_DIRECT. */
 static int
 copy_chunk(struct crun *r, struct cjob *j, uint8_t *buf, struct cs_err *e)
 {
 	const char *path = r->paths[j->src];
 	char tmp[PATH_MAX];
 	uint8_t got[SHA_LEN];
-	int tfd = -1, rc = -1;
+	int tfd = -1, rc = -1, direct;
 
 	if (pread_all(r->fds[j->src], buf, (size_t)j->len,
 	    (off_t)j->off) < 0) {
@@ -117,19 +188,20 @@ copy_chunk(struct crun *r, struct cjob *j, uint8_t *buf, struct cs_err *e)
 	if (tmp_path(r, j, tmp, sizeof(tmp), e) < 0)
 		goto out;
 	unlink(tmp);
-	tfd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
-	    0600);
-	if (tfd < 0) {
+	if ((tfd = create_tmp(tmp, &direct)) < 0) {
 		cs_errno(e, "create %s", tmp);
 		goto out;
 	}
 	j->written = 1;
-	if (write_all(tfd, buf, (size_t)j->len) < 0) {
+	if (write_chunk(tfd, direct, buf, (size_t)j->len) < 0) {
 		cs_errno(e, "write %s", tmp);
 		goto out;
 	}
-	/* Only a hint: the fdatasync of pass 2 is what makes it durable. */
-	(void)sync_file_range(tfd, 0, 0, SYNC_FILE_RANGE_WRITE);
+	/* Only a hint for buffered writes: the fdatasync of pass 2 is what
+	 * makes a chunk durable (direct writes leave the file's metadata and
+	 * the disk's cache to it too). */
+	if (!direct)
+		(void)sync_file_range(tfd, 0, 0, SYNC_FILE_RANGE_WRITE);
 	if (close(tfd) < 0) {
 		tfd = -1;
 		cs_errno(e, "close %s", tmp);
@@ -177,7 +249,9 @@ copy_task(void *ctx, size_t t, int w)
 
 	if (crun_failed(r))
 		return;
-	if (r->bufs[w] == NULL && (r->bufs[w] = malloc(r->maxchunk)) == NULL) {
+	if (r->bufs[w] == NULL && posix_memalign((void **)&r->bufs[w],
+	    DIRECT_ALIGN, align_up(r->maxchunk)) != 0) {
+		r->bufs[w] = NULL;
 		cs_errf(&e, "out of memory");
 		crun_fail(r, &e);
 		return;
@@ -342,13 +416,12 @@ store_put_chunks(struct store *st, const char *const *paths,
 	store_progress_start(st, 0);
 	for (i = 0; i < r.njobs; i++)
 		progress_grow(st, r.jobs[i].len);
-	/* Two passes: every chunk written with its writeback started, then
-	 * each fdatasync'ed and renamed; the fsyncs of the second pass find
-	 * most data already on its way to the disk, and one journal commit
-	 * serves many of them. */
-	pool_run(r.njobs, copy_task, &r);
+	/* Two passes: every chunk written, then each fdatasync'ed and
+	 * renamed; the fsyncs of the second pass find the data on the disk
+	 * already, and one journal commit serves many of them. */
+	pool_run_background(r.njobs, copy_task, &r);
 	if (!r.failed)
-		pool_run(r.njobs, seal_task, &r);
+		pool_run_background(r.njobs, seal_task, &r);
 	if (r.failed) {
 		*e = r.err;
 		goto out;

@@ -1,5 +1,8 @@
 /* pool.c - run independent tasks on a few threads (one per core): the
  * chunk copy of a snapshot and the hashing and replay of verify. */
+#include <sys/resource.h>
+#include <sys/syscall.h>
+
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -17,7 +20,27 @@ struct pool {
 struct worker_arg {
 	struct pool *p;
 	int id;
+	int background;
 };
+
+/* Linux's ioprio_set(2) has no libc wrapper; these are its ABI values. */
+#define IOPRIO_WHO_PROCESS 1
+#define IOPRIO_CLASS_IDLE 3
+#define IOPRIO_CLASS_SHIFT 13
+#define BACKGROUND_NICE 10
+
+/* Lower the calling thread's priorities (both are per thread on Linux).
+ * Only a hint: a kernel or scheduler without I/O classes ignores it, and
+ * a failure only means the copy competes at normal priority. */
+static void
+lower_priority(void)
+{
+	pid_t tid = (pid_t)syscall(SYS_gettid);
+
+	(void)syscall(SYS_ioprio_set, IOPRIO_WHO_PROCESS, (int)tid,
+	    IOPRIO_CLASS_IDLE << IOPRIO_CLASS_SHIFT);
+	(void)setpriority(PRIO_PROCESS, (id_t)tid, BACKGROUND_NICE);
+}
 
 static void *
 worker(void *arg)
@@ -25,6 +48,8 @@ worker(void *arg)
 	struct worker_arg *w = arg;
 	size_t t;
 
+	if (w->background)
+		lower_priority();
 	while ((t = atomic_fetch_add(&w->p->next, 1)) < w->p->ntasks)
 		w->p->fn(w->p->ctx, t, w->id);
 	return NULL;
@@ -40,9 +65,9 @@ pool_threads(void)
 	return n > POOL_MAX_THREADS ? POOL_MAX_THREADS : (int)n;
 }
 
-void
-pool_run(size_t ntasks, void (*fn)(void *ctx, size_t task, int worker),
-    void *ctx)
+static void
+run(size_t ntasks, void (*fn)(void *ctx, size_t task, int worker),
+    void *ctx, int background)
 {
 	pthread_t th[POOL_MAX_THREADS];
 	struct worker_arg wa[POOL_MAX_THREADS];
@@ -58,16 +83,35 @@ pool_run(size_t ntasks, void (*fn)(void *ctx, size_t task, int worker),
 	n = pool_threads();
 	if ((size_t)n > ntasks)
 		n = (int)ntasks;
-	/* The caller is one of the workers; a thread that cannot be
-	 * created only means fewer helpers. */
 	for (i = 0; i < n; i++) {
 		wa[i].p = &p;
 		wa[i].id = i;
+		wa[i].background = background;
 	}
-	for (i = 1; i < n; i++)
+	/* In the foreground the caller is worker 0. A thread that cannot be
+	 * created only means fewer workers; a background pool that got none
+	 * at all runs on the caller at the caller's priority. */
+	for (i = background ? 0 : 1; i < n; i++)
 		if (pthread_create(&th[started], NULL, worker, &wa[i]) == 0)
 			started++;
-	worker(&wa[0]);
+	if (!background || started == 0) {
+		wa[0].background = 0;
+		worker(&wa[0]);
+	}
 	for (i = 0; i < started; i++)
 		pthread_join(th[i], NULL);
+}
+
+void
+pool_run(size_t ntasks, void (*fn)(void *ctx, size_t task, int worker),
+    void *ctx)
+{
+	run(ntasks, fn, ctx, 0);
+}
+
+void
+pool_run_background(size_t ntasks,
+    void (*fn)(void *ctx, size_t task, int worker), void *ctx)
+{
+	run(ntasks, fn, ctx, 1);
 }

@@ -112,6 +112,12 @@ void fview_close(struct fview *v);	/* accepts a zeroed view */
 int pool_threads(void);
 void pool_run(size_t ntasks, void (*fn)(void *ctx, size_t task, int worker),
     void *ctx);
+/* The same, as background work: every worker is a new thread whose I/O
+ * is in the idle class (served when the disk has nothing else queued)
+ * and whose CPU share yields to the agents (nice 10). The caller only
+ * waits, so its own priority is never lowered. */
+void pool_run_background(size_t ntasks,
+    void (*fn)(void *ctx, size_t task, int worker), void *ctx);
 
 /* digest.c: the snapshot's digest, hex, recomputed from its rows in the
  * canonical form of the current schema; store_digest_v in that of an
