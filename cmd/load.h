@@ -1,4 +1,5 @@
-/* load.h - the load generator's workers (load_run.c), driven by load.c. */
+/* load.h - the load generator's run (load_run.c, load_io.c), driven by
+ * load.c. */
 #ifndef CUTSNAP_CMD_LOAD_H
 #define CUTSNAP_CMD_LOAD_H
 
@@ -11,7 +12,8 @@
 struct load_opts {
 	const struct cfg *c;
 	int seconds;		/* how long the clients run */
-	int clients;		/* concurrent clients, one thread each */
+	int clients;		/* concurrent clients, each one request at a time */
+	int threads;		/* worker threads sharing them; 0: default */
 	int64_t max_amount;	/* transfers move 1..max_amount */
 	int snap_every_ms;	/* 0: no snapshots */
 	const char *repo;	/* with snap_every_ms */

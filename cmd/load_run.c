@@ -1,10 +1,9 @@
-/* load_run.c - the load generator's client threads and snapshot thread. */
+/* load_run.c - the load generator's run: its worker threads (load_io.c),
+ * the snapshot thread, and the merge of their results. */
 /*
- * Each client is one thread with its own connection to every agent, doing
- * one transfer at a time (a closed loop, like pgbench's clients): pick a
- * random channel S->D and a random amount, send TRANSFER to S, wait for
- * the reply (sent by the agent only once the SEND record is durable).
- * Threads share nothing while they run; their results are merged after
+ * The K clients are split into contiguous slices, one per worker thread;
+ * each worker owns its clients and their connections outright, so the
+ * threads share nothing while they run. Their results are merged after
  * they have been joined.
  */
 #include <errno.h>
@@ -12,33 +11,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
-#include "../common/buf.h"
-#include "../common/client.h"
-#include "../common/wire.h"
 #include "../coordinator/coordinator.h"
 #include "cmd.h"
 #include "load.h"
-
-struct pair {
-	int src, dst;
-};
-
-struct client {
-	const struct load_opts *o;
-	const struct pair *pairs;
-	size_t npairs;
-	int64_t t0_us, end_us;	/* monotonic us: run start, run end */
-	uint64_t rng;		/* xorshift64 state, never 0 */
-	int *fds;		/* one per agent, -1 until connected */
-	struct load_req *reqs;
-	size_t n, cap;
-	uint64_t insufficient, failures;
-	char first_failure[256];
-	int oom;
-};
+#include "load_io.h"
 
 struct snapper {
 	const struct load_opts *o;
@@ -48,118 +26,6 @@ struct snapper {
 	char first_failure[256];
 	int oom;
 };
-
-static int64_t
-now_us(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
-}
-
-static uint64_t
-rnd(uint64_t *s)
-{
-	*s ^= *s << 13;
-	*s ^= *s >> 7;
-	*s ^= *s << 17;
-	return *s;
-}
-
-/* Count a failed request; keep the first one's "AGENT: message". */
-static void
-note_failure(struct client *cl, const char *agent, const char *msg)
-{
-	cl->failures++;
-	if (cl->first_failure[0] == '\0')
-		snprintf(cl->first_failure, sizeof(cl->first_failure),
-		    "%.63s: %.180s", agent, msg);
-}
-
-static int
-record(struct client *cl, int64_t start, int64_t dur)
-{
-	struct load_req *v;
-	size_t ncap;
-
-	if (cl->n == cl->cap) {
-		ncap = cl->cap ? cl->cap * 2 : 4096;
-		if ((v = realloc(cl->reqs, ncap * sizeof(*v))) == NULL)
-			return -1;
-		cl->reqs = v;
-		cl->cap = ncap;
-	}
-	cl->reqs[cl->n].start_us = start - cl->t0_us;
-	cl->reqs[cl->n].dur_us = dur;
-	cl->n++;
-	return 0;
-}
-
-/* One transfer on pair p. A broken connection is closed and reopened by
- * the next request to that agent. */
-static void
-one_transfer(struct client *cl, const struct pair *p, struct wbuf *req)
-{
-	const struct cfg *c = cl->o->c;
-	const char *sname = c->agents[p->src].name;
-	struct cs_err e;
-	uint8_t code, *body = NULL;
-	size_t blen;
-	int64_t n, t;
-	char msg[200];
-
-	n = 1 + (int64_t)(rnd(&cl->rng) % (uint64_t)cl->o->max_amount);
-	wbuf_reset(req);
-	wbuf_put_bytes(req, LOAD_KEY, strlen(LOAD_KEY));
-	wbuf_put_str(req, c->agents[p->dst].name);
-	wbuf_put_bytes(req, LOAD_KEY, strlen(LOAD_KEY));
-	wbuf_put_i64(req, n);
-	if (req->oom) {
-		cl->oom = 1;
-		return;
-	}
-	if (cl->fds[p->src] == -1 && (cl->fds[p->src] =
-	    client_connect(c->agents[p->src].sock, sname, &e)) == -1) {
-		note_failure(cl, sname, e.msg);
-		return;
-	}
-	t = now_us();
-	if (client_call(cl->fds[p->src], W_REQ_TRANSFER, req->data, req->len,
-	    &code, &body, &blen, CMD_REQ_TIMEOUT_MS, &e) == -1) {
-		note_failure(cl, sname, e.msg);
-		close(cl->fds[p->src]);
-		cl->fds[p->src] = -1;
-		goto out;
-	}
-	if (code == REPLY_OK) {
-		if (record(cl, t, now_us() - t) == -1)
-			cl->oom = 1;
-	} else {
-		cmd_printable(body, blen, msg, sizeof(msg));
-		if (code == REPLY_FAIL &&
-		    strncmp(msg, "insufficient funds", 18) == 0)
-			cl->insufficient++;
-		else
-			note_failure(cl, sname, msg);
-	}
-out:
-	free(body);
-}
-
-static void *
-client_main(void *arg)
-{
-	struct client *cl = arg;
-	struct wbuf req;
-
-	wbuf_init(&req);
-	while (!cl->oom && now_us() < cl->end_us)
-		one_transfer(cl, &cl->pairs[rnd(&cl->rng) % cl->npairs],
-		    &req);
-	wbuf_free(&req);
-	return NULL;
-}
 
 static void *
 snapper_main(void *arg)
@@ -179,7 +45,7 @@ snapper_main(void *arg)
 		next += (int64_t)s->o->snap_every_ms * 1000;
 		/* Fixed rate; a snapshot that took longer than the period
 		 * is followed by the next one at once. */
-		while ((now = now_us()) < next && now < s->end_us)
+		while ((now = load_now_us()) < next && now < s->end_us)
 			cmd_sleep_ms(next - now > 50000 ? 50 :
 			    (int)((next - now) / 1000) + 1);
 		if (now >= s->end_us)
@@ -197,9 +63,9 @@ snapper_main(void *arg)
 		}
 		v = &s->v[s->n++];
 		memset(v, 0, sizeof(*v));
-		v->start_us = now_us() - s->t0_us;
+		v->start_us = load_now_us() - s->t0_us;
 		rc = coord_snapshot(s->o->c, &co, &v->id, &e);
-		v->end_us = now_us() - s->t0_us;
+		v->end_us = load_now_us() - s->t0_us;
 		v->ok = rc == 0;
 		if (rc == -1 && s->first_failure[0] == '\0')
 			cmd_snapshot_error(v->id, e.msg, s->first_failure,
@@ -210,9 +76,9 @@ snapper_main(void *arg)
 
 /* Every channel of the config, as (src, dst) pairs. */
 static int
-make_pairs(const struct cfg *c, struct pair **out, size_t *n)
+make_pairs(const struct cfg *c, struct load_pair **out, size_t *n)
 {
-	struct pair *v;
+	struct load_pair *v;
 	int s, d;
 
 	*n = 0;
@@ -232,7 +98,7 @@ make_pairs(const struct cfg *c, struct pair **out, size_t *n)
 
 /* Merge the clients' results into r (taking their arrays' contents). */
 static int
-merge(struct client *cls, int k, struct load_result *r)
+merge(struct load_client *cls, int k, struct load_result *r)
 {
 	size_t total = 0, off = 0;
 	int i;
@@ -256,48 +122,68 @@ merge(struct client *cls, int k, struct load_result *r)
 	return 0;
 }
 
+/* The worker threads: o->threads (default 2, one per core of a small
+ * machine), never more than the clients. */
+static int
+nworkers(const struct load_opts *o)
+{
+	int n = o->threads > 0 ? o->threads : 2;
+
+	return n < o->clients ? n : o->clients;
+}
+
 int
 load_run(const struct load_opts *o, struct load_result *r,
     struct cs_err *e)
 {
-	struct client *cls = NULL;
+	struct load_client *cls = NULL;
+	struct load_worker *ws = NULL;
 	struct snapper sn;
-	struct pair *pairs = NULL;
+	struct load_pair *pairs = NULL;
 	pthread_t *tids = NULL, stid;
 	size_t npairs;
 	int64_t t0;
-	int i, j, started = 0, snap_started = 0, rc = -1, oom = 0;
+	uint64_t seed;
+	int i, nw = nworkers(o), ninit = 0, started = 0, snap_started = 0;
+	int rc = -1, oom = 0;
 
 	memset(r, 0, sizeof(*r));
 	memset(&sn, 0, sizeof(sn));
 	if (make_pairs(o->c, &pairs, &npairs) == -1 ||
 	    (cls = calloc((size_t)o->clients, sizeof(*cls))) == NULL ||
-	    (tids = calloc((size_t)o->clients, sizeof(*tids))) == NULL) {
+	    (ws = calloc((size_t)nw, sizeof(*ws))) == NULL ||
+	    (tids = calloc((size_t)nw, sizeof(*tids))) == NULL) {
 		cs_errf(e, "out of memory");
 		goto out;
 	}
-	t0 = now_us();
+	t0 = load_now_us();
 	for (i = 0; i < o->clients; i++) {
-		cls[i].o = o;
-		cls[i].pairs = pairs;
-		cls[i].npairs = npairs;
-		cls[i].t0_us = t0;
-		cls[i].end_us = t0 + (int64_t)o->seconds * 1000000;
-		cls[i].rng = 0x9e3779b97f4a7c15ULL * (uint64_t)(i + 1) ^
+		seed = 0x9e3779b97f4a7c15ULL * (uint64_t)(i + 1) ^
 		    (uint64_t)t0 ^ (uint64_t)getpid();
-		if (cls[i].rng == 0)
-			cls[i].rng = 1;
-		if ((cls[i].fds = malloc((size_t)o->c->nagents *
-		    sizeof(int))) == NULL) {
+		ninit++;	/* freed at out: even a half-initialised one */
+		if (load_client_init(&cls[i], o->c->nagents, seed) == -1) {
 			cs_errf(e, "out of memory");
-			goto join;
+			goto out;
 		}
-		for (j = 0; j < o->c->nagents; j++)
-			cls[i].fds[j] = -1;
 	}
-	for (i = 0; i < o->clients; i++) {
-		if ((errno = pthread_create(&tids[i], NULL, client_main,
-		    &cls[i])) != 0) {
+	for (i = 0; i < nw; i++) {
+		ws[i].o = o;
+		ws[i].pairs = pairs;
+		ws[i].npairs = npairs;
+		ws[i].t0_us = t0;
+		ws[i].end_us = t0 + (int64_t)o->seconds * 1000000;
+		/* Contiguous slices whose sizes differ by at most one. */
+		ws[i].cls = cls + (size_t)o->clients * (size_t)i / (size_t)nw;
+		ws[i].ncls = (int)((size_t)o->clients * (size_t)(i + 1) /
+		    (size_t)nw - (size_t)(ws[i].cls - cls));
+		ws[i].epfd = -1;
+	}
+	for (i = 0; i < nw; i++)
+		if (load_io_init(&ws[i], e) == -1)
+			goto out;
+	for (i = 0; i < nw; i++) {
+		if ((errno = pthread_create(&tids[i], NULL, load_io_main,
+		    &ws[i])) != 0) {
 			cs_errno(e, "pthread_create");
 			goto join;
 		}
@@ -306,7 +192,7 @@ load_run(const struct load_opts *o, struct load_result *r,
 	if (o->snap_every_ms > 0) {
 		sn.o = o;
 		sn.t0_us = t0;
-		sn.end_us = cls[0].end_us;
+		sn.end_us = ws[0].end_us;
 		if ((errno = pthread_create(&stid, NULL, snapper_main,
 		    &sn)) != 0) {
 			cs_errno(e, "pthread_create");
@@ -316,10 +202,10 @@ load_run(const struct load_opts *o, struct load_result *r,
 	}
 	rc = 0;
 join:
-	/* On a failed start, the running clients end at their deadline. */
+	/* On a failed start, the running workers end at their deadline. */
 	for (i = 0; i < started; i++)
 		pthread_join(tids[i], NULL);
-	r->elapsed_us = now_us() - t0;
+	r->elapsed_us = load_now_us() - t0;
 	if (snap_started)
 		pthread_join(stid, NULL);
 	for (i = 0; i < o->clients; i++)
@@ -334,15 +220,13 @@ join:
 	memcpy(r->first_snap_failure, sn.first_failure,
 	    sizeof(r->first_snap_failure));
 out:
-	for (i = 0; cls != NULL && i < o->clients; i++) {
-		for (j = 0; cls[i].fds != NULL && j < o->c->nagents; j++)
-			if (cls[i].fds[j] != -1)
-				close(cls[i].fds[j]);
-		free(cls[i].fds);
-		free(cls[i].reqs);
-	}
+	for (i = 0; i < ninit; i++)
+		load_client_free(&cls[i], o->c->nagents);
+	for (i = 0; ws != NULL && i < nw; i++)
+		load_io_free(&ws[i]);
 	free(sn.v);
 	free(cls);
+	free(ws);
 	free(tids);
 	free(pairs);
 	if (rc == -1)

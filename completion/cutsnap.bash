@@ -56,7 +56,8 @@ _cutsnap()
 		return 0
 		;;
 	-t | --timeout | --keep-last | -s | --sum | --keep-within | -w | \
-	    --seconds | --clients | --snapshot-every | --max-amount | --initial)
+	    --seconds | --clients | --threads | --snapshot-every | --max-amount | \
+	    --initial)
 		return 0
 		;;
 	esac
@@ -77,8 +78,8 @@ _cutsnap()
 	    --help" ;;
 	restore) opts="-r --repo -c --config -k --key -j --json -q --quiet
 	    -v --verbose --help" ;;
-	load) opts="-c --config -r --repo --seconds --clients --snapshot-every
-	    --max-amount --initial -j --json --help" ;;
+	load) opts="-c --config -r --repo --seconds --clients --threads
+	    --snapshot-every --max-amount --initial -j --json --help" ;;
 	forget) opts="-r --repo -l --keep-last -w --keep-within -n --dry-run
 	    -j --json --help" ;;
 	prune) opts="-r --repo -n --dry-run -j --json --help" ;;

@@ -56,6 +56,16 @@ test_expect_success 'C got the deposit once; existing balances were not overwrit
 	expect_eq "$(total)" 1500 "live total"
 '
 
+test_expect_success 'clients spread over worker threads: 5 over 3, 1 alone' '
+	expect_ok load -c "$CONF" -s 1 -k 5 --threads 3 &&
+	expect_eq "$(field clients "$OUT")" 5 "clients" &&
+	expect_eq "$(field failures "$OUT")" 0 "failures" &&
+	expect_eq "$(field conserved "$OUT")" yes "conserved" &&
+	expect_ok load -c "$CONF" -s 1 -k 1 -t 4 &&
+	[ "$(field transfers "$OUT")" -gt 0 ] &&
+	expect_eq "$(field conserved "$OUT")" yes "conserved"
+'
+
 test_expect_success 'the agents count fsyncs and write requests in status' '
 	expect_ok status -c "$CONF" &&
 	syncs=$(grep -Eo "^A .* syncs=[0-9]+" "$OUT" | grep -Eo "[0-9]+$") &&
@@ -114,6 +124,7 @@ test_expect_success 'bad usage: exit 2 with one line' '
 	err_matches "needs -r REPO" &&
 	expect_error 2 load -c "$CONF" -r "$REPO" &&
 	expect_error 2 load -c "$CONF" --clients 0 &&
+	expect_error 2 load -c "$CONF" --threads 0 &&
 	expect_error 2 load -c "$CONF" --seconds x &&
 	expect_error 2 load
 '
