@@ -89,6 +89,8 @@ load_client_free(struct load_client *cl, int nagents)
 int
 load_io_init(struct load_worker *w, struct cs_err *e)
 {
+	if ((w->ready = calloc((size_t)w->ncls, sizeof(*w->ready))) == NULL)
+		return cs_errf(e, "out of memory");
 	if ((w->epfd = epoll_create1(EPOLL_CLOEXEC)) == -1)
 		return cs_errno(e, "epoll_create1");
 	return 0;
@@ -100,6 +102,8 @@ load_io_free(struct load_worker *w)
 	if (w->epfd != -1)
 		close(w->epfd);
 	w->epfd = -1;
+	free(w->ready);
+	w->ready = NULL;
 }
 
 /* The epoll key of client ci's connection to agent a, at its current gen. */
@@ -122,9 +126,19 @@ note_failure(struct load_client *cl, const char *agent, const char *msg)
 		    "%.63s: %.180s", agent, msg);
 }
 
-/* Count a failure on agent a's connection and close it. If it carried the
- * client's request, the client goes idle and starts its next one from the
- * retry pass (not from here, which may be inside client_next). */
+/* Client cl has no request any more: it starts its next one from the
+ * ready list, once every event of the current batch has been handled. So
+ * the replies of a batch are all timed before any new request is sent
+ * (a send may wake an agent that takes this thread's core), and a client
+ * whose request failed inside client_next is not restarted from there. */
+static void
+make_ready(struct load_worker *w, struct load_client *cl)
+{
+	cl->cur = -1;
+	w->ready[w->nready++] = (int)(cl - w->cls);
+}
+
+/* Count a failure on agent a's connection and close it. */
 static void
 conn_fail(struct load_worker *w, struct load_client *cl, int a,
     const char *msg)
@@ -132,10 +146,8 @@ conn_fail(struct load_worker *w, struct load_client *cl, int a,
 	note_failure(cl, w->o->c->agents[a].name, msg);
 	close(cl->conns[a].fd);	/* also drops it from the epoll set */
 	cl->conns[a].fd = -1;
-	if (cl->cur == a) {
-		cl->cur = -1;
-		w->retry = 1;
-	}
+	if (cl->cur == a)
+		make_ready(w, cl);
 }
 
 static int
@@ -255,7 +267,8 @@ client_next(struct load_worker *w, int ci)
 	}
 	wire_header(cl->out.data, W_REQ_TRANSFER, cl->out.len - WIRE_HDR_LEN);
 	if (cl->conns[p->src].fd == -1 && conn_open(w, ci, p->src) == -1) {
-		w->retry = 1;	/* counted; the next pass picks a new pair */
+		/* Counted; the next round picks a new pair. */
+		make_ready(w, cl);
 		return;
 	}
 	cl->cur = p->src;
@@ -323,8 +336,7 @@ on_reply(struct load_worker *w, int ci, uint8_t type, const uint8_t *p,
 		else
 			note_failure(cl, w->o->c->agents[cl->cur].name, msg);
 	}
-	cl->cur = -1;
-	client_next(w, ci);
+	make_ready(w, cl);
 }
 
 /* Read on the connection carrying client ci's request until its reply is
@@ -458,6 +470,19 @@ expire(struct load_worker *w, int64_t now)
 	return next;
 }
 
+/* Start the next transfer of each client made ready since the last call.
+ * One that fails to start makes itself ready again, for the next round:
+ * each call pushes at most once, so it writes a slot already read. */
+static void
+start_ready(struct load_worker *w)
+{
+	int i, n = w->nready;
+
+	w->nready = 0;
+	for (i = 0; i < n; i++)
+		client_next(w, w->ready[i]);
+}
+
 void *
 load_io_main(void *arg)
 {
@@ -469,33 +494,27 @@ load_io_main(void *arg)
 
 	w->active = w->ncls;
 	for (i = 0; i < w->ncls; i++)
-		client_next(w, i);
-	while (w->active > 0) {
+		w->ready[i] = i;
+	w->nready = w->ncls;
+	for (;;) {
 		now = load_now_us();
 		if (now >= check)
 			check = expire(w, now);
-		/* Clients left idle by a failure start again here (a failed
-		 * connect is retried at once, as a blocking client would). */
-		if (w->retry) {
-			w->retry = 0;
-			for (i = 0; i < w->ncls; i++)
-				if (!w->cls[i].done && w->cls[i].cur == -1)
-					client_next(w, i);
-			if (w->active == 0)
-				break;
-		}
-		ms = w->retry ? 0 : (int)((check - now + 999) / 1000);
+		start_ready(w);
+		if (w->active == 0)
+			break;
+		/* A client still ready could not connect: retry at once, as
+		 * a blocking client would. */
+		ms = w->nready > 0 ? 0 : (int)((check - now + 999) / 1000);
 		if ((n = epoll_wait(w->epfd, evs, MAX_EVENTS, ms)) == -1) {
 			if (errno == EINTR)
 				continue;
 			/* Cannot wait any more: fail what is outstanding. */
 			cs_errno(&e, "epoll_wait");
-			for (i = 0; i < w->ncls; i++) {
+			for (i = 0; i < w->ncls; i++)
 				if (w->cls[i].cur != -1)
 					conn_fail(w, &w->cls[i],
 					    w->cls[i].cur, e.msg);
-				w->cls[i].done = 1;
-			}
 			break;
 		}
 		for (i = 0; i < n; i++)

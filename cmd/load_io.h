@@ -49,14 +49,15 @@ struct load_worker {
 	int ncls;
 	int epfd;		/* -1 until load_io_init */
 	int active;		/* clients not done yet */
-	int retry;		/* some idle client must try to start again */
+	int *ready;		/* idle clients to start next, ncls slots */
+	int nready;
 };
 
 int64_t load_now_us(void);
 /* Allocate a client's connections (all unconnected); 0 / -1 on no memory. */
 int load_client_init(struct load_client *cl, int nagents, uint64_t seed);
 void load_client_free(struct load_client *cl, int nagents);
-/* The worker's epoll instance; 0, or -1 with e set. */
+/* The worker's epoll instance and ready list; 0, or -1 with e set. */
 int load_io_init(struct load_worker *w, struct cs_err *e);
 void load_io_free(struct load_worker *w);
 /* Thread body: run w's clients until the end time and their last replies. */
