@@ -223,7 +223,8 @@ out:
 
 struct summary {
 	double secs, tps, p50, p99, max;
-	double during_max, outside_p50, outside_p99, outside_max, snap_p50;
+	double during_p50, during_p99, during_max;
+	double outside_p50, outside_p99, outside_max, snap_p50;
 	size_t snaps_ok, snaps_failed, during_n;
 	uint64_t syncs, writes;
 	int64_t total0, total1;
@@ -253,12 +254,13 @@ quant_ms(const int64_t *v, size_t n, double q)
 static int
 summarize(const struct load_result *r, struct summary *s)
 {
-	int64_t *all = NULL, *out = NULL, *sd = NULL, b, en;
+	int64_t *all = NULL, *out = NULL, *dur = NULL, *sd = NULL, b, en;
 	size_t i, j, nout = 0, nsd = 0;
 	int during, rc = -1;
 
 	if ((all = malloc((r->nreqs + 1) * sizeof(*all))) == NULL ||
 	    (out = malloc((r->nreqs + 1) * sizeof(*out))) == NULL ||
+	    (dur = malloc((r->nreqs + 1) * sizeof(*dur))) == NULL ||
 	    (sd = malloc((r->nsnaps + 1) * sizeof(*sd))) == NULL)
 		goto done;
 	s->secs = (double)r->elapsed_us / 1e6;
@@ -270,11 +272,9 @@ summarize(const struct load_result *r, struct summary *s)
 		for (during = 0, j = 0; j < r->nsnaps && !during; j++)
 			during = b < r->snaps[j].end_us &&
 			    en > r->snaps[j].start_us;
-		if (during) {
-			s->during_n++;
-			if ((double)all[i] / 1000.0 > s->during_max)
-				s->during_max = (double)all[i] / 1000.0;
-		} else
+		if (during)
+			dur[s->during_n++] = all[i];
+		else
 			out[nout++] = all[i];
 	}
 	for (i = 0; i < r->nsnaps; i++) {
@@ -286,10 +286,14 @@ summarize(const struct load_result *r, struct summary *s)
 	}
 	qsort(all, r->nreqs, sizeof(*all), cmp_i64);
 	qsort(out, nout, sizeof(*out), cmp_i64);
+	qsort(dur, s->during_n, sizeof(*dur), cmp_i64);
 	qsort(sd, nsd, sizeof(*sd), cmp_i64);
 	s->p50 = quant_ms(all, r->nreqs, 0.5);
 	s->p99 = quant_ms(all, r->nreqs, 0.99);
 	s->max = quant_ms(all, r->nreqs, 1.0);
+	s->during_p50 = quant_ms(dur, s->during_n, 0.5);
+	s->during_p99 = quant_ms(dur, s->during_n, 0.99);
+	s->during_max = quant_ms(dur, s->during_n, 1.0);
 	s->outside_p50 = quant_ms(out, nout, 0.5);
 	s->outside_p99 = quant_ms(out, nout, 0.99);
 	s->outside_max = quant_ms(out, nout, 1.0);
@@ -298,6 +302,7 @@ summarize(const struct load_result *r, struct summary *s)
 done:
 	free(all);
 	free(out);
+	free(dur);
 	free(sd);
 	return rc;
 }
@@ -331,6 +336,8 @@ print_json(const struct load_result *r, const struct summary *s,
 	json_kuint(&j, "snapshot_failures", s->snaps_failed);
 	kreal(&j, "snapshot_p50_ms", s->snap_p50);
 	json_kuint(&j, "during_snapshot_requests", s->during_n);
+	kreal(&j, "during_snapshot_p50_ms", s->during_p50);
+	kreal(&j, "during_snapshot_p99_ms", s->during_p99);
 	kreal(&j, "during_snapshot_max_ms", s->during_max);
 	kreal(&j, "outside_snapshot_p50_ms", s->outside_p50);
 	kreal(&j, "outside_snapshot_p99_ms", s->outside_p99);
@@ -355,13 +362,15 @@ print_summary(const struct load_result *r, const struct summary *s,
 	    "p50_ms=%.3f p99_ms=%.3f max_ms=%.3f insufficient=%" PRIu64
 	    " failures=%" PRIu64 " snapshots=%zu snapshot_failures=%zu "
 	    "snapshot_p50_ms=%.1f during_snapshot_requests=%zu "
+	    "during_snapshot_p50_ms=%.3f during_snapshot_p99_ms=%.3f "
 	    "during_snapshot_max_ms=%.3f outside_snapshot_p50_ms=%.3f "
 	    "outside_snapshot_p99_ms=%.3f outside_snapshot_max_ms=%.3f "
 	    "fsyncs=%" PRIu64 " fsyncs_per_transfer=%.3f total_before=%"
 	    PRId64 " total_after=%" PRId64 " conserved=%s\n",
 	    r->nreqs, s->secs, clients, s->tps, s->p50, s->p99, s->max,
 	    r->insufficient, r->failures, s->snaps_ok, s->snaps_failed,
-	    s->snap_p50, s->during_n, s->during_max, s->outside_p50,
+	    s->snap_p50, s->during_n, s->during_p50, s->during_p99,
+	    s->during_max, s->outside_p50,
 	    s->outside_p99, s->outside_max, s->syncs, fpt, s->total0, s->total1,
 	    s->total0 == s->total1 ? "yes" : "no");
 }
