@@ -279,15 +279,15 @@ out:
 		listen_close(&a);
 	outch_free(&a);
 	inch_free(&a);
-	/* A stop signal still queued (a second SIGTERM, or one that came
-	 * while shutting down) must not hit the default action once the
-	 * mask is restored below: we are stopping already. */
-	if (a.sfd != -1) {
-		signals_read(&a);
+	if (a.sfd != -1)
 		close(a.sfd);
-	}
 	if (a.ep != -1)
 		close(a.ep);
+	/* Back to the caller's mask. If SIGTERM or SIGINT is unblocked
+	 * there, one sent from now on takes its default action: a caller
+	 * that exits after us keeps them blocked itself (cmd_agent does);
+	 * reading the signalfd empty here would not help, the next signal
+	 * can come after the read. */
 	if (masked)
 		sigprocmask(SIG_SETMASK, &oldmask, NULL);
 	datalog_close(a.dl);

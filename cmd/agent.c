@@ -1,5 +1,6 @@
 /* agent.c - "cutsnap agent": run one agent in the foreground. */
 #include <getopt.h>
+#include <signal.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -45,6 +46,27 @@ parse_level(const char *s, enum log_level *out)
 	return -1;
 }
 
+/* Block SIGTERM and SIGINT in this process for good: from here to exit
+ * they only ever reach the agent through its signalfd. agent_run blocks
+ * them too, but restores the mask it found when it returns, and a stop
+ * signal that arrives between that and exit would otherwise take the
+ * default action and turn a clean stop into "killed by SIGTERM" (143).
+ * Such a second signal is common: timeout(1), for one, sends SIGTERM to
+ * its child and then again to its whole process group. Blocked signals
+ * still pending at exit are discarded. Done first, before any thread
+ * exists, so that no thread can take a stop signal with the default
+ * action. */
+static void
+block_stop_signals(void)
+{
+	sigset_t set;
+
+	sigemptyset(&set);
+	sigaddset(&set, SIGTERM);
+	sigaddset(&set, SIGINT);
+	pthread_sigmask(SIG_BLOCK, &set, NULL);
+}
+
 int
 cmd_agent(int argc, char **argv)
 {
@@ -54,6 +76,7 @@ cmd_agent(int argc, char **argv)
 	struct cs_err e;
 	int ch, i, rc;
 
+	block_stop_signals();
 	optind = 1;
 	opterr = 0;
 	while ((ch = getopt_long(argc, argv, ":c:n:l:h", opts, NULL)) != -1) {
