@@ -154,8 +154,9 @@ say () { printf '%s\n' "$*" >&2; }
 # PID. Bash may or may not exec the function's last command in the
 # background subshell, so PID is either timeout or a subshell running it:
 # look up to two levels down for the process named cutsnap* (cutsnap-asan
-# under make asan). A signal sent to timeout would be forwarded, but
-# timeout then exits 128+SIG itself, and a kill -9 would miss cutsnap.
+# under make asan). A kill -9 sent to timeout would miss cutsnap, and
+# timeout relays other signals twice (to cutsnap, then to its process
+# group) and adds a SIGCONT, which is not what a test means to send.
 cutsnap_pid () {
 	local p q
 	for p in "$1" $(pgrep -P "$1"); do
