@@ -1,7 +1,8 @@
 /* datalog.h - an agent's data file: a checksummed, append-only record log.
  *
  * File:   16-byte header "CUTSNAPL" | u32 version (1) | u32 0
- * Record: u32 len | u32 crc32 (zlib, of type+payload) | u8 type | payload
+ * Record: u32 len | u32 CRC-32 (gzip/zlib polynomial, of type+payload) |
+ *         u8 type | payload
  *         where len counts type+payload (1 .. DL_MAX_RECORD).
  * Payloads (buf.h encoding):
  *   PUT   bytes key, bytes value

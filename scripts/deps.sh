@@ -8,7 +8,7 @@ need() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q 'install ok ins
 if [ "${1:-}" = bench ]; then
 	list="restic borgbackup openssl"
 else
-	list="gcc make pkg-config libsqlite3-dev libssl-dev libinih-dev zlib1g-dev
+	list="gcc make pkg-config libsqlite3-dev libssl-dev libinih-dev libisal-dev
 	      libcmocka-dev perl sqlite3 procps valgrind clang libclang-rt-14-dev
 	      python3 man-db groff-base"
 fi

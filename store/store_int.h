@@ -176,10 +176,11 @@ size_t rows_channel(const struct snap_rows *r, const char *src,
 struct fcheck {			/* one agent row's recorded file */
 	struct fview view;
 	int mapped;		/* every chunk there with its size */
-	int ok;			/* and the file hashes to its sha256 */
+	int ok;			/* and every chunk hashes to its sha256 */
 	int hash_failed;
-	uint8_t got[SHA_LEN];	/* the file's sha256 as found */
-	unsigned char *bad;	/* per chunk, when !ok: its hash differs */
+	int hashed;		/* got holds the whole file's sha256 */
+	uint8_t got[SHA_LEN];	/* (computed under restore only) */
+	unsigned char *bad;	/* per chunk: its hash differs */
 	int have;		/* st holds the file's replay */
 	struct dl_state st;
 	char err[CS_ERR_MAX];	/* why the replay failed */
@@ -192,6 +193,17 @@ struct vrun {
 	int nproblems;
 	struct snap_rows rows;
 	struct fcheck *fc;	/* per agent row */
+	struct vtask *tasks;	/* the pool's work, see verify.c */
+	size_t ntasks;
+};
+/* One unit of verify's pool: chunk >= 0 hashes that chunk of the agent
+ * row's file; otherwise one of the whole-file tasks below. */
+#define TASK_REPLAY (-1)
+#define TASK_FILE_HASH (-2)
+struct vtask {
+	size_t agent;
+	int64_t chunk;
+	uint64_t len;		/* bytes it covers, to schedule long ones first */
 };
 /* Report one problem, prefixed with "snapshot N: ". */
 void vproblem(struct vrun *v, const char *fmt, ...)

@@ -11,12 +11,22 @@
 #include "cutcheck.h"
 #include "../common/datalog.h"
 
+/* The SEND records of one agent's file to one peer, in log order. The
+ * replay enforced seq == previous + 1 per peer, so the send with seq q is
+ * v[q - first]: found by index, no sort. */
+struct peer_sends {
+	const char *peer;	/* borrowed from the first send */
+	const struct dl_send **v;
+	size_t n, cap;
+};
+
 /* Per config agent: its row and, when its blob replayed, its state. */
 struct cut_agent {
 	int row;		/* index in rows.agents, or -1 */
 	int have;		/* st is the replayed recorded file */
 	const struct dl_state *st;	/* borrowed from the verify run */
-	const struct dl_send **sends;	/* st's sends sorted (peer, seq) */
+	struct peer_sends *ps;	/* st's sends by peer */
+	size_t nps;
 };
 
 static void
@@ -25,31 +35,63 @@ prefix_problem(void *ctx, const char *line)
 	vproblem(ctx, "%s", line);
 }
 
-static int
-cmp_send(const void *a, const void *b)
+static struct peer_sends *
+peer_of(const struct cut_agent *a, const char *peer)
 {
-	const struct dl_send *x = *(const struct dl_send *const *)a;
-	const struct dl_send *y = *(const struct dl_send *const *)b;
-	int c;
+	size_t i;
 
-	if ((c = strcmp(x->peer, y->peer)) != 0)
-		return c;
-	return x->seq < y->seq ? -1 : x->seq > y->seq;
+	for (i = 0; i < a->nps; i++)
+		if (strcmp(a->ps[i].peer, peer) == 0)
+			return &a->ps[i];
+	return NULL;
 }
 
 static const struct dl_send *
 find_send(const struct cut_agent *a, const char *peer, uint64_t seq)
 {
-	struct dl_send key;
-	const struct dl_send *kp = &key, **hit;
+	const struct peer_sends *p = peer_of(a, peer);
+	const struct dl_send *s;
 
-	if (a->sends == NULL)
+	if (p == NULL || p->n == 0 || seq < p->v[0]->seq ||
+	    seq - p->v[0]->seq >= p->n)
 		return NULL;
-	snprintf(key.peer, sizeof(key.peer), "%s", peer);
-	key.seq = seq;
-	hit = bsearch(&kp, a->sends, a->st->nsends, sizeof(*a->sends),
-	    cmp_send);
-	return hit ? *hit : NULL;
+	s = p->v[seq - p->v[0]->seq];
+	return s->seq == seq ? s : NULL;
+}
+
+/* Group a's sends by peer; 0, or -1 when out of memory. */
+static int
+index_sends(struct cut_agent *a)
+{
+	struct peer_sends *p = NULL, *np;
+	const struct dl_send *s;
+	const struct dl_send **nv;
+	size_t i, ncap;
+
+	for (i = 0; i < a->st->nsends; i++) {
+		s = &a->st->sends[i];
+		/* Runs of sends to one peer are the common case. */
+		if (p == NULL || strcmp(p->peer, s->peer) != 0)
+			p = peer_of(a, s->peer);
+		if (p == NULL) {
+			np = realloc(a->ps, (a->nps + 1) * sizeof(*np));
+			if (np == NULL)
+				return -1;
+			a->ps = np;
+			p = &a->ps[a->nps++];
+			memset(p, 0, sizeof(*p));
+			p->peer = s->peer;
+		}
+		if (p->n == p->cap) {
+			ncap = p->cap ? p->cap * 2 : 64;
+			if ((nv = realloc(p->v, ncap * sizeof(*nv))) == NULL)
+				return -1;
+			p->v = nv;
+			p->cap = ncap;
+		}
+		p->v[p->n++] = s;
+	}
+	return 0;
 }
 
 /* Take the replay of agent row a->row's verified file (verify.c). */
@@ -57,7 +99,6 @@ static void
 replay(struct vrun *v, struct cut_agent *a, const char *name)
 {
 	const struct fcheck *f = &v->fc[a->row];
-	size_t i;
 
 	if (!f->have) {
 		vproblem(v, "agent %s: recorded file unreadable: %s", name,
@@ -66,15 +107,8 @@ replay(struct vrun *v, struct cut_agent *a, const char *name)
 	}
 	a->st = &f->st;
 	a->have = 1;
-	if (a->st->nsends == 0)
-		return;
-	if ((a->sends = malloc(a->st->nsends * sizeof(*a->sends))) == NULL) {
+	if (index_sends(a) < 0)
 		vproblem(v, "agent %s: out of memory", name);
-		return;
-	}
-	for (i = 0; i < a->st->nsends; i++)
-		a->sends[i] = &a->st->sends[i];
-	qsort(a->sends, a->st->nsends, sizeof(*a->sends), cmp_send);
 }
 
 /* The config's agents and the recorded agents are the same set. */
@@ -173,6 +207,7 @@ verify_cut(struct vrun *v)
 	struct cfg *c = NULL;
 	struct cs_err e;
 	int i, s, d;
+	size_t k;
 
 	/* The stored config is parsed only for its agents and channels; the
 	 * path gives relative paths a short, harmless base. */
@@ -194,8 +229,11 @@ verify_cut(struct vrun *v)
 				check_channel(v, c, ag, s, d);
 	stray_msgs(v, c);
 out:
-	for (i = 0; ag != NULL && i < c->nagents; i++)
-		free(ag[i].sends);
+	for (i = 0; ag != NULL && i < c->nagents; i++) {
+		for (k = 0; k < ag[i].nps; k++)
+			free(ag[i].ps[k].v);
+		free(ag[i].ps);
+	}
 	free(ag);
 	cfg_free(c);
 }
