@@ -222,6 +222,8 @@ int outch_enqueue(struct agent *a, int dst, enum qkind kind, uint64_t seq,
 void outch_pump(struct agent *a, int dst);
 void outch_frame(struct agent *a, struct conn *c, uint8_t type,
     const uint8_t *p, size_t n);
+/* Peer d connected to us: retry a channel to it that waits for backoff. */
+void outch_peer_alive(struct agent *a, int d);
 void outch_connected(struct agent *a, struct conn *c);
 void outch_closed(struct agent *a, struct conn *c);
 void outch_timers(struct agent *a, int64_t now);

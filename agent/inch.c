@@ -86,6 +86,7 @@ inch_hello(struct agent *a, struct conn *c, const uint8_t *p, size_t n)
 	c->peer = s;
 	a->in[s].conn = c;
 	log_info("channel %s>%s up", src, a->name);
+	outch_peer_alive(a, s);
 	/* Announce only what is durable: the sender resends from here. */
 	wbuf_init(&w);
 	wbuf_put_u64(&w, wm_get(&datalog_state(a->dl)->applied, src));

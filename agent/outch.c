@@ -184,6 +184,21 @@ outch_connect(struct agent *a, int d)
 		outch_connected(a, o->conn);
 }
 
+/* Peer d just connected to us, so it is listening again: if our channel
+ * to it is down and waiting out its backoff (up to BACKOFF_MAX_MS after a
+ * restart of d), connect now instead. A snapshot taken right after a
+ * restart would otherwise wait for that backoff, its markers queued. */
+void
+outch_peer_alive(struct agent *a, int d)
+{
+	struct outch *o = &a->out[d];
+
+	if (!o->configured || o->conn != NULL || o->retry_at == 0)
+		return;
+	o->backoff_ms = BACKOFF_MIN_MS;
+	o->retry_at = now_ms();
+}
+
 void
 outch_connected(struct agent *a, struct conn *c)
 {
