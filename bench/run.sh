@@ -200,31 +200,41 @@ row "disk: synced single writes/s" "$SYNCW_PS" "-" "-" "-" "-"
 
 make_cluster "$W/tp" 3
 start "$W/tp/c.ini"
-load_tps () {	# load_tps OUT [ARGS]: one run, prints transfers/s
-	local out=$1
-	shift
-	"$CS" load -c "$W/tp/c.ini" -s 5 -k 32 "$@" >"$out" 2>>"$LOG" ||
+load_tps () {	# load_tps OUT K [ARGS]: one run with K clients, prints transfers/s
+	local out=$1 k=$2
+	shift 2
+	"$CS" load -c "$W/tp/c.ini" -s 5 -k "$k" "$@" >"$out" 2>>"$LOG" ||
 	    { say "load failed: $(cat "$out")"; }
 	field transfers/s "$out"
 }
-v=(); f=()
-for r in $(seq 1 "$RUNS"); do
-	v+=("$(load_tps "$W/tp.$r")")
-	f+=("$(field fsyncs_per_transfer "$W/tp.$r")")
+# Closed-loop clients: with K clients at most K transfers are in flight,
+# so transfers/s is bounded by K / round trip until the agents saturate.
+# Like pgbench users, sweep K and judge the capacity at the best K; every
+# K's row stays in the table.
+PEAK=0; PEAK_K=32
+for k in 32 64 128; do
+	v=(); f=()
+	for r in $(seq 1 "$RUNS"); do
+		v+=("$(load_tps "$W/tp.$k.$r" "$k")")
+		f+=("$(field fsyncs_per_transfer "$W/tp.$k.$r")")
+	done
+	t=$(median "${v[@]}")
+	row "transfers/s, $k clients (fsyncs/transfer $(median "${f[@]}"))" "$t" \
+	    "$SYNCW_PS writes/s" "$(calc "$t / $SYNCW_PS")" "-" "-"
+	if awk "BEGIN { exit !($t > $PEAK) }"; then PEAK=$t; PEAK_K=$k; fi
 done
-TPS=$(median "${v[@]}")
-FPT=$(median "${f[@]}")
-cmd "cutsnap load -c CONF -s 5 -k 32         # 3 agents, full mesh"
-row "transfers/s, 32 clients (fsyncs/transfer $FPT)" "$TPS" "$SYNCW_PS writes/s" \
+TPS=$PEAK
+cmd "cutsnap load -c CONF -s 5 -k K         # 3 agents, full mesh; K = 32, 64, 128"
+row "transfers/s, best of the above ($PEAK_K clients)" "$TPS" "$SYNCW_PS writes/s" \
     "$(calc "$TPS / $SYNCW_PS")" ">= 10x" "$(verdict "$TPS >= 10 * $SYNCW_PS")"
 v=()
 for r in $(seq 1 "$RUNS"); do
 	fresh "$W/tp/c.ini" "$W/tp/repo"
-	v+=("$(load_tps "$W/tps.$r" --snapshot-every 500 -r "$W/tp/repo")")
+	v+=("$(load_tps "$W/tps.$r" "$PEAK_K" --snapshot-every 500 -r "$W/tp/repo")")
 done
 TPS_S=$(median "${v[@]}")
-cmd "cutsnap load -c CONF -s 5 -k 32 --snapshot-every 500 -r REPO"
-row "transfers/s, snapshot every 500 ms" "$TPS_S" "$TPS (no snapshots)" \
+cmd "cutsnap load -c CONF -s 5 -k K --snapshot-every 500 -r REPO   # K of the best row"
+row "transfers/s, $PEAK_K clients, snapshot every 500 ms" "$TPS_S" "$TPS (no snapshots)" \
     "$(calc "$TPS_S / $TPS")" ">= 0.9x and >= 10x disk" \
     "$(verdict "$TPS_S >= 0.9 * $TPS && $TPS_S >= 10 * $SYNCW_PS")"
 stop "$W/tp/c.ini"
@@ -421,6 +431,9 @@ row "snapshot ms, 32 agents (992 channels)" "$NS_32" "$NS_4 (4 agents)" \
 	echo "$RUNS runs; restic's and borg's full backups are one run each. Times are"
 	echo "wall-clock milliseconds; ratios are value / baseline, measured in the same"
 	echo "run. The page cache is warm for every side (nothing drops caches)."
+	echo "Transfers/s: K closed-loop clients (one transfer in flight each, so at"
+	echo "most K in flight) for K = 32, 64, 128; the group-commit target is judged"
+	echo "at the best K, and the run with snapshots uses that K."
 	echo "Capture pause = slowest transfer overlapping a snapshot / median of the"
 	echo "transfers outside one (4 clients, a fresh repository, so a full snapshot);"
 	echo "its baseline column shows the last run's median outside any snapshot, and"
