@@ -143,6 +143,18 @@ test_expect_success 'a deleted tag row: --key fails as not authenticated' '
 	grep -q "snapshot 1: not authenticated" "$OUT"
 '
 
+test_expect_success 'a file sha256 row that disagrees with its chunks (digest re-sealed): verify checks the chunks, restore refuses it and writes nothing' '
+	rm -rf "$REPO" && cp -a "$TEST_DIR/good" "$REPO" &&
+	cp A.data A.keep && cp B.data B.keep &&
+	zero=$(printf "%064d" 0) &&
+	sql "update agents set sha256 = '\''$zero'\'' where snapshot_id = 2 and name = '\''A'\''" &&
+	redigest 2 &&
+	expect_ok verify -r "$REPO" 2 &&
+	expect_error 1 restore -r "$REPO" 2 -c "$CONF" &&
+	cat "$OUT" "$ERR" | grep -q "snapshot 2: agent A: recorded file sha256 mismatch: expected $zero" &&
+	cmp A.data A.keep && cmp B.data B.keep
+'
+
 test_expect_success 'restore --key of the intact snapshot: restored, 150 in all, no warning' '
 	rm -rf "$REPO" && cp -a "$TEST_DIR/good" "$REPO" &&
 	expect_ok restore -r "$REPO" 1 -c "$CONF" --key "$KEY" &&
