@@ -124,6 +124,30 @@ test_expect_success 'the cluster still conserves money and snapshots normally' '
 	expect_ok verify -r "$REPO" "$SNAP_ID"
 '
 
+# nodirect MODE ARGS...: cutsnap ARGS on a filesystem without O_DIRECT
+# (FAULTFS_NODIRECT=MODE, see faultfs.c); stdout in $OUT, status in $RC.
+nodirect () {
+	local mode=$1
+	shift
+	timeout -k 5 "${CS_TIMEOUT:-30}" env FAULTFS_NODIRECT="$mode" \
+	    LD_PRELOAD="$FAULTFS" \
+	    ASAN_OPTIONS="${ASAN_OPTIONS:-}:verify_asan_link_order=0" \
+	    "$CUTSNAP" "$@" >"$OUT" 2>"$ERR"
+	RC=$?
+}
+
+test_expect_success 'O_DIRECT refused at open or at the first write: the chunk copy falls back to buffered writes' '
+	for mode in open write; do
+		expect_ok put -c "$CONF" A "nodirect_$mode" 1 &&
+		n0=$(find "$REPO/blobs" -type f | wc -l) &&
+		nodirect "$mode" snapshot -c "$CONF" -r "$REPO" &&
+		expect_eq "$RC" 0 "snapshot exit with O_DIRECT refused at $mode" &&
+		id=$(_parse_id "$OUT") && [ -n "$id" ] &&
+		[ "$(find "$REPO/blobs" -type f | wc -l)" -gt "$n0" ] &&
+		expect_ok verify -r "$REPO" "$id" || { show_out; return 1; }
+	done
+'
+
 # Restore snapshot 1 over files that hold another state ("before").
 test_expect_success 'setup: the files before and after a clean restore of snapshot 1' '
 	expect_ok transfer -c "$CONF" A:bal C:bal 7 &&

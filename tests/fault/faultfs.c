@@ -12,7 +12,11 @@
  * FAULTFS_N=K makes the K-th call of that operation fail (once) with
  * FAULTFS_ERRNO (EIO, the default, or ENOSPC) and nothing done; 0 or unset
  * fails nothing. FAULTFS_COUNT=FILE writes "op count" lines for every
- * operation at exit, so a test can count first and then fail each one. */
+ * operation at exit, so a test can count first and then fail each one.
+ *
+ * FAULTFS_NODIRECT plays a filesystem without O_DIRECT: "open" makes every
+ * open with O_DIRECT fail with EINVAL; "write" lets it open but makes
+ * every write to such a file fail with EINVAL. */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
@@ -38,6 +42,7 @@ static unsigned long counts[NOPS];
 static int fault_op = -1;
 static unsigned long fault_n;
 static int fault_errno = EIO;
+static int nodirect_open, nodirect_write;
 
 __attribute__((constructor)) static void
 faultfs_init(void)
@@ -52,6 +57,34 @@ faultfs_init(void)
 	fault_n = n != NULL ? strtoul(n, NULL, 10) : 0;
 	if (err != NULL && strcmp(err, "ENOSPC") == 0)
 		fault_errno = ENOSPC;
+	if ((op = getenv("FAULTFS_NODIRECT")) != NULL) {
+		nodirect_open = strcmp(op, "open") == 0;
+		nodirect_write = strcmp(op, "write") == 0;
+	}
+}
+
+/* FAULTFS_NODIRECT: 1 (errno EINVAL) if this open or write must fail. */
+static int
+no_direct_open(int flags)
+{
+	if (nodirect_open && (flags & O_DIRECT)) {
+		errno = EINVAL;
+		return 1;
+	}
+	return 0;
+}
+
+static int
+no_direct_write(int fd)
+{
+	int fl;
+
+	if (nodirect_write && (fl = fcntl(fd, F_GETFL)) != -1 &&
+	    (fl & O_DIRECT)) {
+		errno = EINVAL;
+		return 1;
+	}
+	return 0;
 }
 
 __attribute__((destructor)) static void
@@ -100,7 +133,7 @@ ssize_t
 write(int fd, const void *p, size_t n)
 {
 	REAL(write);
-	if (faulty_write(fd))
+	if (no_direct_write(fd) || faulty_write(fd))
 		return -1;
 	return real(fd, p, n);
 }
@@ -109,7 +142,7 @@ ssize_t
 pwrite(int fd, const void *p, size_t n, off_t off)
 {
 	REAL(pwrite);
-	if (faulty_write(fd))
+	if (no_direct_write(fd) || faulty_write(fd))
 		return -1;
 	return real(fd, p, n, off);
 }
@@ -118,7 +151,7 @@ ssize_t
 pwrite64(int fd, const void *p, size_t n, off64_t off)
 {
 	REAL(pwrite64);
-	if (faulty_write(fd))
+	if (no_direct_write(fd) || faulty_write(fd))
 		return -1;
 	return real(fd, p, n, off);
 }
@@ -127,7 +160,7 @@ ssize_t
 writev(int fd, const struct iovec *iov, int cnt)
 {
 	REAL(writev);
-	if (faulty_write(fd))
+	if (no_direct_write(fd) || faulty_write(fd))
 		return -1;
 	return real(fd, iov, cnt);
 }
@@ -214,6 +247,8 @@ open(const char *path, int flags, ...)
 
 	REAL(open);
 	OPEN_MODE(flags, mode);
+	if (no_direct_open(flags))
+		return -1;
 	if ((flags & O_CREAT) && faulty(OP_CREATE))
 		return -1;
 	return real(path, flags, mode);
@@ -226,6 +261,8 @@ open64(const char *path, int flags, ...)
 
 	REAL(open64);
 	OPEN_MODE(flags, mode);
+	if (no_direct_open(flags))
+		return -1;
 	if ((flags & O_CREAT) && faulty(OP_CREATE))
 		return -1;
 	return real(path, flags, mode);
@@ -238,6 +275,8 @@ openat(int dfd, const char *path, int flags, ...)
 
 	REAL(openat);
 	OPEN_MODE(flags, mode);
+	if (no_direct_open(flags))
+		return -1;
 	if ((flags & O_CREAT) && faulty(OP_CREATE))
 		return -1;
 	return real(dfd, path, flags, mode);
@@ -250,6 +289,8 @@ openat64(int dfd, const char *path, int flags, ...)
 
 	REAL(openat64);
 	OPEN_MODE(flags, mode);
+	if (no_direct_open(flags))
+		return -1;
 	if ((flags & O_CREAT) && faulty(OP_CREATE))
 		return -1;
 	return real(dfd, path, flags, mode);
