@@ -45,12 +45,13 @@
 /* A SEND's channel message is "op | key | amount" (chmsg.h); this cap
  * keeps every valid record below DL_MAX_RECORD. */
 #define DL_MAX_MSG (WIRE_MAX_KEY + 64u)
-/* Keep the write buffer of a huge PUT no longer than needed. */
-#define DL_WBUF_KEEP (1u << 20)
 /* Appended records wait in memory until the next sync (or until this much
  * has gathered): one write system call per group commit instead of one
  * per record. */
 #define DL_PEND_MAX (1u << 20)
+/* After a flush, keep the staging buffer only if it is no larger than
+ * this (a huge PUT grows it once). */
+#define DL_PEND_KEEP (2u << 20)
 
 struct datalog {
 	int fd;			/* O_RDWR, flock'ed exclusively */
@@ -58,8 +59,8 @@ struct datalog {
 	struct dl_state st;	/* replay of [0, end) */
 	struct sha_ctx *sha;	/* running hash of [0, end) */
 	struct chunkhash *chunks;	/* per-chunk hashes of [0, end) */
-	struct wbuf wbuf;	/* reused encoding buffer for appends */
-	struct wbuf pend;	/* records [written, end), not yet written */
+	struct wbuf pend;	/* records [written, end), encoded here by
+				 * append, not yet written */
 	uint64_t written;	/* file length: [0, written) is in the file */
 	uint64_t end;		/* log length, a record boundary */
 	uint64_t synced;	/* durable prefix length */
@@ -935,7 +936,6 @@ datalog_open(const char *path, struct datalog **out, struct cs_err *e)
 		goto out;
 	}
 	dl->fd = -1;
-	wbuf_init(&dl->wbuf);
 	wbuf_init(&dl->pend);
 	if (dl_state_init(&dl->st, 0) == -1 ||
 	    (dl->path = strdup(path)) == NULL ||
@@ -996,7 +996,6 @@ datalog_close(struct datalog *dl)
 	dl_state_free(&dl->st);
 	sha_free(dl->sha);
 	chunkhash_free(dl->chunks);
-	wbuf_free(&dl->wbuf);
 	wbuf_free(&dl->pend);
 	free(dl->path);
 	free(dl);
@@ -1008,64 +1007,56 @@ datalog_state(const struct datalog *dl)
 	return &dl->st;
 }
 
+/* The error of every call after a failed write or fsync. */
+static int
+refuse_failed(const struct datalog *dl, struct cs_err *e)
+{
+	return cs_errf(e, "data file %s: an earlier write failed; restart the "
+	    "agent to recover", dl->path);
+}
+
 int
 datalog_append(struct datalog *dl, const struct dl_record *r,
     struct cs_err *e)
 {
 	struct cs_err why;
-	int rc = -1;
+	const uint8_t *rec;
+	size_t staged = dl->pend.len, n;
 
-	if (dl->failed) {
-		cs_errf(e, "data file %s: an earlier write failed; restart "
-		    "the agent to recover", dl->path);
-		goto out;
-	}
+	if (dl->failed)
+		return refuse_failed(dl, e);
 	if (dl_state_check(&dl->st, r, e) == -1)
-		goto out;
-	wbuf_reset(&dl->wbuf);
-	dl_encode(&dl->wbuf, r);
-	if (dl->wbuf.oom) {
-		cs_errf(e, "out of memory");
-		goto out;
-	}
-	wbuf_put_raw(&dl->pend, dl->wbuf.data, dl->wbuf.len);
+		return -1;
+	dl_encode(&dl->pend, r);
 	if (dl->pend.oom) {
 		/* Nothing of this record is staged for good: forget it. */
 		dl->pend.oom = 0;
-		dl->pend.len = (size_t)(dl->end - dl->written);
-		cs_errf(e, "out of memory");
-		goto out;
+		dl->pend.len = staged;
+		return cs_errf(e, "out of memory");
 	}
-	if (sha_update(dl->sha, dl->wbuf.data, dl->wbuf.len) == -1 ||
-	    chunkhash_update(dl->chunks, dl->wbuf.data, dl->wbuf.len) == -1) {
+	rec = dl->pend.data + staged;
+	n = dl->pend.len - staged;
+	if (sha_update(dl->sha, rec, n) == -1 ||
+	    chunkhash_update(dl->chunks, rec, n) == -1) {
 		dl->failed = 1;
-		cs_errf(e, "sha256 failed");
-		goto out;
+		return cs_errf(e, "sha256 failed");
 	}
 	dl->st.rec_off = dl->end;
-	dl->end += dl->wbuf.len;
+	dl->end += n;
 	if (r->type != DL_ACK)
 		dl->need = dl->end;
 	if (dl_state_apply(&dl->st, r, &why) == -1) {
 		dl->failed = 1;
-		cs_errf(e, "data file %s: %s", dl->path, why.msg);
-		goto out;
+		return cs_errf(e, "data file %s: %s", dl->path, why.msg);
 	}
-	rc = 0;
-	if (dl->pend.len >= DL_PEND_MAX)
-		rc = datalog_flush(dl, e);
-out:
-	if (dl->wbuf.cap > DL_WBUF_KEEP)
-		wbuf_free(&dl->wbuf);
-	return rc;
+	return dl->pend.len >= DL_PEND_MAX ? datalog_flush(dl, e) : 0;
 }
 
 int
 datalog_flush(struct datalog *dl, struct cs_err *e)
 {
 	if (dl->failed)
-		return cs_errf(e, "data file %s: an earlier write failed; "
-		    "restart the agent to recover", dl->path);
+		return refuse_failed(dl, e);
 	if (dl->pend.len == 0)
 		return 0;
 	if (pwrite_all(dl->fd, dl->pend.data, dl->pend.len,
@@ -1080,7 +1071,7 @@ datalog_flush(struct datalog *dl, struct cs_err *e)
 	}
 	dl->written = dl->end;
 	wbuf_reset(&dl->pend);
-	if (dl->pend.cap > DL_WBUF_KEEP + DL_PEND_MAX)
+	if (dl->pend.cap > DL_PEND_KEEP)
 		wbuf_free(&dl->pend);
 	return 0;
 }
@@ -1091,8 +1082,7 @@ datalog_sync(struct datalog *dl, struct cs_err *e)
 	uint64_t end = dl->end;
 
 	if (dl->failed)
-		return cs_errf(e, "data file %s: an earlier write failed; "
-		    "restart the agent to recover", dl->path);
+		return refuse_failed(dl, e);
 	if (dl->synced == end)
 		return 0;
 	if (datalog_flush(dl, e) == -1)
