@@ -8,8 +8,6 @@
 
 #include "store_int.h"
 
-#define PROGRESS_STEP ((size_t)1 << 20)
-
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 
 void
@@ -48,35 +46,4 @@ progress_add(struct store *st, const char *agent, uint64_t n)
 	if (st->pfn != NULL)
 		st->pfn(st->pctx, agent, st->pdone, st->ptotal);
 	pthread_mutex_unlock(&mu);
-}
-
-int
-progress_sha256(struct store *st, const char *agent, const void *p,
-    size_t n, uint8_t out[SHA_LEN])
-{
-	const uint8_t *b = p;
-	struct sha_ctx *c;
-	size_t off, k;
-	int rc = -1;
-
-	if (st->pfn == NULL) {
-		if (sha256_buf(b, n, out) < 0)
-			return -1;
-		progress_add(st, agent, n);
-		return 0;
-	}
-	if ((c = sha_new()) == NULL)
-		return -1;
-	for (off = 0; off < n; off += k) {
-		k = n - off < PROGRESS_STEP ? n - off : PROGRESS_STEP;
-		if (sha_update(c, b + off, k) < 0)
-			goto out;
-		progress_add(st, agent, k);
-	}
-	if (sha_final(c, out) < 0)
-		goto out;
-	rc = 0;
-out:
-	sha_free(c);
-	return rc;
 }

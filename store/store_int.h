@@ -53,9 +53,6 @@ int migrate_v1(struct store *st, struct cs_err *e);
 void store_progress_start(struct store *st, uint64_t total);
 void progress_grow(struct store *st, uint64_t n);
 void progress_add(struct store *st, const char *agent, uint64_t n);
-/* SHA-256 of p[0, n) in steps, counting the bytes as they are hashed. */
-int progress_sha256(struct store *st, const char *agent, const void *p,
-    size_t n, uint8_t out[SHA_LEN]);
 
 /* manifest.c: SQLite helpers. Each returns 0 or -1 with e set to
  * "repository R: what: sqlite's message". */
