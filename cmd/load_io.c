@@ -307,22 +307,13 @@ on_reply(struct load_worker *w, int ci, uint8_t type, const uint8_t *p,
 	struct load_client *cl = &w->cls[ci];
 	int64_t end = load_now_us();
 	const uint8_t *body;
-	struct rbuf r;
+	struct cs_err e;
 	size_t blen;
 	uint8_t code;
 	char msg[200];
 
-	if (type != W_REPLY) {
-		snprintf(msg, sizeof(msg), "unexpected frame type %u, "
-		    "expected a reply", type);
-		conn_fail(w, cl, cl->cur, msg);
-		return;
-	}
-	rbuf_init(&r, p, plen);
-	code = rbuf_u8(&r);
-	body = rbuf_bytes(&r, &blen, WIRE_MAX_FRAME);
-	if (!rbuf_done(&r)) {
-		conn_fail(w, cl, cl->cur, "malformed reply");
+	if (client_reply_decode(type, p, plen, &code, &body, &blen, &e) == -1) {
+		conn_fail(w, cl, cl->cur, e.msg);
 		return;
 	}
 	if (code == REPLY_OK) {

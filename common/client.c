@@ -50,13 +50,29 @@ out:
 }
 
 int
+client_reply_decode(uint8_t type, const uint8_t *p, size_t n, uint8_t *code,
+    const uint8_t **body, size_t *blen, struct cs_err *e)
+{
+	struct rbuf r;
+
+	if (type != W_REPLY)
+		return cs_errf(e, "unexpected frame type %u, expected a reply",
+		    type);
+	rbuf_init(&r, p, n);
+	*code = rbuf_u8(&r);
+	*body = rbuf_bytes(&r, blen, WIRE_MAX_FRAME);
+	if (!rbuf_done(&r))
+		return cs_errf(e, "malformed reply");
+	return 0;
+}
+
+int
 client_call(int fd, uint8_t type, const void *req, size_t reqlen,
     uint8_t *code, uint8_t **body, size_t *blen, int timeout_ms,
     struct cs_err *e)
 {
 	uint8_t *payload = NULL, *copy = NULL;
 	const uint8_t *b;
-	struct rbuf r;
 	size_t plen, n;
 	uint8_t rtype;
 	int rc = -1;
@@ -67,17 +83,8 @@ client_call(int fd, uint8_t type, const void *req, size_t reqlen,
 		goto out;
 	if (wire_recv(fd, &rtype, &payload, &plen, timeout_ms, e) == -1)
 		goto out;
-	if (rtype != W_REPLY) {
-		cs_errf(e, "unexpected frame type %u, expected a reply", rtype);
+	if (client_reply_decode(rtype, payload, plen, code, &b, &n, e) == -1)
 		goto out;
-	}
-	rbuf_init(&r, payload, plen);
-	*code = rbuf_u8(&r);
-	b = rbuf_bytes(&r, &n, WIRE_MAX_FRAME);
-	if (!rbuf_done(&r)) {
-		cs_errf(e, "malformed reply");
-		goto out;
-	}
 	if (n > 0) {
 		if ((copy = malloc(n)) == NULL) {
 			cs_errno(e, "reply");

@@ -11,6 +11,10 @@
 /* Connect to an agent's Unix socket. Returns an fd, or -1 with e set
  * ("agent A is not running (connect run/A.sock: ...)"). */
 int client_connect(const char *sock, const char *agent, struct cs_err *e);
+/* Decode a reply frame (type, payload p[0, n)): its code and its body,
+ * borrowed from p. -1 with e set when it is not a well-formed W_REPLY. */
+int client_reply_decode(uint8_t type, const uint8_t *p, size_t n,
+    uint8_t *code, const uint8_t **body, size_t *blen, struct cs_err *e);
 /* Send one request frame and wait up to timeout_ms for the W_REPLY.
  * body is malloc'ed (caller frees, may be NULL when empty). */
 int client_call(int fd, uint8_t type, const void *req, size_t reqlen,
