@@ -214,6 +214,12 @@ void client_frame(struct agent *a, struct conn *c, uint8_t type,
 /* status.c */
 void status_reply(struct agent *a, struct conn *c);
 
+/* dropped.c: 0, or -1 with e set when st holds unacknowledged sends to a
+ * peer that c gives agent self no channel to (a channel dropped from the
+ * config with messages in flight). */
+int agent_check_dropped(const struct cfg *c, int self,
+    const struct dl_state *st, struct cs_err *e);
+
 /* outch.c */
 int outch_init(struct agent *a, struct cs_err *e);
 void outch_free(struct agent *a);

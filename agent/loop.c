@@ -234,6 +234,10 @@ agent_run(const struct cfg *c, int self, struct cs_err *e)
 
 	if (datalog_open(c->agents[self].data, &a.dl, e) == -1)
 		goto out;
+	if (agent_check_dropped(c, self, datalog_state(a.dl), e) == -1) {
+		rc = -2;
+		goto out;
+	}
 	log_info("agent %s starting (pid %d), data %s: %llu bytes, %llu "
 	    "records", a.name, (int)getpid(), c->agents[self].data,
 	    (unsigned long long)datalog_end(a.dl),

@@ -111,8 +111,9 @@ cmd_agent(int argc, char **argv)
 		goto out;
 	}
 	log_init(c->agents[i].name, level);
-	if (agent_run(c, i, &e) == -1)
-		rc = cmd_fail(EXIT_FAILED, "%s: %s", c->agents[i].name, e.msg);
+	if ((rc = agent_run(c, i, &e)) < 0)
+		rc = cmd_fail(rc == -2 ? EXIT_USAGE : EXIT_FAILED, "%s: %s",
+		    c->agents[i].name, e.msg);
 	else
 		rc = EXIT_OK;
 out:

@@ -300,7 +300,8 @@ store_commit_snapshot(struct store *st, uint64_t id, const struct cfg *c,
 	if (id == 0 || id > (uint64_t)INT64_MAX)
 		return cs_errf(e, "snapshot %llu does not exist",
 		    (unsigned long long)id);
-	if (check_reports(id, c, reps, nreps, e) < 0)
+	if (check_reports(id, c, reps, nreps, e) < 0 ||
+	    commit_check_cut(c, reps, nreps, e) < 0)
 		return -1;
 	if (db_begin(st, e) < 0)
 		return -1;

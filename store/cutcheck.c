@@ -1,5 +1,6 @@
 /* cutcheck.c - the consistency rule of a cut, channel by channel: applied
- * <= sent, and the recorded messages are exactly seqs applied+1..sent. */
+ * <= sent, and the recorded messages are exactly seqs applied+1..sent;
+ * between agents of the cut without a channel, applied == sent. */
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -113,4 +114,27 @@ cut_check(const struct cut_channel *ch, problem_fn fn, void *ctx)
 		n += missing(ch, fn, ctx, next, hi, want);
 	free(v);
 	return n;
+}
+
+int
+cut_check_unlisted(const char *src, const char *dst, uint64_t sent,
+    uint64_t applied, problem_fn fn, void *ctx)
+{
+	struct cut_channel ch;
+
+	if (sent == applied)
+		return 0;
+	memset(&ch, 0, sizeof(ch));
+	ch.src = src;
+	ch.dst = dst;
+	if (applied > sent)
+		return problem(&ch, fn, ctx, "not a channel of the config, "
+		    "but applied %llu > sent %llu (receive without send)",
+		    (unsigned long long)applied, (unsigned long long)sent);
+	return problem(&ch, fn, ctx, "not a channel of the config, but %llu "
+	    "message%s in flight on it (sent %llu, applied %llu) that the "
+	    "cut does not hold: restore the channel in the config, or drain "
+	    "it first", (unsigned long long)(sent - applied),
+	    sent - applied == 1 ? " is" : "s are", (unsigned long long)sent,
+	    (unsigned long long)applied);
 }

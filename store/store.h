@@ -106,7 +106,8 @@ int store_put_chunks(struct store *st, const char *const *paths,
     struct cs_err *e);
 /* One transaction: agents, watermarks, channels, messages, the digest and
  * status 'complete'. Fails (and changes nothing) unless the snapshot is
- * 'running' and every agent of c has exactly one report. */
+ * 'running', every agent of c has exactly one report and the reported cut
+ * passes verify's consistency check (e then names the first problem). */
 int store_commit_snapshot(struct store *st, uint64_t id, const struct cfg *c,
     const struct report *reps, size_t nreps, struct cs_err *e);
 int store_abort_snapshot(struct store *st, uint64_t id, const char *reason,

@@ -208,6 +208,12 @@ void vproblem(struct vrun *v, const char *fmt, ...)
 /* The cut's consistency, derived from the recorded files. */
 void verify_cut(struct vrun *v);
 
+/* commit_cut.c: verify's cut check (cutcheck.c) on the agents' reports,
+ * before a commit: 0, or -1 with e set to the first problem and how many
+ * more. Every agent of c has one report (check_reports). */
+int commit_check_cut(const struct cfg *c, const struct report *reps,
+    size_t nreps, struct cs_err *e);
+
 /* auth.c: with a key set, store snapshot id's hmac tag (inside the commit
  * transaction, after its digest), and check it in verify. */
 int auth_put(struct store *st, uint64_t id, struct cs_err *e);

@@ -1,8 +1,9 @@
 /* verify_cut.c - the consistency half of verify, derived from the
  * recorded files themselves: take every file's replay (done in verify.c's
  * pool), then for every channel S->D of the snapshot's config take sent
- * from S's file and applied from D's, and check the recorded messages against them (cutcheck.c) and
- * against S's own SEND records. */
+ * from S's file and applied from D's, and check the recorded messages
+ * against them (cutcheck.c) and against S's own SEND records; every other
+ * watermark of a file must be accounted for too (unlisted). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -178,6 +179,45 @@ check_channel(struct vrun *v, const struct cfg *c, struct cut_agent *ag,
 	free(seqs);
 }
 
+/* Every watermark of a recorded file is accounted for by the cut's
+ * channels: between two agents of the config without a channel, S's sent
+ * must equal D's applied; sends to a peer outside the config must all
+ * have been acknowledged. Otherwise messages in flight are lost to the
+ * cut (a channel dropped from the config while it held some). */
+static void
+unlisted(struct vrun *v, const struct cfg *c, const struct cut_agent *ag)
+{
+	const struct dl_state *st;
+	const char *peer;
+	uint64_t sent, acked;
+	size_t k;
+	int s, d;
+
+	for (s = 0; s < c->nagents; s++) {
+		if (!ag[s].have)
+			continue;
+		st = ag[s].st;
+		for (d = 0; d < c->nagents; d++)
+			if (d != s && ag[d].have && !cfg_has_channel(c, s, d))
+				cut_check_unlisted(c->agents[s].name,
+				    c->agents[d].name,
+				    wm_get(&st->sent, c->agents[d].name),
+				    wm_get(&ag[d].st->applied,
+				    c->agents[s].name), prefix_problem, v);
+		for (k = 0; k < st->sent.n; k++) {
+			peer = st->sent.v[k].peer;
+			sent = st->sent.v[k].seq;
+			acked = wm_get(&st->acked, peer);
+			if (cfg_find(c, peer) < 0 && sent > acked)
+				vproblem(v, "agent %s: %llu unacknowledged "
+				    "messages to %.64s, which is not an agent "
+				    "of the snapshot's config: the cut does "
+				    "not hold them", c->agents[s].name,
+				    (unsigned long long)(sent - acked), peer);
+		}
+	}
+}
+
 /* Messages recorded on a channel that the config does not have. */
 static void
 stray_msgs(struct vrun *v, const struct cfg *c)
@@ -227,6 +267,7 @@ verify_cut(struct vrun *v)
 		for (d = 0; d < c->nagents; d++)
 			if (s != d && cfg_has_channel(c, s, d))
 				check_channel(v, c, ag, s, d);
+	unlisted(v, c, ag);
 	stray_msgs(v, c);
 out:
 	for (i = 0; ag != NULL && i < c->nagents; i++) {
