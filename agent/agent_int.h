@@ -234,7 +234,8 @@ void outch_connected(struct agent *a, struct conn *c);
 void outch_closed(struct agent *a, struct conn *c);
 void outch_timers(struct agent *a, int64_t now);
 int outch_timeout(struct agent *a, int64_t now);
-int outch_hold(struct agent *a, int dst, int hold, int reverse);
+/* Hold, or release with mode (enum release_mode); -1 out of memory. */
+int outch_hold(struct agent *a, int dst, int hold, int mode);
 size_t outch_queued(const struct agent *a, int dst);
 
 /* inch.c */

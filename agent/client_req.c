@@ -248,24 +248,25 @@ static void
 req_hold(struct agent *a, struct conn *c, struct rbuf *r, int hold)
 {
 	char dst[NAME_MAX_LEN + 1];
-	int d, reverse = 0;
+	int d, mode = RELEASE_FIFO;
 
 	rbuf_str(r, dst, sizeof(dst));
 	if (!hold)
-		reverse = rbuf_u8(r);
-	if (!rbuf_done(r) || reverse > 1) {
+		mode = rbuf_u8(r);
+	if (!rbuf_done(r) || mode > RELEASE_OVERTAKE) {
 		badreq(a, c, hold ? "hold" : "release");
 		return;
 	}
 	if ((d = req_dst(a, c, dst)) == -1)
 		return;
-	if (outch_hold(a, d, hold, reverse) == -1) {
+	if (outch_hold(a, d, hold, mode) == -1) {
 		conn_replyf(a, c, REPLY_FAIL, "out of memory");
 		return;
 	}
 	log_info("channel %s>%s %s", a->name, dst,
-	    hold ? "held" : reverse ? "released in reverse order" :
-	    "released");
+	    hold ? "held" : mode == RELEASE_REVERSE ?
+	    "released in reverse order" : mode == RELEASE_OVERTAKE ?
+	    "released, a message overtaking each marker" : "released");
 	conn_reply(a, c, REPLY_OK, NULL, 0, 0);
 }
 

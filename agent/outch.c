@@ -427,13 +427,39 @@ outch_reverse(struct outch *o)
 	return 0;
 }
 
+/* The overtaking drill: the first message queued after each unwritten
+ * marker moves to just before it, so a message sent after the sender
+ * recorded reaches the receiver before the marker: what a transport that
+ * reorders does, and what the commit's cut check must catch. */
+static void
+outch_overtake(struct outch *o)
+{
+	size_t i, j;
+	struct qent m;
+
+	for (i = o->qh + o->w; i < o->qt; i++) {
+		if (o->q[i].kind != Q_MARKER)
+			continue;
+		for (j = i + 1; j < o->qt && o->q[j].kind != Q_MSG; j++)
+			;
+		if (j == o->qt)
+			break;
+		m = o->q[j];
+		memmove(&o->q[i + 1], &o->q[i], (j - i) * sizeof(m));
+		o->q[i] = m;
+		i = j;
+	}
+}
+
 int
-outch_hold(struct agent *a, int dst, int hold, int reverse)
+outch_hold(struct agent *a, int dst, int hold, int mode)
 {
 	struct outch *o = &a->out[dst];
 
-	if (!hold && reverse && outch_reverse(o) == -1)
+	if (!hold && mode == RELEASE_REVERSE && outch_reverse(o) == -1)
 		return -1;
+	if (!hold && mode == RELEASE_OVERTAKE)
+		outch_overtake(o);
 	o->held = hold;
 	if (!hold)
 		outch_pump(a, dst);

@@ -8,7 +8,7 @@
 #include "cmd.h"
 
 static const char usage_text[] =
-    "usage: cutsnap channel -c CONF hold|release [--reverse] SRC DST\n"
+    "usage: cutsnap channel -c CONF hold|release [--reverse|--overtake] SRC DST\n"
     "\n"
     "hold: delay delivery on the channel SRC->DST; messages and markers\n"
     "queue at SRC in order. release: resume delivery. The request goes to\n"
@@ -17,6 +17,9 @@ static const char usage_text[] =
     "  -c, --config CONF   the cluster config file\n"
     "  -r, --reverse       (release) deliver the queue in reverse order,\n"
     "                      marker first: a non-FIFO drill\n"
+    "  -o, --overtake      (release) let the first message queued after\n"
+    "                      each marker overtake it: a snapshot it crosses\n"
+    "                      is refused at commit (aborted, with the reason)\n"
     "\n"
     "Exit status: 0 success, 1 the agent failed or is not running, 2 bad\n"
     "usage or bad config.\n";
@@ -24,6 +27,7 @@ static const char usage_text[] =
 static const struct option opts[] = {
 	{ "config", required_argument, NULL, 'c' },
 	{ "reverse", no_argument, NULL, 'r' },
+	{ "overtake", no_argument, NULL, 'o' },
 	{ "help", no_argument, NULL, 'h' },
 	{ NULL, 0, NULL, 0 },
 };
@@ -35,17 +39,21 @@ cmd_channel(int argc, char **argv)
 	struct cfg *c = NULL;
 	struct cmd_reply r = { 0, NULL, 0 };
 	struct wbuf req;
-	int ch, hold, reverse = 0, src, dst, rc;
+	int ch, hold, mode = RELEASE_FIFO, src, dst, rc;
 
 	optind = 1;
 	opterr = 0;
-	while ((ch = getopt_long(argc, argv, ":c:rh", opts, NULL)) != -1) {
+	while ((ch = getopt_long(argc, argv, ":c:roh", opts, NULL)) != -1) {
 		switch (ch) {
 		case 'c':
 			conf = optarg;
 			break;
 		case 'r':
-			reverse = 1;
+		case 'o':
+			if (mode != RELEASE_FIFO)
+				return cmd_usage_error("--reverse and --overtake "
+				    "exclude each other");
+			mode = ch == 'r' ? RELEASE_REVERSE : RELEASE_OVERTAKE;
 			break;
 		case 'h':
 			return cmd_help(usage_text);
@@ -64,8 +72,9 @@ cmd_channel(int argc, char **argv)
 	else
 		return cmd_usage_error("unknown action '%s': expected hold or "
 		    "release", verb);
-	if (hold && reverse)
-		return cmd_usage_error("--reverse goes with release, not hold");
+	if (hold && mode != RELEASE_FIFO)
+		return cmd_usage_error("--%s goes with release, not hold",
+		    mode == RELEASE_REVERSE ? "reverse" : "overtake");
 	wbuf_init(&req);
 	if ((rc = cmd_load_config(conf, &c)) != 0)
 		return rc;
@@ -81,7 +90,7 @@ cmd_channel(int argc, char **argv)
 	}
 	wbuf_put_str(&req, c->agents[dst].name);
 	if (!hold)
-		wbuf_put_u8(&req, (uint8_t)reverse);
+		wbuf_put_u8(&req, (uint8_t)mode);
 	rc = cmd_request(c, src, hold ? W_REQ_HOLD : W_REQ_RELEASE, &req, &r,
 	    0);
 out:

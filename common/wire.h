@@ -29,7 +29,7 @@ enum wire_type {
 	W_REQ_ADD = 5,		/* {bytes key, i64 delta} -> body: decimal */
 	W_REQ_TRANSFER = 6,	/* {bytes srckey, str dst, bytes dstkey, i64 n} */
 	W_REQ_HOLD = 7,		/* {str dst}: hold channel self->dst */
-	W_REQ_RELEASE = 8,	/* {str dst, u8 reverse} */
+	W_REQ_RELEASE = 8,	/* {str dst, u8 mode}: enum release_mode */
 	W_REQ_STOP = 9,		/* {} -> REPLY, then the agent exits */
 	/* coordinator -> agent, on one connection kept open for the snapshot */
 	/* {u64 id [, u32 timeout_s [, u64 label]]} -> REPLY ok, or
@@ -50,6 +50,16 @@ enum wire_type {
 	W_PEER_MSG = 42,	/* {u64 seq, bytes payload (chmsg.h)} */
 	W_PEER_MARKER = 43,	/* {u64 snapshot id, u64 s = sent seq in cut} */
 	W_PEER_ACK = 44,	/* D -> S {u64 applied}: cumulative, durable */
+};
+
+/* How W_REQ_RELEASE delivers what the channel queued while held: in
+ * order; reversed, markers first (a non-FIFO drill the snapshot survives);
+ * or with the first message after each marker moved before it (a message
+ * overtaking its marker, which the commit's cut check must refuse). */
+enum release_mode {
+	RELEASE_FIFO = 0,
+	RELEASE_REVERSE = 1,
+	RELEASE_OVERTAKE = 2,
 };
 
 enum reply_code {

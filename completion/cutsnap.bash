@@ -68,7 +68,7 @@ _cutsnap()
 	stop) opts="-c --config -t --timeout --help" ;;
 	status) opts="-c --config -j --json --help" ;;
 	put | get | del | add | transfer) opts="-c --config --help" ;;
-	channel) opts="-c --config --reverse --help" ;;
+	channel) opts="-c --config --reverse --overtake --help" ;;
 	dump) opts="-j --json --help" ;;
 	snapshot) opts="-c --config -r --repo -i --initiator -t --timeout
 	    -k --key -j --json -q --quiet -v --verbose --help" ;;
