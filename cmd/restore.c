@@ -159,6 +159,10 @@ cmd_restore(int argc, char **argv)
 	}
 	if ((rc = cmd_key_set(st, keyfile)) != 0)
 		goto out;
+	if (store_check_paths(st, c, &e) == -1) {
+		rc = cmd_fail(EXIT_USAGE, "%s", e.msg);
+		goto out;
+	}
 	cmd_progress_init(&prog, "restore", verbosity);
 	store_set_progress(st, cmd_progress_fn, &prog);
 	rc = store_lock(st, 0, &e);

@@ -4,7 +4,8 @@
  * Invariants: nothing is written unless the snapshot verifies, the
  * config's agents are the snapshot's, no data file is locked by a running
  * agent and every image could be built; data paths come only from the
- * given config, never from the manifest; each file is replaced atomically
+ * given config, never from the manifest, lie outside the repository and
+ * name distinct files (restore_paths.c); each file is replaced atomically
  * (temp, fsync, rename, fsync dir), so it is either untouched or wholly
  * restored; and an image is a pure function of the snapshot, so running
  * restore again, also after it was killed half-way, yields the same
@@ -180,7 +181,7 @@ match_agents(const struct snap_rows *r, const struct cfg *c, int *rowof,
     struct cs_err *e)
 {
 	size_t k;
-	int i, j;
+	int i;
 
 	for (i = 0; i < c->nagents; i++) {
 		rowof[i] = -1;
@@ -191,12 +192,6 @@ match_agents(const struct snap_rows *r, const struct cfg *c, int *rowof,
 			return cs_errf(e, "config %s has agent %s, which "
 			    "snapshot %llu does not have", c->path,
 			    c->agents[i].name, (unsigned long long)r->id);
-		for (j = 0; j < i; j++)
-			if (strcmp(c->agents[i].data, c->agents[j].data) == 0)
-				return cs_errf(e, "agents %s and %s of config "
-				    "%s share the data file %s",
-				    c->agents[j].name, c->agents[i].name,
-				    c->path, c->agents[i].data);
 	}
 	for (k = 0; k < r->nagents; k++)
 		if (cfg_find(c, r->agents[k].name) < 0)
@@ -300,7 +295,8 @@ store_restore(struct store *st, uint64_t id, const struct cfg *c,
 	}
 	for (i = 0; i < c->nagents; i++)
 		fds[i] = -1;
-	if (match_agents(&r, c, rowof, e) < 0 || lock_all(c, fds, e) < 0)
+	if (match_agents(&r, c, rowof, e) < 0 ||
+	    store_check_paths(st, c, e) < 0 || lock_all(c, fds, e) < 0)
 		goto out;
 	/* First build every image without writing, so that a snapshot that
 	 * cannot be restored leaves every file untouched. The recorded files

@@ -144,6 +144,15 @@ int store_verify(struct store *st, uint64_t id, uint64_t *resolved,
 int store_restore(struct store *st, uint64_t id, const struct cfg *c,
     uint64_t *resolved, problem_fn fn, void *ctx, struct cs_err *e);
 
+/* Refuse data paths of c that restore must not write (restore_paths.c):
+ * one inside the repository st reads (by path, or a directory with the
+ * repository's device and inode on the way), or two agents whose paths
+ * name the same file (compared as canonical places, and by device and
+ * inode when the files exist). 0, or -1 with e naming the agent(s).
+ * store_restore checks it too. */
+int store_check_paths(struct store *st, const struct cfg *c,
+    struct cs_err *e);
+
 /* A snapshot's recorded contents, read back for inspection. */
 struct store_file {
 	char agent[NAME_MAX_LEN + 1];
