@@ -159,6 +159,33 @@ mixed_moments_and_extremes(void **state)
 	}
 }
 
+/* A pair without a channel: nothing may be in flight on it. */
+static void
+unlisted_pair(void **state)
+{
+	struct probs p;
+
+	(void)state;
+	memset(&p, 0, sizeof(p));
+	assert_int_equal(cut_check_unlisted("A", "B", 0, 0, collect, &p), 0);
+	assert_int_equal(cut_check_unlisted("A", "B", 4, 4, collect, &p), 0);
+	assert_int_equal(p.n, 0);
+	assert_int_equal(cut_check_unlisted("A", "B", 1, 0, collect, &p), 1);
+	assert_string_equal(p.line[0], "channel A->B: not a channel of the "
+	    "config, but 1 message is in flight on it (sent 1, applied 0) "
+	    "that the cut does not hold: restore the channel in the config, "
+	    "or drain it first");
+	assert_int_equal(cut_check_unlisted("A", "B", 5, 2, collect, &p), 1);
+	assert_string_equal(p.line[1], "channel A->B: not a channel of the "
+	    "config, but 3 messages are in flight on it (sent 5, applied 2) "
+	    "that the cut does not hold: restore the channel in the config, "
+	    "or drain it first");
+	assert_int_equal(cut_check_unlisted("A", "B", 0, 2, collect, &p), 1);
+	assert_string_equal(p.line[2], "channel A->B: not a channel of the "
+	    "config, but applied 2 > sent 0 (receive without send)");
+	assert_int_equal(p.n, 3);
+}
+
 int
 main(void)
 {
@@ -171,6 +198,7 @@ main(void)
 		cmocka_unit_test(gaps_in_seqs),
 		cmocka_unit_test(seqs_out_of_range),
 		cmocka_unit_test(mixed_moments_and_extremes),
+		cmocka_unit_test(unlisted_pair),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

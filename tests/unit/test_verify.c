@@ -116,6 +116,14 @@ take_chunks(struct fix *f, int i, struct datalog *dl, struct report *r)
  * (A=90, sent 1); B=50 and, if b_applied, that message applied (B=60).
  * The report of B's incoming channel carries `amount` as seq 1 if
  * amount != 0, and the channel A->B as applied b_applied, sent a_sent. */
+/* When set, build() reports a consistent cut whatever the files hold (an
+ * agent that lies about its watermarks), so only verify, which reads the
+ * files, can find the problem; when clear, the commit checks the reports
+ * and build() expects commit_want from it (its error in commit_err). */
+static int lie;
+static int commit_want;
+static char commit_err[CS_ERR_MAX];
+
 static void
 build(struct fix *f, int a_sent, int b_applied, int64_t amount)
 {
@@ -178,6 +186,10 @@ build(struct fix *f, int a_sent, int b_applied, int64_t amount)
 	r[1].applied = &b_app_wm;
 	r[1].nchannels = 1;
 	r[1].channels = &b_in;
+	if (lie && a_sent != b_applied && amount == 0) {
+		r[0].nsent = r[1].napplied = 1;
+		b_in.applied = b_in.sent = 1;
+	}
 
 	assert_int_equal(store_open(f->repo, 1, &st, &e), 0);
 	assert_int_equal(store_begin_snapshot(st, "B", f->cfg->text, &id, &e),
@@ -188,7 +200,10 @@ build(struct fix *f, int a_sent, int b_applied, int64_t amount)
 	}
 	assert_int_equal(store_put_chunks(st, paths, r, 2, &cs, &e), 0);
 	assert_int_equal(cs.chunks, f->nchunks[0] + f->nchunks[1]);
-	assert_int_equal(store_commit_snapshot(st, id, f->cfg, r, 2, &e), 0);
+	assert_int_equal(store_commit_snapshot(st, id, f->cfg, r, 2, &e),
+	    commit_want);
+	snprintf(commit_err, sizeof(commit_err), "%s", commit_want ? e.msg :
+	    "");
 	store_close(st);
 	wbuf_free(&msg);
 	wbuf_free(&rep);
@@ -697,7 +712,9 @@ receive_without_send_from_files(void **state)
 	struct probs p;
 
 	setup(state);
+	lie = 1;
 	build(*state, 0, 1, 0);
+	lie = 0;
 	assert_int_equal(verify(*state, &p), 1);
 	assert_string_equal(p.line[0], "snapshot 1: channel A->B: applied 1 "
 	    "> sent 0 (receive without send)");
@@ -712,10 +729,33 @@ dropped_in_flight_from_files(void **state)
 	struct probs p;
 
 	setup(state);
+	lie = 1;
 	build(*state, 1, 0, 0);
+	lie = 0;
 	assert_int_equal(verify(*state, &p), 1);
 	assert_string_equal(p.line[0], "snapshot 1: channel A->B: message "
 	    "seq 1 missing (expected seqs 1..1, in flight)");
+	teardown(state);
+}
+
+/* The same cuts reported as they are: the commit refuses them, so they
+ * are never listed complete. */
+static void
+commit_refuses_inconsistent_reports(void **state)
+{
+	struct probs p;
+
+	setup(state);
+	commit_want = -1;
+	build(*state, 1, 0, 0);
+	assert_string_equal(commit_err, "the cut is inconsistent: channel "
+	    "A->B: message seq 1 missing (expected seqs 1..1, in flight)");
+	build(*state, 0, 1, 0);
+	commit_want = 0;
+	assert_string_equal(commit_err, "the cut is inconsistent: channel "
+	    "A->B: applied 1 > sent 0 (receive without send)");
+	memset(&p, 0, sizeof(p));
+	assert_int_equal(verify(*state, &p), -1);
 	teardown(state);
 }
 
@@ -772,6 +812,7 @@ main(void)
 		T(restore_needs_the_same_agents),
 		cmocka_unit_test(receive_without_send_from_files),
 		cmocka_unit_test(dropped_in_flight_from_files),
+		cmocka_unit_test(commit_refuses_inconsistent_reports),
 		cmocka_unit_test(message_differs_from_send),
 		cmocka_unit_test(delivered_message_is_consistent),
 	};
