@@ -13,7 +13,8 @@
 static const char usage_text[] =
     "usage: cutsnap snapshot -c CONF -r REPO [--initiator NAME] "
     "[--timeout SEC]\n"
-    "                        [--key FILE] [--json] [-q|-v]\n"
+    "                        [--key FILE] [--recheck-age DURATION] [--json]\n"
+    "                        [-q|-v]\n"
     "\n"
     "Take a consistent snapshot (Chandy-Lamport) of the running agents of\n"
     "CONF into the repository REPO (created if missing): every agent's data\n"
@@ -29,6 +30,13 @@ static const char usage_text[] =
     "  -k, --key FILE          authenticate the snapshot: store an\n"
     "                          HMAC-SHA256 over its rows under the key in\n"
     "                          FILE (16 to 4096 bytes; never stored)\n"
+    "  -a, --recheck-age DURATION\n"
+    "                          hash a chunk already in REPO again before\n"
+    "                          reusing it when its last check is older\n"
+    "                          than DURATION (e.g. 12h, 7d; 0: every\n"
+    "                          time; default 7d); a bad one is moved to\n"
+    "                          REPO/quarantine/ and stored again from\n"
+    "                          the live file\n"
     "  -j, --json              print {\"id\", \"status\", \"agents\", "
     "\"bytes\",\n"
     "                          \"msgs\", ...} instead of the id (schema "
@@ -51,6 +59,7 @@ static const struct option opts[] = {
 	{ "initiator", required_argument, NULL, 'i' },
 	{ "timeout", required_argument, NULL, 't' },
 	{ "key", required_argument, NULL, 'k' },
+	{ "recheck-age", required_argument, NULL, 'a' },
 	{ "json", no_argument, NULL, 'j' },
 	{ "quiet", no_argument, NULL, 'q' },
 	{ "verbose", no_argument, NULL, 'v' },
@@ -120,7 +129,7 @@ cmd_snapshot(int argc, char **argv)
 {
 	const char *conf = NULL;
 	struct coord_opts o = { NULL, NULL, 60, &got_signal, NULL, 0,
-	    cmd_progress_fn, NULL };
+	    cmd_progress_fn, NULL, -1 };
 	const char *keyfile = NULL;
 	uint8_t *key = NULL;
 	size_t klen = 0;
@@ -133,7 +142,7 @@ cmd_snapshot(int argc, char **argv)
 
 	optind = 1;
 	opterr = 0;
-	while ((ch = getopt_long(argc, argv, ":c:r:i:t:k:jqvh", opts,
+	while ((ch = getopt_long(argc, argv, ":c:r:i:t:k:a:jqvh", opts,
 	    NULL)) != -1) {
 		switch (ch) {
 		case 'c':
@@ -153,6 +162,13 @@ cmd_snapshot(int argc, char **argv)
 			break;
 		case 'k':
 			keyfile = optarg;
+			break;
+		case 'a':
+			if (strcmp(optarg, "0") == 0)
+				o.recheck_age_s = 0;
+			else if (cmd_parse_duration(optarg,
+			    &o.recheck_age_s) == -1)
+				return EXIT_USAGE;
 			break;
 		case 'j':
 			json = 1;

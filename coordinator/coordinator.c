@@ -445,6 +445,7 @@ coord_snapshot(const struct cfg *c, const struct coord_opts *o,
 	*id = r.id;
 	r.token = snapshot_token();
 	store_set_progress(r.st, o->progress, o->progress_ctx);
+	store_set_recheck_age(r.st, o->recheck_age_s);
 	if (join_all(&r) < 0 || interrupted(&r) || start(&r, init) < 0 ||
 	    wait_reports(&r) < 0 || interrupted(&r) || store_all(&r) < 0)
 		goto abort;

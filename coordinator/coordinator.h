@@ -23,6 +23,9 @@ struct coord_opts {
 	void (*progress)(void *ctx, const char *agent, uint64_t done,
 	    uint64_t total);
 	void *progress_ctx;
+	/* Hash a reused chunk again when its last check is older than this
+	 * (store_set_recheck_age; 0: always); negative: the default. */
+	int64_t recheck_age_s;
 };
 
 /* Take a snapshot. Returns 0 once it is committed as complete; -1 with e

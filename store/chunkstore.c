@@ -10,8 +10,15 @@
  * name, so a name only ever refers to complete, checked, durable bytes.
  * The copies run on every core (pool.c); the directories are fsync'ed
  * once each at the end, before the commit makes the rows refer to them.
- * A chunk already stored is trusted by its name: its bytes were checked
- * against that digest when it was written, and verify re-checks them.
+ * A chunk already stored is reused by its name, but a blob's bytes can
+ * rot after they were checked: a reused chunk whose last check is older
+ * than the recheck age (store_set_recheck_age, default 7 days) is read
+ * back and hashed first. A blob's mtime is its last check: set when it
+ * is written from checked bytes, and again by each recheck that finds it
+ * good. A blob found bad (here or by verify) is quarantined
+ * (quarantine.c) and copied again from the live file, which still has
+ * the good bytes, or the snapshot fails: it is never committed over a
+ * blob known bad.
  *
  * The copy is background work (pool_run_background): the agents keep
  * serving requests, each waiting for an fdatasync, while it runs. So the
@@ -29,6 +36,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "store_int.h"
@@ -45,6 +53,9 @@ struct cjob {
 	uint64_t off, len;
 	const uint8_t *sha;	/* borrowed from the report */
 	int written;		/* its temp file exists (not yet renamed) */
+	int recheck;		/* stored, but its check is too old: hash the
+				 * blob before reusing it */
+	int reuse;		/* recheck found the blob good: no copy */
 };
 
 struct crun {
@@ -61,6 +72,7 @@ struct crun {
 	int failed;		/* set once; later jobs are skipped */
 	struct cs_err err;	/* the first failure */
 	uint64_t bytes;		/* copied */
+	uint64_t rechecked, healed;	/* chunk_stats */
 };
 
 static void
@@ -240,23 +252,108 @@ seal_chunk(struct crun *r, struct cjob *j, struct cs_err *e)
 	return 0;
 }
 
+/* Worker w's buffer (align_up(maxchunk) bytes, aligned for O_DIRECT),
+ * allocated on first use; NULL after crun_fail when out of memory. */
+static uint8_t *
+worker_buf(struct crun *r, int w)
+{
+	struct cs_err e;
+
+	if (r->bufs[w] == NULL && posix_memalign((void **)&r->bufs[w],
+	    DIRECT_ALIGN, align_up(r->maxchunk)) != 0) {
+		r->bufs[w] = NULL;
+		cs_errf(&e, "out of memory");
+		crun_fail(r, &e);
+	}
+	return r->bufs[w];
+}
+
+/* Recheck job j: read its blob back and hash it. Good: the blob's mtime
+ * becomes now (checked) and it is reused. Bad or unreadable: quarantined,
+ * and j becomes a copy from the live file. -1 only when the bad blob
+ * cannot be moved out of the way. */
+static int
+recheck_chunk(struct crun *r, struct cjob *j, uint8_t *buf, struct cs_err *e)
+{
+	char hex[SHA_HEX_LEN], path[PATH_MAX];
+	uint8_t got[SHA_LEN];
+	int fd, good = 0;
+
+	sha_hex(j->sha, hex);
+	if (blob_path(r->st, hex, path, sizeof(path), e) < 0)
+		return -1;
+	if ((fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)) >= 0) {
+		good = pread_all(fd, buf, (size_t)j->len, 0) == 0 &&
+		    sha256_buf(buf, (size_t)j->len, got) == 0 &&
+		    memcmp(got, j->sha, SHA_LEN) == 0;
+		(void)posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
+		close(fd);
+	}
+	j->recheck = 0;
+	if (good) {
+		/* Best effort: a failed touch only means another recheck. */
+		(void)utimensat(AT_FDCWD, path, NULL, 0);
+		j->reuse = 1;
+		return 0;
+	}
+	if (blob_quarantine(r->st, hex, e) < 0)
+		return cs_errctx(e, "blob %s is bad and could not be "
+		    "quarantined", hex);
+	pthread_mutex_lock(&r->mu);
+	r->healed++;
+	pthread_mutex_unlock(&r->mu);
+	return 0;
+}
+
+/* pool.c task: the recheck of job t, if it is one. */
+static void
+recheck_task(void *ctx, size_t t, int w)
+{
+	struct crun *r = ctx;
+	struct cs_err e;
+	uint8_t *buf;
+
+	if (!r->jobs[t].recheck || crun_failed(r) ||
+	    (buf = worker_buf(r, w)) == NULL)
+		return;
+	if (recheck_chunk(r, &r->jobs[t], buf, &e) < 0)
+		crun_fail(r, &e);
+}
+
+/* Recheck what plan marked, then keep only the jobs that copy. */
+static int
+recheck_all(struct crun *r, struct cs_err *e)
+{
+	size_t i, kept = 0, n = 0;
+
+	for (i = 0; i < r->njobs; i++)
+		n += r->jobs[i].recheck;
+	if (n == 0)
+		return 0;
+	pool_run_background(r->njobs, recheck_task, r);
+	if (r->failed) {
+		*e = r->err;
+		return -1;
+	}
+	r->rechecked = n;
+	for (i = 0; i < r->njobs; i++)
+		if (!r->jobs[i].reuse)
+			r->jobs[kept++] = r->jobs[i];
+	r->njobs = kept;
+	return 0;
+}
+
 /* pool.c task: pass 1 of job t with worker w's buffer. */
 static void
 copy_task(void *ctx, size_t t, int w)
 {
 	struct crun *r = ctx;
 	struct cs_err e;
+	uint8_t *buf;
 
-	if (crun_failed(r))
+	if (crun_failed(r) || (buf = worker_buf(r, w)) == NULL)
 		return;
-	if (r->bufs[w] == NULL && posix_memalign((void **)&r->bufs[w],
-	    DIRECT_ALIGN, align_up(r->maxchunk)) != 0) {
-		r->bufs[w] = NULL;
-		cs_errf(&e, "out of memory");
-		crun_fail(r, &e);
-		return;
-	}
-	if (copy_chunk(r, &r->jobs[t], r->bufs[w], &e) < 0) {
+	if (copy_chunk(r, &r->jobs[t], buf, &e) < 0) {
 		cs_errctx(&e, "agent %s", r->reps[r->jobs[t].src].agent);
 		crun_fail(r, &e);
 		return;
@@ -289,19 +386,34 @@ cmp_job(const void *a, const void *b)
 	return memcmp(x->sha, y->sha, SHA_LEN);
 }
 
-/* Is the chunk already stored? Same name, same size: the same bytes. */
+/* Is the chunk already stored? Same name, same size: 1, the same bytes
+ * when they were last checked (the blob's mtime); 2 when that check is
+ * older than the recheck age (the blob must be hashed before it is
+ * reused); 0 when not stored. */
 static int
 stored(struct store *st, const uint8_t sha[SHA_LEN], uint64_t len,
-    struct cs_err *e)
+    time_t now, struct cs_err *e)
 {
 	char hex[SHA_HEX_LEN], path[PATH_MAX];
+	int64_t age = st->recheck_set ? st->recheck_s : RECHECK_DEFAULT_S;
 	struct stat sb;
 
 	sha_hex(sha, hex);
 	if (blob_path(st, hex, path, sizeof(path), e) < 0)
 		return -1;
-	return lstat(path, &sb) == 0 && S_ISREG(sb.st_mode) &&
-	    (uint64_t)sb.st_size == len;
+	if (lstat(path, &sb) < 0 || !S_ISREG(sb.st_mode) ||
+	    (uint64_t)sb.st_size != len)
+		return 0;
+	return age == 0 || (int64_t)now - (int64_t)sb.st_mtime >= age ? 2 : 1;
+}
+
+void
+store_set_recheck_age(struct store *st, int64_t age_s)
+{
+	if (age_s < 0)
+		return;
+	st->recheck_set = 1;
+	st->recheck_s = age_s;
 }
 
 /* Open every data file and list the chunks not yet stored, each digest
@@ -314,6 +426,7 @@ plan(struct crun *r, size_t n, struct cs_err *e)
 	size_t i, k, cap = 0, kept;
 	uint64_t off, len;
 	struct cjob *nv;
+	time_t now = time(NULL);
 	int s;
 
 	for (i = 0; i < n; i++) {
@@ -339,9 +452,10 @@ plan(struct crun *r, size_t n, struct cs_err *e)
 			off = (uint64_t)k * rep->chunk_size;
 			len = rep->size - off < rep->chunk_size ?
 			    rep->size - off : rep->chunk_size;
-			if ((s = stored(r->st, rep->chunks[k], len, e)) < 0)
+			if ((s = stored(r->st, rep->chunks[k], len, now,
+			    e)) < 0)
 				return -1;
-			if (s)
+			if (s == 1)
 				continue;
 			if (r->njobs == cap) {
 				cap = cap ? cap * 2 : 64;
@@ -351,7 +465,7 @@ plan(struct crun *r, size_t n, struct cs_err *e)
 				r->jobs = nv;
 			}
 			r->jobs[r->njobs++] = (struct cjob){ (int)i, k, off,
-			    len, rep->chunks[k], 0 };
+			    len, rep->chunks[k], 0, s == 2, 0 };
 		}
 	}
 	if (r->njobs > 1)
@@ -410,7 +524,8 @@ store_put_chunks(struct store *st, const char *const *paths,
 	}
 	for (i = 0; i < n; i++)
 		r.fds[i] = -1;
-	if (plan(&r, n, e) < 0 || make_dirs(&r, dirs, e) < 0)
+	if (plan(&r, n, e) < 0 || recheck_all(&r, e) < 0 ||
+	    make_dirs(&r, dirs, e) < 0)
 		goto out;
 	/* Progress counts the bytes of the chunks to copy. */
 	store_progress_start(st, 0);
@@ -441,6 +556,8 @@ store_put_chunks(struct store *st, const char *const *paths,
 			stats->chunks += reps[i].nchunks;
 		stats->copied = r.njobs;
 		stats->bytes = r.bytes;
+		stats->rechecked = r.rechecked;
+		stats->healed = r.healed;
 	}
 	rc = 0;
 out:

@@ -95,11 +95,19 @@ struct chunk_stats {
 	uint64_t chunks;	/* chunks listed by the reports */
 	uint64_t copied;	/* chunks that were new and copied */
 	uint64_t bytes;		/* bytes copied */
+	uint64_t rechecked;	/* stored chunks hashed again before reuse */
+	uint64_t healed;	/* of those, found bad: quarantined, copied */
 };
+/* A stored chunk is reused by its name; one whose blob was last checked
+ * more than age_s seconds ago is hashed again first (0: every reused
+ * chunk, every time; default 7 days; negative: keep the default). A bad
+ * one is quarantined and copied again from the live file. */
+void store_set_recheck_age(struct store *st, int64_t age_s);
 /* Store the recorded prefix of reps[i]'s data file paths[i] as chunks
- * (chunkstore.c): every chunk whose digest is not yet a blob is read from
- * the file, hashed, checked against the report, written (temp, fsync,
- * rename) on all cores; the directories are fsync'ed before it returns.
+ * (chunkstore.c): every chunk whose digest is not yet a blob (or whose
+ * blob a recheck found bad) is read from the file, hashed, checked
+ * against the report, written (temp, fsync, rename) on all cores; the
+ * directories are fsync'ed before it returns.
  * stats may be NULL. */
 int store_put_chunks(struct store *st, const char *const *paths,
     const struct report *reps, size_t n, struct chunk_stats *stats,

@@ -27,7 +27,13 @@ struct store {
 	uint64_t pdone, ptotal;	/* bytes of the current operation */
 	int pnested;		/* restore runs verify: one count for both,
 				 * verify adds the bytes restore will write */
+	int recheck_set;	/* store_set_recheck_age was called */
+	int64_t recheck_s;	/* its age; else RECHECK_DEFAULT_S */
 };
+
+/* How long a stored chunk's check is trusted before a snapshot that
+ * reuses it hashes it again (chunkstore.c). */
+#define RECHECK_DEFAULT_S (7 * 86400)
 
 /* The chunk lists (schema version 2): an agent's recorded file is the
  * concatenation of its rows in idx order, each a blob named by sha256. */
@@ -82,6 +88,10 @@ int store_reap_stale(struct store *st, struct cs_err *e);
 /* blob.c: "REPO/blobs/ab/<hex>" for a 64-digit hex name. */
 int blob_path(const struct store *st, const char *hex, char *out,
     size_t outsz, struct cs_err *e);
+/* quarantine.c: move blob hex (its bytes do not hash to its name) to
+ * REPO/quarantine/hex, directories fsync'ed; 0 also when it is gone
+ * already. -1 with e set (a read-only repository: nothing moved). */
+int blob_quarantine(struct store *st, const char *hex, struct cs_err *e);
 struct row_chunk;
 struct row_agent;
 /* view.c: an agent's recorded file, its chunks mapped one after the

@@ -245,7 +245,8 @@ report_file(struct vrun *v, size_t i)
 {
 	const struct row_agent *a = &v->rows.agents[i];
 	struct fcheck *f = &v->fc[i];
-	char hex[SHA_HEX_LEN];
+	char hex[SHA_HEX_LEN], what[CS_ERR_MAX + 32];
+	struct cs_err e;
 	size_t k, nbad = 0;
 
 	if (!f->mapped)
@@ -259,9 +260,19 @@ report_file(struct vrun *v, size_t i)
 		if (!f->bad[k])
 			continue;
 		nbad++;
+		/* Keep what was learnt: the next snapshot stores the chunk
+		 * again from the live file (quarantine.c). */
+		if (blob_quarantine(v->st, a->chunks[k].sha, &e) == 0)
+			snprintf(what, sizeof(what), "moved to %.300s/quarantine/; "
+			    "the next snapshot stores it again from the live "
+			    "file", v->st->repo);
+		else
+			snprintf(what, sizeof(what), "not quarantined: %s",
+			    e.msg);
 		vproblem(v, "agent %s: chunk %zu (%.*s) sha256 mismatch: "
-		    "its bytes no longer hash to its name", a->name, k,
-		    SHORT_SHA(a->chunks[k].sha));
+		    "its bytes no longer hash to its name; blob %s %s",
+		    a->name, k, SHORT_SHA(a->chunks[k].sha),
+		    a->chunks[k].sha, what);
 	}
 	if (nbad == 0 && f->hashed) {
 		sha_hex(f->got, hex);

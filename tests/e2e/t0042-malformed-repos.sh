@@ -64,7 +64,7 @@ cases='
 extra-blob|0|^snapshot 1: ok \(2 agents, 1 in-flight message\)$
 missing-blob|1|^problem: snapshot 1: agent A: chunk 0 \([0-9a-f]{12}\): missing \(expected [0-9]+ bytes at .*/blobs/[0-9a-f]{2}/[0-9a-f]{64}\)$
 size-mismatch|1|^problem: snapshot 1: agent A: chunk 0 \([0-9a-f]{12}\): size mismatch: expected [0-9]+ bytes, found 20$
-same-size-change|1|^problem: snapshot 1: agent A: chunk 0 \([0-9a-f]{12}\) sha256 mismatch: its bytes no longer hash to its name$
+same-size-change|1|^problem: snapshot 1: agent A: chunk 0 \([0-9a-f]{12}\) sha256 mismatch: its bytes no longer hash to its name; blob [0-9a-f]{64} moved to .*/quarantine/; the next snapshot stores it again from the live file$
 truncated-manifest|2|^cutsnap: verify: repository .*: manifest.db is not a usable manifest: database disk image is malformed$
 garbage-manifest|2|^cutsnap: verify: repository .*: manifest.db is not a usable manifest: file is not a database$
 schema-version|2|^cutsnap: verify: repository .*: unsupported manifest schema version 99 \(expected [0-9]+\)$

@@ -459,6 +459,53 @@ second_store_copies_only_new_chunks(void **state)
 	store_close(st);
 }
 
+/* A stored chunk whose blob rotted: with a recheck age of 0 the next
+ * store hashes every reused chunk, quarantines the bad blob and copies
+ * the chunk again from the data file; good ones are reused. */
+static void
+recheck_heals_a_bad_blob(void **state)
+{
+	struct fix *f = *state;
+	const char *path = f->cfg->agents[0].data;
+	char blob[256], q[256];
+	struct chunk_stats cs;
+	struct datalog *dl;
+	struct report r;
+	struct store *st;
+	struct cs_err e;
+	uint8_t c;
+	int fd;
+
+	assert_int_equal(datalog_open(path, &dl, &e), 0);
+	memset(&r, 0, sizeof(r));
+	snprintf(r.agent, sizeof(r.agent), "A");
+	r.size = datalog_end(dl);
+	assert_int_equal(datalog_prefix_sha(dl, r.sha), 0);
+	take_chunks(f, 0, dl, &r);
+	datalog_close(dl);
+	chunk_of(f, 0, 1, blob, sizeof(blob));
+	assert_true((fd = open(blob, O_RDWR)) >= 0);
+	assert_int_equal(pread(fd, &c, 1, 7), 1);
+	c ^= 0x01;
+	assert_int_equal(pwrite(fd, &c, 1, 7), 1);
+	close(fd);
+	assert_int_equal(store_open(f->repo, 0, &st, &e), 0);
+	/* Within the default age the blob is trusted by its name. */
+	assert_int_equal(store_put_chunks(st, &path, &r, 1, &cs, &e), 0);
+	assert_int_equal(cs.rechecked, 0);
+	assert_int_equal(cs.copied, 0);
+	store_set_recheck_age(st, 0);
+	assert_int_equal(store_put_chunks(st, &path, &r, 1, &cs, &e), 0);
+	assert_int_equal(cs.rechecked, 3);
+	assert_int_equal(cs.healed, 1);
+	assert_int_equal(cs.copied, 1);
+	store_close(st);
+	snprintf(q, sizeof(q), "%s/quarantine/%s", f->repo,
+	    strrchr(blob, '/') + 1);
+	assert_int_equal(access(q, F_OK), 0);
+	assert_int_equal(verify(f, &(struct probs){ 0 }), 0);
+}
+
 static void
 deleted_messages_row(void **state)
 {
@@ -799,6 +846,7 @@ main(void)
 		cmocka_unit_test_setup_teardown(
 		    version_1_tampering_survives_migration, setup, teardown),
 		T(second_store_copies_only_new_chunks),
+		T(recheck_heals_a_bad_blob),
 		T(flipped_byte_in_chunk),
 		T(truncated_chunk),
 		T(deleted_chunk),

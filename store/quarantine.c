@@ -1,0 +1,37 @@
+/* quarantine.c - taking a bad blob out of use. A blob whose bytes no
+ * longer hash to its name is moved to REPO/quarantine/<name> (kept for
+ * inspection, never read again), so that the next snapshot whose file
+ * still holds those bytes finds the name free and stores a good copy
+ * under it: every snapshot that refers to the name is whole again, as a
+ * scrubbed mirror heals. Nothing else is changed; on a read-only
+ * repository nothing is moved and the caller only reports. */
+#include <errno.h>
+#include <stdio.h>
+#include <sys/stat.h>
+
+#include "store_int.h"
+#include "../common/fsutil.h"
+
+int
+blob_quarantine(struct store *st, const char *hex, struct cs_err *e)
+{
+	char src[PATH_MAX], dir[PATH_MAX], dst[PATH_MAX], sub[PATH_MAX];
+
+	if (blob_path(st, hex, src, sizeof(src), e) < 0)
+		return -1;
+	if (snprintf(dir, sizeof(dir), "%s/quarantine", st->repo) >=
+	    (int)sizeof(dir) || snprintf(dst, sizeof(dst), "%s/%s", dir,
+	    hex) >= (int)sizeof(dst))
+		return cs_errf(e, "repository path too long: %s", st->repo);
+	if (mkdir(dir, 0700) < 0 && errno != EEXIST)
+		return cs_errno(e, "create %s", dir);
+	if (rename(src, dst) < 0) {
+		if (errno == ENOENT)
+			return 0;	/* moved already (another chunk) */
+		return cs_errno(e, "move %s to %s", src, dst);
+	}
+	path_dirname(src, sub, sizeof(sub));
+	if (fsync_dir(dir, e) < 0 || fsync_dir(sub, e) < 0)
+		return -1;
+	return 0;
+}
