@@ -57,7 +57,7 @@ _cutsnap()
 		;;
 	-t | --timeout | --keep-last | -s | --sum | --keep-within | -w | \
 	    --seconds | --clients | --threads | --snapshot-every | --max-amount | \
-	    --initial)
+	    --initial | --recheck-age)
 		return 0
 		;;
 	esac
@@ -71,7 +71,8 @@ _cutsnap()
 	channel) opts="-c --config --reverse --overtake --help" ;;
 	dump) opts="-j --json --help" ;;
 	snapshot) opts="-c --config -r --repo -i --initiator -t --timeout
-	    -k --key -j --json -q --quiet -v --verbose --help" ;;
+	    -k --key -a --recheck-age -j --json -q --quiet -v --verbose
+	    --help" ;;
 	ls) opts="-r --repo -j --json --help" ;;
 	show) opts="-r --repo -s --sum -j --json --help" ;;
 	verify) opts="-r --repo -k --key -j --json -q --quiet -v --verbose
