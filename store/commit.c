@@ -36,7 +36,7 @@ fits(uint64_t v, const char *what, struct cs_err *e)
 	return 0;
 }
 
-static const struct report *
+const struct report *
 find_report(const struct report *reps, size_t n, const char *name)
 {
 	size_t i;

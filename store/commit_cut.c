@@ -25,17 +25,6 @@ note(void *ctx, const char *line)
 		snprintf(p->first, sizeof(p->first), "%s", line);
 }
 
-static const struct report *
-report_of(const struct report *reps, size_t n, const char *name)
-{
-	size_t i;
-
-	for (i = 0; i < n; i++)
-		if (strcmp(reps[i].agent, name) == 0)
-			return &reps[i];
-	return NULL;
-}
-
 static uint64_t
 wm_of(const struct rep_wm *v, size_t n, const char *peer)
 {
@@ -89,9 +78,9 @@ commit_check_cut(const struct cfg *c, const struct report *reps,
 
 	memset(&p, 0, sizeof(p));
 	for (s = 0; s < c->nagents; s++) {
-		rs = report_of(reps, nreps, c->agents[s].name);
+		rs = find_report(reps, nreps, c->agents[s].name);
 		for (d = 0; d < c->nagents && rs != NULL; d++) {
-			rd = report_of(reps, nreps, c->agents[d].name);
+			rd = find_report(reps, nreps, c->agents[d].name);
 			if (d == s || rd == NULL)
 				continue;
 			if (!cfg_has_channel(c, s, d))

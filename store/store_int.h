@@ -218,6 +218,9 @@ void vproblem(struct vrun *v, const char *fmt, ...)
 /* The cut's consistency, derived from the recorded files. */
 void verify_cut(struct vrun *v);
 
+/* commit.c: the report of agent name among reps[0, n), or NULL. */
+const struct report *find_report(const struct report *reps, size_t n,
+    const char *name);
 /* commit_cut.c: verify's cut check (cutcheck.c) on the agents' reports,
  * before a commit: 0, or -1 with e set to the first problem and how many
  * more. Every agent of c has one report (check_reports). */

@@ -416,6 +416,27 @@ deleted_chunk(void **state)
 	expect_refused(f, "failed verification");
 }
 
+/* A report of A's whole data file (first appending a PUT of val, unless
+ * NULL), as its agent would send it. */
+static void
+report_a(struct fix *f, const char *val, struct report *r)
+{
+	struct datalog *dl;
+	struct cs_err e;
+
+	assert_int_equal(datalog_open(f->cfg->agents[0].data, &dl, &e), 0);
+	if (val != NULL) {
+		append(dl, DL_PUT, NULL, 0, val, NULL);
+		assert_int_equal(datalog_sync(dl, &e), 0);
+	}
+	memset(r, 0, sizeof(*r));
+	snprintf(r->agent, sizeof(r->agent), "A");
+	r->size = datalog_end(dl);
+	assert_int_equal(datalog_prefix_sha(dl, r->sha), 0);
+	take_chunks(f, 0, dl, r);
+	datalog_close(dl);
+}
+
 /* A's file grows by one record after the snapshot: storing the new prefix
  * copies only the chunk that changed (the partial last one), and a data
  * file whose bytes differ from the report is refused, naming the chunk. */
@@ -425,20 +446,11 @@ second_store_copies_only_new_chunks(void **state)
 	struct fix *f = *state;
 	const char *path = f->cfg->agents[0].data;
 	struct chunk_stats cs;
-	struct datalog *dl;
 	struct report r;
 	struct store *st;
 	struct cs_err e;
 
-	assert_int_equal(datalog_open(path, &dl, &e), 0);
-	append(dl, DL_PUT, NULL, 0, "7", NULL);
-	assert_int_equal(datalog_sync(dl, &e), 0);
-	memset(&r, 0, sizeof(r));
-	snprintf(r.agent, sizeof(r.agent), "A");
-	r.size = datalog_end(dl);
-	assert_int_equal(datalog_prefix_sha(dl, r.sha), 0);
-	take_chunks(f, 0, dl, &r);
-	datalog_close(dl);
+	report_a(f, "7", &r);
 	assert_int_equal(r.nchunks, 3);
 	assert_int_equal(store_open(f->repo, 0, &st, &e), 0);
 	assert_int_equal(store_put_chunks(st, &path, &r, 1, &cs, &e), 0);
@@ -469,20 +481,13 @@ recheck_heals_a_bad_blob(void **state)
 	const char *path = f->cfg->agents[0].data;
 	char blob[256], q[256];
 	struct chunk_stats cs;
-	struct datalog *dl;
 	struct report r;
 	struct store *st;
 	struct cs_err e;
 	uint8_t c;
 	int fd;
 
-	assert_int_equal(datalog_open(path, &dl, &e), 0);
-	memset(&r, 0, sizeof(r));
-	snprintf(r.agent, sizeof(r.agent), "A");
-	r.size = datalog_end(dl);
-	assert_int_equal(datalog_prefix_sha(dl, r.sha), 0);
-	take_chunks(f, 0, dl, &r);
-	datalog_close(dl);
+	report_a(f, NULL, &r);
 	chunk_of(f, 0, 1, blob, sizeof(blob));
 	assert_true((fd = open(blob, O_RDWR)) >= 0);
 	assert_int_equal(pread(fd, &c, 1, 7), 1);
