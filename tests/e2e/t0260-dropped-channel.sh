@@ -91,4 +91,21 @@ test_expect_success 'verify finds the same from the recorded files (config edite
 	grep -q "^problem: snapshot $SNAP_ID: channel A->B: not a channel of the config, but 1 message is in flight on it (sent 3, applied 2)" "$OUT" || { show_out; false; }
 '
 
+# An agent dropped from the config altogether while a message to it is in
+# flight: the sender refuses the config the same way.
+test_expect_success 'an agent removed from the config with a message in flight to it: refused' '
+	expect_ok stop -c "$CONF" &&
+	mkdir -p three &&
+	printf "[cluster]\nrun_dir = run\n\n[agent A]\ndata = a.data\n\n[agent C]\ndata = c.data\n" >three/ac.ini &&
+	printf "[agent B]\ndata = b.data\n" | cat three/ac.ini - >three/abc.ini &&
+	expect_ok start -c three/abc.ini &&
+	expect_ok put -c three/abc.ini A bal 100 &&
+	expect_ok channel -c three/abc.ini hold A B &&
+	expect_ok transfer -c three/abc.ini A:bal B:bal 7 &&
+	expect_ok transfer -c three/abc.ini A:bal B:bal 3 &&
+	expect_ok stop -c three/abc.ini &&
+	expect_error 2 agent -c three/ac.ini -n A &&
+	err_matches "channel A->B is not in config .*ac.ini, but data file .*a.data holds 2 unacknowledged messages on it"
+'
+
 test_done
