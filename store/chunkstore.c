@@ -477,6 +477,38 @@ plan(struct crun *r, size_t n, struct cs_err *e)
 	return 0;
 }
 
+/* Every chunk of every report is a blob now: a verify running beside
+ * the snapshot may have quarantined one it planned to reuse, and the
+ * commit must not name a blob that is gone. */
+static int
+all_there(struct crun *r, size_t n, struct cs_err *e)
+{
+	const struct report *rep;
+	char hex[SHA_HEX_LEN];
+	uint64_t len;
+	size_t i, k;
+	int s;
+
+	for (i = 0; i < n; i++) {
+		rep = &r->reps[i];
+		for (k = 0; k < rep->nchunks; k++) {
+			len = rep->size - (uint64_t)k * rep->chunk_size;
+			if (len > rep->chunk_size)
+				len = rep->chunk_size;
+			if ((s = stored(r->st, rep->chunks[k], len, 0, e)) < 0)
+				return -1;
+			if (s == 0) {
+				sha_hex(rep->chunks[k], hex);
+				return cs_errf(e, "agent %s: chunk %zu (blob %s) "
+				    "was quarantined while the snapshot ran; "
+				    "take the snapshot again", rep->agent, k,
+				    hex);
+			}
+		}
+	}
+	return 0;
+}
+
 /* Create the fan-out directories of the jobs; mark them in dirs[256]. */
 static int
 make_dirs(struct crun *r, unsigned char dirs[256], struct cs_err *e)
@@ -550,6 +582,8 @@ store_put_chunks(struct store *st, const char *const *paths,
 			goto out;
 	}
 	if (r.njobs > 0 && fsync_dir(st->blobs, e) < 0)
+		goto out;
+	if (all_there(&r, n, e) < 0)
 		goto out;
 	if (stats != NULL) {
 		for (i = 0; i < n; i++)
