@@ -9,7 +9,9 @@
  *   the entry's offset, the channel is up (WELCOME seen) and not held.
  * - An incoming channel applies seq applied+1 only; later seqs wait in a
  *   hold-back ring, earlier ones are duplicates and are only re-acked.
- * - At most one snapshot is known at a time (struct snap). */
+ * - Up to SNAP_MAX snapshots are in progress at once, one struct snap
+ *   (recording) each, told apart by their identities (snapuid.h); a slot
+ *   is free iff its phase is SNAP_NONE. */
 #ifndef CUTSNAP_AGENT_INT_H
 #define CUTSNAP_AGENT_INT_H
 
@@ -22,6 +24,7 @@
 #include "../common/datalog.h"
 #include "../common/err.h"
 #include "../common/report.h"
+#include "../common/snapuid.h"
 #include "../common/wire.h"
 
 #define OUT_HIGH_WATER	(64u << 20)	/* stop reading a client above this */
@@ -61,7 +64,8 @@ struct conn {
 	int connecting;		/* PEER_OUT: connect() in progress */
 	int eof;		/* peer closed its side; close once flushed */
 	int ack_due;		/* PEER_IN: send an ACK after this batch */
-	int is_coord;		/* joined a snapshot on this connection */
+	int is_coord;		/* joined a snapshot on this connection
+				 * (one per connection) */
 	int dead;		/* closed; freed by conn_reap */
 	struct conn *next;
 };
@@ -72,7 +76,7 @@ enum qkind { Q_MSG, Q_MARKER };
 struct qent {
 	enum qkind kind;
 	uint64_t seq;		/* MSG: its seq; MARKER: s (sent in the cut) */
-	uint64_t snap;		/* MARKER: snapshot id */
+	struct snapuid snap;	/* MARKER: the snapshot's identity */
 	uint64_t off;		/* log offset it waits for (0: durable) */
 	uint8_t *payload;	/* MSG: chmsg bytes, heap */
 	size_t len;
@@ -126,11 +130,12 @@ enum snap_phase {
 	SNAP_REPORTED,		/* report sent, waiting for SNAP_DONE */
 };
 
+/* One snapshot in progress here: its recording. */
 struct snap {
-	enum snap_phase phase;
-	uint64_t id;		/* the wire token markers carry */
+	enum snap_phase phase;	/* SNAP_NONE: the slot is free */
+	struct snapuid id;	/* what markers, JOIN, START, DONE carry */
 	uint64_t label;		/* its id in the repository, or 0 */
-	struct conn *coord;	/* JOIN connection, NULL if never joined */
+	struct conn *coord;	/* JOIN connection */
 	uint64_t L;		/* recorded prefix of the data file */
 	uint8_t sha[32];
 	/* The prefix's chunks: the first nfull are the datalog's finished
@@ -142,9 +147,16 @@ struct snap {
 	struct rec_chan *ch;	/* one per configured incoming channel */
 	size_t nch;
 	size_t nopen;
-	uint64_t last_done;	/* highest id finished or forgotten */
 	int64_t deadline;	/* monotonic ms: forget it then (0: none) */
 };
+
+/* How many snapshots an agent takes part in at once; a JOIN beyond it is
+ * refused (the others go on). Markers of a snapshot this agent never
+ * joined take no slot: they are forwarded at once. */
+#define SNAP_MAX	8
+/* Identities of finished snapshots remembered, so that their late
+ * markers are ignored rather than forwarded again. */
+#define SNAP_DONE_RING	64
 
 /* A snapshot's lifetime at an agent when no JOIN said otherwise; an agent
  * waits this long past the coordinator's own timeout before it gives up,
@@ -167,7 +179,10 @@ struct agent {
 	struct conn *conns;
 	struct outch *out;	/* n entries, by dst index */
 	struct inch *in;	/* n entries, by src index */
-	struct snap snap;
+	struct snap snaps[SNAP_MAX];
+	struct snapuid done[SNAP_DONE_RING];	/* finished, newest at
+						 * done[(ndone - 1) % RING] */
+	uint64_t ndone;
 	int64_t start_ms;
 	uint64_t writes;	/* client write requests (put, del, add,
 				 * transfer) since start: with
@@ -224,7 +239,8 @@ int agent_check_dropped(const struct cfg *c, int self,
 int outch_init(struct agent *a, struct cs_err *e);
 void outch_free(struct agent *a);
 int outch_enqueue(struct agent *a, int dst, enum qkind kind, uint64_t seq,
-    uint64_t snap, uint64_t off, const uint8_t *payload, size_t len);
+    const struct snapuid *snap, uint64_t off, const uint8_t *payload,
+    size_t len);
 void outch_pump(struct agent *a, int dst);
 void outch_frame(struct agent *a, struct conn *c, uint8_t type,
     const uint8_t *p, size_t n);
@@ -249,21 +265,22 @@ void inch_batch_done(struct agent *a, struct conn *c);
 
 /* snapshot.c */
 /* timeout_s: the coordinator's; 0 for the default. label: the snapshot's
- * id in its repository, for messages (0: unknown, use id). */
-void snap_join(struct agent *a, struct conn *c, uint64_t id,
+ * id in its repository, for messages (0: unknown). */
+void snap_join(struct agent *a, struct conn *c, const struct snapuid *id,
     uint32_t timeout_s, uint64_t label);
-void snap_start(struct agent *a, uint64_t id);
-void snap_done(struct agent *a, uint64_t id, int committed);
-void snap_marker(struct agent *a, int src, uint64_t id, uint64_t s);
-/* A message seq from src was applied (its chmsg bytes p[0, n)). */
+void snap_start(struct agent *a, const struct snapuid *id);
+void snap_done(struct agent *a, const struct snapuid *id, int committed);
+void snap_marker(struct agent *a, int src, const struct snapuid *id,
+    uint64_t s);
+/* A message seq from src was applied (its chmsg bytes p[0, n)): recorded
+ * in every snapshot whose window on src->self holds it. */
 int snap_applied(struct agent *a, int src, uint64_t seq, const uint8_t *p,
     size_t n);
 void snap_conn_closed(struct agent *a, struct conn *c);
 void snap_tick(struct agent *a);
-/* Forget a snapshot past its deadline; ms until the deadline, or -1. */
+/* Forget snapshots past their deadline; ms until the next, or -1. */
 int snap_timeout(struct agent *a, int64_t now);
 void snap_free(struct agent *a);
-const char *snap_describe(const struct agent *a, char *buf, size_t bufsz);
 const char *snap_phase_name(enum snap_phase p);	/* "recording" */
 
 #endif

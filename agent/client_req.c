@@ -231,7 +231,7 @@ req_transfer(struct agent *a, struct conn *c, struct rbuf *r)
 	rec.msglen = msg.len;
 	if (agent_append(a, &rec) == -1)
 		goto out;
-	if (outch_enqueue(a, d, Q_MSG, seq, 0, datalog_need(a->dl),
+	if (outch_enqueue(a, d, Q_MSG, seq, NULL, datalog_need(a->dl),
 	    msg.data, msg.len) == -1) {
 		/* The SEND is in the log: only a restart could resend it. */
 		log_error("out of memory queueing message %s>%s seq %llu",
@@ -273,10 +273,12 @@ req_hold(struct agent *a, struct conn *c, struct rbuf *r, int hold)
 static void
 req_snap(struct agent *a, struct conn *c, uint8_t type, struct rbuf *r)
 {
-	uint64_t id = rbuf_u64(r), label = 0;
+	struct snapuid id;
+	uint64_t label = 0;
 	uint32_t timeout_s = 0;
 	uint8_t committed = 0;
 
+	snapuid_get(r, &id);
 	if (type == W_SNAP_DONE)
 		committed = rbuf_u8(r);
 	if (type == W_SNAP_JOIN && !rbuf_done(r))
@@ -291,11 +293,11 @@ req_snap(struct agent *a, struct conn *c, uint8_t type, struct rbuf *r)
 		return;
 	}
 	if (type == W_SNAP_JOIN)
-		snap_join(a, c, id, timeout_s, label);
+		snap_join(a, c, &id, timeout_s, label);
 	else if (type == W_SNAP_START)
-		snap_start(a, id);
+		snap_start(a, &id);
 	else
-		snap_done(a, id, committed);
+		snap_done(a, &id, committed);
 }
 
 void

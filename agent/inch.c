@@ -224,18 +224,21 @@ inch_frame(struct agent *a, struct conn *c, uint8_t type,
     const uint8_t *p, size_t n)
 {
 	const uint8_t *body = NULL;
+	struct snapuid id;
 	struct rbuf r;
-	uint64_t x, y = 0;
+	uint64_t x = 0, y = 0;
 	size_t blen = 0;
 
 	rbuf_init(&r, p, n);
-	x = rbuf_u64(&r);
-	if (type == W_PEER_MSG)
+	if (type == W_PEER_MSG) {
+		x = rbuf_u64(&r);
 		body = rbuf_bytes(&r, &blen, MSG_MAX);
-	else
+	} else {
+		snapuid_get(&r, &id);
 		y = rbuf_u64(&r);
+	}
 	if ((type != W_PEER_MSG && type != W_PEER_MARKER) || !rbuf_done(&r) ||
-	    x == 0) {
+	    (type == W_PEER_MSG ? x == 0 : snapuid_is_zero(&id))) {
 		log_warn("channel %s>%s: unexpected or malformed frame type "
 		    "%u; closing it", sname(a, c->peer), a->name, type);
 		conn_close(a, c, NULL);
@@ -244,7 +247,7 @@ inch_frame(struct agent *a, struct conn *c, uint8_t type,
 	if (type == W_PEER_MSG)
 		inch_msg(a, c, x, body, blen);
 	else
-		snap_marker(a, c->peer, x, y);
+		snap_marker(a, c->peer, &id, y);
 }
 
 /* After a batch of frames: one cumulative ACK, sent once the APPLY

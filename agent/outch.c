@@ -31,7 +31,8 @@ qent_free(struct qent *q)
 
 int
 outch_enqueue(struct agent *a, int dst, enum qkind kind, uint64_t seq,
-    uint64_t snap, uint64_t off, const uint8_t *payload, size_t len)
+    const struct snapuid *snap, uint64_t off, const uint8_t *payload,
+    size_t len)
 {
 	struct outch *o = &a->out[dst];
 	struct qent *q, *nq;
@@ -55,7 +56,8 @@ outch_enqueue(struct agent *a, int dst, enum qkind kind, uint64_t seq,
 	memset(q, 0, sizeof(*q));
 	q->kind = kind;
 	q->seq = seq;
-	q->snap = snap;
+	if (snap != NULL)
+		q->snap = *snap;
 	q->off = off;
 	if (kind == Q_MSG) {
 		if ((q->payload = malloc(len ? len : 1)) == NULL)
@@ -98,7 +100,7 @@ outch_init(struct agent *a, struct cs_err *e)
 		acked = wm_get(&st->acked, s->peer);
 		if (s->seq <= acked)
 			continue;
-		if (outch_enqueue(a, d, Q_MSG, s->seq, 0, 0, s->msg,
+		if (outch_enqueue(a, d, Q_MSG, s->seq, NULL, 0, s->msg,
 		    s->len) == -1)
 			return cs_errf(e, "out of memory");
 	}
@@ -373,12 +375,14 @@ outch_pump(struct agent *a, int d)
 			wbuf_put_u64(&w, q->seq);
 			wbuf_put_bytes(&w, q->payload, q->len);
 		} else {
-			wbuf_put_u64(&w, q->snap);
+			char hex[SNAPUID_HEX_LEN];
+
+			snapuid_put(&w, &q->snap);
 			wbuf_put_u64(&w, q->seq);
-			log_debug("channel %s>%s: marker for snapshot %llu "
+			snapuid_hex(&q->snap, hex);
+			log_debug("channel %s>%s: marker for snapshot %.*s "
 			    "(s=%llu) written", a->name, dname(a, d),
-			    (unsigned long long)q->snap,
-			    (unsigned long long)q->seq);
+			    SNAPUID_SHORT, hex, (unsigned long long)q->seq);
 		}
 		if (w.oom) {
 			log_error("out of memory writing channel %s>%s",

@@ -1,10 +1,18 @@
-/* snapshot.c - an agent's part of a Chandy-Lamport snapshot: record the
+/* snapshot.c - an agent's part of Chandy-Lamport snapshots: record the
  * state as a log prefix, put markers into every outgoing queue, record each
  * incoming channel's messages in (a, s], report to the coordinator.
  *
- * Invariants: phase NONE <=> no id; RECORDING <=> nopen > 0; a report is
- * sent at most once per id, and only when every incoming channel closed
- * and the log is durable up to L. */
+ * Several snapshots may be in progress at once (up to SNAP_MAX), each in
+ * its own slot of a->snaps with its own L, sha, windows and report; they
+ * are told apart by their identities, never by order or time. A message
+ * applied from src is recorded in every snapshot whose window on src
+ * holds it. Each is forgotten on its own (DONE, its coordinator gone, its
+ * deadline) without touching the others.
+ *
+ * Invariants per slot: phase NONE <=> slot free; RECORDING <=> nopen > 0;
+ * a report is sent at most once per id, and only when every incoming
+ * channel closed and the log is durable up to L; no two slots hold the
+ * same id. */
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -49,47 +57,97 @@ snap_clear(struct snap *sn)
 		free(sn->ch[i].msgs);
 	}
 	free(sn->ch);
-	sn->ch = NULL;
-	sn->nch = sn->nopen = 0;
 	wm_free(&sn->sent);
 	wm_free(&sn->applied);
-	sn->coord = NULL;
+	memset(sn, 0, sizeof(*sn));
 	sn->phase = SNAP_NONE;
-	sn->id = 0;
-	sn->label = 0;
-	sn->deadline = 0;
 }
 
-/* How messages name the snapshot: its id in the repository when the
- * coordinator told us (JOIN), else the token markers carry. */
-static uint64_t
-snap_name(const struct snap *sn)
+/* How messages name a snapshot: "3 (9f2c41d0)", its id in the repository
+ * when the coordinator told us (JOIN) and the start of its identity. */
+struct sname {
+	char s[64];
+};
+
+static const char *
+idname(struct sname *b, const struct snapuid *id, uint64_t label)
 {
-	return sn->label ? sn->label : sn->id;
+	char hex[SNAPUID_HEX_LEN];
+
+	snapuid_hex(id, hex);
+	if (label != 0)
+		snprintf(b->s, sizeof(b->s), "%" PRIu64 " (%.*s)", label,
+		    SNAPUID_SHORT, hex);
+	else
+		snprintf(b->s, sizeof(b->s), "%.*s", SNAPUID_SHORT, hex);
+	return b->s;
 }
 
-/* The agent's own deadline for the snapshot it joined: the coordinator's
+#define SNAME(sn) idname(&(struct sname){ { 0 } }, &(sn)->id, (sn)->label)
+#define UNAME(id) idname(&(struct sname){ { 0 } }, (id), 0)
+
+static struct snap *
+snap_find(struct agent *a, const struct snapuid *id)
+{
+	size_t i;
+
+	for (i = 0; i < SNAP_MAX; i++)
+		if (a->snaps[i].phase != SNAP_NONE &&
+		    snapuid_eq(&a->snaps[i].id, id))
+			return &a->snaps[i];
+	return NULL;
+}
+
+static size_t
+snap_count(const struct agent *a)
+{
+	size_t i, n = 0;
+
+	for (i = 0; i < SNAP_MAX; i++)
+		n += a->snaps[i].phase != SNAP_NONE;
+	return n;
+}
+
+static int
+done_has(const struct agent *a, const struct snapuid *id)
+{
+	size_t i, n = a->ndone < SNAP_DONE_RING ? (size_t)a->ndone :
+	    SNAP_DONE_RING;
+
+	for (i = 0; i < n; i++)
+		if (snapuid_eq(&a->done[i], id))
+			return 1;
+	return 0;
+}
+
+static void
+done_add(struct agent *a, const struct snapuid *id)
+{
+	if (done_has(a, id))
+		return;
+	a->done[a->ndone % SNAP_DONE_RING] = *id;
+	a->ndone++;
+}
+
+/* The agent's own deadline for a snapshot it joined: the coordinator's
  * timeout (counted from the JOIN, so a little later than the
  * coordinator's own) plus a grace. */
 static void
-snap_arm(struct agent *a, uint32_t timeout_s)
+snap_arm(struct snap *sn, uint32_t timeout_s)
 {
 	uint32_t t = timeout_s ? timeout_s : SNAP_DEFAULT_TIMEOUT_S;
 
-	a->snap.deadline = now_ms() + (int64_t)t * 1000 + SNAP_GRACE_MS;
+	sn->deadline = now_ms() + (int64_t)t * 1000 + SNAP_GRACE_MS;
 }
 
 /* Forget the snapshot; markers already queued still leave. */
 static void
-snap_forget(struct agent *a, const char *why)
+snap_forget(struct agent *a, struct snap *sn, const char *why)
 {
-	struct snap *sn = &a->snap;
-
 	if (sn->phase == SNAP_NONE)
 		return;
-	log_info("snapshot %" PRIu64 ": %s", snap_name(sn), why);
-	if (sn->id > sn->last_done)
-		sn->last_done = sn->id;
+	log_info("snapshot %s: %s", SNAME(sn), why);
+	done_add(a, &sn->id);
 	if (sn->coord != NULL)
 		sn->coord->is_coord = 0;
 	snap_clear(sn);
@@ -98,20 +156,10 @@ snap_forget(struct agent *a, const char *why)
 void
 snap_free(struct agent *a)
 {
-	snap_clear(&a->snap);
-}
+	size_t i;
 
-const char *
-snap_describe(const struct agent *a, char *buf, size_t bufsz)
-{
-	const struct snap *sn = &a->snap;
-
-	if (sn->phase == SNAP_NONE)
-		snprintf(buf, bufsz, "none");
-	else
-		snprintf(buf, bufsz, "%" PRIu64 ":%s",
-		    snap_name(sn), snap_phase_name(sn->phase));
-	return buf;
+	for (i = 0; i < SNAP_MAX; i++)
+		snap_clear(&a->snaps[i]);
 }
 
 const char *
@@ -124,50 +172,58 @@ snap_phase_name(enum snap_phase p)
 }
 
 void
-snap_join(struct agent *a, struct conn *c, uint64_t id, uint32_t timeout_s,
-    uint64_t label)
+snap_join(struct agent *a, struct conn *c, const struct snapuid *id,
+    uint32_t timeout_s, uint64_t label)
 {
-	struct snap *sn = &a->snap;
+	struct snap *sn;
+	size_t i;
 
-	if (id == 0) {
+	if (snapuid_is_zero(id)) {
 		conn_replyf(a, c, REPLY_BADREQ, "snapshot id 0 is invalid");
 		return;
 	}
-	if (sn->phase != SNAP_NONE && sn->id != id) {
-		conn_replyf(a, c, REPLY_FAIL, "busy with snapshot %" PRIu64
-		    ", which another cutsnap snapshot is taking; try again "
-		    "once it has finished", snap_name(sn));
+	sn = snap_find(a, id);
+	if (sn != NULL && sn->coord != NULL && sn->coord != c) {
+		conn_replyf(a, c, REPLY_FAIL, "snapshot %s already has a "
+		    "coordinator", SNAME(sn));
 		return;
 	}
-	if (sn->phase != SNAP_NONE && sn->coord != NULL && sn->coord != c) {
-		conn_replyf(a, c, REPLY_FAIL, "snapshot %" PRIu64 " already has "
-		    "a coordinator", id);
+	if (sn == NULL && c->is_coord) {
+		conn_replyf(a, c, REPLY_BADREQ, "this connection already "
+		    "coordinates another snapshot; use one per snapshot");
 		return;
 	}
-	if (sn->phase == SNAP_NONE && id <= sn->last_done) {
-		conn_replyf(a, c, REPLY_FAIL, "snapshot %" PRIu64 " is already "
-		    "finished here", id);
+	if (sn == NULL && done_has(a, id)) {
+		conn_replyf(a, c, REPLY_FAIL, "snapshot %s is already finished "
+		    "here", idname(&(struct sname){ { 0 } }, id, label));
 		return;
 	}
-	if (sn->phase == SNAP_NONE) {
-		sn->phase = SNAP_JOINED;
-		sn->id = id;
+	for (i = 0; sn == NULL && i < SNAP_MAX; i++)
+		if (a->snaps[i].phase == SNAP_NONE) {
+			sn = &a->snaps[i];
+			sn->phase = SNAP_JOINED;
+			sn->id = *id;
+		}
+	if (sn == NULL) {
+		conn_replyf(a, c, REPLY_FAIL, "agent %s already takes part in "
+		    "%d snapshots, the most it runs at once; try again once "
+		    "one has finished", a->name, SNAP_MAX);
+		return;
 	}
 	if (label != 0)
 		sn->label = label;
 	sn->coord = c;
 	c->is_coord = 1;
-	snap_arm(a, timeout_s);
-	log_info("snapshot %" PRIu64 ": joined (timeout %us)", snap_name(sn),
-	    (unsigned)(timeout_s ? timeout_s : SNAP_DEFAULT_TIMEOUT_S));
+	snap_arm(sn, timeout_s);
+	log_info("snapshot %s: joined (timeout %us, %zu in progress)",
+	    SNAME(sn), (unsigned)(timeout_s ? timeout_s :
+	    SNAP_DEFAULT_TIMEOUT_S), snap_count(a));
 	conn_reply(a, c, REPLY_OK, NULL, 0, 0);
 }
 
 static void
-snap_close_chan(struct agent *a, struct rec_chan *rc)
+snap_close_chan(struct agent *a, struct snap *sn, struct rec_chan *rc)
 {
-	struct snap *sn = &a->snap;
-
 	/* Messages past s were sent after the sender recorded: not ours. */
 	while (rc->n > 0 && rc->msgs[rc->n - 1].seq > rc->s) {
 		free(rc->msgs[rc->n - 1].data);
@@ -175,94 +231,90 @@ snap_close_chan(struct agent *a, struct rec_chan *rc)
 	}
 	rc->closed = 1;
 	sn->nopen--;
-	log_debug("snapshot %" PRIu64 ": channel %s>%s recorded: (%" PRIu64
-	    ", %" PRIu64 "], %zu messages", snap_name(sn), nm(a, rc->src),
-	    a->name, rc->a, rc->s, rc->n);
+	log_debug("snapshot %s: channel %s>%s recorded: (%" PRIu64 ", %"
+	    PRIu64 "], %zu messages", SNAME(sn), nm(a, rc->src), a->name,
+	    rc->a, rc->s, rc->n);
 	if (sn->nopen == 0) {
 		sn->phase = SNAP_RECORDED;
-		log_info("snapshot %" PRIu64 ": recorded (%" PRIu64 " bytes, "
-		    "%zu incoming channels)", snap_name(sn), sn->L, sn->nch);
-		if (sn->coord == NULL)
-			snap_forget(a, "recorded; not joined here, so no "
-			    "report");
+		log_info("snapshot %s: recorded (%" PRIu64 " bytes, %zu "
+		    "incoming channels)", SNAME(sn), sn->L, sn->nch);
 	}
 }
 
 static struct rec_chan *
-snap_chan(struct agent *a, int src)
+snap_chan(struct snap *sn, int src)
 {
 	size_t i;
 
-	for (i = 0; i < a->snap.nch; i++)
-		if (a->snap.ch[i].src == src)
-			return &a->snap.ch[i];
+	for (i = 0; i < sn->nch; i++)
+		if (sn->ch[i].src == src)
+			return &sn->ch[i];
 	return NULL;
 }
 
 /* The marker for this snapshot arrived on src->self with s. */
 static void
-snap_chan_marker(struct agent *a, int src, uint64_t s)
+snap_chan_marker(struct agent *a, struct snap *sn, int src, uint64_t s)
 {
 	const struct dl_state *st = datalog_state(a->dl);
-	struct rec_chan *rc = snap_chan(a, src);
+	struct rec_chan *rc = snap_chan(sn, src);
 
 	if (rc == NULL || rc->closed || rc->have_s) {
-		log_debug("snapshot %" PRIu64 ": extra marker on %s>%s ignored",
-		    a->snap.id, nm(a, src), a->name);
+		log_debug("snapshot %s: extra marker on %s>%s ignored",
+		    SNAME(sn), nm(a, src), a->name);
 		return;
 	}
 	rc->have_s = 1;
 	rc->s = s;
 	if (s < rc->a)
-		log_error("snapshot %" PRIu64 ": channel %s>%s: marker s=%"
-		    PRIu64 " below applied %" PRIu64 " at recording: the "
-		    "sender let a later message overtake its marker",
-		    a->snap.id, nm(a, src), a->name, s, rc->a);
+		log_error("snapshot %s: channel %s>%s: marker s=%" PRIu64
+		    " below applied %" PRIu64 " at recording: the sender let "
+		    "a later message overtake its marker", SNAME(sn),
+		    nm(a, src), a->name, s, rc->a);
 	if (wm_get(&st->applied, nm(a, src)) >= s)
-		snap_close_chan(a, rc);
+		snap_close_chan(a, sn, rc);
+}
+
+/* Markers of snapshot id into every outgoing queue at offset L, the end
+ * of the log now: after every SEND inside L, before every later one. s
+ * is the channel's sent seq inside L. L may end in ACK hints; the
+ * markers wait for it to be durable. */
+static int
+snap_send_markers(struct agent *a, const struct snapuid *id, uint64_t L)
+{
+	const struct dl_state *st = datalog_state(a->dl);
+	int i;
+
+	datalog_require(a->dl, L);
+	for (i = 0; i < a->n; i++) {
+		if (!a->out[i].configured)
+			continue;
+		if (outch_enqueue(a, i, Q_MARKER, wm_get(&st->sent, nm(a, i)),
+		    id, L, NULL, 0) == -1)
+			return -1;
+	}
+	return 0;
 }
 
 /* Record now: L, sha, watermarks; markers into every outgoing queue at
- * offset L (after every SEND inside L, before every later one); open every
- * incoming channel. first_src >= 0 is the channel whose marker started it. */
+ * offset L; open every incoming channel. first_src >= 0 is the channel
+ * whose marker started it. */
 static void
-snap_record(struct agent *a, int first_src, uint64_t s)
+snap_record(struct agent *a, struct snap *sn, int first_src, uint64_t s)
 {
 	const struct dl_state *st = datalog_state(a->dl);
-	struct snap *sn = &a->snap;
 	struct rec_chan *rc;
 	int i;
 
 	sn->L = datalog_end(a->dl);
 	sn->nfull = chunkhash_nfull(datalog_chunks(a->dl));
-	/* L may end in ACK hints; the markers and the report wait for it. */
-	datalog_require(a->dl, sn->L);
 	if (datalog_prefix_sha(a->dl, sn->sha) == -1 ||
 	    chunkhash_peek(datalog_chunks(a->dl), sn->partial) == -1 ||
 	    wm_copy(&sn->sent, &st->sent) == -1 ||
 	    wm_copy(&sn->applied, &st->applied) == -1 ||
-	    (sn->ch = calloc((size_t)a->n, sizeof(*sn->ch))) == NULL)
+	    (sn->ch = calloc((size_t)a->n, sizeof(*sn->ch))) == NULL ||
+	    snap_send_markers(a, &sn->id, sn->L) == -1)
 		goto oom;
-	for (i = 0; i < a->n; i++) {
-		if (!a->out[i].configured)
-			continue;
-		if (outch_enqueue(a, i, Q_MARKER, wm_get(&st->sent, nm(a, i)),
-		    sn->id, sn->L, NULL, 0) == -1)
-			goto oom;
-	}
-	/* Not joined (we restarted since the coordinator's JOIN, which
-	 * precedes every marker): our markers let the others finish their
-	 * recording, but ours would never be reported and would only keep
-	 * us busy, so there is nothing more to do. */
-	if (sn->coord == NULL) {
-		/* Not SNAP_NONE, or forgetting would skip the clean-up and
-		 * leave last_done behind: a second marker for this id would
-		 * record again and queue a second set of markers. */
-		sn->phase = SNAP_RECORDED;
-		snap_forget(a, "markers forwarded; not joined here, so "
-		    "nothing to report");
-		return;
-	}
 	for (i = 0; i < a->n; i++) {
 		if (!a->in[i].configured)
 			continue;
@@ -272,128 +324,134 @@ snap_record(struct agent *a, int first_src, uint64_t s)
 	}
 	sn->nopen = sn->nch;
 	sn->phase = SNAP_RECORDING;
-	log_info("snapshot %" PRIu64 ": recording at %" PRIu64 " bytes (%s)",
-	    snap_name(sn), sn->L,
-	    first_src >= 0 ? "first marker" : "initiator");
+	log_info("snapshot %s: recording at %" PRIu64 " bytes (%s)",
+	    SNAME(sn), sn->L, first_src >= 0 ? "first marker" : "initiator");
 	if (sn->nopen == 0) {
 		sn->phase = SNAP_RECORDED;
-		log_info("snapshot %" PRIu64 ": recorded (no incoming "
-		    "channels)", snap_name(sn));
+		log_info("snapshot %s: recorded (no incoming channels)",
+		    SNAME(sn));
 		return;
 	}
 	if (first_src >= 0)
-		snap_chan_marker(a, first_src, s);
+		snap_chan_marker(a, sn, first_src, s);
 	return;
 oom:
 	/* Without its markers the snapshot cannot complete anywhere; the
 	 * coordinator times out and aborts it. */
-	log_error("snapshot %" PRIu64 ": out of memory while recording",
-	    snap_name(sn));
-	snap_forget(a, "abandoned");
+	log_error("snapshot %s: out of memory while recording", SNAME(sn));
+	snap_forget(a, sn, "abandoned");
 }
 
 void
-snap_start(struct agent *a, uint64_t id)
+snap_start(struct agent *a, const struct snapuid *id)
 {
-	struct snap *sn = &a->snap;
+	struct snap *sn = snap_find(a, id);
 
-	if (sn->phase == SNAP_JOINED && sn->id == id)
-		snap_record(a, -1, 0);
-	else if (sn->id == id)
-		log_debug("snapshot %" PRIu64 ": start ignored: already "
-		    "recording", id);
+	if (sn != NULL && sn->phase == SNAP_JOINED)
+		snap_record(a, sn, -1, 0);
+	else if (sn != NULL)
+		log_debug("snapshot %s: start ignored: already recording",
+		    SNAME(sn));
 	else
-		log_warn("snapshot %" PRIu64 ": start ignored: not joined",
-		    id);
+		log_warn("snapshot %s: start ignored: not joined", UNAME(id));
 }
 
 void
-snap_done(struct agent *a, uint64_t id, int committed)
+snap_done(struct agent *a, const struct snapuid *id, int committed)
 {
-	if (a->snap.phase == SNAP_NONE || a->snap.id != id) {
-		log_debug("snapshot %" PRIu64 ": done, not active here", id);
-		if (id > a->snap.last_done && a->snap.phase == SNAP_NONE)
-			a->snap.last_done = id;
+	struct snap *sn = snap_find(a, id);
+
+	if (sn == NULL) {
+		log_debug("snapshot %s: done, not active here", UNAME(id));
+		done_add(a, id);
 		return;
 	}
-	snap_forget(a, committed ? "committed" : "aborted");
+	snap_forget(a, sn, committed ? "committed" : "aborted");
 }
 
 void
-snap_marker(struct agent *a, int src, uint64_t id, uint64_t s)
+snap_marker(struct agent *a, int src, const struct snapuid *id, uint64_t s)
 {
-	struct snap *sn = &a->snap;
+	struct snap *sn = snap_find(a, id);
 
-	if (sn->phase != SNAP_NONE && sn->id == id) {
+	if (sn != NULL) {
 		if (sn->phase == SNAP_JOINED)
-			snap_record(a, src, s);
+			snap_record(a, sn, src, s);
 		else if (sn->phase == SNAP_RECORDING)
-			snap_chan_marker(a, src, s);
+			snap_chan_marker(a, sn, src, s);
 		return;
 	}
-	if (id <= sn->last_done) {
-		log_debug("snapshot %" PRIu64 ": marker on %s>%s after it "
-		    "finished; ignored", id, nm(a, src), a->name);
+	if (done_has(a, id)) {
+		log_debug("snapshot %s: marker on %s>%s after it finished; "
+		    "ignored", UNAME(id), nm(a, src), a->name);
 		return;
 	}
-	if (sn->phase != SNAP_NONE) {
-		log_warn("snapshot %" PRIu64 ": marker on %s>%s ignored: busy "
-		    "with snapshot %" PRIu64, id, nm(a, src), a->name,
-		    snap_name(sn));
-		return;
-	}
-	/* A snapshot this agent never joined: obey the protocol anyway so
-	 * the others can complete theirs, but report nothing. */
-	sn->id = id;
-	sn->coord = NULL;
-	snap_record(a, src, s);
+	/* A snapshot this agent never joined (it restarted since the JOIN,
+	 * which precedes every marker): obey the protocol anyway so the
+	 * others can complete theirs, but record and report nothing. It
+	 * takes no slot, so the limit never blocks it. */
+	if (snap_send_markers(a, id, datalog_end(a->dl)) == -1)
+		log_error("snapshot %s: out of memory forwarding markers",
+		    UNAME(id));
+	log_info("snapshot %s: markers forwarded; not joined here, so "
+	    "nothing to report", UNAME(id));
+	done_add(a, id);
 }
 
 int
 snap_applied(struct agent *a, int src, uint64_t seq, const uint8_t *p,
     size_t n)
 {
-	struct snap *sn = &a->snap;
+	struct snap *sn;
 	struct rec_chan *rc;
 	struct rep_msg *m;
-	size_t ncap;
+	size_t i, ncap;
 
-	if (sn->phase != SNAP_RECORDING || (rc = snap_chan(a, src)) == NULL ||
-	    rc->closed || seq <= rc->a)
-		return 0;
-	if (rc->n == rc->cap) {
-		ncap = rc->cap ? rc->cap * 2 : 16;
-		if ((m = realloc(rc->msgs, ncap * sizeof(*m))) == NULL)
+	for (i = 0; i < SNAP_MAX; i++) {
+		sn = &a->snaps[i];
+		if (sn->phase != SNAP_RECORDING ||
+		    (rc = snap_chan(sn, src)) == NULL || rc->closed ||
+		    seq <= rc->a)
+			continue;
+		if (rc->n == rc->cap) {
+			ncap = rc->cap ? rc->cap * 2 : 16;
+			if ((m = realloc(rc->msgs, ncap * sizeof(*m))) == NULL)
+				return -1;
+			rc->msgs = m;
+			rc->cap = ncap;
+		}
+		m = &rc->msgs[rc->n];
+		if ((m->data = malloc(n ? n : 1)) == NULL)
 			return -1;
-		rc->msgs = m;
-		rc->cap = ncap;
+		memcpy(m->data, p, n);
+		m->len = n;
+		m->seq = seq;
+		rc->n++;
+		if (rc->have_s && seq >= rc->s)
+			snap_close_chan(a, sn, rc);
 	}
-	m = &rc->msgs[rc->n];
-	if ((m->data = malloc(n ? n : 1)) == NULL)
-		return -1;
-	memcpy(m->data, p, n);
-	m->len = n;
-	m->seq = seq;
-	rc->n++;
-	if (rc->have_s && seq >= rc->s)
-		snap_close_chan(a, rc);
 	return 0;
 }
 
 void
 snap_conn_closed(struct agent *a, struct conn *c)
 {
-	if (a->snap.phase != SNAP_NONE && a->snap.coord == c) {
-		a->snap.coord = NULL;
-		snap_forget(a, "coordinator went away; forgotten");
-	}
+	size_t i;
+
+	if (!c->is_coord)
+		return;
+	for (i = 0; i < SNAP_MAX; i++)
+		if (a->snaps[i].phase != SNAP_NONE && a->snaps[i].coord == c) {
+			a->snaps[i].coord = NULL;
+			snap_forget(a, &a->snaps[i], "coordinator went away; "
+			    "forgotten");
+		}
 }
 
-/* Called after each group commit: report once recorded and durable. */
-void
-snap_tick(struct agent *a)
+/* Report sn once recorded and durable. */
+static void
+snap_report(struct agent *a, struct snap *sn)
 {
-	struct snap *sn = &a->snap;
 	struct rep_channel *chs = NULL;
 	struct rep_wm *wms = NULL;
 	uint8_t (*chunks)[32] = NULL;
@@ -429,7 +487,8 @@ snap_tick(struct agent *a)
 	if (i < r.nchunks)
 		memcpy(chunks[i], sn->partial, sizeof(chunks[i]));
 	r.chunks = chunks;
-	r.snap_id = sn->id;
+	r.uid = sn->id;
+	r.snap_id = sn->label;
 	snprintf(r.agent, sizeof(r.agent), "%s", a->name);
 	r.size = sn->L;
 	memcpy(r.sha, sn->sha, sizeof(r.sha));
@@ -452,13 +511,13 @@ snap_tick(struct agent *a)
 		goto oom;
 	conn_send(a, sn->coord, W_SNAP_REPORT, w.data, w.len, 0);
 	sn->phase = SNAP_REPORTED;
-	log_info("snapshot %" PRIu64 ": reported (%" PRIu64 " bytes)",
-	    snap_name(sn), sn->L);
+	log_info("snapshot %s: reported (%" PRIu64 " bytes)", SNAME(sn),
+	    sn->L);
 	goto out;
 oom:
-	log_error("snapshot %" PRIu64 ": out of memory building the report",
-	    snap_name(sn));
-	snap_forget(a, "abandoned");
+	log_error("snapshot %s: out of memory building the report",
+	    SNAME(sn));
+	snap_forget(a, sn, "abandoned");
 out:
 	free(chunks);
 	free(chs);
@@ -466,21 +525,40 @@ out:
 	wbuf_free(&w);
 }
 
+/* Called after each group commit. */
+void
+snap_tick(struct agent *a)
+{
+	size_t i;
+
+	for (i = 0; i < SNAP_MAX; i++)
+		snap_report(a, &a->snaps[i]);
+}
+
 int
 snap_timeout(struct agent *a, int64_t now)
 {
-	struct snap *sn = &a->snap;
-	struct conn *coord = sn->coord;
-	int64_t left;
+	struct snap *sn;
+	struct conn *coord;
+	int64_t left, next = -1;
+	size_t i;
 
-	if (sn->phase == SNAP_NONE || sn->deadline == 0)
-		return -1;
-	left = sn->deadline - now;
-	if (left > 0)
-		return left > 86400000 ? 86400000 : (int)left;
-	/* The coordinator (if any) is past its own timeout too: it hangs. */
-	snap_forget(a, "timed out; forgotten");
-	if (coord != NULL)
-		conn_close(a, coord, "snapshot timed out");
-	return -1;
+	for (i = 0; i < SNAP_MAX; i++) {
+		sn = &a->snaps[i];
+		if (sn->phase == SNAP_NONE || sn->deadline == 0)
+			continue;
+		left = sn->deadline - now;
+		if (left > 0) {
+			if (next < 0 || left < next)
+				next = left;
+			continue;
+		}
+		/* The coordinator (if any) is past its own timeout too: it
+		 * hangs. Only this snapshot's connection is closed. */
+		coord = sn->coord;
+		snap_forget(a, sn, "timed out; forgotten");
+		if (coord != NULL)
+			conn_close(a, coord, "snapshot timed out");
+	}
+	return next < 0 ? -1 : next > 86400000 ? 86400000 : (int)next;
 }

@@ -12,7 +12,10 @@ static int
 collect(struct agent *a, struct agstat *st)
 {
 	const struct dl_state *s = datalog_state(a->dl);
+	const struct snap *sn;
+	struct agstat_snap *as;
 	const char *nm;
+	size_t i;
 	int d;
 
 	memset(st, 0, sizeof(*st));
@@ -22,11 +25,24 @@ collect(struct agent *a, struct agstat *st)
 	st->records = s->records;
 	st->syncs = datalog_syncs(a->dl);
 	st->writes = a->writes;
-	/* The id the coordinator knows it by (its label, if it gave one). */
-	st->snap_id = a->snap.phase == SNAP_NONE ? 0 :
-	    a->snap.label ? a->snap.label : a->snap.id;
-	snprintf(st->phase, sizeof(st->phase), "%s",
-	    snap_phase_name(a->snap.phase));
+	/* Every snapshot in progress, by the id its repository gave it and
+	 * its identity; the first also as snap_id/phase. */
+	snprintf(st->phase, sizeof(st->phase), "none");
+	for (i = 0; i < SNAP_MAX && st->nsnaps < AGSTAT_MAX_SNAPS; i++) {
+		sn = &a->snaps[i];
+		if (sn->phase == SNAP_NONE)
+			continue;
+		as = &st->snaps[st->nsnaps++];
+		as->id = sn->label;
+		snapuid_hex(&sn->id, as->uid);
+		snprintf(as->phase, sizeof(as->phase), "%s",
+		    snap_phase_name(sn->phase));
+		if (st->nsnaps == 1) {
+			st->snap_id = sn->label ? sn->label : 1;
+			snprintf(st->phase, sizeof(st->phase), "%s",
+			    as->phase);
+		}
+	}
 	st->out = calloc((size_t)a->n, sizeof(*st->out));
 	st->in = calloc((size_t)a->n, sizeof(*st->in));
 	if (st->out == NULL || st->in == NULL)

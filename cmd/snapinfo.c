@@ -35,6 +35,11 @@ cmd_json_snap_info(struct json *j, const struct snap_info *s)
 	json_kstr(j, "finished", s->finished);
 	json_kstr(j, "status", s->status);
 	json_kstr(j, "initiator", s->initiator);
+	json_key(j, "uid");
+	if (s->uid[0] != '\0')
+		json_str(j, s->uid);
+	else
+		json_null(j);
 	json_kint(j, "agents", s->nagents);
 	json_kuint(j, "bytes", s->bytes);
 	json_kuint(j, "msgs", s->nmsgs);

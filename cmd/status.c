@@ -15,15 +15,16 @@ static const char usage_text[] =
     "usage: cutsnap status -c CONF [--json]\n"
     "\n"
     "Print each agent of CONF: a line \"NAME  up  pid=PID  uptime=T\n"
-    "size=BYTES  records=N  syncs=N  writes=N  snapshot=none|ID:PHASE\"\n"
+    "size=BYTES  records=N  syncs=N  writes=N  snapshot=none|ID:PHASE[,...]\"\n"
     "(syncs: fsyncs of the data file, writes: client write requests, both\n"
     "since the agent started) when it answers,\n"
     "\"NAME  down  (REASON)\" when it does not; under an agent that answers,\n"
     "a line per outgoing channel \"S->D  sent=SEQ  acked=SEQ  queued=N\n"
     "unacked=N  up|down  [held]\" and per incoming channel \"S->D\n"
     "applied=SEQ  queued=N  up|down\" (queued: entries waiting to be\n"
-    "written, or messages held back until their turn). PHASE is joined,\n"
-    "recording, recorded or reported.\n"
+    "written, or messages held back until their turn). snapshot lists\n"
+    "every snapshot the agent takes part in (up to 8 at once), by its id in\n"
+    "its repository; PHASE is joined, recording, recorded or reported.\n"
     "\n"
     "  -c, --config CONF   the cluster config file\n"
     "  -j, --json          a JSON array, one object per agent (schema in\n"
@@ -103,11 +104,12 @@ print_text(const char *name, int width, const struct agstat *st)
 	    "syncs=%llu  writes=%llu  snapshot=", width, name, st->pid, up,
 	    (unsigned long long)st->size, (unsigned long long)st->records,
 	    (unsigned long long)st->syncs, (unsigned long long)st->writes);
-	if (st->snap_id == 0)
-		printf("none\n");
-	else
-		printf("%llu:%s\n", (unsigned long long)st->snap_id,
-		    st->phase);
+	if (st->nsnaps == 0)
+		printf("none");
+	for (k = 0; k < st->nsnaps; k++)
+		printf("%s%llu:%s", k ? "," : "",
+		    (unsigned long long)st->snaps[k].id, st->snaps[k].phase);
+	printf("\n");
 	for (k = 0; k < st->nout; k++) {
 		const struct agstat_ch *o = &st->out[k];
 
@@ -157,6 +159,16 @@ print_json(struct json *j, const struct cfg_agent *ag, const struct agstat *st,
 		json_kstr(j, "phase", st->phase);
 		json_obj_end(j);
 	}
+	json_key(j, "snapshots");
+	json_arr(j);
+	for (k = 0; k < st->nsnaps; k++) {
+		json_obj(j);
+		json_kuint(j, "id", st->snaps[k].id);
+		json_kstr(j, "uid", st->snaps[k].uid);
+		json_kstr(j, "phase", st->snaps[k].phase);
+		json_obj_end(j);
+	}
+	json_arr_end(j);
 	json_key(j, "held");
 	json_arr(j);
 	for (k = 0; k < st->nout; k++)

@@ -36,6 +36,12 @@ agstat_format(const struct agstat *st, const char *self, struct wbuf *w)
 		put(w, " snapshot=none");
 	else
 		put(w, " snapshot=%" PRIu64 ":%s", st->snap_id, st->phase);
+	put(w, " snapshots=");
+	for (i = 0; i < st->nsnaps; i++)
+		put(w, "%s%" PRIu64 ":%s:%s", i ? ";" : "", st->snaps[i].id,
+		    st->snaps[i].phase, st->snaps[i].uid);
+	if (st->nsnaps == 0)
+		put(w, "none");
 	put(w, " held=");
 	for (first = 1, i = 0; i < st->nout; i++) {
 		if (!st->out[i].held)
@@ -131,6 +137,37 @@ parse_ch(char *s, int out, struct agstat_ch *c)
 	return 0;
 }
 
+/* The snapshots "ID:PHASE:UID;...", or "none". */
+static int
+parse_snaps(char *s, struct agstat *st)
+{
+	char *item, *save = NULL, *c1, *c2;
+	struct agstat_snap *sn;
+	struct snapuid u;
+
+	if (st->nsnaps != 0)
+		return -1;	/* the list given twice */
+	if (strcmp(s, "none") == 0)
+		return 0;
+	for (item = strtok_r(s, ";", &save); item != NULL;
+	    item = strtok_r(NULL, ";", &save)) {
+		if (st->nsnaps == AGSTAT_MAX_SNAPS ||
+		    (c1 = strchr(item, ':')) == NULL ||
+		    (c2 = strchr(c1 + 1, ':')) == NULL)
+			return -1;
+		*c1 = *c2 = '\0';
+		sn = &st->snaps[st->nsnaps];
+		if (parse_u64(item, &sn->id) == -1 ||
+		    strlen(c1 + 1) == 0 || strlen(c1 + 1) >= sizeof(sn->phase) ||
+		    snapuid_parse(c2 + 1, &u) == -1)
+			return -1;
+		strcpy(sn->phase, c1 + 1);
+		snapuid_hex(&u, sn->uid);
+		st->nsnaps++;
+	}
+	return 0;
+}
+
 /* A ';'-separated channel list, or "none". */
 static int
 parse_list(char *s, int out, struct agstat_ch **v, size_t *n)
@@ -188,6 +225,8 @@ parse_field(char *key, char *val, struct agstat *st)
 		    strlen(colon + 1) >= sizeof(st->phase))
 			return -1;
 		strcpy(st->phase, colon + 1);
+	} else if (strcmp(key, "snapshots") == 0) {
+		return parse_snaps(val, st);
 	} else if (strcmp(key, "out") == 0) {
 		return parse_list(val, 1, &st->out, &st->nout);
 	} else if (strcmp(key, "in") == 0) {

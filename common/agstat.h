@@ -7,6 +7,7 @@
 
 #include "buf.h"
 #include "err.h"
+#include "snapuid.h"
 #include "wire.h"
 
 /* Cap on the text, far above what CFG_MAX_AGENTS channels each way need. */
@@ -25,6 +26,16 @@ struct agstat_ch {
 	int held;		/* out: "channel hold" in force; in: 0 */
 };
 
+/* One snapshot in progress at the agent. */
+struct agstat_snap {
+	uint64_t id;		/* its id in its repository (0: not told) */
+	char uid[SNAPUID_HEX_LEN];	/* its identity, hex */
+	char phase[16];		/* joined|recording|recorded|reported */
+};
+
+/* Cap on the snapshots a reply lists (an agent runs at most 8). */
+#define AGSTAT_MAX_SNAPS 64
+
 struct agstat {
 	int pid;
 	int64_t uptime_s;
@@ -32,8 +43,11 @@ struct agstat {
 	uint64_t records;	/* records in the data file */
 	uint64_t syncs;		/* fsyncs of the data file since start */
 	uint64_t writes;	/* client write requests since start */
-	uint64_t snap_id;	/* 0: no snapshot in progress */
+	uint64_t snap_id;	/* 0: no snapshot in progress; else the
+				 * first of snaps[] */
 	char phase[16];		/* "none", or joined|recording|recorded|reported */
+	struct agstat_snap snaps[AGSTAT_MAX_SNAPS];	/* every one */
+	size_t nsnaps;
 	struct agstat_ch *out;	/* heap, nout entries */
 	size_t nout;
 	struct agstat_ch *in;	/* heap, nin entries */
@@ -42,10 +56,11 @@ struct agstat {
 
 /* The text form, one line of space-separated key=value fields:
  *   pid=1 uptime_s=5 size=1234 records=10 syncs=4 writes=9 snapshot=none
- *   held=A>B
+ *   snapshots=3:recording:UID;1:joined:UID held=A>B
  *   out=A>B:sent=3,acked=2,queued=1,unacked=0,up=1,held=1;A>C:...
  *   in=B>A:applied=4,queued=0,up=1
- * snapshot is "none" or "ID:PHASE"; lists are ';'-separated, "none" when
+ * snapshot is "none" or "ID:PHASE" of the first snapshot in progress,
+ * snapshots lists every one with its identity (32 hex digits); lists are ';'-separated, "none" when
  * empty; held repeats the held outgoing channels for a reader's eye.
  * Appends to w (check w->oom). */
 void agstat_format(const struct agstat *st, const char *self,

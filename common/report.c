@@ -30,6 +30,7 @@ report_encode(struct wbuf *out, const struct report *r)
 	const struct rep_channel *c;
 	size_t i, j;
 
+	snapuid_put(out, &r->uid);
 	wbuf_put_u64(out, r->snap_id);
 	wbuf_put_str(out, r->agent);
 	wbuf_put_u64(out, r->size);
@@ -159,6 +160,7 @@ report_decode(const uint8_t *p, size_t n, struct report *r,
 
 	memset(r, 0, sizeof(*r));
 	rbuf_init(&rb, p, n);
+	snapuid_get(&rb, &r->uid);
 	r->snap_id = rbuf_u64(&rb);
 	rbuf_str(&rb, r->agent, sizeof(r->agent));
 	r->size = rbuf_u64(&rb);

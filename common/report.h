@@ -1,6 +1,6 @@
 /* report.h - what an agent reports to the coordinator when its part of a
  * snapshot is recorded (frame W_SNAP_REPORT).
- * Encoding: u64 snap_id | str agent | u64 size | 32 raw bytes sha |
+ * Encoding: 16 raw bytes uid | u64 snap_id | str agent | u64 size | 32 raw bytes sha |
  *   u32 chunk_size | u32 nchunks {32 raw bytes}* |
  *   u32 nsent {str peer, u64 seq}* | u32 napplied {str peer, u64 seq}* |
  *   u32 nchannels {str src, u64 applied, u64 sent, u32 nmsgs
@@ -12,6 +12,7 @@
 #include <stdint.h>
 #include "buf.h"
 #include "err.h"
+#include "snapuid.h"
 #include "wire.h"
 
 struct rep_msg {
@@ -35,7 +36,8 @@ struct rep_wm {
 };
 
 struct report {
-	uint64_t snap_id;
+	struct snapuid uid;	/* the snapshot's identity */
+	uint64_t snap_id;	/* its id in the repository (0: unknown) */
 	char agent[NAME_MAX_LEN + 1];
 	uint64_t size;		/* L: recorded prefix of the data file */
 	uint8_t sha[32];	/* SHA-256 of that prefix */

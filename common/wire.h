@@ -32,15 +32,17 @@ enum wire_type {
 	W_REQ_RELEASE = 8,	/* {str dst, u8 mode}: enum release_mode */
 	W_REQ_STOP = 9,		/* {} -> REPLY, then the agent exits */
 	/* coordinator -> agent, on one connection kept open for the snapshot */
-	/* {u64 id [, u32 timeout_s [, u64 label]]} -> REPLY ok, or
-	 * REPLY_FAIL if busy. id is the coordinator's time-based token that
-	 * markers carry; label the snapshot's id in its repository, for
-	 * messages. timeout_s is the coordinator's --timeout: the agent
-	 * forgets the snapshot on its own a little after it (0 or absent:
-	 * SNAP_DEFAULT_TIMEOUT_S). */
+	/* {uid id [, u32 timeout_s [, u64 label]]} -> REPLY ok, or
+	 * REPLY_FAIL when the agent already takes part in SNAP_MAX
+	 * snapshots. uid: SNAPUID_LEN raw bytes (snapuid.h), the snapshot's
+	 * identity, which markers carry too; label the snapshot's id in its
+	 * repository, for messages. timeout_s is the coordinator's
+	 * --timeout: the agent forgets the snapshot on its own a little
+	 * after it (0 or absent: SNAP_DEFAULT_TIMEOUT_S). One snapshot per
+	 * connection. */
 	W_SNAP_JOIN = 20,
-	W_SNAP_START = 21,	/* {u64 id}: no reply; record now (initiator) */
-	W_SNAP_DONE = 22,	/* {u64 id, u8 committed}: no reply; forget it */
+	W_SNAP_START = 21,	/* {uid id}: no reply; record now (initiator) */
+	W_SNAP_DONE = 22,	/* {uid id, u8 committed}: no reply; forget it */
 	/* agent -> coordinator on the JOIN connection */
 	W_SNAP_REPORT = 23,	/* report.h encoding */
 	W_REPLY = 30,		/* {u8 code (enum reply_code), bytes body} */
@@ -48,7 +50,7 @@ enum wire_type {
 	W_PEER_HELLO = 40,	/* {str src}: first frame on a peer connection */
 	W_PEER_WELCOME = 41,	/* D -> S {u64 applied}: D's applied seq from S */
 	W_PEER_MSG = 42,	/* {u64 seq, bytes payload (chmsg.h)} */
-	W_PEER_MARKER = 43,	/* {u64 snapshot id, u64 s = sent seq in cut} */
+	W_PEER_MARKER = 43,	/* {uid snapshot, u64 s = sent seq in cut} */
 	W_PEER_ACK = 44,	/* D -> S {u64 applied}: cumulative, durable */
 };
 

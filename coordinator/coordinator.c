@@ -1,7 +1,11 @@
 /* coordinator.c - drives one snapshot: begin it in the manifest, JOIN
  * every agent, START the initiator, collect every report, copy the
  * recorded files into blobs and commit it all in one transaction; on any
- * failure record it as aborted with the reason. */
+ * failure record it as aborted with the reason.
+ *
+ * Each run is on its own: its identity (snapuid.h), its connections to
+ * the agents, its lock and row in the repository. Several runs, in one
+ * repository or in several, proceed at once and fail on their own. */
 #include <errno.h>
 #include <poll.h>
 #include <stdarg.h>
@@ -16,6 +20,7 @@
 #include "../common/buf.h"
 #include "../common/client.h"
 #include "../common/report.h"
+#include "../common/snapuid.h"
 #include "../common/wire.h"
 #include "../store/store.h"
 
@@ -24,7 +29,7 @@ struct run {
 	const struct cfg *c;
 	struct store *st;
 	uint64_t id;		/* the manifest's id; 0 until begun */
-	uint64_t token;		/* the id agents and markers carry */
+	struct snapuid uid;	/* the identity agents and markers carry */
 	int64_t deadline;	/* CLOCK_MONOTONIC ms */
 	int timeout_s;
 	volatile sig_atomic_t *interrupted;	/* may be NULL */
@@ -74,21 +79,6 @@ left_ms(const struct run *r)
 	return left < 0 ? 0 : left > 86400000 ? 86400000 : (int)left;
 }
 
-/* The id a snapshot carries on the wire. Agents ignore markers of
- * snapshots at or below the last one they finished, so it must grow, and
- * it must not repeat across repositories (manifest ids start at 1 in
- * each): the wall clock in microseconds does both. A clock stepped back
- * makes agents refuse the JOIN ("already finished here") until it has
- * caught up; nothing is recorded wrongly. */
-static uint64_t
-snapshot_token(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
-}
-
 /* Connect to every agent and have each JOIN the snapshot. */
 static int
 join_all(struct run *r)
@@ -101,7 +91,7 @@ join_all(struct run *r)
 	int i, rc = -1;
 
 	wbuf_init(&req);
-	wbuf_put_u64(&req, r->token);
+	snapuid_put(&req, &r->uid);
 	wbuf_put_u32(&req, (uint32_t)r->timeout_s);
 	wbuf_put_u64(&req, r->id);	/* for the agents' messages */
 	if (req.oom) {
@@ -145,7 +135,7 @@ start(struct run *r, int init)
 	int rc = 0;
 
 	wbuf_init(&b);
-	wbuf_put_u64(&b, r->token);
+	snapuid_put(&b, &r->uid);
 	if (b.oom) {
 		fail(r, "out of memory");
 		rc = -1;
@@ -182,11 +172,13 @@ read_report(struct run *r, int i)
 		goto out;
 	}
 	r->have[i] = 1;
-	if (r->reps[i].snap_id != r->token ||
+	if (!snapuid_eq(&r->reps[i].uid, &r->uid) ||
 	    strcmp(r->reps[i].agent, name) != 0) {
-		fail(r, "agent %s sent a report for snapshot token %llu as "
-		    "agent %s", name, (unsigned long long)r->reps[i].snap_id,
-		    r->reps[i].agent);
+		char hex[SNAPUID_HEX_LEN];
+
+		snapuid_hex(&r->reps[i].uid, hex);
+		fail(r, "agent %s sent a report for snapshot %s as agent %s",
+		    name, hex, r->reps[i].agent);
 		goto out;
 	}
 	r->reps[i].snap_id = r->id;	/* the store knows the manifest id */
@@ -350,7 +342,7 @@ send_done(struct run *r, int committed)
 	int i;
 
 	wbuf_init(&b);
-	wbuf_put_u64(&b, r->token);
+	snapuid_put(&b, &r->uid);
 	wbuf_put_u8(&b, (uint8_t)committed);
 	for (i = 0; !b.oom && i < r->c->nagents; i++)
 		if (r->fds[i] >= 0)
@@ -437,13 +429,15 @@ coord_snapshot(const struct cfg *c, const struct coord_opts *o,
 	}
 	for (i = 0; i < c->nagents; i++)
 		r.fds[i] = -1;
-	if (store_open(o->repo, 1, &r.st, e) < 0 ||
+	/* The identity needs no clock and is unique across repositories
+	 * and hosts, so snapshots in flight at once never mix up. */
+	if (snapuid_new(&r.uid, e) < 0 ||
+	    store_open(o->repo, 1, &r.st, e) < 0 ||
 	    (o->key != NULL && store_set_key(r.st, o->key, o->keylen, e) < 0) ||
-	    store_begin_snapshot(r.st, c->agents[init].name, c->text, &r.id,
-	    e) < 0)
+	    store_begin_snapshot(r.st, c->agents[init].name, c->text, &r.uid,
+	    &r.id, e) < 0)
 		goto out;
 	*id = r.id;
-	r.token = snapshot_token();
 	store_set_progress(r.st, o->progress, o->progress_ctx);
 	store_set_recheck_age(r.st, o->recheck_age_s);
 	if (join_all(&r) < 0 || interrupted(&r) || start(&r, init) < 0 ||

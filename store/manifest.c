@@ -286,12 +286,38 @@ store_close(struct store *st)
 	free(st);
 }
 
-int
-store_begin_snapshot(struct store *st, const char *initiator,
-    const char *config_text, uint64_t *id, struct cs_err *e)
+/* Snapshot identities (snapuid.h): a side table, so that repositories
+ * written before them keep their schema; readers look for it first. */
+static const char uids_sql[] =
+    "CREATE TABLE IF NOT EXISTS snapshot_uids("
+    " snapshot_id INTEGER PRIMARY KEY"
+    "  REFERENCES snapshots(id) ON DELETE CASCADE,"
+    " uid TEXT NOT NULL UNIQUE)";
+
+/* 1 if the manifest has table snapshot_uids, 0 if not, -1 on error. */
+static int
+have_uids(struct store *st, struct cs_err *e)
 {
 	sqlite3_stmt *s = NULL;
-	char now[32];
+	int step;
+
+	if (db_prepare(st, "SELECT 1 FROM sqlite_master WHERE type = 'table' "
+	    "AND name = 'snapshot_uids'", &s, e) < 0)
+		return -1;
+	step = sqlite3_step(s);
+	sqlite3_finalize(s);
+	if (step != SQLITE_ROW && step != SQLITE_DONE)
+		return db_fail(st, e, "reading the manifest");
+	return step == SQLITE_ROW;
+}
+
+int
+store_begin_snapshot(struct store *st, const char *initiator,
+    const char *config_text, const struct snapuid *uid, uint64_t *id,
+    struct cs_err *e)
+{
+	sqlite3_stmt *s = NULL;
+	char now[32], hex[SNAPUID_HEX_LEN];
 
 	*id = 0;
 	store_now(now);
@@ -315,12 +341,26 @@ store_begin_snapshot(struct store *st, const char *initiator,
 	}
 	sqlite3_finalize(s);
 	s = NULL;
+	*id = (uint64_t)sqlite3_last_insert_rowid(st->db);
+	snapuid_hex(uid, hex);
+	if (db_exec(st, uids_sql, e) < 0 ||
+	    db_prepare(st, "INSERT INTO snapshot_uids(snapshot_id, uid) "
+	    "VALUES (?, ?)", &s, e) < 0)
+		goto fail;
+	sqlite3_bind_int64(s, 1, (sqlite3_int64)*id);
+	sqlite3_bind_text(s, 2, hex, -1, SQLITE_STATIC);
+	if (sqlite3_step(s) != SQLITE_DONE) {
+		db_fail(st, e, "creating the snapshot");
+		goto fail;
+	}
+	sqlite3_finalize(s);
+	s = NULL;
 	if (db_commit(st, e) < 0)
 		goto fail;
-	*id = (uint64_t)sqlite3_last_insert_rowid(st->db);
 	st->lock_snap = *id;
 	return 0;
 fail:
+	*id = 0;
 	sqlite3_finalize(s);
 	db_rollback(st);
 	return -1;
@@ -383,6 +423,14 @@ total_u64(double d)
 	return (uint64_t)d;
 }
 
+/* Every snapshot with its totals; uidcol: its identity's column. */
+#define LIST_SQL(uidcol) "SELECT id, started_at, finished_at, status, " \
+    "initiator, reason," \
+    " (SELECT count(*) FROM agents a WHERE a.snapshot_id = s.id)," \
+    " (SELECT total(size) FROM agents a WHERE a.snapshot_id = s.id)," \
+    " (SELECT count(*) FROM messages m WHERE m.snapshot_id = s.id), " \
+    uidcol " FROM snapshots s ORDER BY id"
+
 int
 store_list(struct store *st, struct snap_info **out, size_t *n,
     struct cs_err *e)
@@ -390,17 +438,15 @@ store_list(struct store *st, struct snap_info **out, size_t *n,
 	sqlite3_stmt *s = NULL;
 	struct snap_info *v = NULL, *nv, *si;
 	size_t cnt = 0, cap = 0;
+	struct snapuid uid;
 	uint64_t u;
-	int rc = -1, step;
+	int rc = -1, step, uids;
 
 	*out = NULL;
 	*n = 0;
-	if (db_prepare(st, "SELECT id, started_at, finished_at, status, "
-	    "initiator, reason,"
-	    " (SELECT count(*) FROM agents a WHERE a.snapshot_id = s.id),"
-	    " (SELECT total(size) FROM agents a WHERE a.snapshot_id = s.id),"
-	    " (SELECT count(*) FROM messages m WHERE m.snapshot_id = s.id)"
-	    " FROM snapshots s ORDER BY id", &s, e) < 0)
+	if ((uids = have_uids(st, e)) < 0 ||
+	    db_prepare(st, uids ? LIST_SQL("(SELECT uid FROM snapshot_uids x "
+	    "WHERE x.snapshot_id = s.id)") : LIST_SQL("NULL"), &s, e) < 0)
 		goto out;
 	while ((step = sqlite3_step(s)) == SQLITE_ROW) {
 		if (cnt == cap) {
@@ -422,6 +468,9 @@ store_list(struct store *st, struct snap_info **out, size_t *n,
 		si->nagents = sqlite3_column_int(s, 6);
 		si->bytes = total_u64(sqlite3_column_double(s, 7));
 		si->nmsgs = col_u64(s, 8, &u) == 0 ? u : 0;
+		/* A tampered row is shown as no identity, never as text. */
+		if (snapuid_parse(col_text(s, 9), &uid) == 0)
+			snapuid_hex(&uid, si->uid);
 	}
 	if (step != SQLITE_DONE) {
 		db_fail(st, e, "listing snapshots");

@@ -8,6 +8,7 @@
 #include "../common/config.h"
 #include "../common/err.h"
 #include "../common/report.h"
+#include "../common/snapuid.h"
 
 #define STORE_SCHEMA_VERSION 2
 
@@ -87,9 +88,13 @@ int store_set_key(struct store *st, const uint8_t *key, size_t klen,
 int store_snapshot_keyed(struct store *st, uint64_t id, int *keyed,
     struct cs_err *e);
 
-/* Insert a snapshot with status 'running'; committed at once. */
+/* Insert a snapshot with status 'running' and identity uid (stored in
+ * table snapshot_uids, created by the first snapshot that has one);
+ * committed at once. Several may run at once in one repository, each
+ * begun, committed or aborted by its own coordinator. */
 int store_begin_snapshot(struct store *st, const char *initiator,
-    const char *config_text, uint64_t *id, struct cs_err *e);
+    const char *config_text, const struct snapuid *uid, uint64_t *id,
+    struct cs_err *e);
 /* What store_put_chunks did. */
 struct chunk_stats {
 	uint64_t chunks;	/* chunks listed by the reports */
@@ -127,6 +132,8 @@ struct snap_info {
 	char finished[32];	/* "" while running */
 	char status[16];	/* running | complete | aborted */
 	char initiator[NAME_MAX_LEN + 1];
+	char uid[SNAPUID_HEX_LEN];	/* its identity; "" if it has none
+					 * (taken before identities) */
 	int nagents;
 	uint64_t bytes;		/* sum of recorded file sizes */
 	uint64_t nmsgs;		/* recorded in-flight messages */

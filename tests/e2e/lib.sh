@@ -388,14 +388,18 @@ snapshot_running () { kill -0 "$SNAP_PID" 2>/dev/null; }
 
 # snapshot_wait: wait for the background snapshot; SNAP_RC, SNAP_ID set;
 # succeeds iff it exited 0.
-snapshot_wait () {
-	wait "$SNAP_PID"
+snapshot_wait () { _snapshot_wait "$SNAP_PID" "$TEST_DIR/.snap" ""; }
+
+# _snapshot_wait PID FILES TAG: wait for PID, whose output is FILES.out
+# and FILES.err; SNAP_RC, SNAP_ID set; succeeds iff it exited 0 with an id.
+_snapshot_wait () {
+	wait "$1"
 	SNAP_RC=$?
-	SNAP_ID=$(_parse_id "$TEST_DIR/.snap.out")
+	SNAP_ID=$(_parse_id "$2.out")
 	[ "$SNAP_RC" -eq 0 ] && [ -n "$SNAP_ID" ] && return 0
-	say "background snapshot exited $SNAP_RC"
-	say "--- stdout:"; sed 's/^/    /' "$TEST_DIR/.snap.out" >&2
-	say "--- stderr:"; sed 's/^/    /' "$TEST_DIR/.snap.err" >&2
+	say "background snapshot${3:+ $3} exited $SNAP_RC"
+	say "--- stdout:"; sed 's/^/    /' "$2.out" >&2
+	say "--- stderr:"; sed 's/^/    /' "$2.err" >&2
 	return 1
 }
 
@@ -599,4 +603,42 @@ d = json.load(open(sys.argv[1]))
 if not eval(sys.argv[2]):
     sys.exit("json_check failed: %s\nin: %s" % (sys.argv[2], json.dumps(d)))' \
 	    "${2:-$OUT}" "$1"
+}
+
+# --- several snapshots at once ------------------------------------------
+
+# snapshot_bg_as TAG ARGS...: start "cutsnap snapshot -c CONF ARGS" in the
+# background (give -r yourself); its output goes to .snap-TAG.out/.err,
+# its pid to SNAP_PIDS[TAG]. Any number may run at once.
+declare -A SNAP_PIDS
+snapshot_bg_as () {
+	local tag=$1
+	shift
+	cs snapshot -c "$CONF" "$@" \
+	    >"$TEST_DIR/.snap-$tag.out" 2>"$TEST_DIR/.snap-$tag.err" &
+	SNAP_PIDS[$tag]=$!
+	BG_PIDS="$BG_PIDS $!"
+}
+
+# snapshot_wait_as TAG: wait for it; SNAP_RC and SNAP_ID set; succeeds iff
+# it exited 0 and printed an id.
+snapshot_wait_as () {
+	_snapshot_wait "${SNAP_PIDS[$1]}" "$TEST_DIR/.snap-$1" "$1"
+}
+
+# snapshots_at_least N [PHASES]: every agent takes part in at least N
+# snapshots (status --json), each in one of PHASES (a Python list of
+# names; default any phase).
+snapshots_at_least () {
+	cs status -c "$CONF" --json >"$TEST_DIR/.st-many" 2>/dev/null &&
+	    json_check "all(len([s for s in a['snapshots'] if ${2:-None} is None
+	    or s['phase'] in ${2:-[]}]) >= $1 for a in d)" "$TEST_DIR/.st-many" \
+	    2>/dev/null
+}
+
+# cut_total REPO ID [KEY]: the total of KEY (default bal) over the
+# snapshot's recorded files and its messages in flight (show --sum).
+cut_total () {
+	cs show -r "$1" "$2" --sum "${3:-bal}" --json >"$TEST_DIR/.show" &&
+	    json_get 'd["sum"]["total"]' "$TEST_DIR/.show"
 }

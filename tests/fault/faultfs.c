@@ -16,7 +16,12 @@
  *
  * FAULTFS_NODIRECT plays a filesystem without O_DIRECT: "open" makes every
  * open with O_DIRECT fail with EINVAL; "write" lets it open but makes
- * every write to such a file fail with EINVAL. */
+ * every write to such a file fail with EINVAL.
+ *
+ * FAULTFS_CLOCK_SHIFT=SECONDS (may be negative) plays a wall clock that
+ * was stepped: clock_gettime(CLOCK_REALTIME[_COARSE]), gettimeofday and
+ * time return the real time plus SECONDS. Monotonic clocks are left
+ * alone, as a step of the wall clock leaves them. */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
@@ -29,7 +34,9 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/types.h>
+#include <sys/time.h>
 #include <sys/uio.h>
+#include <time.h>
 #include <unistd.h>
 
 enum op { OP_WRITE, OP_FSYNC, OP_RENAME, OP_MKDIR, OP_CREATE, NOPS };
@@ -43,6 +50,7 @@ static int fault_op = -1;
 static unsigned long fault_n;
 static int fault_errno = EIO;
 static int nodirect_open, nodirect_write;
+static long clock_shift;
 
 __attribute__((constructor)) static void
 faultfs_init(void)
@@ -57,6 +65,8 @@ faultfs_init(void)
 	fault_n = n != NULL ? strtoul(n, NULL, 10) : 0;
 	if (err != NULL && strcmp(err, "ENOSPC") == 0)
 		fault_errno = ENOSPC;
+	if ((op = getenv("FAULTFS_CLOCK_SHIFT")) != NULL)
+		clock_shift = strtol(op, NULL, 10);
 	if ((op = getenv("FAULTFS_NODIRECT")) != NULL) {
 		nodirect_open = strcmp(op, "open") == 0;
 		nodirect_write = strcmp(op, "write") == 0;
@@ -294,4 +304,46 @@ openat64(int dfd, const char *path, int flags, ...)
 	if ((flags & O_CREAT) && faulty(OP_CREATE))
 		return -1;
 	return real(dfd, path, flags, mode);
+}
+
+/* FAULTFS_CLOCK_SHIFT: the wall clock, stepped. */
+int
+clock_gettime(clockid_t id, struct timespec *ts)
+{
+	static int (*real)(clockid_t, struct timespec *);
+	int rc;
+
+	if (real == NULL)
+		real = (int (*)(clockid_t, struct timespec *))dlsym(RTLD_NEXT,
+		    "clock_gettime");
+	rc = real(id, ts);
+	if (rc == 0 &&
+	    (id == CLOCK_REALTIME || id == CLOCK_REALTIME_COARSE))
+		ts->tv_sec += clock_shift;
+	return rc;
+}
+
+int
+gettimeofday(struct timeval *restrict tv, void *restrict tz)
+{
+	struct timespec ts;
+
+	(void)tz;
+	if (clock_gettime(CLOCK_REALTIME, &ts) != 0)
+		return -1;
+	tv->tv_sec = ts.tv_sec;
+	tv->tv_usec = ts.tv_nsec / 1000;
+	return 0;
+}
+
+time_t
+time(time_t *t)
+{
+	struct timespec ts;
+
+	if (clock_gettime(CLOCK_REALTIME, &ts) != 0)
+		return (time_t)-1;
+	if (t != NULL)
+		*t = ts.tv_sec;
+	return ts.tv_sec;
 }

@@ -30,6 +30,13 @@ test_round_trip(void **state)
 	st.writes = 6;
 	st.snap_id = 9;
 	strcpy(st.phase, "recording");
+	st.snaps[0].id = 9;
+	strcpy(st.snaps[0].phase, "recording");
+	strcpy(st.snaps[0].uid, "00112233445566778899aabbccddeeff");
+	st.snaps[1].id = 2;
+	strcpy(st.snaps[1].phase, "joined");
+	strcpy(st.snaps[1].uid, "ffeeddccbbaa99887766554433221100");
+	st.nsnaps = 2;
 	strcpy(out[0].peer, "B");
 	out[0].seq = 12;
 	out[0].acked = 10;
@@ -53,7 +60,9 @@ test_round_trip(void **state)
 	wbuf_put_u8(&w, 0);
 	assert_string_equal((char *)w.data, "pid=4242 uptime_s=3725 "
 	    "size=123456789012 records=77 syncs=5 writes=6 "
-	    "snapshot=9:recording held=A>B "
+	    "snapshot=9:recording "
+	    "snapshots=9:recording:00112233445566778899aabbccddeeff;"
+	    "2:joined:ffeeddccbbaa99887766554433221100 held=A>B "
 	    "out=A>B:sent=12,acked=10,queued=3,unacked=2,up=1,held=1;"
 	    "A>C.2:sent=5,acked=0,queued=0,unacked=0,up=0,held=0 "
 	    "in=B>A:applied=8,queued=4,up=1");
@@ -67,6 +76,11 @@ test_round_trip(void **state)
 	assert_int_equal(got.writes, 6);
 	assert_int_equal(got.snap_id, 9);
 	assert_string_equal(got.phase, "recording");
+	assert_int_equal(got.nsnaps, 2);
+	assert_int_equal(got.snaps[1].id, 2);
+	assert_string_equal(got.snaps[1].phase, "joined");
+	assert_string_equal(got.snaps[1].uid,
+	    "ffeeddccbbaa99887766554433221100");
 	assert_int_equal(got.nout, 2);
 	assert_string_equal(got.out[0].peer, "B");
 	assert_int_equal(got.out[0].seq, 12);
@@ -98,6 +112,7 @@ test_empty_lists_and_unknown_keys(void **state)
 	assert_int_equal(got.pid, 1);
 	assert_int_equal(got.snap_id, 0);
 	assert_string_equal(got.phase, "none");
+	assert_int_equal(got.nsnaps, 0);
 	assert_int_equal(got.nout, 0);
 	assert_int_equal(got.nin, 0);
 	agstat_free(&got);
@@ -114,6 +129,10 @@ test_bad_text_is_refused(void **state)
 		"snapshot=7",			/* no phase */
 		"snapshot=0:joined",		/* id 0 */
 		"snapshot=1:averyveryverylongphase",
+		"snapshots=1:joined",		/* no identity */
+		"snapshots=1:joined:00112233",	/* short identity */
+		"snapshots=x:joined:00112233445566778899aabbccddeeff",
+		"snapshots=1::00112233445566778899aabbccddeeff",
 		"out=A>B",			/* no fields */
 		"out=AB:sent=1",		/* no '>' */
 		"out=A>B:sent=1x",

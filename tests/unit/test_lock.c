@@ -24,6 +24,17 @@ struct fix {
 	struct store *a, *b;
 };
 
+
+/* A fresh snapshot identity for store_begin_snapshot. */
+static const struct snapuid *
+test_uid(void)
+{
+	static struct snapuid u;
+
+	assert_int_equal(snapuid_new(&u, NULL), 0);
+	return &u;
+}
+
 static int
 setup(void **state)
 {
@@ -125,7 +136,8 @@ shared_refused_while_exclusive(void **state)
 	assert_non_null(strstr(e.msg, "is locked exclusively by host="));
 	assert_non_null(strstr(e.msg, want));
 	/* A snapshot takes a shared lock: refused as well, and no row. */
-	assert_int_equal(store_begin_snapshot(f->b, "A", "", &id, &e), -1);
+	assert_int_equal(store_begin_snapshot(f->b, "A", "", test_uid(), &id,
+	    &e), -1);
 	assert_non_null(strstr(e.msg, "locked exclusively"));
 	assert_int_equal(store_lock(f->b, 1, &e), -1);
 	assert_int_equal(nlocks(f), 1);
@@ -225,7 +237,8 @@ running_snapshot_holds_a_shared_lock(void **state)
 	struct cs_err e;
 	uint64_t id;
 
-	assert_int_equal(store_begin_snapshot(f->a, "A", "", &id, &e), 0);
+	assert_int_equal(store_begin_snapshot(f->a, "A", "", test_uid(), &id,
+	    &e), 0);
 	assert_int_equal(nlocks(f), 1);
 	assert_int_equal(store_lock(f->b, 0, &e), 0);
 	store_unlock(f->b);

@@ -28,6 +28,17 @@ struct probs {
 	char line[32][512];
 };
 
+
+/* A fresh snapshot identity for store_begin_snapshot. */
+static const struct snapuid *
+test_uid(void)
+{
+	static struct snapuid u;
+
+	assert_int_equal(snapuid_new(&u, NULL), 0);
+	return &u;
+}
+
 static void
 collect(void *ctx, const char *line)
 {
@@ -234,7 +245,8 @@ begin_commit_list_abort(void **state)
 	size_t n;
 
 	assert_int_equal(store_open(f->repo, 1, &st, &e), 0);
-	assert_int_equal(store_begin_snapshot(st, "A", f->cfg->text, &id1, &e),
+	assert_int_equal(store_begin_snapshot(st, "A", f->cfg->text,
+	    test_uid(), &id1, &e),
 	    0);
 	assert_int_equal(id1, 1);
 	assert_int_equal(store_list(st, &v, &n, &e), 0);
@@ -247,7 +259,8 @@ begin_commit_list_abort(void **state)
 
 	seed_reports(r, id1);
 	assert_int_equal(store_commit_snapshot(st, id1, f->cfg, r, 2, &e), 0);
-	assert_int_equal(store_begin_snapshot(st, "B", f->cfg->text, &id2, &e),
+	assert_int_equal(store_begin_snapshot(st, "B", f->cfg->text,
+	    test_uid(), &id2, &e),
 	    0);
 	assert_int_equal(id2, 2);
 	assert_int_equal(store_abort_snapshot(st, id2, "lost agent B", &e), 0);
@@ -291,7 +304,8 @@ refused_commit_changes_nothing(void **state)
 	size_t n;
 
 	assert_int_equal(store_open(f->repo, 1, &st, &e), 0);
-	assert_int_equal(store_begin_snapshot(st, "A", f->cfg->text, &id, &e),
+	assert_int_equal(store_begin_snapshot(st, "A", f->cfg->text,
+	    test_uid(), &id, &e),
 	    0);
 	seed_reports(r, id);
 	assert_int_equal(store_commit_snapshot(st, id, f->cfg, r, 1, &e), -1);
@@ -336,7 +350,8 @@ verify_resolves_ids(void **state)
 	assert_string_equal(e.msg, want);
 	assert_int_equal(store_verify(st, 9, &got, collect, &p, &e), -1);
 	assert_string_equal(e.msg, "snapshot 9 does not exist");
-	assert_int_equal(store_begin_snapshot(st, "A", f->cfg->text, &id, &e),
+	assert_int_equal(store_begin_snapshot(st, "A", f->cfg->text,
+	    test_uid(), &id, &e),
 	    0);
 	assert_int_equal(store_abort_snapshot(st, id, "timed out", &e), 0);
 	assert_int_equal(store_verify(st, id, &got, collect, &p, &e), 1);
@@ -376,7 +391,8 @@ digest_catches_edited_and_deleted_rows(void **state)
 	    "were edited or deleted";
 
 	assert_int_equal(store_open(f->repo, 1, &st, &e), 0);
-	assert_int_equal(store_begin_snapshot(st, "A", f->cfg->text, &id, &e),
+	assert_int_equal(store_begin_snapshot(st, "A", f->cfg->text,
+	    test_uid(), &id, &e),
 	    0);
 	seed_reports(r, id);
 	assert_int_equal(store_commit_snapshot(st, id, f->cfg, r, 2, &e), 0);

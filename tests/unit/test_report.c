@@ -20,6 +20,8 @@ sample(struct report *r, struct rep_wm *sent, struct rep_wm *applied,
 
 	memset(r, 0, sizeof(*r));
 	r->snap_id = 0x1122334455667788ull;
+	memset(r->uid.b, 0xa5, sizeof(r->uid.b));
+	r->uid.b[15] = 0x01;
 	strcpy(r->agent, "A");
 	static uint8_t chunks[3][32];
 
@@ -103,6 +105,7 @@ roundtrip_preserves_every_field(void **state)
 	report_encode(&w, &in);
 	assert_int_equal(report_decode(w.data, w.len, &out, &e), 0);
 	assert_true(out.snap_id == in.snap_id);
+	assert_true(snapuid_eq(&out.uid, &in.uid));
 	assert_string_equal(out.agent, "A");
 	assert_true(out.size == 10000);
 	assert_memory_equal(out.sha, in.sha, 32);
@@ -154,7 +157,7 @@ empty_report_roundtrips(void **state)
 	in.chunk_size = CHUNK_SIZE_DEFAULT;
 	wbuf_init(&w);
 	report_encode(&w, &in);
-	assert_int_equal(w.len, 8 + 8 + 8 + 32 + 8 + 12);
+	assert_int_equal(w.len, 16 + 8 + 8 + 8 + 32 + 8 + 12);
 	assert_int_equal(report_decode(w.data, w.len, &out, &e), 0);
 	assert_string_equal(out.agent, "solo");
 	assert_int_equal(out.nsent + out.napplied + out.nchannels, 0);
@@ -211,6 +214,7 @@ put_head(struct wbuf *w)
 {
 	uint8_t sha[32] = { 0 };
 
+	wbuf_put_raw(w, "0123456789abcdef", 16);	/* the identity */
 	wbuf_put_u64(w, 1);
 	wbuf_put_str(w, "A");
 	wbuf_put_u64(w, 0);
@@ -239,6 +243,7 @@ bad_chunk_lists_are_rejected(void **state)
 	wbuf_init(&w);
 	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		wbuf_reset(&w);
+		wbuf_put_raw(&w, zero, 16);
 		wbuf_put_u64(&w, 1);
 		wbuf_put_str(&w, "A");
 		wbuf_put_u64(&w, 10000);
@@ -256,6 +261,7 @@ bad_chunk_lists_are_rejected(void **state)
 	}
 	/* The same with 3 chunks of 4096 decodes. */
 	wbuf_reset(&w);
+	wbuf_put_raw(&w, zero, 16);
 	wbuf_put_u64(&w, 1);
 	wbuf_put_str(&w, "A");
 	wbuf_put_u64(&w, 10000);
@@ -344,12 +350,14 @@ oversized_message_and_bad_names_are_rejected(void **state)
 	memset(name, 'n', sizeof(name) - 1);
 	name[sizeof(name) - 1] = '\0';
 	wbuf_reset(&w);
+	wbuf_put_raw(&w, "0123456789abcdef", 16);
 	wbuf_put_u64(&w, 1);
 	wbuf_put_str(&w, name);
 	assert_int_equal(report_decode(w.data, w.len, &out, &e), -1);
 
 	/* A name with a NUL inside. */
 	wbuf_reset(&w);
+	wbuf_put_raw(&w, "0123456789abcdef", 16);
 	wbuf_put_u64(&w, 1);
 	wbuf_put_bytes(&w, "A\0B", 3);
 	assert_int_equal(report_decode(w.data, w.len, &out, &e), -1);

@@ -40,6 +40,17 @@ struct probs {
 	char line[32][512];
 };
 
+
+/* A fresh snapshot identity for store_begin_snapshot. */
+static const struct snapuid *
+test_uid(void)
+{
+	static struct snapuid u;
+
+	assert_int_equal(snapuid_new(&u, NULL), 0);
+	return &u;
+}
+
 static void
 collect(void *ctx, const char *line)
 {
@@ -192,7 +203,8 @@ build(struct fix *f, int a_sent, int b_applied, int64_t amount)
 	}
 
 	assert_int_equal(store_open(f->repo, 1, &st, &e), 0);
-	assert_int_equal(store_begin_snapshot(st, "B", f->cfg->text, &id, &e),
+	assert_int_equal(store_begin_snapshot(st, "B", f->cfg->text,
+	    test_uid(), &id, &e),
 	    0);
 	for (i = 0; i < 2; i++) {
 		r[i].snap_id = id;
