@@ -333,7 +333,7 @@ snapshot_start(struct demo *d, int initiator, int *rfd, struct cs_err *e)
 	if (d->snap_pid == 0) {
 		struct coord_opts o = { d->repo,
 		    d->c->agents[initiator].name, SNAP_TIMEOUT_S, NULL, NULL, 0,
-		    NULL, NULL, -1 };
+		    NULL, NULL, -1, NULL };
 		struct cs_err ce;
 		uint64_t id = 0;
 		int r;

@@ -44,6 +44,11 @@ static const char usage_text[] =
     "                          README); a failure prints status "
     "\"aborted\"\n"
     "                          and \"error\" as well\n"
+    "                          (several snapshots may run at once, into\n"
+    "                          one repository or several: up to 8 per\n"
+    "                          agent; \"chunks\" tells how many chunks this\n"
+    "                          one copied and how many another snapshot\n"
+    "                          copied for it meanwhile)\n"
     "  -q, --quiet             no progress line\n"
     "  -v, --verbose           a summary line on stderr at the end\n"
     "\n"
@@ -95,7 +100,8 @@ catch_signals(void)
 /* The snapshot's listing row as JSON; with err (a failure), also
  * "error", and a snapshot that was never created as id null. */
 static int
-print_json(const char *repo, uint64_t id, const char *err)
+print_json(const char *repo, uint64_t id, const struct coord_copy *cp,
+    const char *err)
 {
 	struct snap_info si;
 	struct store *st = NULL;
@@ -118,6 +124,15 @@ print_json(const char *repo, uint64_t id, const char *err)
 			json_null(&j);
 		json_kstr(&j, "status", "aborted");
 	}
+	if (cp != NULL) {
+		json_key(&j, "chunks");
+		json_obj(&j);
+		json_kuint(&j, "listed", cp->chunks);
+		json_kuint(&j, "copied", cp->copied);
+		json_kuint(&j, "shared", cp->shared);
+		json_kuint(&j, "bytes", cp->bytes);
+		json_obj_end(&j);
+	}
 	if (err != NULL)
 		json_kstr(&j, "error", err);
 	json_obj_end(&j);
@@ -129,11 +144,12 @@ cmd_snapshot(int argc, char **argv)
 {
 	const char *conf = NULL;
 	struct coord_opts o = { NULL, NULL, 60, &got_signal, NULL, 0,
-	    cmd_progress_fn, NULL, -1 };
+	    cmd_progress_fn, NULL, -1, NULL };
 	const char *keyfile = NULL;
 	uint8_t *key = NULL;
 	size_t klen = 0;
 	struct cmd_progress prog;
+	struct coord_copy copy;
 	struct cfg *c = NULL;
 	struct cs_err e;
 	char msg[CS_ERR_MAX + 64];
@@ -213,18 +229,20 @@ cmd_snapshot(int argc, char **argv)
 	catch_signals();
 	cmd_progress_init(&prog, "snapshot", verbosity);
 	o.progress_ctx = &prog;
+	memset(&copy, 0, sizeof(copy));
+	o.copy = &copy;
 	rc = coord_snapshot(c, &o, &id, &e);
 	cmd_progress_end(&prog);
 	if (rc == -1) {
 		cmd_snapshot_error(id, e.msg, msg, sizeof(msg));
 		if (json)
-			print_json(o.repo, id, msg);
+			print_json(o.repo, id, NULL, msg);
 		rc = cmd_fail(EXIT_FAILED, "%s", msg);
 		goto out;
 	}
 	rc = EXIT_OK;
 	if (json) {
-		if (print_json(o.repo, id, NULL) == -1)
+		if (print_json(o.repo, id, &copy, NULL) == -1)
 			rc = cmd_fail(EXIT_FAILED, "write stdout failed");
 	} else {
 		printf("%llu\n", (unsigned long long)id);

@@ -33,6 +33,7 @@ struct run {
 	int64_t deadline;	/* CLOCK_MONOTONIC ms */
 	int timeout_s;
 	volatile sig_atomic_t *interrupted;	/* may be NULL */
+	struct chunk_stats stats;	/* what store_all copied */
 	int *fds;		/* per agent, -1 when not connected */
 	int *have;		/* per agent: rep is filled */
 	struct report *reps;	/* per agent, in config order */
@@ -318,7 +319,7 @@ store_all(struct run *r)
 	for (i = 0; i < r->c->nagents; i++)
 		paths[i] = r->c->agents[i].data;
 	rc = store_put_chunks(r->st, paths, r->reps, (size_t)r->c->nagents,
-	    NULL, &e);
+	    &r->stats, &e);
 	free(paths);
 	if (rc < 0) {
 		fail(r, "%s", e.msg);
@@ -444,6 +445,12 @@ coord_snapshot(const struct cfg *c, const struct coord_opts *o,
 	    wait_reports(&r) < 0 || interrupted(&r) || store_all(&r) < 0)
 		goto abort;
 	send_done(&r, 1);
+	if (o->copy != NULL) {
+		o->copy->chunks = r.stats.chunks;
+		o->copy->copied = r.stats.copied;
+		o->copy->shared = r.stats.shared;
+		o->copy->bytes = r.stats.bytes;
+	}
 	rc = 0;
 	goto out;
 abort:

@@ -7,6 +7,14 @@
 #include "../common/config.h"
 #include "../common/err.h"
 
+/* What storing the recorded files took (store.h's struct chunk_stats). */
+struct coord_copy {
+	uint64_t chunks;	/* chunks of the recorded files */
+	uint64_t copied;	/* new ones this snapshot copied */
+	uint64_t shared;	/* new ones another snapshot copied meanwhile */
+	uint64_t bytes;		/* bytes this snapshot copied */
+};
+
 struct coord_opts {
 	const char *repo;
 	const char *initiator;	/* NULL: the config's first agent */
@@ -26,6 +34,8 @@ struct coord_opts {
 	/* Hash a reused chunk again when its last check is older than this
 	 * (store_set_recheck_age; 0: always); negative: the default. */
 	int64_t recheck_age_s;
+	/* When non-NULL, filled in once the snapshot is complete. */
+	struct coord_copy *copy;
 };
 
 /* Take a snapshot. Returns 0 once it is committed as complete; -1 with e

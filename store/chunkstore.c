@@ -28,7 +28,20 @@
  * agents' fdatasyncs then wait behind, and writeback ignores the copy's
  * idle I/O class, which direct writes, issued by the copying thread,
  * carry. It also keeps the repository's bytes out of the page cache.
- * Filesystems that refuse O_DIRECT (tmpfs) get buffered writes. */
+ * Filesystems that refuse O_DIRECT (tmpfs) get buffered writes.
+ *
+ * Snapshots taken at the same time into one repository share the copy
+ * work: before copying a chunk, a run claims it with an OFD write lock on
+ * one byte of REPO/blobs/.claims (at an offset taken from the digest),
+ * held until its chunks are renamed into place. A chunk claimed by
+ * another run is not copied: once its own chunks are in place and its
+ * claims dropped, this run waits for the other claim to go (the other
+ * renamed it, failed or died: the kernel drops the lock), holding no
+ * claim while it waits, so two runs never wait for each other; then it
+ * finds the blob stored, or, rarely, copies it itself. Two digests may
+ * share a byte; that only makes one wait for the other. A claim held for
+ * longer than CLAIM_WAIT_MS (a stopped process) is not waited for: the
+ * chunk is copied again, which is safe, as the bytes are the same. */
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -45,6 +58,8 @@
 
 #define DIRECT_ALIGN 4096u
 #define DIRECT_PIECE (1u << 20)
+#define CLAIM_WAIT_MS 120000	/* for a chunk another run claimed */
+#define CLAIM_POLL_MS 10
 
 /* One chunk to copy. */
 struct cjob {
@@ -73,6 +88,10 @@ struct crun {
 	struct cs_err err;	/* the first failure */
 	uint64_t bytes;		/* copied */
 	uint64_t rechecked, healed;	/* chunk_stats */
+	int claim_fd;		/* REPO/blobs/.claims, or -1: no sharing */
+	struct cjob *waiting;	/* chunks another run claimed first */
+	size_t nwaiting;
+	uint64_t shared;	/* of those, stored by the other run */
 };
 
 static void
@@ -531,6 +550,127 @@ make_dirs(struct crun *r, unsigned char dirs[256], struct cs_err *e)
 	return 0;
 }
 
+/* Take (type F_WRLCK) or drop (F_UNLCK) the claim of a digest: one byte
+ * of .claims, at its first 6 bytes. Never blocks. */
+static int
+claim(int fd, const uint8_t *sha, short type)
+{
+	struct flock fl;
+	off_t off = 0;
+	int i;
+
+	for (i = 0; i < 6; i++)
+		off = off << 8 | sha[i];
+	memset(&fl, 0, sizeof(fl));
+	fl.l_type = type;
+	fl.l_whence = SEEK_SET;
+	fl.l_start = off;
+	fl.l_len = 1;
+	return fcntl(fd, F_OFD_SETLK, &fl);
+}
+
+static int
+claims_open(struct crun *r, struct cs_err *e)
+{
+	char path[PATH_MAX];
+
+	if (snprintf(path, sizeof(path), "%s/.claims", r->st->blobs) >=
+	    (int)sizeof(path))
+		return cs_errf(e, "repository path too long: %s", r->st->repo);
+	r->claim_fd = open(path, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC,
+	    0600);
+	return 0;
+}
+
+/* Claim every job. A job another run claimed moves to r->waiting; a job
+ * stored since plan() is dropped. Without .claims (a read-only blobs/
+ * fails earlier anyway) nothing is shared. */
+static int
+claim_jobs(struct crun *r, struct cs_err *e)
+{
+	size_t i, kept = 0;
+	int s;
+
+	if (claims_open(r, e) < 0)
+		return -1;
+	if (r->claim_fd < 0)
+		return 0;
+	if ((r->waiting = malloc((r->njobs + 1) * sizeof(*r->waiting))) ==
+	    NULL)
+		return cs_errf(e, "out of memory");
+	for (i = 0; i < r->njobs; i++) {
+		if (claim(r->claim_fd, r->jobs[i].sha, F_WRLCK) < 0) {
+			r->waiting[r->nwaiting++] = r->jobs[i];
+			continue;
+		}
+		if ((s = stored(r->st, r->jobs[i].sha, r->jobs[i].len, 0,
+		    e)) < 0)
+			return -1;
+		if (!s)
+			r->jobs[kept++] = r->jobs[i];
+	}
+	r->njobs = kept;
+	return 0;
+}
+
+/* Wait for the claims of the waiting chunks; those stored meanwhile are
+ * shared, the others become this run's jobs (r->jobs is empty then).
+ * Called with this run's own claims dropped; each claim it gets here is
+ * dropped at once, so it never holds one while it waits. */
+static int
+wait_claims(struct crun *r, struct cs_err *e)
+{
+	struct timespec ts = { 0, CLAIM_POLL_MS * 1000000L };
+	struct cjob *j;
+	size_t i;
+	long waited = 0;
+	int s;
+
+	close(r->claim_fd);	/* drops this run's claims */
+	if (claims_open(r, e) < 0)
+		return -1;
+	r->njobs = 0;
+	for (i = 0; i < r->nwaiting; i++) {
+		j = &r->waiting[i];
+		while (r->claim_fd >= 0 &&
+		    claim(r->claim_fd, j->sha, F_WRLCK) < 0 &&
+		    (errno == EAGAIN || errno == EACCES || errno == EINTR) &&
+		    waited < CLAIM_WAIT_MS) {
+			nanosleep(&ts, NULL);
+			waited += CLAIM_POLL_MS;
+		}
+		if (r->claim_fd >= 0)
+			(void)claim(r->claim_fd, j->sha, F_UNLCK);
+		if ((s = stored(r->st, j->sha, j->len, 0, e)) < 0)
+			return -1;
+		if (s)
+			r->shared++;
+		else
+			r->jobs[r->njobs++] = *j;
+	}
+	return 0;
+}
+
+/* Copy and seal r->jobs: every chunk written, then each fdatasync'ed and
+ * renamed; the fsyncs of the second pass find the data on the disk
+ * already, and one journal commit serves many of them. */
+static int
+copy_jobs(struct crun *r, struct cs_err *e)
+{
+	size_t i;
+
+	for (i = 0; i < r->njobs; i++)
+		progress_grow(r->st, r->jobs[i].len);
+	pool_run_background(r->njobs, copy_task, r);
+	if (!r->failed)
+		pool_run_background(r->njobs, seal_task, r);
+	if (r->failed) {
+		*e = r->err;
+		return -1;
+	}
+	return 0;
+}
+
 int
 store_put_chunks(struct store *st, const char *const *paths,
     const struct report *reps, size_t n, struct chunk_stats *stats,
@@ -539,13 +679,14 @@ store_put_chunks(struct store *st, const char *const *paths,
 	unsigned char dirs[256];
 	char path[PATH_MAX];
 	struct crun r;
-	size_t i;
+	size_t i, copied = 0;
 	int rc = -1;
 
 	memset(&r, 0, sizeof(r));
 	r.st = st;
 	r.paths = paths;
 	r.reps = reps;
+	r.claim_fd = -1;
 	if (stats != NULL)
 		memset(stats, 0, sizeof(*stats));
 	if (pthread_mutex_init(&r.mu, NULL) != 0)
@@ -557,21 +698,18 @@ store_put_chunks(struct store *st, const char *const *paths,
 	for (i = 0; i < n; i++)
 		r.fds[i] = -1;
 	if (plan(&r, n, e) < 0 || recheck_all(&r, e) < 0 ||
-	    make_dirs(&r, dirs, e) < 0)
+	    make_dirs(&r, dirs, e) < 0 || claim_jobs(&r, e) < 0)
 		goto out;
 	/* Progress counts the bytes of the chunks to copy. */
 	store_progress_start(st, 0);
-	for (i = 0; i < r.njobs; i++)
-		progress_grow(st, r.jobs[i].len);
-	/* Two passes: every chunk written, then each fdatasync'ed and
-	 * renamed; the fsyncs of the second pass find the data on the disk
-	 * already, and one journal commit serves many of them. */
-	pool_run_background(r.njobs, copy_task, &r);
-	if (!r.failed)
-		pool_run_background(r.njobs, seal_task, &r);
-	if (r.failed) {
-		*e = r.err;
+	if (copy_jobs(&r, e) < 0)
 		goto out;
+	copied = r.njobs;
+	/* The chunks other runs were copying: shared, or copied now. */
+	if (r.nwaiting > 0) {
+		if (wait_claims(&r, e) < 0 || copy_jobs(&r, e) < 0)
+			goto out;
+		copied += r.njobs;
 	}
 	/* The renames are durable once their directories are. */
 	for (i = 0; i < 256; i++) {
@@ -581,14 +719,15 @@ store_put_chunks(struct store *st, const char *const *paths,
 		    (int)sizeof(path) || fsync_dir(path, e) < 0)
 			goto out;
 	}
-	if (r.njobs > 0 && fsync_dir(st->blobs, e) < 0)
+	if (copied > 0 && fsync_dir(st->blobs, e) < 0)
 		goto out;
 	if (all_there(&r, n, e) < 0)
 		goto out;
 	if (stats != NULL) {
 		for (i = 0; i < n; i++)
 			stats->chunks += reps[i].nchunks;
-		stats->copied = r.njobs;
+		stats->copied = copied;
+		stats->shared = r.shared;
 		stats->bytes = r.bytes;
 		stats->rechecked = r.rechecked;
 		stats->healed = r.healed;
@@ -604,8 +743,11 @@ out:
 			close(r.fds[i]);
 	for (i = 0; i < POOL_MAX_THREADS; i++)
 		free(r.bufs[i]);
+	if (r.claim_fd >= 0)
+		close(r.claim_fd);	/* drops every claim */
 	free(r.fds);
 	free(r.jobs);
+	free(r.waiting);
 	pthread_mutex_destroy(&r.mu);
 	return rc;
 }

@@ -99,6 +99,8 @@ int store_begin_snapshot(struct store *st, const char *initiator,
 struct chunk_stats {
 	uint64_t chunks;	/* chunks listed by the reports */
 	uint64_t copied;	/* chunks that were new and copied */
+	uint64_t shared;	/* chunks that were new, but another snapshot
+				 * copied them at the same time */
 	uint64_t bytes;		/* bytes copied */
 	uint64_t rechecked;	/* stored chunks hashed again before reuse */
 	uint64_t healed;	/* of those, found bad: quarantined, copied */
@@ -112,7 +114,8 @@ void store_set_recheck_age(struct store *st, int64_t age_s);
  * (chunkstore.c): every chunk whose digest is not yet a blob (or whose
  * blob a recheck found bad) is read from the file, hashed, checked
  * against the report, written (temp, fsync, rename) on all cores; the
- * directories are fsync'ed before it returns.
+ * directories are fsync'ed before it returns. A chunk that another
+ * snapshot is copying at the same time is waited for, not copied twice.
  * stats may be NULL. */
 int store_put_chunks(struct store *st, const char *const *paths,
     const struct report *reps, size_t n, struct chunk_stats *stats,

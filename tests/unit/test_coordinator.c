@@ -57,7 +57,7 @@ static void
 refusals_before_any_snapshot(void **state)
 {
 	struct coord_opts o = { "/tmp/cs-coord-test/none", "Z", 5, NULL, NULL,
-	    0, NULL, NULL, -1 };
+	    0, NULL, NULL, -1, NULL };
 	struct cfg *c;
 	struct cs_err e;
 	uint64_t id = 7;
@@ -85,7 +85,7 @@ agents_not_running_abort_the_snapshot(void **state)
 {
 	char dir[] = "/tmp/cs-coord-XXXXXX", repo[64], conf[128], cmd[64];
 	struct coord_opts o = { repo, NULL, 5, NULL, NULL, 0, NULL, NULL,
-	    -1 };
+	    -1, NULL };
 	struct snap_info *v;
 	struct store *st;
 	struct cfg *c;
