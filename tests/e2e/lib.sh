@@ -608,13 +608,14 @@ if not eval(sys.argv[2]):
 # --- several snapshots at once ------------------------------------------
 
 # snapshot_bg_as TAG ARGS...: start "cutsnap snapshot -c CONF ARGS" in the
-# background (give -r yourself); its output goes to .snap-TAG.out/.err,
-# its pid to SNAP_PIDS[TAG]. Any number may run at once.
+# background (give -r yourself; SNAP_CONF, when set, replaces CONF); its
+# output goes to .snap-TAG.out/.err, its pid to SNAP_PIDS[TAG]. Any number
+# may run at once.
 declare -A SNAP_PIDS
 snapshot_bg_as () {
 	local tag=$1
 	shift
-	cs snapshot -c "$CONF" "$@" \
+	cs snapshot -c "${SNAP_CONF:-$CONF}" "$@" \
 	    >"$TEST_DIR/.snap-$tag.out" 2>"$TEST_DIR/.snap-$tag.err" &
 	SNAP_PIDS[$tag]=$!
 	BG_PIDS="$BG_PIDS $!"
