@@ -643,3 +643,17 @@ cut_total () {
 	cs show -r "$1" "$2" --sum "${3:-bal}" --json >"$TEST_DIR/.show" &&
 	    json_get 'd["sum"]["total"]' "$TEST_DIR/.show"
 }
+
+# restore_each TOTAL REPO:ID...: restore each snapshot in turn into CONF's
+# data paths (the agents stopped); each must give the total TOTAL of bal.
+restore_each () {
+	local want=$1 rid n=0
+	shift
+	for rid in "$@"; do
+		expect_ok restore -r "${rid%:*}" "${rid##*:}" -c "$CONF" &&
+		expect_eq "$(dump_total bal)" "$want" "total restored from $rid" ||
+		return 1
+		n=$((n + 1))
+	done
+	[ "$n" -gt 0 ] || { say "restore_each: nothing to restore"; return 1; }
+}

@@ -119,13 +119,8 @@ test_expect_success 'the snapshot at N3 recorded the 1 and the 2 held in flight'
 
 test_expect_success 'each restores to the conserved total 40' '
 	stop_cluster &&
-	n=0 &&
-	for t in s1 s2 s3 s4 s5; do
-		expect_ok restore -r "${REPO_OF[$t]}" "${ID_OF[$t]}" -c "$CONF" &&
-		expect_eq "$(dump_total bal)" 40 "total restored from $t" || return 1
-		n=$((n + 1))
-	done &&
-	expect_eq "$n" 5 "snapshots restored"
+	restore_each 40 "$R1:${ID_OF[s1]}" "$R2:${ID_OF[s2]}" "$R1:${ID_OF[s3]}" \
+	    "$R2:${ID_OF[s4]}" "$R1:${ID_OF[s5]}"
 '
 
 test_done

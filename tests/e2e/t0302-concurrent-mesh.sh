@@ -120,13 +120,8 @@ test_expect_success 'two snapshots of the same new data at once copy each chunk 
 
 test_expect_success 'restore each of the four started together: 400' '
 	stop_cluster &&
-	n=0 &&
-	for t in mA mB mC mD; do
-		expect_ok restore -r "$REPO" "${ID_OF[$t]}" -c "$CONF" &&
-		expect_eq "$(dump_total bal)" 400 "total restored from $t" || return 1
-		n=$((n + 1))
-	done &&
-	expect_eq "$n" 4 "snapshots restored"
+	restore_each 400 "$REPO:${ID_OF[mA]}" "$REPO:${ID_OF[mB]}" \
+	    "$REPO:${ID_OF[mC]}" "$REPO:${ID_OF[mD]}"
 '
 
 test_done
