@@ -16,11 +16,13 @@ fi
 FIRST="" STEPPED="" LIVE_UID="" A1="" A2=""
 
 # stepped SECONDS CMD...: CMD with the wall clock of every cutsnap it
-# starts shifted by SECONDS.
+# starts shifted by SECONDS (a sanitizer build accepts the shim loaded
+# before its runtime).
 stepped () {
 	local shift=$1
 	shift
-	LD_PRELOAD=$FAULTFS FAULTFS_CLOCK_SHIFT=$shift "$@"
+	LD_PRELOAD=$FAULTFS FAULTFS_CLOCK_SHIFT=$shift \
+	    ASAN_OPTIONS="${ASAN_OPTIONS:-}:verify_asan_link_order=0" "$@"
 }
 
 # The identity ls --json gives snapshot $1 of repository $2.
