@@ -13,6 +13,7 @@
  * a report is sent at most once per id, and only when every incoming
  * channel closed and the log is durable up to L; no two slots hold the
  * same id. */
+#include <assert.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -525,6 +526,29 @@ out:
 	wbuf_free(&w);
 }
 
+/* The invariants at the top of this file; 1 if they hold. */
+static int
+snaps_check(const struct agent *a)
+{
+	const struct snap *x, *y;
+	size_t i, j;
+
+	for (i = 0; i < SNAP_MAX; i++) {
+		x = &a->snaps[i];
+		if (x->phase == SNAP_NONE)
+			continue;
+		if (snapuid_is_zero(&x->id) || x->coord == NULL ||
+		    (x->phase == SNAP_RECORDING) != (x->nopen > 0))
+			return 0;
+		for (j = i + 1; j < SNAP_MAX; j++) {
+			y = &a->snaps[j];
+			if (y->phase != SNAP_NONE && snapuid_eq(&x->id, &y->id))
+				return 0;
+		}
+	}
+	return 1;
+}
+
 /* Called after each group commit. */
 void
 snap_tick(struct agent *a)
@@ -533,6 +557,7 @@ snap_tick(struct agent *a)
 
 	for (i = 0; i < SNAP_MAX; i++)
 		snap_report(a, &a->snaps[i]);
+	assert(snaps_check(a));
 }
 
 int

@@ -32,8 +32,9 @@
  *
  * Snapshots taken at the same time into one repository share the copy
  * work: before copying a chunk, a run claims it with an OFD write lock on
- * one byte of REPO/blobs/.claims (at an offset taken from the digest),
- * held until its chunks are renamed into place. A chunk claimed by
+ * one byte of REPO/locks/chunks.claims (at an offset taken from the
+ * digest), held until its chunks are renamed into place (the repository
+ * lock made locks/ already). A chunk claimed by
  * another run is not copied: once its own chunks are in place and its
  * claims dropped, this run waits for the other claim to go (the other
  * renamed it, failed or died: the kernel drops the lock), holding no
@@ -88,7 +89,7 @@ struct crun {
 	struct cs_err err;	/* the first failure */
 	uint64_t bytes;		/* copied */
 	uint64_t rechecked, healed;	/* chunk_stats */
-	int claim_fd;		/* REPO/blobs/.claims, or -1: no sharing */
+	int claim_fd;		/* locks/chunks.claims, or -1: no sharing */
 	struct cjob *waiting;	/* chunks another run claimed first */
 	size_t nwaiting;
 	uint64_t shared;	/* of those, stored by the other run */
@@ -551,7 +552,7 @@ make_dirs(struct crun *r, unsigned char dirs[256], struct cs_err *e)
 }
 
 /* Take (type F_WRLCK) or drop (F_UNLCK) the claim of a digest: one byte
- * of .claims, at its first 6 bytes. Never blocks. */
+ * of chunks.claims, at its first 6 bytes. Never blocks. */
 static int
 claim(int fd, const uint8_t *sha, short type)
 {
@@ -574,8 +575,8 @@ claims_open(struct crun *r, struct cs_err *e)
 {
 	char path[PATH_MAX];
 
-	if (snprintf(path, sizeof(path), "%s/.claims", r->st->blobs) >=
-	    (int)sizeof(path))
+	if (snprintf(path, sizeof(path), "%s/locks/chunks.claims",
+	    r->st->repo) >= (int)sizeof(path))
 		return cs_errf(e, "repository path too long: %s", r->st->repo);
 	r->claim_fd = open(path, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC,
 	    0600);
@@ -583,8 +584,8 @@ claims_open(struct crun *r, struct cs_err *e)
 }
 
 /* Claim every job. A job another run claimed moves to r->waiting; a job
- * stored since plan() is dropped. Without .claims (a read-only blobs/
- * fails earlier anyway) nothing is shared. */
+ * stored since plan() is dropped. Without chunks.claims (it could not be
+ * opened) nothing is shared. */
 static int
 claim_jobs(struct crun *r, struct cs_err *e)
 {

@@ -42,12 +42,12 @@ test_expect_success 'start and recovery are logged' '
 test_expect_success 'channels up, and the snapshot events at both agents' '
 	has_line A info "channel A>B up" &&
 	has_line B info "channel A>B up" &&
-	has_line B info "snapshot $SNAP_ID: joined" &&
-	has_line B info "snapshot $SNAP_ID: recording at [0-9]+ bytes" &&
-	has_line B info "snapshot $SNAP_ID: recorded" &&
-	has_line B info "snapshot $SNAP_ID: reported \([0-9]+ bytes" &&
-	has_line B info "snapshot $SNAP_ID: committed" &&
-	has_line A info "snapshot $SNAP_ID: reported" &&
+	has_line B info "snapshot $SNAP_ID \([0-9a-f]{8}\): joined" &&
+	has_line B info "snapshot $SNAP_ID \([0-9a-f]{8}\): recording at [0-9]+ bytes" &&
+	has_line B info "snapshot $SNAP_ID \([0-9a-f]{8}\): recorded" &&
+	has_line B info "snapshot $SNAP_ID \([0-9a-f]{8}\): reported \([0-9]+ bytes" &&
+	has_line B info "snapshot $SNAP_ID \([0-9a-f]{8}\): committed" &&
+	has_line A info "snapshot $SNAP_ID \([0-9a-f]{8}\): reported" &&
 	has_line A info "channel A>B held" &&
 	has_line A info "channel A>B released"
 '
