@@ -1,4 +1,8 @@
 /* chmsg.c - encode and decode the body of a channel message (see chmsg.h). */
+#include <sys/random.h>
+
+#include <errno.h>
+
 #include "chmsg.h"
 #include "wire.h"
 
@@ -10,6 +14,33 @@ chmsg_encode(struct wbuf *out, const void *key, size_t klen, int64_t amount)
 	wbuf_put_i64(out, amount);
 }
 
+void
+chmsg_encode_id(struct wbuf *out, const void *key, size_t klen,
+    int64_t amount, const uint8_t id[CHMSG_ID_LEN])
+{
+	wbuf_put_u8(out, CHMSG_ADD_ID);
+	wbuf_put_bytes(out, key, klen);
+	wbuf_put_i64(out, amount);
+	wbuf_put_raw(out, id, CHMSG_ID_LEN);
+}
+
+int
+chmsg_new_id(uint8_t id[CHMSG_ID_LEN])
+{
+	size_t got = 0;
+	ssize_t k;
+
+	while (got < CHMSG_ID_LEN) {
+		k = getrandom(id + got, CHMSG_ID_LEN - got, 0);
+		if (k == -1 && errno == EINTR)
+			continue;
+		if (k <= 0)
+			return -1;
+		got += (size_t)k;
+	}
+	return 0;
+}
+
 int
 chmsg_decode(const uint8_t *p, size_t n, struct chmsg *m)
 {
@@ -19,7 +50,13 @@ chmsg_decode(const uint8_t *p, size_t n, struct chmsg *m)
 	m->op = rbuf_u8(&r);
 	m->key = rbuf_bytes(&r, &m->klen, WIRE_MAX_KEY);
 	m->amount = rbuf_i64(&r);
-	if (!rbuf_done(&r) || m->op != CHMSG_ADD)
+	m->id = NULL;
+	if (m->op == CHMSG_ADD_ID && !r.err && r.len - r.off == CHMSG_ID_LEN) {
+		m->id = r.p + r.off;
+		r.off = r.len;
+	}
+	if (!rbuf_done(&r) || (m->op != CHMSG_ADD && m->op != CHMSG_ADD_ID) ||
+	    (m->op == CHMSG_ADD_ID && m->id == NULL))
 		return -1;
 	return 0;
 }

@@ -1,6 +1,12 @@
 /* chmsg.h - the body of a channel message (what transfer sends S->D).
- * Encoding: u8 op (CHMSG_ADD) | bytes key | i64 amount. These bytes are
- * what the data file's SEND record and the manifest's messages store. */
+ * Encodings:
+ *   CHMSG_ADD     u8 op | bytes key | i64 amount            (older agents)
+ *   CHMSG_ADD_ID  u8 op | bytes key | i64 amount | 16 bytes id
+ * The id is drawn at random for each send: two histories of one channel
+ * never send the same bytes, so the channel's history chain (datalog.h)
+ * tells them apart even when they send equal amounts to equal keys. These
+ * bytes are what the data file's SEND record and the manifest's messages
+ * store. */
 #ifndef CUTSNAP_CHMSG_H
 #define CUTSNAP_CHMSG_H
 
@@ -9,16 +15,26 @@
 #include "buf.h"
 
 #define CHMSG_ADD 1
+#define CHMSG_ADD_ID 2
+#define CHMSG_ID_LEN 16
 
 struct chmsg {
-	uint8_t op;		/* CHMSG_ADD */
+	uint8_t op;		/* CHMSG_ADD or CHMSG_ADD_ID */
 	const uint8_t *key;	/* borrowed from the decoded buffer */
 	size_t klen;
 	int64_t amount;
+	const uint8_t *id;	/* ADD_ID: CHMSG_ID_LEN bytes, borrowed;
+				 * ADD: NULL */
 };
 
+/* The older encoding, without an id (kept for tests and old files). */
 void chmsg_encode(struct wbuf *out, const void *key, size_t klen,
     int64_t amount);
+/* The current encoding: with id (CHMSG_ID_LEN bytes). */
+void chmsg_encode_id(struct wbuf *out, const void *key, size_t klen,
+    int64_t amount, const uint8_t id[CHMSG_ID_LEN]);
+/* A fresh random id (getrandom). 0, or -1 with errno set. */
+int chmsg_new_id(uint8_t id[CHMSG_ID_LEN]);
 /* 0, or -1 if malformed (wrong op, overrun, trailing bytes, key too long). */
 int chmsg_decode(const uint8_t *p, size_t n, struct chmsg *m);
 

@@ -17,11 +17,15 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 	if (chmsg_decode(data, size, &m) < 0)
 		return 0;
-	if (m.op != CHMSG_ADD || m.klen > WIRE_MAX_KEY ||
+	if ((m.op != CHMSG_ADD && m.op != CHMSG_ADD_ID) ||
+	    (m.op == CHMSG_ADD_ID) != (m.id != NULL) || m.klen > WIRE_MAX_KEY ||
 	    (m.klen > 0 && (m.key < data || m.key + m.klen > data + size)))
 		abort();
 	wbuf_init(&w);
-	chmsg_encode(&w, m.key, m.klen, m.amount);
+	if (m.id != NULL)
+		chmsg_encode_id(&w, m.key, m.klen, m.amount, m.id);
+	else
+		chmsg_encode(&w, m.key, m.klen, m.amount);
 	if (w.oom || w.len != size || memcmp(w.data, data, size) != 0)
 		abort();
 	wbuf_free(&w);
