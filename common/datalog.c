@@ -132,25 +132,66 @@ wm_reserve(struct wm_set *s)
 	return 0;
 }
 
-int
-wm_put(struct wm_set *s, const char *peer, uint64_t seq)
+/* The entry of peer, added (seq 0, genesis chain) if absent; NULL when
+ * out of memory or the name is too long. */
+static struct wm *
+wm_slot(struct wm_set *s, const char *peer)
 {
+	struct wm *w;
 	size_t i;
 
 	if (strlen(peer) > NAME_MAX_LEN)
-		return -1;
-	for (i = 0; i < s->n; i++) {
-		if (strcmp(s->v[i].peer, peer) == 0) {
-			s->v[i].seq = seq;
-			return 0;
-		}
-	}
+		return NULL;
+	for (i = 0; i < s->n; i++)
+		if (strcmp(s->v[i].peer, peer) == 0)
+			return &s->v[i];
 	if (wm_reserve(s) == -1)
+		return NULL;
+	w = &s->v[s->n++];
+	memset(w, 0, sizeof(*w));
+	memcpy(w->peer, peer, strlen(peer) + 1);
+	w->chain_known = 1;
+	return w;
+}
+
+int
+wm_put(struct wm_set *s, const char *peer, uint64_t seq)
+{
+	struct wm *w;
+
+	if ((w = wm_slot(s, peer)) == NULL)
 		return -1;
-	memcpy(s->v[s->n].peer, peer, strlen(peer) + 1);
-	s->v[s->n].seq = seq;
-	s->n++;
+	w->seq = seq;
 	return 0;
+}
+
+int
+wm_put_chain(struct wm_set *s, const char *peer, uint64_t seq,
+    const uint8_t *chain)
+{
+	struct wm *w;
+
+	if ((w = wm_slot(s, peer)) == NULL)
+		return -1;
+	w->seq = seq;
+	w->chain_known = chain != NULL;
+	if (chain != NULL)
+		memcpy(w->chain, chain, DL_CHAIN_LEN);
+	else
+		memset(w->chain, 0, DL_CHAIN_LEN);
+	return 0;
+}
+
+const uint8_t *
+wm_chain(const struct wm_set *s, const char *peer)
+{
+	static const uint8_t genesis[DL_CHAIN_LEN];
+	size_t i;
+
+	for (i = 0; i < s->n; i++)
+		if (strcmp(s->v[i].peer, peer) == 0)
+			return s->v[i].chain_known ? s->v[i].chain : NULL;
+	return genesis;
 }
 
 int
@@ -292,12 +333,16 @@ apply_send(struct dl_state *st, const struct dl_record *r)
 	    kvmap_put(st->kv, r->key, r->klen, r->val, r->vlen) == -1)
 		goto out;
 	/* Cannot fail now: the peer is valid and there is room. */
-	(void)wm_put(&st->sent, r->peer, r->seq);
+	(void)wm_put_chain(&st->sent, r->peer, r->seq, r->chain);
 	s = &st->sends[st->nsends++];
 	memcpy(s->peer, r->peer, strlen(r->peer) + 1);
 	s->seq = r->seq;
 	s->msg = msg;
 	s->len = r->msglen;
+	s->chain_known = r->chain != NULL;
+	memset(s->chain, 0, sizeof(s->chain));
+	if (r->chain != NULL)
+		memcpy(s->chain, r->chain, DL_CHAIN_LEN);
 	msg = NULL;
 	rc = 0;
 out:
@@ -305,10 +350,38 @@ out:
 	return rc;
 }
 
+/* The chain at seq k of the channel to dst, for an ACK of k: the sent
+ * chain, or the chain of the kept SEND k; NULL when unknown. */
+static const uint8_t *
+chain_for_ack(const struct dl_state *st, const char *dst, uint64_t k)
+{
+	size_t i;
+
+	if (k == wm_get(&st->sent, dst))
+		return wm_chain(&st->sent, dst);
+	for (i = 0; i < st->nsends; i++)
+		if (st->sends[i].seq == k && strcmp(st->sends[i].peer, dst) == 0)
+			return st->sends[i].chain_known ? st->sends[i].chain :
+			    NULL;
+	return NULL;
+}
+
+/* The one place where an incoming channel's applied seq advances, with
+ * its history chain (a record type that consumes a message in another
+ * way must come through here too). -1 when out of memory. */
+static int
+advance_applied(struct dl_state *st, const char *src, uint64_t seq,
+    const uint8_t *chain)
+{
+	return wm_put_chain(&st->applied, src, seq, chain);
+}
+
 int
 dl_state_apply(struct dl_state *st, const struct dl_record *r,
     struct cs_err *e)
 {
+	uint8_t ack_chain[DL_CHAIN_LEN];
+	const uint8_t *ac;
 	int rc = -1;
 
 	if (dl_state_check(st, r, e) == -1)
@@ -339,14 +412,18 @@ dl_state_apply(struct dl_state *st, const struct dl_record *r,
 		if (wm_reserve(&st->applied) == -1 || (tracked(st, r) &&
 		    kvmap_put(st->kv, r->key, r->klen, r->val, r->vlen) == -1))
 			goto oom;
-		(void)wm_put(&st->applied, r->peer, r->seq);
+		(void)advance_applied(st, r->peer, r->seq, r->chain);
 		break;
 	case DL_ACK:
 		/* An older ACK than the one already recorded is harmless: acks
 		 * are cumulative, so it says nothing new. */
 		if (r->seq <= wm_get(&st->acked, r->peer))
 			break;
-		if (wm_put(&st->acked, r->peer, r->seq) == -1)
+		/* A copy: the sent entry's chain may move with the set. */
+		if ((ac = chain_for_ack(st, r->peer, r->seq)) != NULL)
+			memcpy(ack_chain, ac, sizeof(ack_chain));
+		if (wm_put_chain(&st->acked, r->peer, r->seq,
+		    ac != NULL ? ack_chain : NULL) == -1)
 			goto oom;
 		if (!st->keep_all_sends)
 			drop_acked(st, r->peer, r->seq);
@@ -460,12 +537,16 @@ dl_encode(struct wbuf *out, const struct dl_record *r)
 		wbuf_put_bytes(out, r->key, r->klen);
 		wbuf_put_bytes(out, r->val, r->vlen);
 		wbuf_put_bytes(out, r->msg, r->msglen);
+		if (r->chain != NULL)
+			wbuf_put_raw(out, r->chain, DL_CHAIN_LEN);
 		break;
 	case DL_APPLY:
 		wbuf_put_str(out, r->peer);
 		wbuf_put_u64(out, r->seq);
 		wbuf_put_bytes(out, r->key, r->klen);
 		wbuf_put_bytes(out, r->val, r->vlen);
+		if (r->chain != NULL)
+			wbuf_put_raw(out, r->chain, DL_CHAIN_LEN);
 		break;
 	case DL_ACK:
 		wbuf_put_str(out, r->peer);
@@ -520,6 +601,14 @@ read_fields(struct rbuf *rb, struct dl_record *r, char peer[NAME_MAX_LEN + 1])
 	}
 	if (r->type == DL_SEND || r->type == DL_APPLY || r->type == DL_ACK)
 		r->peer = peer;
+	/* The optional trailing chain of SEND and APPLY (older files have
+	 * none): exactly DL_CHAIN_LEN bytes left; anything else is left for
+	 * the caller's trailing-bytes check. */
+	if ((r->type == DL_SEND || r->type == DL_APPLY) && !rb->err &&
+	    rb->len - rb->off == DL_CHAIN_LEN) {
+		r->chain = rb->p + rb->off;
+		rb->off = rb->len;
+	}
 }
 
 /* Decode type+payload p[0, n) into r. 0, or -1 with a reason in e. */

@@ -8,13 +8,20 @@
  *   PUT   bytes key, bytes value
  *   DEL   bytes key
  *   SEND  str dst, u64 seq, bytes key, bytes new_value, bytes msg (chmsg.h)
+ *         [, 32 bytes chain]
  *         -- transfer: debit at this agent and emit msg on self->dst
- *   APPLY str src, u64 seq, bytes key, bytes new_value
+ *   APPLY str src, u64 seq, bytes key, bytes new_value [, 32 bytes chain]
  *         -- a channel message from src applied here
  *   ACK   str dst, u64 seq  -- dst acknowledged up to seq (a hint for
  *         recovery: a lost ACK record only causes a resend)
  * Invariants checked on replay: SEND seq == sent[dst]+1, APPLY seq ==
  * applied[src]+1, ACK seq <= sent[dst]. A violation is corruption.
+ *
+ * History chain (chain.h): the optional trailing field of SEND and APPLY
+ * is the channel's chain value after that message. Files written before
+ * it existed lack it; a channel whose last SEND (or APPLY) lacks it has an
+ * unknown chain (wm_chain() == NULL) until its next message, whose chain
+ * then starts again from the all-zero genesis value.
  *
  * Every prefix [0, L) that ends on a record boundary is itself a valid data
  * file: a snapshot records an agent's state as such a prefix. The file is
@@ -51,12 +58,19 @@ struct dl_record {
 	size_t vlen;
 	const uint8_t *msg;	/* SEND: channel message bytes */
 	size_t msglen;
+	const uint8_t *chain;	/* SEND, APPLY: DL_CHAIN_LEN bytes, the
+				 * channel's chain after this message; NULL:
+				 * absent (a file from an older version) */
 };
 
-/* Per-peer sequence numbers. */
+#define DL_CHAIN_LEN 32
+
+/* Per-peer sequence numbers, and the channel's history chain at seq. */
 struct wm {
 	char peer[NAME_MAX_LEN + 1];
 	uint64_t seq;
+	uint8_t chain[DL_CHAIN_LEN];
+	int chain_known;	/* 0: the record that set seq had no chain */
 };
 struct wm_set {
 	struct wm *v;
@@ -64,6 +78,12 @@ struct wm_set {
 };
 uint64_t wm_get(const struct wm_set *s, const char *peer);	/* 0 if absent */
 int wm_put(struct wm_set *s, const char *peer, uint64_t seq);	/* 0 / -1 */
+/* Set seq and the chain at seq (NULL: unknown). 0 / -1. */
+int wm_put_chain(struct wm_set *s, const char *peer, uint64_t seq,
+    const uint8_t *chain);
+/* The chain at the peer's seq: the all-zero genesis value for a peer not
+ * in s (seq 0), NULL when unknown. Borrowed, valid until s changes. */
+const uint8_t *wm_chain(const struct wm_set *s, const char *peer);
 
 /* A message this agent sent: kept while unacknowledged (or always, with
  * keep_all_sends, for verify's cross-check). */
@@ -72,6 +92,8 @@ struct dl_send {
 	uint64_t seq;
 	uint8_t *msg;			/* owned */
 	size_t len;
+	uint8_t chain[DL_CHAIN_LEN];	/* the channel's chain after it */
+	int chain_known;		/* 0: the SEND record had none */
 };
 
 /* What replaying a data file yields. */
@@ -79,7 +101,8 @@ struct dl_state {
 	struct kvmap *kv;	/* NULL after dl_state_drop_values */
 	struct wm_set sent;	/* highest seq sent per dst */
 	struct wm_set applied;	/* highest seq applied per src */
-	struct wm_set acked;	/* highest seq acknowledged per dst */
+	struct wm_set acked;	/* highest seq acknowledged per dst, with
+				 * the chain at it */
 	struct dl_send *sends;	/* in log order */
 	size_t nsends, capsends;
 	int keep_all_sends;

@@ -1,0 +1,95 @@
+/* chain.c - a channel's history chain and the connect-time check (chain.h). */
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "chain.h"
+#include "sha.h"
+
+int
+chain_next(const uint8_t *prev, uint64_t seq, const uint8_t *msg, size_t n,
+    uint8_t out[DL_CHAIN_LEN])
+{
+	static const uint8_t genesis[DL_CHAIN_LEN];
+	struct wbuf w;
+	int rc = -1;
+
+	wbuf_init(&w);
+	wbuf_put_raw(&w, prev != NULL ? prev : genesis, DL_CHAIN_LEN);
+	wbuf_put_u64(&w, seq);
+	wbuf_put_raw(&w, msg, n);
+	if (!w.oom)
+		rc = sha256_buf(w.data, w.len, out);
+	wbuf_free(&w);
+	return rc;
+}
+
+int
+chain_sent_at(const struct dl_state *st, const char *dst, uint64_t seq,
+    const uint8_t **chain)
+{
+	const struct dl_send *s;
+	size_t i;
+
+	*chain = NULL;
+	if (seq > wm_get(&st->sent, dst))
+		return 0;
+	if (seq == wm_get(&st->sent, dst)) {
+		*chain = wm_chain(&st->sent, dst);
+		return 1;
+	}
+	if (seq == wm_get(&st->acked, dst)) {
+		*chain = wm_chain(&st->acked, dst);
+		return 1;
+	}
+	/* Kept sends: those after the acknowledged seq (all of them in a
+	 * replay that keeps every send). */
+	for (i = 0; i < st->nsends; i++) {
+		s = &st->sends[i];
+		if (s->seq == seq && strcmp(s->peer, dst) == 0) {
+			*chain = s->chain_known ? s->chain : NULL;
+			return 1;
+		}
+	}
+	return 0;
+}
+
+enum chain_verdict
+chain_check(const struct dl_state *st, const char *dst, uint64_t applied,
+    const uint8_t *chain, char *why, size_t whysz)
+{
+	const uint8_t *mine;
+	uint64_t sent = wm_get(&st->sent, dst), acked = wm_get(&st->acked, dst);
+
+	if (applied > sent) {
+		snprintf(why, whysz, "the receiver applied seq %" PRIu64
+		    ", but this sender's file sent only %" PRIu64, applied,
+		    sent);
+		return CHAIN_AHEAD;
+	}
+	if (!chain_sent_at(st, dst, applied, &mine)) {
+		snprintf(why, whysz, "the receiver applied seq %" PRIu64
+		    ", but this sender's file has seq %" PRIu64 " already "
+		    "acknowledged", applied, acked);
+		return CHAIN_GONE;
+	}
+	if (mine == NULL || chain == NULL) {
+		snprintf(why, whysz, "no history chain yet at seq %" PRIu64
+		    " (a data file from an older version); accepted unchecked",
+		    applied);
+		return CHAIN_UNCHECKED;
+	}
+	if (memcmp(mine, chain, DL_CHAIN_LEN) != 0) {
+		snprintf(why, whysz, "both ends are at seq %" PRIu64 " but "
+		    "their histories differ", applied);
+		return CHAIN_DIFFER;
+	}
+	snprintf(why, whysz, "same history at seq %" PRIu64, applied);
+	return CHAIN_OK;
+}
+
+int
+chain_accepts(enum chain_verdict v)
+{
+	return v == CHAIN_OK || v == CHAIN_UNCHECKED;
+}
