@@ -9,8 +9,8 @@
 #include "cmd.h"
 
 static const char usage_text[] =
-    "usage: cutsnap restore -r REPO [ID] -c CONF [--key FILE] [--json]\n"
-    "                       [-q|-v]\n"
+    "usage: cutsnap restore -r REPO [ID] -c CONF [--agent NAME]...\n"
+    "                       [--key FILE] [--json] [-q|-v]\n"
     "\n"
     "Verify snapshot ID (default: the newest complete one) of REPO, then\n"
     "write each agent's recorded file into the data path CONF gives it and\n"
@@ -22,8 +22,16 @@ static const char usage_text[] =
     "inside REPO, or two agents whose paths name one file (compared as\n"
     "files: \"..\", symlinks and hard links count), with exit 2.\n"
     "\n"
+    "Every restored message carries its channel's history chain forward, so\n"
+    "the restored agents' channels connect; agents from different\n"
+    "histories refuse to (\"diverged\" in status). A restore that stopped\n"
+    "half-way is finished by running it again.\n"
+    "\n"
     "  -r, --repo REPO     the repository directory\n"
     "  -c, --config CONF   the cluster config file to restore into\n"
+    "  -a, --agent NAME    restore only agent NAME (repeatable): each host\n"
+    "                      restores its own agents; the files are those a\n"
+    "                      full restore writes\n"
     "  -k, --key FILE      verify the snapshot's HMAC-SHA256 tag under the\n"
     "                      key in FILE first (see verify --key)\n"
     "  -j, --json          {\"snapshot\":N,\"ok\":true|false,\"files\":N,\n"
@@ -40,6 +48,7 @@ static const char usage_text[] =
 static const struct option opts[] = {
 	{ "repo", required_argument, NULL, 'r' },
 	{ "config", required_argument, NULL, 'c' },
+	{ "agent", required_argument, NULL, 'a' },
 	{ "key", required_argument, NULL, 'k' },
 	{ "json", no_argument, NULL, 'j' },
 	{ "quiet", no_argument, NULL, 'q' },
@@ -112,13 +121,14 @@ cmd_restore(int argc, char **argv)
 	struct cs_err e;
 	struct problems p = { 0, NULL, 0, 0 };
 	struct cmd_progress prog;
+	const char **only = NULL, **nv;
 	uint64_t id = 0, resolved = 0;
-	int ch, rc, verbosity = 0;
-	size_t i;
+	int ch, rc, verbosity = 0, files;
+	size_t i, nonly = 0;
 
 	optind = 1;
 	opterr = 0;
-	while ((ch = getopt_long(argc, argv, ":r:c:k:jqvh", opts,
+	while ((ch = getopt_long(argc, argv, ":r:c:a:k:jqvh", opts,
 	    NULL)) != -1) {
 		switch (ch) {
 		case 'r':
@@ -126,6 +136,15 @@ cmd_restore(int argc, char **argv)
 			break;
 		case 'c':
 			conf = optarg;
+			break;
+		case 'a':
+			if ((nv = realloc(only, (nonly + 1) *
+			    sizeof(*nv))) == NULL) {
+				free(only);
+				return cmd_fail(EXIT_FAILED, "out of memory");
+			}
+			only = nv;
+			only[nonly++] = optarg;
 			break;
 		case 'k':
 			keyfile = optarg;
@@ -145,16 +164,30 @@ cmd_restore(int argc, char **argv)
 			return cmd_bad_option(argv, ch);
 		}
 	}
-	if (argc - optind > 1)
-		return cmd_usage_error("unexpected argument '%s'",
+	if (argc - optind > 1) {
+		rc = cmd_usage_error("unexpected argument '%s'",
 		    argv[optind + 1]);
+		goto out;
+	}
 	if (argc - optind == 1 &&
-	    cmd_parse_pos(argv[optind], "snapshot id", INT64_MAX, &id) == -1)
-		return EXIT_USAGE;
-	if (repo == NULL)
-		return cmd_usage_error("missing -r REPO");
+	    cmd_parse_pos(argv[optind], "snapshot id", INT64_MAX, &id) == -1) {
+		rc = EXIT_USAGE;
+		goto out;
+	}
+	if (repo == NULL) {
+		rc = cmd_usage_error("missing -r REPO");
+		goto out;
+	}
 	if ((rc = cmd_load_config(conf, &c)) != 0)
-		return rc;
+		goto out;
+	for (i = 0; i < nonly; i++) {
+		if (cfg_find(c, only[i]) < 0) {
+			rc = cmd_usage_error("unknown agent '%s' (not in %s)",
+			    only[i], c->path);
+			goto out;
+		}
+	}
+	files = nonly > 0 ? (int)nonly : c->nagents;
 	if (store_open(repo, 0, &st, &e) == -1) {
 		rc = cmd_fail(EXIT_USAGE, "%s", e.msg);
 		goto out;
@@ -169,7 +202,9 @@ cmd_restore(int argc, char **argv)
 	store_set_progress(st, cmd_progress_fn, &prog);
 	rc = store_lock(st, 0, &e);
 	if (rc == 0)
-		rc = store_restore(st, id, c, &resolved, on_problem, &p, &e);
+		rc = store_restore_agents(st, id, c,
+		    (const char *const *)only, nonly, &resolved, on_problem,
+		    &p, &e);
 	cmd_progress_end(&prog);
 	if (rc == 0 && p.oom) {
 		rc = -1;
@@ -184,18 +219,18 @@ cmd_restore(int argc, char **argv)
 	}
 	rc = EXIT_OK;
 	if (p.json) {
-		if (print_json(resolved, c->nagents, &p, NULL) == -1)
+		if (print_json(resolved, files, &p, NULL) == -1)
 			rc = cmd_fail(EXIT_FAILED, "write stdout failed");
 	} else {
 		printf("restored snapshot %llu into %d data file%s\n",
-		    (unsigned long long)resolved, c->nagents,
-		    c->nagents == 1 ? "" : "s");
+		    (unsigned long long)resolved, files, files == 1 ? "" : "s");
 	}
 	cmd_key_note(st, resolved, keyfile);
 out:
 	for (i = 0; i < p.n && p.v != NULL; i++)
 		free(p.v[i]);
 	free(p.v);
+	free(only);
 	store_close(st);
 	cfg_free(c);
 	return rc;

@@ -10,16 +10,23 @@
  * restored; and an image is a pure function of the snapshot, so running
  * restore again, also after it was killed half-way, yields the same
  * files. A message is appended as an APPLY record only when its seq is
- * applied+1 for its channel, so none is ever applied twice. */
+ * applied+1 for its channel, so none is ever applied twice; the record
+ * carries the channel's history chain, computed from the recorded message
+ * bytes as the live receiver does (chain.h), so the restored receiver and
+ * the restored sender agree on it without talking to each other. Every
+ * data file to be written is locked first, created empty when missing,
+ * so an agent started meanwhile cannot create it underneath. */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "store_int.h"
+#include "../common/chain.h"
 #include "../common/chmsg.h"
 #include "../common/datalog.h"
 #include "../common/fsutil.h"
@@ -29,6 +36,7 @@ static int
 apply_msg(struct dl_state *ds, const struct row_msg *m, struct wbuf *out,
     struct cs_err *e)
 {
+	uint8_t chain[DL_CHAIN_LEN];
 	struct dl_record rec;
 	struct chmsg cm;
 	int64_t result;
@@ -41,10 +49,14 @@ apply_msg(struct dl_state *ds, const struct row_msg *m, struct wbuf *out,
 	if (dl_int_add(ds, cm.key, cm.klen, cm.amount, val, &result, e) < 0)
 		return cs_errctx(e, "channel %s->%s: message seq %llu",
 		    m->src, m->dst, (unsigned long long)m->seq);
+	if (chain_next(wm_chain(&ds->applied, m->src), m->seq, m->data, m->len,
+	    chain) < 0)
+		return cs_errf(e, "sha256 failed");
 	memset(&rec, 0, sizeof(rec));
 	rec.type = DL_APPLY;
 	rec.peer = m->src;
 	rec.seq = m->seq;
+	rec.chain = chain;
 	rec.key = cm.key;
 	rec.klen = cm.klen;
 	rec.val = (const uint8_t *)val;
@@ -201,21 +213,52 @@ match_agents(const struct snap_rows *r, const struct cfg *c, int *rowof,
 	return 0;
 }
 
-/* Lock every existing data file the way an agent does, and keep the locks
- * until the end: an agent that starts meanwhile fails on its lock rather
- * than writing to a file about to be replaced. */
+/* Open data file path to lock it: the existing file, or a new empty one
+ * (directories made as needed), *made set. -1 with e set. */
 static int
-lock_all(const struct cfg *c, int *fds, struct cs_err *e)
+open_for_lock(const char *path, int *made, struct cs_err *e)
+{
+	char dir[PATH_MAX];
+	int fd;
+
+	*made = 0;
+	path_dirname(path, dir, sizeof(dir));
+	if (mkdir_p(dir, 0700, e) < 0)
+		return -1;
+	for (;;) {
+		if ((fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)) >= 0)
+			return fd;
+		if (errno != ENOENT)
+			break;
+		fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW |
+		    O_CLOEXEC, 0600);
+		if (fd >= 0) {
+			*made = 1;
+			return fd;
+		}
+		if (errno != EEXIST)	/* else an agent just made it */
+			break;
+	}
+	return cs_errno(e, "open %s", path);
+}
+
+/* Lock every data file to be written (want[i]) the way an agent does, and
+ * keep the locks until the end: an agent that starts meanwhile fails on
+ * its lock rather than writing to a file about to be replaced. A missing
+ * file is created empty and locked too (made[i]), or an agent could create
+ * it and write to it, and restore would then replace it underneath. */
+static int
+lock_all(const struct cfg *c, const int *want, int *fds, int *made,
+    struct cs_err *e)
 {
 	int i;
 
 	for (i = 0; i < c->nagents; i++) {
-		fds[i] = open(c->agents[i].data,
-		    O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-		if (fds[i] < 0 && errno == ENOENT)
+		if (!want[i])
 			continue;
-		if (fds[i] < 0)
-			return cs_errno(e, "open %s", c->agents[i].data);
+		if ((fds[i] = open_for_lock(c->agents[i].data, &made[i],
+		    e)) < 0)
+			return -1;
 		if (flock(fds[i], LOCK_EX | LOCK_NB) < 0) {
 			if (errno == EWOULDBLOCK)
 				return cs_errf(e, "agent %s is running (data "
@@ -256,14 +299,58 @@ write_image(const char *path, const struct fview *view,
 	    tail->data, tail->len, 0600, e);
 }
 
+/* want[i]: config agent i is restored (all of them when nonly is 0).
+ * -1 with e set if a name is not an agent of c. */
+static int
+pick_agents(const struct cfg *c, const char *const *only, size_t nonly,
+    int *want, struct cs_err *e)
+{
+	size_t k;
+	int i;
+
+	for (i = 0; i < c->nagents; i++)
+		want[i] = nonly == 0;
+	for (k = 0; k < nonly; k++) {
+		if ((i = cfg_find(c, only[k])) < 0)
+			return cs_errf(e, "config %s has no agent %s", c->path,
+			    only[k]);
+		want[i] = 1;
+	}
+	return 0;
+}
+
+/* After a failed restore: remove the empty files lock_all created and
+ * nothing replaced (still the same inode, still empty). */
+static void
+unmake(const struct cfg *c, const int *fds, const int *made)
+{
+	struct stat a, b;
+	int i;
+
+	for (i = 0; i < c->nagents; i++)
+		if (made[i] && fds[i] >= 0 && fstat(fds[i], &a) == 0 &&
+		    a.st_size == 0 && lstat(c->agents[i].data, &b) == 0 &&
+		    a.st_dev == b.st_dev && a.st_ino == b.st_ino)
+			(void)unlink(c->agents[i].data);
+}
+
 int
 store_restore(struct store *st, uint64_t id, const struct cfg *c,
     uint64_t *resolved, problem_fn fn, void *ctx, struct cs_err *e)
 {
+	return store_restore_agents(st, id, c, NULL, 0, resolved, fn, ctx, e);
+}
+
+int
+store_restore_agents(struct store *st, uint64_t id, const struct cfg *c,
+    const char *const *only, size_t nonly, uint64_t *resolved,
+    problem_fn fn, void *ctx, struct cs_err *e)
+{
 	struct snap_rows r;
 	struct fview *views = NULL;
 	struct wbuf *tails = NULL;
-	int *rowof = NULL, *fds = NULL, i, n, rc = -1;
+	int *rowof = NULL, *fds = NULL, *want = NULL, *made = NULL;
+	int i, n, k = 0, rc = -1;
 	uint64_t rid;
 
 	memset(&r, 0, sizeof(r));
@@ -287,38 +374,49 @@ store_restore(struct store *st, uint64_t id, const struct cfg *c,
 		return -1;
 	rowof = calloc((size_t)c->nagents, sizeof(*rowof));
 	fds = malloc((size_t)c->nagents * sizeof(*fds));
+	want = calloc((size_t)c->nagents, sizeof(*want));
+	made = calloc((size_t)c->nagents, sizeof(*made));
 	views = calloc((size_t)c->nagents, sizeof(*views));
 	tails = calloc((size_t)c->nagents, sizeof(*tails));
-	if (rowof == NULL || fds == NULL || views == NULL || tails == NULL) {
+	if (rowof == NULL || fds == NULL || want == NULL || made == NULL ||
+	    views == NULL || tails == NULL) {
 		cs_errf(e, "out of memory");
 		goto out;
 	}
 	for (i = 0; i < c->nagents; i++)
 		fds[i] = -1;
-	if (match_agents(&r, c, rowof, e) < 0 ||
-	    store_check_paths(st, c, e) < 0 || lock_all(c, fds, e) < 0)
+	if (pick_agents(c, only, nonly, want, e) < 0 ||
+	    match_agents(&r, c, rowof, e) < 0 ||
+	    store_check_paths(st, c, e) < 0 ||
+	    lock_all(c, want, fds, made, e) < 0)
 		goto out;
 	/* First build every image without writing, so that a snapshot that
 	 * cannot be restored leaves every file untouched. The recorded files
 	 * stay mapped, not copied: memory holds only the APPLY tails. */
 	for (i = 0; i < c->nagents; i++)
-		if (build_image(st, &r, &r.agents[rowof[i]], &views[i],
-		    &tails[i], e) < 0)
+		if (want[i] && build_image(st, &r, &r.agents[rowof[i]],
+		    &views[i], &tails[i], e) < 0)
 			goto out;
 	for (i = 0; i < c->nagents; i++) {
+		if (!want[i])
+			continue;
 		if (write_image(c->agents[i].data, &views[i], &tails[i],
 		    e) < 0)
 			goto out;
 		progress_add(st, c->agents[i].name, r.agents[rowof[i]].size);
-		fault_after_file(i + 1);
+		fault_after_file(++k);
 	}
 	rc = 0;
 out:
+	if (rc < 0 && made != NULL && fds != NULL)
+		unmake(c, fds, made);
 	for (i = 0; fds != NULL && i < c->nagents; i++)
 		if (fds[i] >= 0)
 			close(fds[i]);
 	free(fds);
 	free(rowof);
+	free(want);
+	free(made);
 	for (i = 0; views != NULL && i < c->nagents; i++)
 		fview_close(&views[i]);
 	for (i = 0; tails != NULL && i < c->nagents; i++)

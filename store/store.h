@@ -161,6 +161,13 @@ int store_verify(struct store *st, uint64_t id, uint64_t *resolved,
  * refusal or failure; problems found by verify go to fn first. */
 int store_restore(struct store *st, uint64_t id, const struct cfg *c,
     uint64_t *resolved, problem_fn fn, void *ctx, struct cs_err *e);
+/* The same for only the nonly agents named in only (each a name of c;
+ * nonly 0: every agent): one host restores its own agents. Each restored
+ * file is the one a full restore writes, so agents restored one by one,
+ * from copies of one repository, agree on every channel's history. */
+int store_restore_agents(struct store *st, uint64_t id, const struct cfg *c,
+    const char *const *only, size_t nonly, uint64_t *resolved,
+    problem_fn fn, void *ctx, struct cs_err *e);
 
 /* Refuse data paths of c that restore must not write (restore_paths.c):
  * one inside the repository st reads (by path, or a directory with the
