@@ -94,6 +94,9 @@ struct outch {
 	int64_t retry_at;	/* monotonic ms of the next connect, 0: none */
 	int backoff_ms;
 	int logged_down;	/* "down" logged since the last "up" */
+	int refused;		/* conn is refused (histories differ): idle */
+	int diverged;		/* the last check refused: transfers fail */
+	char why[160];		/* diverged: the reason (chain_check) */
 };
 
 /* A message that arrived before its turn. */
@@ -109,6 +112,7 @@ struct inch {
 	struct conn *conn;	/* the current peer connection, or NULL */
 	struct held *ring;	/* HOLD_CAP slots indexed by seq, lazily */
 	size_t nheld;
+	int diverged;		/* the sender refused our history (VERDICT) */
 };
 
 /* One incoming channel as it is being recorded. */
@@ -228,6 +232,9 @@ void client_frame(struct agent *a, struct conn *c, uint8_t type,
 
 /* status.c */
 void status_reply(struct agent *a, struct conn *c);
+/* A channel of this agent, either way, whose two ends come from different
+ * histories: 1 with a one-line description in why, else 0. */
+int agent_diverged(const struct agent *a, char *why, size_t whysz);
 
 /* dropped.c: 0, or -1 with e set when st holds unacknowledged sends to a
  * peer that c gives agent self no channel to (a channel dropped from the

@@ -9,6 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "../common/chain.h"
 #include "../common/chmsg.h"
 #include "../common/kvmap.h"
 #include "../common/log.h"
@@ -174,6 +175,7 @@ req_transfer(struct agent *a, struct conn *c, struct rbuf *r)
 {
 	const uint8_t *sk, *dk;
 	char dst[NAME_MAX_LEN + 1], cur[24], nv[24], kp[80];
+	uint8_t id[CHMSG_ID_LEN], chain[DL_CHAIN_LEN];
 	struct dl_record rec;
 	struct wbuf msg;
 	struct cs_err e;
@@ -197,6 +199,14 @@ req_transfer(struct agent *a, struct conn *c, struct rbuf *r)
 	}
 	if ((d = req_dst(a, c, dst)) == -1)
 		return;
+	if (a->out[d].diverged) {
+		conn_replyf(a, c, REPLY_FAIL, "channel %s>%s diverged (%s); "
+		    "nothing was transferred: its two ends come from different "
+		    "histories, so finish the restore (run it again) or "
+		    "restore every agent from one snapshot", a->name, dst,
+		    a->out[d].why);
+		return;
+	}
 	printable(sk, skl, kp, sizeof(kp));
 	if (dl_int_add(st(a), sk, skl, 0, cur, &have, &e) == -1) {
 		conn_replyf(a, c, REPLY_FAIL, "%s:%s: %s", a->name, kp, e.msg);
@@ -213,12 +223,21 @@ req_transfer(struct agent *a, struct conn *c, struct rbuf *r)
 		return;
 	}
 	wbuf_init(&msg);
-	chmsg_encode(&msg, dk, dkl, n);
+	if (chmsg_new_id(id) == -1) {
+		conn_replyf(a, c, REPLY_FAIL, "getrandom failed");
+		goto out;
+	}
+	chmsg_encode_id(&msg, dk, dkl, n, id);
 	if (msg.oom) {
 		conn_replyf(a, c, REPLY_FAIL, "out of memory");
 		goto out;
 	}
 	seq = wm_get(&st(a)->sent, a->c->agents[d].name) + 1;
+	if (chain_next(wm_chain(&st(a)->sent, a->c->agents[d].name), seq,
+	    msg.data, msg.len, chain) == -1) {
+		conn_replyf(a, c, REPLY_FAIL, "sha256 failed");
+		goto out;
+	}
 	memset(&rec, 0, sizeof(rec));
 	rec.type = DL_SEND;
 	rec.peer = a->c->agents[d].name;
@@ -229,6 +248,7 @@ req_transfer(struct agent *a, struct conn *c, struct rbuf *r)
 	rec.vlen = strlen(nv);
 	rec.msg = msg.data;
 	rec.msglen = msg.len;
+	rec.chain = chain;
 	if (agent_append(a, &rec) == -1)
 		goto out;
 	if (outch_enqueue(a, d, Q_MSG, seq, NULL, datalog_need(a->dl),
@@ -277,6 +297,7 @@ req_snap(struct agent *a, struct conn *c, uint8_t type, struct rbuf *r)
 	uint64_t label = 0;
 	uint32_t timeout_s = 0;
 	uint8_t committed = 0;
+	char why[256];
 
 	snapuid_get(r, &id);
 	if (type == W_SNAP_DONE)
@@ -292,7 +313,12 @@ req_snap(struct agent *a, struct conn *c, uint8_t type, struct rbuf *r)
 			conn_close(a, c, "malformed snapshot frame");
 		return;
 	}
-	if (type == W_SNAP_JOIN)
+	/* Markers could not cross a diverged channel: refuse at once rather
+	 * than let the snapshot run into its timeout. */
+	if (type == W_SNAP_JOIN && agent_diverged(a, why, sizeof(why)))
+		conn_replyf(a, c, REPLY_FAIL, "%s; no snapshot until both "
+		    "ends share one history", why);
+	else if (type == W_SNAP_JOIN)
 		snap_join(a, c, &id, timeout_s, label);
 	else if (type == W_SNAP_START)
 		snap_start(a, &id);

@@ -1,13 +1,16 @@
-/* inch.c - incoming channels src->self: WELCOME, apply in seq order with a
- * hold-back ring for early messages, drop duplicates, ack once durable. */
+/* inch.c - incoming channels src->self: WELCOME with the history chain,
+ * the sender's verdict on it, apply in seq order with a hold-back ring for
+ * early messages, drop duplicates, ack once durable. */
 #include <stdlib.h>
 #include <string.h>
 
+#include "../common/chain.h"
 #include "../common/chmsg.h"
 #include "../common/log.h"
 #include "agent_int.h"
 
-#define MSG_MAX (WIRE_MAX_KEY + 64)	/* a chmsg: op, key, amount */
+#define MSG_MAX (WIRE_MAX_KEY + 64)	/* a chmsg: op, key, amount, id */
+#define VERDICT_MAX 512			/* the reason in a VERDICT */
 
 static const char *
 sname(const struct agent *a, int s)
@@ -59,6 +62,8 @@ void
 inch_hello(struct agent *a, struct conn *c, const uint8_t *p, size_t n)
 {
 	char src[NAME_MAX_LEN + 1];
+	static const uint8_t none[DL_CHAIN_LEN];
+	const uint8_t *chain;
 	struct rbuf r;
 	struct wbuf w;
 	int s;
@@ -87,9 +92,13 @@ inch_hello(struct agent *a, struct conn *c, const uint8_t *p, size_t n)
 	a->in[s].conn = c;
 	log_info("channel %s>%s up", src, a->name);
 	outch_peer_alive(a, s);
-	/* Announce only what is durable: the sender resends from here. */
+	/* Announce only what is durable: the sender resends from here, once
+	 * it holds the same history chain at that seq. */
+	chain = wm_chain(&datalog_state(a->dl)->applied, src);
 	wbuf_init(&w);
 	wbuf_put_u64(&w, wm_get(&datalog_state(a->dl)->applied, src));
+	wbuf_put_u8(&w, chain != NULL);
+	wbuf_put_raw(&w, chain != NULL ? chain : none, DL_CHAIN_LEN);
 	conn_send(a, c, W_PEER_WELCOME, w.data, w.len, datalog_need(a->dl));
 	wbuf_free(&w);
 }
@@ -112,6 +121,7 @@ inch_closed(struct agent *a, struct conn *c)
 static int
 inch_apply(struct agent *a, int s, uint64_t seq, const uint8_t *p, size_t n)
 {
+	uint8_t chain[DL_CHAIN_LEN];
 	struct dl_record rec;
 	struct chmsg m;
 	struct cs_err e;
@@ -133,10 +143,17 @@ inch_apply(struct agent *a, int s, uint64_t seq, const uint8_t *p, size_t n)
 		    (unsigned long long)seq, (long long)m.amount, kp, e.msg);
 		return -1;
 	}
+	if (chain_next(wm_chain(&datalog_state(a->dl)->applied, sname(a, s)),
+	    seq, p, n, chain) == -1) {
+		log_error("channel %s>%s: seq %llu: sha256 failed", sname(a, s),
+		    a->name, (unsigned long long)seq);
+		return -1;
+	}
 	memset(&rec, 0, sizeof(rec));
 	rec.type = DL_APPLY;
 	rec.peer = sname(a, s);
 	rec.seq = seq;
+	rec.chain = chain;
 	rec.key = m.key;
 	rec.klen = m.klen;
 	rec.val = (const uint8_t *)nv;
@@ -219,6 +236,38 @@ inch_msg(struct agent *a, struct conn *c, uint64_t seq, const uint8_t *p,
 	}
 }
 
+/* The sender's answer to our WELCOME: does it hold our history? */
+static void
+inch_verdict(struct agent *a, struct conn *c, const uint8_t *p, size_t n)
+{
+	struct inch *ic = &a->in[c->peer];
+	const uint8_t *why;
+	char text[VERDICT_MAX + 1];
+	struct rbuf r;
+	size_t wlen = 0;
+	uint8_t ok;
+
+	rbuf_init(&r, p, n);
+	ok = rbuf_u8(&r);
+	why = rbuf_bytes(&r, &wlen, VERDICT_MAX);
+	if (!rbuf_done(&r) || ok > 1) {
+		log_warn("channel %s>%s: malformed VERDICT; closing it",
+		    sname(a, c->peer), a->name);
+		conn_close(a, c, NULL);
+		return;
+	}
+	printable(why, wlen, text, sizeof(text));
+	if (!ok && !ic->diverged)
+		log_error("channel %s>%s diverged: the sender refused this "
+		    "end's history (%s): finish the restore (run it again) "
+		    "or restore every agent from one snapshot",
+		    sname(a, c->peer), a->name, text);
+	else if (ok && ic->diverged)
+		log_info("channel %s>%s: both ends share one history again",
+		    sname(a, c->peer), a->name);
+	ic->diverged = !ok;
+}
+
 void
 inch_frame(struct agent *a, struct conn *c, uint8_t type,
     const uint8_t *p, size_t n)
@@ -229,6 +278,10 @@ inch_frame(struct agent *a, struct conn *c, uint8_t type,
 	uint64_t x = 0, y = 0;
 	size_t blen = 0;
 
+	if (type == W_PEER_VERDICT) {
+		inch_verdict(a, c, p, n);
+		return;
+	}
 	rbuf_init(&r, p, n);
 	if (type == W_PEER_MSG) {
 		x = rbuf_u64(&r);

@@ -1,5 +1,6 @@
 /* outch.c - outgoing channels self->dst: ordered queues of messages and
- * markers, connect/reconnect with backoff, HELLO/WELCOME, resend, ACK.
+ * markers, connect/reconnect with backoff, HELLO/WELCOME, the history
+ * check, resend, ACK.
  *
  * Queue q[qh, qt): q[qh, qh+w) were written on the current (or last)
  * connection; the rest wait. Written messages stay until acknowledged,
@@ -9,10 +10,12 @@
 #include <sys/un.h>
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "../common/chain.h"
 #include "../common/log.h"
 #include "agent_int.h"
 
@@ -220,6 +223,7 @@ outch_closed(struct agent *a, struct conn *c)
 	if (o->conn != c)
 		return;
 	o->conn = NULL;
+	o->refused = 0;
 	if (o->up || !o->logged_down)
 		log_info("channel %s>%s down", a->name, dname(a, c->peer));
 	o->logged_down = 1;
@@ -303,24 +307,90 @@ outch_acked(struct agent *a, int d, uint64_t k, int welcome)
 	return 0;
 }
 
+/* The history check on a WELCOME (chain.h): the peer applied k with chain
+ * (NULL: it has none yet); told says the peer reads a VERDICT (its
+ * WELCOME carried a chain). 0 to go on, -1 when refused: the connection
+ * stays open and idle, so the verdict is not repeated in a loop, and is
+ * made again only on a new connection (after either end restarts). */
+static int
+outch_check(struct agent *a, struct conn *c, uint64_t k,
+    const uint8_t *chain, int told)
+{
+	struct outch *o = &a->out[c->peer];
+	enum chain_verdict v;
+	struct wbuf w;
+	char why[sizeof(o->why)];
+	int ok;
+
+	v = chain_check(datalog_state(a->dl), dname(a, c->peer), k, chain, why,
+	    sizeof(why));
+	ok = chain_accepts(v);
+	if (told) {
+		wbuf_init(&w);
+		wbuf_put_u8(&w, (uint8_t)ok);
+		wbuf_put_str(&w, why);
+		conn_send(a, c, W_PEER_VERDICT, w.data, w.len, 0);
+		wbuf_free(&w);
+	}
+	if (!ok) {
+		if (!o->diverged || strcmp(o->why, why) != 0)
+			log_error("channel %s>%s diverged: %s; its two ends "
+			    "come from different histories, so nothing is "
+			    "sent on it and transfers over it fail: finish "
+			    "the restore (run it again) or restore every "
+			    "agent from one snapshot", a->name,
+			    dname(a, c->peer), why);
+		o->diverged = 1;
+		o->refused = 1;
+		snprintf(o->why, sizeof(o->why), "%s", why);
+		conn_flush(a, c);
+		return -1;
+	}
+	if (o->diverged)
+		log_info("channel %s>%s: both ends share one history again "
+		    "(%s)", a->name, dname(a, c->peer), why);
+	else if (v == CHAIN_UNCHECKED)
+		log_info("channel %s>%s: %s", a->name, dname(a, c->peer), why);
+	o->diverged = 0;
+	o->why[0] = '\0';
+	return 0;
+}
+
 void
 outch_frame(struct agent *a, struct conn *c, uint8_t type,
     const uint8_t *p, size_t n)
 {
 	struct outch *o = &a->out[c->peer];
+	const uint8_t *chain = NULL;
 	struct rbuf r;
 	uint64_t k;
+	int told = 0, known = 0;
 
 	rbuf_init(&r, p, n);
 	k = rbuf_u64(&r);
+	if (type == W_PEER_WELCOME && !r.err &&
+	    r.len - r.off == 1 + DL_CHAIN_LEN) {
+		told = 1;
+		known = rbuf_u8(&r);
+		chain = r.p + r.off;
+		r.off = r.len;
+	}
+	if (o->refused) {
+		log_debug("channel %s>%s: frame type %u on a refused "
+		    "connection ignored", a->name, dname(a, c->peer), type);
+		return;
+	}
 	if (!rbuf_done(&r) || (type != W_PEER_WELCOME && type != W_PEER_ACK) ||
-	    (type == W_PEER_ACK && !o->up) ||
+	    (type == W_PEER_ACK && !o->up) || known > 1 ||
 	    (type == W_PEER_WELCOME && o->up)) {
 		log_warn("channel %s>%s: unexpected or malformed frame type "
 		    "%u; closing it", a->name, dname(a, c->peer), type);
 		conn_close(a, c, NULL);
 		return;
 	}
+	if (type == W_PEER_WELCOME &&
+	    outch_check(a, c, k, known ? chain : NULL, told) == -1)
+		return;
 	if (outch_acked(a, c->peer, k, type == W_PEER_WELCOME) == -1) {
 		conn_close(a, c, NULL);
 		return;

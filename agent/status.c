@@ -59,6 +59,7 @@ collect(struct agent *a, struct agstat *st)
 			c->unacked = a->out[d].w;
 			c->up = a->out[d].up;
 			c->held = a->out[d].held;
+			c->diverged = a->out[d].diverged;
 		}
 		if (a->in[d].configured) {
 			struct agstat_ch *c = &st->in[st->nin++];
@@ -67,6 +68,28 @@ collect(struct agent *a, struct agstat *st)
 			c->seq = wm_get(&s->applied, nm);
 			c->queued = a->in[d].nheld;
 			c->up = a->in[d].conn != NULL;
+			c->diverged = a->in[d].diverged;
+		}
+	}
+	return 0;
+}
+
+int
+agent_diverged(const struct agent *a, char *why, size_t whysz)
+{
+	int d;
+
+	for (d = 0; d < a->n; d++) {
+		if (a->out[d].configured && a->out[d].diverged) {
+			snprintf(why, whysz, "channel %s>%s diverged: %s",
+			    a->name, a->c->agents[d].name, a->out[d].why);
+			return 1;
+		}
+		if (a->in[d].configured && a->in[d].diverged) {
+			snprintf(why, whysz, "channel %s>%s diverged (its "
+			    "sender refused this end's history)", a->c->agents[d].name,
+			    a->name);
+			return 1;
 		}
 	}
 	return 0;

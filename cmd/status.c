@@ -20,18 +20,26 @@ static const char usage_text[] =
     "since the agent started) when it answers,\n"
     "\"NAME  down  (REASON)\" when it does not; under an agent that answers,\n"
     "a line per outgoing channel \"S->D  sent=SEQ  acked=SEQ  queued=N\n"
-    "unacked=N  up|down  [held]\" and per incoming channel \"S->D\n"
-    "applied=SEQ  queued=N  up|down\" (queued: entries waiting to be\n"
-    "written, or messages held back until their turn). snapshot lists\n"
-    "every snapshot the agent takes part in (up to 8 at once), by its id in\n"
-    "its repository; PHASE is joined, recording, recorded or reported.\n"
+    "unacked=N  up|down  [held]  [diverged]\" and per incoming channel\n"
+    "\"S->D  applied=SEQ  queued=N  up|down  [diverged]\" (queued:\n"
+    "entries waiting to be written, or messages held back until their\n"
+    "turn). snapshot lists every snapshot the agent takes part in (up to 8\n"
+    "at once), by its id in its repository; PHASE is joined, recording,\n"
+    "recorded or reported.\n"
+    "\n"
+    "diverged: the channel's two ends come from different histories (a\n"
+    "restore that stopped half-way, a data file copied back by hand or\n"
+    "lost); nothing flows on it and transfers over it fail until the\n"
+    "restore is finished (run it again) or every agent is restored from\n"
+    "one snapshot. The agents' logs say why.\n"
     "\n"
     "  -c, --config CONF   the cluster config file\n"
     "  -j, --json          a JSON array, one object per agent (schema in\n"
     "                      the README)\n"
     "\n"
-    "Exit status: 0 if every agent answers, 1 if one does not, 2 bad usage\n"
-    "or bad config.\n";
+    "Exit status: 0 if every agent answers and no channel is diverged, 1\n"
+    "if one does not answer or a channel is diverged, 2 bad usage or bad\n"
+    "config.\n";
 
 static const struct option opts[] = {
 	{ "config", required_argument, NULL, 'c' },
@@ -76,6 +84,19 @@ out:
 	return rc;
 }
 
+/* Channels of st whose two ends come from different histories. */
+static size_t
+count_diverged(const struct agstat *st)
+{
+	size_t k, n = 0;
+
+	for (k = 0; k < st->nout; k++)
+		n += st->out[k].diverged != 0;
+	for (k = 0; k < st->nin; k++)
+		n += st->in[k].diverged != 0;
+	return n;
+}
+
 /* "3d04h", "1h02m", "5m07s", "42s". */
 static void
 fmt_uptime(int64_t s, char *out, size_t outsz)
@@ -114,18 +135,19 @@ print_text(const char *name, int width, const struct agstat *st)
 		const struct agstat_ch *o = &st->out[k];
 
 		printf("    %s->%s  sent=%llu  acked=%llu  queued=%llu  "
-		    "unacked=%llu  %s%s\n", name, o->peer,
+		    "unacked=%llu  %s%s%s\n", name, o->peer,
 		    (unsigned long long)o->seq, (unsigned long long)o->acked,
 		    (unsigned long long)o->queued,
 		    (unsigned long long)o->unacked, o->up ? "up" : "down",
-		    o->held ? "  held" : "");
+		    o->held ? "  held" : "", o->diverged ? "  diverged" : "");
 	}
 	for (k = 0; k < st->nin; k++) {
 		const struct agstat_ch *in = &st->in[k];
 
-		printf("    %s->%s  applied=%llu  queued=%llu  %s\n", in->peer,
-		    name, (unsigned long long)in->seq,
-		    (unsigned long long)in->queued, in->up ? "up" : "down");
+		printf("    %s->%s  applied=%llu  queued=%llu  %s%s\n",
+		    in->peer, name, (unsigned long long)in->seq,
+		    (unsigned long long)in->queued, in->up ? "up" : "down",
+		    in->diverged ? "  diverged" : "");
 	}
 }
 
@@ -188,6 +210,7 @@ print_json(struct json *j, const struct cfg_agent *ag, const struct agstat *st,
 		json_kuint(j, "unacked", o->unacked);
 		json_kbool(j, "up", o->up);
 		json_kbool(j, "held", o->held);
+		json_kbool(j, "diverged", o->diverged);
 		json_obj_end(j);
 	}
 	json_arr_end(j);
@@ -201,6 +224,7 @@ print_json(struct json *j, const struct cfg_agent *ag, const struct agstat *st,
 		json_kuint(j, "applied", in->seq);
 		json_kuint(j, "queued", in->queued);
 		json_kbool(j, "up", in->up);
+		json_kbool(j, "diverged", in->diverged);
 		json_obj_end(j);
 	}
 	json_arr_end(j);
@@ -216,6 +240,7 @@ cmd_status(int argc, char **argv)
 	struct cs_err e;
 	struct json j;
 	int ch, i, json = 0, width = 0, down = 0, rc, up;
+	size_t diverged = 0;
 
 	optind = 1;
 	opterr = 0;
@@ -249,6 +274,8 @@ cmd_status(int argc, char **argv)
 		up = fetch(c, i, &st, &e) == 0;
 		if (!up)
 			down++;
+		else
+			diverged += count_diverged(&st);
 		if (json)
 			print_json(&j, &c->agents[i], up ? &st : NULL, e.msg);
 		else if (up)
@@ -258,7 +285,7 @@ cmd_status(int argc, char **argv)
 			    e.msg);
 		agstat_free(&st);
 	}
-	rc = down ? EXIT_FAILED : EXIT_OK;
+	rc = down || diverged ? EXIT_FAILED : EXIT_OK;
 	if (json) {
 		json_arr_end(&j);
 		if (json_end(&j) == -1)

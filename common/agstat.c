@@ -11,7 +11,7 @@
 static void __attribute__((format(printf, 2, 3)))
 put(struct wbuf *w, const char *fmt, ...)
 {
-	char s[256];
+	char s[512];
 	va_list ap;
 	int k;
 
@@ -56,9 +56,9 @@ agstat_format(const struct agstat *st, const char *self, struct wbuf *w)
 		const struct agstat_ch *c = &st->out[i];
 
 		put(w, "%s%s>%s:sent=%" PRIu64 ",acked=%" PRIu64 ",queued=%"
-		    PRIu64 ",unacked=%" PRIu64 ",up=%d,held=%d", i ? ";" : "",
-		    self, c->peer, c->seq, c->acked, c->queued, c->unacked,
-		    c->up, c->held);
+		    PRIu64 ",unacked=%" PRIu64 ",up=%d,held=%d,diverged=%d",
+		    i ? ";" : "", self, c->peer, c->seq, c->acked, c->queued,
+		    c->unacked, c->up, c->held, c->diverged);
 	}
 	if (st->nout == 0)
 		put(w, "none");
@@ -66,8 +66,9 @@ agstat_format(const struct agstat *st, const char *self, struct wbuf *w)
 	for (i = 0; i < st->nin; i++) {
 		const struct agstat_ch *c = &st->in[i];
 
-		put(w, "%s%s>%s:applied=%" PRIu64 ",queued=%" PRIu64 ",up=%d",
-		    i ? ";" : "", c->peer, self, c->seq, c->queued, c->up);
+		put(w, "%s%s>%s:applied=%" PRIu64 ",queued=%" PRIu64 ",up=%d,"
+		    "diverged=%d", i ? ";" : "", c->peer, self, c->seq,
+		    c->queued, c->up, c->diverged);
 	}
 	if (st->nin == 0)
 		put(w, "none");
@@ -133,6 +134,8 @@ parse_ch(char *s, int out, struct agstat_ch *c)
 			c->up = v != 0;
 		else if (strcmp(kv, "held") == 0)
 			c->held = v != 0;
+		else if (strcmp(kv, "diverged") == 0)
+			c->diverged = v != 0;
 	}
 	return 0;
 }

@@ -24,6 +24,8 @@ struct agstat_ch {
 	uint64_t unacked;	/* out: written, not yet acknowledged */
 	int up;			/* connected (out: the peer said WELCOME) */
 	int held;		/* out: "channel hold" in force; in: 0 */
+	int diverged;		/* its two ends come from different
+				 * histories (chain.h): refused */
 };
 
 /* One snapshot in progress at the agent. */
@@ -57,8 +59,8 @@ struct agstat {
 /* The text form, one line of space-separated key=value fields:
  *   pid=1 uptime_s=5 size=1234 records=10 syncs=4 writes=9 snapshot=none
  *   snapshots=3:recording:UID;1:joined:UID held=A>B
- *   out=A>B:sent=3,acked=2,queued=1,unacked=0,up=1,held=1;A>C:...
- *   in=B>A:applied=4,queued=0,up=1
+ *   out=A>B:sent=3,acked=2,queued=1,unacked=0,up=1,held=1,diverged=0;...
+ *   in=B>A:applied=4,queued=0,up=1,diverged=0
  * snapshot is "none" or "ID:PHASE" of the first snapshot in progress,
  * snapshots lists every one with its identity (32 hex digits); lists are ';'-separated, "none" when
  * empty; held repeats the held outgoing channels for a reader's eye.

@@ -48,10 +48,18 @@ enum wire_type {
 	W_REPLY = 30,		/* {u8 code (enum reply_code), bytes body} */
 	/* peer S -> D on the channel S->D (S connects to D) */
 	W_PEER_HELLO = 40,	/* {str src}: first frame on a peer connection */
-	W_PEER_WELCOME = 41,	/* D -> S {u64 applied}: D's applied seq from S */
+	/* D -> S {u64 applied [, u8 known, 32 bytes chain]}: D's applied
+	 * seq from S and the channel's history chain at it (chain.h; known
+	 * 0: D's file has none yet); older agents send only applied */
+	W_PEER_WELCOME = 41,
 	W_PEER_MSG = 42,	/* {u64 seq, bytes payload (chmsg.h)} */
 	W_PEER_MARKER = 43,	/* {uid snapshot, u64 s = sent seq in cut} */
 	W_PEER_ACK = 44,	/* D -> S {u64 applied}: cumulative, durable */
+	/* S -> D {u8 accepted, bytes reason}: S's answer to a WELCOME with a
+	 * chain. Refused (0): the ends come from different histories; S
+	 * keeps the connection open and idle, writes nothing on it, and
+	 * checks again only on a new connection */
+	W_PEER_VERDICT = 45,
 };
 
 /* How W_REQ_RELEASE delivers what the channel queued while held: in

@@ -50,6 +50,8 @@ test_round_trip(void **state)
 	in[0].seq = 8;
 	in[0].queued = 4;
 	in[0].up = 1;
+	in[0].diverged = 1;
+	out[1].diverged = 1;
 	st.out = out;
 	st.nout = 2;
 	st.in = in;
@@ -63,9 +65,10 @@ test_round_trip(void **state)
 	    "snapshot=9:recording "
 	    "snapshots=9:recording:00112233445566778899aabbccddeeff;"
 	    "2:joined:ffeeddccbbaa99887766554433221100 held=A>B "
-	    "out=A>B:sent=12,acked=10,queued=3,unacked=2,up=1,held=1;"
-	    "A>C.2:sent=5,acked=0,queued=0,unacked=0,up=0,held=0 "
-	    "in=B>A:applied=8,queued=4,up=1");
+	    "out=A>B:sent=12,acked=10,queued=3,unacked=2,up=1,held=1,"
+	    "diverged=0;"
+	    "A>C.2:sent=5,acked=0,queued=0,unacked=0,up=0,held=0,diverged=1 "
+	    "in=B>A:applied=8,queued=4,up=1,diverged=1");
 	assert_int_equal(agstat_parse((char *)w.data, w.len - 1, &got, &e),
 	    0);
 	assert_int_equal(got.pid, 4242);
@@ -91,6 +94,9 @@ test_round_trip(void **state)
 	assert_int_equal(got.out[0].held, 1);
 	assert_string_equal(got.out[1].peer, "C.2");
 	assert_int_equal(got.out[1].held, 0);
+	assert_int_equal(got.out[0].diverged, 0);
+	assert_int_equal(got.out[1].diverged, 1);
+	assert_int_equal(got.in[0].diverged, 1);
 	assert_int_equal(got.nin, 1);
 	assert_string_equal(got.in[0].peer, "B");
 	assert_int_equal(got.in[0].seq, 8);
