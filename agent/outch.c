@@ -4,8 +4,9 @@
  *
  * Queue q[qh, qt): q[qh, qh+w) were written on the current (or last)
  * connection; the rest wait. Written messages stay until acknowledged,
- * written markers until the next WELCOME (they are never resent: the
- * receiver already has them, or the snapshot is lost with the connection). */
+ * written markers until the next WELCOME, which drops those of snapshots
+ * no longer in progress here and writes the others again, in their place
+ * (the receiver ignores a marker it already has). */
 #include <sys/socket.h>
 #include <sys/un.h>
 
@@ -231,12 +232,27 @@ outch_closed(struct agent *a, struct conn *c)
 	schedule_retry(a, o);
 }
 
+/* A written marker to write again on a new connection: its snapshot is
+ * still in progress here, so the receiver may be waiting for it. */
+static int
+marker_live(const struct agent *a, const struct qent *q)
+{
+	size_t i;
+
+	for (i = 0; i < SNAP_MAX; i++)
+		if (a->snaps[i].phase != SNAP_NONE &&
+		    snapuid_eq(&a->snaps[i].id, &q->snap))
+			return 1;
+	return 0;
+}
+
 /* Remove acknowledged messages (seq <= upto) and, when all (a WELCOME on a
- * new connection), every written marker too; keeps the order of the rest.
- * After a WELCOME nothing left counts as written: what the old connection
- * carried but the peer did not apply must be written again. */
+ * new connection), the written markers of snapshots no longer in progress;
+ * keeps the order of the rest. After a WELCOME nothing left counts as
+ * written: what the old connection carried but the peer did not apply,
+ * messages and live markers, must be written again. */
 static void
-outch_drop(struct outch *o, uint64_t upto, int all)
+outch_drop(const struct agent *a, struct outch *o, uint64_t upto, int all)
 {
 	size_t i, j = o->qh, w = 0;
 	struct qent *q;
@@ -244,7 +260,8 @@ outch_drop(struct outch *o, uint64_t upto, int all)
 	for (i = o->qh; i < o->qt; i++) {
 		q = &o->q[i];
 		if ((q->kind == Q_MSG && q->seq <= upto) ||
-		    (all && q->kind == Q_MARKER && i < o->qh + o->w)) {
+		    (all && q->kind == Q_MARKER && i < o->qh + o->w &&
+		    !marker_live(a, q))) {
 			qent_free(q);
 			continue;
 		}
@@ -276,7 +293,7 @@ outch_acked(struct agent *a, int d, uint64_t k, int welcome)
 		return -1;
 	}
 	if (welcome) {
-		outch_drop(o, k, 1);
+		outch_drop(a, o, k, 1);
 		/* A new connection: what the old one carried may be lost;
 		 * resend every remaining message, in order. */
 		o->w = 0;
