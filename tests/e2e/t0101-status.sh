@@ -14,9 +14,10 @@ idle_json_ok () {
 	json_check 'd[0]["writes"] == 2 and d[0]["syncs"] >= 1' &&
 	json_check 'd[0]["held"] == ["B"] and d[1]["held"] == []' &&
 	json_check 'd[0]["out"] == [{"dst": "B", "sent": 1, "acked": 0,
-	    "queued": 1, "unacked": 0, "up": True, "held": True}]' &&
+	    "queued": 1, "unacked": 0, "up": True, "held": True,
+	    "diverged": False}]' &&
 	json_check 'd[1]["in"] == [{"src": "A", "applied": 0, "queued": 0,
-	    "up": True}]' &&
+	    "up": True, "diverged": False}]' &&
 	json_check 'd[0]["snapshot"] is None and d[1]["snapshot"] is None'
 }
 
