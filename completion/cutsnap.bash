@@ -41,7 +41,7 @@ _cutsnap()
 		COMPREPLY=($(compgen -d -- "$cur"))
 		return 0
 		;;
-	-n | --name | -i | --initiator)
+	-n | --name | -i | --initiator | -a | --agent)
 		COMPREPLY=($(compgen -W "$(_cutsnap_agents "$conf")" -- "$cur"))
 		return 0
 		;;
@@ -77,8 +77,8 @@ _cutsnap()
 	show) opts="-r --repo -s --sum -j --json --help" ;;
 	verify) opts="-r --repo -k --key -j --json -q --quiet -v --verbose
 	    --help" ;;
-	restore) opts="-r --repo -c --config -k --key -j --json -q --quiet
-	    -v --verbose --help" ;;
+	restore) opts="-r --repo -c --config -a --agent -k --key -j --json
+	    -q --quiet -v --verbose --help" ;;
 	load) opts="-c --config -r --repo --seconds --clients --threads
 	    --snapshot-every --max-amount --initial -j --json --help" ;;
 	forget) opts="-r --repo -l --keep-last -w --keep-within -n --dry-run
