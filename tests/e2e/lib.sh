@@ -566,14 +566,18 @@ wait_bal () {
 }
 
 # msg_sum ID: the sum of the amounts of snapshot ID's recorded messages
-# (chmsg.h: u8 op | bytes key | i64 amount, little-endian).
+# (chmsg.h: u8 op | bytes key (u32 length first) | i64 amount,
+# little-endian [| 16-byte id when op is 2]).
 msg_sum () {
 	python3 - "$REPO/manifest.db" "$1" <<'PY'
 import sqlite3, sys
 db = sqlite3.connect(sys.argv[1])
 rows = db.execute("select data from messages where snapshot_id = ?",
                   (int(sys.argv[2]),))
-print(sum(int.from_bytes(d[-8:], "little", signed=True) for (d,) in rows))
+def amount(d):
+    at = 5 + int.from_bytes(d[1:5], "little")
+    return int.from_bytes(d[at:at + 8], "little", signed=True)
+print(sum(amount(d) for (d,) in rows))
 PY
 }
 
