@@ -23,6 +23,7 @@
 #include <string.h>
 #include <sys/file.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "store_int.h"
@@ -286,6 +287,24 @@ fault_after_file(int nth)
 		_exit(99);
 }
 
+/* Test hook: CUTSNAP_FAULT=restore-hold-while:PATH makes restore wait,
+ * once it holds every data file's lock and before it writes, for as long
+ * as PATH exists (at most a minute), so the tests can start an agent in
+ * the middle of a restore. */
+static void
+fault_hold_while(void)
+{
+	const char *f = getenv("CUTSNAP_FAULT");
+	const char *pfx = "restore-hold-while:";
+	struct timespec ts = { 0, 50 * 1000 * 1000 };
+	int n;
+
+	if (f == NULL || strncmp(f, pfx, strlen(pfx)) != 0)
+		return;
+	for (n = 0; n < 1200 && access(f + strlen(pfx), F_OK) == 0; n++)
+		(void)nanosleep(&ts, NULL);
+}
+
 static int
 write_image(const char *path, const struct fview *view,
     const struct wbuf *tail, struct cs_err *e)
@@ -397,6 +416,7 @@ store_restore_agents(struct store *st, uint64_t id, const struct cfg *c,
 		if (want[i] && build_image(st, &r, &r.agents[rowof[i]],
 		    &views[i], &tails[i], e) < 0)
 			goto out;
+	fault_hold_while();
 	for (i = 0; i < c->nagents; i++) {
 		if (!want[i])
 			continue;
