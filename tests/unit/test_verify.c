@@ -17,6 +17,7 @@
 #include <cmocka.h>
 #include <sqlite3.h>
 
+#include "../../common/chain.h"
 #include "../../common/chmsg.h"
 #include "../../common/chunkhash.h"
 #include "../../common/datalog.h"
@@ -81,14 +82,25 @@ write_text(const char *path, const char *text)
 	    NULL), 0);
 }
 
+/* History chains in the seed's files (chain.h): CHAIN_NONE as older
+ * versions wrote them; CHAIN_SAME: SEND and APPLY carry the chain; CHAIN_OTHER:
+ * B's APPLY carries a chain of another history. */
+enum { CHAIN_NONE, CHAIN_SAME, CHAIN_OTHER };
+static int seed_chain = CHAIN_NONE;
+static uint8_t seed_c1[DL_CHAIN_LEN];	/* the chain after A->B seq 1 */
+
 static void
 append(struct datalog *dl, enum dl_type type, const char *peer,
     uint64_t seq, const char *val, const struct wbuf *msg)
 {
+	static const uint8_t other[DL_CHAIN_LEN] = { 0x0d, 0x1f };
 	struct dl_record r;
 	struct cs_err e;
 
 	memset(&r, 0, sizeof(r));
+	if (seed_chain != CHAIN_NONE && (type == DL_SEND || type == DL_APPLY))
+		r.chain = seed_chain == CHAIN_OTHER && type == DL_APPLY ?
+		    other : seed_c1;
 	r.type = type;
 	r.peer = peer;
 	r.seq = seq;
@@ -158,6 +170,7 @@ build(struct fix *f, int a_sent, int b_applied, int64_t amount)
 	wbuf_init(&rep);
 	chmsg_encode(&msg, "x", 1, 10);
 	chmsg_encode(&rep, "x", 1, amount);
+	assert_int_equal(chain_next(NULL, 1, msg.data, msg.len, seed_c1), 0);
 	memset(r, 0, sizeof(r));
 	memset(&a_in, 0, sizeof(a_in));
 	memset(&b_in, 0, sizeof(b_in));
@@ -840,6 +853,59 @@ message_differs_from_send(void **state)
 	teardown(state);
 }
 
+/* The chain in the files: files of one history verify and restore; the
+ * restored receiver's chain is the sender's, as the live agents check. */
+static void
+chains_of_one_history(void **state)
+{
+	struct fix *f;
+	struct probs p;
+	struct cs_err e;
+	struct dl_state st;
+	uint8_t *buf;
+	size_t len;
+
+	setup(state);
+	f = *state;
+	seed_chain = CHAIN_SAME;
+	build(f, 1, 0, 10);		/* the 10 in flight */
+	seed_chain = CHAIN_NONE;
+	assert_int_equal(verify(f, &p), 0);
+	assert_int_equal(restore(f, &e), 0);
+	expect_file(f->rb, "60", "A", 1);
+	assert_int_equal(read_file(f->rb, 1 << 20, &buf, &len, &e), 0);
+	assert_int_equal(dl_state_init(&st, 0), 0);
+	assert_int_equal(dl_replay(buf, len, f->rb, 0, &st, NULL, &e), 0);
+	assert_non_null(wm_chain(&st.applied, "A"));
+	assert_memory_equal(wm_chain(&st.applied, "A"), seed_c1, DL_CHAIN_LEN);
+	dl_state_free(&st);
+	free(buf);
+	teardown(state);
+}
+
+/* B applied seq 1 of another history: the seqs agree, the chains do not;
+ * verify says so and restore writes nothing. */
+static void
+chains_of_two_histories(void **state)
+{
+	struct fix *f;
+	struct probs p;
+	struct cs_err e;
+
+	setup(state);
+	f = *state;
+	seed_chain = CHAIN_OTHER;
+	build(f, 1, 1, 0);
+	seed_chain = CHAIN_NONE;
+	assert_int_equal(verify(f, &p), 1);
+	assert_string_equal(p.line[0], "snapshot 1: channel A->B: B's history "
+	    "at applied seq 1 and the recorded messages do not lead to A's at "
+	    "sent seq 1: the recorded files come from different histories");
+	assert_int_equal(restore(f, &e), -1);
+	assert_int_equal(access(f->rb, F_OK), -1);
+	teardown(state);
+}
+
 /* Both moved on consistently: nothing in flight, still consistent. */
 static void
 delivered_message_is_consistent(void **state)
@@ -883,6 +949,8 @@ main(void)
 		cmocka_unit_test(commit_refuses_inconsistent_reports),
 		cmocka_unit_test(message_differs_from_send),
 		cmocka_unit_test(delivered_message_is_consistent),
+		cmocka_unit_test(chains_of_one_history),
+		cmocka_unit_test(chains_of_two_histories),
 	};
 #undef T
 
