@@ -16,8 +16,12 @@ static const char usage_text[] =
     "\n"
     "  -c, --config CONF   the cluster config file\n"
     "\n"
-    "Exit status: 0 success, 1 SRC's value would go below 0 (nothing is\n"
-    "changed) or the agent failed, 2 bad usage or bad config.\n";
+    "A transfer over a channel marked diverged in status (its two ends come\n"
+    "from different histories) fails at once and changes nothing.\n"
+    "\n"
+    "Exit status: 0 success, 1 SRC's value would go below 0 or the channel\n"
+    "is diverged (nothing is changed) or the agent failed, 2 bad usage or\n"
+    "bad config.\n";
 
 /* Split "AGENT:KEY" at its first ':' into agent index and key. */
 static int
