@@ -127,6 +127,7 @@ inch_apply(struct agent *a, int s, uint64_t seq, const uint8_t *p, size_t n)
 	struct cs_err e;
 	char nv[24], kp[80];
 	int64_t res;
+	int known;
 
 	if (chmsg_decode(p, n, &m) == -1) {
 		log_error("channel %s>%s: seq %llu: malformed message; closing "
@@ -143,8 +144,8 @@ inch_apply(struct agent *a, int s, uint64_t seq, const uint8_t *p, size_t n)
 		    (unsigned long long)seq, (long long)m.amount, kp, e.msg);
 		return -1;
 	}
-	if (chain_next(wm_chain(&datalog_state(a->dl)->applied, sname(a, s)),
-	    seq, p, n, chain) == -1) {
+	if (chain_after(wm_chain(&datalog_state(a->dl)->applied, sname(a, s)),
+	    seq, p, n, chain, &known) == -1) {
 		log_error("channel %s>%s: seq %llu: sha256 failed", sname(a, s),
 		    a->name, (unsigned long long)seq);
 		return -1;
@@ -153,7 +154,7 @@ inch_apply(struct agent *a, int s, uint64_t seq, const uint8_t *p, size_t n)
 	rec.type = DL_APPLY;
 	rec.peer = sname(a, s);
 	rec.seq = seq;
-	rec.chain = chain;
+	rec.chain = known ? chain : NULL;
 	rec.key = m.key;
 	rec.klen = m.klen;
 	rec.val = (const uint8_t *)nv;

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "chain.h"
+#include "chmsg.h"
 #include "sha.h"
 
 int
@@ -22,6 +23,18 @@ chain_next(const uint8_t *prev, uint64_t seq, const uint8_t *msg, size_t n,
 		rc = sha256_buf(w.data, w.len, out);
 	wbuf_free(&w);
 	return rc;
+}
+
+int
+chain_after(const uint8_t *prev, uint64_t seq, const uint8_t *msg, size_t n,
+    uint8_t out[DL_CHAIN_LEN], int *known)
+{
+	struct chmsg m;
+
+	*known = chmsg_decode(msg, n, &m) == 0 && m.id != NULL;
+	if (!*known)
+		return 0;
+	return chain_next(prev, seq, msg, n, out);
 }
 
 int

@@ -42,6 +42,7 @@ apply_msg(struct dl_state *ds, const struct row_msg *m, struct wbuf *out,
 	struct chmsg cm;
 	int64_t result;
 	char val[24];
+	int known;
 
 	if (chmsg_decode(m->data, m->len, &cm) < 0)
 		return cs_errf(e, "channel %s->%s: message seq %llu is not a "
@@ -50,14 +51,14 @@ apply_msg(struct dl_state *ds, const struct row_msg *m, struct wbuf *out,
 	if (dl_int_add(ds, cm.key, cm.klen, cm.amount, val, &result, e) < 0)
 		return cs_errctx(e, "channel %s->%s: message seq %llu",
 		    m->src, m->dst, (unsigned long long)m->seq);
-	if (chain_next(wm_chain(&ds->applied, m->src), m->seq, m->data, m->len,
-	    chain) < 0)
+	if (chain_after(wm_chain(&ds->applied, m->src), m->seq, m->data,
+	    m->len, chain, &known) < 0)
 		return cs_errf(e, "sha256 failed");
 	memset(&rec, 0, sizeof(rec));
 	rec.type = DL_APPLY;
 	rec.peer = m->src;
 	rec.seq = m->seq;
-	rec.chain = chain;
+	rec.chain = known ? chain : NULL;
 	rec.key = cm.key;
 	rec.klen = cm.klen;
 	rec.val = (const uint8_t *)val;

@@ -371,6 +371,53 @@ receiver_replay_meets_the_sender(void **state)
 	wbuf_free(&m);
 }
 
+/* An upgrade in the middle of a channel: the sender's last old SEND (no
+ * id, no chain) is applied by an upgraded receiver, then new messages
+ * flow. Both ends leave the old message's chain unknown and restart from
+ * genesis after it, so they meet again at the first new message. */
+static void
+upgrade_mid_channel_ends_agree(void **state)
+{
+	uint8_t s3[DL_CHAIN_LEN], r2[DL_CHAIN_LEN], r3[DL_CHAIN_LEN];
+	struct dl_state snd, rcv;
+	struct wbuf ws, wr, old, m;
+	char why[160];
+	int known;
+
+	(void)state;
+	image_init(&ws);
+	image_init(&wr);
+	wbuf_init(&old);
+	wbuf_init(&m);
+	chmsg_encode(&old, "bal", 3, 1);		/* seqs 1, 2: old sender */
+	add_send(&ws, "B", 1, &old, NULL);
+	add_send(&ws, "B", 2, &old, NULL);
+	add_apply(&wr, "A", 1, NULL);			/* seq 1: old receiver */
+	/* Upgraded: the receiver applies seq 2 (no id): chain unknown. */
+	assert_int_equal(chain_after(NULL, 2, old.data, old.len, r2, &known),
+	    0);
+	assert_int_equal(known, 0);
+	add_apply(&wr, "A", 2, NULL);
+	/* The upgraded sender sends seq 3 with an id, chained from genesis. */
+	msg(&m, "bal", 1, 3);
+	assert_int_equal(chain_next(NULL, 3, m.data, m.len, s3), 0);
+	add_send(&ws, "B", 3, &m, s3);
+	assert_int_equal(chain_after(NULL, 3, m.data, m.len, r3, &known), 0);
+	assert_int_equal(known, 1);
+	assert_memory_equal(r3, s3, DL_CHAIN_LEN);
+	add_apply(&wr, "A", 3, r3);
+	replay(&ws, &snd);
+	replay(&wr, &rcv);
+	assert_int_equal(chain_check(&snd, "B", wm_get(&rcv.applied, "A"),
+	    wm_chain(&rcv.applied, "A"), why, sizeof(why)), CHAIN_OK);
+	dl_state_free(&snd);
+	dl_state_free(&rcv);
+	wbuf_free(&ws);
+	wbuf_free(&wr);
+	wbuf_free(&old);
+	wbuf_free(&m);
+}
+
 /* The decision table, for a sender that sent 1..5 and has 2 acknowledged. */
 static void
 decision_table(void **state)
@@ -449,6 +496,7 @@ main(void)
 		cmocka_unit_test(trailing_bytes_other_than_a_chain_are_corrupt),
 		cmocka_unit_test(ack_keeps_the_chain_at_the_acknowledged_seq),
 		cmocka_unit_test(receiver_replay_meets_the_sender),
+		cmocka_unit_test(upgrade_mid_channel_ends_agree),
 		cmocka_unit_test(decision_table),
 	};
 

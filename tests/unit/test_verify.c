@@ -88,6 +88,7 @@ write_text(const char *path, const char *text)
 enum { CHAIN_NONE, CHAIN_SAME, CHAIN_OTHER };
 static int seed_chain = CHAIN_NONE;
 static uint8_t seed_c1[DL_CHAIN_LEN];	/* the chain after A->B seq 1 */
+static const uint8_t seed_id[CHMSG_ID_LEN] = { 7, 7, 7 };
 
 static void
 append(struct datalog *dl, enum dl_type type, const char *peer,
@@ -168,8 +169,13 @@ build(struct fix *f, int a_sent, int b_applied, int64_t amount)
 	pad[sizeof(pad) - 1] = '\0';
 	wbuf_init(&msg);
 	wbuf_init(&rep);
-	chmsg_encode(&msg, "x", 1, 10);
-	chmsg_encode(&rep, "x", 1, amount);
+	if (seed_chain == CHAIN_NONE) {
+		chmsg_encode(&msg, "x", 1, 10);
+		chmsg_encode(&rep, "x", 1, amount);
+	} else {	/* a chained sender's messages carry an id */
+		chmsg_encode_id(&msg, "x", 1, 10, seed_id);
+		chmsg_encode_id(&rep, "x", 1, amount, seed_id);
+	}
 	assert_int_equal(chain_next(NULL, 1, msg.data, msg.len, seed_c1), 0);
 	memset(r, 0, sizeof(r));
 	memset(&a_in, 0, sizeof(a_in));
