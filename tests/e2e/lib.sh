@@ -661,3 +661,20 @@ restore_each () {
 	done
 	[ "$n" -gt 0 ] || { say "restore_each: nothing to restore"; return 1; }
 }
+
+# channels_settled: status exits 0, and every channel of the cluster is
+# up, not diverged, and acknowledged up to what its sender sent
+# (delivery finished).
+channels_settled () {
+	cs status -c "$CONF" --json >"$OUT" 2>"$ERR" || return 1
+	json_check 'sum(len(a["out"]) for a in d) > 0 and all(o["up"] and
+	    not o.get("diverged") and o["acked"] == o["sent"]
+	    for a in d for o in a["out"]) and all(i["up"] and
+	    not i.get("diverged") for a in d for i in a["in"])'
+}
+
+wait_channels_settled () {
+	wait_for 15 channels_settled && return 0
+	cat "$OUT" >&2
+	return 1
+}

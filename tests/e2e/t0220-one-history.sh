@@ -42,22 +42,6 @@ applied_seq () {
 	json_get "[i['applied'] for a in d if a['agent'] == '$2' for i in a['in'] if i['src'] == '$1'][0]"
 }
 
-# Every channel of the cluster is up, none diverged, and on each the
-# receiver applied what the sender sent (delivery finished).
-chan_settled () {
-	status_json
-	[ "$RC" -eq 0 ] || return 1
-	json_check 'sum(len(a["out"]) for a in d) > 0 and all(o["up"] and
-	    not o.get("diverged") and o["acked"] == o["sent"]
-	    for a in d for o in a["out"]) and all(i["up"] and not i.get("diverged")
-	    for a in d for i in a["in"])'
-}
-wait_settled () {
-	wait_for 15 chan_settled && return 0
-	cat "$OUT" >&2
-	return 1
-}
-
 # log_count NAME REGEX: lines of the agent's log matching REGEX.
 log_count () { grep -Ec -- "$2" "run/$1.log"; }
 
@@ -81,7 +65,7 @@ test_expect_success 'move money after the snapshot both ways; keep an old copy o
 	expect_ok transfer -c "$CONF" A:bal B:bal 5 &&
 	expect_ok transfer -c "$CONF" B:bal A:bal 1 &&
 	wait_bal A 86 &&
-	wait_settled &&
+	wait_channels_settled &&
 	stop_cluster &&
 	cp B.data B.old &&
 	start_cluster &&
@@ -90,7 +74,7 @@ test_expect_success 'move money after the snapshot both ways; keep an old copy o
 	expect_ok transfer -c "$CONF" B:bal A:bal 2 &&
 	wait_bal B 72 &&
 	wait_bal A 78 &&
-	wait_settled &&
+	wait_channels_settled &&
 	stop_cluster &&
 	cp A.data A.live && cp B.data B.live &&
 	expect_eq "$(dump_total bal)" 150 "total before the restore"
@@ -144,7 +128,7 @@ test_expect_success 'finish the restore (run it again): the channels connect, th
 	expect_eq "$(dump_val A.data bal)/$(dump_val B.data bal)" 90/60 "A/B restored" &&
 	cp A.data A.snap && cp B.data B.snap &&
 	start_cluster &&
-	wait_settled &&
+	wait_channels_settled &&
 	expect_ok status -c "$CONF" &&
 	expect_ok transfer -c "$CONF" A:bal B:bal 5 &&
 	wait_bal B 65 &&
@@ -159,7 +143,7 @@ test_expect_success 'same seq, other history: B from one future, A sent as many 
 	expect_ok transfer -c "$CONF" A:bal B:bal 1 &&
 	expect_ok transfer -c "$CONF" A:bal B:bal 1 &&
 	wait_bal B 67 &&
-	wait_settled &&
+	wait_channels_settled &&
 	stop_cluster &&
 	cp B.data B.other &&
 	cp A.k A.data && cp B.k B.data || return 1
@@ -204,7 +188,7 @@ test_expect_success 'restore of the whole snapshot: both ends agree, no extra st
 	expect_ok restore -r "$REPO" "$ID" -c "$CONF" &&
 	cmp A.data A.snap && cmp B.data B.snap &&
 	start_cluster &&
-	wait_settled &&
+	wait_channels_settled &&
 	expect_ok transfer -c "$CONF" B:bal A:bal 4 &&
 	wait_bal A 94 &&
 	expect_eq "$(total)" 150 "total"
@@ -219,7 +203,7 @@ test_expect_success 'restore host by host (--agent, each from its own copy of th
 	expect_ok restore -r repoB "$ID" -c "$CONF" --agent B &&
 	cmp A.data A.snap && cmp B.data B.snap &&
 	start_cluster &&
-	wait_settled &&
+	wait_channels_settled &&
 	expect_ok transfer -c "$CONF" A:bal B:bal 3 &&
 	wait_bal B 63 &&
 	expect_eq "$(total)" 150 "total"
@@ -240,7 +224,7 @@ test_expect_success 'a brand-new agent added to the cluster: its channels just w
 	expect_ok transfer -c "$CONF" B:bal C:bal 3 &&
 	wait_bal C 10 &&
 	expect_ok transfer -c "$CONF" C:bal A:bal 10 &&
-	wait_settled &&
+	wait_channels_settled &&
 	expect_ok status -c "$CONF" &&
 	expect_eq "$(total)" 150 "total"
 '
@@ -253,7 +237,7 @@ test_expect_success 'kill -9 of the sender with messages queued: resent once aft
 	b0=$(bal B) &&
 	pid=$(agent_pid A) && kill -KILL $pid && wait_for 10 pid_gone $pid &&
 	start_cluster &&
-	wait_settled &&
+	wait_channels_settled &&
 	expect_eq "$(bal B)" $((b0 + 3)) "B after the resend" &&
 	expect_eq "$(sent_seq A B)" "$(applied_seq A B)" "A>B sent/applied" &&
 	expect_eq "$(total)" 150 "total"
@@ -268,7 +252,7 @@ test_expect_success 'kill -9 of the receiver with messages in flight: delivered 
 	b0=$(dump_val B.data bal) &&
 	expect_ok channel -c "$CONF" release A B &&
 	start_cluster &&
-	wait_settled &&
+	wait_channels_settled &&
 	expect_eq "$(bal B)" $((b0 + 8)) "B after the restart" &&
 	expect_eq "$(sent_seq A B)" "$(applied_seq A B)" "A>B sent/applied" &&
 	expect_eq "$(total)" 150 "total" &&

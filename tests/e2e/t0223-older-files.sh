@@ -28,21 +28,13 @@ open(sys.argv[1] + "/B.data", "wb").write(bb)
 PY
 }
 
-# No channel end is diverged and every channel is up (status exit 0).
-all_agree () {
-	cs status -c "$CONF" --json >"$OUT" 2>"$ERR" &&
-	json_check 'all(o["up"] and not o.get("diverged") for a in d
-	    for o in a["out"]) and all(i["up"] and not i.get("diverged")
-	    for a in d for i in a["in"]) and sum(len(a["out"]) for a in d) == 2'
-}
-
 test_expect_success 'files of an older version: they open, the message in flight arrives once' '
 	make_config A B &&
 	old_files &&
 	expect_eq "$(dump_total bal)" 143 "total in the files (7 in flight)" &&
 	start_cluster &&
 	wait_bal B 62 &&
-	wait_for 15 all_agree &&
+	wait_channels_settled &&
 	expect_eq "$(total)" 150 "total"
 '
 
@@ -58,7 +50,7 @@ test_expect_success 'new transfers both ways; after a restart the ends agree on 
 	wait_bal B 61 &&
 	stop_cluster &&
 	start_cluster &&
-	wait_for 15 all_agree &&
+	wait_channels_settled &&
 	expect_ok status -c "$CONF" &&
 	expect_ok transfer -c "$CONF" A:bal B:bal 2 &&
 	wait_bal B 63 &&
@@ -78,7 +70,7 @@ test_expect_success 'a snapshot of the mixed files verifies and restores into ag
 	stop_cluster &&
 	expect_ok restore -r "$REPO" "$SNAP_ID" -c "$CONF" &&
 	start_cluster &&
-	wait_for 15 all_agree &&
+	wait_channels_settled &&
 	expect_eq "$(bal A)/$(bal B)" 86/64 "A/B restored" &&
 	expect_ok transfer -c "$CONF" B:bal A:bal 4 &&
 	wait_bal A 90 &&
