@@ -144,6 +144,9 @@ void cmd_human_bytes(uint64_t n, char *out, size_t outsz);
 
 /* The listing row of snapshot id: 0, or -1 if it cannot be read. */
 int cmd_snap_info(struct store *st, uint64_t id, struct snap_info *out);
+/* EXIT_OK if id is 0 or a snapshot of st; otherwise the status to exit
+ * with after printing why (EXIT_USAGE: "snapshot N does not exist"). */
+int cmd_snapshot_exists(struct store *st, uint64_t id);
 /* The members of a listing row (ls --json's object), inside an object. */
 void cmd_json_snap_info(struct json *j, const struct snap_info *s);
 

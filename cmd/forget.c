@@ -11,9 +11,10 @@
 
 static const char usage_text[] =
     "usage: cutsnap forget -r REPO --keep-last N [--keep-within DURATION]\n"
-    "                      [--dry-run] [--json]\n"
-    "       cutsnap forget -r REPO --keep-within DURATION [--dry-run] "
-    "[--json]\n"
+    "                      [--force] [--dry-run] [--json]\n"
+    "       cutsnap forget -r REPO --keep-within DURATION [--force] "
+    "[--dry-run]\n"
+    "                      [--json]\n"
     "\n"
     "Remove from REPO's manifest, in one transaction, every snapshot that\n"
     "no rule keeps: --keep-last keeps the newest N complete snapshots,\n"
@@ -21,13 +22,17 @@ static const char usage_text[] =
     "within DURATION before now. A running snapshot is never removed; an\n"
     "aborted one is kept only by --keep-within. The recorded data stays in\n"
     "REPO until 'cutsnap prune'. Prints \"forgot snapshot N (STATUS,\n"
-    "started T)\" per snapshot, then a summary line.\n"
+    "started T)\" per snapshot, then a summary line. A forget that would\n"
+    "leave no complete snapshot (--keep-last 0, or a --keep-within that\n"
+    "keeps none) needs --force. Snapshot ids are never used again.\n"
     "\n"
     "  -r, --repo REPO              the repository directory\n"
     "  -l, --keep-last N            keep the newest N complete snapshots\n"
     "  -w, --keep-within DURATION   keep snapshots started within DURATION:\n"
     "                               a number and a unit s, m, h, d or w,\n"
     "                               or several (7d, 12h, 1h30m)\n"
+    "  -f, --force                  allow forgetting every complete\n"
+    "                               snapshot\n"
     "  -n, --dry-run                print what would be forgotten, change\n"
     "                               nothing\n"
     "  -j, --json                   {\"forgotten\":[ID...],\"kept\":[ID...],\n"
@@ -37,13 +42,15 @@ static const char usage_text[] =
     "snapshot, verify, restore or prune holds the repository.\n"
     "\n"
     "Exit status: 0 success, 1 the repository is locked or could not be\n"
-    "changed, 2 bad usage or a missing repository.\n";
+    "changed or it would forget every complete snapshot without --force,\n"
+    "2 bad usage or a bad repository.\n";
 
 static const struct option opts[] = {
 	{ "repo", required_argument, NULL, 'r' },
 	{ "keep-last", required_argument, NULL, 'l' },
 	{ "keep-within", required_argument, NULL, 'w' },
 	{ "dry-run", no_argument, NULL, 'n' },
+	{ "force", no_argument, NULL, 'f' },
 	{ "json", no_argument, NULL, 'j' },
 	{ "help", no_argument, NULL, 'h' },
 	{ NULL, 0, NULL, 0 },
@@ -83,7 +90,7 @@ bad:
 	return -1;
 }
 
-static void
+static int
 print_json(const struct store_forget_result *r, int dry_run)
 {
 	struct json j;
@@ -103,14 +110,13 @@ print_json(const struct store_forget_result *r, int dry_run)
 	json_arr_end(&j);
 	json_kbool(&j, "dry_run", dry_run);
 	json_obj_end(&j);
-	if (json_end(&j) == -1)
-		cmd_warn("write stdout failed");
+	return json_end(&j);
 }
 
 int
 cmd_forget(int argc, char **argv)
 {
-	struct store_forget_policy p = { -1, -1, 0 };
+	struct store_forget_policy p = { -1, -1, 0, 0 };
 	struct store_forget_result res;
 	struct snap_info *v = NULL;
 	const char *repo = NULL;
@@ -123,7 +129,7 @@ cmd_forget(int argc, char **argv)
 	memset(&res, 0, sizeof(res));
 	optind = 1;
 	opterr = 0;
-	while ((ch = getopt_long(argc, argv, ":r:l:w:njh", opts, NULL)) != -1) {
+	while ((ch = getopt_long(argc, argv, ":r:l:w:nfjh", opts, NULL)) != -1) {
 		switch (ch) {
 		case 'r':
 			repo = optarg;
@@ -143,6 +149,9 @@ cmd_forget(int argc, char **argv)
 		case 'n':
 			p.dry_run = 1;
 			break;
+		case 'f':
+			p.force = 1;
+			break;
 		case 'j':
 			json = 1;
 			break;
@@ -160,7 +169,11 @@ cmd_forget(int argc, char **argv)
 	if (p.keep_last < 0 && p.keep_within_s < 0)
 		return cmd_usage_error("give a rule: --keep-last N and/or "
 		    "--keep-within DURATION");
-	if (store_open(repo, 0, &st, &e) == -1)
+	if (p.keep_last == 0 && p.keep_within_s < 0 && !p.force &&
+	    !p.dry_run)
+		return cmd_usage_error("--keep-last 0 forgets every complete "
+		    "snapshot: add --force if that is what you mean");
+	if (store_open(repo, STORE_WRITE, &st, &e) == -1)
 		return cmd_fail(EXIT_USAGE, "%s", e.msg);
 	/* The listing before the change, to name what goes. */
 	if (store_list(st, &v, &nv, &e) == -1 ||
@@ -168,8 +181,10 @@ cmd_forget(int argc, char **argv)
 		rc = cmd_fail(EXIT_FAILED, "%s", e.msg);
 		goto out;
 	}
+	rc = EXIT_OK;
 	if (json) {
-		print_json(&res, p.dry_run);
+		if (print_json(&res, p.dry_run) == -1)
+			rc = cmd_fail(EXIT_FAILED, "write stdout failed");
 	} else {
 		for (i = 0; i < res.nforgotten; i++) {
 			for (k = 0; k < nv && v[k].id != res.forgotten[i]; k++)
@@ -185,7 +200,6 @@ cmd_forget(int argc, char **argv)
 		    res.nforgotten > 0 && !p.dry_run ? "; run 'cutsnap prune' "
 		    "to delete their data" : "");
 	}
-	rc = EXIT_OK;
 out:
 	free(v);
 	store_forget_result_free(&res);

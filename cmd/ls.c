@@ -15,14 +15,20 @@ static const char usage_text[] =
     "List the snapshots in REPO, newest last, as an aligned table: id,\n"
     "start time (UTC), duration, status (running, complete or aborted),\n"
     "initiator, number of agents, recorded bytes, recorded in-flight\n"
-    "messages and, when a snapshot was aborted, the reason.\n"
+    "messages and, when a snapshot was aborted, the reason. A snapshot\n"
+    "whose coordinator died is listed running with the reason \"no\n"
+    "coordinator\": ls only reads REPO (it works on read-only media and\n"
+    "changes nothing there); the next snapshot, forget or prune marks it\n"
+    "aborted.\n"
     "\n"
     "  -r, --repo REPO   the repository directory\n"
-    "  -j, --json        a JSON array of objects, with the finish time and\n"
-    "                    the reason of an abort as well\n"
+    "  -j, --json        a JSON array of objects, with the finish time, the\n"
+    "                    reason of an abort, \"stale\" (running without a\n"
+    "                    coordinator) and the repository's identity as well\n"
     "\n"
-    "Exit status: 0 success, 1 the repository could not be read, 2 bad\n"
-    "usage or a missing repository.\n";
+    "Exit status: 0 success, 1 the repository could not be read or is\n"
+    "locked by forget or prune, 2 bad usage or a bad repository (missing,\n"
+    "not a directory, unreadable, or a schema that needs an upgrade).\n";
 
 static const struct option opts[] = {
 	{ "repo", required_argument, NULL, 'r' },
@@ -178,7 +184,7 @@ cmd_ls(int argc, char **argv)
 		    argv[optind]);
 	if (repo == NULL)
 		return cmd_usage_error("missing -r REPO");
-	if (store_open(repo, 0, &st, &e) == -1)
+	if (store_open(repo, STORE_READ, &st, &e) == -1)
 		return cmd_fail(EXIT_USAGE, "%s", e.msg);
 	if (store_lock(st, 0, &e) == -1 ||
 	    store_list(st, &v, &n, &e) == -1) {

@@ -1,4 +1,5 @@
 /* main.c - the cutsnap binary: find the subcommand and run it. */
+#include <errno.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
@@ -49,6 +50,23 @@ usage(FILE *f)
 	    "2 bad usage, bad config or unreadable input.\n", f);
 }
 
+/* Text output is buffered: a failed write (a full disk, /dev/full, a
+ * closed pipe) often shows only when stdout is flushed at exit. A command
+ * that succeeded but whose output was lost fails with one line; one that
+ * failed already said why. */
+static int
+finish(int rc)
+{
+	int err;
+
+	errno = 0;
+	err = fflush(stdout) != 0 || ferror(stdout);
+	if (err && rc == EXIT_OK)
+		return cmd_fail(EXIT_FAILED, "write stdout failed%s%s",
+		    errno ? ": " : "", errno ? strerror(errno) : "");
+	return rc;
+}
+
 int
 main(int argc, char **argv)
 {
@@ -69,7 +87,7 @@ main(int argc, char **argv)
 	for (i = 0; i < NCOMMANDS; i++) {
 		if (strcmp(name, commands[i].name) == 0) {
 			cmd_name = commands[i].name;
-			return commands[i].fn(argc - 1, argv + 1);
+			return finish(commands[i].fn(argc - 1, argv + 1));
 		}
 	}
 	fprintf(stderr, "cutsnap: unknown command '%s' (see cutsnap --help)\n",

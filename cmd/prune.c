@@ -7,16 +7,22 @@
 #include "cmd.h"
 
 static const char usage_text[] =
-    "usage: cutsnap prune -r REPO [--dry-run] [--json]\n"
+    "usage: cutsnap prune -r REPO [--force] [--dry-run] [--json]\n"
     "\n"
     "Delete every blob in REPO that no snapshot in the manifest refers to\n"
     "any more (after 'cutsnap forget', or left by an aborted snapshot), and\n"
     "temp files left by killed snapshots. Blobs are deleted only after the\n"
     "manifest stopped naming them, so an interrupted prune leaves a\n"
     "repository in which every snapshot still verifies; run it again to\n"
-    "finish. Prints \"pruned N blobs (SIZE), kept K\".\n"
+    "finish. Prints \"pruned N blobs (SIZE), kept K\". A prune that would\n"
+    "delete more than half of the blobs, or any blob while the manifest\n"
+    "refers to none, deletes nothing and fails unless --force is given:\n"
+    "that is what a manifest from another repository would do. A manifest\n"
+    "and blobs/ of different repositories (their identities differ) are\n"
+    "refused whatever the options.\n"
     "\n"
     "  -r, --repo REPO   the repository directory\n"
+    "  -f, --force       delete even most (or all) of the blobs\n"
     "  -n, --dry-run     count what would be deleted, delete nothing\n"
     "  -j, --json        {\"deleted\":N,\"bytes\":N,\"kept\":N,"
     "\"referenced\":N,\n"
@@ -25,12 +31,14 @@ static const char usage_text[] =
     "Takes the repository's exclusive lock: it refuses to run while a\n"
     "snapshot, verify, restore or forget holds the repository.\n"
     "\n"
-    "Exit status: 0 success, 1 the repository is locked or a file could\n"
-    "not be deleted, 2 bad usage or a missing repository.\n";
+    "Exit status: 0 success, 1 the repository is locked, a file could not\n"
+    "be deleted or it would delete most blobs without --force, 2 bad usage\n"
+    "or a bad repository.\n";
 
 static const struct option opts[] = {
 	{ "repo", required_argument, NULL, 'r' },
 	{ "dry-run", no_argument, NULL, 'n' },
+	{ "force", no_argument, NULL, 'f' },
 	{ "json", no_argument, NULL, 'j' },
 	{ "help", no_argument, NULL, 'h' },
 	{ NULL, 0, NULL, 0 },
@@ -45,17 +53,20 @@ cmd_prune(int argc, char **argv)
 	struct cs_err e;
 	struct json j;
 	char size[32];
-	int ch, json = 0, dry_run = 0, rc;
+	int ch, json = 0, dry_run = 0, force = 0, rc;
 
 	optind = 1;
 	opterr = 0;
-	while ((ch = getopt_long(argc, argv, ":r:njh", opts, NULL)) != -1) {
+	while ((ch = getopt_long(argc, argv, ":r:nfjh", opts, NULL)) != -1) {
 		switch (ch) {
 		case 'r':
 			repo = optarg;
 			break;
 		case 'n':
 			dry_run = 1;
+			break;
+		case 'f':
+			force = 1;
 			break;
 		case 'j':
 			json = 1;
@@ -71,9 +82,9 @@ cmd_prune(int argc, char **argv)
 		    argv[optind]);
 	if (repo == NULL)
 		return cmd_usage_error("missing -r REPO");
-	if (store_open(repo, 0, &st, &e) == -1)
+	if (store_open(repo, STORE_WRITE, &st, &e) == -1)
 		return cmd_fail(EXIT_USAGE, "%s", e.msg);
-	if (store_prune(st, dry_run, &r, &e) == -1) {
+	if (store_prune(st, dry_run, force, &r, &e) == -1) {
 		rc = cmd_fail(EXIT_FAILED, "%s", e.msg);
 		goto out;
 	}

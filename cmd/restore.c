@@ -42,8 +42,10 @@ static const char usage_text[] =
     "While it verifies and writes, a progress line (bytes done of total,\n"
     "rate, ETA, current agent) is drawn on stderr when it is a terminal.\n"
     "\n"
-    "Exit status: 0 restored, 1 refused or failed, 2 bad usage, bad config\n"
-    "or a missing repository.\n";
+    "Only reads REPO: it works on read-only media and changes nothing.\n"
+    "\n"
+    "Exit status: 0 restored, 1 refused or failed, 2 bad usage, bad config,\n"
+    "no such snapshot ID, or a bad repository.\n";
 
 static const struct option opts[] = {
 	{ "repo", required_argument, NULL, 'r' },
@@ -188,7 +190,7 @@ cmd_restore(int argc, char **argv)
 		}
 	}
 	files = nonly > 0 ? (int)nonly : c->nagents;
-	if (store_open(repo, 0, &st, &e) == -1) {
+	if (store_open(repo, STORE_READ, &st, &e) == -1) {
 		rc = cmd_fail(EXIT_USAGE, "%s", e.msg);
 		goto out;
 	}
@@ -198,13 +200,16 @@ cmd_restore(int argc, char **argv)
 		rc = cmd_fail(EXIT_USAGE, "%s", e.msg);
 		goto out;
 	}
+	if (store_lock(st, 0, &e) == -1) {
+		rc = cmd_fail(EXIT_FAILED, "%s", e.msg);
+		goto out;
+	}
+	if ((rc = cmd_snapshot_exists(st, id)) != EXIT_OK)
+		goto out;
 	cmd_progress_init(&prog, "restore", verbosity);
 	store_set_progress(st, cmd_progress_fn, &prog);
-	rc = store_lock(st, 0, &e);
-	if (rc == 0)
-		rc = store_restore_agents(st, id, c,
-		    (const char *const *)only, nonly, &resolved, on_problem,
-		    &p, &e);
+	rc = store_restore_agents(st, id, c, (const char *const *)only,
+	    nonly, &resolved, on_problem, &p, &e);
 	cmd_progress_end(&prog);
 	if (rc == 0 && p.oom) {
 		rc = -1;

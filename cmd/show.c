@@ -18,8 +18,9 @@ static const char usage_text[] =
     "usage: cutsnap show -r REPO [ID] [--sum KEY] [--json]\n"
     "\n"
     "Show snapshot ID (default: the newest complete one) of REPO as it was\n"
-    "recorded: each agent's file (size, SHA-256, its sent and applied\n"
-    "watermarks) and each channel with traffic (its sent seq at the\n"
+    "recorded: the repository's identity, each agent's file (size,\n"
+    "SHA-256, its sent and applied watermarks) and each channel with\n"
+    "traffic (its sent seq at the\n"
     "sender, its applied seq at the receiver, and its recorded in-flight\n"
     "messages: count, seqs, and for add messages the key and amount). The\n"
     "values come from the recorded files themselves. Run verify to check\n"
@@ -31,9 +32,11 @@ static const char usage_text[] =
     "                    e.g. \"bal: A=90 + B=50 + in flight A->B 10 = 150\"\n"
     "  -j, --json        one JSON object (schema in the README)\n"
     "\n"
-    "Exit status: 0 success, 1 no such snapshot, a recorded file that does\n"
-    "not match the manifest, or a KEY value that is not an integer, 2 bad\n"
-    "usage or a missing repository.\n";
+    "Only reads REPO: it works on read-only media and changes nothing.\n"
+    "\n"
+    "Exit status: 0 success, 1 a recorded file that does not match the\n"
+    "manifest, or a KEY value that is not an integer, 2 bad usage, no such\n"
+    "snapshot, or a bad repository.\n";
 
 static const struct option opts[] = {
 	{ "repo", required_argument, NULL, 'r' },
@@ -254,6 +257,8 @@ print_text(const struct view *v)
 	    v->info.id, v->info.status, v->info.started, v->info.initiator,
 	    v->info.nagents, v->info.nagents == 1 ? "" : "s", v->info.bytes,
 	    v->info.nmsgs, v->info.nmsgs == 1 ? "" : "s");
+	if (v->info.repo_id[0] != '\0')
+		printf("repository %s\n", v->info.repo_id);
 	for (i = 0; i < v->nag; i++)
 		if ((int)strlen(v->ag[i].f->agent) > w)
 			w = (int)strlen(v->ag[i].f->agent);
@@ -452,10 +457,15 @@ cmd_show(int argc, char **argv)
 		return cmd_usage_error("missing -r REPO");
 	if (v.key != NULL && v.key[0] == '\0')
 		return cmd_usage_error("empty KEY for --sum");
-	if (store_open(repo, 0, &st, &e) == -1)
+	if (store_open(repo, STORE_READ, &st, &e) == -1)
 		return cmd_fail(EXIT_USAGE, "%s", e.msg);
-	if (store_lock(st, 0, &e) == -1 ||
-	    store_read_contents(st, id, &resolved, &v.ct, &e) == -1 ||
+	if (store_lock(st, 0, &e) == -1) {
+		rc = cmd_fail(EXIT_FAILED, "%s", e.msg);
+		goto out;
+	}
+	if ((rc = cmd_snapshot_exists(st, id)) != EXIT_OK)
+		goto out;
+	if (store_read_contents(st, id, &resolved, &v.ct, &e) == -1 ||
 	    build(&v, &e) == -1) {
 		rc = cmd_fail(EXIT_FAILED, "%s", e.msg);
 		goto out;

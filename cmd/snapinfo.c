@@ -27,6 +27,22 @@ cmd_snap_info(struct store *st, uint64_t id, struct snap_info *out)
 	return rc;
 }
 
+int
+cmd_snapshot_exists(struct store *st, uint64_t id)
+{
+	struct cs_err e;
+	int rc;
+
+	if (id == 0)
+		return EXIT_OK;
+	if ((rc = store_has_snapshot(st, id, &e)) < 0)
+		return cmd_fail(EXIT_FAILED, "%s", e.msg);
+	if (rc == 0)
+		return cmd_fail(EXIT_USAGE, "snapshot %llu does not exist "
+		    "(cutsnap ls lists the snapshots)", (unsigned long long)id);
+	return EXIT_OK;
+}
+
 void
 cmd_json_snap_info(struct json *j, const struct snap_info *s)
 {
@@ -44,4 +60,10 @@ cmd_json_snap_info(struct json *j, const struct snap_info *s)
 	json_kuint(j, "bytes", s->bytes);
 	json_kuint(j, "msgs", s->nmsgs);
 	json_kstr(j, "reason", s->reason);
+	json_kbool(j, "stale", s->stale);
+	json_key(j, "repository");
+	if (s->repo_id[0] != '\0')
+		json_str(j, s->repo_id);
+	else
+		json_null(j);
 }

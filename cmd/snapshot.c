@@ -19,7 +19,11 @@ static const char usage_text[] =
     "Take a consistent snapshot (Chandy-Lamport) of the running agents of\n"
     "CONF into the repository REPO (created if missing): every agent's data\n"
     "file plus the messages in flight on every channel. Print the new\n"
-    "snapshot's id once it is committed as complete.\n"
+    "snapshot's id once it is committed as complete. Every agent must\n"
+    "answer first: against a stopped cluster nothing is created (no\n"
+    "repository, no aborted snapshot). REPO must be a writable directory\n"
+    "(or not exist yet); object stores (s3://) are not supported by this\n"
+    "build yet. Snapshot ids are never used again, even after forget.\n"
     "\n"
     "  -c, --config CONF       the cluster config file\n"
     "  -r, --repo REPO         the repository directory\n"
@@ -55,8 +59,9 @@ static const char usage_text[] =
     "While files are copied into REPO a progress line (bytes done of total,\n"
     "rate, ETA, current agent) is drawn on stderr when it is a terminal.\n"
     "\n"
-    "Exit status: 0 the snapshot is complete, 1 it failed or was aborted,\n"
-    "2 bad usage or bad config.\n";
+    "Exit status: 0 the snapshot is complete, 1 it failed or was aborted\n"
+    "or an agent does not answer, 2 bad usage, bad config or a bad\n"
+    "repository path.\n";
 
 static const struct option opts[] = {
 	{ "config", required_argument, NULL, 'c' },
@@ -109,7 +114,7 @@ print_json(const char *repo, uint64_t id, const struct coord_copy *cp,
 	struct json j;
 	int have;
 
-	have = id != 0 && store_open(repo, 0, &st, &e) == 0 &&
+	have = id != 0 && store_open(repo, STORE_READ, &st, &e) == 0 &&
 	    cmd_snap_info(st, id, &si) == 0;
 	store_close(st);
 	json_init(&j, stdout);
@@ -206,6 +211,8 @@ cmd_snapshot(int argc, char **argv)
 		    argv[optind]);
 	if (o.repo == NULL)
 		return cmd_usage_error("missing -r REPO");
+	if (store_check_path(o.repo, STORE_CREATE, &e) < 0)
+		return cmd_fail(EXIT_USAGE, "%s", e.msg);
 	if (keyfile != NULL) {
 		if (mac_key_load(keyfile, &key, &klen, &e) < 0)
 			return cmd_fail(EXIT_USAGE, "%s", e.msg);
@@ -233,11 +240,12 @@ cmd_snapshot(int argc, char **argv)
 	o.copy = &copy;
 	rc = coord_snapshot(c, &o, &id, &e);
 	cmd_progress_end(&prog);
-	if (rc == -1) {
+	if (rc < 0) {
 		cmd_snapshot_error(id, e.msg, msg, sizeof(msg));
 		if (json)
 			print_json(o.repo, id, NULL, msg);
-		rc = cmd_fail(EXIT_FAILED, "%s", msg);
+		rc = cmd_fail(rc == COORD_BAD_REPO ? EXIT_USAGE : EXIT_FAILED,
+		    "%s", msg);
 		goto out;
 	}
 	rc = EXIT_OK;

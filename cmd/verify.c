@@ -40,8 +40,10 @@ static const char usage_text[] =
     "While blobs are hashed a progress line (bytes done of total, rate,\n"
     "ETA, current agent) is drawn on stderr when it is a terminal.\n"
     "\n"
-    "Exit status: 0 ok, 1 problems found or no such snapshot, 2 bad usage\n"
-    "or a missing repository.\n";
+    "Only reads REPO: it works on read-only media and changes nothing.\n"
+    "\n"
+    "Exit status: 0 ok, 1 problems found or no complete snapshot, 2 bad\n"
+    "usage, no such snapshot ID, or a bad repository.\n";
 
 static const struct option opts[] = {
 	{ "repo", required_argument, NULL, 'r' },
@@ -134,15 +136,19 @@ cmd_verify(int argc, char **argv)
 		return EXIT_USAGE;
 	if (repo == NULL)
 		return cmd_usage_error("missing -r REPO");
-	if (store_open(repo, 0, &st, &e) == -1)
+	if (store_open(repo, STORE_READ, &st, &e) == -1)
 		return cmd_fail(EXIT_USAGE, "%s", e.msg);
 	if ((rc = cmd_key_set(st, keyfile)) != 0)
 		goto out;
+	if (store_lock(st, 0, &e) == -1) {
+		rc = cmd_fail(EXIT_FAILED, "%s", e.msg);
+		goto out;
+	}
+	if ((rc = cmd_snapshot_exists(st, id)) != EXIT_OK)
+		goto out;
 	cmd_progress_init(&prog, "verify", verbosity);
 	store_set_progress(st, cmd_progress_fn, &prog);
-	found = store_lock(st, 0, &e);
-	if (found == 0)
-		found = store_verify(st, id, &resolved, on_problem, &p, &e);
+	found = store_verify(st, id, &resolved, on_problem, &p, &e);
 	cmd_progress_end(&prog);
 	if (found == -1) {
 		rc = cmd_fail(EXIT_FAILED, "%s", e.msg);

@@ -80,7 +80,23 @@ left_ms(const struct run *r)
 	return left < 0 ? 0 : left > 86400000 ? 86400000 : (int)left;
 }
 
-/* Connect to every agent and have each JOIN the snapshot. */
+/* Connect to every agent, before anything is created in the
+ * repository: a cluster that is not running leaves no trace there. */
+static int
+connect_all(struct run *r, struct cs_err *e)
+{
+	const struct cfg_agent *a;
+	int i;
+
+	for (i = 0; i < r->c->nagents; i++) {
+		a = &r->c->agents[i];
+		if ((r->fds[i] = client_connect(a->sock, a->name, e)) < 0)
+			return cs_errctx(e, "nothing was recorded");
+	}
+	return 0;
+}
+
+/* Have every connected agent JOIN the snapshot. */
 static int
 join_all(struct run *r)
 {
@@ -101,10 +117,6 @@ join_all(struct run *r)
 	}
 	for (i = 0; i < r->c->nagents; i++) {
 		a = &r->c->agents[i];
-		if ((r->fds[i] = client_connect(a->sock, a->name, &e)) < 0) {
-			fail(r, "%s", e.msg);
-			goto out;
-		}
 		if (client_call(r->fds[i], W_SNAP_JOIN, req.data, req.len,
 		    &code, &body, &blen, left_ms(r), &e) < 0) {
 			fail(r, "agent %s did not join the snapshot: %s",
@@ -432,9 +444,13 @@ coord_snapshot(const struct cfg *c, const struct coord_opts *o,
 		r.fds[i] = -1;
 	/* The identity needs no clock and is unique across repositories
 	 * and hosts, so snapshots in flight at once never mix up. */
-	if (snapuid_new(&r.uid, e) < 0 ||
-	    store_open(o->repo, 1, &r.st, e) < 0 ||
-	    (o->key != NULL && store_set_key(r.st, o->key, o->keylen, e) < 0) ||
+	if (snapuid_new(&r.uid, e) < 0 || connect_all(&r, e) < 0)
+		goto out;
+	if (store_open(o->repo, STORE_CREATE, &r.st, e) < 0) {
+		rc = COORD_BAD_REPO;
+		goto out;
+	}
+	if ((o->key != NULL && store_set_key(r.st, o->key, o->keylen, e) < 0) ||
 	    store_begin_snapshot(r.st, c->agents[init].name, c->text, &r.uid,
 	    &r.id, e) < 0)
 		goto out;

@@ -38,9 +38,13 @@ struct coord_opts {
 	struct coord_copy *copy;
 };
 
-/* Take a snapshot. Returns 0 once it is committed as complete; -1 with e
- * set otherwise. *id is the snapshot's id when one was created (it is then
- * recorded as aborted on failure), 0 if none was. */
+/* Take a snapshot. Every agent is connected to first: when one does not
+ * answer nothing is created, not even the repository. Returns 0 once it
+ * is committed as complete; -1 with e set otherwise, or COORD_BAD_REPO
+ * when the repository could not be opened or created (a bad -r). *id is
+ * the snapshot's id when one was created (it is then recorded as aborted
+ * on failure), 0 if none was. */
+#define COORD_BAD_REPO (-2)
 int coord_snapshot(const struct cfg *c, const struct coord_opts *o,
     uint64_t *id, struct cs_err *e);
 

@@ -5,7 +5,10 @@
  * whose text says "host=H pid=P mode=shared|exclusive started=T" and which
  * it keeps flocked for as long as it holds the lock. Shared locks (snapshot,
  * verify, restore, ls) coexist; an exclusive one (forget, prune) excludes
- * every other. A holder first publishes its own file, then looks at the
+ * every other. Readers (ls, show, verify, restore) write no file: they
+ * hold a shared flock on the REPO directory itself, which works on
+ * read-only media and changes nothing, and forget and prune take it
+ * exclusively beside their lock file. A holder first publishes its own file, then looks at the
  * others and withdraws on a conflict, so two conflicting holders can both
  * be refused but never both succeed. A file is created under a temporary
  * name and renamed to *.lock only once flocked, so a *.lock file whose
@@ -16,7 +19,8 @@
  * 'running' row whose lock is free (or whose lock file is gone) belongs to
  * a coordinator that will never commit it: store_reap_stale marks it
  * aborted. This is how `ls`, `verify` and the next `snapshot` never show a
- * dead snapshot as anything but aborted. */
+ * dead snapshot as anything but aborted. A reader only reports such a
+ * row as stale: it writes nothing. */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -119,15 +123,18 @@ lock_drop(struct store *st)
 		unlink(path);
 	close(st->lock_fd);
 	st->lock_fd = -1;
+	if (st->lock_excl && st->dir_fd >= 0)
+		flock(st->dir_fd, LOCK_UN);
 	st->lock_excl = 0;
 	st->lock_user = 0;
 }
 
-/* One other lock file: 0 stale (removed) or vanished, 1 live (its text in
- * info, *excl set from its mode; a file without a mode counts as shared). */
+/* One other lock file: 0 stale (removed unless reader) or vanished, 1
+ * live (its text in info, *excl set from its mode; a file without a mode
+ * counts as shared). */
 static int
 lock_peek(const char *dir, const char *name, char *info, size_t infosz,
-    int *excl)
+    int *excl, int reader)
 {
 	char path[PATH_MAX], text[256];
 	struct stat sb;
@@ -147,7 +154,8 @@ lock_peek(const char *dir, const char *name, char *info, size_t infosz,
 	}
 	live = flock(fd, LOCK_SH | LOCK_NB) < 0;
 	if (!live) {
-		unlink(path);	/* its holder is dead */
+		if (!reader)
+			unlink(path);	/* its holder is dead */
 		close(fd);
 		return 0;
 	}
@@ -161,10 +169,12 @@ lock_peek(const char *dir, const char *name, char *info, size_t infosz,
 	return 1;
 }
 
-/* Fail if a live lock other than ours conflicts with our mode. */
+/* Fail if a live lock other than ours conflicts with our mode (a
+ * reader's: shared, and no lock file of its own). */
 static int
 lock_conflicts(struct store *st, const char *keep, struct cs_err *e)
 {
+	int reader = st->mode == STORE_READ;
 	char dir[PATH_MAX], info[256];
 	struct dirent *d;
 	DIR *dp;
@@ -174,15 +184,19 @@ lock_conflicts(struct store *st, const char *keep, struct cs_err *e)
 	if (snprintf(dir, sizeof(dir), "%s/locks", st->repo) >=
 	    (int)sizeof(dir))
 		return cs_errf(e, "repository path too long: %s", st->repo);
-	if ((dp = opendir(dir)) == NULL)
+	if ((dp = opendir(dir)) == NULL) {
+		if (reader && errno == ENOENT)
+			return 0;	/* nobody has ever locked it */
 		return cs_errno(e, "repository %s: read %s", st->repo, dir);
+	}
 	while (rc == 0 && (d = readdir(dp)) != NULL) {
 		len = strlen(d->d_name);
 		if (len < 6 || strcmp(d->d_name + len - 5, ".lock") != 0 ||
-		    strcmp(d->d_name, st->lock_name + 6) == 0 ||
+		    (!reader && strcmp(d->d_name, st->lock_name + 6) == 0) ||
 		    (keep != NULL && strcmp(d->d_name, keep) == 0))
 			continue;
-		if (!lock_peek(dir, d->d_name, info, sizeof(info), &excl))
+		if (!lock_peek(dir, d->d_name, info, sizeof(info), &excl,
+		    reader))
 			continue;
 		if (excl)
 			rc = cs_errf(e, "repository %s is locked exclusively "
@@ -196,12 +210,47 @@ lock_conflicts(struct store *st, const char *keep, struct cs_err *e)
 	return rc;
 }
 
+/* flock REPO itself (op LOCK_SH or LOCK_EX), without waiting. */
+static int
+lock_dir(struct store *st, int op, struct cs_err *e)
+{
+	if (st->dir_fd < 0 && (st->dir_fd = open(st->repo, O_RDONLY |
+	    O_DIRECTORY | O_CLOEXEC)) < 0)
+		return cs_errno(e, "repository %s: open", st->repo);
+	if (flock(st->dir_fd, op | LOCK_NB) == 0)
+		return 0;
+	if (errno != EWOULDBLOCK)
+		return cs_errno(e, "repository %s: flock", st->repo);
+	if (op == LOCK_SH)
+		return cs_errf(e, "repository %s is locked exclusively (forget "
+		    "or prune); try again once it has finished", st->repo);
+	return cs_errf(e, "repository %s is being read (ls, show, verify or "
+	    "restore); try again once it has finished", st->repo);
+}
+
+int
+lock_read(struct store *st, struct cs_err *e)
+{
+	/* The lock files first, to name a holder when there is one. */
+	if (lock_conflicts(st, NULL, e) < 0 || lock_dir(st, LOCK_SH, e) < 0)
+		return -1;
+	return 0;
+}
+
 int
 store_lock(struct store *st, int exclusive, struct cs_err *e)
 {
 	char old_name[sizeof(st->lock_name)];
 	int old_fd = st->lock_fd, old_excl = st->lock_excl;
 
+	if (st->mode == STORE_READ) {
+		if (exclusive)
+			return cs_errf(e, "repository %s was opened to read "
+			    "only", st->repo);
+		if (st->dir_fd >= 0)
+			return 0;
+		return lock_read(st, e);
+	}
 	exclusive = exclusive != 0;
 	if (st->lock_fd >= 0 && st->lock_excl >= exclusive) {
 		st->lock_user = 1;
@@ -212,7 +261,8 @@ store_lock(struct store *st, int exclusive, struct cs_err *e)
 	memcpy(old_name, st->lock_name, sizeof(old_name));
 	st->lock_fd = -1;
 	if (lock_create(st, exclusive, e) < 0 ||
-	    lock_conflicts(st, old_fd >= 0 ? old_name + 6 : NULL, e) < 0) {
+	    lock_conflicts(st, old_fd >= 0 ? old_name + 6 : NULL, e) < 0 ||
+	    (exclusive && lock_dir(st, LOCK_EX, e) < 0)) {
 		lock_drop(st);
 		st->lock_fd = old_fd;
 		st->lock_excl = old_excl;
@@ -263,8 +313,7 @@ lock_release(struct store *st, uint64_t id)
 	lock_drop(st);
 }
 
-/* 1 if the lock named in a running row is no longer held by anyone. */
-static int
+int
 lock_is_stale(struct store *st, const char *name)
 {
 	char path[PATH_MAX];
@@ -276,7 +325,7 @@ lock_is_stale(struct store *st, const char *name)
 	if ((fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)) < 0)
 		return errno == ENOENT;
 	stale = flock(fd, LOCK_SH | LOCK_NB) == 0;
-	if (stale)
+	if (stale && st->mode != STORE_READ)
 		unlink(path);	/* under our lock: nobody holds it any more */
 	close(fd);
 	return stale;

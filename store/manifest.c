@@ -4,8 +4,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "store_int.h"
 #include "../common/fsutil.h"
@@ -21,7 +24,7 @@
  * it. Everything hangs off snapshots, so deleting a snapshot cascades. */
 static const char schema_sql[] =
     "CREATE TABLE IF NOT EXISTS snapshots("
-    " id INTEGER PRIMARY KEY,"
+    " id INTEGER PRIMARY KEY AUTOINCREMENT,"
     " started_at TEXT NOT NULL,"
     " finished_at TEXT,"
     " status TEXT NOT NULL"
@@ -68,6 +71,7 @@ static const char schema_sql[] =
     "  REFERENCES channels(snapshot_id, src, dst) ON DELETE CASCADE);"
     "CREATE INDEX IF NOT EXISTS messages_by_channel"
     " ON messages(snapshot_id, src, dst, seq);"
+    REPO_ID_TABLE_SQL
     "PRAGMA user_version = " STR(STORE_SCHEMA_VERSION) ";";
 
 int
@@ -168,40 +172,210 @@ out:
 	return rc;
 }
 
+/* blobs/.repository-id: the identity, 32 hex digits and a newline. */
+#define REPO_ID_FILE ".repository-id"
+#define REPO_ID_HEX 32
+
 static int
-setup_schema(struct store *st, int create, struct cs_err *e)
+valid_repo_id(const char *s)
 {
+	size_t i;
+
+	for (i = 0; i < REPO_ID_HEX; i++)
+		if (!((s[i] >= '0' && s[i] <= '9') ||
+		    (s[i] >= 'a' && s[i] <= 'f')))
+			return 0;
+	return s[REPO_ID_HEX] == '\0';
+}
+
+/* The identity blobs/ carries: 0 and id set, 1 when there is none, -1
+ * with e set when it cannot be read or is malformed. */
+static int
+repo_id_file(struct store *st, char id[40], struct cs_err *e)
+{
+	char path[PATH_MAX];
+	uint8_t *p = NULL;
+	size_t n;
+	int rc = -1;
+
+	id[0] = '\0';
+	if (snprintf(path, sizeof(path), "%s/" REPO_ID_FILE, st->blobs) >=
+	    (int)sizeof(path))
+		return cs_errf(e, "repository path too long: %s", st->repo);
+	if (access(path, F_OK) < 0 && errno == ENOENT)
+		return 1;
+	if (read_file(path, 64, &p, &n, e) < 0)
+		return cs_errctx(e, "repository %s", st->repo);
+	while (n > 0 && (p[n - 1] == '\n' || p[n - 1] == '\r'))
+		n--;
+	if (n == REPO_ID_HEX) {
+		memcpy(id, p, n);
+		id[n] = '\0';
+	}
+	if (!valid_repo_id(id)) {
+		id[0] = '\0';
+		cs_errf(e, "repository %s: blobs/" REPO_ID_FILE " is not a "
+		    "repository identity (32 lowercase hex digits)", st->repo);
+		goto out;
+	}
+	rc = 0;
+out:
+	free(p);
+	return rc;
+}
+
+int
+repo_id_ensure(struct store *st, char id[40], struct cs_err *e)
+{
+	char path[PATH_MAX], text[REPO_ID_HEX + 2];
+	uint8_t raw[REPO_ID_HEX / 2];
+	size_t i;
+	int rc;
+
+	if ((rc = repo_id_file(st, id, e)) <= 0)
+		return rc;	/* adopted (a crash after writing it), or bad */
+	if (getrandom(raw, sizeof(raw), 0) != (ssize_t)sizeof(raw))
+		return cs_errno(e, "repository %s: getrandom", st->repo);
+	for (i = 0; i < sizeof(raw); i++)
+		snprintf(id + 2 * i, 3, "%02x", raw[i]);
+	snprintf(text, sizeof(text), "%s\n", id);
+	if (snprintf(path, sizeof(path), "%s/" REPO_ID_FILE, st->blobs) >=
+	    (int)sizeof(path))
+		return cs_errf(e, "repository path too long: %s", st->repo);
+	if (mkdir_p(st->blobs, 0700, e) < 0 ||
+	    atomic_write_file(path, text, strlen(text), 0400, e) < 0)
+		return cs_errctx(e, "repository %s: write its identity",
+		    st->repo);
+	return 0;
+}
+
+/* The manifest's identity (version 3) into st->repo_id. */
+static int
+manifest_id(struct store *st, struct cs_err *e)
+{
+	sqlite3_stmt *s = NULL;
+	int rc = -1;
+
+	st->repo_id[0] = '\0';
+	if (db_prepare(st, "SELECT id FROM repository", &s, e) < 0)
+		return -1;
+	if (sqlite3_step(s) == SQLITE_ROW && sqlite3_column_type(s, 0) ==
+	    SQLITE_TEXT)
+		snprintf(st->repo_id, sizeof(st->repo_id), "%s",
+		    col_text(s, 0));
+	/* Exactly one row. */
+	if (!valid_repo_id(st->repo_id) || sqlite3_step(s) != SQLITE_DONE) {
+		st->repo_id[0] = '\0';
+		cs_errf(e, "repository %s: the manifest's identity is missing "
+		    "or malformed (table repository)", st->repo);
+		goto out;
+	}
+	rc = 0;
+out:
+	sqlite3_finalize(s);
+	return rc;
+}
+
+/* The manifest and blobs/ must be of one repository: a manifest copied
+ * from elsewhere would make prune delete every blob it does not name. */
+static int
+check_identity(struct store *st, struct cs_err *e)
+{
+	char blobs_id[40];
+	int rc;
+
+	if (st->version < 3)
+		return 0;	/* read without an upgrade: no identity yet */
+	if (manifest_id(st, e) < 0 || (rc = repo_id_file(st, blobs_id, e)) < 0)
+		return -1;
+	if (rc == 1)
+		return cs_errf(e, "repository %s: blobs/" REPO_ID_FILE " is "
+		    "missing, but the manifest belongs to repository %s: if "
+		    "blobs/ is this repository's, write that identity into it",
+		    st->repo, st->repo_id);
+	if (strcmp(blobs_id, st->repo_id) != 0)
+		return cs_errf(e, "repository %s: manifest.db belongs to "
+		    "repository %s but blobs/ to repository %s: the manifest "
+		    "was copied from another repository; refusing to use it",
+		    st->repo, st->repo_id, blobs_id);
+	return 0;
+}
+
+/* A new manifest: the whole schema and the identity, in one transaction. */
+static int
+create_schema(struct store *st, struct cs_err *e)
+{
+	sqlite3_stmt *s = NULL;
+	char id[40];
 	int v;
 
-	if (schema_version(st, &v, e) < 0)
-		return -1;
-	if (v == STORE_SCHEMA_VERSION)
-		return 0;
-	if (v == 1)
-		return migrate_v1(st, e);
-	if (v != 0 || !create)
-		return cs_errf(e, "repository %s: unsupported manifest schema "
-		    "version %d (expected %d)", st->repo, v,
-		    STORE_SCHEMA_VERSION);
 	if (db_begin(st, e) < 0)
 		return -1;
 	/* Another process may have created it while we waited for the lock. */
 	if (schema_version(st, &v, e) < 0)
 		goto fail;
-	if (v == 0 && db_exec(st, schema_sql, e) < 0)
-		goto fail;
-	if (v != 0 && v != STORE_SCHEMA_VERSION) {
-		cs_errf(e, "repository %s: unsupported manifest schema "
-		    "version %d (expected %d)", st->repo, v,
-		    STORE_SCHEMA_VERSION);
-		goto fail;
+	if (v == 0) {
+		if (db_exec(st, schema_sql, e) < 0 ||
+		    repo_id_ensure(st, id, e) < 0 ||
+		    db_prepare(st, "INSERT INTO repository(id) VALUES (?)",
+		    &s, e) < 0)
+			goto fail;
+		sqlite3_bind_text(s, 1, id, -1, SQLITE_STATIC);
+		if (sqlite3_step(s) != SQLITE_DONE) {
+			db_fail(st, e, "creating the manifest");
+			goto fail;
+		}
+		sqlite3_finalize(s);
+		s = NULL;
 	}
 	if (db_commit(st, e) < 0)
 		goto fail;
 	return 0;
 fail:
+	sqlite3_finalize(s);
 	db_rollback(st);
 	return -1;
+}
+
+/* Bring the schema to the current version (a writer), or check that a
+ * reader can read it as it is. */
+static int
+setup_schema(struct store *st, struct cs_err *e)
+{
+	char id[40];
+	int v;
+
+	if (schema_version(st, &v, e) < 0)
+		return -1;
+	if (v == 0 && st->mode == STORE_CREATE) {
+		if (create_schema(st, e) < 0)
+			return -1;
+		v = STORE_SCHEMA_VERSION;
+	}
+	if (v == 1 && st->mode == STORE_READ)
+		return cs_errf(e, "repository %s: manifest schema version 1 "
+		    "needs an upgrade that only a writing command (snapshot, "
+		    "forget, prune) does; run one where the repository is "
+		    "writable, or read it with the cutsnap that wrote it",
+		    st->repo);
+	if (v < 1 || v > STORE_SCHEMA_VERSION)
+		return cs_errf(e, "repository %s: unsupported manifest schema "
+		    "version %d (expected %d)", st->repo, v,
+		    STORE_SCHEMA_VERSION);
+	if (v == 1) {
+		if (migrate_v1(st, e) < 0)
+			return -1;
+		v = 2;
+	}
+	/* Version 2 reads as it is; only a writer gives it ids that never
+	 * come back and an identity. */
+	if (v == 2 && st->mode != STORE_READ) {
+		if (repo_id_ensure(st, id, e) < 0 || migrate_v2(st, id, e) < 0)
+			return -1;
+		v = STORE_SCHEMA_VERSION;
+	}
+	st->version = v;
+	return 0;
 }
 
 static int
@@ -213,8 +387,129 @@ pragma(struct store *st, const char *sql, struct cs_err *e)
 	return 0;
 }
 
+/* "scheme://..." (s3://, https://): an object store, not a directory. */
+static int
+is_url(const char *repo)
+{
+	const char *p;
+
+	for (p = repo; (*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') ||
+	    (*p >= '0' && *p <= '9') || *p == '+' || *p == '-' || *p == '.';
+	    p++)
+		;
+	return p > repo && strncmp(p, "://", 3) == 0;
+}
+
+/* Marked or mounted read-only: no write permission bit at all (which
+ * stops even root by intent), a read-only mount, or not writable by us. */
+static int
+marked_readonly(const char *path)
+{
+	struct statvfs vfs;
+	struct stat sb;
+
+	if (stat(path, &sb) < 0)
+		return 0;
+	return (sb.st_mode & 0222) == 0 ||
+	    (statvfs(path, &vfs) == 0 && (vfs.f_flag & ST_RDONLY)) ||
+	    access(path, W_OK) < 0;
+}
+
 int
-store_open(const char *repo, int create, struct store **out,
+store_check_path(const char *repo, int mode, struct cs_err *e)
+{
+	struct stat sb;
+
+	if (*repo == '\0')
+		return cs_errf(e, "empty repository path");
+	if (is_url(repo))
+		return cs_errf(e, "repository %s: object stores are not "
+		    "supported by this build yet; give a directory", repo);
+	if (stat(repo, &sb) < 0) {
+		if (errno == ENOENT && mode == STORE_CREATE)
+			return 0;
+		if (errno == ENOENT)
+			return cs_errf(e, "repository %s does not exist "
+			    "(create one with cutsnap snapshot -r %s)", repo,
+			    repo);
+		return cs_errno(e, "repository %s", repo);
+	}
+	if (!S_ISDIR(sb.st_mode))
+		return cs_errf(e, "repository %s is not a directory", repo);
+	if (access(repo, R_OK | X_OK) < 0)
+		return cs_errno(e, "repository %s cannot be read", repo);
+	if (mode != STORE_READ && marked_readonly(repo))
+		return cs_errf(e, "repository %s is read-only; %s writes to "
+		    "it (ls, show, verify and restore only read)", repo,
+		    mode == STORE_CREATE ? "a snapshot" : "this command");
+	return 0;
+}
+
+/* "file:" URI of path for sqlite3_open_v2, with query: every byte that
+ * is not plainly safe percent-encoded. */
+static int
+db_uri(const char *path, const char *query, char *out, size_t outsz)
+{
+	static const char hex[] = "0123456789ABCDEF";
+	size_t n = 0;
+	const unsigned char *p;
+	int k;
+
+	k = snprintf(out, outsz, path[0] == '/' ? "file://" : "file:");
+	n = (size_t)k;
+	for (p = (const unsigned char *)path; *p; p++) {
+		if (n + 4 >= outsz)
+			return -1;
+		if ((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') ||
+		    (*p >= '0' && *p <= '9') || strchr("/._-~", *p) != NULL) {
+			out[n++] = (char)*p;
+		} else {
+			out[n++] = '%';
+			out[n++] = hex[*p >> 4];
+			out[n++] = hex[*p & 15];
+		}
+	}
+	k = snprintf(out + n, outsz - n, "?%s", query);
+	return k < 0 || (size_t)k >= outsz - n ? -1 : 0;
+}
+
+/* A reader's connection. In a writable repository: read-only, sharing
+ * the WAL with writers as usual (SQLite may leave its empty -wal and
+ * -shm files, as any reader of a WAL database does). In a read-only one
+ * nobody can write, so it is opened immutable (no -shm, no locks), unless
+ * manifest.db-wal still holds transactions that were never merged: then
+ * they are read through the existing -shm, opened read-only. */
+static int
+open_reader(struct store *st, const char *dbpath, struct cs_err *e)
+{
+	char wal[PATH_MAX + 8], shm[PATH_MAX + 8], uri[3 * PATH_MAX + 64];
+	const char *q = "mode=ro";
+	struct stat sb;
+
+	snprintf(wal, sizeof(wal), "%s-wal", dbpath);
+	snprintf(shm, sizeof(shm), "%s-shm", dbpath);
+	if (marked_readonly(st->repo) || marked_readonly(dbpath)) {
+		if (stat(wal, &sb) < 0 || sb.st_size == 0)
+			q = "mode=ro&immutable=1";
+		else if (access(shm, F_OK) == 0)
+			q = "mode=ro&readonly_shm=1";
+		else
+			return cs_errf(e, "repository %s: manifest.db-wal "
+			    "holds changes not yet merged into manifest.db and "
+			    "manifest.db-shm is missing, so a read-only copy "
+			    "cannot read them: open it once where it is "
+			    "writable", st->repo);
+	}
+	if (db_uri(dbpath, q, uri, sizeof(uri)) < 0)
+		return cs_errf(e, "repository path too long: %s", st->repo);
+	if (sqlite3_open_v2(uri, &st->db, SQLITE_OPEN_READONLY |
+	    SQLITE_OPEN_URI | SQLITE_OPEN_NOFOLLOW, NULL) != SQLITE_OK)
+		return db_fail(st, e, "open manifest.db");
+	return 0;
+}
+
+int
+store_open(const char *repo, int mode, struct store **out,
     struct cs_err *e)
 {
 	struct store *st = NULL;
@@ -223,9 +518,13 @@ store_open(const char *repo, int create, struct store **out,
 	int flags;
 
 	*out = NULL;
+	if (store_check_path(repo, mode, e) < 0)
+		return -1;
 	if ((st = calloc(1, sizeof(*st))) == NULL)
 		return cs_errf(e, "out of memory");
 	st->lock_fd = -1;
+	st->dir_fd = -1;
+	st->mode = mode;
 	if (snprintf(st->repo, sizeof(st->repo), "%s", repo) >=
 	    (int)sizeof(st->repo) ||
 	    snprintf(st->blobs, sizeof(st->blobs), "%s/blobs", repo) >=
@@ -235,7 +534,7 @@ store_open(const char *repo, int create, struct store **out,
 		cs_errf(e, "repository path too long: %s", repo);
 		goto fail;
 	}
-	if (create) {
+	if (mode == STORE_CREATE) {
 		if (mkdir_p(repo, 0700, e) < 0 || mkdir_p(st->blobs, 0700, e) < 0)
 			goto fail;
 	} else if (stat(dbpath, &sb) < 0) {
@@ -250,21 +549,38 @@ store_open(const char *repo, int create, struct store **out,
 		    repo);
 		goto fail;
 	}
-	flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOFOLLOW |
-	    (create ? SQLITE_OPEN_CREATE : 0);
-	if (sqlite3_open_v2(dbpath, &st->db, flags, NULL) != SQLITE_OK) {
-		db_fail(st, e, "open manifest.db");
-		goto fail;
+	if (mode == STORE_READ) {
+		if (open_reader(st, dbpath, e) < 0)
+			goto fail;
+	} else {
+		flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOFOLLOW |
+		    (mode == STORE_CREATE ? SQLITE_OPEN_CREATE : 0);
+		if (sqlite3_open_v2(dbpath, &st->db, flags, NULL) !=
+		    SQLITE_OK) {
+			db_fail(st, e, "open manifest.db");
+			goto fail;
+		}
 	}
 	sqlite3_extended_result_codes(st->db, 1);
 	sqlite3_busy_timeout(st->db, 10000);
-	/* journal_mode first: it is the first statement that reads the
-	 * file, so it is where a non-database is noticed. */
-	if (pragma(st, "PRAGMA journal_mode=WAL", e) < 0 ||
-	    pragma(st, "PRAGMA foreign_keys=ON", e) < 0 ||
-	    pragma(st, "PRAGMA synchronous=FULL", e) < 0 ||
-	    setup_schema(st, create, e) < 0 ||
-	    store_reap_stale(st, e) < 0)
+	if (mode == STORE_READ) {
+		/* Nothing a reader runs may write, whatever the file allows. */
+		if (pragma(st, "PRAGMA query_only=ON", e) < 0 ||
+		    setup_schema(st, e) < 0)
+			goto fail;
+	} else {
+		/* journal_mode first: it is the first statement that reads
+		 * the file, so it is where a non-database is noticed. Foreign
+		 * keys go on after setup_schema: migrate_v2 rebuilds the table
+		 * the others refer to. */
+		if (pragma(st, "PRAGMA journal_mode=WAL", e) < 0 ||
+		    pragma(st, "PRAGMA synchronous=FULL", e) < 0 ||
+		    setup_schema(st, e) < 0)
+			goto fail;
+	}
+	if (pragma(st, "PRAGMA foreign_keys=ON", e) < 0 ||
+	    check_identity(st, e) < 0 ||
+	    (mode != STORE_READ && store_reap_stale(st, e) < 0))
 		goto fail;
 	*out = st;
 	return 0;
@@ -282,8 +598,36 @@ store_close(struct store *st)
 	 * it as aborted. */
 	lock_release(st, 0);
 	sqlite3_close_v2(st->db);
+	if (st->dir_fd >= 0)
+		close(st->dir_fd);	/* drops its flock */
 	mac_key_free(st->key, st->keylen);
 	free(st);
+}
+
+const char *
+store_repo_id(const struct store *st)
+{
+	return st->repo_id;
+}
+
+int
+store_has_snapshot(struct store *st, uint64_t id, struct cs_err *e)
+{
+	sqlite3_stmt *s = NULL;
+	int step;
+
+	if (id == 0 || id > (uint64_t)INT64_MAX)
+		return 0;
+	if (db_prepare(st, "SELECT 1 FROM snapshots WHERE id = ?", &s, e) < 0)
+		return -1;
+	sqlite3_bind_int64(s, 1, (sqlite3_int64)id);
+	step = sqlite3_step(s);
+	sqlite3_finalize(s);
+	if (step == SQLITE_ROW)
+		return 1;
+	if (step == SQLITE_DONE)
+		return 0;
+	return db_fail(st, e, "reading snapshots");
 }
 
 /* Snapshot identities (snapuid.h): a side table, so that repositories
@@ -429,7 +773,7 @@ total_u64(double d)
     " (SELECT count(*) FROM agents a WHERE a.snapshot_id = s.id)," \
     " (SELECT total(size) FROM agents a WHERE a.snapshot_id = s.id)," \
     " (SELECT count(*) FROM messages m WHERE m.snapshot_id = s.id), " \
-    uidcol " FROM snapshots s ORDER BY id"
+    uidcol ", lock FROM snapshots s ORDER BY id"
 
 int
 store_list(struct store *st, struct snap_info **out, size_t *n,
@@ -471,6 +815,14 @@ store_list(struct store *st, struct snap_info **out, size_t *n,
 		/* A tampered row is shown as no identity, never as text. */
 		if (snapuid_parse(col_text(s, 9), &uid) == 0)
 			snapuid_hex(&uid, si->uid);
+		snprintf(si->repo_id, sizeof(si->repo_id), "%s", st->repo_id);
+		/* A writer reaped these at open; a reader only says so. */
+		if (strcmp(si->status, "running") == 0 &&
+		    lock_is_stale(st, col_text(s, 10))) {
+			si->stale = 1;
+			snprintf(si->reason, sizeof(si->reason), "%s",
+			    STALE_REASON);
+		}
 	}
 	if (step != SQLITE_DONE) {
 		db_fail(st, e, "listing snapshots");

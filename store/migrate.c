@@ -1,5 +1,7 @@
-/* migrate.c - upgrading a version 1 manifest to version 2 in place.
+/* migrate.c - upgrading an older manifest in place, one version at a
+ * time; only writing commands (snapshot, forget, prune) do it.
  *
+ * Version 1 to 2:
  * Version 1 stored each recorded file as one blob named by the file's
  * SHA-256. That blob is a valid one-chunk file (a chunk list needs only
  * page-aligned offsets, and a single chunk starts at 0), so each agent row
@@ -7,7 +9,15 @@
  * a snapshot covers its rows, now including the chunk rows: it is
  * re-sealed only if the stored one still matches the old rows, so a
  * manifest edited before the upgrade still fails verify afterwards. All
- * in one transaction: a crash leaves version 1 as it was. */
+ * in one transaction: a crash leaves version 1 as it was.
+ *
+ * Version 2 to 3: snapshot ids become AUTOINCREMENT, so that an id
+ * forgotten never names another snapshot later (ids forgotten before the
+ * upgrade above the highest one left cannot be known any more), and the
+ * repository gets its identity, also written into blobs/ beforehand. The
+ * snapshots table is rebuilt the way SQLite documents for a change it
+ * cannot ALTER: new table, copy, drop, rename, with foreign keys off so
+ * that the drop cascades nowhere; one transaction. */
 #include <string.h>
 
 #include "store_int.h"
@@ -71,7 +81,7 @@ migrate_v1(struct store *st, struct cs_err *e)
 		v = sqlite3_column_int(s, 0);
 	sqlite3_finalize(s);
 	s = NULL;
-	if (v == STORE_SCHEMA_VERSION)
+	if (v >= 2)
 		return db_commit(st, e);
 	if (v != 1) {
 		cs_errf(e, "repository %s: unsupported manifest schema version "
@@ -83,12 +93,74 @@ migrate_v1(struct store *st, struct cs_err *e)
 	    "offset, size, sha256) SELECT snapshot_id, name, 0, 0, size, "
 	    "sha256 FROM agents WHERE size > 0", e) < 0 ||
 	    reseal(st, e) < 0 ||
-	    db_exec(st, "PRAGMA user_version = " STR(STORE_SCHEMA_VERSION),
-	    e) < 0 ||
+	    db_exec(st, "PRAGMA user_version = 2", e) < 0 ||
 	    db_commit(st, e) < 0)
 		goto fail;
 	return 0;
 fail:
+	db_rollback(st);
+	return -1;
+}
+
+/* The version 3 snapshots table, under a temporary name. */
+#define SNAPSHOTS_V3_SQL \
+    "CREATE TABLE snapshots_v3(" \
+    " id INTEGER PRIMARY KEY AUTOINCREMENT," \
+    " started_at TEXT NOT NULL," \
+    " finished_at TEXT," \
+    " status TEXT NOT NULL" \
+    "  CHECK (status IN ('running','complete','aborted'))," \
+    " initiator TEXT NOT NULL," \
+    " config TEXT NOT NULL," \
+    " reason TEXT," \
+    " digest TEXT," \
+    " lock TEXT);"
+
+int
+migrate_v2(struct store *st, const char *id, struct cs_err *e)
+{
+	sqlite3_stmt *s = NULL;
+	int v = -1;
+
+	if (db_begin(st, e) < 0)
+		return -1;
+	if (db_prepare(st, "PRAGMA user_version", &s, e) < 0)
+		goto fail;
+	if (sqlite3_step(s) == SQLITE_ROW)
+		v = sqlite3_column_int(s, 0);
+	sqlite3_finalize(s);
+	s = NULL;
+	if (v == STORE_SCHEMA_VERSION)
+		return db_commit(st, e);	/* another process did it */
+	if (v != 2) {
+		cs_errf(e, "repository %s: unsupported manifest schema version "
+		    "%d (expected %d)", st->repo, v, STORE_SCHEMA_VERSION);
+		goto fail;
+	}
+	if (db_exec(st, SNAPSHOTS_V3_SQL
+	    "INSERT INTO snapshots_v3(id, started_at, finished_at, status, "
+	    "initiator, config, reason, digest, lock) SELECT id, started_at, "
+	    "finished_at, status, initiator, config, reason, digest, lock "
+	    "FROM snapshots;"
+	    "DROP TABLE snapshots;"
+	    "ALTER TABLE snapshots_v3 RENAME TO snapshots;"
+	    REPO_ID_TABLE_SQL
+	    "DELETE FROM repository;", e) < 0 ||
+	    db_prepare(st, "INSERT INTO repository(id) VALUES (?)", &s, e) < 0)
+		goto fail;
+	sqlite3_bind_text(s, 1, id, -1, SQLITE_STATIC);
+	if (sqlite3_step(s) != SQLITE_DONE) {
+		db_fail(st, e, "migrating the manifest");
+		goto fail;
+	}
+	sqlite3_finalize(s);
+	s = NULL;
+	if (db_exec(st, "PRAGMA user_version = " STR(STORE_SCHEMA_VERSION),
+	    e) < 0 || db_commit(st, e) < 0)
+		goto fail;
+	return 0;
+fail:
+	sqlite3_finalize(s);
 	db_rollback(st);
 	return -1;
 }

@@ -130,6 +130,22 @@ decide(const struct store_forget_policy *p, struct srow *v, size_t n,
 	}
 }
 
+/* How many complete snapshots go when none stays; 0 otherwise. */
+static size_t
+forgets_all(const struct srow *v, size_t n)
+{
+	size_t i, gone = 0;
+
+	for (i = 0; i < n; i++) {
+		if (strcmp(v[i].status, "complete") != 0)
+			continue;
+		if (v[i].keep)
+			return 0;
+		gone++;
+	}
+	return gone;
+}
+
 int
 store_forget(struct store *st, const struct store_forget_policy *p,
     struct store_forget_result *res, struct cs_err *e)
@@ -179,6 +195,12 @@ store_forget(struct store *st, const struct store_forget_policy *p,
 		goto out;
 	}
 	decide(p, v, n, (int64_t)time(NULL));
+	if (!p->force && !p->dry_run && forgets_all(v, n) > 0) {
+		cs_errf(e, "repository %s: this would forget every complete "
+		    "snapshot (%zu); add --force if that is what you mean",
+		    st->repo, forgets_all(v, n));
+		goto out;
+	}
 	if (db_prepare(st, "DELETE FROM snapshots WHERE id = ?", &del, e) < 0)
 		goto out;
 	/* Oldest first in the result. */
@@ -312,30 +334,21 @@ out:
 	return rc;
 }
 
-int
-store_prune(struct store *st, int dry_run, struct store_prune_result *r,
-    struct cs_err *e)
+/* One pass over blobs/: drop (or, dry, count) what is not referenced. */
+static int
+prune_walk(struct store *st, char **ref, size_t nref, int dry_run,
+    struct store_prune_result *r, struct cs_err *e)
 {
-	char **ref = NULL, path[PATH_MAX];
+	char path[PATH_MAX];
 	struct dirent *d;
 	struct stat sb;
 	DIR *dp = NULL;
-	size_t nref = 0, i;
 	int rc = -1;
 
-	memset(r, 0, sizeof(*r));
-	if (store_lock(st, 1, e) < 0)
-		return -1;
-	if (blob_referenced(st, &ref, &nref, e) < 0)
-		return -1;
-	r->referenced = nref;
 	if ((dp = opendir(st->blobs)) == NULL) {
-		if (errno == ENOENT) {
-			rc = 0;
-			goto out;
-		}
-		cs_errno(e, "open %s", st->blobs);
-		goto out;
+		if (errno == ENOENT)
+			return 0;
+		return cs_errno(e, "open %s", st->blobs);
 	}
 	while ((errno = 0, d = readdir(dp)) != NULL) {
 		if (d->d_name[0] == '.' && (d->d_name[1] == '\0' ||
@@ -367,8 +380,49 @@ store_prune(struct store *st, int dry_run, struct store_prune_result *r,
 		goto out;
 	rc = 0;
 out:
-	if (dp != NULL)
-		closedir(dp);
+	closedir(dp);
+	return rc;
+}
+
+int
+store_prune(struct store *st, int dry_run, int force,
+    struct store_prune_result *r, struct cs_err *e)
+{
+	char **ref = NULL;
+	size_t nref = 0, i;
+	uint64_t all;
+	int rc = -1;
+
+	memset(r, 0, sizeof(*r));
+	if (store_lock(st, 1, e) < 0)
+		return -1;
+	if (blob_referenced(st, &ref, &nref, e) < 0)
+		return -1;
+	/* Count first: deleting most blobs, or any while the manifest names
+	 * none, is what a manifest from elsewhere (or an emptied one) would
+	 * do, so it needs --force. */
+	if (prune_walk(st, ref, nref, 1, r, e) < 0)
+		goto out;
+	all = r->deleted + r->kept;
+	if (!force && !dry_run && r->deleted > 0 &&
+	    (nref == 0 || r->deleted > all / 2)) {
+		cs_errf(e, "repository %s: prune would delete %llu of %llu "
+		    "blobs (%llu bytes)%s; check that manifest.db is this "
+		    "repository's (cutsnap ls -r %s), then run prune --force",
+		    st->repo, (unsigned long long)r->deleted,
+		    (unsigned long long)all, (unsigned long long)r->bytes,
+		    nref == 0 ? " while the manifest refers to none" :
+		    ", more than half", st->repo);
+		goto out;
+	}
+	if (!dry_run) {
+		memset(r, 0, sizeof(*r));
+		if (prune_walk(st, ref, nref, 0, r, e) < 0)
+			goto out;
+	}
+	r->referenced = nref;
+	rc = 0;
+out:
 	for (i = 0; i < nref; i++)
 		free(ref[i]);
 	free(ref);

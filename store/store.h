@@ -10,16 +10,46 @@
 #include "../common/report.h"
 #include "../common/snapuid.h"
 
-#define STORE_SCHEMA_VERSION 2
+/* Version 3: snapshot ids never come back (AUTOINCREMENT) and the
+ * repository has an identity. */
+#define STORE_SCHEMA_VERSION 3
 
 struct store;	/* opaque */
 
-/* Open REPO. create=1 makes the directory, blobs/ and the schema when
- * missing (snapshot); create=0 fails with "repository R does not exist"
- * (ls, verify, restore). A wrong schema version is an error. */
-int store_open(const char *repo, int create, struct store **out,
+/* How store_open uses REPO. */
+enum store_mode {
+	STORE_READ = 0,		/* ls, show, verify, restore: only reads */
+	STORE_CREATE = 1,	/* snapshot: made when missing */
+	STORE_WRITE = 2,	/* forget, prune: must exist */
+};
+
+/* Is REPO usable for mode at all: a directory (or, for STORE_CREATE,
+ * nothing yet), readable, and writable unless mode is STORE_READ; not
+ * an object store URL (s3://...), which this build cannot use. 0, or -1
+ * with e saying what is wrong: callers treat it as a bad argument. */
+int store_check_path(const char *repo, int mode, struct cs_err *e);
+
+/* Open REPO (store_check_path first). STORE_CREATE makes the directory,
+ * blobs/, the schema and the repository identity when missing; the
+ * writing modes upgrade an older schema in place and mark aborted the
+ * running snapshots whose coordinator is gone. STORE_READ changes
+ * nothing: the manifest is opened read-only (immutable when the
+ * repository is read-only and has no unmerged WAL), store_lock writes no
+ * lock file, a stale running snapshot is only reported as such; a schema
+ * that needs an upgrade is refused with "... needs an upgrade" instead.
+ * Every mode checks that the manifest and blobs/ belong to the same
+ * repository (their identities match). Every failure here is about the
+ * repository given: callers exit with status 2. */
+int store_open(const char *repo, int mode, struct store **out,
     struct cs_err *e);
 void store_close(struct store *st);	/* accepts NULL */
+
+/* The repository's identity (32 hex digits), or "" for a version 2
+ * repository read without an upgrade. Owned by st. */
+const char *store_repo_id(const struct store *st);
+
+/* 1 if snapshot id is in the manifest, 0 if not, -1 with e set. */
+int store_has_snapshot(struct store *st, uint64_t id, struct cs_err *e);
 
 /* Progress of the long work: the chunk bytes store_put_chunks copies,
  * the bytes store_verify hashes, and for store_restore those it verifies
@@ -40,6 +70,7 @@ struct store_forget_policy {
 	int64_t keep_within_s;	/* keep any started within S seconds before
 				 * now; -1: no rule */
 	int dry_run;		/* decide and report, delete nothing */
+	int force;		/* may forget every complete snapshot */
 };
 /* A running snapshot is always kept; an aborted one only by keep_within. */
 struct store_forget_result {
@@ -48,6 +79,8 @@ struct store_forget_result {
 	uint64_t *kept;		/* ids, oldest first, malloc'ed */
 	size_t nkept;
 };
+/* Unless force is set, a forget that would leave no complete snapshot
+ * while there is one is refused (-1, nothing changed). */
 int store_forget(struct store *st, const struct store_forget_policy *p,
     struct store_forget_result *res, struct cs_err *e);
 void store_forget_result_free(struct store_forget_result *r);
@@ -63,14 +96,21 @@ struct store_prune_result {
  * temp files left by killed snapshots. Files are only ever unlinked after
  * the manifest change that stopped referring to them was committed (by
  * forget), so a prune killed at any point leaves a repository in which
- * every snapshot verifies. */
-int store_prune(struct store *st, int dry_run, struct store_prune_result *r,
-    struct cs_err *e);
+ * every snapshot verifies. Unless force is set it deletes nothing and
+ * fails when it would delete more than half of the blobs, or any blob
+ * while the manifest refers to none (a manifest from elsewhere, or one
+ * emptied by mistake). */
+int store_prune(struct store *st, int dry_run, int force,
+    struct store_prune_result *r, struct cs_err *e);
 
 /* Take the repository lock, like restic's: a file REPO/locks/<n>.lock
- * naming host, pid and mode, flocked while held. Shared locks (snapshot,
- * verify, restore, ls) coexist; an exclusive one (forget, prune) excludes
- * every other; a lock whose holder died is removed as stale. Taking
+ * naming host, pid and mode, flocked while held. Shared locks (snapshot)
+ * coexist; an exclusive one (forget, prune) excludes every other, and
+ * also takes an exclusive flock on the REPO directory, which the readers
+ * (ls, show, verify, restore: they write no lock file) hold shared from
+ * store_open to store_close; a lock whose holder died is removed as
+ * stale. A store opened STORE_READ takes only that shared flock (and
+ * fails on a live exclusive lock file, naming its holder). Taking
  * exclusive while holding shared upgrades. Fails, holding what it held
  * before, with "repository R is locked exclusively by host=H pid=P ..."
  * or "repository R is in use by host=H pid=P ...". Held until
@@ -140,7 +180,11 @@ struct snap_info {
 	int nagents;
 	uint64_t bytes;		/* sum of recorded file sizes */
 	uint64_t nmsgs;		/* recorded in-flight messages */
-	char reason[256];	/* why aborted */
+	char reason[256];	/* why aborted; for a stale running one, that
+				 * its coordinator is gone */
+	int stale;		/* running, but its coordinator is gone (seen
+				 * by a reader, which does not rewrite it) */
+	char repo_id[40];	/* the repository's identity, "" if none */
 };
 /* All snapshots, oldest first; *out malloc'ed. */
 int store_list(struct store *st, struct snap_info **out, size_t *n,

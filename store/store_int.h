@@ -12,6 +12,11 @@
 
 struct store {
 	sqlite3 *db;		/* REPO/manifest.db, owned */
+	int mode;		/* enum store_mode */
+	int version;		/* the manifest's schema version */
+	int dir_fd;		/* REPO, flocked: shared by a reader,
+				 * exclusive by forget/prune; or -1 */
+	char repo_id[40];	/* the identity, "" for version 2 */
 	char repo[PATH_MAX];	/* as given by the caller, for messages */
 	char blobs[PATH_MAX];	/* REPO/blobs */
 	int lock_fd;		/* our flocked lock file (lock.c), or -1 */
@@ -50,8 +55,17 @@ struct store {
     "  REFERENCES agents(snapshot_id, name) ON DELETE CASCADE);" \
     "CREATE INDEX IF NOT EXISTS agent_chunks_by_sha ON agent_chunks(sha256);"
 
-/* migrate.c: upgrade a version 1 manifest in place (one transaction). */
+/* migrate.c: upgrade a version 1 manifest to 2, and 2 to 3, in place
+ * (one transaction each). migrate_v2 needs foreign keys off; it gives
+ * the repository the identity id (repo_id_ensure's). */
 int migrate_v1(struct store *st, struct cs_err *e);
+int migrate_v2(struct store *st, const char *id, struct cs_err *e);
+/* manifest.c: the identity in blobs/.repository-id, created (atomically,
+ * random) unless it is there already; called inside the transaction
+ * that stores it in the manifest. */
+int repo_id_ensure(struct store *st, char id[40], struct cs_err *e);
+#define REPO_ID_TABLE_SQL \
+    "CREATE TABLE IF NOT EXISTS repository(id TEXT NOT NULL);"
 
 /* progress.c (thread-safe): start counting from 0 towards total; add n
  * to the total; count n more bytes done on agent's file and tell the
@@ -84,6 +98,15 @@ int lock_acquire(struct store *st, struct cs_err *e);
 void lock_release(struct store *st, uint64_t id);
 /* Mark aborted every 'running' snapshot whose coordinator is gone. */
 int store_reap_stale(struct store *st, struct cs_err *e);
+/* 1 if the lock named in a running row is no longer held by anyone;
+ * a reader (STORE_READ) only looks, a writer removes the file. */
+int lock_is_stale(struct store *st, const char *name);
+/* A reader's hold on REPO: a shared flock on the directory, and no live
+ * exclusive lock file. 0, or -1 with e naming the holder. */
+int lock_read(struct store *st, struct cs_err *e);
+/* Why a stale running snapshot is not finished, as ls shows it. */
+#define STALE_REASON "no coordinator: it exited before the snapshot " \
+    "completed; the next snapshot, forget or prune marks it aborted"
 
 /* blob.c: "REPO/blobs/ab/<hex>" for a 64-digit hex name. */
 int blob_path(const struct store *st, const char *hex, char *out,

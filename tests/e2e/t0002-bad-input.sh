@@ -193,11 +193,11 @@ test_expect_success 'a repository to look things up in' '
 	stop_cluster
 '
 
-test_expect_success 'unknown snapshot id: verify and restore exit 1, files untouched' '
+test_expect_success 'unknown snapshot id: verify and restore exit 2 (a bad argument), files untouched' '
 	cp A.data A.saved && cp B.data B.saved &&
-	expect_error 1 verify -r "$REPO" 999 &&
+	expect_error 2 verify -r "$REPO" 999 &&
 	err_matches "999" &&
-	expect_error 1 restore -r "$REPO" 999 -c "$CONF" &&
+	expect_error 2 restore -r "$REPO" 999 -c "$CONF" &&
 	cmp A.data A.saved && cmp B.data B.saved
 '
 

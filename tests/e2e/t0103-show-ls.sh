@@ -60,8 +60,8 @@ test_expect_success 'show --sum of a key that is not an integer: exit 1, one lin
 	err_matches "note at A is not an integer"
 '
 
-test_expect_success 'show of a snapshot that does not exist: exit 1; bad usage: exit 2' '
-	expect_error 1 show -r "$REPO" 999 &&
+test_expect_success 'show of a snapshot that does not exist, bad usage: exit 2' '
+	expect_error 2 show -r "$REPO" 999 &&
 	expect_error 2 show -r "$REPO" 1 2 &&
 	expect_error 2 show -r "$REPO" --sum "" &&
 	expect_error 2 show -r "$TEST_DIR/norepo"

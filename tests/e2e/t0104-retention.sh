@@ -6,7 +6,7 @@
 # wait for no one: they refuse while a snapshot holds the repository.
 . "$(dirname "$0")/lib.sh"
 
-nblobs () { find "$REPO/blobs" -type f ! -name '.tmp.*' | wc -l; }
+nblobs () { find "$REPO/blobs" -type f -name '[0-9a-f]*' | wc -l; }
 nref () { sql "select count(distinct lower(sha256)) from agent_chunks"; }
 nsnaps () { sql "select count(*) from snapshots"; }
 
@@ -78,14 +78,14 @@ test_expect_success 'prune --dry-run counts, deletes nothing' '
 test_expect_success 'prune killed after its first delete: exit 99, every snapshot verifies' '
 	before=$(nblobs) &&
 	[ "$before" -gt "$(($(nref) + 1))" ] &&
-	CUTSNAP_FAULT=prune-after-delete:1 cs prune -r "$REPO" >"$OUT" 2>"$ERR"; rc=$? &&
+	CUTSNAP_FAULT=prune-after-delete:1 cs prune -r "$REPO" --force >"$OUT" 2>"$ERR"; rc=$? &&
 	expect_eq "$rc" 99 "exit status" &&
 	expect_eq "$(nblobs)" "$((before - 1))" "blob files" &&
 	verify_all
 '
 
 test_expect_success 'prune again finishes: only referenced blobs remain, all verify' '
-	expect_ok prune -r "$REPO" &&
+	expect_ok prune -r "$REPO" --force &&
 	grep -Eq "^pruned [0-9]+ blobs? \(.*\), kept $(nref)" "$OUT" &&
 	expect_eq "$(nblobs)" "$(nref)" "blob files" &&
 	verify_all &&
@@ -113,7 +113,7 @@ test_expect_success 'forget --keep-within 7d keeps recent snapshots, drops an ol
 	sql "update snapshots set started_at = \"2020-01-01T00:00:00Z\" where id = $S5" &&
 	expect_ok forget -r "$REPO" --keep-within 7d --json &&
 	json_check "d[\"forgotten\"] == [$S5] and d[\"kept\"] == [$S6, $S7]" &&
-	expect_ok prune -r "$REPO" &&
+	expect_ok prune -r "$REPO" --force &&
 	expect_eq "$(nblobs)" "$(nref)" "blob files" &&
 	verify_all
 '

@@ -48,7 +48,7 @@ setup(void **state)
 	/* Two handles on one repository: flocks are per open file, so they
 	 * conflict with each other like two processes. */
 	assert_int_equal(store_open(f->repo, 1, &f->a, &e), 0);
-	assert_int_equal(store_open(f->repo, 0, &f->b, &e), 0);
+	assert_int_equal(store_open(f->repo, STORE_WRITE, &f->b, &e), 0);
 	*state = f;
 	return 0;
 }
@@ -182,7 +182,7 @@ stale_lock_of_a_dead_holder_is_removed(void **state)
 	assert_true(pid >= 0);
 	if (pid == 0) {
 		close(p[0]);
-		if (store_open(f->repo, 0, &st, &e) < 0 ||
+		if (store_open(f->repo, STORE_WRITE, &st, &e) < 0 ||
 		    store_lock(st, 1, &e) < 0)
 			_exit(1);
 		if (write(p[1], "x", 1) != 1)

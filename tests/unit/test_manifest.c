@@ -201,7 +201,7 @@ schema_version_mismatch(void **state)
 	store_close(st);
 	sql(f->repo, "PRAGMA user_version = 7");
 	snprintf(want, sizeof(want), "repository %s: unsupported manifest "
-	    "schema version 7 (expected 2)", f->repo);
+	    "schema version 7 (expected 3)", f->repo);
 	assert_int_equal(store_open(f->repo, 0, &st, &e), -1);
 	assert_string_equal(e.msg, want);
 	assert_int_equal(store_open(f->repo, 1, &st, &e), -1);
@@ -230,7 +230,7 @@ not_a_database(void **state)
 	/* An empty file is an empty database: no schema, version 0. */
 	assert_int_equal(truncate(path, 0), 0);
 	assert_int_equal(store_open(f->repo, 0, &st, &e), -1);
-	assert_non_null(strstr(e.msg, "schema version 0 (expected 2)"));
+	assert_non_null(strstr(e.msg, "schema version 0 (expected 3)"));
 }
 
 static void

@@ -583,10 +583,10 @@ schema_version_changed(void **state)
 	struct store *st = NULL;
 	struct cs_err e;
 
-	sql(f, "PRAGMA user_version = 3");
+	sql(f, "PRAGMA user_version = 4");
 	assert_int_equal(store_open(f->repo, 0, &st, &e), -1);
-	assert_non_null(strstr(e.msg, "unsupported manifest schema version 3 "
-	    "(expected 2)"));
+	assert_non_null(strstr(e.msg, "unsupported manifest schema version 4 "
+	    "(expected 3)"));
 }
 
 static void
@@ -692,8 +692,20 @@ make_version_1(struct fix *f, const char *digest)
 	sql(f, stmt);
 }
 
-/* Opening a version 1 repository migrates it: it verifies and restores
- * as before, and the schema is version 2. */
+/* A writer's open upgrades a version 1 repository (a reader refuses it):
+ * it verifies and restores as before, and the schema is current. */
+static void
+upgrade(const struct fix *f)
+{
+	struct store *st;
+	struct cs_err e;
+
+	assert_int_equal(store_open(f->repo, STORE_READ, &st, &e), -1);
+	assert_non_null(strstr(e.msg, "needs an upgrade"));
+	assert_int_equal(store_open(f->repo, STORE_WRITE, &st, &e), 0);
+	store_close(st);
+}
+
 static void
 version_1_repository_is_migrated(void **state)
 {
@@ -704,9 +716,11 @@ version_1_repository_is_migrated(void **state)
 	setenv("CUTSNAP_CHUNK_SIZE", "4194304", 1);
 	build(f, 1, 0, 10);
 	make_version_1(f, NULL);
+	upgrade(f);
 	assert_int_equal(verify(f, &p), 0);
 	assert_int_equal(p.n, 0);
-	assert_int_equal(query_int(f, "PRAGMA user_version"), 2);
+	assert_int_equal(query_int(f, "PRAGMA user_version"),
+	    STORE_SCHEMA_VERSION);
 	assert_int_equal(query_int(f, "SELECT count(*) FROM agent_chunks "
 	    "WHERE idx = 0 AND offset = 0"), 2);
 	assert_int_equal(restore(f, &e), 0);
@@ -726,6 +740,7 @@ version_1_tampering_survives_migration(void **state)
 	build(f, 1, 0, 10);
 	make_version_1(f, "0000000000000000000000000000000000000000000000000000"
 	    "000000000000");
+	upgrade(f);
 	assert_int_equal(verify(f, &p), 1);
 	assert_true(has(&p, "manifest digest mismatch: rows were edited or "
 	    "deleted (expected 0000000000000000"));
