@@ -81,9 +81,9 @@ _cutsnap()
 	    -q --quiet -v --verbose --help" ;;
 	load) opts="-c --config -r --repo --seconds --clients --threads
 	    --snapshot-every --max-amount --initial -j --json --help" ;;
-	forget) opts="-r --repo -l --keep-last -w --keep-within -n --dry-run
-	    -j --json --help" ;;
-	prune) opts="-r --repo -n --dry-run -j --json --help" ;;
+	forget) opts="-r --repo -l --keep-last -w --keep-within -f --force
+	    -n --dry-run -j --json --help" ;;
+	prune) opts="-r --repo -f --force -n --dry-run -j --json --help" ;;
 	demo) opts="--keep --help" ;;
 	*) return 0 ;;
 	esac
