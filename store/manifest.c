@@ -152,8 +152,7 @@ col_u64(sqlite3_stmt *s, int i, uint64_t *out)
 	return 0;
 }
 
-/* Read PRAGMA user_version; -1 when the file is not a database. */
-static int
+int
 schema_version(struct store *st, int *version, struct cs_err *e)
 {
 	sqlite3_stmt *s = NULL;
@@ -301,11 +300,26 @@ check_identity(struct store *st, struct cs_err *e)
 	return 0;
 }
 
+int
+repo_id_store(struct store *st, const char *id, struct cs_err *e)
+{
+	sqlite3_stmt *s = NULL;
+	int rc = 0;
+
+	if (db_exec(st, "DELETE FROM repository", e) < 0 ||
+	    db_prepare(st, "INSERT INTO repository(id) VALUES (?)", &s, e) < 0)
+		return -1;
+	sqlite3_bind_text(s, 1, id, -1, SQLITE_STATIC);
+	if (sqlite3_step(s) != SQLITE_DONE)
+		rc = db_fail(st, e, "storing the repository identity");
+	sqlite3_finalize(s);
+	return rc;
+}
+
 /* A new manifest: the whole schema and the identity, in one transaction. */
 static int
 create_schema(struct store *st, struct cs_err *e)
 {
-	sqlite3_stmt *s = NULL;
 	char id[40];
 	int v;
 
@@ -317,22 +331,13 @@ create_schema(struct store *st, struct cs_err *e)
 	if (v == 0) {
 		if (db_exec(st, schema_sql, e) < 0 ||
 		    repo_id_ensure(st, id, e) < 0 ||
-		    db_prepare(st, "INSERT INTO repository(id) VALUES (?)",
-		    &s, e) < 0)
+		    repo_id_store(st, id, e) < 0)
 			goto fail;
-		sqlite3_bind_text(s, 1, id, -1, SQLITE_STATIC);
-		if (sqlite3_step(s) != SQLITE_DONE) {
-			db_fail(st, e, "creating the manifest");
-			goto fail;
-		}
-		sqlite3_finalize(s);
-		s = NULL;
 	}
 	if (db_commit(st, e) < 0)
 		goto fail;
 	return 0;
 fail:
-	sqlite3_finalize(s);
 	db_rollback(st);
 	return -1;
 }
@@ -342,7 +347,6 @@ fail:
 static int
 setup_schema(struct store *st, struct cs_err *e)
 {
-	char id[40];
 	int v;
 
 	if (schema_version(st, &v, e) < 0)
@@ -370,7 +374,7 @@ setup_schema(struct store *st, struct cs_err *e)
 	/* Version 2 reads as it is; only a writer gives it ids that never
 	 * come back and an identity. */
 	if (v == 2 && st->mode != STORE_READ) {
-		if (repo_id_ensure(st, id, e) < 0 || migrate_v2(st, id, e) < 0)
+		if (migrate_v2(st, e) < 0)
 			return -1;
 		v = STORE_SCHEMA_VERSION;
 	}

@@ -69,18 +69,13 @@ out:
 int
 migrate_v1(struct store *st, struct cs_err *e)
 {
-	sqlite3_stmt *s = NULL;
 	int v = -1;
 
 	if (db_begin(st, e) < 0)
 		return -1;
 	/* Another process may have migrated it while we waited. */
-	if (db_prepare(st, "PRAGMA user_version", &s, e) < 0)
+	if (schema_version(st, &v, e) < 0)
 		goto fail;
-	if (sqlite3_step(s) == SQLITE_ROW)
-		v = sqlite3_column_int(s, 0);
-	sqlite3_finalize(s);
-	s = NULL;
 	if (v >= 2)
 		return db_commit(st, e);
 	if (v != 1) {
@@ -117,19 +112,15 @@ fail:
     " lock TEXT);"
 
 int
-migrate_v2(struct store *st, const char *id, struct cs_err *e)
+migrate_v2(struct store *st, struct cs_err *e)
 {
-	sqlite3_stmt *s = NULL;
+	char id[40];
 	int v = -1;
 
 	if (db_begin(st, e) < 0)
 		return -1;
-	if (db_prepare(st, "PRAGMA user_version", &s, e) < 0)
+	if (schema_version(st, &v, e) < 0)
 		goto fail;
-	if (sqlite3_step(s) == SQLITE_ROW)
-		v = sqlite3_column_int(s, 0);
-	sqlite3_finalize(s);
-	s = NULL;
 	if (v == STORE_SCHEMA_VERSION)
 		return db_commit(st, e);	/* another process did it */
 	if (v != 2) {
@@ -137,30 +128,22 @@ migrate_v2(struct store *st, const char *id, struct cs_err *e)
 		    "%d (expected %d)", st->repo, v, STORE_SCHEMA_VERSION);
 		goto fail;
 	}
-	if (db_exec(st, SNAPSHOTS_V3_SQL
+	/* Under the write lock: two writers upgrading at once agree. */
+	if (repo_id_ensure(st, id, e) < 0 ||
+	    db_exec(st, SNAPSHOTS_V3_SQL
 	    "INSERT INTO snapshots_v3(id, started_at, finished_at, status, "
 	    "initiator, config, reason, digest, lock) SELECT id, started_at, "
 	    "finished_at, status, initiator, config, reason, digest, lock "
 	    "FROM snapshots;"
 	    "DROP TABLE snapshots;"
 	    "ALTER TABLE snapshots_v3 RENAME TO snapshots;"
-	    REPO_ID_TABLE_SQL
-	    "DELETE FROM repository;", e) < 0 ||
-	    db_prepare(st, "INSERT INTO repository(id) VALUES (?)", &s, e) < 0)
-		goto fail;
-	sqlite3_bind_text(s, 1, id, -1, SQLITE_STATIC);
-	if (sqlite3_step(s) != SQLITE_DONE) {
-		db_fail(st, e, "migrating the manifest");
-		goto fail;
-	}
-	sqlite3_finalize(s);
-	s = NULL;
-	if (db_exec(st, "PRAGMA user_version = " STR(STORE_SCHEMA_VERSION),
+	    REPO_ID_TABLE_SQL, e) < 0 ||
+	    repo_id_store(st, id, e) < 0 ||
+	    db_exec(st, "PRAGMA user_version = " STR(STORE_SCHEMA_VERSION),
 	    e) < 0 || db_commit(st, e) < 0)
 		goto fail;
 	return 0;
 fail:
-	sqlite3_finalize(s);
 	db_rollback(st);
 	return -1;
 }

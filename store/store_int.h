@@ -57,13 +57,17 @@ struct store {
 
 /* migrate.c: upgrade a version 1 manifest to 2, and 2 to 3, in place
  * (one transaction each). migrate_v2 needs foreign keys off; it gives
- * the repository the identity id (repo_id_ensure's). */
+ * the repository its identity (repo_id_ensure's). */
 int migrate_v1(struct store *st, struct cs_err *e);
-int migrate_v2(struct store *st, const char *id, struct cs_err *e);
+int migrate_v2(struct store *st, struct cs_err *e);
 /* manifest.c: the identity in blobs/.repository-id, created (atomically,
  * random) unless it is there already; called inside the transaction
  * that stores it in the manifest. */
 int repo_id_ensure(struct store *st, char id[40], struct cs_err *e);
+/* Store id as the manifest's identity (inside a write transaction). */
+int repo_id_store(struct store *st, const char *id, struct cs_err *e);
+/* PRAGMA user_version; -1 with e set when the file is not a database. */
+int schema_version(struct store *st, int *version, struct cs_err *e);
 #define REPO_ID_TABLE_SQL \
     "CREATE TABLE IF NOT EXISTS repository(id TEXT NOT NULL);"
 
