@@ -314,7 +314,8 @@ prune_dir(struct store *st, const char *dir, char **ref, size_t nref,
 		if (!is_hex(d->d_name, SHA_HEX_LEN - 1))
 			continue;	/* not ours: leave it */
 		key = d->d_name;
-		if (bsearch(&key, ref, nref, sizeof(*ref), str_cmp) != NULL) {
+		if (nref > 0 &&
+		    bsearch(&key, ref, nref, sizeof(*ref), str_cmp) != NULL) {
 			r->kept++;
 			continue;
 		}
