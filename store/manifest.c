@@ -477,22 +477,26 @@ db_uri(const char *path, const char *query, char *out, size_t outsz)
 	return k < 0 || (size_t)k >= outsz - n ? -1 : 0;
 }
 
-/* A reader's connection. In a writable repository: read-only, sharing
- * the WAL with writers as usual (SQLite may leave its empty -wal and
- * -shm files, as any reader of a WAL database does). In a read-only one
- * nobody can write, so it is opened immutable (no -shm, no locks), unless
- * manifest.db-wal still holds transactions that were never merged: then
- * they are read through the existing -shm, opened read-only. */
+/* A reader's connection (query_only, set by the caller). In a read-only
+ * repository nobody can write, so it is opened immutable (no -shm, no
+ * locks), unless manifest.db-wal still holds transactions that were never
+ * merged: then they are read through the existing -shm, opened read-only.
+ * In a writable one it shares the WAL with writers as usual; it is opened
+ * read-write only so that SQLite, when it is the last connection, removes
+ * the -wal and -shm files it made, leaving the directory as it was (a
+ * read-only connection would leave them behind). */
 static int
 open_reader(struct store *st, const char *dbpath, struct cs_err *e)
 {
 	char wal[PATH_MAX + 8], shm[PATH_MAX + 8], uri[3 * PATH_MAX + 64];
-	const char *q = "mode=ro";
+	const char *q = "mode=rw";
+	int flags = SQLITE_OPEN_READWRITE;
 	struct stat sb;
 
 	snprintf(wal, sizeof(wal), "%s-wal", dbpath);
 	snprintf(shm, sizeof(shm), "%s-shm", dbpath);
 	if (marked_readonly(st->repo) || marked_readonly(dbpath)) {
+		flags = SQLITE_OPEN_READONLY;
 		if (stat(wal, &sb) < 0 || sb.st_size == 0)
 			q = "mode=ro&immutable=1";
 		else if (access(shm, F_OK) == 0)
@@ -506,8 +510,8 @@ open_reader(struct store *st, const char *dbpath, struct cs_err *e)
 	}
 	if (db_uri(dbpath, q, uri, sizeof(uri)) < 0)
 		return cs_errf(e, "repository path too long: %s", st->repo);
-	if (sqlite3_open_v2(uri, &st->db, SQLITE_OPEN_READONLY |
-	    SQLITE_OPEN_URI | SQLITE_OPEN_NOFOLLOW, NULL) != SQLITE_OK)
+	if (sqlite3_open_v2(uri, &st->db, flags | SQLITE_OPEN_URI |
+	    SQLITE_OPEN_NOFOLLOW, NULL) != SQLITE_OK)
 		return db_fail(st, e, "open manifest.db");
 	return 0;
 }

@@ -91,7 +91,7 @@ test_expect_success 'agent killed while the coordinator copies its state: aborte
 	recovered
 '
 
-test_expect_success 'coordinator killed while it copies: the next ls shows it aborted' '
+test_expect_success 'coordinator killed while it copies: ls shows it stale, the next writer aborts it' '
 	export CUTSNAP_FAULT=coord-copy-delay:1500 &&
 	snapshot_bg --initiator C --timeout 20 &&
 	unset CUTSNAP_FAULT &&
@@ -100,6 +100,10 @@ test_expect_success 'coordinator killed while it copies: the next ls shows it ab
 	kill -KILL "$child" &&
 	{ wait "$SNAP_PID"; true; } &&
 	expect_eq "$(snap_status "$id")" running "row before anyone looked" &&
+	expect_ok ls -r "$REPO" --json &&
+	json_check "[(s[\"status\"], s[\"stale\"]) for s in d if s[\"id\"] == $id] == [(\"running\", True)]" &&
+	expect_eq "$(snap_status "$id")" running "row after ls (a reader)" &&
+	expect_ok prune -r "$REPO" --dry-run &&
 	expect_ok ls -r "$REPO" &&
 	{ grep -Eq "^ *$id .* aborted " "$OUT" || { show_out; false; }; } &&
 	{ reason_of "$id" | grep -q "coordinator exited" ||
@@ -116,7 +120,9 @@ test_expect_success 'coordinator killed while agents record: aborted, next snaps
 	id=$(last_id) && kill -KILL "$(snap_child)" &&
 	{ wait "$SNAP_PID"; true; } &&
 	expect_ok verify -r "$REPO" "$FIRST" &&
-	expect_eq "$(snap_status "$id")" aborted "status after verify" &&
+	expect_eq "$(snap_status "$id")" running "status after verify (a reader)" &&
+	expect_ok forget -r "$REPO" --keep-within 1h --dry-run &&
+	expect_eq "$(snap_status "$id")" aborted "status after forget (a writer)" &&
 	wait_for 10 agents_idle &&
 	expect_ok channel -c "$CONF" release B C &&
 	take_snapshot --initiator B &&
