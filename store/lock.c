@@ -185,8 +185,10 @@ lock_conflicts(struct store *st, const char *keep, struct cs_err *e)
 	    (int)sizeof(dir))
 		return cs_errf(e, "repository path too long: %s", st->repo);
 	if ((dp = opendir(dir)) == NULL) {
-		if (reader && errno == ENOENT)
-			return 0;	/* nobody has ever locked it */
+		/* Nobody has ever locked it, or we may not look: the flock
+		 * on REPO still keeps forget and prune away. */
+		if (reader && (errno == ENOENT || errno == EACCES))
+			return 0;
 		return cs_errno(e, "repository %s: read %s", st->repo, dir);
 	}
 	while (rc == 0 && (d = readdir(dp)) != NULL) {

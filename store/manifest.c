@@ -285,7 +285,14 @@ check_identity(struct store *st, struct cs_err *e)
 
 	if (st->version < 3)
 		return 0;	/* read without an upgrade: no identity yet */
-	if (manifest_id(st, e) < 0 || (rc = repo_id_file(st, blobs_id, e)) < 0)
+	if (manifest_id(st, e) < 0)
+		return -1;
+	/* A reader that may not look into blobs/ can read no snapshot's
+	 * data either: ls then shows the manifest's identity unchecked. */
+	if (st->mode == STORE_READ && access(st->blobs, X_OK) < 0 &&
+	    errno == EACCES)
+		return 0;
+	if ((rc = repo_id_file(st, blobs_id, e)) < 0)
 		return -1;
 	if (rc == 1)
 		return cs_errf(e, "repository %s: blobs/" REPO_ID_FILE " is "
@@ -481,6 +488,8 @@ db_uri(const char *path, const char *query, char *out, size_t outsz)
  * repository nobody can write, so it is opened immutable (no -shm, no
  * locks), unless manifest.db-wal still holds transactions that were never
  * merged: then they are read through the existing -shm, opened read-only.
+ * (A repository its owner can write but we cannot may get a writer
+ * after we opened it immutable; that is read when no snapshot runs.)
  * In a writable one it shares the WAL with writers as usual; it is opened
  * read-write only so that SQLite, when it is the last connection, removes
  * the -wal and -shm files it made, leaving the directory as it was (a
@@ -496,11 +505,16 @@ open_reader(struct store *st, const char *dbpath, struct cs_err *e)
 	snprintf(wal, sizeof(wal), "%s-wal", dbpath);
 	snprintf(shm, sizeof(shm), "%s-shm", dbpath);
 	if (marked_readonly(st->repo) || marked_readonly(dbpath)) {
+		/* A -wal exists while any connection is open (or one died):
+		 * go through its -shm, which copes with a live writer.
+		 * Immutable only when no connection has the manifest open. */
 		flags = SQLITE_OPEN_READONLY;
-		if (stat(wal, &sb) < 0 || sb.st_size == 0)
+		if (stat(wal, &sb) < 0)
 			q = "mode=ro&immutable=1";
 		else if (access(shm, F_OK) == 0)
 			q = "mode=ro&readonly_shm=1";
+		else if (sb.st_size == 0)
+			q = "mode=ro&immutable=1";
 		else
 			return cs_errf(e, "repository %s: manifest.db-wal "
 			    "holds changes not yet merged into manifest.db and "
