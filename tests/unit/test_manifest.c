@@ -1,6 +1,7 @@
 /* test_manifest.c - the repository's manifest: open/create/reopen, schema
  * version, non-database files; begin, commit, list, abort; a refused
- * commit changes nothing; the digest catches edited and deleted rows. */
+ * commit changes nothing; the digest catches edited and deleted rows; a
+ * reader writes nothing. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -424,6 +425,71 @@ digest_catches_edited_and_deleted_rows(void **state)
 	assert_true(has(&p, digest));
 }
 
+/* The names in dir, sorted, joined by spaces, into out. */
+static void
+names(const char *dir, char *out, size_t outsz)
+{
+	char cmd[256];
+	FILE *p;
+	size_t n;
+
+	snprintf(cmd, sizeof(cmd), "ls -A %s | sort | tr '\\n' ' '", dir);
+	assert_non_null(p = popen(cmd, "r"));
+	n = fread(out, 1, outsz - 1, p);
+	out[n] = '\0';
+	pclose(p);
+}
+
+/* A reader (STORE_READ) writes nothing: no lock file, no WAL files left,
+ * no upgrade; it may not take the exclusive lock; an exclusive holder
+ * (forget/prune) keeps it out and it keeps them out. */
+static void
+reader_writes_nothing(void **state)
+{
+	struct fix *f = *state;
+	struct store *st, *w;
+	struct snap_info *v;
+	struct cs_err e;
+	char before[512], after[512], locks[160];
+	uint64_t id;
+	size_t n;
+
+	assert_int_equal(store_open(f->repo, STORE_CREATE, &st, &e), 0);
+	assert_int_equal(store_begin_snapshot(st, "A", "", test_uid(), &id,
+	    &e), 0);
+	assert_int_equal(store_abort_snapshot(st, id, "test", &e), 0);
+	assert_string_not_equal(store_repo_id(st), "");
+	store_close(st);
+	snprintf(locks, sizeof(locks), "%s/locks", f->repo);
+	names(f->repo, before, sizeof(before));
+	assert_int_equal(store_open(f->repo, STORE_READ, &st, &e), 0);
+	assert_int_equal(store_lock(st, 0, &e), 0);
+	assert_int_equal(store_lock(st, 1, &e), -1);
+	assert_non_null(strstr(e.msg, "opened to read only"));
+	assert_int_equal(store_list(st, &v, &n, &e), 0);
+	assert_int_equal(n, 1);
+	assert_string_equal(v[0].repo_id, store_repo_id(st));
+	free(v);
+	/* While it reads, an exclusive lock is refused. */
+	assert_int_equal(store_open(f->repo, STORE_WRITE, &w, &e), 0);
+	assert_int_equal(store_lock(w, 1, &e), -1);
+	assert_non_null(strstr(e.msg, "is being read"));
+	store_close(w);
+	store_close(st);
+	names(f->repo, after, sizeof(after));
+	assert_string_equal(before, after);
+	names(locks, after, sizeof(after));
+	assert_string_equal(after, "");
+	/* And an exclusive holder keeps a reader out. */
+	assert_int_equal(store_open(f->repo, STORE_WRITE, &w, &e), 0);
+	assert_int_equal(store_lock(w, 1, &e), 0);
+	assert_int_equal(store_open(f->repo, STORE_READ, &st, &e), 0);
+	assert_int_equal(store_lock(st, 0, &e), -1);
+	assert_non_null(strstr(e.msg, "locked exclusively"));
+	store_close(st);
+	store_close(w);
+}
+
 int
 main(void)
 {
@@ -444,6 +510,8 @@ main(void)
 		    teardown),
 		cmocka_unit_test_setup_teardown(
 		    digest_catches_edited_and_deleted_rows, setup, teardown),
+		cmocka_unit_test_setup_teardown(reader_writes_nothing, setup,
+		    teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
