@@ -509,6 +509,7 @@ open_reader(struct store *st, const char *dbpath, struct cs_err *e)
 		 * go through its -shm, which copes with a live writer.
 		 * Immutable only when no connection has the manifest open. */
 		flags = SQLITE_OPEN_READONLY;
+		st->readonly = 1;
 		if (stat(wal, &sb) < 0)
 			q = "mode=ro&immutable=1";
 		else if (access(shm, F_OK) == 0)

@@ -13,6 +13,8 @@
 struct store {
 	sqlite3 *db;		/* REPO/manifest.db, owned */
 	int mode;		/* enum store_mode */
+	int readonly;		/* a reader of a read-only repository (see
+				 * open_reader): nothing may be moved there */
 	int version;		/* the manifest's schema version */
 	int dir_fd;		/* REPO, flocked: shared by a reader,
 				 * exclusive by forget/prune; or -1 */
