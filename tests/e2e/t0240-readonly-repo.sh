@@ -144,6 +144,20 @@ test_expect_success 'chmod -R a-w: snapshot, forget and prune refuse to write it
 	chmod -R u+w "$REPO"
 '
 
+test_expect_success 'chmod -R a-w: verify of a damaged chunk reports it and moves nothing (no quarantine)' '
+	p=$(chunk_paths "$GOOD" A | head -n 1) && [ -f "$p" ] &&
+	flip_byte "$p" 0 &&
+	chmod -R a-w "$REPO" &&
+	save_state &&
+	expect_exit 1 verify -r "$REPO" "$GOOD" &&
+	grep -q "^problem: .*agent A: chunk .*mismatch" "$OUT" &&
+	state_unchanged &&
+	[ ! -e "$REPO/quarantine" ] &&
+	chmod -R u+w "$REPO" &&
+	flip_byte "$p" 0 &&
+	expect_ok verify -r "$REPO" "$GOOD"
+'
+
 if ro true 2>/dev/null && ! ro touch "$REPO/.probe" 2>/dev/null; then
 	HAVE_RO=1
 else
