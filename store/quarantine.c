@@ -17,8 +17,10 @@ blob_quarantine(struct store *st, const char *hex, struct cs_err *e)
 {
 	char src[PATH_MAX], dir[PATH_MAX], dst[PATH_MAX], sub[PATH_MAX];
 
-	if (st->readonly)	/* also when root could write it anyway */
-		return cs_errf(e, "repository %s is read-only", st->repo);
+	if (st->readonly) {	/* also when root could write it anyway */
+		errno = EROFS;
+		return cs_errno(e, "repository %s", st->repo);
+	}
 	if (blob_path(st, hex, src, sizeof(src), e) < 0)
 		return -1;
 	if (snprintf(dir, sizeof(dir), "%s/quarantine", st->repo) >=
