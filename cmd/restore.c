@@ -42,7 +42,9 @@ static const char usage_text[] =
     "While it verifies and writes, a progress line (bytes done of total,\n"
     "rate, ETA, current agent) is drawn on stderr when it is a terminal.\n"
     "\n"
-    "Only reads REPO: it works on read-only media and changes nothing.\n"
+    "It never writes the manifest or a lock file and works on read-only\n"
+    "media (a read-only mount, a chmod -R a-w copy), where it changes\n"
+    "nothing at all.\n"
     "\n"
     "Exit status: 0 restored, 1 refused or failed, 2 bad usage, bad config,\n"
     "no such snapshot ID, or a bad repository.\n";

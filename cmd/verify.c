@@ -40,7 +40,9 @@ static const char usage_text[] =
     "While blobs are hashed a progress line (bytes done of total, rate,\n"
     "ETA, current agent) is drawn on stderr when it is a terminal.\n"
     "\n"
-    "Only reads REPO: it works on read-only media and changes nothing.\n"
+    "It never writes the manifest or a lock file and works on read-only\n"
+    "media (a read-only mount, a chmod -R a-w copy), where it changes\n"
+    "nothing at all.\n"
     "\n"
     "Exit status: 0 ok, 1 problems found or no complete snapshot, 2 bad\n"
     "usage, no such snapshot ID, or a bad repository.\n";
