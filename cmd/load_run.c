@@ -67,7 +67,7 @@ snapper_main(void *arg)
 		rc = coord_snapshot(s->o->c, &co, &v->id, &e);
 		v->end_us = load_now_us() - s->t0_us;
 		v->ok = rc == 0;
-		if (rc == -1 && s->first_failure[0] == '\0')
+		if (rc < 0 && s->first_failure[0] == '\0')
 			cmd_snapshot_error(v->id, e.msg, s->first_failure,
 			    sizeof(s->first_failure));
 	}
