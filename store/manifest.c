@@ -572,6 +572,12 @@ store_open(const char *repo, int mode, struct store **out,
 		    repo);
 		goto fail;
 	}
+	if (mode != STORE_READ && access(dbpath, F_OK) == 0 &&
+	    marked_readonly(dbpath)) {
+		cs_errf(e, "repository %s is read-only (its manifest.db); this "
+		    "command writes to it", repo);
+		goto fail;
+	}
 	if (mode == STORE_READ) {
 		if (open_reader(st, dbpath, e) < 0)
 			goto fail;
