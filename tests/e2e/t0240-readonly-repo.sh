@@ -9,6 +9,10 @@
 # writing commands refuse a read-only repository.
 . "$(dirname "$0")/lib.sh"
 
+# Set by the cases; empty (not unset) if one of them failed.
+# shellcheck disable=SC2034 # used inside the test bodies
+FIRST='' GOOD='' STALE='' LIVE=''
+
 # repo_state: every entry of REPO (type, mode, path) and every file's
 # SHA-256; STATE_N counts the files hashed.
 repo_state () {

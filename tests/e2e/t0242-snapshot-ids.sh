@@ -5,6 +5,10 @@
 # command, which keeps every snapshot verifying.
 . "$(dirname "$0")/lib.sh"
 
+# Set by the cases; empty (not unset) if one of them failed.
+# shellcheck disable=SC2034 # used inside the test bodies
+S1='' S2='' ABORTED=''
+
 # aborted_snapshot: a snapshot that times out (its marker held on A->B).
 aborted_snapshot () {
 	expect_ok channel -c "$CONF" hold A B &&

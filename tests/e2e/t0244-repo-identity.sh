@@ -6,6 +6,10 @@
 # manifest refers to none, without --force.
 . "$(dirname "$0")/lib.sh"
 
+# Set by the cases; empty (not unset) if one of them failed.
+# shellcheck disable=SC2034 # used inside the test bodies
+LAST='' ID='' OTHER=''
+
 nblobs () { find "$1/blobs" -type f -name '[0-9a-f]*' | wc -l; }
 nref () { sql "select count(distinct lower(sha256)) from agent_chunks"; }
 
