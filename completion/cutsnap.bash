@@ -80,7 +80,7 @@ _cutsnap()
 	restore) opts="-r --repo -c --config -a --agent -k --key -j --json
 	    -q --quiet -v --verbose --help" ;;
 	load) opts="-c --config -r --repo --seconds --clients --threads
-	    --snapshot-every --max-amount --initial -j --json --help" ;;
+	    --snapshot-every --max-amount --initial --no-drain -j --json --help" ;;
 	forget) opts="-r --repo -l --keep-last -w --keep-within -f --force
 	    -n --dry-run -j --json --help" ;;
 	prune) opts="-r --repo -f --force -n --dry-run -j --json --help" ;;
