@@ -30,6 +30,12 @@
 #define OUT_HIGH_WATER	(64u << 20)	/* stop reading a client above this */
 #define CH_PUMP_LIMIT	(1u << 20)	/* channel bytes buffered per socket */
 #define HOLD_CAP	65536u		/* held-back messages per channel */
+/* Entries an outgoing channel keeps in memory; the rest of its backlog is
+ * read back from the data file as the window drains. */
+#define OUT_WINDOW	4096u
+/* release --reverse delivers in reversed windows of at most this many
+ * entries, so the receiver never holds back HOLD_CAP messages. */
+#define REV_WINDOW	4096u
 #define BACKOFF_MIN_MS	50
 #define BACKOFF_MAX_MS	1000
 #define IN_CAP		(WIRE_MAX_FRAME + WIRE_HDR_LEN)
@@ -80,6 +86,7 @@ struct qent {
 	uint64_t off;		/* log offset it waits for (0: durable) */
 	uint8_t *payload;	/* MSG: chmsg bytes, heap */
 	size_t len;
+	int arranged;		/* placed by a reversed window */
 };
 
 /* Channel self->dst. */
@@ -91,6 +98,16 @@ struct outch {
 	struct qent *q;		/* live entries are q[qh, qt) */
 	size_t qh, qt, qcap;
 	size_t w;		/* q[qh, qh+w) are written */
+	/* The backlog beyond the window (INTERNALS.md, "Channels"):
+	 * messages f_lo..f_hi (f_lo == 0: none) are only in the data file,
+	 * from the record boundary f_off on; markers queued behind them wait
+	 * in fm[0, nfm), each to go right after message fm[i].seq. The
+	 * queue's order is q[qh, qt), then that file part. */
+	uint64_t f_lo, f_hi, f_off;
+	struct qent *fm;
+	size_t nfm, capfm;
+	uint64_t rev_upto;	/* release --reverse: unwritten messages up
+				 * to this seq go in reversed windows */
 	int64_t retry_at;	/* monotonic ms of the next connect, 0: none */
 	int backoff_ms;
 	int logged_down;	/* "down" logged since the last "up" */
@@ -260,6 +277,7 @@ int outch_timeout(struct agent *a, int64_t now);
 /* Hold, or release with mode (enum release_mode); -1 out of memory. */
 int outch_hold(struct agent *a, int dst, int hold, int mode);
 size_t outch_queued(const struct agent *a, int dst);
+size_t outch_unacked(const struct agent *a, int dst);	/* messages */
 
 /* inch.c */
 int inch_init(struct agent *a);

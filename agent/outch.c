@@ -33,19 +33,17 @@ qent_free(struct qent *q)
 	q->payload = NULL;
 }
 
-int
-outch_enqueue(struct agent *a, int dst, enum qkind kind, uint64_t seq,
-    const struct snapuid *snap, uint64_t off, const uint8_t *payload,
-    size_t len)
+/* Append e (its payload now owned by the queue) at the window's tail. */
+static int
+win_push(struct outch *o, const struct qent *e)
 {
-	struct outch *o = &a->out[dst];
-	struct qent *q, *nq;
+	struct qent *nq;
 	size_t ncap;
 
 	if (o->qt == o->qcap) {
 		if (o->qh > 0 && o->qh >= o->qcap / 2) {
 			memmove(o->q, o->q + o->qh,
-			    (o->qt - o->qh) * sizeof(*q));
+			    (o->qt - o->qh) * sizeof(*nq));
 			o->qt -= o->qh;
 			o->qh = 0;
 		} else {
@@ -56,28 +54,170 @@ outch_enqueue(struct agent *a, int dst, enum qkind kind, uint64_t seq,
 			o->qcap = ncap;
 		}
 	}
-	q = &o->q[o->qt];
-	memset(q, 0, sizeof(*q));
-	q->kind = kind;
-	q->seq = seq;
-	if (snap != NULL)
-		q->snap = *snap;
-	q->off = off;
-	if (kind == Q_MSG) {
-		if ((q->payload = malloc(len ? len : 1)) == NULL)
-			return -1;
-		memcpy(q->payload, payload, len);
-		q->len = len;
-	}
-	o->qt++;
+	o->q[o->qt++] = *e;
 	return 0;
+}
+
+/* Move the markers that wait behind the file part and go before message
+ * seq (those after a message < seq) into the window, in order. */
+static int
+fm_flush(struct outch *o, uint64_t seq)
+{
+	size_t i = 0;
+	int rc = 0;
+
+	while (i < o->nfm && o->fm[i].seq < seq) {
+		if (win_push(o, &o->fm[i]) == -1) {
+			rc = -1;
+			break;
+		}
+		i++;
+	}
+	memmove(o->fm, o->fm + i, (o->nfm - i) * sizeof(*o->fm));
+	o->nfm -= i;
+	return rc;
+}
+
+/* The peer has applied up to k: nothing of the file part up to k is
+ * needed any more (after a restart the receiver may be ahead of the
+ * acknowledgements the log noted). */
+static int
+file_acked(struct outch *o, uint64_t k)
+{
+	if (o->f_lo == 0 || o->f_lo > k)
+		return 0;
+	if (k < o->f_hi) {
+		o->f_lo = k + 1;
+		return fm_flush(o, o->f_lo);
+	}
+	o->f_lo = o->f_hi = 0;
+	return fm_flush(o, UINT64_MAX);
+}
+
+/* A message whose SEND record is the one appended last (its offset starts
+ * the file part when the window is full), or a marker. */
+int
+outch_enqueue(struct agent *a, int dst, enum qkind kind, uint64_t seq,
+    const struct snapuid *snap, uint64_t off, const uint8_t *payload,
+    size_t len)
+{
+	struct outch *o = &a->out[dst];
+	struct qent e, *nm;
+	size_t ncap;
+
+	memset(&e, 0, sizeof(e));
+	e.kind = kind;
+	e.seq = seq;
+	if (snap != NULL)
+		e.snap = *snap;
+	e.off = off;
+	if (kind == Q_MSG &&
+	    (o->f_lo != 0 || o->qt - o->qh >= OUT_WINDOW)) {
+		/* The backlog stays in the file: memory does not grow
+		 * with it. */
+		if (o->f_lo == 0) {
+			o->f_lo = seq;
+			o->f_off = datalog_last_off(a->dl);
+		}
+		o->f_hi = seq;
+		return 0;
+	}
+	if (kind == Q_MARKER && o->f_lo != 0) {
+		if (o->nfm == o->capfm) {
+			ncap = o->capfm ? o->capfm * 2 : 8;
+			if ((nm = realloc(o->fm, ncap * sizeof(*nm))) == NULL)
+				return -1;
+			o->fm = nm;
+			o->capfm = ncap;
+		}
+		o->fm[o->nfm++] = e;
+		return 0;
+	}
+	if (kind == Q_MSG) {
+		if ((e.payload = malloc(len ? len : 1)) == NULL)
+			return -1;
+		memcpy(e.payload, payload, len);
+		e.len = len;
+	}
+	if (win_push(o, &e) == -1) {
+		free(e.payload);
+		return -1;
+	}
+	return 0;
+}
+
+struct fill {
+	struct agent *a;
+	int d;
+	size_t room;		/* entries the window may still take */
+};
+
+/* One SEND read back from the file: the next message of the file part. */
+static int
+fill_one(void *ctx, uint64_t seq, const uint8_t *msg, size_t len)
+{
+	struct fill *f = ctx;
+	struct outch *o = &f->a->out[f->d];
+	struct qent e;
+
+	if (seq != o->f_lo) {
+		log_error("channel %s>%s: the data file has seq %llu where "
+		    "%llu was expected", f->a->name, dname(f->a, f->d),
+		    (unsigned long long)seq, (unsigned long long)o->f_lo);
+		return -1;
+	}
+	if (fm_flush(o, seq) == -1)
+		return -1;
+	memset(&e, 0, sizeof(e));
+	e.kind = Q_MSG;
+	e.seq = seq;
+	e.len = len;
+	if ((e.payload = malloc(len ? len : 1)) == NULL)
+		return -1;
+	memcpy(e.payload, msg, len);
+	if (win_push(o, &e) == -1) {
+		free(e.payload);
+		return -1;
+	}
+	if (seq == o->f_hi) {
+		o->f_lo = o->f_hi = 0;
+		return fm_flush(o, UINT64_MAX) == -1 ? -1 : 1;
+	}
+	o->f_lo = seq + 1;
+	return --f->room == 0;
+}
+
+/* Read the next messages of the file part into the window: when it is at
+ * most half full, or (force) whenever it has room. Only durable records
+ * are read, so what comes back may leave at once. A read error or a
+ * damaged record is fatal for the agent: its file cannot be trusted. */
+static void
+outch_fill(struct agent *a, int d, int force)
+{
+	struct outch *o = &a->out[d];
+	size_t have = o->qt - o->qh;
+	struct fill f;
+	struct cs_err e;
+
+	if (o->f_lo == 0 || have >= OUT_WINDOW ||
+	    (!force && have > OUT_WINDOW / 2))
+		return;
+	f.a = a;
+	f.d = d;
+	f.room = OUT_WINDOW - have;
+	if (datalog_read_sends(a->dl, dname(a, d), &o->f_off, o->f_lo,
+	    fill_one, &f, &e) == -1) {
+		log_error("channel %s>%s: reading unacknowledged messages "
+		    "back: %s; exiting", a->name, dname(a, d), e.msg);
+		a->fatal = 1;
+	}
 }
 
 int
 outch_init(struct agent *a, struct cs_err *e)
 {
 	const struct dl_state *st = datalog_state(a->dl);
-	const struct dl_send *s;
+	const struct wm *s;
 	uint64_t acked;
 	size_t i;
 	int d;
@@ -91,9 +231,13 @@ outch_init(struct agent *a, struct cs_err *e)
 		a->out[d].backoff_ms = BACKOFF_MIN_MS;
 		a->out[d].retry_at = 1;	/* connect at once */
 	}
-	/* Unacknowledged sends of the log, already durable (offset 0). */
-	for (i = 0; i < st->nsends; i++) {
-		s = &st->sends[i];
+	/* Unacknowledged sends of the log, already durable: the whole
+	 * backlog starts as the file part and is read in as it is sent. */
+	for (i = 0; i < st->sent.n; i++) {
+		s = &st->sent.v[i];
+		acked = wm_get(&st->acked, s->peer);
+		if (s->seq <= acked)
+			continue;
 		if ((d = cfg_find(a->c, s->peer)) == -1 ||
 		    !a->out[d].configured) {
 			log_warn("data file has unacknowledged messages to %s, "
@@ -101,17 +245,15 @@ outch_init(struct agent *a, struct cs_err *e)
 			    "not sent", s->peer);
 			continue;
 		}
-		acked = wm_get(&st->acked, s->peer);
-		if (s->seq <= acked)
-			continue;
-		if (outch_enqueue(a, d, Q_MSG, s->seq, NULL, 0, s->msg,
-		    s->len) == -1)
-			return cs_errf(e, "out of memory");
+		a->out[d].f_lo = acked + 1;
+		a->out[d].f_hi = s->seq;
+		a->out[d].f_off = wm_get(&st->sendoff, s->peer);
+		if (a->out[d].f_off < DL_HEADER_LEN)
+			a->out[d].f_off = DL_HEADER_LEN;	/* scan it all */
+		log_info("channel %s>%s: %llu unacknowledged messages to "
+		    "resend", a->name, dname(a, d),
+		    (unsigned long long)(s->seq - acked));
 	}
-	for (d = 0; d < a->n; d++)
-		if (a->out[d].qt > 0)
-			log_info("channel %s>%s: %zu unacknowledged messages "
-			    "to resend", a->name, dname(a, d), a->out[d].qt);
 	return 0;
 }
 
@@ -127,6 +269,7 @@ outch_free(struct agent *a)
 		for (i = a->out[d].qh; i < a->out[d].qt; i++)
 			qent_free(&a->out[d].q[i]);
 		free(a->out[d].q);
+		free(a->out[d].fm);
 	}
 	free(a->out);
 	a->out = NULL;
@@ -137,7 +280,19 @@ outch_queued(const struct agent *a, int dst)
 {
 	const struct outch *o = &a->out[dst];
 
-	return o->qt - o->qh - o->w;
+	return o->qt - o->qh - o->w + o->nfm +
+	    (o->f_lo ? (size_t)(o->f_hi - o->f_lo + 1) : 0);
+}
+
+size_t
+outch_unacked(const struct agent *a, int dst)
+{
+	const struct outch *o = &a->out[dst];
+	size_t i, n = 0;
+
+	for (i = o->qh; i < o->qh + o->w; i++)
+		n += o->q[i].kind == Q_MSG;
+	return n;
 }
 
 static void
@@ -275,6 +430,25 @@ outch_drop(const struct agent *a, struct outch *o, uint64_t upto, int all)
 		o->qh = o->qt = o->w = 0;
 }
 
+/* Pop the written entries at the head that are done with: messages up
+ * to k (acknowledged) and markers (never resent). */
+static void
+pop_written(struct outch *o, uint64_t k)
+{
+	struct qent *q;
+
+	while (o->w > 0) {
+		q = &o->q[o->qh];
+		if (q->kind == Q_MSG && q->seq > k)
+			break;
+		qent_free(q);
+		o->qh++;
+		o->w--;
+	}
+	if (o->qh == o->qt)
+		o->qh = o->qt = o->w = 0;
+}
+
 /* The peer has durably applied up to k: forget those messages and note
  * it in the log (a hint for recovery; never waited for). */
 static int
@@ -283,7 +457,6 @@ outch_acked(struct agent *a, int d, uint64_t k, int welcome)
 	const struct dl_state *st = datalog_state(a->dl);
 	struct outch *o = &a->out[d];
 	struct dl_record rec;
-	struct qent *q;
 
 	if (k > wm_get(&st->sent, dname(a, d))) {
 		log_error("channel %s>%s: peer claims seq %llu applied but "
@@ -300,18 +473,15 @@ outch_acked(struct agent *a, int d, uint64_t k, int welcome)
 	}
 	else {
 		/* Acks are cumulative and the queue is in seq order except
-		 * after a reversal: popping from the head is enough. */
-		while (o->qh < o->qt) {
-			q = &o->q[o->qh];
-			if (q->kind == Q_MSG ? q->seq > k : o->w == 0)
-				break;
-			qent_free(q);
-			o->qh++;
-			if (o->w > 0)
-				o->w--;
-		}
-		if (o->qh == o->qt)
-			o->qh = o->qt = o->w = 0;
+		 * inside a reversed window: popping from the head is
+		 * enough. */
+		pop_written(o, k);
+	}
+	if (file_acked(o, k) == -1) {
+		log_error("out of memory queueing markers on channel %s>%s",
+		    a->name, dname(a, d));
+		a->fatal = 1;
+		return -1;
 	}
 	if (k > wm_get(&st->acked, dname(a, d))) {
 		memset(&rec, 0, sizeof(rec));
@@ -441,7 +611,56 @@ fault_break_at_marker(void)
 	return 1;
 }
 
-/* Write the queue's head entries that may leave now. */
+/* The unwritten entry at the head is due for a reversed window? */
+static int
+rev_due(const struct outch *o, const struct qent *q)
+{
+	return o->rev_upto != 0 && !q->arranged &&
+	    (q->kind == Q_MARKER || q->seq <= o->rev_upto);
+}
+
+/* release --reverse, one window at a time: the next up to REV_WINDOW
+ * unwritten entries that are due (messages up to rev_upto, markers) are
+ * reversed, then the markers among them moved to the front (in that
+ * reversed order). Markers first is what makes the drill safe: a message
+ * sent after a marker must never overtake it, or the receiver would apply
+ * a post-cut message inside its recorded state. Windows, because the
+ * receiver holds back every message that arrives before its turn: one
+ * window at a time it holds fewer than REV_WINDOW (< HOLD_CAP), whatever
+ * the queue's length, since each window's messages follow all of the
+ * previous window's. 0, or -1 (out of memory, nothing changed). */
+static int
+outch_arrange(struct agent *a, int d)
+{
+	struct outch *o = &a->out[d];
+	size_t lo, hi, i, k = 0;
+	struct qent *tmp;
+	int last = 0;
+
+	outch_fill(a, d, 1);
+	lo = o->qh + o->w;
+	for (hi = lo; hi < o->qt && hi - lo < REV_WINDOW &&
+	    rev_due(o, &o->q[hi]); hi++)
+		last |= o->q[hi].kind == Q_MSG && o->q[hi].seq == o->rev_upto;
+	if ((tmp = malloc((hi - lo) * sizeof(*tmp))) == NULL)
+		return -1;
+	for (i = hi; i > lo; i--)
+		if (o->q[i - 1].kind == Q_MARKER)
+			tmp[k++] = o->q[i - 1];
+	for (i = hi; i > lo; i--)
+		if (o->q[i - 1].kind == Q_MSG)
+			tmp[k++] = o->q[i - 1];
+	for (i = 0; i < k; i++)
+		tmp[i].arranged = 1;
+	memcpy(o->q + lo, tmp, (hi - lo) * sizeof(*tmp));
+	free(tmp);
+	if (last)
+		o->rev_upto = 0;	/* the last reversed window */
+	return 0;
+}
+
+/* Write the queue's head entries that may leave now, reading the backlog
+ * in from the data file as the window drains. */
 void
 outch_pump(struct agent *a, int d)
 {
@@ -452,9 +671,22 @@ outch_pump(struct agent *a, int d)
 
 	if (o->conn == NULL || o->conn->dead || !o->up || o->held)
 		return;
+	outch_fill(a, d, 0);
 	wbuf_init(&w);
-	while (o->qh + o->w < o->qt && conn_pending(o->conn) < CH_PUMP_LIMIT) {
+	while (conn_pending(o->conn) < CH_PUMP_LIMIT && !a->fatal) {
+		if (o->qh + o->w == o->qt)
+			outch_fill(a, d, 1);
+		if (o->qh + o->w == o->qt)
+			break;
 		q = &o->q[o->qh + o->w];
+		if (rev_due(o, q)) {
+			if (outch_arrange(a, d) == -1) {
+				log_error("out of memory reversing channel "
+				    "%s>%s", a->name, dname(a, d));
+				break;
+			}
+			q = &o->q[o->qh + o->w];
+		}
 		if (q->off > synced)
 			break;
 		wbuf_reset(&w);
@@ -486,36 +718,13 @@ outch_pump(struct agent *a, int d)
 			    "CUTSNAP_FAULT after a marker");
 			break;
 		}
+		/* A written marker at the head is done with at once (never
+		 * resent): an idle channel keeps none. */
+		pop_written(o, 0);
 	}
 	wbuf_free(&w);
 	if (o->conn != NULL)
 		conn_flush(a, o->conn);
-}
-
-/* Reverse the unwritten entries, then move the markers among them to the
- * front (in that reversed order). Markers first is what makes the drill
- * safe: a message sent after a marker must never overtake it, or the
- * receiver would apply a post-cut message inside its recorded state.
- * 0, or -1 (out of memory, nothing changed). */
-static int
-outch_reverse(struct outch *o)
-{
-	size_t lo = o->qh + o->w, hi = o->qt, i, k = 0;
-	struct qent *tmp;
-
-	if (hi - lo < 2)
-		return 0;
-	if ((tmp = malloc((hi - lo) * sizeof(*tmp))) == NULL)
-		return -1;
-	for (i = hi; i > lo; i--)
-		if (o->q[i - 1].kind == Q_MARKER)
-			tmp[k++] = o->q[i - 1];
-	for (i = hi; i > lo; i--)
-		if (o->q[i - 1].kind == Q_MSG)
-			tmp[k++] = o->q[i - 1];
-	memcpy(o->q + lo, tmp, (hi - lo) * sizeof(*tmp));
-	free(tmp);
-	return 0;
 }
 
 /* The overtaking drill: the first message queued after each unwritten
@@ -547,13 +756,21 @@ outch_hold(struct agent *a, int dst, int hold, int mode)
 {
 	struct outch *o = &a->out[dst];
 
-	if (!hold && mode == RELEASE_REVERSE && outch_reverse(o) == -1)
-		return -1;
-	if (!hold && mode == RELEASE_OVERTAKE)
+	if (!hold && mode == RELEASE_OVERTAKE) {
+		/* The drill works on the entries in memory: bring in what
+		 * the window can hold first. */
+		outch_fill(a, dst, 1);
 		outch_overtake(o);
+	}
 	o->held = hold;
-	if (!hold)
+	if (!hold) {
+		/* Reverse what is queued now; later sends go in order. */
+		o->rev_upto = 0;
+		if (mode == RELEASE_REVERSE && outch_queued(a, dst) > 0)
+			o->rev_upto = wm_get(&datalog_state(a->dl)->sent,
+			    dname(a, dst));
 		outch_pump(a, dst);
+	}
 	return 0;
 }
 

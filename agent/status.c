@@ -56,7 +56,7 @@ collect(struct agent *a, struct agstat *st)
 			c->seq = wm_get(&s->sent, nm);
 			c->acked = wm_get(&s->acked, nm);
 			c->queued = outch_queued(a, d);
-			c->unacked = a->out[d].w;
+			c->unacked = outch_unacked(a, d);
 			c->up = a->out[d].up;
 			c->held = a->out[d].held;
 			c->diverged = a->out[d].diverged;

@@ -222,6 +222,7 @@ dl_state_free(struct dl_state *st)
 	free(st->sent.v);
 	free(st->applied.v);
 	free(st->acked.v);
+	free(st->sendoff.v);
 	for (i = 0; i < st->nsends; i++)
 		free(st->sends[i].msg);
 	free(st->sends);
@@ -316,6 +317,17 @@ apply_send(struct dl_state *st, const struct dl_record *r)
 	size_t ncap;
 	int rc = -1;
 
+	if (st->no_sends) {
+		if (wm_reserve(&st->sent) == -1 ||
+		    wm_reserve(&st->sendoff) == -1 || (tracked(st, r) &&
+		    kvmap_put(st->kv, r->key, r->klen, r->val, r->vlen) == -1))
+			goto out;
+		if (r->seq == wm_get(&st->acked, r->peer) + 1)
+			(void)wm_put(&st->sendoff, r->peer, st->rec_off);
+		(void)wm_put_chain(&st->sent, r->peer, r->seq, r->chain);
+		rc = 0;
+		goto out;
+	}
 	if (st->nsends == st->capsends) {
 		ncap = st->capsends ? st->capsends * 2 : 16;
 		if ((v = realloc(st->sends, ncap * sizeof(*v))) == NULL)
@@ -425,7 +437,7 @@ dl_state_apply(struct dl_state *st, const struct dl_record *r,
 		if (wm_put_chain(&st->acked, r->peer, r->seq,
 		    ac != NULL ? ack_chain : NULL) == -1)
 			goto oom;
-		if (!st->keep_all_sends)
+		if (!st->keep_all_sends && !st->no_sends)
 			drop_acked(st, r->peer, r->seq);
 		break;
 	}
@@ -1034,6 +1046,7 @@ datalog_open(const char *path, struct datalog **out, struct cs_err *e)
 		goto out;
 	}
 	dl->st.by_ref = 1;
+	dl->st.no_sends = 1;
 	dl->fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
 	if (dl->fd == -1) {
 		cs_errno(e, "open %s", path);
@@ -1261,6 +1274,70 @@ datalog_read_value(const struct datalog *dl, const struct kv_entry *ent,
 	}
 	*out = p;
 	return 0;
+}
+
+uint64_t
+datalog_last_off(const struct datalog *dl)
+{
+	return dl->st.rec_off;
+}
+
+int
+datalog_read_sends(struct datalog *dl, const char *dst, uint64_t *off,
+    uint64_t from, dl_send_fn fn, void *ctx, struct cs_err *e)
+{
+	char peer[NAME_MAX_LEN + 1];
+	const uint8_t *p;
+	struct dl_record r;
+	struct cs_err why;
+	struct src s;
+	size_t at = (size_t)*off, rlen;
+	int rc = -1, k = 0;
+
+	memset(&s, 0, sizeof(s));
+	s.fd = dl->fd;
+	s.len = (size_t)dl->synced;
+	if (at < DL_HEADER_LEN || at > s.len) {
+		cs_errf(e, "%s: send cursor %zu out of range", dl->path, at);
+		goto out;
+	}
+	while (k == 0 && s.len - at >= DL_REC_HDR_LEN) {
+		if ((p = src_at(&s, at, DL_REC_HDR_LEN)) == NULL)
+			goto rerr;
+		rlen = le32_get(p);
+		if (rlen == 0 || rlen > DL_MAX_RECORD ||
+		    rlen > s.len - at - DL_REC_HDR_LEN) {
+			cs_errf(e, "%s: corrupt record at offset %zu (bad "
+			    "length)", dl->path, at);
+			goto out;
+		}
+		if ((p = src_at(&s, at, DL_REC_HDR_LEN + rlen)) == NULL)
+			goto rerr;
+		if (rec_crc(p + DL_REC_HDR_LEN, rlen) != le32_get(p + 4) ||
+		    dl_decode(p + DL_REC_HDR_LEN, rlen, &r, peer, &why) == -1) {
+			cs_errf(e, "%s: corrupt record at offset %zu (read "
+			    "back)", dl->path, at);
+			goto out;
+		}
+		at += DL_REC_HDR_LEN + rlen;
+		if (r.type == DL_SEND && r.seq >= from &&
+		    strcmp(r.peer, dst) == 0 &&
+		    (k = fn(ctx, r.seq, r.msg, r.msglen)) == -1) {
+			cs_errf(e, "%s: send to %s seq %llu read back at "
+			    "offset %zu could not be queued", dl->path, dst,
+			    (unsigned long long)r.seq,
+			    at - DL_REC_HDR_LEN - rlen);
+			goto out;
+		}
+		*off = at;
+	}
+	rc = 0;
+	goto out;
+rerr:
+	cs_errno(e, "read %s", dl->path);
+out:
+	free(s.win);
+	return rc;
 }
 
 int

@@ -86,7 +86,9 @@ int wm_put_chain(struct wm_set *s, const char *peer, uint64_t seq,
 const uint8_t *wm_chain(const struct wm_set *s, const char *peer);
 
 /* A message this agent sent: kept while unacknowledged (or always, with
- * keep_all_sends, for verify's cross-check). */
+ * keep_all_sends, for verify's cross-check) by offline replays. A live
+ * data file keeps none in memory (their number is only bounded by how
+ * long a channel is down): datalog_read_sends reads them back. */
 struct dl_send {
 	char peer[NAME_MAX_LEN + 1];	/* dst */
 	uint64_t seq;
@@ -103,9 +105,14 @@ struct dl_state {
 	struct wm_set applied;	/* highest seq applied per src */
 	struct wm_set acked;	/* highest seq acknowledged per dst, with
 				 * the chain at it */
-	struct dl_send *sends;	/* in log order */
+	struct dl_send *sends;	/* in log order (not with no_sends) */
 	size_t nsends, capsends;
 	int keep_all_sends;
+	/* Live data files: keep no sends; instead, per dst, sendoff holds a
+	 * record boundary at or before its first unacknowledged SEND (the
+	 * SEND's own offset when it was the first unacknowledged one). */
+	int no_sends;
+	struct wm_set sendoff;
 	/* When set, only keys it returns 1 for are kept in kv (restore
 	 * needs just the keys its replayed messages add to). */
 	int (*keep)(void *ctx, const uint8_t *key, size_t klen);
@@ -192,6 +199,19 @@ uint64_t datalog_cut_bytes(const struct datalog *dl);	/* torn tail cut */
  * a malloc'ed buffer *out (caller frees). 0, or -1 with e set. */
 int datalog_read_value(const struct datalog *dl, const struct kv_entry *ent,
     uint8_t **out, struct cs_err *e);
+/* Start offset of the record appended last (a record boundary). */
+uint64_t datalog_last_off(const struct datalog *dl);
+/* Read the SEND records to dst back from the file: from the record
+ * boundary *off on, records ending at or before datalog_synced() only,
+ * call fn for each SEND to dst with seq >= from, in log (= seq) order,
+ * until fn returns 1 (stop after this one) or -1 (fail). *off is moved
+ * past the last record read, so a later call goes on from there. Each
+ * record's checksum is checked. 0, or -1 with e set (a read error,
+ * corruption, or fn's failure). The msg bytes are borrowed for the call. */
+typedef int (*dl_send_fn)(void *ctx, uint64_t seq, const uint8_t *msg,
+    size_t len);
+int datalog_read_sends(struct datalog *dl, const char *dst, uint64_t *off,
+    uint64_t from, dl_send_fn fn, void *ctx, struct cs_err *e);
 /* SHA-256 of [0, datalog_end()) without rereading: O(1). */
 int datalog_prefix_sha(const struct datalog *dl, uint8_t out[32]);
 /* The chunk digests of [0, datalog_end()) (chunkhash.h), kept as records
