@@ -106,10 +106,14 @@ int cmd_request(const struct cfg *c, int i, uint8_t type,
  * reply. The caller frees *r with cmd_reply_free in every case. */
 int cmd_key_request(int argc, char **argv, const char *usage_text,
     uint8_t type, struct cmd_reply *r);
-/* STATUS: the agent's pid and one line of text ("" if none). 0, or -1
- * with e set when the agent does not answer. */
+/* STATUS, parsed into st (whatever its size; agstat_free it). 0, or -1
+ * with e set when the agent does not answer or the reply is malformed. */
+struct agstat;
+int cmd_agent_stat(const struct cfg *c, int i, int timeout_ms,
+    struct agstat *st, struct cs_err *e);
+/* STATUS: only the agent's pid. 0, or -1 with e set. */
 int cmd_agent_status(const struct cfg *c, int i, int timeout_ms, pid_t *pid,
-    char *text, size_t textsz, struct cs_err *e);
+    struct cs_err *e);
 
 /* Copy at most n bytes of p into out as one printable line (control bytes
  * become '?'), NUL-terminated. */

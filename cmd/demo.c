@@ -22,6 +22,7 @@
 #include "../common/wire.h"
 #include "../coordinator/coordinator.h"
 #include "../store/store.h"
+#include "../common/agstat.h"
 #include "cmd.h"
 
 #define KEY "bal"
@@ -289,29 +290,17 @@ transfer(struct demo *d, int src, int64_t amount, struct cs_err *e)
 	return rc;
 }
 
-/* Entries queued on src's outgoing channel to dst, from its STATUS line
- * ("... out=A>B:sent=1,acked=0,queued=2,up=1;... ..."); -1 if absent. */
+/* Entries queued on src's outgoing channel to dst in its status; -1 if
+ * it has no such channel. */
 static long
-queued(const char *text, const char *src, const char *dst)
+queued(const struct agstat *st, const char *dst)
 {
-	char pat[2 * NAME_MAX_LEN + 8];
-	const char *p, *end;
+	size_t k;
 
-	if ((p = strstr(text, " out=")) == NULL)
-		return -1;
-	snprintf(pat, sizeof(pat), "%s>%s:", src, dst);
-	for (p += 5; *p != '\0' && *p != ' '; p++) {
-		if ((p[-1] == '=' || p[-1] == ';') &&
-		    strncmp(p, pat, strlen(pat)) == 0)
-			break;
-	}
-	if (*p == '\0' || *p == ' ')
-		return -1;
-	end = strpbrk(p, "; ");
-	p = strstr(p, "queued=");
-	if (p == NULL || (end != NULL && p > end))
-		return -1;
-	return strtol(p + 7, NULL, 10);
+	for (k = 0; k < st->nout; k++)
+		if (strcmp(st->out[k].peer, dst) == 0)
+			return (long)st->out[k].queued;
+	return -1;
 }
 
 /* Start a snapshot in a child process, as "cutsnap snapshot" would run
@@ -397,19 +386,19 @@ out:
 static int
 wait_marker(struct demo *d, int src, struct cs_err *e)
 {
-	char text[4096];
 	int64_t deadline = cmd_now_ms() + WAIT_MARKER_MS;
-	pid_t pid;
+	struct agstat st;
+	long n;
 	int status;
 
 	for (;;) {
 		if (check_interrupted(e) == -1)
 			return -1;
-		if (cmd_agent_status(d->c, src, 2000, &pid, text,
-		    sizeof(text), e) == -1)
+		if (cmd_agent_stat(d->c, src, 2000, &st, e) == -1)
 			return -1;
-		if (queued(text, d->c->agents[src].name,
-		    d->c->agents[1 - src].name) >= 2)
+		n = queued(&st, d->c->agents[1 - src].name);
+		agstat_free(&st);
+		if (n >= 2)
 			return 0;
 		if (waitpid(d->snap_pid, &status, WNOHANG) == d->snap_pid) {
 			d->snap_pid = 0;
@@ -418,8 +407,9 @@ wait_marker(struct demo *d, int src, struct cs_err *e)
 		}
 		if (cmd_now_ms() >= deadline)
 			return cs_errf(e, "no marker queued at %s after %d ms "
-			    "(status: %s)", d->c->agents[src].name,
-			    WAIT_MARKER_MS, text);
+			    "(%ld entries queued to %s)",
+			    d->c->agents[src].name, WAIT_MARKER_MS, n,
+			    d->c->agents[1 - src].name);
 		cmd_sleep_ms(20);
 	}
 }

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../common/agstat.h"
 #include "../common/json.h"
 #include "../common/wire.h"
 #include "../coordinator/coordinator.h"
@@ -72,60 +73,32 @@ static const struct option opts[] = {
 	{ NULL, 0, NULL, 0 },
 };
 
-/* What the agents' status lines add up to. */
+/* What the agents' status replies add up to. */
 struct cluster_stat {
 	uint64_t syncs;		/* fdatasync calls */
 	uint64_t writes;	/* client write requests */
 	int drained;		/* every channel: acked == sent */
 };
 
-/* The unsigned number after "key=" in text, or 0. */
-static uint64_t
-field(const char *text, const char *key)
-{
-	const char *p = strstr(text, key);
-
-	return p ? strtoull(p + strlen(key), NULL, 10) : 0;
-}
-
-/* 1 if every "sent=X,acked=Y" of the status text has X == Y. */
-static int
-channels_drained(const char *text)
-{
-	const char *p = text;
-	char *q;
-	uint64_t s, k;
-
-	while ((p = strstr(p, "sent=")) != NULL) {
-		s = strtoull(p + 5, &q, 10);
-		if (strncmp(q, ",acked=", 7) != 0)
-			return 0;
-		k = strtoull(q + 7, &q, 10);
-		if (s != k)
-			return 0;
-		p = q;
-	}
-	return 1;
-}
-
 static int
 cluster_status(const struct cfg *c, struct cluster_stat *st,
     struct cs_err *e)
 {
-	char text[4200];
-	pid_t pid;
+	struct agstat as;
+	size_t k;
 	int i;
 
 	memset(st, 0, sizeof(*st));
 	st->drained = 1;
 	for (i = 0; i < c->nagents; i++) {
-		if (cmd_agent_status(c, i, STATUS_TIMEOUT_MS, &pid, text,
-		    sizeof(text), e) == -1)
+		if (cmd_agent_stat(c, i, STATUS_TIMEOUT_MS, &as, e) == -1)
 			return -1;
-		st->syncs += field(text, " syncs=");
-		st->writes += field(text, " writes=");
-		if (!channels_drained(text))
-			st->drained = 0;
+		st->syncs += as.syncs;
+		st->writes += as.writes;
+		for (k = 0; k < as.nout; k++)
+			if (as.out[k].seq != as.out[k].acked)
+				st->drained = 0;
+		agstat_free(&as);
 	}
 	return 0;
 }

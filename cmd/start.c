@@ -82,7 +82,7 @@ cmd_start_cluster(const struct cfg *c, int timeout_s, pid_t *pids,
 		goto out;
 	left = 0;
 	for (i = 0; i < c->nagents; i++) {
-		if (cmd_agent_status(c, i, 2000, &p, NULL, 0, &se) == 0) {
+		if (cmd_agent_status(c, i, 2000, &p, &se) == 0) {
 			ready[i] = 1;
 			continue;
 		}
@@ -102,7 +102,7 @@ cmd_start_cluster(const struct cfg *c, int timeout_s, pid_t *pids,
 				continue;
 			if (exited_early(c, i, pid[i], e))
 				goto out;
-			if (cmd_agent_status(c, i, 1000, &p, NULL, 0,
+			if (cmd_agent_status(c, i, 1000, &p,
 			    &se) == 0) {
 				ready[i] = 1;
 				left--;

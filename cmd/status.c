@@ -48,42 +48,6 @@ static const struct option opts[] = {
 	{ NULL, 0, NULL, 0 },
 };
 
-/* Ask agent i for its status and parse it. 0, or -1 with e set. */
-static int
-fetch(const struct cfg *c, int i, struct agstat *st, struct cs_err *e)
-{
-	struct cmd_reply r;
-	struct rbuf rb;
-	const uint8_t *t;
-	size_t tlen;
-	int rc = -1;
-
-	memset(st, 0, sizeof(*st));
-	if (cmd_call(c, i, W_REQ_STATUS, NULL, &r, STATUS_TIMEOUT_MS, e) == -1)
-		return -1;
-	if (r.code != REPLY_OK) {
-		cs_errf(e, "agent %s: status request refused (code %u)",
-		    c->agents[i].name, r.code);
-		goto out;
-	}
-	rbuf_init(&rb, r.body, r.blen);
-	(void)rbuf_u32(&rb);
-	t = rbuf_bytes(&rb, &tlen, AGSTAT_MAX_TEXT);
-	if (!rbuf_done(&rb)) {
-		cs_errf(e, "agent %s: malformed status reply",
-		    c->agents[i].name);
-		goto out;
-	}
-	if (agstat_parse((const char *)t, tlen, st, e) == -1) {
-		cs_errctx(e, "agent %s", c->agents[i].name);
-		goto out;
-	}
-	rc = 0;
-out:
-	cmd_reply_free(&r);
-	return rc;
-}
-
 /* Channels of st whose two ends come from different histories. */
 static size_t
 count_diverged(const struct agstat *st)
@@ -271,7 +235,7 @@ cmd_status(int argc, char **argv)
 		json_arr(&j);
 	}
 	for (i = 0; i < c->nagents; i++) {
-		up = fetch(c, i, &st, &e) == 0;
+		up = cmd_agent_stat(c, i, STATUS_TIMEOUT_MS, &st, &e) == 0;
 		if (!up)
 			down++;
 		else

@@ -80,7 +80,7 @@ cmd_stop_cluster(const struct cfg *c, int timeout_s, struct cs_err *e)
 	if ((pid = calloc((size_t)c->nagents, sizeof(*pid))) == NULL)
 		return cs_errf(e, "out of memory");
 	for (i = 0; i < c->nagents; i++) {
-		if (cmd_agent_status(c, i, 2000, &pid[i], NULL, 0, &se) == -1 ||
+		if (cmd_agent_status(c, i, 2000, &pid[i], &se) == -1 ||
 		    pid[i] <= 0) {
 			pid[i] = 0;	/* not running: nothing to do */
 			continue;

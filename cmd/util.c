@@ -271,8 +271,8 @@ cmd_request(const struct cfg *c, int i, uint8_t type, const struct wbuf *req,
 }
 
 int
-cmd_agent_status(const struct cfg *c, int i, int timeout_ms, pid_t *pid,
-    char *text, size_t textsz, struct cs_err *e)
+cmd_agent_stat(const struct cfg *c, int i, int timeout_ms, struct agstat *st,
+    struct cs_err *e)
 {
 	struct cmd_reply r;
 	struct rbuf rb;
@@ -281,6 +281,7 @@ cmd_agent_status(const struct cfg *c, int i, int timeout_ms, pid_t *pid,
 	uint32_t p;
 	int rc = -1;
 
+	memset(st, 0, sizeof(*st));
 	if (cmd_call(c, i, W_REQ_STATUS, NULL, &r, timeout_ms, e) == -1)
 		return -1;
 	if (r.code != REPLY_OK) {
@@ -296,25 +297,28 @@ cmd_agent_status(const struct cfg *c, int i, int timeout_ms, pid_t *pid,
 		    c->agents[i].name);
 		goto out;
 	}
-	*pid = (pid_t)p;
-	if (text != NULL) {
-		char lead[32];
-		size_t n;
-
-		/* The pid is shown on its own: drop "pid=N " leading the
-		 * text. */
-		n = (size_t)snprintf(lead, sizeof(lead), "pid=%u", p);
-		if (tlen >= n && memcmp(t, lead, n) == 0 &&
-		    (tlen == n || t[n] == ' ')) {
-			t += tlen == n ? n : n + 1;
-			tlen -= tlen == n ? n : n + 1;
-		}
-		cmd_printable(t, tlen, text, textsz);
+	if (agstat_parse((const char *)t, tlen, st, e) == -1) {
+		cs_errctx(e, "agent %s", c->agents[i].name);
+		goto out;
 	}
+	st->pid = (int)p;
 	rc = 0;
 out:
 	cmd_reply_free(&r);
 	return rc;
+}
+
+int
+cmd_agent_status(const struct cfg *c, int i, int timeout_ms, pid_t *pid,
+    struct cs_err *e)
+{
+	struct agstat st;
+
+	if (cmd_agent_stat(c, i, timeout_ms, &st, e) == -1)
+		return -1;
+	*pid = (pid_t)st.pid;
+	agstat_free(&st);
+	return 0;
 }
 
 void

@@ -11,16 +11,29 @@
 static void __attribute__((format(printf, 2, 3)))
 put(struct wbuf *w, const char *fmt, ...)
 {
-	char s[512];
+	char s[256], *h = NULL;
 	va_list ap;
 	int k;
 
+	/* Whatever its length: a field is never cut short. */
 	va_start(ap, fmt);
 	k = vsnprintf(s, sizeof(s), fmt, ap);
 	va_end(ap);
-	if (k > 0)
-		wbuf_put_raw(w, s, (size_t)k < sizeof(s) ? (size_t)k :
-		    sizeof(s) - 1);
+	if (k <= 0)
+		return;
+	if ((size_t)k < sizeof(s)) {
+		wbuf_put_raw(w, s, (size_t)k);
+		return;
+	}
+	if ((h = malloc((size_t)k + 1)) == NULL) {
+		w->oom = 1;
+		return;
+	}
+	va_start(ap, fmt);
+	(void)vsnprintf(h, (size_t)k + 1, fmt, ap);
+	va_end(ap);
+	wbuf_put_raw(w, h, (size_t)k);
+	free(h);
 }
 
 void
