@@ -1,5 +1,7 @@
 /* stop.c - "cutsnap stop": ask every agent to stop and wait until each
  * process has exited. */
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <sys/wait.h>
 
 #include <errno.h>
@@ -11,6 +13,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "../common/datalog.h"
 #include "../common/wire.h"
 #include "cmd.h"
 
@@ -21,13 +24,15 @@ static const char usage_text[] =
     "\n"
     "Stop every running agent of CONF gracefully (each finishes its pending\n"
     "writes) and wait until every agent process has exited. Agents that are\n"
-    "not running are fine.\n"
+    "not running are fine. An agent that does not answer but still holds\n"
+    "its data file's lock (paused, or overloaded) is sent SIGTERM and\n"
+    "waited for like the others.\n"
     "\n"
     "  -c, --config CONF   the cluster config file\n"
     "  -t, --timeout SEC   how long to wait for the agents (default 10)\n"
     "\n"
     "Exit status: 0 once all agents have exited, 1 if one did not exit in\n"
-    "time, 2 bad usage or bad config.\n";
+    "time (named with its pid), 2 bad usage or bad config.\n";
 
 static const struct option opts[] = {
 	{ "config", required_argument, NULL, 'c' },
@@ -36,13 +41,12 @@ static const struct option opts[] = {
 	{ NULL, 0, NULL, 0 },
 };
 
-/* 1 if pid is a zombie: it has exited and only waits for its parent (an
- * agent started by `cutsnap start` is reparented, and a busy or minimal
- * init may reap it late). */
-static int
-zombie(pid_t pid)
+/* The state letter of process pid ("pid (comm) S ..."; comm may hold
+ * spaces and parentheses), or 0 if it cannot be read. */
+static char
+proc_state(pid_t pid)
 {
-	char path[64], buf[256], *p;
+	char path[64], buf[512], *p;
 	ssize_t n;
 	int fd;
 
@@ -54,18 +58,73 @@ zombie(pid_t pid)
 	if (n <= 0)
 		return 0;
 	buf[n] = '\0';
-	/* "pid (comm) S ...": comm may hold spaces and parentheses. */
 	if ((p = strrchr(buf, ')')) == NULL || p[1] != ' ')
 		return 0;
-	return p[2] == 'Z';
+	return p[2];
 }
 
-/* 1 once process pid has exited (reaped here if it was our child). */
+/* 1 once process pid has exited (reaped here if it was our child). A
+ * zombie has exited and only waits for its parent (an agent started by
+ * `cutsnap start` is reparented, and a busy or minimal init may reap it
+ * late). */
 static int
 gone(pid_t pid)
 {
 	(void)waitpid(pid, NULL, WNOHANG);
-	return (kill(pid, 0) == -1 && errno == ESRCH) || zombie(pid);
+	return (kill(pid, 0) == -1 && errno == ESRCH) || proc_state(pid) == 'Z';
+}
+
+/* The pid holding a lock on the file at path, from /proc/locks (its
+ * lines: "N: FLOCK ADVISORY WRITE PID MAJ:MIN:INODE START END", device
+ * numbers in hex), or 0 if none is found. */
+static pid_t
+lock_holder(const char *path)
+{
+	char line[256], type[16];
+	unsigned long long ino;
+	unsigned int maj, min;
+	struct stat sb;
+	pid_t pid = 0;
+	long p;
+	FILE *f;
+
+	if (stat(path, &sb) == -1 ||
+	    (f = fopen("/proc/locks", "re")) == NULL)
+		return 0;
+	while (pid == 0 && fgets(line, sizeof(line), f) != NULL) {
+		if (sscanf(line, "%*s %15s %*s %*s %ld %x:%x:%llu", type, &p,
+		    &maj, &min, &ino) != 5 || strcmp(type, "FLOCK") != 0)
+			continue;
+		if (ino == (unsigned long long)sb.st_ino &&
+		    maj == major(sb.st_dev) && min == minor(sb.st_dev) && p > 0)
+			pid = (pid_t)p;
+	}
+	fclose(f);
+	return pid;
+}
+
+/* Agent i does not answer: is its process there all the same? Its data
+ * file's lock says so (an agent holds it while it runs). *pid: the
+ * process to wait for, or 0 when the agent is not running. 0, or -1 with
+ * e set when a process holds the lock but cannot be found. */
+static int
+silent_agent(const struct cfg *c, int i, pid_t *pid, struct cs_err *e)
+{
+	struct cs_err le;
+
+	*pid = 0;
+	if (datalog_check_unlocked(c->agents[i].data, &le) == 0)
+		return 0;
+	if ((*pid = lock_holder(c->agents[i].data)) == 0)
+		return cs_errf(e, "agent %s does not answer, yet its data file "
+		    "%s is locked by a process that cannot be found: %s",
+		    c->agents[i].name, c->agents[i].data, le.msg);
+	/* SIGTERM is its graceful stop too (taken when it next runs). */
+	if (kill(*pid, SIGTERM) == -1 && errno != ESRCH)
+		return cs_errf(e, "agent %s (pid %ld) does not answer and "
+		    "cannot be signalled: %s", c->agents[i].name, (long)*pid,
+		    strerror(errno));
+	return 0;
 }
 
 int
@@ -82,7 +141,11 @@ cmd_stop_cluster(const struct cfg *c, int timeout_s, struct cs_err *e)
 	for (i = 0; i < c->nagents; i++) {
 		if (cmd_agent_status(c, i, 2000, &pid[i], &se) == -1 ||
 		    pid[i] <= 0) {
-			pid[i] = 0;	/* not running: nothing to do */
+			/* Not running, or running but not answering (paused,
+			 * or overloaded): its lock tells. */
+			if (silent_agent(c, i, &pid[i], e) == -1)
+				goto out;
+			left += pid[i] != 0;
 			continue;
 		}
 		/* The agent may close the connection as it goes: what counts
@@ -104,8 +167,16 @@ cmd_stop_cluster(const struct cfg *c, int timeout_s, struct cs_err *e)
 		if (cmd_now_ms() >= deadline) {
 			for (i = 0; pid[i] == 0; i++)
 				;
-			cs_errf(e, "agent %s (pid %d) did not exit within %d s",
-			    c->agents[i].name, (int)pid[i], timeout_s);
+			if (proc_state(pid[i]) == 'T')
+				cs_errf(e, "agent %s (pid %d) did not exit within "
+				    "%d s: it is stopped (SIGSTOP); resume it "
+				    "with kill -CONT %d and it exits",
+				    c->agents[i].name, (int)pid[i], timeout_s,
+				    (int)pid[i]);
+			else
+				cs_errf(e, "agent %s (pid %d) did not exit within "
+				    "%d s", c->agents[i].name, (int)pid[i],
+				    timeout_s);
 			goto out;
 		}
 		cmd_sleep_ms(STOP_POLL_MS);
