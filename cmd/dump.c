@@ -22,6 +22,12 @@ static const char usage_text[] =
     "\"#applied<TAB>SRC<TAB>SEQ\" and \"#acked<TAB>DST<TAB>SEQ\". A torn tail\n"
     "left by a crash is ignored, with a note on stderr.\n"
     "\n"
+    "Keys and values are escaped so that each is one field of one line:\n"
+    "backslash as \\\\, tab \\t, newline \\n, carriage return \\r, other\n"
+    "control bytes \\xHH, and a key's leading # as \\# (only watermark\n"
+    "lines start with #). Other bytes, UTF-8 included, are written as they\n"
+    "are; --json gives every byte exactly.\n"
+    "\n"
     "  -j, --json   {\"keys\":{...},\"sent\":{...},\"applied\":{...},\n"
     "               \"acked\":{...}}; bytes outside printable ASCII are\n"
     "               written as \\u00XX\n"
@@ -40,6 +46,39 @@ wm_cmp(const void *a, const void *b)
 {
 	return strcmp(((const struct wm *)a)->peer,
 	    ((const struct wm *)b)->peer);
+}
+
+/* Write p[0, n) as one tab-free line field (usage_text: the escaping);
+ * key: also escape a leading '#'. */
+static void
+put_escaped(const uint8_t *p, size_t n, int key)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++) {
+		switch (p[i]) {
+		case '\\':
+			fputs("\\\\", stdout);
+			break;
+		case '\t':
+			fputs("\\t", stdout);
+			break;
+		case '\n':
+			fputs("\\n", stdout);
+			break;
+		case '\r':
+			fputs("\\r", stdout);
+			break;
+		case '#':
+			fputs(key && i == 0 ? "\\#" : "#", stdout);
+			break;
+		default:
+			if (p[i] < 0x20 || p[i] == 0x7f)
+				printf("\\x%02x", p[i]);
+			else
+				putchar(p[i]);
+		}
+	}
 }
 
 /* The watermarks of s, as "#label" lines or, with j, as member label. */
@@ -126,9 +165,9 @@ cmd_dump(int argc, char **argv)
 			json_keyn(&j, ents[i]->key, ents[i]->klen);
 			json_strn(&j, ents[i]->val, ents[i]->vlen);
 		} else {
-			fwrite(ents[i]->key, 1, ents[i]->klen, stdout);
+			put_escaped(ents[i]->key, ents[i]->klen, 1);
 			putchar('\t');
-			fwrite(ents[i]->val, 1, ents[i]->vlen, stdout);
+			put_escaped(ents[i]->val, ents[i]->vlen, 0);
 			putchar('\n');
 		}
 	}
