@@ -4,7 +4,15 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "../common/wire.h"
+#include "../store/store.h"
 #include "cmd.h"
+
+/* The release; the formats it reads and writes are versioned on their
+ * own (shown by --version too). */
+#ifndef CUTSNAP_VERSION
+#define CUTSNAP_VERSION "0.1.0"
+#endif
 
 struct command {
 	const char *name;
@@ -45,7 +53,8 @@ usage(FILE *f)
 	for (i = 0; i < NCOMMANDS; i++)
 		fprintf(f, "  %-9s %s\n", commands[i].name,
 		    commands[i].summary);
-	fputs("\nRun 'cutsnap COMMAND --help' for a command's usage.\n"
+	fputs("\nRun 'cutsnap COMMAND --help' for a command's usage; "
+	    "'cutsnap --version' (-V)\nprints the version.\n"
 	    "Exit status: 0 success, 1 the operation or check failed, "
 	    "2 bad usage, bad config or unreadable input.\n", f);
 }
@@ -82,6 +91,16 @@ main(int argc, char **argv)
 	if (strcmp(name, "--help") == 0 || strcmp(name, "-h") == 0 ||
 	    strcmp(name, "help") == 0) {
 		usage(stdout);
+		return EXIT_OK;
+	}
+	if (strcmp(name, "--version") == 0 || strcmp(name, "-V") == 0 ||
+	    strcmp(name, "version") == 0) {
+		printf("cutsnap %s (wire protocol %d, manifest schema %d)\n",
+		    CUTSNAP_VERSION, WIRE_VERSION, STORE_SCHEMA_VERSION);
+		if (fflush(stdout) == EOF || ferror(stdout)) {
+			fprintf(stderr, "cutsnap: write stdout failed\n");
+			return EXIT_FAILED;
+		}
 		return EXIT_OK;
 	}
 	for (i = 0; i < NCOMMANDS; i++) {
