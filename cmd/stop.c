@@ -1,5 +1,6 @@
 /* stop.c - "cutsnap stop": ask every agent to stop and wait until each
  * process has exited. */
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <sys/wait.h>
@@ -13,7 +14,6 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "../common/datalog.h"
 #include "../common/wire.h"
 #include "cmd.h"
 
@@ -103,22 +103,37 @@ lock_holder(const char *path)
 	return pid;
 }
 
+/* 1 if another process holds the lock an agent takes on its data file
+ * while it runs (a file that cannot be opened is no running agent's). */
+static int
+locked(const char *path)
+{
+	int fd, rc = 0;
+
+	if ((fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)) == -1)
+		return 0;
+	if (flock(fd, LOCK_EX | LOCK_NB) == -1)
+		rc = errno == EWOULDBLOCK;
+	else
+		(void)flock(fd, LOCK_UN);
+	close(fd);
+	return rc;
+}
+
 /* Agent i does not answer: is its process there all the same? Its data
- * file's lock says so (an agent holds it while it runs). *pid: the
- * process to wait for, or 0 when the agent is not running. 0, or -1 with
- * e set when a process holds the lock but cannot be found. */
+ * file's lock says so. *pid: the process to wait for, or 0 when the agent
+ * is not running. 0, or -1 with e set when a process holds the lock but
+ * cannot be found. */
 static int
 silent_agent(const struct cfg *c, int i, pid_t *pid, struct cs_err *e)
 {
-	struct cs_err le;
-
 	*pid = 0;
-	if (datalog_check_unlocked(c->agents[i].data, &le) == 0)
+	if (!locked(c->agents[i].data))
 		return 0;
 	if ((*pid = lock_holder(c->agents[i].data)) == 0)
 		return cs_errf(e, "agent %s does not answer, yet its data file "
-		    "%s is locked by a process that cannot be found: %s",
-		    c->agents[i].name, c->agents[i].data, le.msg);
+		    "%s is locked by a process that cannot be found",
+		    c->agents[i].name, c->agents[i].data);
 	/* SIGTERM is its graceful stop too (taken when it next runs). */
 	if (kill(*pid, SIGTERM) == -1 && errno != ESRCH)
 		return cs_errf(e, "agent %s (pid %ld) does not answer and "
