@@ -1048,6 +1048,13 @@ datalog_open(const char *path, struct datalog **out, struct cs_err *e)
 	dl->st.by_ref = 1;
 	dl->st.no_sends = 1;
 	dl->fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+	if (dl->fd == -1 && errno == ELOOP) {
+		cs_errf(e, "data file %s is a symbolic link, which an agent "
+		    "does not follow (the link could be changed under it): "
+		    "give the file's real path in the config (realpath %s)",
+		    path, path);
+		goto out;
+	}
 	if (dl->fd == -1) {
 		cs_errno(e, "open %s", path);
 		goto out;
