@@ -165,10 +165,11 @@ void cmd_sleep_ms(int ms);
 /* Start every agent of c that does not answer yet (spawned like
  * cmd_spawn_agent, logs in run_dir/NAME.log) and wait up to timeout_s
  * until all answer. pids (nagents entries, may be NULL) gets the pid of
- * each agent started here, 0 for those already running. 0, or -1 with e
- * set (an agent exited early: its last log line). */
+ * each agent started here, 0 for those already running; running (the
+ * same, may be NULL) the pid of each one already running. 0, or -1 with
+ * e set (an agent exited early: its last log line). */
 int cmd_start_cluster(const struct cfg *c, int timeout_s, pid_t *pids,
-    struct cs_err *e);
+    pid_t *running, struct cs_err *e);
 /* Ask every running agent of c to stop and wait up to timeout_s until each
  * has exited. 0, or -1 with e set. */
 int cmd_stop_cluster(const struct cfg *c, int timeout_s, struct cs_err *e);

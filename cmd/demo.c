@@ -616,7 +616,7 @@ record(struct demo *d, const struct demo_case *dc, uint64_t *id,
 	int src = dc->src, dst = 1 - src, rfd = -1, rc;
 
 	d->started = 1;		/* some may run even if starting fails */
-	if (cmd_start_cluster(d->c, 10, d->pids, e) == -1)
+	if (cmd_start_cluster(d->c, 10, d->pids, NULL, e) == -1)
 		return -1;
 	if (put_int(d, 0, dc->init[0], e) == -1 ||
 	    put_int(d, 1, dc->init[1], e) == -1 ||

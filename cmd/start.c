@@ -20,6 +20,8 @@ static const char usage_text[] =
     "Start every agent of CONF that is not running yet, in the background\n"
     "('cutsnap agent -c CONF -n NAME' in its own session, its output\n"
     "appended to run_dir/NAME.log), and wait until every agent answers.\n"
+    "Then print a line per agent: \"NAME started (pid PID)\" or \"NAME\n"
+    "already running (pid PID)\".\n"
     "\n"
     "  -c, --config CONF   the cluster config file\n"
     "  -t, --timeout SEC   how long to wait for the agents (default 10)\n"
@@ -62,7 +64,7 @@ exited_early(const struct cfg *c, int i, pid_t pid, struct cs_err *e)
 
 int
 cmd_start_cluster(const struct cfg *c, int timeout_s, pid_t *pids,
-    struct cs_err *e)
+    pid_t *running, struct cs_err *e)
 {
 	char log[PATH_MAX + NAME_MAX_LEN + 8];
 	pid_t *pid = NULL;
@@ -84,6 +86,8 @@ cmd_start_cluster(const struct cfg *c, int timeout_s, pid_t *pids,
 	for (i = 0; i < c->nagents; i++) {
 		if (cmd_agent_status(c, i, 2000, &p, &se) == 0) {
 			ready[i] = 1;
+			if (running != NULL)
+				running[i] = p;
 			continue;
 		}
 		snprintf(log, sizeof(log), "%s/%s.log", c->run_dir,
@@ -106,6 +110,9 @@ cmd_start_cluster(const struct cfg *c, int timeout_s, pid_t *pids,
 			    &se) == 0) {
 				ready[i] = 1;
 				left--;
+				/* The pid the agent itself reports. */
+				if (p > 0)
+					pid[i] = p;
 			}
 		}
 		if (left == 0)
@@ -135,8 +142,9 @@ cmd_start(int argc, char **argv)
 	const char *conf = NULL;
 	uint64_t timeout = 10;
 	struct cfg *c = NULL;
+	pid_t *pids = NULL, *running = NULL;
 	struct cs_err e;
-	int ch, rc;
+	int ch, rc, i;
 
 	optind = 1;
 	opterr = 0;
@@ -171,8 +179,29 @@ cmd_start(int argc, char **argv)
 		    argv[optind]);
 	if ((rc = cmd_load_config(conf, &c)) != 0)
 		return rc;
-	if (cmd_start_cluster(c, (int)timeout, NULL, &e) == -1)
+	if ((pids = calloc((size_t)c->nagents, sizeof(*pids))) == NULL ||
+	    (running = calloc((size_t)c->nagents, sizeof(*running))) ==
+	    NULL) {
+		rc = cmd_fail(EXIT_FAILED, "out of memory");
+		goto out;
+	}
+	if (cmd_start_cluster(c, (int)timeout, pids, running, &e) == -1) {
 		rc = cmd_fail(EXIT_FAILED, "%s", e.msg);
+		goto out;
+	}
+	for (i = 0; i < c->nagents; i++) {
+		if (pids[i] > 0)
+			printf("%s started (pid %ld)\n", c->agents[i].name,
+			    (long)pids[i]);
+		else
+			printf("%s already running (pid %ld)\n",
+			    c->agents[i].name, (long)running[i]);
+	}
+	if (fflush(stdout) == EOF || ferror(stdout))
+		rc = cmd_fail(EXIT_FAILED, "write stdout failed");
+out:
+	free(pids);
+	free(running);
 	cfg_free(c);
 	return rc;
 }
