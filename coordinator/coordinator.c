@@ -291,24 +291,58 @@ fault_copy_delay(void)
 		;
 }
 
+/* Agent i answers a new connection (it runs, whatever happened to the
+ * snapshot's connection). */
+static int
+answers(const struct run *r, int i)
+{
+	struct cs_err e;
+	int fd;
+
+	fd = client_connect(r->c->agents[i].sock, r->c->agents[i].name, &e);
+	if (fd < 0)
+		return 0;
+	close(fd);
+	return 1;
+}
+
 /* Every agent must still be there at commit: after its report an agent
  * sends nothing, so anything readable on its connection means it closed
- * (died or was stopped) while its recorded state was being copied. */
+ * it while its recorded state was being copied. Say why: an agent gives
+ * up a snapshot (and closes) once the coordinator's timeout, plus a
+ * grace, has passed since it joined, which is what a coordinator that
+ * was paused (SIGSTOP) or starved of CPU meets; otherwise the agent
+ * exited or was stopped. */
 static int
 all_alive(struct run *r)
 {
 	struct pollfd p;
+	const char *name;
 	int i;
 
 	for (i = 0; i < r->c->nagents; i++) {
 		p.fd = r->fds[i];
 		p.events = POLLIN;
 		p.revents = 0;
-		if (poll(&p, 1, 0) != 0) {
+		if (poll(&p, 1, 0) == 0)
+			continue;
+		name = r->c->agents[i].name;
+		if (now_ms() >= r->deadline && answers(r, i))
+			fail(r, "agent %s gave up the snapshot: it was not "
+			    "committed within its %d s timeout (was this "
+			    "process paused or starved of CPU while the "
+			    "recorded files were copied?); take it again, or "
+			    "give a larger --timeout", name, r->timeout_s);
+		else if (answers(r, i))
+			fail(r, "agent %s closed its connection while its "
+			    "recorded state was being copied, though it "
+			    "still runs (restarted?); take the snapshot "
+			    "again", name);
+		else
 			fail(r, "lost agent %s while its recorded state was "
-			    "being copied", r->c->agents[i].name);
-			return 0;
-		}
+			    "being copied: it no longer answers (exited or "
+			    "stopped)", name);
+		return 0;
 	}
 	return 1;
 }
