@@ -320,9 +320,9 @@ snapshot_start(struct demo *d, int initiator, int *rfd, struct cs_err *e)
 		return cs_errno(e, "fork");
 	}
 	if (d->snap_pid == 0) {
-		struct coord_opts o = { d->repo,
-		    d->c->agents[initiator].name, SNAP_TIMEOUT_S, NULL, NULL, 0,
-		    NULL, NULL, -1, NULL };
+		struct coord_opts o = { .repo = d->repo,
+		    .initiator = d->c->agents[initiator].name,
+		    .timeout_s = SNAP_TIMEOUT_S, .recheck_age_s = -1 };
 		struct cs_err ce;
 		uint64_t id = 0;
 		int r;

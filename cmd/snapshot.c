@@ -54,7 +54,10 @@ static const char usage_text[] =
     "                          one copied and how many another snapshot\n"
     "                          copied for it meanwhile)\n"
     "  -q, --quiet             no progress line\n"
-    "  -v, --verbose           a summary line on stderr at the end\n"
+    "  -v, --verbose           lines on stderr as it goes: \"snapshot ID: all\n"
+    "                          N agents joined; NAME records first\" (a\n"
+    "                          script can wait for it), \"snapshot ID: NAME\n"
+    "                          reported (K of N)\", and a summary at the end\n"
     "\n"
     "While files are copied into REPO a progress line (bytes done of total,\n"
     "rate, ETA, current agent) is drawn on stderr when it is a terminal.\n"
@@ -78,6 +81,23 @@ static const struct option opts[] = {
 };
 
 static volatile sig_atomic_t got_signal;
+
+/* -v: say when every agent has joined and as each one reports. */
+static void
+on_joined(void *ctx, uint64_t id, int n, const char *initiator)
+{
+	(void)ctx;
+	fprintf(stderr, "snapshot %llu: all %d agents joined; %s records "
+	    "first\n", (unsigned long long)id, n, initiator);
+}
+
+static void
+on_reported(void *ctx, uint64_t id, const char *agent, int k, int n)
+{
+	(void)ctx;
+	fprintf(stderr, "snapshot %llu: %s reported (%d of %d)\n",
+	    (unsigned long long)id, agent, k, n);
+}
 
 static void
 on_signal(int sig)
@@ -148,8 +168,8 @@ int
 cmd_snapshot(int argc, char **argv)
 {
 	const char *conf = NULL;
-	struct coord_opts o = { NULL, NULL, 60, &got_signal, NULL, 0,
-	    cmd_progress_fn, NULL, -1, NULL };
+	struct coord_opts o = { .timeout_s = 60, .interrupted = &got_signal,
+	    .progress = cmd_progress_fn, .recheck_age_s = -1 };
 	const char *keyfile = NULL;
 	uint8_t *key = NULL;
 	size_t klen = 0;
@@ -235,6 +255,10 @@ cmd_snapshot(int argc, char **argv)
 	}
 	catch_signals();
 	cmd_progress_init(&prog, "snapshot", verbosity);
+	if (verbosity > 0) {
+		o.joined = on_joined;
+		o.reported = on_reported;
+	}
 	o.progress_ctx = &prog;
 	memset(&copy, 0, sizeof(copy));
 	o.copy = &copy;

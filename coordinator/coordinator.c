@@ -37,6 +37,8 @@ struct run {
 	int *fds;		/* per agent, -1 when not connected */
 	int *have;		/* per agent: rep is filled */
 	struct report *reps;	/* per agent, in config order */
+	int nreports;		/* reports in so far */
+	const struct coord_opts *o;
 	char reason[CS_ERR_MAX];
 };
 
@@ -195,6 +197,10 @@ read_report(struct run *r, int i)
 		goto out;
 	}
 	r->reps[i].snap_id = r->id;	/* the store knows the manifest id */
+	r->nreports++;
+	if (r->o->reported != NULL)
+		r->o->reported(r->o->event_ctx, r->id, name, r->nreports,
+		    r->c->nagents);
 	rc = 0;
 out:
 	free(p);
@@ -491,7 +497,12 @@ coord_snapshot(const struct cfg *c, const struct coord_opts *o,
 	*id = r.id;
 	store_set_progress(r.st, o->progress, o->progress_ctx);
 	store_set_recheck_age(r.st, o->recheck_age_s);
-	if (join_all(&r) < 0 || interrupted(&r) || start(&r, init) < 0 ||
+	r.o = o;
+	if (join_all(&r) < 0 || interrupted(&r))
+		goto abort;
+	if (o->joined != NULL)
+		o->joined(o->event_ctx, r.id, c->nagents, c->agents[init].name);
+	if (start(&r, init) < 0 ||
 	    wait_reports(&r) < 0 || interrupted(&r) || store_all(&r) < 0)
 		goto abort;
 	send_done(&r, 1);

@@ -36,6 +36,13 @@ struct coord_opts {
 	int64_t recheck_age_s;
 	/* When non-NULL, filled in once the snapshot is complete. */
 	struct coord_copy *copy;
+	/* When non-NULL, told when snapshot id has been joined by all n
+	 * agents (just before the initiator is told to record: a script can
+	 * wait for it), and when agent has reported, the k-th of n. */
+	void (*joined)(void *ctx, uint64_t id, int n, const char *initiator);
+	void (*reported)(void *ctx, uint64_t id, const char *agent, int k,
+	    int n);
+	void *event_ctx;
 };
 
 /* Take a snapshot. Every agent is connected to first: when one does not

@@ -56,8 +56,8 @@ reachability(void **state)
 static void
 refusals_before_any_snapshot(void **state)
 {
-	struct coord_opts o = { "/tmp/cs-coord-test/none", "Z", 5, NULL, NULL,
-	    0, NULL, NULL, -1, NULL };
+	struct coord_opts o = { .repo = "/tmp/cs-coord-test/none",
+	    .initiator = "Z", .timeout_s = 5, .recheck_age_s = -1 };
 	struct cfg *c;
 	struct cs_err e;
 	uint64_t id = 7;
@@ -84,8 +84,8 @@ static void
 agents_not_running_create_nothing(void **state)
 {
 	char dir[] = "/tmp/cs-coord-XXXXXX", repo[64], conf[128], cmd[64];
-	struct coord_opts o = { repo, NULL, 5, NULL, NULL, 0, NULL, NULL,
-	    -1, NULL };
+	struct coord_opts o = { .repo = repo, .timeout_s = 5,
+	    .recheck_age_s = -1 };
 	struct cfg *c;
 	struct cs_err e;
 	uint64_t id;
