@@ -1,5 +1,9 @@
 # cutsnap.bash - bash completion for cutsnap: subcommands, their options,
 # config files after -c, directories after -r, agent names from the config.
+# `make install` puts it where the bash-completion package loads it from
+# (PREFIX/share/bash-completion/completions), so an interactive shell needs
+# that package (Debian: apt-get install bash-completion); without it,
+# source this file from ~/.bashrc. It uses only bash's own builtins.
 
 # The agent names of the config file $1 ([agent NAME] sections).
 _cutsnap_agents()
@@ -18,7 +22,7 @@ _cutsnap()
 	    dump snapshot ls show verify restore forget prune load demo help"
 
 	if [ "$COMP_CWORD" -eq 1 ]; then
-		COMPREPLY=($(compgen -W "$cmds --help" -- "$cur"))
+		COMPREPLY=($(compgen -W "$cmds --help --version" -- "$cur"))
 		return 0
 	fi
 	cmd=${COMP_WORDS[1]}
@@ -32,32 +36,41 @@ _cutsnap()
 		esac
 	done
 
-	case $prev in
-	-c | --config)
+	# Options that take an argument; a letter means different things to
+	# different commands (-r: --repo, but --reverse for channel; -k:
+	# --key, but --clients for load; -n: --name, but --dry-run for forget
+	# and prune).
+	case $cmd:$prev in
+	channel:-r | *:--reverse | forget:-n | prune:-n | *:--dry-run | \
+	    *:-j | *:--json | *:-q | *:--quiet | *:-v | *:--verbose | *:--keep | \
+	    *:--no-drain)
+		;;
+	*:-c | *:--config)
 		COMPREPLY=($(compgen -f -X '!*.ini' -- "$cur") $(compgen -d -- "$cur"))
 		return 0
 		;;
-	-r | --repo)
+	*:-r | *:--repo)
 		COMPREPLY=($(compgen -d -- "$cur"))
 		return 0
 		;;
-	-n | --name | -i | --initiator | -a | --agent)
+	load:-i | load:-k | load:-a | load:-e | load:-t | load:-s)
+		return 0	# numbers
+		;;
+	*:-n | *:--name | *:-i | *:--initiator | *:-a | *:--agent)
 		COMPREPLY=($(compgen -W "$(_cutsnap_agents "$conf")" -- "$cur"))
 		return 0
 		;;
-	-l | --log-level)
-		if [ "$cmd" = agent ] || [ "$cmd" = start ]; then
-			COMPREPLY=($(compgen -W "error warn info debug" -- "$cur"))
-			return 0
-		fi
+	agent:-l | agent:--log-level | start:-l | start:--log-level)
+		COMPREPLY=($(compgen -W "error warn info debug" -- "$cur"))
+		return 0
 		;;
-	-k | --key)
+	*:-k | *:--key)
 		COMPREPLY=($(compgen -f -- "$cur"))
 		return 0
 		;;
-	-t | --timeout | --keep-last | -s | --sum | --keep-within | -w | \
-	    --seconds | --clients | --threads | --snapshot-every | --max-amount | \
-	    --initial | --recheck-age)
+	*:-t | *:--timeout | *:--keep-last | *:-l | *:-s | *:--sum | \
+	    *:--keep-within | *:-w | *:--seconds | *:--clients | *:--threads | \
+	    *:--snapshot-every | *:--max-amount | *:--initial | *:--recheck-age)
 		return 0
 		;;
 	esac
@@ -112,7 +125,19 @@ _cutsnap()
 		compopt -o nospace 2>/dev/null
 		;;
 	channel)
-		COMPREPLY=($(compgen -W "hold release $(_cutsnap_agents "$conf")" -- "$cur"))
+		# hold|release, then SRC and DST.
+		words=0
+		for ((i = 2; i < COMP_CWORD; i++)); do
+			case ${COMP_WORDS[i]} in
+			-c | --config) i=$((i + 1)) ;;
+			-*) ;;
+			*) words=$((words + 1)) ;;
+			esac
+		done
+		case $words in
+		0) COMPREPLY=($(compgen -W "hold release" -- "$cur")) ;;
+		1 | 2) COMPREPLY=($(compgen -W "$(_cutsnap_agents "$conf")" -- "$cur")) ;;
+		esac
 		;;
 	dump)
 		COMPREPLY=($(compgen -f -- "$cur"))
