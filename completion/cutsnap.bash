@@ -12,6 +12,21 @@ _cutsnap_agents()
 	sed -n 's/^[[:space:]]*\[agent[[:space:]]\{1,\}\([A-Za-z0-9_.-]\{1,\}\)[[:space:]]*\].*/\1/p' "$1"
 }
 
+# How many positional words precede the one being completed (options and
+# the config file after -c are not counted).
+_cutsnap_positionals()
+{
+	local i words=0
+	for ((i = 2; i < COMP_CWORD; i++)); do
+		case ${COMP_WORDS[i]} in
+		-c | --config) i=$((i + 1)) ;;
+		-*) ;;
+		*) words=$((words + 1)) ;;
+		esac
+	done
+	echo "$words"
+}
+
 _cutsnap()
 {
 	local cur prev cmd conf i opts words
@@ -109,14 +124,7 @@ _cutsnap()
 	case $cmd in
 	put | get | del | add)
 		# The first positional is an agent.
-		words=0
-		for ((i = 2; i < COMP_CWORD; i++)); do
-			case ${COMP_WORDS[i]} in
-			-c | --config) i=$((i + 1)) ;;
-			-*) ;;
-			*) words=$((words + 1)) ;;
-			esac
-		done
+		words=$(_cutsnap_positionals)
 		[ $words -eq 0 ] &&
 		    COMPREPLY=($(compgen -W "$(_cutsnap_agents "$conf")" -- "$cur"))
 		;;
@@ -126,14 +134,7 @@ _cutsnap()
 		;;
 	channel)
 		# hold|release, then SRC and DST.
-		words=0
-		for ((i = 2; i < COMP_CWORD; i++)); do
-			case ${COMP_WORDS[i]} in
-			-c | --config) i=$((i + 1)) ;;
-			-*) ;;
-			*) words=$((words + 1)) ;;
-			esac
-		done
+		words=$(_cutsnap_positionals)
 		case $words in
 		0) COMPREPLY=($(compgen -W "hold release" -- "$cur")) ;;
 		1 | 2) COMPREPLY=($(compgen -W "$(_cutsnap_agents "$conf")" -- "$cur")) ;;

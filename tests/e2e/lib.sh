@@ -678,3 +678,25 @@ wait_channels_settled () {
 	cat "$OUT" >&2
 	return 1
 }
+
+# out_field SRC DST FIELD: FIELD of SRC's outgoing channel to DST in
+# status --json (read also when status exits 1 because an agent is down).
+out_field () {
+	cs status -c "$CONF" --json >"$TEST_DIR/.st.json"
+	json_get "[o for a in d if a[\"agent\"] == \"$1\" for o in a[\"out\"]
+	    if o[\"dst\"] == \"$2\"][0][\"$3\"]" "$TEST_DIR/.st.json"
+}
+
+# channel_drained SRC DST: DST has applied every message SRC sent on
+# SRC->DST, and SRC has seen it acknowledged (nothing queued).
+channel_drained () {
+	cs status -c "$CONF" --json >"$TEST_DIR/.st.json" &&
+	    json_check "([(o[\"sent\"] == o[\"acked\"], o[\"queued\"])
+	        for a in d if a[\"agent\"] == \"$1\" for o in a[\"out\"]
+	        if o[\"dst\"] == \"$2\"] == [(True, 0)] and
+	        [i[\"applied\"] for a in d if a[\"agent\"] == \"$2\"
+	        for i in a[\"in\"] if i[\"src\"] == \"$1\"] ==
+	        [o[\"sent\"] for a in d if a[\"agent\"] == \"$1\"
+	        for o in a[\"out\"] if o[\"dst\"] == \"$2\"])" \
+	    "$TEST_DIR/.st.json"
+}

@@ -31,23 +31,8 @@ peak_below_limit () {
 	[ $SANITIZED = 1 ] || [ "$k" -lt $LIMIT_KIB ]
 }
 
-# chan FIELD: a field of A's channel to B in status --json (which exits
-# 1 while B is down).
-chan () {
-	cs status -c "$CONF" --json >"$TEST_DIR/.st"
-	json_get "[o for a in d if a[\"agent\"] == \"A\" for o in a[\"out\"]][0][\"$1\"]" \
-	    "$TEST_DIR/.st"
-}
-
-# B has applied all that A sent and A knows it.
-drained () {
-	cs status -c "$CONF" --json >"$TEST_DIR/.st" &&
-	    json_check '([o["sent"] == o["acked"] and o["queued"] == 0
-	        for a in d if a["agent"] == "A" for o in a["out"]] == [True] and
-	        [i["applied"] for a in d if a["agent"] == "B" for i in a["in"]] ==
-	        [o["sent"] for a in d if a["agent"] == "A" for o in a["out"]])' \
-	    "$TEST_DIR/.st"
-}
+chan () { out_field A B "$1"; }
+drained () { channel_drained A B; }
 
 # grow_backlog N: transfers of 1 from A to B with the channel held until
 # at least N more are queued; fails if load fails or rounds run out.

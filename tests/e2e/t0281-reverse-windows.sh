@@ -9,22 +9,8 @@
 BACKLOG=80000		# > 65,536, the receiver's hold-back
 START=10000000
 
-# chan FIELD: a field of A's channel to B in status --json.
-chan () {
-	cs status -c "$CONF" --json >"$TEST_DIR/.st"
-	json_get "[o for a in d if a[\"agent\"] == \"A\" for o in a[\"out\"]][0][\"$1\"]" \
-	    "$TEST_DIR/.st"
-}
-
-# B has applied all that A sent and A knows it.
-drained () {
-	cs status -c "$CONF" --json >"$TEST_DIR/.st" &&
-	    json_check '([o["sent"] == o["acked"] and o["queued"] == 0
-	        for a in d if a["agent"] == "A" for o in a["out"]] == [True] and
-	        [i["applied"] for a in d if a["agent"] == "B" for i in a["in"]] ==
-	        [o["sent"] for a in d if a["agent"] == "A" for o in a["out"]])' \
-	    "$TEST_DIR/.st"
-}
+chan () { out_field A B "$1"; }
+drained () { channel_drained A B; }
 
 # A has recorded its state for the running snapshot (from status --json).
 a_recorded () {
