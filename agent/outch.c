@@ -73,8 +73,10 @@ fm_flush(struct outch *o, uint64_t seq)
 		}
 		i++;
 	}
-	memmove(o->fm, o->fm + i, (o->nfm - i) * sizeof(*o->fm));
-	o->nfm -= i;
+	if (i > 0) {
+		memmove(o->fm, o->fm + i, (o->nfm - i) * sizeof(*o->fm));
+		o->nfm -= i;
+	}
 	return rc;
 }
 
@@ -136,7 +138,8 @@ outch_enqueue(struct agent *a, int dst, enum qkind kind, uint64_t seq,
 	if (kind == Q_MSG) {
 		if ((e.payload = malloc(len ? len : 1)) == NULL)
 			return -1;
-		memcpy(e.payload, payload, len);
+		if (len > 0)
+			memcpy(e.payload, payload, len);
 		e.len = len;
 	}
 	if (win_push(o, &e) == -1) {
@@ -174,7 +177,8 @@ fill_one(void *ctx, uint64_t seq, const uint8_t *msg, size_t len)
 	e.len = len;
 	if ((e.payload = malloc(len ? len : 1)) == NULL)
 		return -1;
-	memcpy(e.payload, msg, len);
+	if (len > 0)
+		memcpy(e.payload, msg, len);
 	if (win_push(o, &e) == -1) {
 		free(e.payload);
 		return -1;
