@@ -1304,11 +1304,12 @@ datalog_read_sends(struct datalog *dl, const char *dst, uint64_t *off,
 	memset(&s, 0, sizeof(s));
 	s.fd = dl->fd;
 	s.len = (size_t)dl->synced;
-	if (at < DL_HEADER_LEN || at > s.len) {
+	if (at < DL_HEADER_LEN || at > dl->end) {
 		cs_errf(e, "%s: send cursor %zu out of range", dl->path, at);
 		goto out;
 	}
-	while (k == 0 && s.len - at >= DL_REC_HDR_LEN) {
+	/* A cursor at or past the durable end has nothing to read yet. */
+	while (k == 0 && at < s.len && s.len - at >= DL_REC_HDR_LEN) {
 		if ((p = src_at(&s, at, DL_REC_HDR_LEN)) == NULL)
 			goto rerr;
 		rlen = le32_get(p);

@@ -2,6 +2,7 @@
  * torn-tail recovery versus corruption, prefixes, hashing, locking. */
 #include <sys/stat.h>
 
+#include <fcntl.h>
 #include <ftw.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -816,6 +817,101 @@ live_appends_sync_reopen_and_hash(void **state)
 	wbuf_free(&w);
 }
 
+struct stop_at {
+	uint64_t seq[16];
+	size_t n, stop;		/* stop after this many (0: never) */
+};
+
+static int
+note_until(void *ctx, uint64_t seq, const uint8_t *msg, size_t len)
+{
+	struct stop_at *s = ctx;
+
+	assert_true(s->n < 16);
+	assert_int_equal(len, 5);
+	assert_memory_equal(msg, "msg-", 4);
+	s->seq[s->n++] = seq;
+	return s->stop != 0 && s->n == s->stop;
+}
+
+/* A live file keeps no sends in memory; they are read back from the
+ * file: only durable ones, to one peer, from a cursor that goes on where
+ * the last read stopped, with each record's checksum checked. */
+static void
+sends_are_read_back_from_the_file(void **state)
+{
+	const char *path = tpath("sends.data");
+	struct dl_record r;
+	struct datalog *dl;
+	struct stop_at s;
+	struct cs_err e;
+	uint64_t off, mid;
+	char m[8];
+	int fd, i;
+
+	(void)state;
+	unlink(path);
+	assert_int_equal(datalog_open(path, &dl, &e), 0);
+	r = rec_put("a", "100");
+	assert_int_equal(datalog_append(dl, &r, &e), 0);
+	for (i = 1; i <= 4; i++) {
+		snprintf(m, sizeof(m), "msg-%d", i);
+		r = rec_send("B", (uint64_t)i, "a", "90", m);
+		assert_int_equal(datalog_append(dl, &r, &e), 0);
+		r = rec_send("C", (uint64_t)i, "a", "80", m);
+		assert_int_equal(datalog_append(dl, &r, &e), 0);
+	}
+	off = wm_get(&datalog_state(dl)->sendoff, "B");
+	assert_int_equal(datalog_state(dl)->nsends, 0);
+
+	/* Not durable yet: nothing is read, the cursor stays. */
+	memset(&s, 0, sizeof(s));
+	assert_int_equal(datalog_read_sends(dl, "B", &off, 1, note_until, &s,
+	    &e), 0);
+	assert_int_equal(s.n, 0);
+	assert_int_equal(off, wm_get(&datalog_state(dl)->sendoff, "B"));
+
+	/* Durable: B's sends from 2 on, two at a time. */
+	assert_int_equal(datalog_sync(dl, &e), 0);
+	memset(&s, 0, sizeof(s));
+	s.stop = 2;
+	assert_int_equal(datalog_read_sends(dl, "B", &off, 2, note_until, &s,
+	    &e), 0);
+	assert_int_equal(s.n, 2);
+	assert_int_equal(s.seq[0], 2);
+	assert_int_equal(s.seq[1], 3);
+	mid = off;
+	memset(&s, 0, sizeof(s));
+	assert_int_equal(datalog_read_sends(dl, "B", &off, 4, note_until, &s,
+	    &e), 0);
+	assert_int_equal(s.n, 1);
+	assert_int_equal(s.seq[0], 4);
+	assert_int_equal(off, datalog_synced(dl));
+
+	/* An ACK moves the first unacknowledged send; the next SEND after
+	 * a full ACK is where the cursor starts again. */
+	r = rec_ack("B", 4);
+	assert_int_equal(datalog_append(dl, &r, &e), 0);
+	r = rec_send("B", 5, "a", "70", "msg-5");
+	assert_int_equal(datalog_append(dl, &r, &e), 0);
+	assert_int_equal(datalog_sync(dl, &e), 0);
+	assert_int_equal(wm_get(&datalog_state(dl)->sendoff, "B"),
+	    datalog_last_off(dl));
+
+	/* A damaged record is an error, never skipped. */
+	assert_true((fd = open(path, O_RDWR)) >= 0);
+	assert_int_equal(pwrite(fd, "X", 1, (off_t)mid + DL_REC_HDR_LEN + 3),
+	    1);
+	close(fd);
+	off = mid;
+	memset(&s, 0, sizeof(s));
+	assert_int_equal(datalog_read_sends(dl, "B", &off, 1, note_until, &s,
+	    &e), -1);
+	assert_non_null(strstr(e.msg, "corrupt record"));
+	datalog_close(dl);
+	unlink(path);
+}
+
 static void
 lock_excludes_a_second_open(void **state)
 {
@@ -891,6 +987,7 @@ main(void)
 		cmocka_unit_test(flipped_byte_in_middle_record_is_corruption),
 		cmocka_unit_test(every_record_boundary_prefix_replays),
 		cmocka_unit_test(live_appends_sync_reopen_and_hash),
+		cmocka_unit_test(sends_are_read_back_from_the_file),
 		cmocka_unit_test(lock_excludes_a_second_open),
 		cmocka_unit_test(open_refuses_symlinks_and_foreign_files),
 	};
