@@ -106,4 +106,23 @@ test_expect_success 'B started: the backlog arrives exactly once; A stays below 
 	peak_below_limit A
 '
 
+# While transfers keep coming: the window refills from the file as acks
+# arrive in the middle of batches whose records are not durable yet.
+test_expect_success 'held, released, held and released reversed under load: exactly once' '
+	expect_ok channel -c "$CONF" hold A B &&
+	cs load -c "$CONF" -s 6 -k 32 -a 1 --no-drain --json >load.out 2>load.err &
+	LOAD_PID=$! && BG_PIDS="$BG_PIDS $LOAD_PID" &&
+	wait_for 20 eval "[ \"\$(chan queued)\" -gt 20000 ]" &&
+	expect_ok channel -c "$CONF" release A B &&
+	wait_for 20 eval "[ \"\$(chan queued)\" -gt 0 ] && [ \"\$(chan acked)\" -gt 20000 ]" &&
+	expect_ok channel -c "$CONF" hold A B &&
+	wait_for 20 eval "[ \"\$(chan queued)\" -gt 10000 ]" &&
+	expect_ok channel -c "$CONF" release --reverse A B &&
+	wait "$LOAD_PID" &&
+	json_check "d[\"failures\"] == 0 and d[\"transfers\"] > 0" load.out &&
+	wait_for 60 drained &&
+	exactly_once &&
+	! grep -Eq "error|exiting" run/A.log run/B.log
+'
+
 test_done
