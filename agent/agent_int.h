@@ -87,6 +87,9 @@ struct qent {
 	uint8_t *payload;	/* MSG: chmsg bytes, heap */
 	size_t len;
 	int arranged;		/* placed by a reversed window */
+	uint8_t chain[DL_CHAIN_LEN];	/* MSG: the channel's chain after
+					 * it, for the ACK record of it */
+	int chain_known;
 };
 
 /* Channel self->dst. */

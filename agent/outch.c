@@ -96,6 +96,51 @@ file_acked(struct outch *o, uint64_t k)
 	return fm_flush(o, UINT64_MAX);
 }
 
+static void
+set_chain(struct qent *e, const uint8_t *chain)
+{
+	e->chain_known = chain != NULL;
+	if (chain != NULL)
+		memcpy(e->chain, chain, DL_CHAIN_LEN);
+}
+
+/* The chain after message seq to d when seq is the last one sent (the
+ * SEND just appended), else NULL. */
+static const uint8_t *
+sent_chain(const struct agent *a, int d, uint64_t seq)
+{
+	const struct dl_state *st = datalog_state(a->dl);
+
+	if (wm_get(&st->sent, dname(a, d)) != seq)
+		return NULL;
+	return wm_chain(&st->sent, dname(a, d));
+}
+
+/* The chain at seq k of the channel to d, for the ACK record of k: the
+ * window's copy, else what the log holds (read back from the file for a
+ * seq no longer in memory). 1 with out set, 0 unknown. */
+static int
+acked_chain(struct agent *a, int d, uint64_t k, uint8_t out[DL_CHAIN_LEN])
+{
+	const struct outch *o = &a->out[d];
+	const uint8_t *c = NULL;
+	size_t i;
+
+	for (i = o->qh; i < o->qt; i++) {
+		if (o->q[i].kind == Q_MSG && o->q[i].seq == k) {
+			if (!o->q[i].chain_known)
+				return 0;
+			memcpy(out, o->q[i].chain, DL_CHAIN_LEN);
+			return 1;
+		}
+	}
+	if (!chain_sent_at(datalog_state(a->dl), dname(a, d), k, &c) ||
+	    c == NULL)
+		return 0;
+	memcpy(out, c, DL_CHAIN_LEN);
+	return 1;
+}
+
 /* A message whose SEND record is the one appended last (its offset starts
  * the file part when the window is full), or a marker. */
 int
@@ -141,6 +186,7 @@ outch_enqueue(struct agent *a, int dst, enum qkind kind, uint64_t seq,
 		if (len > 0)
 			memcpy(e.payload, payload, len);
 		e.len = len;
+		set_chain(&e, sent_chain(a, dst, seq));
 	}
 	if (win_push(o, &e) == -1) {
 		free(e.payload);
@@ -157,7 +203,8 @@ struct fill {
 
 /* One SEND read back from the file: the next message of the file part. */
 static int
-fill_one(void *ctx, uint64_t seq, const uint8_t *msg, size_t len)
+fill_one(void *ctx, uint64_t seq, const uint8_t *msg, size_t len,
+    const uint8_t *chain)
 {
 	struct fill *f = ctx;
 	struct outch *o = &f->a->out[f->d];
@@ -179,6 +226,7 @@ fill_one(void *ctx, uint64_t seq, const uint8_t *msg, size_t len)
 		return -1;
 	if (len > 0)
 		memcpy(e.payload, msg, len);
+	set_chain(&e, chain);
 	if (win_push(o, &e) == -1) {
 		free(e.payload);
 		return -1;
@@ -460,7 +508,9 @@ outch_acked(struct agent *a, int d, uint64_t k, int welcome)
 {
 	const struct dl_state *st = datalog_state(a->dl);
 	struct outch *o = &a->out[d];
+	uint8_t chain[DL_CHAIN_LEN];
 	struct dl_record rec;
+	int known = 0;
 
 	if (k > wm_get(&st->sent, dname(a, d))) {
 		log_error("channel %s>%s: peer claims seq %llu applied but "
@@ -469,6 +519,9 @@ outch_acked(struct agent *a, int d, uint64_t k, int welcome)
 		    (unsigned long long)wm_get(&st->sent, dname(a, d)));
 		return -1;
 	}
+	/* Before the acknowledged messages leave the window. */
+	if (k > wm_get(&st->acked, dname(a, d)))
+		known = acked_chain(a, d, k, chain);
 	if (welcome) {
 		outch_drop(a, o, k, 1);
 		/* A new connection: what the old one carried may be lost;
@@ -492,6 +545,7 @@ outch_acked(struct agent *a, int d, uint64_t k, int welcome)
 		rec.type = DL_ACK;
 		rec.peer = dname(a, d);
 		rec.seq = k;
+		rec.chain = known ? chain : NULL;
 		if (agent_append(a, &rec) == -1)
 			return -1;
 	}

@@ -431,8 +431,10 @@ dl_state_apply(struct dl_state *st, const struct dl_record *r,
 		 * are cumulative, so it says nothing new. */
 		if (r->seq <= wm_get(&st->acked, r->peer))
 			break;
-		/* A copy: the sent entry's chain may move with the set. */
-		if ((ac = chain_for_ack(st, r->peer, r->seq)) != NULL)
+		/* The record's own chain, else a kept SEND's. A copy: the
+		 * sent entry's chain may move with the set. */
+		if ((ac = r->chain) != NULL ||
+		    (ac = chain_for_ack(st, r->peer, r->seq)) != NULL)
 			memcpy(ack_chain, ac, sizeof(ack_chain));
 		if (wm_put_chain(&st->acked, r->peer, r->seq,
 		    ac != NULL ? ack_chain : NULL) == -1)
@@ -563,6 +565,8 @@ dl_encode(struct wbuf *out, const struct dl_record *r)
 	case DL_ACK:
 		wbuf_put_str(out, r->peer);
 		wbuf_put_u64(out, r->seq);
+		if (r->chain != NULL)
+			wbuf_put_raw(out, r->chain, DL_CHAIN_LEN);
 		break;
 	}
 	if (out->oom)
@@ -616,7 +620,8 @@ read_fields(struct rbuf *rb, struct dl_record *r, char peer[NAME_MAX_LEN + 1])
 	/* The optional trailing chain of SEND and APPLY (older files have
 	 * none): exactly DL_CHAIN_LEN bytes left; anything else is left for
 	 * the caller's trailing-bytes check. */
-	if ((r->type == DL_SEND || r->type == DL_APPLY) && !rb->err &&
+	if ((r->type == DL_SEND || r->type == DL_APPLY ||
+	    r->type == DL_ACK) && !rb->err &&
 	    rb->len - rb->off == DL_CHAIN_LEN) {
 		r->chain = rb->p + rb->off;
 		rb->off = rb->len;
@@ -1024,6 +1029,9 @@ out:
 	return rc;
 }
 
+static int send_chain_from_file(void *ctx, const char *dst, uint64_t seq,
+    uint8_t out[DL_CHAIN_LEN]);
+
 int
 datalog_open(const char *path, struct datalog **out, struct cs_err *e)
 {
@@ -1047,6 +1055,8 @@ datalog_open(const char *path, struct datalog **out, struct cs_err *e)
 	}
 	dl->st.by_ref = 1;
 	dl->st.no_sends = 1;
+	dl->st.send_chain = send_chain_from_file;
+	dl->st.send_chain_ctx = dl;
 	dl->fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
 	if (dl->fd == -1 && errno == ELOOP) {
 		cs_errf(e, "data file %s is a symbolic link, which an agent "
@@ -1283,6 +1293,46 @@ datalog_read_value(const struct datalog *dl, const struct kv_entry *ent,
 	return 0;
 }
 
+struct chain_find {
+	uint64_t seq;
+	uint8_t *out;
+	int rc;			/* 1 found with a chain, 0 without, -1 not */
+};
+
+static int
+chain_found(void *ctx, uint64_t seq, const uint8_t *msg, size_t len,
+    const uint8_t *chain)
+{
+	struct chain_find *f = ctx;
+
+	(void)msg;
+	(void)len;
+	if (seq != f->seq)
+		return 0;
+	f->rc = chain != NULL;
+	if (chain != NULL)
+		memcpy(f->out, chain, DL_CHAIN_LEN);
+	return 1;
+}
+
+/* dl_state.send_chain of a live file: scan from dst's first
+ * unacknowledged SEND (only a WELCOME asks, once per connection). */
+static int
+send_chain_from_file(void *ctx, const char *dst, uint64_t seq,
+    uint8_t out[DL_CHAIN_LEN])
+{
+	struct datalog *dl = ctx;
+	struct chain_find f = { seq, out, -1 };
+	uint64_t off = wm_get(&dl->st.sendoff, dst);
+	struct cs_err e;
+
+	if (off < DL_HEADER_LEN)
+		off = DL_HEADER_LEN;
+	if (datalog_read_sends(dl, dst, &off, seq, chain_found, &f, &e) == -1)
+		return -1;
+	return f.rc;
+}
+
 uint64_t
 datalog_last_off(const struct datalog *dl)
 {
@@ -1330,7 +1380,7 @@ datalog_read_sends(struct datalog *dl, const char *dst, uint64_t *off,
 		at += DL_REC_HDR_LEN + rlen;
 		if (r.type == DL_SEND && r.seq >= from &&
 		    strcmp(r.peer, dst) == 0 &&
-		    (k = fn(ctx, r.seq, r.msg, r.msglen)) == -1) {
+		    (k = fn(ctx, r.seq, r.msg, r.msglen, r.chain)) == -1) {
 			cs_errf(e, "%s: send to %s seq %llu read back at "
 			    "offset %zu could not be queued", dl->path, dst,
 			    (unsigned long long)r.seq,

@@ -12,8 +12,10 @@
  *         -- transfer: debit at this agent and emit msg on self->dst
  *   APPLY str src, u64 seq, bytes key, bytes new_value [, 32 bytes chain]
  *         -- a channel message from src applied here
- *   ACK   str dst, u64 seq  -- dst acknowledged up to seq (a hint for
- *         recovery: a lost ACK record only causes a resend)
+ *   ACK   str dst, u64 seq [, 32 bytes chain]  -- dst acknowledged up to
+ *         seq (a hint for recovery: a lost ACK record only causes a
+ *         resend); the chain at seq, so that a live data file, which keeps
+ *         no SENDs in memory, knows the acknowledged chain
  * Invariants checked on replay: SEND seq == sent[dst]+1, APPLY seq ==
  * applied[src]+1, ACK seq <= sent[dst]. A violation is corruption.
  *
@@ -59,8 +61,9 @@ struct dl_record {
 	const uint8_t *msg;	/* SEND: channel message bytes */
 	size_t msglen;
 	const uint8_t *chain;	/* SEND, APPLY: DL_CHAIN_LEN bytes, the
-				 * channel's chain after this message; NULL:
-				 * absent (a file from an older version) */
+				 * channel's chain after this message; ACK:
+				 * the chain at seq; NULL: absent (a file
+				 * from an older version) */
 };
 
 #define DL_CHAIN_LEN 32
@@ -113,6 +116,12 @@ struct dl_state {
 	 * SEND's own offset when it was the first unacknowledged one). */
 	int no_sends;
 	struct wm_set sendoff;
+	/* no_sends: reads the chain after SEND seq to dst back from the
+	 * file into out; 1 found (out set), 0 found without a chain, -1 not
+	 * found. Set by datalog_open (chain.h's chain_sent_at uses it). */
+	int (*send_chain)(void *ctx, const char *dst, uint64_t seq,
+	    uint8_t out[32]);
+	void *send_chain_ctx;
 	/* When set, only keys it returns 1 for are kept in kv (restore
 	 * needs just the keys its replayed messages add to). */
 	int (*keep)(void *ctx, const uint8_t *key, size_t klen);
@@ -207,9 +216,10 @@ uint64_t datalog_last_off(const struct datalog *dl);
  * until fn returns 1 (stop after this one) or -1 (fail). *off is moved
  * past the last record read, so a later call goes on from there. Each
  * record's checksum is checked. 0, or -1 with e set (a read error,
- * corruption, or fn's failure). The msg bytes are borrowed for the call. */
+ * corruption, or fn's failure). The msg bytes and the chain (NULL: the
+ * record has none) are borrowed for the call. */
 typedef int (*dl_send_fn)(void *ctx, uint64_t seq, const uint8_t *msg,
-    size_t len);
+    size_t len, const uint8_t *chain);
 int datalog_read_sends(struct datalog *dl, const char *dst, uint64_t *off,
     uint64_t from, dl_send_fn fn, void *ctx, struct cs_err *e);
 /* SHA-256 of [0, datalog_end()) without rereading: O(1). */

@@ -125,4 +125,22 @@ test_expect_success 'held, released, held and released reversed under load: exac
 	! grep -Eq "error|exiting" run/A.log run/B.log
 '
 
+# kill -9 under load: the sender's file knows less acknowledged than the
+# receiver applied (ACK records are hints), so it restarts with a file
+# part to resend from its cursor; the channel keeps one history.
+test_expect_success 'A killed -9 under load and restarted: same history, exactly once' '
+	cs load -c "$CONF" -s 4 -k 32 -a 1 --no-drain --json >load2.out 2>&1 &
+	LOAD_PID=$! && BG_PIDS="$BG_PIDS $LOAD_PID" &&
+	before=$(chan sent) &&
+	wait_for 20 eval "[ \"\$(chan sent)\" -gt $((before + 20000)) ]" &&
+	kill -KILL "$(agent_pid A)" &&
+	{ wait "$LOAD_PID"; true; } &&
+	start_cluster &&
+	wait_for 60 drained &&
+	expect_ok status -c "$CONF" --json &&
+	json_check "not any(o.get(\"diverged\") for a in d for o in a[\"out\"])" &&
+	! grep -q "diverged" run/A.log &&
+	exactly_once
+'
+
 test_done

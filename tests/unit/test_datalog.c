@@ -14,6 +14,7 @@
 #include <unistd.h>
 #include <cmocka.h>
 
+#include "../../common/chain.h"
 #include "../../common/datalog.h"
 #include "../../common/fsutil.h"
 #include "../../common/sha.h"
@@ -695,12 +696,14 @@ struct seen {
 };
 
 static int
-note_send(void *ctx, uint64_t seq, const uint8_t *msg, size_t len)
+note_send(void *ctx, uint64_t seq, const uint8_t *msg, size_t len,
+    const uint8_t *chain)
 {
 	struct seen *s = ctx;
 
 	(void)msg;
 	(void)len;
+	(void)chain;
 	assert_true(s->n < 8);
 	s->seq[s->n++] = seq;
 	return 0;
@@ -823,10 +826,12 @@ struct stop_at {
 };
 
 static int
-note_until(void *ctx, uint64_t seq, const uint8_t *msg, size_t len)
+note_until(void *ctx, uint64_t seq, const uint8_t *msg, size_t len,
+    const uint8_t *chain)
 {
 	struct stop_at *s = ctx;
 
+	assert_null(chain);	/* these test records carry none */
 	assert_true(s->n < 16);
 	assert_int_equal(len, 5);
 	assert_memory_equal(msg, "msg-", 4);
@@ -912,6 +917,57 @@ sends_are_read_back_from_the_file(void **state)
 	unlink(path);
 }
 
+/* A live file keeps no SENDs in memory, yet the history check at a
+ * WELCOME needs the chain at any unacknowledged seq: it is read back from
+ * the SEND record; an ACK record carries the chain at its seq. */
+static void
+chains_of_unacknowledged_sends_are_read_back(void **state)
+{
+	const char *path = tpath("chains.data");
+	uint8_t ch[6][DL_CHAIN_LEN];
+	const uint8_t *got;
+	struct dl_record r;
+	struct datalog *dl;
+	struct cs_err e;
+	char m[8];
+	int i;
+
+	(void)state;
+	unlink(path);
+	assert_int_equal(datalog_open(path, &dl, &e), 0);
+	for (i = 1; i <= 5; i++) {
+		memset(ch[i], 0x10 * i, DL_CHAIN_LEN);
+		snprintf(m, sizeof(m), "msg-%d", i);
+		r = rec_send("B", (uint64_t)i, "a", "90", m);
+		r.chain = ch[i];
+		assert_int_equal(datalog_append(dl, &r, &e), 0);
+	}
+	r = rec_ack("B", 2);
+	r.chain = ch[2];
+	assert_int_equal(datalog_append(dl, &r, &e), 0);
+	assert_int_equal(datalog_sync(dl, &e), 0);
+	assert_memory_equal(wm_chain(&datalog_state(dl)->acked, "B"), ch[2],
+	    DL_CHAIN_LEN);
+	for (i = 2; i <= 5; i++) {
+		assert_int_equal(chain_sent_at(datalog_state(dl), "B",
+		    (uint64_t)i, &got), 1);
+		assert_non_null(got);
+		assert_memory_equal(got, ch[i], DL_CHAIN_LEN);
+	}
+	/* Before the acknowledged seq: no longer held. */
+	assert_int_equal(chain_sent_at(datalog_state(dl), "B", 1, &got), 0);
+	datalog_close(dl);
+
+	/* Reopened, the ACK record's chain comes back with it. */
+	assert_int_equal(datalog_open(path, &dl, &e), 0);
+	assert_memory_equal(wm_chain(&datalog_state(dl)->acked, "B"), ch[2],
+	    DL_CHAIN_LEN);
+	assert_int_equal(chain_sent_at(datalog_state(dl), "B", 3, &got), 1);
+	assert_memory_equal(got, ch[3], DL_CHAIN_LEN);
+	datalog_close(dl);
+	unlink(path);
+}
+
 static void
 lock_excludes_a_second_open(void **state)
 {
@@ -988,6 +1044,7 @@ main(void)
 		cmocka_unit_test(every_record_boundary_prefix_replays),
 		cmocka_unit_test(live_appends_sync_reopen_and_hash),
 		cmocka_unit_test(sends_are_read_back_from_the_file),
+		cmocka_unit_test(chains_of_unacknowledged_sends_are_read_back),
 		cmocka_unit_test(lock_excludes_a_second_open),
 		cmocka_unit_test(open_refuses_symlinks_and_foreign_files),
 	};
