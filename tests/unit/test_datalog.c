@@ -851,7 +851,7 @@ sends_are_read_back_from_the_file(void **state)
 	struct stop_at s;
 	struct cs_err e;
 	uint64_t off, mid;
-	char m[8];
+	char m[16];
 	int fd, i;
 
 	(void)state;
@@ -929,7 +929,7 @@ chains_of_unacknowledged_sends_are_read_back(void **state)
 	struct dl_record r;
 	struct datalog *dl;
 	struct cs_err e;
-	char m[8];
+	char m[16];
 	int i;
 
 	(void)state;
