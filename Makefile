@@ -38,7 +38,7 @@ LIBA     := $(BUILD)/libcutsnap.a
 
 PREFIX  ?= /usr/local
 
-.PHONY: all deps test unit e2e demo asan valgrind fuzz fuzz-bins fuzz-run torture clean \
+.PHONY: all deps test test-numbers unit e2e demo asan valgrind fuzz fuzz-bins fuzz-run torture clean \
     bench bench-deps install
 all: $(BIN)
 
@@ -76,11 +76,15 @@ $(FAULTFS): tests/fault/faultfs.c | $(DEPS_OK)
 unit: $(UNIT_BIN)
 	CMOCKA_MESSAGE_OUTPUT=TAP prove -f --exec '' $(UNIT_BIN)
 
-e2e: all $(FAULTFS)
+# Every e2e test has a number of its own (tests/check-numbers.sh).
+test-numbers:
+	@sh tests/check-numbers.sh
+
+e2e: all $(FAULTFS) test-numbers
 	CUTSNAP=$(abspath $(BIN)) FAULTFS=$(abspath $(FAULTFS)) prove -f --exec '' tests/e2e/t*.sh
 
 # One prove run, so its closing summary counts every test.
-test: all $(UNIT_BIN) $(FAULTFS)
+test: all $(UNIT_BIN) $(FAULTFS) test-numbers
 	CMOCKA_MESSAGE_OUTPUT=TAP CUTSNAP=$(abspath $(BIN)) \
 	    FAULTFS=$(abspath $(FAULTFS)) \
 	    prove -f --exec '' $(UNIT_BIN) tests/e2e/t*.sh
