@@ -1,22 +1,70 @@
 #!/bin/bash
+# shellcheck disable=SC2034 # variables used inside test body strings
 # A short run of the fault loop (tests/torture/torture.sh; `make torture`
-# runs a long one): random transfers, snapshots and restores with kill -9
-# of agents, coordinators and restores, then the bank check. The seed is
-# printed so a failure can be replayed with torture.sh -s SEED.
+# runs a long one): random transfers over held channels, snapshots and
+# restores with kill -9 of agents, coordinators and restores, then the
+# bank check. The figures come from the loop's machine-readable summary
+# line; the run must have checked something (complete snapshots, verifies,
+# restores, messages recorded in flight), not only have found nothing.
+# The seed is printed so a failure can be replayed with torture.sh -s SEED.
 . "$(dirname "$0")/lib.sh"
 
 SEED=${TORTURE_SEED:-$(( $(date +%s) % 32768 ))}
-ROUNDS=${TORTURE_ROUNDS:-60}
+ROUNDS=${TORTURE_ROUNDS:-25}
+TORTURE=$_lib_dir/../torture/torture.sh
 
-test_expect_success "fault loop, $ROUNDS rounds, seed $SEED: 0 violations" '
-	CUTSNAP=$CUTSNAP timeout -k 5 120 \
-	    "$_lib_dir/../torture/torture.sh" -n "$ROUNDS" -s "$SEED" \
+# sumfield KEY FILE: the value of KEY=VALUE on the "torture-summary:" line
+# of FILE; fails when there is no such line or key.
+sumfield () {
+	sed -n 's/^torture-summary: //p' "$2" | tr ' ' '\n' |
+	    awk -F= -v k="$1" '$1 == k { print $2; f = 1 } END { exit !f }'
+}
+
+# positive KEY FILE: the summary's KEY is a number above 0.
+positive () {
+	local v
+	v=$(sumfield "$1" "$2") || { say "no $1= in the summary"; return 1; }
+	case $v in '' | *[!0-9]*) say "$1=$v is not a count"; return 1 ;; esac
+	[ "$v" -gt 0 ] || { say "$1=$v: the run checked none"; return 1; }
+}
+
+test_expect_success "fault loop, $ROUNDS rounds, seed $SEED: real checks, 0 violations" '
+	CUTSNAP=$CUTSNAP timeout -k 5 130 "$TORTURE" -n "$ROUNDS" -s "$SEED" \
 	    >"$OUT" 2>"$ERR"; rc=$?
 	cat "$OUT" >&2
 	expect_eq "$rc" 0 "torture exit status" &&
-	grep -q "^  violations        0$" "$OUT" &&
-	grep -q "^torture: PASS$" "$OUT" &&
-	grep -Eq "^  kills             agent [1-9]" "$OUT"
+	expect_eq "$(sumfield violations "$OUT")" 0 "violations" &&
+	expect_eq "$(sumfield result "$OUT")" PASS "result" &&
+	expect_eq "$(sumfield rounds "$OUT")" "$ROUNDS" "rounds" &&
+	positive complete "$OUT" &&
+	positive verifies "$OUT" &&
+	positive cut_sums "$OUT" &&
+	positive restores "$OUT" &&
+	positive inflight "$OUT" &&
+	positive with_inflight "$OUT" &&
+	positive kills "$OUT" &&
+	positive kill_agent "$OUT" &&
+	tail -n 1 "$OUT" | grep -qx "torture: PASS"
+'
+
+# A cutsnap whose snapshots all fail: the loop sees no complete snapshot,
+# so nothing to verify or restore, and must fail rather than pass empty.
+test_expect_success 'a run that completed no snapshot fails: "checked nothing", exit 1' '
+	cat >nosnap <<-EOF &&
+	#!/bin/sh
+	[ "\$1" = snapshot ] && { echo "cutsnap: snapshot: refused by the test" >&2; exit 1; }
+	exec "$CUTSNAP" "\$@"
+	EOF
+	chmod +x nosnap &&
+	CUTSNAP=$TEST_DIR/nosnap TMPDIR=$TEST_DIR timeout -k 5 60 "$TORTURE" -n 2 -s "$SEED" \
+	    >"$OUT" 2>"$ERR"; rc=$?
+	cat "$OUT" >&2
+	expect_eq "$rc" 1 "torture exit status" &&
+	expect_eq "$(sumfield result "$OUT")" FAIL "result" &&
+	expect_eq "$(sumfield violations "$OUT")" 0 "violations" &&
+	expect_eq "$(sumfield complete "$OUT")" 0 "complete" &&
+	grep -q "^  checked nothing   no complete snapshot, no verify, no restore, no message recorded in flight$" "$OUT" &&
+	tail -n 1 "$OUT" | grep -qx "torture: FAIL"
 '
 
 test_done

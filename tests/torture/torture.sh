@@ -8,19 +8,38 @@
 #   -s SEED    RANDOM seed (default: from the clock; printed)
 #   -a AGENTS  number of agents, 2..8 (default 3)
 #   -k         keep the work directory
-# Environment: CUTSNAP (the binary; default bin/cutsnap of this checkout).
+# Environment: CUTSNAP (the binary; default bin/cutsnap of this checkout),
+# TMPDIR (where the work directory goes; kept when the run fails).
 #
-# Each agent starts with bal=1000. The invariants, checked throughout and
-# at the end (a failed one is a violation; the exit status is 1 if any):
+# Each agent starts with bal=1000. A round holds one to three channels,
+# sends transfers over them (queued at their senders: in flight), takes a
+# snapshot from a random initiator while more transfers flow, releases
+# the held channels (in order or reversed) once every agent has recorded
+# its state, so that the snapshot records the queued messages in flight.
+# The fault modes (table FAULTS below) strike at random meanwhile.
+#
+# The invariants, checked throughout and at the end (a failed one is a
+# violation):
 #   - every snapshot ls lists is complete or aborted once its coordinator
-#     is gone, never running;
-#   - every complete snapshot verifies, and restored (into a second
-#     config's data paths) it holds exactly the initial total, also after
-#     a restore that was killed half-way and run again;
+#     is gone, never running; a coordinator that exited 0 named a snapshot
+#     ls lists as complete;
+#   - every complete snapshot verifies, its cut (show --sum) holds exactly
+#     the initial total, and restored (into a second config's data paths)
+#     it holds the initial total, also after a restore that was killed
+#     half-way and run again, and after a second restore over it;
 #   - once killed agents are restarted and the channels have drained, the
 #     live total is the initial total.
-# The report at the end is in the spirit of Jepsen's bank checker.
+# A run that checked nothing has not passed either: no complete snapshot,
+# no verify, no restore, or no message recorded in flight by the complete
+# snapshots fails the run. Every figure is read from --json output, never
+# from a table meant for people.
+#
+# The report at the end is in the spirit of Jepsen's bank checker; its
+# last line but one is machine-readable:
+#   torture-summary: seed=S agents=N rounds=R seconds=T complete=C ...
+# and the last line is "torture: PASS" or "torture: FAIL". Exit 0 on PASS.
 set -u
+exec 3>&2
 
 ROUNDS=100
 SEED=$(( $(date +%s%N) % 32768 ))
@@ -41,6 +60,9 @@ case "$ROUNDS$SEED$NAG" in *[!0-9]*)
 esac
 [ "$NAG" -ge 2 ] && [ "$NAG" -le 8 ] || {
 	echo "torture: -a takes 2..8" >&2; exit 2; }
+[ "$ROUNDS" -ge 1 ] || { echo "torture: -n takes 1 or more" >&2; exit 2; }
+command -v python3 >/dev/null || {
+	echo "torture: python3 is needed to read --json output" >&2; exit 2; }
 RANDOM=$SEED
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -48,7 +70,9 @@ CUTSNAP=${CUTSNAP:-$here/../../bin/cutsnap}
 [ -x "$CUTSNAP" ] || { echo "torture: no binary at $CUTSNAP" >&2; exit 2; }
 
 # A short base keeps socket paths under 108 bytes.
-W=$(mktemp -d /tmp/cs-torture.XXXXXX) || exit 2
+_base=${TMPDIR:-/tmp}
+[ ${#_base} -gt 40 ] && _base=/tmp
+W=$(mktemp -d "$_base/cs-torture.XXXXXX") || exit 2
 CONF=$W/cluster.ini
 RCONF=$W/restore/cluster.ini
 REPO=$W/repo
@@ -61,13 +85,83 @@ INIT_EACH=1000
 INIT_TOTAL=$((INIT_EACH * NAG))
 BG=""
 
+# --- the fault modes -----------------------------------------------------
+#
+# One row per mode: NAME PHASE PERCENT. fault_NAME is called in PHASE with
+# probability PERCENT/100; it returns 0 when it struck (counted under NAME
+# in the report) and 1 when it found nothing to strike. A new mode is a
+# function and a row. The phases:
+#   round     in the middle of a round: transfers run, no snapshot
+#   snapshot  while a snapshot runs: SNAP_PID is its coordinator (it may
+#             have exited already), HELD its held channels ("S>D ...")
+#   restore   before the checked restore of snapshot CHECK_ID into RCONF,
+#             whose data files were removed: leave them as a failed
+#             restore would (the checked restore must then succeed)
+FAULTS="
+kill_agent        round     10
+kill_coordinator  snapshot  25
+kill_agent        snapshot  14
+stop_restore      restore   33
+kill_restore      restore   33
+"
+
+# kill -9 a random live agent.
+fault_kill_agent () {
+	local n p
+	n=$(pick)
+	p=$(agent_pid "$n")
+	[ -n "$p" ] || return 1
+	kill -KILL "$p" 2>/dev/null || return 1
+	log "killed agent $n (pid $p)"
+}
+
+# kill -9 the snapshot's coordinator (the cutsnap process itself).
+fault_kill_coordinator () {
+	kill -KILL "$SNAP_PID" 2>/dev/null || return 1
+	log "killed coordinator of the snapshot by $SNAP_INIT"
+}
+
+# A restore stopped by CUTSNAP_FAULT after its N-th file (exit 99).
+fault_stop_restore () {
+	CUTSNAP_FAULT=restore-after-file:$((1 + RANDOM % NAG)) \
+	    cs restore -r "$REPO" "$CHECK_ID" -c "$RCONF" >>"$LOG" 2>&1
+	[ $? -eq 99 ]
+}
+
+# A restore killed with -9 after 0-14 ms.
+fault_kill_restore () {
+	local p rc=1
+	"$CUTSNAP" restore -r "$REPO" "$CHECK_ID" -c "$RCONF" >>"$LOG" 2>&1 &
+	p=$!
+	sleep "$(printf '0.%03d' $((RANDOM % 15)))"
+	kill -KILL "$p" 2>/dev/null && rc=0
+	wait "$p" 2>/dev/null
+	return $rc
+}
+
+# run_faults PHASE: give every mode of PHASE its chance.
+declare -A STRUCK
+run_faults () {
+	local name phase pct
+	while read -r name phase pct; do
+		[ "$phase" = "$1" ] || continue
+		[ $((RANDOM % 100)) -lt "$pct" ] || continue
+		if "fault_$name"; then
+			STRUCK[$name]=$(( ${STRUCK[$name]:-0} + 1 ))
+		fi
+	done <<<"$FAULTS"
+}
+
+# The mode names, each once, in table order.
+fault_names () {
+	awk 'NF == 3 && !seen[$1]++ { print $1 }' <<<"$FAULTS"
+}
+
 # --- bookkeeping -------------------------------------------------------
 
 rounds_done=0
-n_xfer_ok=0 n_xfer_fail=0
-n_kill_agent=0 n_kill_coord=0 n_kill_restore=0 n_fault_restore=0
-n_snap_ok=0 n_snap_fail=0
-n_restore=0 n_verify=0
+n_snap_ok=0 n_snap_fail=0 n_held_msgs=0 n_holds=0
+n_restore=0 n_verify=0 n_cutsum=0
 n_viol=0 first_viol="" worst_viol="" worst_delta=0
 
 log () { printf '%s\n' "$*" >>"$LOG"; }
@@ -87,13 +181,23 @@ violation () {
 
 cs () { timeout -k 5 60 "$CUTSNAP" "$@"; }
 
+# json EXPR: read JSON on stdin into d, print the Python expression EXPR:
+# a list one item a line, anything else as it is. Fails on bad JSON.
+json () {
+	python3 -c 'import json, sys
+d = json.load(sys.stdin)
+v = eval(sys.argv[1])
+for x in (v if isinstance(v, list) else [v]):
+    print(x)' "$1"
+}
+
 cleanup () {
 	local p
 	for p in $BG; do kill -KILL "$p" 2>/dev/null; done
 	timeout -k 2 10 "$CUTSNAP" stop -c "$CONF" >/dev/null 2>&1
 	for p in $(agent_pids); do kill -KILL "$p" 2>/dev/null; done
 	if [ "$KEEP" = 1 ]; then
-		echo "torture: kept $W"
+		echo "torture: kept $W" >&3
 	else
 		rm -rf "$W"
 	fi
@@ -104,14 +208,19 @@ trap 'exit 130' INT TERM
 # Pids of our agents (their command line names our config).
 agent_pids () { pgrep -f -- "agent -c $CONF" 2>/dev/null; }
 
+# agent_pid NAME: the pid of a live agent, from status --json.
 agent_pid () {
-	cs status -c "$CONF" 2>/dev/null |
-	    awk -v n="$1" '$1 == n && $2 == "up" {
-		for (i = 3; i <= NF; i++) if ($i ~ /^pid=/) {
-			sub(/^pid=/, "", $i); print $i } }'
+	cs status -c "$CONF" --json 2>/dev/null |
+	    json "[a['pid'] for a in d if a['agent'] == '$1' and a['up']]" 2>/dev/null
 }
 
 pick () { local a=($NAMES); echo "${a[$((RANDOM % ${#a[@]}))]}"; }
+
+# pick_other NAME: a random agent other than NAME.
+pick_other () {
+	local a=(${NAMES/ $1/})
+	echo "${a[$((RANDOM % ${#a[@]}))]}"
+}
 
 # wait_pid PID SECONDS: wait for a background child, bounded; kill -9 it
 # when it overstays. Sets WRC to its status.
@@ -141,6 +250,7 @@ mkconf () {
 mkdir -p "$W/restore"
 mkconf >"$CONF"
 mkconf >"$RCONF"
+: >"$W/xfer.res"
 
 cs start -c "$CONF" >>"$LOG" 2>&1 || { echo "torture: start failed" >&2; exit 1; }
 for n in $NAMES; do
@@ -148,7 +258,23 @@ for n in $NAMES; do
 	    { echo "torture: put failed" >&2; exit 1; }
 done
 
+# From here on the shell's own notices (a background job "Killed") go to
+# the log; the progress lines go to the original stderr (fd 3, opened
+# at the top).
+exec 2>>"$LOG"
+
 # --- the actions -------------------------------------------------------
+
+# transfer S D N: one transfer, its outcome (ok/fail) in xfer.res.
+transfer () {
+	if cs transfer -c "$CONF" "$1:bal" "$2:bal" "$3" >/dev/null \
+	    2>>"$W/xfer.err"; then
+		echo ok >>"$W/xfer.res"
+		return 0
+	fi
+	echo fail >>"$W/xfer.res"
+	return 1
+}
 
 # Random transfers in the background (some fail: insufficient funds or a
 # dead source; a failed transfer changes nothing).
@@ -157,132 +283,205 @@ transfers_bg () {
 	for k in $(seq 1 $((1 + RANDOM % 6))); do
 		s=$(pick); d=$(pick)
 		[ "$s" = "$d" ] && continue
-		( cs transfer -c "$CONF" "$s:bal" "$d:bal" $((1 + RANDOM % 120)) \
-		    >/dev/null 2>>"$W/xfer.err" && echo ok || echo fail
-		) >>"$W/xfer.res" &
+		transfer "$s" "$d" $((1 + RANDOM % 120)) &
 		BG="$BG $!"
 	done
 }
 
-kill_agent () {
-	local n p
-	n=$(pick)
-	p=$(agent_pid "$n")
-	[ -n "$p" ] || return 0
-	kill -KILL "$p" 2>/dev/null && {
-		n_kill_agent=$((n_kill_agent + 1))
-		log "killed agent $n (pid $p)"
-	}
+# A stream of transfers in the background until the file STOP exists
+# (bounded: at most 200).
+stream_bg () {
+	local s d k=0
+	while [ ! -e "$W/stop.stream" ] && [ $k -lt 200 ]; do
+		s=$(pick); d=$(pick)
+		[ "$s" = "$d" ] || transfer "$s" "$d" $((1 + RANDOM % 40))
+		k=$((k + 1))
+	done
 }
 
 restart_agents () {
 	cs start -c "$CONF" >>"$LOG" 2>&1 || log "start failed (retried later)"
 }
 
-# A snapshot from a random initiator while transfers run, often with a
-# channel held (so it records messages in flight), sometimes released in
-# reverse (the non-FIFO drill); meanwhile maybe kill -9 its coordinator or
-# an agent.
-snapshot_round () {
-	local init p hs="" hd="" rc
-	if [ $((RANDOM % 2)) -eq 0 ]; then
-		hs=$(pick); hd=$(pick)
-		if [ "$hs" != "$hd" ] &&
-		    cs channel -c "$CONF" hold "$hs" "$hd" >/dev/null 2>&1; then
-			log "hold $hs>$hd"
-		else
-			hs=""
-		fi
-	fi
-	transfers_bg
-	init=$(pick)
-	"$CUTSNAP" snapshot -c "$CONF" -r "$REPO" --initiator "$init" \
-	    --timeout 4 >>"$LOG" 2>&1 &
-	p=$!
-	sleep "$(printf '0.%03d' $((RANDOM % 120)))"
-	if [ $((RANDOM % 4)) -eq 0 ] && kill -KILL "$p" 2>/dev/null; then
-		n_kill_coord=$((n_kill_coord + 1))
-		log "killed coordinator (snapshot by $init)"
-	fi
-	[ $((RANDOM % 7)) -eq 0 ] && kill_agent
-	if [ -n "$hs" ]; then
+# hold_channels: hold one to three random channels and send one to three
+# transfers over each (they queue at the sender: in flight). Sets HELD.
+hold_channels () {
+	local k s d i
+	HELD=""
+	for k in $(seq 1 $((1 + RANDOM % 3))); do
+		s=$(pick); d=$(pick_other "$s")
+		case " $HELD " in *" $s>$d "*) continue ;; esac
+		cs channel -c "$CONF" hold "$s" "$d" >>"$LOG" 2>&1 || continue
+		HELD="$HELD $s>$d"
+		n_holds=$((n_holds + 1))
+		for i in $(seq 1 $((1 + RANDOM % 3))); do
+			transfer "$s" "$d" $((1 + RANDOM % 50)) &&
+			    n_held_msgs=$((n_held_msgs + 1))
+		done
+	done
+	log "held:${HELD:- none}"
+}
+
+release_channels () {
+	local c
+	for c in $HELD; do
 		if [ $((RANDOM % 3)) -eq 0 ]; then
-			cs channel -c "$CONF" release --reverse "$hs" "$hd" \
+			cs channel -c "$CONF" release --reverse "${c%>*}" "${c#*>}" \
 			    >>"$LOG" 2>&1
 		else
-			cs channel -c "$CONF" release "$hs" "$hd" >>"$LOG" 2>&1
+			cs channel -c "$CONF" release "${c%>*}" "${c#*>}" >>"$LOG" 2>&1
 		fi
+	done
+	HELD=""
+}
+
+# Every agent has recorded its state for a snapshot (status --json: each
+# one up, its snapshot phase past "joined").
+all_recorded () {
+	cs status -c "$CONF" --json 2>/dev/null | json '
+all(a["up"] and isinstance(a.get("snapshot"), dict) and
+    a["snapshot"].get("phase") in ("recording", "recorded", "reported")
+    for a in d)' 2>/dev/null | grep -qx True
+}
+
+# wait_recorded: until every agent has recorded, or the coordinator is
+# gone, bounded (3 s).
+wait_recorded () {
+	local end=$((SECONDS + 3))
+	while kill -0 "$SNAP_PID" 2>/dev/null && [ $SECONDS -lt "$end" ]; do
+		all_recorded && return 0
+		sleep 0.05
+	done
+	return 1
+}
+
+# A snapshot from a random initiator over held channels with queued
+# transfers, while transfers flow; the held channels are released once
+# every agent has recorded (the queued messages are then in flight in the
+# cut). The snapshot faults strike early (before the recording) or late
+# (during the release and the copy).
+snapshot_round () {
+	local early=$((RANDOM % 2)) id
+	hold_channels
+	rm -f "$W/stop.stream"
+	stream_bg &
+	BG="$BG $!"
+	SNAP_INIT=$(pick)
+	"$CUTSNAP" snapshot -q -c "$CONF" -r "$REPO" --initiator "$SNAP_INIT" \
+	    --timeout 4 >"$W/snap.out" 2>>"$LOG" &
+	SNAP_PID=$!
+	if [ $early = 1 ]; then
+		sleep "$(printf '0.%03d' $((RANDOM % 120)))"
+		run_faults snapshot
 	fi
-	wait_pid "$p" 30
-	rc=$WRC
-	if [ "$rc" -eq 0 ]; then
+	wait_recorded ||
+	    { kill -0 "$SNAP_PID" 2>/dev/null &&
+	      log "not every agent recorded within 3 s (snapshot by $SNAP_INIT)"; }
+	release_channels
+	if [ $early = 0 ]; then
+		sleep "$(printf '0.%03d' $((RANDOM % 60)))"
+		run_faults snapshot
+	fi
+	wait_pid "$SNAP_PID" 30
+	touch "$W/stop.stream"
+	if [ "$WRC" -eq 0 ]; then
 		n_snap_ok=$((n_snap_ok + 1))
+		id=$(tr -dc '0-9' <"$W/snap.out")
+		status_is "$id" complete ||
+		    violation 0 "snapshot exited 0 with id '$id', not listed complete"
 	else
 		n_snap_fail=$((n_snap_fail + 1))
 	fi
 }
 
-# total_of CONF: the sum of bal over the data files of CONF (offline).
+# --- the checks ----------------------------------------------------------
+
+# The repository's snapshots (ls --json) into $W/ls.json; fails when ls
+# fails (no repository yet counts as empty).
+read_ls () {
+	if [ ! -f "$REPO/manifest.db" ]; then
+		echo "[]" >"$W/ls.json"
+		return 0
+	fi
+	cs ls -r "$REPO" --json >"$W/ls.json" 2>>"$LOG" && return 0
+	violation 0 "ls --json of the repository failed"
+	return 1
+}
+
+# ids_with STATUS: the ids of the listed snapshots in STATUS.
+ids_with () {
+	read_ls && json "[s['id'] for s in d if s['status'] == '$1']" <"$W/ls.json"
+}
+
+# status_is ID STATUS: ls lists snapshot ID with STATUS.
+status_is () {
+	[ -n "$1" ] && read_ls &&
+	    json "[s['status'] for s in d if s['id'] == $1]" <"$W/ls.json" |
+	    grep -qx "$2"
+}
+
+# total_of CONF: the sum of bal over the data files of CONF (offline,
+# dump --json); fails when a file cannot be read.
 total_of () {
 	local n v s=0 dir
 	dir=$(dirname "$1")
 	for n in $NAMES; do
-		v=$("$CUTSNAP" dump "$dir/$n.data" 2>/dev/null |
-		    awk -F'\t' '$1 == "bal" { print $2; f = 1 } END { exit !f }')
-		[ -n "$v" ] || v=0
+		v=$(cs dump "$dir/$n.data" --json 2>>"$LOG" |
+		    json "int(d['keys'].get('bal', 0))") || return 1
 		s=$((s + v))
 	done
 	echo "$s"
 }
 
-complete_ids () {
-	cs ls -r "$REPO" 2>/dev/null | awk '$3 == "complete" { print $1 }'
-}
-
-# restore_check ID: restore (maybe killed half-way first, then again) and
-# check the restored total.
+# restore_check ID: the restore faults, then the restore that must
+# succeed, its total, and a second restore over it (nothing applied twice).
 restore_check () {
-	local id=$1 p t mode=$((RANDOM % 3))
+	local t
+	CHECK_ID=$1
 	rm -f "$W"/restore/*.data
-	if [ "$mode" -eq 1 ]; then
-		CUTSNAP_FAULT=restore-after-file:$((1 + RANDOM % NAG)) \
-		    cs restore -r "$REPO" "$id" -c "$RCONF" >>"$LOG" 2>&1
-		[ $? -eq 99 ] && n_fault_restore=$((n_fault_restore + 1))
-	elif [ "$mode" -eq 2 ]; then
-		"$CUTSNAP" restore -r "$REPO" "$id" -c "$RCONF" >>"$LOG" 2>&1 &
-		p=$!
-		sleep "$(printf '0.%03d' $((RANDOM % 15)))"
-		kill -KILL "$p" 2>/dev/null && n_kill_restore=$((n_kill_restore + 1))
-		wait "$p" 2>/dev/null
-	fi
-	if ! cs restore -r "$REPO" "$id" -c "$RCONF" >>"$LOG" 2>&1; then
-		violation 0 "restore of complete snapshot $id failed"
+	run_faults restore
+	if ! cs restore -r "$REPO" "$1" -c "$RCONF" >>"$LOG" 2>&1; then
+		violation 0 "restore of complete snapshot $1 failed"
 		return
 	fi
 	n_restore=$((n_restore + 1))
-	t=$(total_of "$RCONF")
-	[ "$t" = "$INIT_TOTAL" ] ||
-	    violation $((t - INIT_TOTAL)) "snapshot $id restores to $t, not $INIT_TOTAL"
-	# Once more over the restored files: nothing may be applied twice.
-	cs restore -r "$REPO" "$id" -c "$RCONF" >>"$LOG" 2>&1 || {
-		violation 0 "second restore of snapshot $id failed"; return; }
-	t=$(total_of "$RCONF")
-	[ "$t" = "$INIT_TOTAL" ] ||
-	    violation $((t - INIT_TOTAL)) "snapshot $id restored twice holds $t, not $INIT_TOTAL"
+	if ! t=$(total_of "$RCONF"); then
+		violation 0 "snapshot $1 restored, but a data file cannot be read"
+	elif [ "$t" != "$INIT_TOTAL" ]; then
+		violation $((t - INIT_TOTAL)) "snapshot $1 restores to $t, not $INIT_TOTAL"
+	fi
+	cs restore -r "$REPO" "$1" -c "$RCONF" >>"$LOG" 2>&1 || {
+		violation 0 "second restore of snapshot $1 failed"; return; }
+	if ! t=$(total_of "$RCONF"); then
+		violation 0 "snapshot $1 restored twice, but a data file cannot be read"
+	elif [ "$t" != "$INIT_TOTAL" ]; then
+		violation $((t - INIT_TOTAL)) "snapshot $1 restored twice holds $t, not $INIT_TOTAL"
+	fi
 }
 
+# verify_check ID: verify --json says ok (and exits 0); the cut's sum of
+# bal (show --sum --json: the files plus the messages in flight) is the
+# initial total.
 verify_check () {
-	local id=$1
+	local v t
 	n_verify=$((n_verify + 1))
-	cs verify -r "$REPO" "$id" >>"$LOG" 2>&1 ||
-	    violation 0 "complete snapshot $id does not verify"
+	v=$(cs verify -q -r "$REPO" "$1" --json 2>>"$LOG")
+	if [ $? -ne 0 ] || [ "$(json 'd["ok"]' <<<"$v" 2>/dev/null)" != True ]; then
+		violation 0 "complete snapshot $1 does not verify: $v"
+		return
+	fi
+	t=$(cs show -r "$REPO" "$1" --sum bal --json 2>>"$LOG" |
+	    json 'd["sum"]["total"]' 2>/dev/null)
+	n_cutsum=$((n_cutsum + 1))
+	[ "$t" = "$INIT_TOTAL" ] ||
+	    violation "$(( ${t:-0} - INIT_TOTAL ))" "the cut of snapshot $1 sums to ${t:-nothing}, not $INIT_TOTAL"
 }
 
 # Nothing listed as running once no coordinator is alive.
 ls_check () {
 	local r
-	r=$(cs ls -r "$REPO" 2>/dev/null | awk '$3 == "running" { print $1 }')
-	[ -z "$r" ] || violation 0 "snapshot(s) $r listed running with no coordinator"
+	r=$(ids_with running) || return
+	[ -z "$r" ] || violation 0 "snapshot(s) $(echo $r) listed running with no coordinator"
 }
 
 # --- the loop ----------------------------------------------------------
@@ -291,33 +490,31 @@ start_s=$SECONDS
 for rounds_done in $(seq 1 "$ROUNDS"); do
 	BG=""
 	transfers_bg
-	[ $((RANDOM % 10)) -eq 0 ] && kill_agent
+	run_faults round
 	snapshot_round
-	[ $((RANDOM % 10)) -eq 0 ] && kill_agent
 	for p in $BG; do wait_pid "$p" 60; done
 	BG=""
 	# Restart what was killed most rounds; sometimes let a snapshot run
 	# with an agent down first (it must abort).
 	[ $((RANDOM % 5)) -ne 0 ] && restart_agents
-	if [ -f "$REPO/manifest.db" ]; then
-		ls_check
-		if [ $((RANDOM % 4)) -eq 0 ]; then
-			ids=($(complete_ids))
-			if [ ${#ids[@]} -gt 0 ]; then
-				id=${ids[$((RANDOM % ${#ids[@]}))]}
-				verify_check "$id"
-				restore_check "$id"
-			fi
+	ls_check
+	if [ $((RANDOM % 4)) -eq 0 ]; then
+		ids=($(ids_with complete))
+		if [ ${#ids[@]} -gt 0 ]; then
+			id=${ids[$((RANDOM % ${#ids[@]}))]}
+			verify_check "$id"
+			restore_check "$id"
 		fi
 	fi
 	if [ $((rounds_done % 10)) -eq 0 ]; then
 		printf 'torture: round %d/%d, %d violation(s)\n' \
-		    "$rounds_done" "$ROUNDS" "$n_viol" >&2
+		    "$rounds_done" "$ROUNDS" "$n_viol" >&3
 	fi
 done
 
 # --- the final check -----------------------------------------------------
 
+loop_s=$((SECONDS - start_s))
 restart_agents
 # Channels drain once every agent is up: poll the live total, bounded.
 live=""
@@ -345,39 +542,68 @@ else
 	[ "$live" = "$INIT_TOTAL" ] ||
 	    violation $((live - INIT_TOTAL)) "live total moved to $live after draining"
 fi
-if [ -f "$REPO/manifest.db" ]; then
-	ls_check
-	for id in $(complete_ids); do
-		verify_check "$id"
-		restore_check "$id"
-	done
-	n_complete=$(cs ls -r "$REPO" | awk '$3 == "complete"' | wc -l)
-	n_inflight=$(cs ls -r "$REPO" | awk '$3 == "complete" { s += $NF }
-	    END { print s + 0 }')
-	n_aborted=$(cs ls -r "$REPO" | awk '$3 == "aborted"' | wc -l)
-else
-	n_complete=0 n_aborted=0 n_inflight=0
-fi
-n_xfer_ok=$(grep -c '^ok' "$W/xfer.res" 2>/dev/null)
-n_xfer_fail=$(grep -c '^fail' "$W/xfer.res" 2>/dev/null)
+ls_check
+for id in $(ids_with complete); do
+	verify_check "$id"
+	restore_check "$id"
+done
+# The figures, from ls --json: snapshots by status, messages recorded in
+# flight by the complete ones, and how many of those recorded any.
+read_ls
+read -r n_complete n_aborted n_inflight n_with_inflight < <(json '
+" ".join(str(x) for x in (
+    sum(1 for s in d if s["status"] == "complete"),
+    sum(1 for s in d if s["status"] == "aborted"),
+    sum(s["msgs"] for s in d if s["status"] == "complete"),
+    sum(1 for s in d if s["status"] == "complete" and s["msgs"] > 0)))' \
+    <"$W/ls.json" 2>/dev/null)
+n_xfer_ok=$(grep -c '^ok' "$W/xfer.res")
+n_xfer_fail=$(grep -c '^fail' "$W/xfer.res")
+
+# A run that checked nothing has not passed.
+nothing=""
+[ "${n_complete:-0}" -gt 0 ] || nothing="$nothing, no complete snapshot"
+[ "$n_verify" -gt 0 ] || nothing="$nothing, no verify"
+[ "$n_restore" -gt 0 ] || nothing="$nothing, no restore"
+[ "${n_inflight:-0}" -gt 0 ] || nothing="$nothing, no message recorded in flight"
+nothing=${nothing#, }
+
+kills=0 kill_list="" kill_kv=""
+for f in $(fault_names); do
+	kills=$((kills + ${STRUCK[$f]:-0}))
+	kill_list="$kill_list, $f ${STRUCK[$f]:-0}"
+	kill_kv="$kill_kv $f=${STRUCK[$f]:-0}"
+done
+result=PASS
+[ "$n_viol" -eq 0 ] && [ -z "$nothing" ] || result=FAIL
 
 # --- the report ------------------------------------------------------------
 
 cat <<EOF
 cutsnap torture: seed $SEED, $NAG agents, initial total $INIT_TOTAL
-  rounds            $ROUNDS in $((SECONDS - start_s)) s
-  transfers         ${n_xfer_ok:-0} ok, ${n_xfer_fail:-0} refused or failed
-  kills             agent $n_kill_agent, coordinator $n_kill_coord, restore $n_kill_restore (+ $n_fault_restore restores stopped by CUTSNAP_FAULT)
-  snapshots         $n_complete complete ($n_inflight messages in flight recorded), $n_aborted aborted
-                    (coordinator exit 0: $n_snap_ok, non-zero or killed: $n_snap_fail)
-  checks            $n_verify verify, $n_restore restores checked (each also run twice)
+  rounds            $ROUNDS in $loop_s s, $((SECONDS - start_s)) s with the final checks
+  transfers         $n_xfer_ok ok, $n_xfer_fail refused or failed ($n_held_msgs sent over $n_holds held channels)
+  faults            $kills:${kill_list#,}
+  snapshots         ${n_complete:-?} complete, ${n_aborted:-?} aborted (coordinator exit 0: $n_snap_ok, non-zero or killed: $n_snap_fail)
+  in flight         ${n_inflight:-?} messages recorded by ${n_with_inflight:-?} of ${n_complete:-?} complete snapshots
+  checks            $n_verify verify, $n_cutsum cut sums, $n_restore restores checked (each also run twice)
   live total        ${live:-unreadable} (expected $INIT_TOTAL)
   violations        $n_viol
 EOF
 if [ "$n_viol" -gt 0 ]; then
 	echo "  first             $first_viol"
 	echo "  worst             $worst_viol"
-	echo "  log               $LOG"
+fi
+[ -n "$nothing" ] && echo "  checked nothing   $nothing"
+[ "$result" = FAIL ] && echo "  log               $LOG"
+echo "torture-summary: seed=$SEED agents=$NAG rounds=$ROUNDS" \
+    "seconds=$loop_s wall_seconds=$((SECONDS - start_s))" \
+    "complete=${n_complete:-0}" \
+    "aborted=${n_aborted:-0} inflight=${n_inflight:-0}" \
+    "with_inflight=${n_with_inflight:-0} verifies=$n_verify" \
+    "cut_sums=$n_cutsum restores=$n_restore transfers=$n_xfer_ok" \
+    "kills=$kills$kill_kv violations=$n_viol result=$result"
+if [ "$result" = FAIL ]; then
 	KEEP=1
 	echo "torture: FAIL"
 	exit 1
