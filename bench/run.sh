@@ -5,19 +5,160 @@
 # a baseline measured in the same run on the same machine. Run it through
 # "make bench" (builds bin/cutsnap and build/bench/syncw first).
 #
+# A step that fails (a failed or non-conserving load, a failed snapshot,
+# verify or backup) stops the bench with "bench: FAIL: ..." and exit 1: no
+# figure of a failed run is printed, and RESULTS.md is not written.
+# Sourced ("BENCH_LIB=1 . bench/run.sh"), it only defines its helpers.
+#
 # Environment:
+#   CUTSNAP      the binary (default: bin/cutsnap of this checkout)
 #   BENCH_DIR    scratch directory (default: a new one under ${TMPDIR:-/tmp});
 #                needs about 4 GiB free
 #   BENCH_KEEP=1 keep the scratch directory
 #   BENCH_RUNS   runs per row (default 3)
 set -u
 
-ROOT=$(cd "$(dirname "$0")/.." && pwd)
-CS=$ROOT/bin/cutsnap
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+CS=${CUTSNAP:-$ROOT/bin/cutsnap}
 SYNCW=$ROOT/build/bench/syncw
 RUNS=${BENCH_RUNS:-3}
 RESULTS=$ROOT/bench/RESULTS.md
 MIB=1048576
+
+# --- helpers -------------------------------------------------------------
+
+say () { printf '%s\n' "$*" >&2; printf '%s\n' "$*" >>"$LOG"; }
+
+# fail TEXT: stop the bench (exit 1) after a failed step, before its
+# figure is printed; RESULTS.md is not written.
+fail () { say "bench: FAIL: $*"; exit 1; }
+
+# cmd TEXT: note a command line for RESULTS.md (once per distinct text).
+cmd () { grep -qxF -- "    $*" "$CMDS" || printf '    %s\n' "$*" >>"$CMDS"; }
+
+now_ns () { date +%s%N; }
+
+# timed ARRAY CMD...: run CMD (output to the log) and append its wall
+# time in ms to the array named ARRAY; the bench fails if CMD fails.
+timed () {
+	local -n _ms=$1
+	local t0 t1 rc
+	shift
+	t0=$(now_ns)
+	"$@" >>"$LOG" 2>&1
+	rc=$?
+	t1=$(now_ns)
+	[ $rc -eq 0 ] || fail "exit $rc: $*"
+	_ms+=($(((t1 - t0) / 1000000)))
+}
+
+# median V...: the median of numbers (the lower middle of an even count).
+median () {
+	printf '%s\n' "$@" | grep -E '^[0-9.]+$' | sort -g |
+	    awk '{ v[NR] = $1 } END { if (NR == 0) print "n/a";
+	        else print v[int((NR + 1) / 2)] }'
+}
+
+# calc EXPR: awk arithmetic, 2 decimals; n/a if an operand is n/a.
+calc () {
+	case "$*" in *n/a* | *error*) echo n/a; return ;; esac
+	awk "BEGIN { v = $*; printf \"%.2f\", v }" 2>/dev/null || echo n/a
+}
+
+# verdict CONDITION-EXPR: PASS / FAIL (awk boolean), n/a on n/a.
+verdict () {
+	case "$*" in *n/a* | *error*) echo FAIL; return ;; esac
+	awk "BEGIN { exit !($*) }" && echo PASS || echo FAIL
+}
+
+# row WHAT VALUE BASELINE RATIO TARGET VERDICT
+row () {
+	printf '| %s | %s | %s | %s | %s | %s |\n' "$@" >>"$ROWS"
+	printf '%-46s %-14s %-22s %-8s %-20s %s\n' "$1" "$2" "$3" "$4" "$5" "$6"
+}
+
+size_of () { stat -c %s "$1"; }
+du_b () { du -sb "$1" | awk '{ print $1 }'; }
+mib () { awk -v b="$1" 'BEGIN { printf "%.1f", b / 1048576 }'; }
+
+# field NAME FILE: the value of NAME in the JSON object in FILE (a load
+# --json summary): a string as it is, anything else as JSON (true, 1.5).
+field () {
+	python3 -c 'import json, sys
+v = json.load(open(sys.argv[1]))[sys.argv[2]]
+print(v if isinstance(v, str) else json.dumps(v))' "$2" "$1"
+}
+
+# load_checked OUT ARGS...: one "cutsnap load --json ARGS" run, its
+# summary in OUT. The bench fails unless load exited 0 with the total
+# conserved, no failed request and no failed snapshot.
+load_checked () {
+	local out=$1 rc
+	shift
+	"$CS" load --json "$@" >"$out" 2>>"$LOG"
+	rc=$?
+	if [ $rc -eq 0 ] && [ "$(field conserved "$out" 2>/dev/null)" = true ] &&
+	    [ "$(field failures "$out" 2>/dev/null)" = 0 ] &&
+	    [ "$(field snapshot_failures "$out" 2>/dev/null)" = 0 ]; then
+		return 0
+	fi
+	fail "cutsnap load $* (exit $rc): $(cat "$out")"
+}
+
+# make_cluster DIR N: a full-mesh config of N agents a1..aN in DIR.
+make_cluster () {
+	local d=$1 n=$2 i
+	mkdir -p "$d"
+	{
+		echo "[cluster]"
+		echo "run_dir = run"
+		for i in $(seq 1 "$n"); do
+			printf '\n[agent a%d]\ndata = a%d.data\n' "$i" "$i"
+		done
+	} >"$d/c.ini"
+	CONFS="$CONFS $d/c.ini"
+}
+
+start () { "$CS" start -c "$1" >>"$LOG" 2>&1 || fail "start $1"; }
+stop () { "$CS" stop -c "$1" >>"$LOG" 2>&1; }
+# An agent remembers the ids of the snapshots it took part in, and a fresh
+# repository numbers from 1 again: restart the agents before a snapshot
+# into a fresh repository (they recover their files on start).
+# The sync lets the deletion (and the discards of its blocks, on a disk
+# mounted with discard) finish before anything is timed: otherwise the
+# next timed run pays a varying part of it (a full snapshot measured 487
+# and 1119 ms on the same code that way).
+fresh () { stop "$1"; start "$1"; rm -rf "$2"; sync; }
+
+# fill CONF AGENT FROM TO: put keys kFROM..kTO-1, 1 MiB each, distinct
+# random contents (slices of $W/rand).
+fill () {
+	local c=$1 a=$2 i
+	for i in $(seq "$3" $(($4 - 1))); do
+		dd if="$W/rand" bs=1M skip=$((i % 1024)) count=1 status=none |
+		    "$CS" put -c "$c" "$a" "k$i" - >>"$LOG" 2>&1 ||
+		    fail "put k$i"
+	done
+}
+
+# change CONF MIB: overwrite keys k0..k(MIB-1) with fresh random values.
+change () {
+	local c=$1 i
+	head -c $(($2 * MIB)) /dev/urandom >"$W/change"
+	for i in $(seq 0 $(($2 - 1))); do
+		dd if="$W/change" bs=1M skip="$i" count=1 status=none |
+		    "$CS" put -c "$c" a1 "k$i" - >>"$LOG" 2>&1 || fail "put k$i"
+	done
+}
+
+vmhwm_kib () { awk '/^VmHWM:/ { print $2 }' "/proc/$1/status"; }
+# agent_pid CONF NAME: the pid of the agent process started by "cutsnap start".
+agent_pid () {
+	pgrep -f -- "agent -c $1 -n $2\$" | head -n 1
+}
+
+# Sourced for its helpers: stop here.
+[ "${BENCH_LIB:-0}" = 1 ] && return 0
 
 [ -x "$CS" ] && [ -x "$SYNCW" ] || {
 	echo "bench: run 'make bench' (needs bin/cutsnap and build/bench/syncw)" >&2
@@ -62,113 +203,6 @@ if [ "$avail_kib" -lt $((4 * 1024 * 1024)) ]; then
 	exit 2
 fi
 
-# --- helpers -------------------------------------------------------------
-
-say () { printf '%s\n' "$*" >&2; printf '%s\n' "$*" >>"$LOG"; }
-
-# cmd TEXT: note a command line for RESULTS.md (once per distinct text).
-cmd () { grep -qxF -- "    $*" "$CMDS" || printf '    %s\n' "$*" >>"$CMDS"; }
-
-now_ns () { date +%s%N; }
-
-# ms_of CMD...: run CMD (output to the log), print its wall time in ms;
-# fails if CMD fails.
-ms_of () {
-	local t0 t1 rc
-	t0=$(now_ns)
-	"$@" >>"$LOG" 2>&1
-	rc=$?
-	t1=$(now_ns)
-	[ $rc -eq 0 ] || { say "failed ($rc): $*"; return 1; }
-	echo $(((t1 - t0) / 1000000))
-}
-
-# median V...: the median of numbers (the lower middle of an even count).
-median () {
-	printf '%s\n' "$@" | grep -E '^[0-9.]+$' | sort -g |
-	    awk '{ v[NR] = $1 } END { if (NR == 0) print "n/a";
-	        else print v[int((NR + 1) / 2)] }'
-}
-
-# calc EXPR: awk arithmetic, 2 decimals; n/a if an operand is n/a.
-calc () {
-	case "$*" in *n/a* | *error*) echo n/a; return ;; esac
-	awk "BEGIN { v = $*; printf \"%.2f\", v }" 2>/dev/null || echo n/a
-}
-
-# verdict CONDITION-EXPR: PASS / FAIL (awk boolean), n/a on n/a.
-verdict () {
-	case "$*" in *n/a* | *error*) echo FAIL; return ;; esac
-	awk "BEGIN { exit !($*) }" && echo PASS || echo FAIL
-}
-
-# row WHAT VALUE BASELINE RATIO TARGET VERDICT
-row () {
-	printf '| %s | %s | %s | %s | %s | %s |\n' "$@" >>"$ROWS"
-	printf '%-46s %-14s %-22s %-8s %-20s %s\n' "$1" "$2" "$3" "$4" "$5" "$6"
-}
-
-size_of () { stat -c %s "$1"; }
-du_b () { du -sb "$1" | awk '{ print $1 }'; }
-mib () { awk -v b="$1" 'BEGIN { printf "%.1f", b / 1048576 }'; }
-
-# field NAME FILE: NAME=VALUE from a load summary line.
-field () {
-	tr ' ' '\n' <"$2" | awk -F= -v k="$1" '$1 == k { print $2 }'
-}
-
-# make_cluster DIR N: a full-mesh config of N agents a1..aN in DIR.
-make_cluster () {
-	local d=$1 n=$2 i
-	mkdir -p "$d"
-	{
-		echo "[cluster]"
-		echo "run_dir = run"
-		for i in $(seq 1 "$n"); do
-			printf '\n[agent a%d]\ndata = a%d.data\n' "$i" "$i"
-		done
-	} >"$d/c.ini"
-	CONFS="$CONFS $d/c.ini"
-}
-
-start () { "$CS" start -c "$1" >>"$LOG" 2>&1 || { say "start $1 failed"; return 1; }; }
-stop () { "$CS" stop -c "$1" >>"$LOG" 2>&1; }
-# An agent remembers the ids of the snapshots it took part in, and a fresh
-# repository numbers from 1 again: restart the agents before a snapshot
-# into a fresh repository (they recover their files on start).
-# The sync lets the deletion (and the discards of its blocks, on a disk
-# mounted with discard) finish before anything is timed: otherwise the
-# next timed run pays a varying part of it (a full snapshot measured 487
-# and 1119 ms on the same code that way).
-fresh () { stop "$1"; start "$1"; rm -rf "$2"; sync; }
-
-# fill CONF AGENT FROM TO: put keys kFROM..kTO-1, 1 MiB each, distinct
-# random contents (slices of $W/rand).
-fill () {
-	local c=$1 a=$2 i
-	for i in $(seq "$3" $(($4 - 1))); do
-		dd if="$W/rand" bs=1M skip=$((i % 1024)) count=1 status=none |
-		    "$CS" put -c "$c" "$a" "k$i" - >>"$LOG" 2>&1 ||
-		    { say "put k$i failed"; return 1; }
-	done
-}
-
-# change CONF MIB: overwrite keys k0..k(MIB-1) with fresh random values.
-change () {
-	local c=$1 i
-	head -c $(($2 * MIB)) /dev/urandom >"$W/change"
-	for i in $(seq 0 $(($2 - 1))); do
-		dd if="$W/change" bs=1M skip="$i" count=1 status=none |
-		    "$CS" put -c "$c" a1 "k$i" - >>"$LOG" 2>&1 || return 1
-	done
-}
-
-vmhwm_kib () { awk '/^VmHWM:/ { print $2 }' "/proc/$1/status"; }
-# agent_pid CONF NAME: the pid of the agent process started by "cutsnap start".
-agent_pid () {
-	pgrep -f -- "agent -c $1 -n $2\$" | head -n 1
-}
-
 # --- machine ------------------------------------------------------------
 
 machine () {
@@ -193,19 +227,21 @@ head -c $((1024 * MIB)) /dev/urandom >"$W/rand"
 # --- 1. synced single writes/s and transfers/s ----------------------------
 
 v=()
-for r in $(seq 1 "$RUNS"); do v+=("$("$SYNCW" "$W/syncw.tmp" 3)"); done
+for r in $(seq 1 "$RUNS"); do
+	w=$("$SYNCW" "$W/syncw.tmp" 3) || fail "syncw"
+	v+=("$w")
+done
 SYNCW_PS=$(median "${v[@]}")
 cmd "build/bench/syncw FILE 3      # 512-byte write + fdatasync, 3 s"
 row "disk: synced single writes/s" "$SYNCW_PS" "-" "-" "-" "-"
 
 make_cluster "$W/tp" 3
 start "$W/tp/c.ini"
-load_tps () {	# load_tps OUT K [ARGS]: one run with K clients, prints transfers/s
+# load_tps OUT K [ARGS]: one checked run with K clients (summary in OUT).
+load_tps () {
 	local out=$1 k=$2
 	shift 2
-	"$CS" load -c "$W/tp/c.ini" -s 5 -k "$k" "$@" >"$out" 2>>"$LOG" ||
-	    { say "load failed: $(cat "$out")"; }
-	field transfers/s "$out"
+	load_checked "$out" -c "$W/tp/c.ini" -s 5 -k "$k" "$@"
 }
 # Closed-loop clients: with K clients at most K transfers are in flight,
 # so transfers/s is bounded by K / round trip until the agents saturate.
@@ -215,7 +251,8 @@ PEAK=0; PEAK_K=32
 for k in 32 64 128; do
 	v=(); f=()
 	for r in $(seq 1 "$RUNS"); do
-		v+=("$(load_tps "$W/tp.$k.$r" "$k")")
+		load_tps "$W/tp.$k.$r" "$k"
+		v+=("$(field transfers_per_s "$W/tp.$k.$r")")
 		f+=("$(field fsyncs_per_transfer "$W/tp.$k.$r")")
 	done
 	t=$(median "${v[@]}")
@@ -231,16 +268,23 @@ row "transfers/s, best of the above ($PEAK_K clients)" "$TPS" "$SYNCW_PS writes/
 # taken every 500 ms all along, the timed run copies only what it adds
 # (the runs above left hundreds of MiB of history, whose first full copy
 # would otherwise land inside the first of the 5 s).
-v=()
+# Each run must complete snapshots (load fails the bench on a failed one):
+# the row says how many each run completed.
+v=(); ns=()
 for r in $(seq 1 "$RUNS"); do
 	fresh "$W/tp/c.ini" "$W/tp/repo"
 	"$CS" snapshot -q -c "$W/tp/c.ini" -r "$W/tp/repo" >>"$LOG" 2>&1 ||
-	    say "initial snapshot failed"
-	v+=("$(load_tps "$W/tps.$r" "$PEAK_K" --snapshot-every 500 -r "$W/tp/repo")")
+	    fail "initial snapshot into $W/tp/repo"
+	load_tps "$W/tps.$r" "$PEAK_K" --snapshot-every 500 -r "$W/tp/repo"
+	n=$(field snapshots "$W/tps.$r")
+	[ "$n" -gt 0 ] || fail "load with a snapshot every 500 ms completed no snapshot"
+	v+=("$(field transfers_per_s "$W/tps.$r")")
+	ns+=("$n")
 done
 TPS_S=$(median "${v[@]}")
+NSNAP=$(IFS=/; echo "${ns[*]}")
 cmd "cutsnap snapshot -c CONF -r REPO; cutsnap load -c CONF -s 5 -k K --snapshot-every 500 -r REPO   # K of the best row"
-row "transfers/s, $PEAK_K clients, snapshot every 500 ms" "$TPS_S" "$TPS (no snapshots)" \
+row "transfers/s, $PEAK_K clients, snapshot every 500 ms ($NSNAP snapshots completed)" "$TPS_S" "$TPS (no snapshots)" \
     "$(calc "$TPS_S / $TPS")" ">= 0.9x and >= 10x disk" \
     "$(verdict "$TPS_S >= 0.9 * $TPS && $TPS_S >= 10 * $SYNCW_PS")"
 stop "$W/tp/c.ini"
@@ -251,8 +295,9 @@ rm -rf "$W/tp"
 make_cluster "$W/big" 3
 BC=$W/big/c.ini
 start "$BC"
-"$CS" put -c "$BC" a1 bal 1000000 >>"$LOG" && "$CS" put -c "$BC" a2 bal 1000000 >>"$LOG" &&
-    "$CS" put -c "$BC" a3 bal 1000000 >>"$LOG"
+for a in a1 a2 a3; do
+	"$CS" put -c "$BC" $a bal 1000000 >>"$LOG" 2>&1 || fail "put $a bal"
+done
 cmd "dd if=RANDOM bs=1M skip=I count=1 | cutsnap put -c CONF a1 kI -   # 1 MiB values"
 
 # capture SIZE-LABEL: slowest transfer during a snapshot vs the median
@@ -262,8 +307,10 @@ capture () {
 	for r in $(seq 1 "$RUNS"); do
 		out=$W/cap.$1.$r
 		fresh "$BC" "$W/big/repo"
-		"$CS" load -c "$BC" -s 6 -k 4 --snapshot-every 2000 -r "$W/big/repo" \
-		    >"$out" 2>>"$LOG" || say "load with snapshots failed: $(cat "$out")"
+		load_checked "$out" -c "$BC" -s 6 -k 4 --snapshot-every 2000 \
+		    -r "$W/big/repo"
+		[ "$(field snapshots "$out")" -gt 0 ] ||
+		    fail "capture $1 run $r completed no snapshot"
 		# No transfer overlapped a snapshot: no measurement.
 		if [ "$(field during_snapshot_requests "$out")" = 0 ]; then
 			v+=(n/a)
@@ -309,9 +356,9 @@ baseline_copy () {
 v=(); b=()
 for r in $(seq 1 "$RUNS"); do
 	rm -rf "$W/cp" && mkdir "$W/cp" && sync
-	b+=("$(ms_of baseline_copy)")
+	timed b baseline_copy
 	fresh "$BC" "$W/big/repo"
-	v+=("$(ms_of "$CS" snapshot -c "$BC" -r "$W/big/repo")")
+	timed v "$CS" snapshot -c "$BC" -r "$W/big/repo"
 done
 rm -rf "$W/cp"
 FULL=$(median "${v[@]}")
@@ -328,8 +375,8 @@ FULL_REPO=$(du_b "$W/big/repo")
 # Verify vs openssl dgst -sha256 over the repository's blob files.
 v=(); b=()
 for r in $(seq 1 "$RUNS"); do
-	v+=("$(ms_of "$CS" verify -r "$W/big/repo")")
-	b+=("$(ms_of sh -c "find '$W/big/repo/blobs' -type f -print0 | xargs -0 -r openssl dgst -sha256")")
+	timed v "$CS" verify -r "$W/big/repo"
+	timed b sh -c "find '$W/big/repo/blobs' -type f -print0 | xargs -0 -r openssl dgst -sha256"
 done
 VER=$(median "${v[@]}")
 VBASE=$(median "${b[@]}")
@@ -342,14 +389,14 @@ row "verify ms" "$VER" "$VBASE (openssl dgst)" "$(calc "$VER / $VBASE")" "<= 1.2
 export RESTIC_PASSWORD=x RESTIC_CACHE_DIR=$W/restic-cache BORG_BASE_DIR=$W/borg-base
 RR=$W/restic-repo
 BR=$W/borg-repo
-restic init -q -r "$RR" >>"$LOG" 2>&1
-borg init --encryption=none "$BR" >>"$LOG" 2>&1
+restic init -q -r "$RR" >>"$LOG" 2>&1 || fail "restic init"
+borg init --encryption=none "$BR" >>"$LOG" 2>&1 || fail "borg init"
 cmd "RESTIC_PASSWORD=x restic init -r REPO; restic backup -q -r REPO FILES"
 cmd "borg init --encryption=none REPO; borg create REPO::NAME FILES"
 # shellcheck disable=SC2086 # DATA is a list of paths
-R_FULL=$(ms_of restic backup -q -r "$RR" $DATA)
+rf=(); timed rf restic backup -q -r "$RR" $DATA; R_FULL=${rf[0]}
 # shellcheck disable=SC2086
-B_FULL=$(ms_of borg create "$BR::full" $DATA)
+bf=(); timed bf borg create "$BR::full" $DATA; B_FULL=${bf[0]}
 R_SIZE=$(du_b "$RR")
 B_SIZE=$(du_b "$BR")
 row "restic full backup ms (repo MiB)" "$R_FULL ($(mib "$R_SIZE"))" "cutsnap $FULL ($(mib "$FULL_REPO"))" \
@@ -362,17 +409,17 @@ row "borg full backup ms (repo MiB)" "$B_FULL ($(mib "$B_SIZE"))" "cutsnap $FULL
 # same changed files. One change per run.
 v=(); g=(); rv=(); bv=(); rg=(); bg=()
 for r in $(seq 1 "$RUNS"); do
-	change "$BC" 16 || say "change failed"
+	change "$BC" 16
 	s0=$(du_b "$W/big/repo")
-	v+=("$(ms_of "$CS" snapshot -c "$BC" -r "$W/big/repo")")
+	timed v "$CS" snapshot -c "$BC" -r "$W/big/repo"
 	g+=("$(( $(du_b "$W/big/repo") - s0 ))")
 	s0=$(du_b "$RR")
 	# shellcheck disable=SC2086
-	rv+=("$(ms_of restic backup -q -r "$RR" $DATA)")
+	timed rv restic backup -q -r "$RR" $DATA
 	rg+=("$(( $(du_b "$RR") - s0 ))")
 	s0=$(du_b "$BR")
 	# shellcheck disable=SC2086
-	bv+=("$(ms_of borg create "$BR::incr$r" $DATA)")
+	timed bv borg create "$BR::incr$r" $DATA
 	bg+=("$(( $(du_b "$BR") - s0 ))")
 done
 INC=$(median "${v[@]}")
@@ -395,7 +442,7 @@ rm -rf "$RR" "$BR" "$W/restic-cache" "$W/borg-base"
 v=()
 for r in $(seq 1 "$RUNS"); do
 	out=$W/floor.$r
-	"$CS" load -c "$BC" -s 6 -k 4 >"$out" 2>>"$LOG" || say "load failed: $(cat "$out")"
+	load_checked "$out" -c "$BC" -s 6 -k 4
 	v+=("$(calc "$(field max_ms "$out") / $(field p50_ms "$out")")")
 done
 cmd "cutsnap load -c CONF -s 6 -k 4        # no snapshots: slowest / median"
@@ -412,7 +459,7 @@ fresh "$BC" "$W/big/repo"
 pid=$(agent_pid "$BC" a1)
 H_OPEN=$(vmhwm_kib "$pid")
 for i in 0 100 500 1000; do "$CS" get -c "$BC" a1 "k$i" >/dev/null 2>>"$LOG"; done
-"$CS" snapshot -c "$BC" -r "$W/big/repo" >>"$LOG" 2>&1
+"$CS" snapshot -c "$BC" -r "$W/big/repo" >>"$LOG" 2>&1 || fail "snapshot of the 1 GiB file"
 H_ALL=$(vmhwm_kib "$pid")
 cmd "VmHWM of /proc/PID/status: after restart on the 1 GiB file; after gets and a snapshot"
 row "agent peak RSS MiB, 1 GiB file (open / +gets+snap)" "$(calc "$H_OPEN / 1024") / $(calc "$H_ALL / 1024")" \
@@ -424,12 +471,12 @@ rm -rf "$W/big"
 
 for n in 2 4 8 32; do
 	make_cluster "$W/n$n" "$n"
-	start "$W/n$n/c.ini" || { eval "NS_$n=error"; continue; }
-	"$CS" load -c "$W/n$n/c.ini" -s 1 -k 2 --initial 1000 >>"$LOG" 2>&1
+	start "$W/n$n/c.ini"
+	load_checked "$W/n$n/load" -c "$W/n$n/c.ini" -s 1 -k 2 --initial 1000
 	v=()
 	for r in $(seq 1 "$RUNS"); do
 		fresh "$W/n$n/c.ini" "$W/n$n/repo"
-		v+=("$(ms_of "$CS" snapshot -c "$W/n$n/c.ini" -r "$W/n$n/repo")")
+		timed v "$CS" snapshot -c "$W/n$n/c.ini" -r "$W/n$n/repo"
 	done
 	eval "NS_$n=$(median "${v[@]}")"
 	stop "$W/n$n/c.ini"
