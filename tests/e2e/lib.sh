@@ -227,6 +227,17 @@ err_matches () {
 	return 1
 }
 
+# at_least N WHAT [ITEM...]: there are at least N ITEMs, e.g. the ids a
+# loop is about to check (a loop over nothing asserts nothing); says how
+# many there were when too few.
+at_least () {
+	local n=$1 what=$2
+	shift 2
+	[ $# -ge "$n" ] && return 0
+	say "expected at least $n $what, found $#: $*"
+	return 1
+}
+
 # expect_eq ACTUAL EXPECTED WHAT
 expect_eq () {
 	[ "$1" = "$2" ] && return 0
@@ -338,10 +349,12 @@ total () {
 
 total_is () { [ "$(total)" = "$1" ]; }
 
-# dump_val DATAFILE KEY: the key's value as printed by the offline dump.
+# dump_val DATAFILE KEY: the key's value in the offline dump (--json);
+# fails when the file cannot be read or has no such key.
 dump_val () {
-	cs dump "$1" | awk -F'\t' -v k="$2" '$1 == k { print $2; f = 1; exit }
-	    END { exit !f }'
+	local j
+	j=$(cs dump "$1" --json) &&
+	    json_get "d[\"keys\"][sys.argv[3]]" /dev/stdin "$2" <<<"$j" 2>/dev/null
 }
 
 # dump_total KEY: the sum of KEY over every agent's data file (offline).
@@ -493,16 +506,34 @@ flip_byte () {
 	    dd of="$1" bs=1 seek="$2" conv=notrunc 2>/dev/null
 }
 
-# The status line (detail) of one agent.
-agent_status_line () {
-	cs status -c "$CONF" 2>/dev/null | grep -E "^$1 " | head -n 1
+# status_get EXPR: the Python expression EXPR over the cluster's status
+# --json (d: a list, one object per agent, up or down), printed as
+# json_get does; fails when status prints no JSON or EXPR raises.
+status_get () {
+	cs status -c "$CONF" --json 2>/dev/null | json_get "$1" /dev/stdin 2>/dev/null
 }
 
-# agent_recorded NAME: the agent has recorded its state for a snapshot (its
-# status detail says "snapshot=ID:recording", ":recorded" or ":reported").
-agent_recorded () {
-	agent_status_line "$1" |
-	    grep -Eq "snapshot=[0-9]+:(recording|recorded|reported)"
+# agent_phase NAME: the snapshots a live agent takes part in, from status
+# --json: a line "ID:PHASE" for each (PHASE joined, recording, recorded or
+# reported), or "none"; fails when it does not answer.
+agent_phase () {
+	status_get "[\"\\n\".join([\"%d:%s\" % (s[\"id\"], s[\"phase\"])
+	    for s in a[\"snapshots\"]] or [\"none\"])
+	    for a in d if a[\"agent\"] == \"$1\" and a[\"up\"]][0]"
+}
+
+# agent_phase_is NAME PHASE-ERE: the agent takes part in a snapshot whose
+# phase matches the extended regex (e.g. "recorded|reported").
+agent_phase_is () {
+	agent_phase "$1" | grep -Eqx "[0-9]+:($2)"
+}
+
+# agent_recorded NAME: the agent has recorded its state for a snapshot.
+agent_recorded () { agent_phase_is "$1" "recording|recorded|reported"; }
+
+# agents_idle: no agent that answers takes part in a snapshot.
+agents_idle () {
+	[ "$(status_get "all(not a[\"snapshots\"] for a in d if a[\"up\"])")" = true ]
 }
 
 # wait_recorded NAME: agent NAME has recorded its state for the background
@@ -517,9 +548,11 @@ wait_recorded () {
 	}
 }
 
-# messages_sha_ok ID: every recorded message of snapshot ID hashes to the
-# SHA-256 stored beside it.
+# messages_sha_ok ID: snapshot ID recorded messages, and every one of
+# them hashes to the SHA-256 stored beside it.
 messages_sha_ok () {
+	[ "$(msg_count "$1")" -gt 0 ] ||
+	    { say "snapshot $1 recorded no message to check"; return 1; }
 	sql "select src, dst, seq, case typeof(sha256) when 'blob'
 	    then lower(hex(sha256)) else lower(sha256) end from messages
 	    where snapshot_id = $1" | while IFS='|' read -r s d q sha; do
@@ -588,15 +621,16 @@ pid_gone () {
 	    [ "$(awk '{ print $3 }' "/proc/$1/stat" 2>/dev/null)" = Z ]
 }
 
-# json_get EXPR [FILE]: parse FILE (default $OUT) as JSON into d and print
-# the value of the Python expression EXPR: a string as it is, anything else
-# as compact JSON.
+# json_get EXPR [FILE [ARG...]]: parse FILE (default $OUT; /dev/stdin
+# reads a pipe) as JSON into d and print the value of the Python
+# expression EXPR (ARGs are sys.argv[3...]): a string as it is, anything
+# else as compact JSON.
 json_get () {
 	python3 -c 'import json, sys
 d = json.load(open(sys.argv[1]))
 v = eval(sys.argv[2])
 print(v if isinstance(v, str) else json.dumps(v, separators=(",", ":")))' \
-	    "${2:-$OUT}" "$1"
+	    "${2:-$OUT}" "$1" "${@:3}"
 }
 
 # json_check EXPR [FILE]: succeed iff the Python expression EXPR is true

@@ -101,6 +101,7 @@ test_expect_success 'at least four distinct complete snapshots' '
 '
 
 test_expect_success 'every snapshot verifies' '
+	at_least 4 snapshots $IDS &&
 	for id in $IDS; do
 		expect_ok verify -r "$REPO" "$id" || return 1
 	done
@@ -108,6 +109,7 @@ test_expect_success 'every snapshot verifies' '
 
 test_expect_success 'every snapshot: recorded files plus in-flight messages = 4000' '
 	say "recorded in-flight messages: $(sql "select count(*) from messages")" &&
+	at_least 4 snapshots $IDS &&
 	for id in $IDS; do
 		s=0
 		for n in "${NAMES[@]}"; do
@@ -170,12 +172,14 @@ test_expect_success 'phase 2: channels held and released at random (some reverse
 
 test_expect_success 'phase 2: the holds put messages in flight in some snapshots' '
 	n=0 &&
+	at_least 6 snapshots $IDS2 &&
 	for id in $IDS2; do n=$((n + $(msg_count "$id"))); done &&
 	say "in-flight messages recorded: $n" &&
 	[ "$n" -gt 0 ]
 '
 
 test_expect_success 'phase 2: every snapshot verifies and holds 4000 (files + messages)' '
+	at_least 6 snapshots $IDS2 &&
 	for id in $IDS2; do
 		expect_ok verify -r "$REPO" "$id" || return 1
 		s=0
@@ -199,6 +203,7 @@ test_expect_success 'stop: the data files hold 4000' '
 '
 
 test_expect_success 'each snapshot restored holds 4000' '
+	at_least 10 snapshots $IDS $IDS2 &&
 	for id in $IDS $IDS2; do
 		expect_ok restore -r "$REPO" "$id" -c "$CONF" || return 1
 		expect_eq "$(dump_total bal)" 4000 "total restored from $id" || return 1

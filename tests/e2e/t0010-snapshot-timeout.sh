@@ -22,9 +22,9 @@ test_expect_success 'snapshot --timeout 2 with A->B held: exit 1 within bounds, 
 test_expect_success 'ls shows that snapshot as aborted' '
 	ABORTED=$(sql "select max(id) from snapshots") &&
 	[ -n "$ABORTED" ] &&
-	expect_ok ls -r "$REPO" &&
-	grep -E "(^|[^0-9])$ABORTED([^0-9]|$)" "$OUT" | grep -qw aborted &&
-	! grep -qw running "$OUT" &&
+	expect_ok ls -r "$REPO" --json &&
+	json_check "[s[\"status\"] for s in d if s[\"id\"] == $ABORTED] == [\"aborted\"]" &&
+	json_check "not any(s[\"status\"] == \"running\" for s in d)" &&
 	expect_eq "$(snap_status "$ABORTED")" aborted "manifest status"
 '
 
@@ -111,7 +111,7 @@ test_expect_success 'an agent killed after it reported: the snapshot is aborted,
 	snapshot_bg --initiator B --timeout 4 &&
 	wait_recorded B &&
 	snapshot_running &&
-	wait_for 10 eval "agent_status_line A | grep -q \"snapshot=[0-9]*:reported\"" &&
+	wait_for 10 agent_phase_is A reported &&
 	pid=$(agent_pid A) && kill -KILL $pid || return 1
 	wait "$SNAP_PID"; rc=$?
 	expect_eq "$rc" 1 "snapshot exit status" &&

@@ -74,11 +74,6 @@ interrupted () {
 	say "reason: $(sql "select reason from snapshots where id = $id")"
 }
 
-# agents_idle: no agent is part of a snapshot any more.
-agents_idle () {
-	! cs status -c "$CONF" | grep -q "snapshot=[0-9]"
-}
-
 test_expect_success 'SIGTERM to a pending snapshot: exit non-zero, marked aborted' '
 	interrupted TERM
 '
@@ -126,11 +121,13 @@ test_expect_success 'the agents notice the coordinator is gone: a new snapshot c
 '
 
 test_expect_success 'ls lists every snapshot, newest last, with its status' '
-	expect_ok ls -r "$REPO" &&
+	expect_ok ls -r "$REPO" --json &&
 	n=$(sql "select count(*) from snapshots") &&
-	expect_eq "$(grep -Ec "complete|aborted|running" "$OUT")" "$n" "listed snapshots" &&
-	tail -n 1 "$OUT" | grep -Eq "(^|[^0-9])$SNAP_ID([^0-9]|$)" &&
-	grep -E "(^|[^0-9])$FIRST([^0-9]|$)" "$OUT" | grep -q complete
+	[ "$n" -gt 1 ] &&
+	expect_eq "$(json_get "len(d)")" "$n" "listed snapshots" &&
+	expect_eq "$(json_get "d[-1][\"id\"]")" "$SNAP_ID" "the newest, last" &&
+	json_check "[s[\"id\"] for s in d] == sorted(s[\"id\"] for s in d)" &&
+	json_check "[s[\"status\"] for s in d if s[\"id\"] == $FIRST] == [\"complete\"]"
 '
 
 test_expect_success 'several snapshots in a row, alternating initiators: all complete' '

@@ -51,6 +51,7 @@ test_expect_success 'snapshots from three initiators during transfers, with held
 '
 
 test_expect_success 'each verifies; files plus messages = 5000; each has a message' '
+	at_least 3 snapshots $IDS &&
 	for id in $IDS; do
 		expect_ok verify -r "$REPO" "$id" || return 1
 		s=0
@@ -68,6 +69,7 @@ test_expect_success 'each verifies; files plus messages = 5000; each has a messa
 test_expect_success 'the channels drain to 5000; restore each snapshot: 5000' '
 	wait_for 20 total_is 5000 &&
 	stop_cluster &&
+	at_least 3 snapshots $IDS &&
 	for id in $IDS; do
 		expect_ok restore -r "$REPO" "$id" -c "$CONF" || return 1
 		expect_eq "$(dump_total bal)" 5000 "restored $id" || return 1

@@ -4,8 +4,6 @@
 # is right, and the agents are not left inside a snapshot nobody drives.
 . "$(dirname "$0")/lib.sh"
 
-agents_idle () { ! cs status -c "$CONF" | grep -q "snapshot=[0-9]"; }
-
 # stale_case RELEASE_ARGS: hold A->B; transfer 10; a snapshot that times
 # out (its marker stays queued at A); a second snapshot (its marker queued
 # behind); release with RELEASE_ARGS; the second completes with the 10.

@@ -72,11 +72,11 @@ test_expect_success 'ls and verify while a snapshot commits' '
 	export CUTSNAP_FAULT=coord-copy-delay:1500 &&
 	snapshot_bg --timeout 20 &&
 	unset CUTSNAP_FAULT &&
-	wait_for 10 eval "agent_status_line B | grep -q :reported" &&
-	expect_ok ls -r "$REPO" &&
-	grep -Eq " running " "$OUT" &&
-	expect_ok verify -r "$REPO" &&
-	grep -q "snapshot $FIRST" "$OUT" &&
+	wait_for 10 agent_phase_is B reported &&
+	expect_ok ls -r "$REPO" --json &&
+	json_check "any(s[\"status\"] == \"running\" for s in d)" &&
+	expect_ok verify -r "$REPO" --json &&
+	json_check "d[\"snapshot\"] == $FIRST and d[\"ok\"]" &&
 	expect_eq "$(nlocks)" 1 "lock files during the snapshot" &&
 	snapshot_wait &&
 	expect_ok verify -r "$REPO" "$SNAP_ID" &&

@@ -60,8 +60,8 @@ test_expect_success 'setup: three agents, a message in flight, snapshot 1' '
 KNOWN_OK=" 1 "
 repo_sound () {
 	local id
-	expect_ok ls -r "$REPO" || return 1
-	if grep -q running "$OUT"; then
+	expect_ok ls -r "$REPO" --json || return 1
+	if ! json_check "not any(s[\"status\"] == \"running\" for s in d)"; then
 		say "a snapshot is listed as running after its coordinator exited:"
 		cat "$OUT" >&2
 		return 1
@@ -244,6 +244,7 @@ elif command -v valgrind >/dev/null && [ -z "${CUTSNAP_NO_VALGRIND:-}" ]; then
 			put_before &&
 			VG= faulty none 0 EIO restore -r "$REPO" 1 -c "$CONF" &&
 			total=$(count "$op") &&
+			{ [ "${total:-0}" -gt 0 ] || { say "no $op counted"; false; }; } &&
 			n=1 &&
 			while [ "$n" -le "$total" ]; do
 				put_before &&
@@ -263,7 +264,9 @@ elif command -v valgrind >/dev/null && [ -z "${CUTSNAP_NO_VALGRIND:-}" ]; then
 		CS_TIMEOUT=120 &&
 		cs add -c "$CONF" C n 1 >/dev/null &&
 		VG= faulty none 0 EIO snapshot -c "$CONF" -r "$REPO" &&
-		total=$(count fsync) && n=1 &&
+		total=$(count fsync) &&
+		{ [ "${total:-0}" -gt 0 ] || { say "no fsync counted"; false; }; } &&
+		n=1 &&
 		while [ "$n" -le "$total" ]; do
 			cs add -c "$CONF" C n 1 >/dev/null &&
 			faulty fsync "$n" EIO snapshot -c "$CONF" -r "$REPO" &&

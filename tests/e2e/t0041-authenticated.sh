@@ -5,13 +5,15 @@
 . "$(dirname "$0")/lib.sh"
 
 KEY=$TEST_DIR/secret.key
-# The digest verify recomputes from the rows, taken from its mismatch line:
-# exactly what an attacker with write access can compute.
+# The digest verify recomputes from the rows, taken from its mismatch
+# problem (verify --json): exactly what an attacker with write access can
+# compute.
 redigest () {
 	local id=$1 found
-	cs verify -r "$REPO" "$id" >"$OUT" 2>"$ERR"
-	found=$(grep -Eo 'digest mismatch.*found [0-9a-f]{64}' "$OUT" |
-	    grep -Eo '[0-9a-f]{64}$')
+	cs verify -r "$REPO" "$id" --json >"$OUT" 2>"$ERR"
+	found=$(json_get "[m.group(1) for m in (__import__(\"re\").search(
+	    \"digest mismatch.*found ([0-9a-f]{64})\", p) for p in d[\"problems\"])
+	    if m][0]" 2>/dev/null)
 	[ -n "$found" ] || { say "no digest mismatch reported"; show_out; return 1; }
 	sql "update snapshots set digest = '$found' where id = $id"
 }

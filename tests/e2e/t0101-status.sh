@@ -61,7 +61,7 @@ test_expect_success 'status --json: the same numbers, parsed back' '
 
 test_expect_success 'status shows the snapshot in progress and each agent'"'"'s phase' '
 	snapshot_bg --initiator A --timeout 60 &&
-	wait_for 20 eval "cs status -c \"\$CONF\" | grep -Eq \"^A .*snapshot=[0-9]+:recording\$\"" &&
+	wait_for 20 agent_phase_is A recording &&
 	expect_ok status -c "$CONF" --json &&
 	in_progress_json_ok
 '

@@ -5,7 +5,8 @@
 # and the agents' group commit counters.
 . "$(dirname "$0")/lib.sh"
 
-# field NAME FILE: the value of NAME=VALUE in the summary line.
+# field NAME FILE: the value of NAME=VALUE in the text summary line (the
+# case that checks that line's format; the others read --json).
 field () {
 	tr ' ' '\n' <"$2" | awk -F= -v k="$1" '$1 == k { print $2; f = 1 }
 	    END { exit !f }'
@@ -18,10 +19,8 @@ is_num () {
 	esac
 }
 
-# A's count of client write requests, from its status line.
-a_writes () {
-	cs status -c "$CONF" | grep -Eo "^A .* writes=[0-9]+" | grep -Eo "[0-9]+$"
-}
+# A's count of client write requests, from status --json.
+a_writes () { status_get "[a[\"writes\"] for a in d if a[\"agent\"] == \"A\"][0]"; }
 
 a_writes_above () { [ "$(a_writes)" -gt "$1" ]; }
 
@@ -51,35 +50,31 @@ test_expect_success 'load without snapshots: exit 0, a full summary, total conse
 '
 
 test_expect_success 'C got the deposit once; existing balances were not overwritten' '
-	expect_ok load -c "$CONF" -s 1 -k 2 --initial 999 &&
-	expect_eq "$(field total_before "$OUT")" 1500 "total before" &&
+	expect_ok load -c "$CONF" -s 1 -k 2 --initial 999 --json &&
+	expect_eq "$(json_get "d[\"total_before\"]")" 1500 "total before" &&
 	expect_eq "$(total)" 1500 "live total"
 '
 
 test_expect_success 'clients spread over worker threads: 5 over 3, 1 alone' '
-	expect_ok load -c "$CONF" -s 1 -k 5 --threads 3 &&
-	expect_eq "$(field clients "$OUT")" 5 "clients" &&
-	expect_eq "$(field failures "$OUT")" 0 "failures" &&
-	expect_eq "$(field conserved "$OUT")" yes "conserved" &&
-	expect_ok load -c "$CONF" -s 1 -k 1 -t 4 &&
-	[ "$(field transfers "$OUT")" -gt 0 ] &&
-	expect_eq "$(field conserved "$OUT")" yes "conserved"
+	expect_ok load -c "$CONF" -s 1 -k 5 --threads 3 --json &&
+	json_check "d[\"clients\"] == 5 and d[\"failures\"] == 0 and d[\"conserved\"] is True" &&
+	expect_ok load -c "$CONF" -s 1 -k 1 -t 4 --json &&
+	json_check "d[\"transfers\"] > 0 and d[\"conserved\"] is True"
 '
 
 test_expect_success 'the agents count fsyncs and write requests in status' '
-	expect_ok status -c "$CONF" &&
-	syncs=$(grep -Eo "^A .* syncs=[0-9]+" "$OUT" | grep -Eo "[0-9]+$") &&
-	writes=$(grep -Eo "^A .* writes=[0-9]+" "$OUT" | grep -Eo "[0-9]+$") &&
+	expect_ok status -c "$CONF" --json &&
+	syncs=$(json_get "[a[\"syncs\"] for a in d if a[\"agent\"] == \"A\"][0]") &&
+	writes=$(json_get "[a[\"writes\"] for a in d if a[\"agent\"] == \"A\"][0]") &&
 	[ "$writes" -gt 0 ] && [ "$syncs" -gt 0 ] &&
 	[ "$syncs" -le $((2 * writes + 10)) ]
 '
 
 test_expect_success 'load with a snapshot every 300 ms: snapshots counted, each verifies' '
-	expect_ok load -c "$CONF" -s 3 -k 4 --snapshot-every 300 -r "$REPO" &&
-	n=$(field snapshots "$OUT") &&
+	expect_ok load -c "$CONF" -s 3 -k 4 --snapshot-every 300 -r "$REPO" --json &&
+	n=$(json_get "d[\"snapshots\"]") &&
 	[ "$n" -ge 1 ] &&
-	expect_eq "$(field snapshot_failures "$OUT")" 0 "snapshot failures" &&
-	expect_eq "$(field conserved "$OUT")" yes "conserved" &&
+	json_check "d[\"snapshot_failures\"] == 0 and d[\"conserved\"] is True" &&
 	ids=$(sql "select id from snapshots where status = '"'"'complete'"'"'") &&
 	expect_eq "$(echo "$ids" | wc -l)" "$n" "complete snapshots" &&
 	for id in $ids; do
@@ -108,14 +103,14 @@ for k in (\"transfers_per_s\", \"p50_ms\", \"p99_ms\", \"snapshots\"):
 '
 
 test_expect_success 'a foreign deposit during the load breaks conservation: exit 1' '
-	cs load -c "$CONF" -s 4 -k 2 >load.out 2>load.err &
+	cs load -c "$CONF" -s 4 -k 2 --json >load.out 2>load.err &
 	L=$! && BG_PIDS="$BG_PIDS $L" &&
 	w0=$(a_writes) &&
 	wait_for 10 a_writes_above $((w0 + 20)) &&
 	cs add -c "$CONF" A bal 5 >/dev/null &&
 	{ wait "$L"; rc=$?; true; } &&
 	expect_eq "$rc" 1 "load exit status" &&
-	expect_eq "$(field conserved load.out)" no "conserved" &&
+	json_check "d[\"conserved\"] is False and d[\"total_after\"] == 1505" load.out &&
 	grep -q "^cutsnap: load: total not conserved: 1500 before, 1505 after$" load.err
 '
 

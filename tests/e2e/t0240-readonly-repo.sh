@@ -103,7 +103,7 @@ test_expect_success 'setup: a snapshot whose coordinator was killed stays runnin
 	snapshot_bg --timeout 60 &&
 	unset CUTSNAP_FAULT &&
 	wait_for 15 snapshot_is_running &&
-	wait_for 15 eval "agent_status_line B | grep -q :reported" &&
+	wait_for 15 agent_phase_is B reported &&
 	kill -KILL "$(cutsnap_pid "$SNAP_PID")" &&
 	{ wait "$SNAP_PID" 2>/dev/null; true; } &&
 	STALE=$(sql "select id from snapshots where status = '\''running'\''") &&

@@ -77,7 +77,7 @@ test_expect_success 'release: all eight complete, verify and hold the total 150'
 '
 
 test_expect_success 'the slots are free again: a snapshot completes, status shows none' '
-	wait_for 10 eval "! cs status -c \"\$CONF\" | grep -q \"snapshot=[0-9]\"" &&
+	wait_for 10 agents_idle &&
 	take_snapshot --initiator C --timeout 20 &&
 	expect_ok verify -r "$REPO" "$SNAP_ID" &&
 	expect_eq "$(cut_total "$REPO" "$SNAP_ID")" 150 "total"

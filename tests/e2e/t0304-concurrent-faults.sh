@@ -88,7 +88,7 @@ test_expect_success 'the killed one is listed aborted, never complete; nothing r
 	json_check "[s[\"status\"] for s in d] == [\"complete\", \"aborted\", \"aborted\", \"aborted\"]" &&
 	json_check "[s[\"id\"] for s in d if s[\"status\"] == \"complete\"] == [${ID_OF[keep]}]" &&
 	expect_exit 1 verify -r "$REPO" "${ID_OF[killed]}" &&
-	wait_for 10 eval "! cs status -c \"\$CONF\" | grep -q \"snapshot=[0-9]\""
+	wait_for 10 agents_idle
 '
 
 test_expect_success 'restore the one that completed: 150' '
