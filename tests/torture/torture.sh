@@ -20,9 +20,10 @@
 #
 # The invariants, checked throughout and at the end (a failed one is a
 # violation):
-#   - every snapshot ls lists is complete or aborted once its coordinator
-#     is gone, never running; a coordinator that exited 0 named a snapshot
-#     ls lists as complete;
+#   - once its coordinator is gone, a snapshot ls lists is complete,
+#     aborted, or running flagged stale, and the next snapshot marks the
+#     stale ones aborted; a coordinator that exited 0 named a snapshot ls
+#     lists as complete;
 #   - every complete snapshot verifies, its cut (show --sum) holds exactly
 #     the initial total, and restored (into a second config's data paths)
 #     it holds the initial total, also after a restore that was killed
@@ -162,6 +163,7 @@ fault_names () {
 rounds_done=0
 n_snap_ok=0 n_snap_fail=0 n_held_msgs=0 n_holds=0
 n_restore=0 n_verify=0 n_cutsum=0
+STALE=""
 n_viol=0 first_viol="" worst_viol="" worst_delta=0
 
 log () { printf '%s\n' "$*" >>"$LOG"; }
@@ -339,9 +341,8 @@ release_channels () {
 # one up, its snapshot phase past "joined").
 all_recorded () {
 	cs status -c "$CONF" --json 2>/dev/null | json '
-all(a["up"] and isinstance(a.get("snapshot"), dict) and
-    a["snapshot"].get("phase") in ("recording", "recorded", "reported")
-    for a in d)' 2>/dev/null | grep -qx True
+all(a["up"] and any(s["phase"] in ("recording", "recorded", "reported")
+    for s in a["snapshots"]) for a in d)' 2>/dev/null | grep -qx True
 }
 
 # wait_recorded: until every agent has recorded, or the coordinator is
@@ -389,6 +390,7 @@ snapshot_round () {
 		id=$(tr -dc '0-9' <"$W/snap.out")
 		status_is "$id" complete ||
 		    violation 0 "snapshot exited 0 with id '$id', not listed complete"
+		stale_check
 	else
 		n_snap_fail=$((n_snap_fail + 1))
 	fi
@@ -477,11 +479,28 @@ verify_check () {
 	    violation "$(( ${t:-0} - INIT_TOTAL ))" "the cut of snapshot $1 sums to ${t:-nothing}, not $INIT_TOTAL"
 }
 
-# Nothing listed as running once no coordinator is alive.
+# No coordinator is alive: a snapshot still listed running must be
+# flagged stale (ls, a reader, marks nothing aborted; the next snapshot
+# does). Sets STALE to the stale ones.
 ls_check () {
 	local r
-	r=$(ids_with running) || return
-	[ -z "$r" ] || violation 0 "snapshot(s) $(echo $r) listed running with no coordinator"
+	r=$(read_ls && json "[s['id'] for s in d if s['status'] == 'running'
+	    and not s.get('stale')]" <"$W/ls.json") || return
+	[ -z "$r" ] || violation 0 "snapshot(s) $(echo $r) listed running, not stale, with no coordinator"
+	STALE=$(json "[s['id'] for s in d if s['status'] == 'running']" <"$W/ls.json")
+}
+
+# After a snapshot completed: the stale ones listed before it are aborted.
+stale_check () {
+	local id
+	for id in $STALE; do
+		if status_is "$id" aborted; then
+			log "stale snapshot $id marked aborted by the next one"
+		else
+			violation 0 "stale snapshot $id not marked aborted by the next snapshot"
+		fi
+	done
+	STALE=""
 }
 
 # --- the loop ----------------------------------------------------------
@@ -547,13 +566,15 @@ for id in $(ids_with complete); do
 	verify_check "$id"
 	restore_check "$id"
 done
-# The figures, from ls --json: snapshots by status, messages recorded in
+# The figures, from ls --json: snapshots by status (a stale running one,
+# whose coordinator is gone, counts as aborted), messages recorded in
 # flight by the complete ones, and how many of those recorded any.
 read_ls
 read -r n_complete n_aborted n_inflight n_with_inflight < <(json '
 " ".join(str(x) for x in (
     sum(1 for s in d if s["status"] == "complete"),
-    sum(1 for s in d if s["status"] == "aborted"),
+    sum(1 for s in d if s["status"] == "aborted" or
+        s["status"] == "running" and s.get("stale")),
     sum(s["msgs"] for s in d if s["status"] == "complete"),
     sum(1 for s in d if s["status"] == "complete" and s["msgs"] > 0)))' \
     <"$W/ls.json" 2>/dev/null)
