@@ -3,6 +3,7 @@
 #include <sys/stat.h>
 #include <sys/types.h>
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -152,16 +153,24 @@ atomic_write_file2(const char *path, const void *data, size_t len,
 	char tmp[PATH_MAX], dir[PATH_MAX];
 	int fd = -1, rc = -1, created = 0;
 
-	if ((size_t)snprintf(tmp, sizeof(tmp), "%s.tmp.%ld", path,
-	    (long)getpid()) >= sizeof(tmp)) {
+	/* A random suffix, not the pid: a writer killed with -9 leaves its
+	 * temp behind, and pids wrap, so a later writer with the same pid
+	 * would find the name taken. */
+	if ((size_t)snprintf(tmp, sizeof(tmp), "%s" ATOMIC_TMP_INFIX "XXXXXX",
+	    path) >= sizeof(tmp)) {
 		cs_errf(e, "write %s: path too long", path);
 		goto out;
 	}
-	/* O_EXCL|O_NOFOLLOW: never write through a planted file or link. */
-	fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
-	    mode);
+	/* mkostemp creates with O_EXCL, so it never writes through a
+	 * planted file or link. */
+	fd = mkostemp(tmp, O_CLOEXEC);
 	if (fd == -1) {
 		cs_errno(e, "create %s", tmp);
+		goto out;
+	}
+	created = 1;
+	if (fchmod(fd, mode) == -1) {
+		cs_errno(e, "chmod %s", tmp);
 		goto out;
 	}
 	created = 1;
@@ -196,6 +205,40 @@ out:
 		close(fd);
 	if (created)
 		unlink(tmp);
+	return rc;
+}
+
+int
+remove_stale_temps(const char *path, struct cs_err *e)
+{
+	char dir[PATH_MAX], prefix[PATH_MAX];
+	const char *base;
+	struct dirent *d;
+	DIR *dp;
+	int dfd, rc = 0;
+
+	path_dirname(path, dir, sizeof(dir));
+	base = strrchr(path, '/');
+	base = base != NULL ? base + 1 : path;
+	if ((size_t)snprintf(prefix, sizeof(prefix), "%s" ATOMIC_TMP_INFIX,
+	    base) >= sizeof(prefix))
+		return cs_errf(e, "clean %s: path too long", path);
+	if ((dp = opendir(dir)) == NULL) {
+		if (errno == ENOENT)
+			return 0;
+		return cs_errno(e, "open directory %s", dir);
+	}
+	dfd = dirfd(dp);
+	while ((d = readdir(dp)) != NULL) {
+		if (strncmp(d->d_name, prefix, strlen(prefix)) != 0)
+			continue;
+		/* unlinkat removes a link itself, never what it names. */
+		if (unlinkat(dfd, d->d_name, 0) == -1 && errno != ENOENT) {
+			rc = cs_errno(e, "remove %s/%s", dir, d->d_name);
+			break;
+		}
+	}
+	closedir(dp);
 	return rc;
 }
 

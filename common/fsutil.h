@@ -18,13 +18,22 @@ void path_dirname(const char *path, char *out, size_t outsz);
 /* mkdir -p with mode for the created components. */
 int mkdir_p(const char *path, mode_t mode, struct cs_err *e);
 
-/* Replace path atomically with the given bytes: write PATH.tmp.PID with
- * O_NOFOLLOW, fsync, rename over path, fsync the directory. */
+/* What stands between a path and the random suffix of its temp files. */
+#define ATOMIC_TMP_INFIX ".tmp."
+
+/* Replace path atomically with the given bytes: write a new temp file
+ * PATH.tmp.XXXXXX (random suffix, created exclusively, so never through a
+ * planted link), fsync, rename over path, fsync the directory. */
 int atomic_write_file(const char *path, const void *data, size_t len,
     mode_t mode, struct cs_err *e);
 /* The same with the file's bytes given in two parts, one after the other. */
 int atomic_write_file2(const char *path, const void *data, size_t len,
     const void *data2, size_t len2, mode_t mode, struct cs_err *e);
+
+/* Remove the temp files that atomic_write_file left beside path when its
+ * writer was killed (PATH.tmp.*). Only for a caller that holds path's lock,
+ * so that no live writer's temp is removed. 0, or -1 with e set. */
+int remove_stale_temps(const char *path, struct cs_err *e);
 
 /* Read a whole file of at most max bytes into a malloc'ed buffer. */
 int read_file(const char *path, size_t max, uint8_t **out, size_t *len,

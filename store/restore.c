@@ -315,6 +315,10 @@ write_image(const char *path, const struct fview *view,
 	path_dirname(path, dir, sizeof(dir));
 	if (mkdir_p(dir, 0700, e) < 0)
 		return -1;
+	/* A restore killed while writing left its temp file; we hold the
+	 * data file's lock, so no other writer owns one. */
+	if (remove_stale_temps(path, e) < 0)
+		return -1;
 	return atomic_write_file2(path, view->p, (size_t)view->len,
 	    tail->data, tail->len, 0600, e);
 }

@@ -40,6 +40,24 @@ test_expect_success 'restore again: byte-identical files, same totals' '
 	expect_eq "$(dump_total bal)" 150 "total"
 '
 
+# A restore killed with -9 while writing leaves its temp file behind, and
+# pids wrap: temp names must not depend on the pid, and the next restore
+# (which holds the data file's lock) removes what a killed one left.
+test_expect_success 'temp files left by killed restores (every pid name, a link) do not block the next restore, which removes them' '
+	max=$(cat /proc/sys/kernel/pid_max) &&
+	[ "$max" -le 65536 ] || max=65536 &&
+	python3 -c "import sys
+for i in range(1, int(sys.argv[1]) + 1):
+    open(\"A.data.tmp.%d\" % i, \"w\").close()" "$max" &&
+	echo outside >victim &&
+	ln -s "$TEST_DIR/victim" B.data.tmp.Zz9Zz9 &&
+	expect_ok restore -r "$REPO" "$ID" -c "$CONF" &&
+	cmp A.data A.first &&
+	cmp B.data B.first &&
+	expect_eq "$(cat victim)" outside "the file a planted link names" &&
+	expect_eq "$(ls -a | grep -c "\.tmp\.")" 0 "temp files left"
+'
+
 test_expect_success 'restore leaves no temporary files beside the data files' '
 	ls -a >listing &&
 	! grep -Ei "tmp" listing || { cat listing; return 1; }
