@@ -73,6 +73,16 @@ struct conn {
 	int is_coord;		/* joined a snapshot on this connection
 				 * (one per connection) */
 	int dead;		/* closed; freed by conn_reap */
+	/* TCP + TLS (agents with an addr, xport.h); x is NULL on a Unix
+	 * socket. Nothing is read or written before the handshake is done
+	 * and the peer's CN is accepted. */
+	struct xconn *x;
+	int hs;			/* handshake under way */
+	uint32_t hs_want;	/* its epoll interest */
+	int64_t hs_deadline;	/* monotonic ms: closed then if not done */
+	int rd_want_w;		/* a TLS read waits for writability */
+	int wr_want_r;		/* a TLS write waits for readability */
+	char cn[NAME_MAX_LEN + 8];	/* accepted: the peer's CN */
 	struct conn *next;
 };
 
@@ -196,6 +206,9 @@ struct agent {
 	struct datalog *dl;
 	int ep;			/* epoll */
 	int lfd;		/* listening socket */
+	int tcp;		/* lfd is TCP + TLS (the agent has an addr) */
+	struct xport_ctx *tls;	/* this agent's TLS identity, when the
+				 * cluster has a tls_dir and any addr */
 	int sfd;		/* signalfd */
 	int spare;		/* reserve fd for EMFILE */
 	ino_t sock_ino;		/* our socket file, unlinked at exit */
@@ -245,6 +258,13 @@ size_t conn_pending(const struct conn *c);
 void conn_release(struct agent *a, struct conn *c, uint64_t synced);
 void conn_flush(struct agent *a, struct conn *c);
 void conn_event(struct agent *a, struct conn *c, uint32_t ev);
+/* Make c a TLS connection (server: accepted here); 0 / -1 (closed). */
+int conn_tls(struct agent *a, struct conn *c, int server);
+/* Close handshakes past their deadline; ms until the next, or -1. */
+int conn_hs_timeout(struct agent *a, int64_t now);
+/* Read what TLS holds decrypted (epoll cannot see it); 1 if some is
+ * still held after that (budget), so the loop must not sleep. */
+int conn_tls_pending(struct agent *a);
 
 /* client_req.c */
 void client_frame(struct agent *a, struct conn *c, uint8_t type,

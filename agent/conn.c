@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "../common/log.h"
+#include "../common/xport.h"
 #include "agent_int.h"
 
 #define READ_CHUNK	(256u << 10)
@@ -44,11 +45,17 @@ conn_set_events(struct agent *a, struct conn *c)
 		return;
 	if (c->connecting)
 		want = EPOLLOUT;
+	else if (c->hs)
+		want = c->hs_want;
 	else {
 		if (!c->eof && conn_pending(c) < OUT_HIGH_WATER)
 			want |= EPOLLIN;
 		if (c->rel > c->outoff)
 			want |= EPOLLOUT;
+		if (c->rd_want_w)
+			want |= EPOLLOUT;
+		if (c->wr_want_r)
+			want |= EPOLLIN;
 	}
 	if (want == c->events)
 		return;
@@ -101,6 +108,12 @@ conn_close(struct agent *a, struct conn *c, const char *why)
 		log_debug("%s: closed: %s", role_name(a, c, nm, sizeof(nm)),
 		    why);
 	epoll_ctl(a->ep, EPOLL_CTL_DEL, c->fd, NULL);
+	if (c->x != NULL) {
+		if (!c->hs)
+			xconn_shutdown(c->x);
+		xconn_free(c->x);
+		c->x = NULL;
+	}
 	close(c->fd);
 	c->dead = 1;
 	/* Detach from whoever points at this connection. */
@@ -252,9 +265,26 @@ conn_flush(struct agent *a, struct conn *c)
 {
 	ssize_t k;
 
-	if (c->dead || c->connecting)
+	if (c->dead || c->connecting || c->hs)
 		return;
+	c->wr_want_r = 0;
 	while (c->outoff < c->rel) {
+		if (c->x != NULL) {
+			k = xconn_write(c->x, c->out.data + c->outoff,
+			    c->rel - c->outoff);
+			if (k > 0) {
+				c->outoff += (size_t)k;
+				continue;
+			}
+			if (k == XP_WANT_WRITE)
+				break;
+			if (k == XP_WANT_READ) {
+				c->wr_want_r = 1;
+				break;
+			}
+			conn_close(a, c, "TLS write failed");
+			return;
+		}
 		k = send(c->fd, c->out.data + c->outoff, c->rel - c->outoff,
 		    MSG_NOSIGNAL);
 		if (k > 0) {
@@ -282,6 +312,20 @@ conn_dispatch(struct agent *a, struct conn *c, uint8_t type,
 {
 	switch (c->role) {
 	case ROLE_NEW:
+		/* Over TLS each certificate has one part: "client" sends
+		 * requests, an agent's opens its own channel (inch_hello
+		 * checks the name). */
+		if (c->x != NULL && (type == W_PEER_HELLO) !=
+		    (strcmp(c->cn, XPORT_CLIENT_CN) != 0)) {
+			char who[64];
+
+			xport_peer_name(c->fd, who, sizeof(who));
+			log_warn("refused %s: certificate '%s' may not %s",
+			    who, c->cn, type == W_PEER_HELLO ?
+			    "open a channel" : "send client requests");
+			conn_close(a, c, NULL);
+			return;
+		}
 		if (type == W_PEER_HELLO) {
 			inch_hello(a, c, p, n);
 			return;
@@ -379,7 +423,27 @@ conn_read(struct agent *a, struct conn *c)
 		if (c->inlen == c->incap)
 			break;	/* a whole frame fits: parse first */
 		want = c->incap - c->inlen;
-		k = recv(c->fd, c->in + c->inlen, want, 0);
+		if (c->x != NULL) {
+			c->rd_want_w = 0;
+			k = xconn_read(c->x, c->in + c->inlen, want);
+			if (k > 0) {
+				c->inlen += (size_t)k;
+				got += (size_t)k;
+				continue;
+			}
+			if (k == XP_WANT_READ)
+				break;
+			if (k == XP_WANT_WRITE) {
+				c->rd_want_w = 1;
+				break;
+			}
+			if (k == XP_ERR) {
+				conn_close(a, c, "TLS read failed");
+				return;
+			}
+			k = 0;	/* XP_EOF */
+		} else
+			k = recv(c->fd, c->in + c->inlen, want, 0);
 		if (k > 0) {
 			c->inlen += (size_t)k;
 			got += (size_t)k;
@@ -414,6 +478,116 @@ conn_read(struct agent *a, struct conn *c)
 	conn_input(a, c);
 }
 
+int
+conn_tls(struct agent *a, struct conn *c, int server)
+{
+	if ((c->x = xconn_new(a->tls, c->fd, server)) == NULL) {
+		log_error("out of memory for a TLS connection");
+		conn_close(a, c, NULL);
+		return -1;
+	}
+	c->hs = 1;
+	c->hs_want = server ? EPOLLIN : EPOLLOUT;
+	c->hs_deadline = now_ms() + XPORT_HS_TIMEOUT_MS;
+	if (!c->connecting)
+		conn_set_events(a, c);
+	return 0;
+}
+
+/* Whose certificate this may be: on a channel we opened, the agent we
+ * meant; on an accepted connection, "client" or any agent of the cluster
+ * (which one is checked against its HELLO). */
+static int
+conn_cn_ok(struct agent *a, struct conn *c, const char *cn, char *why,
+    size_t sz)
+{
+	if (c->role == ROLE_PEER_OUT) {
+		if (strcmp(cn, a->c->agents[c->peer].name) == 0)
+			return 1;
+		snprintf(why, sz, "certificate CN '%s' is not agent %s", cn,
+		    a->c->agents[c->peer].name);
+		return 0;
+	}
+	if (strcmp(cn, XPORT_CLIENT_CN) == 0 || cfg_find(a->c, cn) != -1)
+		return 1;
+	snprintf(why, sz, "certificate CN '%s' is neither an agent of this "
+	    "cluster nor '%s'", cn, XPORT_CLIENT_CN);
+	return 0;
+}
+
+static void
+conn_handshake(struct agent *a, struct conn *c)
+{
+	char why[200], who[64], nm[160];
+	int r;
+
+	r = xconn_handshake(c->x, why, sizeof(why));
+	if (r == XP_WANT_READ || r == XP_WANT_WRITE) {
+		c->hs_want = r == XP_WANT_READ ? EPOLLIN : EPOLLOUT;
+		conn_set_events(a, c);
+		return;
+	}
+	if (r == XP_OK && conn_cn_ok(a, c, xconn_peer_cn(c->x), why,
+	    sizeof(why))) {
+		c->hs = 0;
+		snprintf(c->cn, sizeof(c->cn), "%s", xconn_peer_cn(c->x));
+		if (c->role == ROLE_PEER_OUT)
+			outch_connected(a, c);
+		conn_set_events(a, c);
+		return;
+	}
+	xport_peer_name(c->fd, who, sizeof(who));
+	if (c->role == ROLE_PEER_OUT)
+		log_warn("%s: refused %s: %s", role_name(a, c, nm, sizeof(nm)),
+		    who, why);
+	else
+		log_warn("refused a connection from %s: %s", who, why);
+	conn_close(a, c, NULL);
+}
+
+int
+conn_hs_timeout(struct agent *a, int64_t now)
+{
+	struct conn *c;
+	char who[64];
+	int64_t next = -1, left;
+
+	for (c = a->conns; c != NULL; c = c->next) {
+		if (c->dead || !c->hs)
+			continue;
+		if (c->hs_deadline <= now) {
+			xport_peer_name(c->fd, who, sizeof(who));
+			log_warn("refused a connection from %s: no TLS "
+			    "handshake within %d ms", who,
+			    XPORT_HS_TIMEOUT_MS);
+			conn_close(a, c, NULL);
+			continue;
+		}
+		left = c->hs_deadline - now;
+		if (next < 0 || left < next)
+			next = left;
+	}
+	return (int)next;
+}
+
+int
+conn_tls_pending(struct agent *a)
+{
+	struct conn *c;
+	int more = 0;
+
+	for (c = a->conns; c != NULL; c = c->next) {
+		if (c->dead || c->x == NULL || c->hs ||
+		    !(c->events & EPOLLIN) || xconn_pending(c->x) <= 0)
+			continue;
+		conn_event(a, c, EPOLLIN);
+		if (!c->dead && (c->events & EPOLLIN) &&
+		    xconn_pending(c->x) > 0)
+			more = 1;
+	}
+	return more;
+}
+
 void
 conn_event(struct agent *a, struct conn *c, uint32_t ev)
 {
@@ -429,12 +603,21 @@ conn_event(struct agent *a, struct conn *c, uint32_t ev)
 			return;
 		}
 		c->connecting = 0;
-		outch_connected(a, c);
-		conn_set_events(a, c);
+		if (c->x == NULL) {
+			outch_connected(a, c);
+			conn_set_events(a, c);
+			return;
+		}
+	}
+	if (c->hs) {
+		conn_handshake(a, c);
 		return;
 	}
-	if (ev & (EPOLLIN | EPOLLHUP | EPOLLERR))
+	if ((ev & (EPOLLIN | EPOLLHUP | EPOLLERR)) ||
+	    (c->rd_want_w && (ev & EPOLLOUT)))
 		conn_read(a, c);
+	if (!c->dead && c->wr_want_r && (ev & EPOLLIN))
+		conn_flush(a, c);
 	if (!c->dead && (ev & EPOLLOUT)) {
 		conn_flush(a, c);
 		/* Output drained below the mark: resume buffered input. */

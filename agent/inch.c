@@ -75,6 +75,13 @@ inch_hello(struct agent *a, struct conn *c, const uint8_t *p, size_t n)
 		conn_close(a, c, NULL);
 		return;
 	}
+	/* Over TLS the HELLO must name the agent of the certificate. */
+	if (c->x != NULL && strcmp(src, c->cn) != 0) {
+		log_warn("refused a HELLO as %s from the certificate of %s: "
+		    "a CN that is not the agent it claims to be", src, c->cn);
+		conn_close(a, c, NULL);
+		return;
+	}
 	s = cfg_find(a->c, src);
 	if (s == -1 || !a->in[s].configured) {
 		log_warn("HELLO from %s: no channel %s>%s in the config; "

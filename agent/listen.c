@@ -12,6 +12,7 @@
 
 #include "../common/fsutil.h"
 #include "../common/log.h"
+#include "../common/xport.h"
 #include "agent_int.h"
 
 static int
@@ -78,6 +79,15 @@ listen_open(struct agent *a, struct cs_err *e)
 	struct stat st;
 	int fd = -1, alive;
 
+	if (a->c->agents[a->self].addr[0] != '\0') {
+		if ((fd = xport_tcp_listen(a->c->agents[a->self].addr, e)) ==
+		    -1)
+			goto fail;
+		a->lfd = fd;
+		a->tcp = 1;
+		a->spare = open("/dev/null", O_RDONLY | O_CLOEXEC);
+		return 0;
+	}
 	if (run_dir_open(a->c->run_dir, e) == -1)
 		goto fail;
 	memset(&sun, 0, sizeof(sun));
@@ -180,6 +190,7 @@ void
 listen_accept(struct agent *a)
 {
 	struct ucred cred;
+	struct conn *c;
 	socklen_t clen;
 	int fd, i;
 
@@ -193,6 +204,13 @@ listen_accept(struct agent *a)
 			else if (errno != EAGAIN && errno != EWOULDBLOCK)
 				log_warn("accept: %s", strerror(errno));
 			return;
+		}
+		if (a->tcp) {
+			/* TCP: who it is is settled by the TLS handshake,
+			 * before a byte of the protocol is read. */
+			if ((c = conn_new(a, fd, ROLE_NEW, 0)) != NULL)
+				(void)conn_tls(a, c, 1);
+			continue;
 		}
 		memset(&cred, 0, sizeof(cred));
 		clen = sizeof(cred);

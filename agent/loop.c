@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "../common/log.h"
+#include "../common/xport.h"
 #include "agent.h"
 #include "agent_int.h"
 
@@ -162,11 +163,24 @@ agent_commit(struct agent *a)
 	commit(a, 0);
 }
 
+/* This agent needs a TLS identity when any agent has an addr: its own
+ * listener, or its channels to the others. */
+static int
+tls_needed(const struct cfg *c)
+{
+	int i;
+
+	for (i = 0; i < c->nagents; i++)
+		if (c->agents[i].addr[0] != '\0')
+			return 1;
+	return 0;
+}
+
 static void
 run_loop(struct agent *a)
 {
 	struct epoll_event evs[MAX_EVENTS];
-	int i, k, timeout;
+	int i, k, timeout, tls_more = 0;
 	int64_t now;
 
 	while (!a->stop && !a->fatal) {
@@ -179,6 +193,11 @@ run_loop(struct agent *a)
 		k = snap_timeout(a, now);
 		if (k >= 0 && (timeout < 0 || k < timeout))
 			timeout = k;
+		k = conn_hs_timeout(a, now);
+		if (k >= 0 && (timeout < 0 || k < timeout))
+			timeout = k;
+		if (tls_more)
+			timeout = 0;
 		k = epoll_wait(a->ep, evs, MAX_EVENTS, timeout);
 		if (k == -1) {
 			if (errno == EINTR)
@@ -195,6 +214,7 @@ run_loop(struct agent *a)
 			else
 				conn_event(a, evs[i].data.ptr, evs[i].events);
 		}
+		tls_more = conn_tls_pending(a);
 		outch_timers(a, now_ms());
 	}
 }
@@ -265,11 +285,18 @@ agent_run(const struct cfg *c, int self, struct cs_err *e)
 	}
 	if (outch_init(&a, e) == -1)
 		goto out;
+	if (tls_needed(c) &&
+	    xport_ctx_new(c, a.name, &a.tls, e) == -1) {
+		rc = -2;
+		goto out;
+	}
 	if (listen_open(&a, e) == -1)
 		goto out;
 	if (ep_add(&a, a.lfd, &a.lfd, e) == -1)
 		goto out;
-	log_info("agent %s listening on %s", a.name, c->agents[self].sock);
+	log_info("agent %s listening on %s%s", a.name, a.tcp ?
+	    c->agents[self].addr : c->agents[self].sock, a.tcp ?
+	    " (TCP, mutual TLS 1.3)" : "");
 
 	run_loop(&a);
 	rc = a.fatal ? -1 : 0;
@@ -283,6 +310,7 @@ out:
 		listen_close(&a);
 	outch_free(&a);
 	inch_free(&a);
+	xport_ctx_free(a.tls);
 	if (a.sfd != -1)
 		close(a.sfd);
 	if (a.ep != -1)

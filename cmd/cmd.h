@@ -42,6 +42,7 @@ int cmd_verify(int argc, char **argv);
 int cmd_restore(int argc, char **argv);
 int cmd_demo(int argc, char **argv);
 int cmd_load(int argc, char **argv);
+int cmd_cert(int argc, char **argv);
 
 /* The running subcommand's name, used in every message ("put"). Set by
  * main before dispatching. */

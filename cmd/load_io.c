@@ -159,7 +159,7 @@ conn_open(struct load_worker *w, int ci, int a)
 	struct cs_err e;
 	int fd;
 
-	if ((fd = client_connect(ag->sock, ag->name, &e)) == -1)
+	if ((fd = client_connect_agent(w->o->c, a, &e)) == -1)
 		goto fail;
 	cl->conns[a].gen++;
 	memset(&ev, 0, sizeof(ev));

@@ -40,6 +40,7 @@ static const struct command commands[] = {
 	{ "prune", cmd_prune, "delete data no snapshot refers to" },
 	{ "restore", cmd_restore, "restore a snapshot into the data files" },
 	{ "load", cmd_load, "run random transfers, check conservation" },
+	{ "cert", cmd_cert, "create the cluster's TLS certificates" },
 	{ "demo", cmd_demo, "the bank example, end to end" },
 };
 #define NCOMMANDS (sizeof(commands) / sizeof(commands[0]))

@@ -225,7 +225,7 @@ cmd_call(const struct cfg *c, int i, uint8_t type, const struct wbuf *req,
 	r->blen = 0;
 	if (req != NULL && req->oom)
 		return cs_errf(e, "out of memory");
-	if ((fd = client_connect(a->sock, a->name, e)) == -1)
+	if ((fd = client_connect_agent(c, i, e)) == -1)
 		return -1;
 	if (client_call(fd, type, req ? req->data : NULL, req ? req->len : 0,
 	    &r->code, &r->body, &r->blen, timeout_ms, e) == -1) {

@@ -9,6 +9,7 @@
 
 #include "client.h"
 #include "wire.h"
+#include "xport.h"
 
 int
 client_connect(const char *sock, const char *agent, struct cs_err *e)
@@ -47,6 +48,14 @@ client_connect(const char *sock, const char *agent, struct cs_err *e)
 	}
 out:
 	return fd;
+}
+
+int
+client_connect_agent(const struct cfg *c, int i, struct cs_err *e)
+{
+	if (c->agents[i].addr[0] != '\0')
+		return xport_client_connect(c, i, e);
+	return client_connect(c->agents[i].sock, c->agents[i].name, e);
 }
 
 int

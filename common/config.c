@@ -28,6 +28,7 @@
 #include <unistd.h>
 
 #include "config.h"
+#include "xport.h"
 #include "fsutil.h"
 
 #define CFG_MAX_FILE (1u << 20)
@@ -50,6 +51,8 @@ struct pctx {
 	int cluster_line;	/* line of [cluster], or 0 */
 	int run_line;		/* line of run_dir, or 0 */
 	char run_raw[PATH_MAX];	/* run_dir as written */
+	int tls_line;		/* line of tls_dir, or 0 */
+	char tls_raw[PATH_MAX];	/* tls_dir as written */
 	char *channels;		/* channels value as written, or NULL */
 	int chan_line;
 	int err_line;		/* line of the first error, or 0 */
@@ -298,6 +301,9 @@ handler(void *user, const char *section_name, const char *key,
 	if (p->sect == S_CLUSTER && strcmp(key, "run_dir") == 0) {
 		set_once(p, p->run_raw, sizeof(p->run_raw), &p->run_line,
 		    key, value);
+	} else if (p->sect == S_CLUSTER && strcmp(key, "tls_dir") == 0) {
+		set_once(p, p->tls_raw, sizeof(p->tls_raw), &p->tls_line,
+		    key, value);
 	} else if (p->sect == S_CLUSTER && strcmp(key, "channels") == 0) {
 		if (p->chan_line != 0)
 			perr(p, "duplicate key '%s' (first at line %d)", key,
@@ -312,6 +318,18 @@ handler(void *user, const char *section_name, const char *key,
 		a = &p->c->agents[p->cur];
 		set_once(p, a->data, sizeof(a->data), &p->dlines[p->cur], key,
 		    value);
+	} else if (strcmp(key, "addr") == 0) {
+		char h[256], pt[8];
+
+		a = &p->c->agents[p->cur];
+		if (a->addr[0] != '\0')
+			perr(p, "duplicate key 'addr' in [agent %s]", a->name);
+		else if (strlen(value) >= sizeof(a->addr) ||
+		    xport_split(value, h, sizeof(h), pt, sizeof(pt)) == -1)
+			perr(p, "bad addr '%s' (want HOST:PORT, PORT 1-65535)",
+			    value);
+		else
+			memcpy(a->addr, value, strlen(value) + 1);
 	} else {
 		perr(p, "unknown key '%s' in [agent %s]", key,
 		    p->c->agents[p->cur].name);
@@ -413,8 +431,28 @@ finish(struct pctx *p, struct cs_err *e)
 		return -1;
 	base = strrchr(p->path, '/') ? strrchr(p->path, '/') + 1 : p->path;
 	if (join(dir, base, c->path) == -1 ||
-	    join(dir, p->run_line ? p->run_raw : "run", c->run_dir) == -1)
+	    join(dir, p->run_line ? p->run_raw : "run", c->run_dir) == -1 ||
+	    (p->tls_line && join(dir, p->tls_raw, c->tls_dir) == -1))
 		return cs_errf(e, "%s: path too long", p->path);
+	for (i = 0; i < n; i++) {
+		if (c->agents[i].addr[0] != '\0' && !p->tls_line)
+			return cs_errf(e, "%s:%d: [agent %s] has an addr but "
+			    "[cluster] has no tls_dir", p->path, p->alines[i],
+			    c->agents[i].name);
+		if (p->tls_line && strcmp(c->agents[i].name,
+		    XPORT_CLIENT_CN) == 0)
+			return cs_errf(e, "%s:%d: an agent may not be called "
+			    "'%s' with a tls_dir: it is the commands' "
+			    "certificate name", p->path, p->alines[i],
+			    XPORT_CLIENT_CN);
+		for (j = 0; j < i; j++)
+			if (c->agents[i].addr[0] != '\0' &&
+			    strcmp(c->agents[i].addr, c->agents[j].addr) == 0)
+				return cs_errf(e, "%s:%d: agents %s and %s "
+				    "share the addr %s", p->path,
+				    p->alines[i], c->agents[j].name,
+				    c->agents[i].name, c->agents[i].addr);
+	}
 	for (i = 0; i < n; i++) {
 		memcpy(raw, c->agents[i].data, sizeof(raw));
 		if (join(dir, raw, c->agents[i].data) == -1)

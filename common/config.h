@@ -3,8 +3,10 @@
  *   [cluster]
  *   run_dir = run          ; default: run/ beside the config
  *   channels = A>B B>A     ; default: full mesh
+ *   tls_dir = tls          ; certificates, needed once an agent has addr
  *   [agent A]
  *   data = a.data
+ *   addr = host1:7101      ; optional: TCP + mutual TLS, not run_dir/A.sock
  *
  * Relative paths are relative to the config file's directory; all paths in
  * struct cfg are absolute after loading. */
@@ -21,11 +23,13 @@ struct cfg_agent {
 	char name[NAME_MAX_LEN + 1];	/* [A-Za-z0-9_.-], 1..63 chars */
 	char data[PATH_MAX];		/* absolute data file path */
 	char sock[PATH_MAX];		/* run_dir/NAME.sock (< 108 bytes) */
+	char addr[272];			/* HOST:PORT (TCP + TLS), or "" */
 };
 
 struct cfg {
 	char path[PATH_MAX];		/* absolute path of the config file */
 	char run_dir[PATH_MAX];		/* absolute */
+	char tls_dir[PATH_MAX];		/* absolute, or "" (no tls_dir) */
 	int nagents;
 	struct cfg_agent *agents;	/* in file order */
 	unsigned char *chan;		/* nagents*nagents: chan[s*n+d] = 1 */

@@ -87,12 +87,10 @@ left_ms(const struct run *r)
 static int
 connect_all(struct run *r, struct cs_err *e)
 {
-	const struct cfg_agent *a;
 	int i;
 
 	for (i = 0; i < r->c->nagents; i++) {
-		a = &r->c->agents[i];
-		if ((r->fds[i] = client_connect(a->sock, a->name, e)) < 0)
+		if ((r->fds[i] = client_connect_agent(r->c, i, e)) < 0)
 			return cs_errctx(e, "nothing was recorded");
 	}
 	return 0;

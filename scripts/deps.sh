@@ -10,7 +10,7 @@ if [ "${1:-}" = bench ]; then
 else
 	list="gcc make pkg-config libsqlite3-dev libssl-dev libinih-dev libisal-dev
 	      libcmocka-dev perl sqlite3 procps valgrind clang libclang-rt-14-dev
-	      python3 man-db groff-base"
+	      python3 man-db groff-base iproute2"
 fi
 for p in $list; do
 	need "$p"

@@ -1,0 +1,635 @@
+/* xport.c - TCP + mutual TLS 1.3 for agents with an addr (xport.h). */
+#include <sys/socket.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <arpa/inet.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <openssl/err.h>
+#include <openssl/ssl.h>
+#include <openssl/x509.h>
+#include <openssl/x509v3.h>
+
+#include "xport.h"
+
+#define RELAY_BUF	(64u << 10)
+
+struct xport_ctx {
+	SSL_CTX *ssl;
+};
+
+struct xconn {
+	SSL *ssl;
+	char cn[NAME_MAX_LEN + 8];
+};
+
+static int
+tls_path(const struct cfg *c, const char *file, char *out, size_t sz,
+    struct cs_err *e)
+{
+	int n = snprintf(out, sz, "%s/%s", c->tls_dir, file);
+
+	if (n < 0 || (size_t)n >= sz)
+		return cs_errf(e, "tls_dir path %s is too long", c->tls_dir);
+	return 0;
+}
+
+/* The first OpenSSL error queued, as one line (the queue is cleared). */
+static void
+ssl_why(char *why, size_t sz, const char *dflt)
+{
+	unsigned long ec = ERR_get_error();
+	const char *r = ec ? ERR_reason_error_string(ec) : NULL;
+
+	snprintf(why, sz, "%s", r ? r : dflt);
+	ERR_clear_error();
+}
+
+int
+xport_ctx_new(const struct cfg *c, const char *me, struct xport_ctx **out,
+    struct cs_err *e)
+{
+	struct xport_ctx *x = NULL;
+	char ca[PATH_MAX], crt[PATH_MAX], key[PATH_MAX], why[160];
+	char f[NAME_MAX_LEN + 16];
+	int rc = -1;
+
+	*out = NULL;
+	if (c->tls_dir[0] == '\0') {
+		cs_errf(e, "%s: an agent has an addr but [cluster] has no "
+		    "tls_dir", c->path);
+		goto out;
+	}
+	snprintf(f, sizeof(f), "%s.crt", me);
+	if (tls_path(c, "ca.crt", ca, sizeof(ca), e) == -1 ||
+	    tls_path(c, f, crt, sizeof(crt), e) == -1)
+		goto out;
+	snprintf(f, sizeof(f), "%s.key", me);
+	if (tls_path(c, f, key, sizeof(key), e) == -1)
+		goto out;
+	if ((x = calloc(1, sizeof(*x))) == NULL ||
+	    (x->ssl = SSL_CTX_new(TLS_method())) == NULL) {
+		cs_errf(e, "out of memory for TLS");
+		goto out;
+	}
+	SSL_CTX_set_min_proto_version(x->ssl, TLS1_3_VERSION);
+	/* No session tickets: a read never has to write one first. */
+	SSL_CTX_set_num_tickets(x->ssl, 0);
+	SSL_CTX_set_mode(x->ssl, SSL_MODE_ENABLE_PARTIAL_WRITE |
+	    SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
+	SSL_CTX_set_verify(x->ssl, SSL_VERIFY_PEER |
+	    SSL_VERIFY_FAIL_IF_NO_PEER_CERT, NULL);
+	if (access(ca, R_OK) == -1 || access(crt, R_OK) == -1 ||
+	    access(key, R_OK) == -1) {
+		cs_errf(e, "TLS files for %s missing in %s (need ca.crt, "
+		    "%s.crt, %s.key); create them with: cutsnap cert -c %s",
+		    me, c->tls_dir, me, me, c->path);
+		goto out;
+	}
+	if (SSL_CTX_load_verify_locations(x->ssl, ca, NULL) != 1) {
+		ssl_why(why, sizeof(why), "unreadable");
+		cs_errf(e, "%s: %s", ca, why);
+		goto out;
+	}
+	if (SSL_CTX_use_certificate_chain_file(x->ssl, crt) != 1) {
+		ssl_why(why, sizeof(why), "unreadable");
+		cs_errf(e, "%s: %s", crt, why);
+		goto out;
+	}
+	if (SSL_CTX_use_PrivateKey_file(x->ssl, key, SSL_FILETYPE_PEM) != 1 ||
+	    SSL_CTX_check_private_key(x->ssl) != 1) {
+		ssl_why(why, sizeof(why), "does not match the certificate");
+		cs_errf(e, "%s: %s", key, why);
+		goto out;
+	}
+	*out = x;
+	x = NULL;
+	rc = 0;
+out:
+	xport_ctx_free(x);
+	return rc;
+}
+
+void
+xport_ctx_free(struct xport_ctx *x)
+{
+	if (x == NULL)
+		return;
+	SSL_CTX_free(x->ssl);
+	free(x);
+}
+
+struct xconn *
+xconn_new(struct xport_ctx *x, int fd, int server)
+{
+	struct xconn *t;
+
+	if ((t = calloc(1, sizeof(*t))) == NULL)
+		return NULL;
+	if ((t->ssl = SSL_new(x->ssl)) == NULL || SSL_set_fd(t->ssl, fd) != 1) {
+		SSL_free(t->ssl);
+		free(t);
+		ERR_clear_error();
+		return NULL;
+	}
+	if (server)
+		SSL_set_accept_state(t->ssl);
+	else
+		SSL_set_connect_state(t->ssl);
+	return t;
+}
+
+void
+xconn_free(struct xconn *t)
+{
+	if (t == NULL)
+		return;
+	SSL_free(t->ssl);
+	free(t);
+}
+
+static void
+peer_cn(struct xconn *t)
+{
+	X509 *cert = SSL_get1_peer_certificate(t->ssl);
+
+	t->cn[0] = '\0';
+	if (cert == NULL)
+		return;
+	if (X509_NAME_get_text_by_NID(X509_get_subject_name(cert),
+	    NID_commonName, t->cn, sizeof(t->cn)) < 0)
+		t->cn[0] = '\0';
+	X509_free(cert);
+}
+
+int
+xconn_handshake(struct xconn *t, char *why, size_t whysz)
+{
+	long vr;
+	int r, err;
+	unsigned long ec;
+	const char *reason;
+
+	ERR_clear_error();
+	if ((r = SSL_do_handshake(t->ssl)) == 1) {
+		peer_cn(t);
+		return XP_OK;
+	}
+	err = SSL_get_error(t->ssl, r);
+	if (err == SSL_ERROR_WANT_READ)
+		return XP_WANT_READ;
+	if (err == SSL_ERROR_WANT_WRITE)
+		return XP_WANT_WRITE;
+	vr = SSL_get_verify_result(t->ssl);
+	if (vr != X509_V_OK) {
+		snprintf(why, whysz, "certificate refused: %s",
+		    X509_verify_cert_error_string(vr));
+		ERR_clear_error();
+		return XP_ERR;
+	}
+	ec = ERR_peek_error();
+	reason = ec ? ERR_reason_error_string(ec) : NULL;
+	if (ec && (ERR_GET_REASON(ec) == SSL_R_WRONG_VERSION_NUMBER ||
+	    ERR_GET_REASON(ec) == SSL_R_HTTP_REQUEST ||
+	    ERR_GET_REASON(ec) == SSL_R_PACKET_LENGTH_TOO_LONG ||
+	    ERR_GET_REASON(ec) == SSL_R_UNEXPECTED_RECORD))
+		snprintf(why, whysz, "not a TLS client (plaintext?): %s",
+		    reason ? reason : "bad record");
+	else if (reason != NULL)
+		snprintf(why, whysz, "TLS handshake failed: %s", reason);
+	else
+		snprintf(why, whysz, "closed during the TLS handshake");
+	ERR_clear_error();
+	return XP_ERR;
+}
+
+static ssize_t
+io_rc(struct xconn *t, int r)
+{
+	int err = SSL_get_error(t->ssl, r);
+
+	ERR_clear_error();
+	switch (err) {
+	case SSL_ERROR_WANT_READ:
+		return XP_WANT_READ;
+	case SSL_ERROR_WANT_WRITE:
+		return XP_WANT_WRITE;
+	case SSL_ERROR_ZERO_RETURN:
+		return XP_EOF;
+	case SSL_ERROR_SYSCALL:
+		/* An EOF without close_notify: the peer went away. */
+		return errno == 0 ? XP_EOF : XP_ERR;
+	default:
+		return XP_ERR;
+	}
+}
+
+/* One SSL_read or SSL_write of up to n bytes. */
+static ssize_t
+xio(struct xconn *t, void *rbuf, const void *wbuf, size_t n)
+{
+	int r;
+
+	if (n > INT32_MAX)
+		n = INT32_MAX;
+	errno = 0;
+	ERR_clear_error();
+	r = rbuf != NULL ? SSL_read(t->ssl, rbuf, (int)n) :
+	    SSL_write(t->ssl, wbuf, (int)n);
+	if (r > 0)
+		return r;
+	return io_rc(t, r);
+}
+
+ssize_t
+xconn_read(struct xconn *t, void *buf, size_t n)
+{
+	return xio(t, buf, NULL, n);
+}
+
+ssize_t
+xconn_write(struct xconn *t, const void *buf, size_t n)
+{
+	return xio(t, NULL, buf, n);
+}
+
+int
+xconn_pending(struct xconn *t)
+{
+	return SSL_pending(t->ssl);
+}
+
+const char *
+xconn_peer_cn(struct xconn *t)
+{
+	return t->cn;
+}
+
+void
+xconn_shutdown(struct xconn *t)
+{
+	if (SSL_is_init_finished(t->ssl))
+		(void)SSL_shutdown(t->ssl);
+	ERR_clear_error();
+}
+
+int
+xport_split(const char *addr, char *host, size_t hsz, char *port, size_t psz)
+{
+	const char *colon, *h = addr;
+	size_t hl;
+	char *end;
+	long p;
+
+	if ((colon = strrchr(addr, ':')) == NULL)
+		return -1;
+	hl = (size_t)(colon - addr);
+	if (hl >= 2 && addr[0] == '[' && addr[hl - 1] == ']') {
+		h = addr + 1;
+		hl -= 2;
+	}
+	if (hl == 0 || hl >= hsz || strlen(colon + 1) >= psz)
+		return -1;
+	errno = 0;
+	p = strtol(colon + 1, &end, 10);
+	if (errno != 0 || *end != '\0' || end == colon + 1 || p < 1 ||
+	    p > 65535)
+		return -1;
+	memcpy(host, h, hl);
+	host[hl] = '\0';
+	snprintf(port, psz, "%ld", p);
+	return 0;
+}
+
+static int
+resolve(const char *addr, int passive, struct addrinfo **res,
+    struct cs_err *e)
+{
+	struct addrinfo hints;
+	char host[256], port[8];
+	int g;
+
+	if (xport_split(addr, host, sizeof(host), port, sizeof(port)) == -1)
+		return cs_errf(e, "bad address %s (want HOST:PORT)", addr);
+	memset(&hints, 0, sizeof(hints));
+	hints.ai_family = AF_UNSPEC;
+	hints.ai_socktype = SOCK_STREAM;
+	hints.ai_flags = passive ? AI_PASSIVE : 0;
+	if ((g = getaddrinfo(host, port, &hints, res)) != 0)
+		return cs_errf(e, "resolve %s: %s", addr, gai_strerror(g));
+	return 0;
+}
+
+int
+xport_tcp_connect(const char *addr, int nonblock, int *inprog,
+    struct cs_err *e)
+{
+	struct addrinfo *res = NULL, *ai;
+	int fd = -1, one = 1, rc, saved = ECONNREFUSED;
+
+	*inprog = 0;
+	if (resolve(addr, 0, &res, e) == -1)
+		return -1;
+	for (ai = res; ai != NULL; ai = ai->ai_next) {
+		fd = socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC |
+		    (nonblock ? SOCK_NONBLOCK : 0), ai->ai_protocol);
+		if (fd == -1) {
+			saved = errno;
+			continue;
+		}
+		(void)setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one,
+		    sizeof(one));
+		while ((rc = connect(fd, ai->ai_addr, ai->ai_addrlen)) == -1 &&
+		    errno == EINTR)
+			;
+		if (rc == 0)
+			break;
+		if (nonblock && errno == EINPROGRESS) {
+			*inprog = 1;
+			break;
+		}
+		saved = errno;
+		close(fd);
+		fd = -1;
+	}
+	freeaddrinfo(res);
+	if (fd == -1) {
+		errno = saved;
+		cs_errno(e, "connect %s", addr);
+	}
+	return fd;
+}
+
+int
+xport_tcp_listen(const char *addr, struct cs_err *e)
+{
+	struct addrinfo *res = NULL;
+	int fd = -1, one = 1;
+
+	if (resolve(addr, 1, &res, e) == -1)
+		return -1;
+	fd = socket(res->ai_family, res->ai_socktype | SOCK_CLOEXEC |
+	    SOCK_NONBLOCK, res->ai_protocol);
+	if (fd == -1) {
+		cs_errno(e, "socket");
+		goto out;
+	}
+	(void)setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	if (bind(fd, res->ai_addr, res->ai_addrlen) == -1) {
+		if (errno == EADDRINUSE)
+			cs_errf(e, "%s is in use (is the agent already "
+			    "running?)", addr);
+		else
+			cs_errno(e, "bind %s", addr);
+		goto fail;
+	}
+	if (listen(fd, SOMAXCONN) == -1) {
+		cs_errno(e, "listen %s", addr);
+		goto fail;
+	}
+	goto out;
+fail:
+	close(fd);
+	fd = -1;
+out:
+	freeaddrinfo(res);
+	return fd;
+}
+
+void
+xport_peer_name(int fd, char *out, size_t sz)
+{
+	struct sockaddr_storage ss;
+	socklen_t sl = sizeof(ss);
+	char h[INET6_ADDRSTRLEN], p[8];
+
+	snprintf(out, sz, "?");
+	if (getpeername(fd, (struct sockaddr *)&ss, &sl) == -1 ||
+	    getnameinfo((struct sockaddr *)&ss, sl, h, sizeof(h), p, sizeof(p),
+	    NI_NUMERICHOST | NI_NUMERICSERV) != 0)
+		return;
+	snprintf(out, sz, "%s:%s", h, p);
+}
+
+/* The commands' context, made once per tls_dir. */
+static pthread_mutex_t cli_mu = PTHREAD_MUTEX_INITIALIZER;
+static struct xport_ctx *cli_ctx;
+static char cli_dir[PATH_MAX];
+
+static struct xport_ctx *
+client_ctx(const struct cfg *c, struct cs_err *e)
+{
+	struct xport_ctx *x = NULL;
+
+	pthread_mutex_lock(&cli_mu);
+	if (cli_ctx != NULL && strcmp(cli_dir, c->tls_dir) == 0) {
+		x = cli_ctx;
+		goto out;
+	}
+	if (xport_ctx_new(c, XPORT_CLIENT_CN, &x, e) == -1)
+		goto out;
+	/* One cluster per process; a previous one's is kept, since relay
+	 * threads may still use it. */
+	cli_ctx = x;
+	snprintf(cli_dir, sizeof(cli_dir), "%s", c->tls_dir);
+out:
+	pthread_mutex_unlock(&cli_mu);
+	return x;
+}
+
+struct relay {
+	int local;		/* our end of the socket pair */
+	int tcp;
+	struct xconn *t;
+};
+
+/* Move bytes both ways until either side ends; then close both, so the
+ * caller reads EOF (or the agent sees the connection close). */
+static void *
+relay_main(void *arg)
+{
+	struct relay *r = arg;
+	uint8_t *up = NULL, *down = NULL;	/* local->tls, tls->local */
+	size_t ulen = 0, uoff = 0, dlen = 0, doff = 0;
+	struct pollfd pf[2];
+	ssize_t k;
+	int progress, done = 0;
+
+	if ((up = malloc(RELAY_BUF)) == NULL ||
+	    (down = malloc(RELAY_BUF)) == NULL)
+		goto out;
+	while (!done) {
+		progress = 0;
+		pf[0].fd = r->local;
+		pf[0].events = 0;
+		pf[1].fd = r->tcp;
+		pf[1].events = 0;
+		if (ulen == 0) {
+			k = read(r->local, up, RELAY_BUF);
+			if (k > 0) {
+				ulen = (size_t)k;
+				uoff = 0;
+				progress = 1;
+			} else if (k == 0 || (errno != EAGAIN &&
+			    errno != EINTR)) {
+				done = 1;
+				break;
+			} else
+				pf[0].events |= POLLIN;
+		}
+		if (ulen > 0) {
+			k = xconn_write(r->t, up + uoff, ulen - uoff);
+			if (k > 0) {
+				uoff += (size_t)k;
+				if (uoff == ulen)
+					ulen = uoff = 0;
+				progress = 1;
+			} else if (k == XP_WANT_READ)
+				pf[1].events |= POLLIN;
+			else if (k == XP_WANT_WRITE)
+				pf[1].events |= POLLOUT;
+			else
+				break;
+		}
+		if (dlen == 0) {
+			k = xconn_read(r->t, down, RELAY_BUF);
+			if (k > 0) {
+				dlen = (size_t)k;
+				doff = 0;
+				progress = 1;
+			} else if (k == XP_WANT_READ)
+				pf[1].events |= POLLIN;
+			else if (k == XP_WANT_WRITE)
+				pf[1].events |= POLLOUT;
+			else
+				break;
+		}
+		if (dlen > 0) {
+			k = write(r->local, down + doff, dlen - doff);
+			if (k > 0) {
+				doff += (size_t)k;
+				if (doff == dlen)
+					dlen = doff = 0;
+				progress = 1;
+			} else if (k == -1 && (errno == EAGAIN ||
+			    errno == EINTR))
+				pf[0].events |= POLLOUT;
+			else
+				break;
+		}
+		if (!progress && poll(pf, 2, -1) == -1 && errno != EINTR)
+			break;
+	}
+	if (done)
+		xconn_shutdown(r->t);
+out:
+	free(up);
+	free(down);
+	xconn_free(r->t);
+	close(r->tcp);
+	close(r->local);
+	free(r);
+	return NULL;
+}
+
+/* Block until the handshake with fd is done or fails. */
+static int
+client_handshake(struct xconn *t, int fd, const char *addr, const char *want,
+    struct cs_err *e)
+{
+	struct pollfd pf;
+	char why[200];
+	int r;
+
+	for (;;) {
+		r = xconn_handshake(t, why, sizeof(why));
+		if (r == XP_OK)
+			break;
+		if (r == XP_ERR)
+			return cs_errf(e, "agent %s at %s: %s", want, addr, why);
+		pf.fd = fd;
+		pf.events = r == XP_WANT_READ ? POLLIN : POLLOUT;
+		if ((r = poll(&pf, 1, XPORT_HS_TIMEOUT_MS)) == 0)
+			return cs_errf(e, "agent %s at %s: TLS handshake "
+			    "timed out", want, addr);
+		if (r == -1 && errno != EINTR)
+			return cs_errno(e, "poll");
+	}
+	if (strcmp(xconn_peer_cn(t), want) != 0)
+		return cs_errf(e, "refused %s: its certificate is for '%s', "
+		    "not agent %s", addr, xconn_peer_cn(t), want);
+	return 0;
+}
+
+int
+xport_client_connect(const struct cfg *c, int i, struct cs_err *e)
+{
+	const struct cfg_agent *ag = &c->agents[i];
+	struct xport_ctx *x;
+	struct relay *r = NULL;
+	struct xconn *t = NULL;
+	pthread_attr_t at;
+	pthread_t th;
+	int fd = -1, sp[2] = { -1, -1 }, inprog, fl;
+
+	if ((x = client_ctx(c, e)) == NULL)
+		return -1;
+	if ((fd = xport_tcp_connect(ag->addr, 0, &inprog, e)) == -1) {
+		cs_errf(e, "agent %s is not running (connect %s: %s)",
+		    ag->name, ag->addr, strerror(errno));
+		return -1;
+	}
+	if ((t = xconn_new(x, fd, 0)) == NULL) {
+		cs_errf(e, "out of memory for TLS");
+		goto fail;
+	}
+	if (client_handshake(t, fd, ag->addr, ag->name, e) == -1)
+		goto fail;
+	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sp) == -1) {
+		cs_errno(e, "socketpair");
+		goto fail;
+	}
+	/* The relay waits with poll: both of its ends non-blocking. */
+	if ((fl = fcntl(fd, F_GETFL)) == -1 ||
+	    fcntl(fd, F_SETFL, fl | O_NONBLOCK) == -1 ||
+	    (fl = fcntl(sp[1], F_GETFL)) == -1 ||
+	    fcntl(sp[1], F_SETFL, fl | O_NONBLOCK) == -1) {
+		cs_errno(e, "fcntl");
+		goto fail;
+	}
+	if ((r = calloc(1, sizeof(*r))) == NULL) {
+		cs_errf(e, "out of memory");
+		goto fail;
+	}
+	r->local = sp[1];
+	r->tcp = fd;
+	r->t = t;
+	pthread_attr_init(&at);
+	pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
+	pthread_attr_setstacksize(&at, 256u << 10);
+	if (pthread_create(&th, &at, relay_main, r) != 0) {
+		pthread_attr_destroy(&at);
+		cs_errf(e, "cannot start a TLS relay thread");
+		goto fail;
+	}
+	pthread_attr_destroy(&at);
+	return sp[0];
+fail:
+	free(r);
+	xconn_free(t);
+	close(fd);
+	if (sp[0] != -1) {
+		close(sp[0]);
+		close(sp[1]);
+	}
+	return -1;
+}

@@ -1,0 +1,74 @@
+/* xport.h - the TCP + mutual TLS 1.3 transport (OpenSSL libssl) of agents
+ * that have an addr, for the agent's epoll loop (non-blocking) and for the
+ * commands (a blocking handshake, then a relay thread).
+ *
+ * Identities are certificate CNs: an agent's is its name, the commands'
+ * is "client". Every connection verifies the other end's certificate
+ * against the cluster's CA (ca.crt in tls_dir); the names are checked by
+ * the callers (xport_peer_cn). */
+#ifndef CUTSNAP_XPORT_H
+#define CUTSNAP_XPORT_H
+
+#include <stddef.h>
+#include <sys/types.h>
+
+#include "config.h"
+#include "err.h"
+
+#define XPORT_CLIENT_CN	"client"
+#define XPORT_HS_TIMEOUT_MS	5000	/* a handshake not done by then is
+					 * closed, so no client holds a slot */
+
+struct xport_ctx;
+struct xconn;
+
+enum xp_rc {
+	XP_OK = 0,
+	XP_WANT_READ = -2,
+	XP_WANT_WRITE = -3,
+	XP_EOF = -4,
+	XP_ERR = -1,
+};
+
+/* The TLS context of identity me ("client" or an agent's name): its
+ * certificate and key from c->tls_dir, the CA, TLS 1.3 only, the peer's
+ * certificate required. -1 with e set (a missing file names it). */
+int xport_ctx_new(const struct cfg *c, const char *me,
+    struct xport_ctx **out, struct cs_err *e);
+void xport_ctx_free(struct xport_ctx *x);
+
+/* A TLS connection over the connected socket fd (not owned). */
+struct xconn *xconn_new(struct xport_ctx *x, int fd, int server);
+void xconn_free(struct xconn *t);
+/* Drive the handshake: XP_OK when done, XP_WANT_*, or XP_ERR with why
+ * set to one line ("certificate has expired", "not TLS (plaintext?)"). */
+int xconn_handshake(struct xconn *t, char *why, size_t whysz);
+/* > 0 bytes moved, or XP_WANT_READ/XP_WANT_WRITE, XP_EOF, XP_ERR. */
+ssize_t xconn_read(struct xconn *t, void *buf, size_t n);
+ssize_t xconn_write(struct xconn *t, const void *buf, size_t n);
+/* Decrypted bytes buffered inside TLS that epoll cannot see. */
+int xconn_pending(struct xconn *t);
+/* The verified peer certificate's CN ("" when none). */
+const char *xconn_peer_cn(struct xconn *t);
+/* Best-effort close_notify. */
+void xconn_shutdown(struct xconn *t);
+
+/* Parse "HOST:PORT" or "[V6]:PORT". 0 / -1. */
+int xport_split(const char *addr, char *host, size_t hsz, char *port,
+    size_t psz);
+/* A socket to addr: non-blocking when nonblock, connecting (*inprog set
+ * when it is still under way). -1 with e set. */
+int xport_tcp_connect(const char *addr, int nonblock, int *inprog,
+    struct cs_err *e);
+/* A listening TCP socket on addr (non-blocking). -1 with e set. */
+int xport_tcp_listen(const char *addr, struct cs_err *e);
+/* "IP:PORT" of the other end of fd, for log lines. */
+void xport_peer_name(int fd, char *out, size_t sz);
+
+/* For the commands: a blocking TCP + TLS connection to agent i of c, as
+ * "client", checked to be agent i; returns one end of a socket pair that a
+ * relay thread joins to the TLS connection, so that callers read and
+ * write a plain fd. -1 with e set. */
+int xport_client_connect(const struct cfg *c, int i, struct cs_err *e);
+
+#endif
