@@ -252,6 +252,12 @@ agent_run(const struct cfg *c, int self, struct cs_err *e)
 	a.start_ms = now_ms();
 	raise_nofile();
 
+	/* Its certificate first: without it, nothing to start. */
+	if (tls_needed(c) &&
+	    xport_ctx_new(c, a.name, &a.tls, e) == -1) {
+		rc = -2;
+		goto out;
+	}
 	if (datalog_open(c->agents[self].data, &a.dl, e) == -1)
 		goto out;
 	if (agent_check_dropped(c, self, datalog_state(a.dl), e) == -1) {
@@ -285,11 +291,6 @@ agent_run(const struct cfg *c, int self, struct cs_err *e)
 	}
 	if (outch_init(&a, e) == -1)
 		goto out;
-	if (tls_needed(c) &&
-	    xport_ctx_new(c, a.name, &a.tls, e) == -1) {
-		rc = -2;
-		goto out;
-	}
 	if (listen_open(&a, e) == -1)
 		goto out;
 	if (ep_add(&a, a.lfd, &a.lfd, e) == -1)
