@@ -549,12 +549,19 @@ int
 conn_hs_timeout(struct agent *a, int64_t now)
 {
 	struct conn *c;
-	char who[64];
+	char who[64], nm[160];
 	int64_t next = -1, left;
 
 	for (c = a->conns; c != NULL; c = c->next) {
 		if (c->dead || !c->hs)
 			continue;
+		if (c->hs_deadline <= now && c->role == ROLE_PEER_OUT) {
+			log_info("%s: not connected within %d ms; retrying",
+			    role_name(a, c, nm, sizeof(nm)),
+			    XPORT_HS_TIMEOUT_MS);
+			conn_close(a, c, NULL);
+			continue;
+		}
 		if (c->hs_deadline <= now) {
 			xport_peer_name(c->fd, who, sizeof(who));
 			log_warn("refused a connection from %s: no TLS "

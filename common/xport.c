@@ -570,6 +570,30 @@ client_handshake(struct xconn *t, int fd, const char *addr, const char *want,
 	return 0;
 }
 
+/* Wait for a non-blocking connect, at most XPORT_CONNECT_TIMEOUT_MS (a
+ * host that is down answers nothing). 0, or -1 with errno set. */
+static int
+connect_wait(int fd)
+{
+	struct pollfd pf;
+	socklen_t elen = sizeof(int);
+	int r, err = 0;
+
+	pf.fd = fd;
+	pf.events = POLLOUT;
+	while ((r = poll(&pf, 1, XPORT_CONNECT_TIMEOUT_MS)) == -1 &&
+	    errno == EINTR)
+		;
+	if (r == 0)
+		err = ETIMEDOUT;
+	else if (r == -1)
+		err = errno;
+	else if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &elen) == -1)
+		err = errno;
+	errno = err;
+	return err == 0 ? 0 : -1;
+}
+
 int
 xport_client_connect(const struct cfg *c, int i, struct cs_err *e)
 {
@@ -583,9 +607,12 @@ xport_client_connect(const struct cfg *c, int i, struct cs_err *e)
 
 	if ((x = client_ctx(c, e)) == NULL)
 		return -1;
-	if ((fd = xport_tcp_connect(ag->addr, 0, &inprog, e)) == -1) {
+	if ((fd = xport_tcp_connect(ag->addr, 1, &inprog, e)) == -1 ||
+	    (inprog && connect_wait(fd) == -1)) {
 		cs_errf(e, "agent %s is not running (connect %s: %s)",
 		    ag->name, ag->addr, strerror(errno));
+		if (fd != -1)
+			close(fd);
 		return -1;
 	}
 	if ((t = xconn_new(x, fd, 0)) == NULL) {
@@ -598,10 +625,9 @@ xport_client_connect(const struct cfg *c, int i, struct cs_err *e)
 		cs_errno(e, "socketpair");
 		goto fail;
 	}
-	/* The relay waits with poll: both of its ends non-blocking. */
-	if ((fl = fcntl(fd, F_GETFL)) == -1 ||
-	    fcntl(fd, F_SETFL, fl | O_NONBLOCK) == -1 ||
-	    (fl = fcntl(sp[1], F_GETFL)) == -1 ||
+	/* The relay waits with poll: both of its ends non-blocking (the
+	 * TCP socket is already). */
+	if ((fl = fcntl(sp[1], F_GETFL)) == -1 ||
 	    fcntl(sp[1], F_SETFL, fl | O_NONBLOCK) == -1) {
 		cs_errno(e, "fcntl");
 		goto fail;

@@ -18,6 +18,7 @@
 #define XPORT_CLIENT_CN	"client"
 #define XPORT_HS_TIMEOUT_MS	5000	/* a handshake not done by then is
 					 * closed, so no client holds a slot */
+#define XPORT_CONNECT_TIMEOUT_MS 10000	/* the commands' TCP connect */
 
 struct xport_ctx;
 struct xconn;

@@ -160,7 +160,7 @@ test_expect_success 'the command refuses an agent whose certificate is another a
 '
 
 test_expect_success 'an agent with another agent'\''s certificate: its HELLO is refused' '
-	pid=$(agent_pid C) && kill -TERM "$pid" && pid_gone "$pid" &&
+	pid=$(agent_pid C) && kill -TERM "$pid" && wait_for 10 pid_gone "$pid" &&
 	mkdir -p badtls && cp tls/ca.crt badtls/ &&
 	cp tls/B.crt badtls/C.crt && cp tls/B.key badtls/C.key &&
 	sed "s/^tls_dir = tls/tls_dir = badtls/" "$CONF" >imp.ini &&

@@ -59,3 +59,16 @@ sys.exit(0 if len(ends) == int(sys.argv[2]) and all(ch["up"] for ch in ends)
          else 1)
 PY
 }
+
+# agent_up NAME [CS...]: status --json says agent NAME answers.
+agent_up () {
+	local n=$1
+	shift
+	"${@:-cs}" status -c "$CONF" --json >"$TEST_DIR/.st1" 2>/dev/null
+	python3 - "$TEST_DIR/.st1" "$n" <<'PY'
+import json, sys
+up = [a for a in json.load(open(sys.argv[1]))
+      if a["agent"] == sys.argv[2] and a["up"]]
+sys.exit(0 if up else 1)
+PY
+}
