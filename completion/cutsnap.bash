@@ -34,7 +34,7 @@ _cutsnap()
 	cur=${COMP_WORDS[COMP_CWORD]}
 	prev=${COMP_WORDS[COMP_CWORD-1]}
 	local cmds="agent start stop status put get del add transfer channel
-	    dump snapshot ls show verify restore forget prune load demo help"
+	    dump snapshot ls show verify restore forget prune load cert demo help"
 
 	if [ "$COMP_CWORD" -eq 1 ]; then
 		COMPREPLY=($(compgen -W "$cmds --help --version" -- "$cur"))
@@ -112,6 +112,7 @@ _cutsnap()
 	forget) opts="-r --repo -l --keep-last -w --keep-within -f --force
 	    -n --dry-run -j --json --help" ;;
 	prune) opts="-r --repo -f --force -n --dry-run -j --json --help" ;;
+	cert) opts="-c --config --days --help" ;;
 	demo) opts="--keep --help" ;;
 	*) return 0 ;;
 	esac
