@@ -12,8 +12,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
+#include <openssl/crypto.h>
 #include <openssl/err.h>
 #include <openssl/ssl.h>
 #include <openssl/x509.h>
@@ -450,7 +452,49 @@ struct relay {
 	int local;		/* our end of the socket pair */
 	int tcp;
 	struct xconn *t;
+	struct relay *next;	/* in relays, under relay_mu */
 };
+
+/* The relays running, so that the process ends them before it exits (a
+ * caller may exit with its end still open). */
+static pthread_mutex_t relay_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t relay_cv = PTHREAD_COND_INITIALIZER;
+static struct relay *relays;
+static int relay_atexit;
+
+static void
+relay_unlink(struct relay *r)
+{
+	struct relay **pp;
+
+	pthread_mutex_lock(&relay_mu);
+	for (pp = &relays; *pp != NULL; pp = &(*pp)->next)
+		if (*pp == r) {
+			*pp = r->next;
+			break;
+		}
+	pthread_cond_broadcast(&relay_cv);
+	pthread_mutex_unlock(&relay_mu);
+}
+
+/* At exit: end every relay (its local end reads EOF) and wait, at most a
+ * second, until each has closed its connection and freed what it held. */
+static void
+relays_end(void)
+{
+	struct timespec ts;
+	struct relay *r;
+
+	pthread_mutex_lock(&relay_mu);
+	for (r = relays; r != NULL; r = r->next)
+		(void)shutdown(r->local, SHUT_RDWR);
+	clock_gettime(CLOCK_REALTIME, &ts);
+	ts.tv_sec += 1;
+	while (relays != NULL &&
+	    pthread_cond_timedwait(&relay_cv, &relay_mu, &ts) == 0)
+		;
+	pthread_mutex_unlock(&relay_mu);
+}
 
 /* Move bytes both ways until either side ends; then close both, so the
  * caller reads EOF (or the agent sees the connection close). */
@@ -537,6 +581,10 @@ out:
 	xconn_free(r->t);
 	close(r->tcp);
 	close(r->local);
+	/* This thread's OpenSSL state now, not at thread exit: the process
+	 * may exit first (relays_end waits only until relay_unlink). */
+	OPENSSL_thread_stop();
+	relay_unlink(r);
 	free(r);
 	return NULL;
 }
@@ -642,11 +690,18 @@ xport_client_connect(const struct cfg *c, int i, struct cs_err *e)
 	pthread_attr_init(&at);
 	pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
 	pthread_attr_setstacksize(&at, 256u << 10);
+	pthread_mutex_lock(&relay_mu);
+	if (!relay_atexit && atexit(relays_end) == 0)
+		relay_atexit = 1;
 	if (pthread_create(&th, &at, relay_main, r) != 0) {
+		pthread_mutex_unlock(&relay_mu);
 		pthread_attr_destroy(&at);
 		cs_errf(e, "cannot start a TLS relay thread");
 		goto fail;
 	}
+	r->next = relays;
+	relays = r;
+	pthread_mutex_unlock(&relay_mu);
 	pthread_attr_destroy(&at);
 	return sp[0];
 fail:

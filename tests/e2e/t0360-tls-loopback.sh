@@ -164,11 +164,12 @@ test_expect_success 'an agent with another agent'\''s certificate: its HELLO is 
 	mkdir -p badtls && cp tls/ca.crt badtls/ &&
 	cp tls/B.crt badtls/C.crt && cp tls/B.key badtls/C.key &&
 	sed "s/^tls_dir = tls/tls_dir = badtls/" "$CONF" >imp.ini &&
-	{ cs agent -c imp.ini -n C 2>impostor.log & } &&
+	{ "$CUTSNAP" agent -c imp.ini -n C 2>impostor.log & } &&
 	IMP=$! && BG_PIDS="$BG_PIDS $IMP" &&
 	wait_for 15 log_has A "refused a HELLO as C from the certificate of B" &&
-	kill -TERM "$IMP" && wait "$IMP";
+	kill -TERM "$IMP" && wait_for 10 pid_gone "$IMP" &&
 	expect_ok start -c "$CONF" && _record_agent_pids &&
+	wait_for 10 channels_up 12 &&
 	unharmed
 '
 
@@ -177,6 +178,7 @@ test_expect_success 'a silent client is closed at the handshake timeout; others 
 	exec 8<>/dev/tcp/127.0.0.1/$PA &&
 	expect_ok transfer -c "$CONF" A:bal C:bal 1 &&
 	expect_ok transfer -c "$CONF" C:bal A:bal 1 &&
+	wait_bal A 90 &&
 	unharmed &&
 	wait_for 30 log_has A "refused a connection from .*: no TLS handshake within" &&
 	exec 8<&- &&
