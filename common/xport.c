@@ -301,10 +301,12 @@ xport_split(const char *addr, char *host, size_t hsz, char *port, size_t psz)
 	}
 	if (hl == 0 || hl >= hsz || strlen(colon + 1) >= psz)
 		return -1;
+	/* Digits only: strtol alone would take " 12" or "+12". */
+	if (colon[1] < '0' || colon[1] > '9')
+		return -1;
 	errno = 0;
 	p = strtol(colon + 1, &end, 10);
-	if (errno != 0 || *end != '\0' || end == colon + 1 || p < 1 ||
-	    p > 65535)
+	if (errno != 0 || *end != '\0' || p < 1 || p > 65535)
 		return -1;
 	memcpy(host, h, hl);
 	host[hl] = '\0';
