@@ -358,41 +358,28 @@ schedule_retry(struct agent *a, struct outch *o)
 	(void)a;
 }
 
-/* A channel to an agent with an addr: TCP, then the TLS handshake
- * (conn.c) checks that the certificate is d's before HELLO is sent. */
-static void
-outch_connect_tcp(struct agent *a, int d)
-{
-	struct outch *o = &a->out[d];
-	struct cs_err e;
-	int fd, inprog;
-
-	if ((fd = xport_tcp_connect(a->c->agents[d].addr, 1, &inprog, &e)) ==
-	    -1) {
-		log_debug("channel %s>%s: %s", a->name, dname(a, d), e.msg);
-		schedule_retry(a, o);
-		return;
-	}
-	if ((o->conn = conn_new(a, fd, ROLE_PEER_OUT, inprog)) == NULL) {
-		schedule_retry(a, o);
-		return;
-	}
-	o->conn->peer = d;
-	(void)conn_tls(a, o->conn, 0);	/* on failure closed: retried */
-}
-
 static void
 outch_connect(struct agent *a, int d)
 {
 	struct outch *o = &a->out[d];
 	const char *path = a->c->agents[d].sock;
+	int tls = a->c->agents[d].addr[0] != '\0';
 	struct sockaddr_un sun;
+	struct cs_err e;
 	int fd, rc, inprog = 0;
 
 	o->retry_at = 0;
-	if (a->c->agents[d].addr[0] != '\0') {
-		outch_connect_tcp(a, d);
-		return;
+	/* An agent with an addr: TCP, then the TLS handshake (conn.c)
+	 * checks that the certificate is d's before HELLO is sent. */
+	if (tls) {
+		if ((fd = xport_tcp_connect(a->c->agents[d].addr, 1, &inprog,
+		    &e)) == -1) {
+			log_debug("channel %s>%s: %s", a->name, dname(a, d),
+			    e.msg);
+			schedule_retry(a, o);
+			return;
+		}
+		goto conn;
 	}
 	memset(&sun, 0, sizeof(sun));
 	sun.sun_family = AF_UNIX;
@@ -416,12 +403,15 @@ outch_connect(struct agent *a, int d)
 		schedule_retry(a, o);
 		return;
 	}
+conn:
 	if ((o->conn = conn_new(a, fd, ROLE_PEER_OUT, inprog)) == NULL) {
 		schedule_retry(a, o);
 		return;
 	}
 	o->conn->peer = d;
-	if (!inprog)
+	if (tls)
+		(void)conn_tls(a, o->conn, 0);	/* on failure closed: retried */
+	else if (!inprog)
 		outch_connected(a, o->conn);
 }
 
