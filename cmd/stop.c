@@ -8,12 +8,14 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "../common/client.h"
 #include "../common/wire.h"
 #include "cmd.h"
 
@@ -26,7 +28,8 @@ static const char usage_text[] =
     "writes) and wait until every agent process has exited. Agents that are\n"
     "not running are fine. An agent that does not answer but still holds\n"
     "its data file's lock (paused, or overloaded) is sent SIGTERM and\n"
-    "waited for like the others.\n"
+    "waited for like the others. An agent with an addr (possibly on\n"
+    "another host) counts as exited once it no longer answers there.\n"
     "\n"
     "  -c, --config CONF   the cluster config file\n"
     "  -t, --timeout SEC   how long to wait for the agents (default 10)\n"
@@ -72,6 +75,39 @@ gone(pid_t pid)
 {
 	(void)waitpid(pid, NULL, WNOHANG);
 	return (kill(pid, 0) == -1 && errno == ESRCH) || proc_state(pid) == 'Z';
+}
+
+/* 1 if pid is a process of this machine running this same program. */
+static int
+local_cutsnap(pid_t pid)
+{
+	char p[64], mine[PATH_MAX], theirs[PATH_MAX];
+	ssize_t n, m;
+
+	snprintf(p, sizeof(p), "/proc/%d/exe", (int)pid);
+	if ((n = readlink("/proc/self/exe", mine, sizeof(mine) - 1)) <= 0 ||
+	    (m = readlink(p, theirs, sizeof(theirs) - 1)) <= 0)
+		return 0;
+	return n == m && memcmp(mine, theirs, (size_t)n) == 0;
+}
+
+/* Agent i of c with pid has exited. An agent with an addr may run on
+ * another host, where its pid means nothing here: it is gone once it no
+ * longer answers at its address and no process of this machine with that
+ * pid runs cutsnap. */
+static int
+agent_gone(const struct cfg *c, int i, pid_t pid)
+{
+	struct cs_err se;
+	int fd;
+
+	if (c->agents[i].addr[0] == '\0')
+		return gone(pid);
+	if ((fd = client_connect_agent(c, i, &se)) != -1) {
+		close(fd);
+		return 0;
+	}
+	return !local_cutsnap(pid) || gone(pid);
 }
 
 /* The pid holding a lock on the file at path, from /proc/locks (its
@@ -172,7 +208,7 @@ cmd_stop_cluster(const struct cfg *c, int timeout_s, struct cs_err *e)
 	deadline = cmd_now_ms() + (int64_t)timeout_s * 1000;
 	while (left > 0) {
 		for (i = 0; i < c->nagents; i++) {
-			if (pid[i] != 0 && gone(pid[i])) {
+			if (pid[i] != 0 && agent_gone(c, i, pid[i])) {
 				pid[i] = 0;
 				left--;
 			}
