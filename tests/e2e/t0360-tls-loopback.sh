@@ -6,7 +6,7 @@
 # agent, a silent client) leaves the balances and the agent as they were;
 # an agent moved to another port by config loses nothing.
 . "$(dirname "$0")/lib.sh"
-. "$_lib_dir/tls.sh"
+. "$_lib_dir/lib-tls.sh"
 
 test_expect_success 'setup: config with addr for A and B, C on a Unix socket' '
 	ports=$(free_ports 3) &&

@@ -8,7 +8,7 @@
 # is down commits nothing), an agent killed while its link is down, and a
 # restore per host that gives the conserved total.
 . "$(dirname "$0")/lib.sh"
-. "$_lib_dir/tls.sh"
+. "$_lib_dir/lib-tls.sh"
 
 NS_SFX=$$
 NS_HUB=cs-hub-$NS_SFX

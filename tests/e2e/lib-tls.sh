@@ -1,4 +1,5 @@
-# tls.sh - helpers of the TCP + TLS tests (sourced after lib.sh).
+# lib-tls.sh - helpers of the TCP + TLS tests (sourced after lib.sh; not
+# named t*.sh, so the suite does not run it as a test).
 
 # free_ports N: N TCP ports free on 127.0.0.1 now, one a line.
 free_ports () {
