@@ -227,7 +227,7 @@ req_transfer(struct agent *a, struct conn *c, struct rbuf *r)
 		conn_replyf(a, c, REPLY_FAIL, "getrandom failed");
 		goto out;
 	}
-	chmsg_encode_id(&msg, dk, dkl, n, id);
+	chmsg_encode_from(&msg, dk, dkl, n, id, sk, skl);
 	if (msg.oom) {
 		conn_replyf(a, c, REPLY_FAIL, "out of memory");
 		goto out;

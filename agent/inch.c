@@ -9,7 +9,7 @@
 #include "../common/log.h"
 #include "agent_int.h"
 
-#define MSG_MAX (WIRE_MAX_KEY + 64)	/* a chmsg: op, key, amount, id */
+#define MSG_MAX CHMSG_MAX
 #define VERDICT_MAX 512			/* the reason in a VERDICT */
 
 static const char *

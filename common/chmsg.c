@@ -24,6 +24,18 @@ chmsg_encode_id(struct wbuf *out, const void *key, size_t klen,
 	wbuf_put_raw(out, id, CHMSG_ID_LEN);
 }
 
+void
+chmsg_encode_from(struct wbuf *out, const void *key, size_t klen,
+    int64_t amount, const uint8_t id[CHMSG_ID_LEN], const void *from,
+    size_t flen)
+{
+	wbuf_put_u8(out, CHMSG_ADD_FROM);
+	wbuf_put_bytes(out, key, klen);
+	wbuf_put_i64(out, amount);
+	wbuf_put_raw(out, id, CHMSG_ID_LEN);
+	wbuf_put_bytes(out, from, flen);
+}
+
 int
 chmsg_new_id(uint8_t id[CHMSG_ID_LEN])
 {
@@ -51,12 +63,22 @@ chmsg_decode(const uint8_t *p, size_t n, struct chmsg *m)
 	m->key = rbuf_bytes(&r, &m->klen, WIRE_MAX_KEY);
 	m->amount = rbuf_i64(&r);
 	m->id = NULL;
+	m->from = NULL;
+	m->flen = 0;
 	if (m->op == CHMSG_ADD_ID && !r.err && r.len - r.off == CHMSG_ID_LEN) {
 		m->id = r.p + r.off;
 		r.off = r.len;
 	}
-	if (!rbuf_done(&r) || (m->op != CHMSG_ADD && m->op != CHMSG_ADD_ID) ||
-	    (m->op == CHMSG_ADD_ID && m->id == NULL))
+	if (m->op == CHMSG_ADD_FROM && !r.err &&
+	    r.len - r.off >= CHMSG_ID_LEN) {
+		m->id = r.p + r.off;
+		r.off += CHMSG_ID_LEN;
+		m->from = rbuf_bytes(&r, &m->flen, WIRE_MAX_KEY);
+		if (m->flen == 0)
+			return -1;
+	}
+	if (!rbuf_done(&r) || (m->op != CHMSG_ADD && m->op != CHMSG_ADD_ID &&
+	    m->op != CHMSG_ADD_FROM) || (m->op != CHMSG_ADD && m->id == NULL))
 		return -1;
 	return 0;
 }

@@ -35,16 +35,19 @@
 #include <unistd.h>
 #include <isa-l/crc.h>
 
+#include "chain.h"
+#include "chmsg.h"
 #include "chunkhash.h"
 #include "datalog.h"
 #include "fsutil.h"
 #include "sha.h"
 
 #define DL_MAGIC "CUTSNAPL"
-#define DL_VERSION 1
+#define DL_VERSION 2
+#define DL_VERSION_MIN 1	/* oldest version read */
 /* A SEND's channel message is "op | key | amount" (chmsg.h); this cap
  * keeps every valid record below DL_MAX_RECORD. */
-#define DL_MAX_MSG (WIRE_MAX_KEY + 64u)
+#define DL_MAX_MSG CHMSG_MAX
 /* Appended records wait in memory until the next sync (or until this much
  * has gathered): one write system call per group commit instead of one
  * per record. */
@@ -226,7 +229,101 @@ dl_state_free(struct dl_state *st)
 	for (i = 0; i < st->nsends; i++)
 		free(st->sends[i].msg);
 	free(st->sends);
+	for (i = 0; i < st->ndead; i++) {
+		free(st->dead[i].key);
+		free(st->dead[i].from);
+	}
+	free(st->dead);
 	memset(st, 0, sizeof(*st));
+}
+
+const struct dl_dead *
+dl_dead_find(const struct dl_state *st, const char *src, uint64_t seq)
+{
+	size_t i;
+
+	for (i = st->ndead; i-- > 0;)
+		if (st->dead[i].seq == seq && strcmp(st->dead[i].peer, src) == 0)
+			return &st->dead[i];
+	return NULL;
+}
+
+const char *
+dl_dead_reason_name(int reason)
+{
+	switch (reason) {
+	case DL_DEAD_NOT_INT:
+		return "not an integer";
+	case DL_DEAD_OVERFLOW:
+		return "integer overflow";
+	default:
+		return "unknown";
+	}
+}
+
+const char *
+dl_resolve_name(int how)
+{
+	switch (how) {
+	case 0:
+		return "open";
+	case DL_RESOLVE_RETRY:
+		return "retried";
+	case DL_RESOLVE_REFUND:
+		return "refunded";
+	default:
+		return "unknown";
+	}
+}
+
+/* dl_state_check for DEAD and RESOLVE (the peer is already checked). */
+static int
+check_dead(const struct dl_state *st, const struct dl_record *r,
+    struct cs_err *e)
+{
+	const struct dl_dead *d;
+	uint64_t cur;
+
+	if (r->klen > WIRE_MAX_KEY || r->flen > WIRE_MAX_KEY)
+		return cs_errf(e, "key of %zu bytes exceeds %u",
+		    r->klen > r->flen ? r->klen : r->flen, WIRE_MAX_KEY);
+	if (r->type == DL_DEAD) {
+		if (r->code != DL_DEAD_NOT_INT && r->code != DL_DEAD_OVERFLOW)
+			return cs_errf(e, "dead letter with unknown reason %d",
+			    r->code);
+		cur = wm_get(&st->applied, r->peer);
+		if (cur == UINT64_MAX || r->seq != cur + 1)
+			return cs_errf(e, "dead letter seq %" PRIu64 " from %s, "
+			    "expected %" PRIu64, r->seq, r->peer, cur + 1);
+		return 0;
+	}
+	if ((d = dl_dead_find(st, r->peer, r->seq)) == NULL)
+		return cs_errf(e, "no dead letter %s seq %" PRIu64 " to "
+		    "resolve", r->peer, r->seq);
+	if (d->resolved)
+		return cs_errf(e, "dead letter %s seq %" PRIu64 " is already "
+		    "%s", r->peer, r->seq, dl_resolve_name(d->resolved));
+	if (r->code == DL_RESOLVE_RETRY) {
+		if (r->klen != d->klen || (r->klen > 0 &&
+		    memcmp(r->key, d->key, r->klen) != 0))
+			return cs_errf(e, "retry of dead letter %s seq %" PRIu64
+			    " names another key", r->peer, r->seq);
+		if (r->vlen > WIRE_MAX_VALUE)
+			return cs_errf(e, "value of %zu bytes exceeds %u",
+			    r->vlen, WIRE_MAX_VALUE);
+		return 0;
+	}
+	if (r->code != DL_RESOLVE_REFUND)
+		return cs_errf(e, "dead letter resolved in unknown way %d",
+		    r->code);
+	if (r->msglen > DL_MAX_MSG)
+		return cs_errf(e, "message of %zu bytes exceeds %u", r->msglen,
+		    DL_MAX_MSG);
+	cur = wm_get(&st->sent, r->peer);
+	if (cur == UINT64_MAX || r->sseq != cur + 1)
+		return cs_errf(e, "refund seq %" PRIu64 " to %s, expected %"
+		    PRIu64, r->sseq, r->peer, cur + 1);
+	return 0;
 }
 
 int
@@ -242,12 +339,16 @@ dl_state_check(const struct dl_state *st, const struct dl_record *r,
 	case DL_SEND:
 	case DL_APPLY:
 	case DL_ACK:
+	case DL_DEAD:
+	case DL_RESOLVE:
 		if (!valid_name(r->peer))
 			return cs_errf(e, "invalid peer name");
 		break;
 	default:
 		return cs_errf(e, "unknown record type %d", (int)r->type);
 	}
+	if (r->type == DL_DEAD || r->type == DL_RESOLVE)
+		return check_dead(st, r, e);
 	if (r->type != DL_ACK && r->klen > WIRE_MAX_KEY)
 		return cs_errf(e, "key of %zu bytes exceeds %u", r->klen,
 		    WIRE_MAX_KEY);
@@ -308,9 +409,11 @@ drop_acked(struct dl_state *st, const char *dst, uint64_t ack)
 	st->nsends = k;
 }
 
-/* SEND: everything that can fail is allocated before anything changes. */
+/* A message sent on self->peer (a SEND, or a RESOLVE's refund), and for
+ * a SEND its key's new value: everything that can fail is allocated
+ * before anything changes. */
 static int
-apply_send(struct dl_state *st, const struct dl_record *r)
+apply_send(struct dl_state *st, const struct dl_record *r, uint64_t seq)
 {
 	struct dl_send *v, *s;
 	uint8_t *msg = NULL;
@@ -319,12 +422,13 @@ apply_send(struct dl_state *st, const struct dl_record *r)
 
 	if (st->no_sends) {
 		if (wm_reserve(&st->sent) == -1 ||
-		    wm_reserve(&st->sendoff) == -1 || (tracked(st, r) &&
+		    wm_reserve(&st->sendoff) == -1 || (r->type == DL_SEND &&
+		    tracked(st, r) &&
 		    kvmap_put(st->kv, r->key, r->klen, r->val, r->vlen) == -1))
 			goto out;
-		if (r->seq == wm_get(&st->acked, r->peer) + 1)
+		if (seq == wm_get(&st->acked, r->peer) + 1)
 			(void)wm_put(&st->sendoff, r->peer, st->rec_off);
-		(void)wm_put_chain(&st->sent, r->peer, r->seq, r->chain);
+		(void)wm_put_chain(&st->sent, r->peer, seq, r->chain);
 		rc = 0;
 		goto out;
 	}
@@ -341,14 +445,14 @@ apply_send(struct dl_state *st, const struct dl_record *r)
 		memcpy(msg, r->msg, r->msglen);
 	if (wm_reserve(&st->sent) == -1)
 		goto out;
-	if (tracked(st, r) &&
+	if (r->type == DL_SEND && tracked(st, r) &&
 	    kvmap_put(st->kv, r->key, r->klen, r->val, r->vlen) == -1)
 		goto out;
 	/* Cannot fail now: the peer is valid and there is room. */
-	(void)wm_put_chain(&st->sent, r->peer, r->seq, r->chain);
+	(void)wm_put_chain(&st->sent, r->peer, seq, r->chain);
 	s = &st->sends[st->nsends++];
 	memcpy(s->peer, r->peer, strlen(r->peer) + 1);
-	s->seq = r->seq;
+	s->seq = seq;
 	s->msg = msg;
 	s->len = r->msglen;
 	s->chain_known = r->chain != NULL;
@@ -388,6 +492,80 @@ advance_applied(struct dl_state *st, const char *src, uint64_t seq,
 	return wm_put_chain(&st->applied, src, seq, chain);
 }
 
+static uint8_t *
+dup_bytes(const uint8_t *p, size_t n)
+{
+	uint8_t *d = malloc(n ? n : 1);
+
+	if (d != NULL && n > 0)
+		memcpy(d, p, n);
+	return d;
+}
+
+/* DEAD: consume seq from the peer and keep the dead letter. */
+static int
+apply_dead(struct dl_state *st, const struct dl_record *r)
+{
+	struct dl_dead *v, *d;
+	uint8_t *key = NULL, *from = NULL;
+	size_t ncap;
+	int rc = -1;
+
+	if (st->ndead == st->capdead) {
+		ncap = st->capdead ? st->capdead * 2 : 8;
+		if ((v = realloc(st->dead, ncap * sizeof(*v))) == NULL)
+			goto out;
+		st->dead = v;
+		st->capdead = ncap;
+	}
+	if ((key = dup_bytes(r->key, r->klen)) == NULL ||
+	    (r->flen > 0 && (from = dup_bytes(r->from, r->flen)) == NULL) ||
+	    wm_reserve(&st->applied) == -1)
+		goto out;
+	/* Cannot fail now: the peer is valid and there is room. */
+	(void)advance_applied(st, r->peer, r->seq, r->chain);
+	d = &st->dead[st->ndead++];
+	memset(d, 0, sizeof(*d));
+	memcpy(d->peer, r->peer, strlen(r->peer) + 1);
+	d->seq = r->seq;
+	d->reason = r->code;
+	d->amount = r->amount;
+	d->key = key;
+	d->klen = r->klen;
+	d->from = from;
+	d->flen = r->flen;
+	key = from = NULL;
+	st->nopen++;
+	rc = 0;
+out:
+	free(key);
+	free(from);
+	return rc;
+}
+
+/* RESOLVE: its effect (the credit, or the refund's send), then mark the
+ * dead letter resolved, which cannot fail. */
+static int
+apply_resolve(struct dl_state *st, const struct dl_record *r)
+{
+	struct dl_dead *d = (struct dl_dead *)dl_dead_find(st, r->peer,
+	    r->seq);
+
+	assert(d != NULL && !d->resolved);
+	if (r->code == DL_RESOLVE_RETRY) {
+		if (tracked(st, r) &&
+		    kvmap_put(st->kv, r->key, r->klen, r->val, r->vlen) == -1)
+			return -1;
+	} else {
+		if (apply_send(st, r, r->sseq) == -1)
+			return -1;
+		d->refund_seq = r->sseq;
+	}
+	d->resolved = r->code;
+	st->nopen--;
+	return 0;
+}
+
 int
 dl_state_apply(struct dl_state *st, const struct dl_record *r,
     struct cs_err *e)
@@ -417,7 +595,15 @@ dl_state_apply(struct dl_state *st, const struct dl_record *r,
 			(void)kvmap_del(st->kv, r->key, r->klen);
 		break;
 	case DL_SEND:
-		if (apply_send(st, r) == -1)
+		if (apply_send(st, r, r->seq) == -1)
+			goto oom;
+		break;
+	case DL_DEAD:
+		if (apply_dead(st, r) == -1)
+			goto oom;
+		break;
+	case DL_RESOLVE:
+		if (apply_resolve(st, r) == -1)
 			goto oom;
 		break;
 	case DL_APPLY:
@@ -526,6 +712,49 @@ dl_int_add(const struct dl_state *st, const void *key, size_t klen,
 	return 0;
 }
 
+int
+dl_credit(const struct dl_state *st, const char *src, uint64_t seq,
+    const uint8_t *msg, size_t n, struct dl_record *out,
+    struct dl_credit_buf *buf, struct cs_err *e)
+{
+	const uint8_t *val;
+	struct chmsg m;
+	int64_t cur = 0, sum;
+	size_t vlen;
+	int known;
+
+	if (chmsg_decode(msg, n, &m) == -1)
+		return cs_errf(e, "seq %" PRIu64 " from %s is not a valid "
+		    "channel message", seq, src);
+	if (chain_after(wm_chain(&st->applied, src), seq, msg, n, buf->chain,
+	    &known) == -1)
+		return cs_errf(e, "sha256 failed");
+	memset(out, 0, sizeof(*out));
+	out->peer = src;
+	out->seq = seq;
+	out->key = m.key;
+	out->klen = m.klen;
+	out->chain = known ? buf->chain : NULL;
+	if (kvmap_get(st->kv, m.key, m.klen, &val, &vlen) &&
+	    (val == NULL || parse_i64(val, vlen, &cur) == -1)) {
+		/* A value kept by reference is longer than any integer. */
+		out->code = DL_DEAD_NOT_INT;
+	} else if (__builtin_add_overflow(cur, m.amount, &sum)) {
+		out->code = DL_DEAD_OVERFLOW;
+	} else {
+		snprintf(buf->val, sizeof(buf->val), "%" PRId64, sum);
+		out->type = DL_APPLY;
+		out->val = (const uint8_t *)buf->val;
+		out->vlen = strlen(buf->val);
+		return 0;
+	}
+	out->type = DL_DEAD;
+	out->amount = m.amount;
+	out->from = m.from;
+	out->flen = m.flen;
+	return 0;
+}
+
 /* --- encoding and replay -------------------------------------------------- */
 
 void
@@ -567,6 +796,30 @@ dl_encode(struct wbuf *out, const struct dl_record *r)
 		wbuf_put_u64(out, r->seq);
 		if (r->chain != NULL)
 			wbuf_put_raw(out, r->chain, DL_CHAIN_LEN);
+		break;
+	case DL_DEAD:
+		wbuf_put_str(out, r->peer);
+		wbuf_put_u64(out, r->seq);
+		wbuf_put_u8(out, r->code);
+		wbuf_put_bytes(out, r->key, r->klen);
+		wbuf_put_i64(out, r->amount);
+		wbuf_put_bytes(out, r->from, r->flen);
+		if (r->chain != NULL)
+			wbuf_put_raw(out, r->chain, DL_CHAIN_LEN);
+		break;
+	case DL_RESOLVE:
+		wbuf_put_str(out, r->peer);
+		wbuf_put_u64(out, r->seq);
+		wbuf_put_u8(out, r->code);
+		if (r->code == DL_RESOLVE_RETRY) {
+			wbuf_put_bytes(out, r->key, r->klen);
+			wbuf_put_bytes(out, r->val, r->vlen);
+		} else {
+			wbuf_put_u64(out, r->sseq);
+			wbuf_put_bytes(out, r->msg, r->msglen);
+			if (r->chain != NULL)
+				wbuf_put_raw(out, r->chain, DL_CHAIN_LEN);
+		}
 		break;
 	}
 	if (out->oom)
@@ -611,18 +864,39 @@ read_fields(struct rbuf *rb, struct dl_record *r, char peer[NAME_MAX_LEN + 1])
 		rbuf_str(rb, peer, NAME_MAX_LEN + 1);
 		r->seq = rbuf_u64(rb);
 		break;
+	case DL_DEAD:
+		rbuf_str(rb, peer, NAME_MAX_LEN + 1);
+		r->seq = rbuf_u64(rb);
+		r->code = rbuf_u8(rb);
+		r->key = rbuf_bytes(rb, &r->klen, WIRE_MAX_KEY);
+		r->amount = rbuf_i64(rb);
+		r->from = rbuf_bytes(rb, &r->flen, WIRE_MAX_KEY);
+		break;
+	case DL_RESOLVE:
+		rbuf_str(rb, peer, NAME_MAX_LEN + 1);
+		r->seq = rbuf_u64(rb);
+		r->code = rbuf_u8(rb);
+		if (r->code == DL_RESOLVE_RETRY) {
+			r->key = rbuf_bytes(rb, &r->klen, WIRE_MAX_KEY);
+			r->val = rbuf_bytes(rb, &r->vlen, WIRE_MAX_VALUE);
+		} else {
+			r->sseq = rbuf_u64(rb);
+			r->msg = rbuf_bytes(rb, &r->msglen, DL_MAX_MSG);
+		}
+		break;
 	default:
 		rb->err = 1;
 		return;
 	}
-	if (r->type == DL_SEND || r->type == DL_APPLY || r->type == DL_ACK)
+	if (r->type != DL_PUT && r->type != DL_DEL)
 		r->peer = peer;
 	/* The optional trailing chain of SEND and APPLY (older files have
-	 * none): exactly DL_CHAIN_LEN bytes left; anything else is left for
-	 * the caller's trailing-bytes check. */
-	if ((r->type == DL_SEND || r->type == DL_APPLY ||
-	    r->type == DL_ACK) && !rb->err &&
-	    rb->len - rb->off == DL_CHAIN_LEN) {
+	 * none), ACK, DEAD and a REFUND: exactly DL_CHAIN_LEN bytes left;
+	 * anything else is left for the caller's trailing-bytes check. */
+	if ((r->type == DL_SEND || r->type == DL_APPLY || r->type == DL_ACK ||
+	    r->type == DL_DEAD ||
+	    (r->type == DL_RESOLVE && r->code == DL_RESOLVE_REFUND)) &&
+	    !rb->err && rb->len - rb->off == DL_CHAIN_LEN) {
 		r->chain = rb->p + rb->off;
 		rb->off = rb->len;
 	}
@@ -637,7 +911,7 @@ dl_decode(const uint8_t *p, size_t n, struct dl_record *r,
 
 	rbuf_init(&rb, p, n);
 	read_fields(&rb, r, peer);
-	if (n == 0 || p[0] < DL_PUT || p[0] > DL_ACK)
+	if (n == 0 || p[0] < DL_PUT || p[0] > DL_RESOLVE)
 		return cs_errf(e, "unknown record type %u", n ? p[0] : 0u);
 	if (!rbuf_done(&rb))
 		return cs_errf(e, "malformed payload (%s)",
@@ -701,11 +975,18 @@ static int
 torn_header(const uint8_t *buf, size_t len)
 {
 	uint8_t hdr[DL_HEADER_LEN];
+	uint32_t v;
 
+	if (all_zero(buf, len))
+		return 1;
 	memcpy(hdr, DL_MAGIC, 8);
-	le32_put(hdr + 8, DL_VERSION);
 	le32_put(hdr + 12, 0);
-	return memcmp(buf, hdr, len) == 0 || all_zero(buf, len);
+	for (v = DL_VERSION_MIN; v <= DL_VERSION; v++) {
+		le32_put(hdr + 8, v);
+		if (memcmp(buf, hdr, len) == 0)
+			return 1;
+	}
+	return 0;
 }
 
 /*
@@ -826,10 +1107,10 @@ replay_src(struct src *s, const char *what, int allow_torn,
 		cs_errf(e, "%s: not a cutsnap data file", what);
 		goto out;
 	}
-	if (le32_get(p + 8) != DL_VERSION) {
+	if (le32_get(p + 8) < DL_VERSION_MIN || le32_get(p + 8) > DL_VERSION) {
 		cs_errf(e, "%s: unsupported version %" PRIu32
-		    " (this build reads version %d)", what, le32_get(p + 8),
-		    DL_VERSION);
+		    " (this build reads versions %d to %d)", what,
+		    le32_get(p + 8), DL_VERSION_MIN, DL_VERSION);
 		goto out;
 	}
 	if (src_hash(s, p, DL_HEADER_LEN) == -1)
@@ -1339,6 +1620,22 @@ datalog_last_off(const struct datalog *dl)
 	return dl->st.rec_off;
 }
 
+/* Does r emit a message on self->r->peer: a SEND, or a RESOLVE that
+ * refunds a dead letter? Its seq on that channel in *seq. */
+static int
+emits_send(const struct dl_record *r, uint64_t *seq)
+{
+	if (r->type == DL_SEND) {
+		*seq = r->seq;
+		return 1;
+	}
+	if (r->type == DL_RESOLVE && r->code == DL_RESOLVE_REFUND) {
+		*seq = r->sseq;
+		return 1;
+	}
+	return 0;
+}
+
 int
 datalog_read_sends(struct datalog *dl, const char *dst, uint64_t *off,
     uint64_t from, dl_send_fn fn, void *ctx, struct cs_err *e)
@@ -1349,6 +1646,7 @@ datalog_read_sends(struct datalog *dl, const char *dst, uint64_t *off,
 	struct cs_err why;
 	struct src s;
 	size_t at = (size_t)*off, rlen;
+	uint64_t seq;
 	int rc = -1, k = 0;
 
 	memset(&s, 0, sizeof(s));
@@ -1378,12 +1676,12 @@ datalog_read_sends(struct datalog *dl, const char *dst, uint64_t *off,
 			goto out;
 		}
 		at += DL_REC_HDR_LEN + rlen;
-		if (r.type == DL_SEND && r.seq >= from &&
+		if (emits_send(&r, &seq) && seq >= from &&
 		    strcmp(r.peer, dst) == 0 &&
-		    (k = fn(ctx, r.seq, r.msg, r.msglen, r.chain)) == -1) {
+		    (k = fn(ctx, seq, r.msg, r.msglen, r.chain)) == -1) {
 			cs_errf(e, "%s: send to %s seq %llu read back at "
 			    "offset %zu could not be queued", dl->path, dst,
-			    (unsigned long long)r.seq,
+			    (unsigned long long)seq,
 			    at - DL_REC_HDR_LEN - rlen);
 			goto out;
 		}

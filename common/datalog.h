@@ -1,6 +1,6 @@
 /* datalog.h - an agent's data file: a checksummed, append-only record log.
  *
- * File:   16-byte header "CUTSNAPL" | u32 version (1) | u32 0
+ * File:   16-byte header "CUTSNAPL" | u32 version (2; 1 is read too) | u32 0
  * Record: u32 len | u32 CRC-32 (gzip/zlib polynomial, of type+payload) |
  *         u8 type | payload
  *         where len counts type+payload (1 .. DL_MAX_RECORD).
@@ -16,11 +16,28 @@
  *         seq (a hint for recovery: a lost ACK record only causes a
  *         resend); the chain at seq, so that a live data file, which keeps
  *         no SENDs in memory, knows the acknowledged chain
- * Invariants checked on replay: SEND seq == sent[dst]+1, APPLY seq ==
- * applied[src]+1, ACK seq <= sent[dst]. A violation is corruption.
+ *   DEAD  str src, u64 seq, u8 reason, bytes key, i64 amount, bytes from
+ *         [, 32 bytes chain]
+ *         -- a channel message from src consumed as a dead letter: its
+ *         credit of amount to key could not be applied (reason); from is
+ *         the sending key, empty when the message did not name it
+ *   RESOLVE str src, u64 seq, u8 how, then
+ *         how RETRY:  bytes key, bytes new_value -- the dead letter's credit
+ *                     applied to its key now
+ *         how REFUND: u64 send_seq, bytes msg [, 32 bytes chain] -- the
+ *                     credit sent back to src as message send_seq on
+ *                     self->src, like a SEND
+ *         -- dead letter (src, seq) resolved, with its effect, in one record
+ *         (version 2; a version-1 file gains these records when a newer
+ *         agent writes to it)
+ * Invariants checked on replay: SEND seq == sent[dst]+1, APPLY and DEAD seq
+ * == applied[src]+1, ACK seq <= sent[dst], RESOLVE names an open dead
+ * letter (a RETRY its key; a REFUND send_seq == sent[src]+1). A violation
+ * is corruption.
  *
  * History chain (chain.h): the optional trailing field of SEND and APPLY
- * is the channel's chain value after that message. Files written before
+ * is the channel's chain value after that message (of DEAD too, which
+ * consumes a message as APPLY does, and of a REFUND, which sends one). Files written before
  * it existed lack it; a channel whose last SEND (or APPLY) lacks it has an
  * unknown chain (wm_chain() == NULL) until its next message, whose chain
  * then starts again from the all-zero genesis value.
@@ -45,9 +62,21 @@
 
 #define DL_HEADER_LEN 16
 #define DL_REC_HDR_LEN 8
-#define DL_MAX_RECORD (WIRE_MAX_VALUE + 2 * WIRE_MAX_KEY + 4096u)
+#define DL_MAX_RECORD (WIRE_MAX_VALUE + 4 * WIRE_MAX_KEY + 4096u)
 
-enum dl_type { DL_PUT = 1, DL_DEL = 2, DL_SEND = 3, DL_APPLY = 4, DL_ACK = 5 };
+enum dl_type {
+	DL_PUT = 1, DL_DEL = 2, DL_SEND = 3, DL_APPLY = 4, DL_ACK = 5,
+	DL_DEAD = 6, DL_RESOLVE = 7,
+};
+
+/* Why a credit became a dead letter (DEAD's reason). */
+enum dl_dead_reason { DL_DEAD_NOT_INT = 1, DL_DEAD_OVERFLOW = 2 };
+/* How a dead letter was resolved (RESOLVE's how). */
+enum dl_resolve_how { DL_RESOLVE_RETRY = 1, DL_RESOLVE_REFUND = 2 };
+/* "not an integer", "integer overflow"; "unknown" otherwise. */
+const char *dl_dead_reason_name(int reason);
+/* "retried", "refunded"; "open" for 0. */
+const char *dl_resolve_name(int how);
 
 /* A record to append or one being replayed; all pointers borrowed. */
 struct dl_record {
@@ -58,12 +87,33 @@ struct dl_record {
 	size_t klen;
 	const uint8_t *val;	/* PUT; SEND/APPLY: the key's new value */
 	size_t vlen;
-	const uint8_t *msg;	/* SEND: channel message bytes */
+	const uint8_t *msg;	/* SEND, RESOLVE refund: message bytes */
 	size_t msglen;
-	const uint8_t *chain;	/* SEND, APPLY: DL_CHAIN_LEN bytes, the
-				 * channel's chain after this message; ACK:
-				 * the chain at seq; NULL: absent (a file
-				 * from an older version) */
+	const uint8_t *chain;	/* SEND, APPLY, DEAD, RESOLVE refund:
+				 * DL_CHAIN_LEN bytes, the channel's chain
+				 * after this message; ACK: the chain at
+				 * seq; NULL: absent (a file from an older
+				 * version) */
+	uint8_t code;		/* DEAD: enum dl_dead_reason; RESOLVE: enum
+				 * dl_resolve_how */
+	int64_t amount;		/* DEAD: the credit */
+	const uint8_t *from;	/* DEAD: the sending key (may be empty) */
+	size_t flen;
+	uint64_t sseq;		/* RESOLVE refund: its seq on self->peer */
+};
+
+/* A dead letter: a credit consumed without being applied. */
+struct dl_dead {
+	char peer[NAME_MAX_LEN + 1];	/* the channel's src */
+	uint64_t seq;			/* the message's seq on src->self */
+	int reason;			/* enum dl_dead_reason */
+	int resolved;			/* 0 (open) or enum dl_resolve_how */
+	int64_t amount;
+	uint8_t *key;			/* owned */
+	size_t klen;
+	uint8_t *from;			/* owned, NULL when empty */
+	size_t flen;
+	uint64_t refund_seq;		/* REFUND: its seq on self->peer */
 };
 
 #define DL_CHAIN_LEN 32
@@ -122,6 +172,9 @@ struct dl_state {
 	int (*send_chain)(void *ctx, const char *dst, uint64_t seq,
 	    uint8_t out[32]);
 	void *send_chain_ctx;
+	struct dl_dead *dead;	/* every dead letter, in log order */
+	size_t ndead, capdead;
+	size_t nopen;		/* dead letters not yet resolved */
 	/* When set, only keys it returns 1 for are kept in kv (restore
 	 * needs just the keys its replayed messages add to). */
 	int (*keep)(void *ctx, const uint8_t *key, size_t klen);
@@ -157,6 +210,28 @@ int dl_state_check(const struct dl_state *st, const struct dl_record *r,
  * -1 with e set if the value is not a decimal int64 or it overflows. */
 int dl_int_add(const struct dl_state *st, const void *key, size_t klen,
     int64_t delta, char out[24], int64_t *result, struct cs_err *e);
+
+/* The dead letter (src, seq), or NULL. */
+const struct dl_dead *dl_dead_find(const struct dl_state *st,
+    const char *src, uint64_t seq);
+
+/* Where dl_credit writes what its record points to. */
+struct dl_credit_buf {
+	char val[24];			/* APPLY: the key's new value */
+	uint8_t chain[DL_CHAIN_LEN];	/* the channel's chain after it */
+};
+
+/* The dead-letter rule, shared by an agent, restore's replay and verify's:
+ * fill out with the record that consumes message seq from src, whose
+ * channel message is msg[0, n): an APPLY of its credit, or a DEAD record
+ * when the key holds text or the sum would leave int64; either carries
+ * the channel's history chain after the message (chain.h). Pointers in
+ * out borrow msg, src and buf. 0, or -1 with e set when msg is not a valid
+ * channel message (never a dead letter: a protocol error) or hashing
+ * failed. The state must track the message's key. */
+int dl_credit(const struct dl_state *st, const char *src, uint64_t seq,
+    const uint8_t *msg, size_t n, struct dl_record *out,
+    struct dl_credit_buf *buf, struct cs_err *e);
 
 /* Append the on-disk form (record header + payload) of r to out. */
 void dl_encode(struct wbuf *out, const struct dl_record *r);
@@ -210,9 +285,10 @@ int datalog_read_value(const struct datalog *dl, const struct kv_entry *ent,
     uint8_t **out, struct cs_err *e);
 /* Start offset of the record appended last (a record boundary). */
 uint64_t datalog_last_off(const struct datalog *dl);
-/* Read the SEND records to dst back from the file: from the record
- * boundary *off on, records ending at or before datalog_synced() only,
- * call fn for each SEND to dst with seq >= from, in log (= seq) order,
+/* Read the SEND records (and the refunds of RESOLVE records) to dst back
+ * from the file: from the record boundary *off on, records ending at or
+ * before datalog_synced() only, call fn for each of them to dst with seq
+ * >= from, in log (= seq) order,
  * until fn returns 1 (stop after this one) or -1 (fail). *off is moved
  * past the last record read, so a later call goes on from there. Each
  * record's checksum is checked. 0, or -1 with e set (a read error,

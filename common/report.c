@@ -4,13 +4,14 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "chmsg.h"
 #include "chunkhash.h"
 #include "report.h"
 
 #define REP_MAX_WM	4096		/* peers per watermark list */
 #define REP_MAX_CHAN	4096		/* incoming channels */
 #define REP_MAX_MSGS	1000000u	/* messages on one channel */
-#define REP_MAX_MSG	(WIRE_MAX_KEY + 64)	/* one chmsg's bytes */
+#define REP_MAX_MSG	CHMSG_MAX	/* one chmsg's bytes */
 
 static void
 wm_encode(struct wbuf *out, const struct rep_wm *v, size_t n)

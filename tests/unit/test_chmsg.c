@@ -112,10 +112,53 @@ key_length_is_capped(void **state)
 	free(key);
 }
 
+/* ADD_FROM names the sending key too (for a dead letter's refund). */
+static void
+add_from_round_trips_and_is_strict(void **state)
+{
+	static const uint8_t id[CHMSG_ID_LEN] = { 1, 2, 3 };
+	struct chmsg m;
+	struct wbuf w;
+	size_t i;
+
+	(void)state;
+	wbuf_init(&w);
+	chmsg_encode_from(&w, "K", 1, 10, id, "Fr", 2);
+	/* op, key, amount, id, from */
+	assert_int_equal(w.len, 1 + 5 + 8 + CHMSG_ID_LEN + 6);
+	assert_int_equal(w.data[0], CHMSG_ADD_FROM);
+	assert_int_equal(chmsg_decode(w.data, w.len, &m), 0);
+	assert_int_equal(m.op, CHMSG_ADD_FROM);
+	assert_int_equal(m.klen, 1);
+	assert_int_equal(m.amount, 10);
+	assert_non_null(m.id);
+	assert_memory_equal(m.id, id, CHMSG_ID_LEN);
+	assert_int_equal(m.flen, 2);
+	assert_memory_equal(m.from, "Fr", 2);
+	/* The amount stays right after the key, as in the other encodings. */
+	assert_int_equal(w.data[6], 10);
+	for (i = 0; i < w.len; i++)
+		assert_int_equal(chmsg_decode(w.data, i, &m), -1);
+	wbuf_free(&w);
+	/* An empty sending key is not a valid ADD_FROM. */
+	wbuf_init(&w);
+	chmsg_encode_from(&w, "K", 1, 10, id, "", 0);
+	assert_int_equal(chmsg_decode(w.data, w.len, &m), -1);
+	wbuf_free(&w);
+	/* ADD_ID names none. */
+	wbuf_init(&w);
+	chmsg_encode_id(&w, "K", 1, 10, id);
+	assert_int_equal(chmsg_decode(w.data, w.len, &m), 0);
+	assert_null(m.from);
+	assert_int_equal(m.flen, 0);
+	wbuf_free(&w);
+}
+
 int
 main(void)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(add_from_round_trips_and_is_strict),
 		cmocka_unit_test(roundtrip_keeps_key_and_amount),
 		cmocka_unit_test(exact_encoding),
 		cmocka_unit_test(every_truncation_fails),

@@ -15,6 +15,7 @@
 #include <cmocka.h>
 
 #include "../../common/chain.h"
+#include "../../common/chmsg.h"
 #include "../../common/datalog.h"
 #include "../../common/fsutil.h"
 #include "../../common/sha.h"
@@ -107,6 +108,49 @@ rec_apply(const char *src, uint64_t seq, const char *k, const char *v)
 }
 
 static struct dl_record
+rec_dead(const char *src, uint64_t seq, const char *k, int64_t amount,
+    int reason, const char *from)
+{
+	struct dl_record r = { .type = DL_DEAD };
+
+	r.peer = src;
+	r.seq = seq;
+	r.key = (const uint8_t *)k;
+	r.klen = strlen(k);
+	r.amount = amount;
+	r.code = (uint8_t)reason;
+	r.from = (const uint8_t *)from;
+	r.flen = strlen(from);
+	return r;
+}
+
+static struct dl_record
+rec_retry(const char *src, uint64_t seq, const char *k, const char *v)
+{
+	struct dl_record r = rec_put(k, v);
+
+	r.type = DL_RESOLVE;
+	r.peer = src;
+	r.seq = seq;
+	r.code = DL_RESOLVE_RETRY;
+	return r;
+}
+
+static struct dl_record
+rec_refund(const char *src, uint64_t seq, uint64_t sseq, const char *msg)
+{
+	struct dl_record r = { .type = DL_RESOLVE };
+
+	r.peer = src;
+	r.seq = seq;
+	r.code = DL_RESOLVE_REFUND;
+	r.sseq = sseq;
+	r.msg = (const uint8_t *)msg;
+	r.msglen = strlen(msg);
+	return r;
+}
+
+static struct dl_record
 rec_ack(const char *dst, uint64_t seq)
 {
 	struct dl_record r = { .type = DL_ACK };
@@ -122,7 +166,7 @@ put_header(struct wbuf *w)
 	uint8_t h[DL_HEADER_LEN];
 
 	memcpy(h, "CUTSNAPL", 8);
-	le32_put(h + 8, 1);
+	le32_put(h + 8, 2);
 	le32_put(h + 12, 0);
 	wbuf_put_raw(w, h, sizeof(h));
 }
@@ -474,9 +518,15 @@ replay_checks_the_header(void **state)
 	assert_int_equal(dl_replay(w.data, w.len, "f", 1, &st, NULL, &e), -1);
 	assert_string_equal(e.msg, "f: not a cutsnap data file");
 	w.data[0] = 'C';
-	w.data[8] = 2;
+	w.data[8] = 3;
 	assert_int_equal(dl_replay(w.data, w.len, "f", 1, &st, NULL, &e), -1);
-	assert_non_null(strstr(e.msg, "f: unsupported version 2"));
+	assert_non_null(strstr(e.msg, "f: unsupported version 3"));
+	w.data[8] = 0;
+	assert_int_equal(dl_replay(w.data, w.len, "f", 1, &st, NULL, &e), -1);
+	assert_non_null(strstr(e.msg, "f: unsupported version 0"));
+	/* Version 2 (with dead letters) and version 1 both read. */
+	w.data[8] = 2;
+	assert_int_equal(dl_replay(w.data, w.len, "f", 0, &st, NULL, &e), 0);
 	w.data[8] = 1;
 	assert_int_equal(dl_replay(w.data, w.len, "f", 0, &st, NULL, &e), 0);
 	assert_int_equal(st.records, 0);
@@ -1027,6 +1077,390 @@ open_refuses_symlinks_and_foreign_files(void **state)
 	unlink(target);
 }
 
+/* --- dead letters ------------------------------------------------------- */
+
+/* A dead letter story: C's seq 1 applied, seq 2 dead (text), seq 3 dead
+ * (overflow), seq 2 retried, seq 3 refunded as message 1 on self->C. */
+static const struct dl_record *
+dead_story(size_t *n)
+{
+	static struct dl_record rs[7];
+
+	rs[0] = rec_put("s", "text");
+	rs[1] = rec_apply("C", 1, "a", "5");
+	rs[2] = rec_dead("C", 2, "s", 7, DL_DEAD_NOT_INT, "bal");
+	rs[3] = rec_dead("C", 3, "a", 9, DL_DEAD_OVERFLOW, "");
+	rs[4] = rec_put("s", "0");
+	rs[5] = rec_retry("C", 2, "s", "7");
+	rs[6] = rec_refund("C", 3, 1, "refund-msg");
+	*n = 7;
+	return rs;
+}
+
+static void
+dead_letters_round_trip_and_replay(void **state)
+{
+	const struct dl_record *rs;
+	const struct dl_dead *d;
+	struct dl_state st;
+	struct cs_err e;
+	struct wbuf w;
+	size_t n, offs[8], k;
+
+	(void)state;
+	rs = dead_story(&n);
+	build(&w, rs, n, offs);
+	for (k = 0; k <= n; k++) {
+		/* Every prefix replays, with the dead letters so far. */
+		assert_int_equal(dl_state_init(&st, 0), 0);
+		assert_int_equal(dl_replay(w.data, offs[k], "d", 0, &st, NULL,
+		    &e), 0);
+		assert_int_equal(st.ndead, k < 3 ? 0 : k < 4 ? 1 : 2);
+		assert_int_equal(st.nopen, k < 3 ? 0 : k < 4 ? 1 : k < 6 ? 2 :
+		    k < 7 ? 1 : 0);
+		assert_int_equal(wm_get(&st.applied, "C"),
+		    k < 2 ? 0 : k < 3 ? 1 : k < 4 ? 2 : 3);
+		dl_state_free(&st);
+	}
+	assert_int_equal(dl_state_init(&st, 0), 0);
+	assert_int_equal(dl_replay(w.data, w.len, "d", 0, &st, NULL, &e), 0);
+	assert_int_equal(st.records, 7);
+	expect_val(&st, "s", "7");
+	expect_val(&st, "a", "5");
+	d = dl_dead_find(&st, "C", 2);
+	assert_non_null(d);
+	assert_int_equal(d->reason, DL_DEAD_NOT_INT);
+	assert_int_equal(d->resolved, DL_RESOLVE_RETRY);
+	assert_int_equal(d->amount, 7);
+	assert_int_equal(d->klen, 1);
+	assert_memory_equal(d->key, "s", 1);
+	assert_int_equal(d->flen, 3);
+	assert_memory_equal(d->from, "bal", 3);
+	d = dl_dead_find(&st, "C", 3);
+	assert_non_null(d);
+	assert_int_equal(d->reason, DL_DEAD_OVERFLOW);
+	assert_int_equal(d->resolved, DL_RESOLVE_REFUND);
+	assert_int_equal(d->refund_seq, 1);
+	assert_int_equal(d->flen, 0);
+	assert_null(dl_dead_find(&st, "C", 1));
+	assert_null(dl_dead_find(&st, "B", 2));
+	/* The refund is a send on self->C, kept until acknowledged. */
+	assert_int_equal(wm_get(&st.sent, "C"), 1);
+	assert_int_equal(st.nsends, 1);
+	assert_string_equal(st.sends[0].peer, "C");
+	assert_int_equal(st.sends[0].seq, 1);
+	assert_memory_equal(st.sends[0].msg, "refund-msg", 10);
+	assert_string_equal(dl_dead_reason_name(DL_DEAD_OVERFLOW),
+	    "integer overflow");
+	assert_string_equal(dl_resolve_name(0), "open");
+	dl_state_free(&st);
+	wbuf_free(&w);
+}
+
+static void
+dead_letter_records_check_their_invariants(void **state)
+{
+	struct dl_record bad;
+
+	(void)state;
+	expect_second_rejected(rec_apply("C", 1, "a", "1"),
+	    rec_dead("C", 3, "a", 1, DL_DEAD_NOT_INT, ""),
+	    "dead letter seq 3 from C, expected 2");
+	expect_second_rejected(rec_dead("C", 1, "a", 1, DL_DEAD_NOT_INT, ""),
+	    rec_apply("C", 1, "a", "1"), "apply seq 1 from C, expected 2");
+	expect_second_rejected(rec_put("a", "1"),
+	    rec_dead("C", 1, "a", 1, 9, ""), "dead letter with unknown "
+	    "reason 9");
+	expect_second_rejected(rec_apply("C", 1, "a", "1"),
+	    rec_retry("C", 1, "a", "2"), "no dead letter C seq 1 to resolve");
+	expect_second_rejected(rec_dead("C", 1, "a", 1, DL_DEAD_NOT_INT, ""),
+	    rec_retry("C", 1, "b", "1"), "retry of dead letter C seq 1 names "
+	    "another key");
+	expect_second_rejected(rec_dead("C", 1, "a", 1, DL_DEAD_NOT_INT, ""),
+	    rec_refund("C", 1, 2, "m"), "refund seq 2 to C, expected 1");
+	bad = rec_retry("C", 1, "a", "1");
+	bad.code = 5;
+	expect_second_rejected(rec_dead("C", 1, "a", 1, DL_DEAD_NOT_INT, ""),
+	    bad, "dead letter resolved in unknown way 5");
+}
+
+static void
+a_dead_letter_resolves_once(void **state)
+{
+	struct dl_record rs[3];
+	struct dl_state st;
+	struct cs_err e;
+	struct wbuf w;
+
+	(void)state;
+	rs[0] = rec_dead("C", 1, "a", 4, DL_DEAD_NOT_INT, "bal");
+	rs[1] = rec_retry("C", 1, "a", "4");
+	rs[2] = rec_refund("C", 1, 1, "m");
+	build(&w, rs, 3, NULL);
+	assert_int_equal(dl_state_init(&st, 0), 0);
+	assert_int_equal(dl_replay(w.data, w.len, "x", 0, &st, NULL, &e), -1);
+	assert_non_null(strstr(e.msg, "dead letter C seq 1 is already "
+	    "retried"));
+	dl_state_free(&st);
+	wbuf_free(&w);
+}
+
+/* A kill at any byte of a DEAD or a RESOLVE record: the live open cuts
+ * the torn record, so the dead letter is either not consumed (the sender
+ * resends it) or still open (the operator resolves it again). */
+static void
+torn_dead_letter_records_are_cut(void **state)
+{
+	const struct dl_record *rs;
+	const struct dl_state *st;
+	struct datalog *dl;
+	struct cs_err e;
+	struct wbuf w;
+	size_t n, offs[8], L;
+	int which;
+	const char *path = tpath("torndead.data");
+
+	(void)state;
+	rs = dead_story(&n);
+	build(&w, rs, n, offs);
+	for (which = 2; which <= 6; which += 4) {	/* DEAD, then RESOLVE */
+		for (L = offs[which] + 1; L < offs[which + 1]; L++) {
+			write_bytes(path, w.data, L);
+			assert_int_equal(datalog_open(path, &dl, &e), 0);
+			assert_int_equal(datalog_end(dl), offs[which]);
+			st = datalog_state(dl);
+			if (which == 2) {
+				assert_int_equal(st->ndead, 0);
+				assert_int_equal(wm_get(&st->applied, "C"), 1);
+			} else {
+				assert_int_equal(st->ndead, 2);
+				assert_int_equal(st->nopen, 1);
+				assert_int_equal(dl_dead_find(st, "C",
+				    3)->resolved, 0);
+				assert_int_equal(wm_get(&st->sent, "C"), 0);
+			}
+			datalog_close(dl);
+		}
+	}
+	/* The cut file takes the record again and reopens with it. */
+	write_bytes(path, w.data, offs[6] + 3);
+	assert_int_equal(datalog_open(path, &dl, &e), 0);
+	assert_int_equal(datalog_append(dl, &rs[6], &e), 0);
+	assert_int_equal(datalog_sync(dl, &e), 0);
+	datalog_close(dl);
+	assert_int_equal(datalog_open(path, &dl, &e), 0);
+	assert_int_equal(datalog_state(dl)->nopen, 0);
+	assert_int_equal(datalog_end(dl), w.len);
+	datalog_close(dl);
+	unlink(path);
+	wbuf_free(&w);
+}
+
+/* DEAD consumes a message as APPLY does and a REFUND sends one as SEND
+ * does: both carry the channel's history chain after that message. */
+static void
+dead_letter_records_carry_the_chain(void **state)
+{
+	uint8_t c1[DL_CHAIN_LEN], c2[DL_CHAIN_LEN];
+	struct dl_record rs[2];
+	struct dl_state st;
+	struct cs_err e;
+	struct wbuf w;
+	size_t offs[3];
+
+	(void)state;
+	memset(c1, 0xa1, sizeof(c1));
+	memset(c2, 0xb2, sizeof(c2));
+	rs[0] = rec_dead("C", 1, "k", 5, DL_DEAD_NOT_INT, "bal");
+	rs[0].chain = c1;
+	rs[1] = rec_refund("C", 1, 1, "refund");
+	rs[1].chain = c2;
+	build(&w, rs, 2, offs);
+	/* The chain is the record's last 32 bytes. */
+	assert_memory_equal(w.data + offs[1] - DL_CHAIN_LEN, c1, DL_CHAIN_LEN);
+	assert_memory_equal(w.data + offs[2] - DL_CHAIN_LEN, c2, DL_CHAIN_LEN);
+	assert_int_equal(dl_state_init(&st, 0), 0);
+	assert_int_equal(dl_replay(w.data, w.len, "c", 0, &st, NULL, &e), 0);
+	assert_non_null(wm_chain(&st.applied, "C"));
+	assert_memory_equal(wm_chain(&st.applied, "C"), c1, DL_CHAIN_LEN);
+	assert_non_null(wm_chain(&st.sent, "C"));
+	assert_memory_equal(wm_chain(&st.sent, "C"), c2, DL_CHAIN_LEN);
+	assert_int_equal(st.sends[0].chain_known, 1);
+	dl_state_free(&st);
+	/* Without it (as an older writer would), the chain is unknown. */
+	rs[0].chain = NULL;
+	wbuf_free(&w);
+	build(&w, rs, 1, NULL);
+	assert_int_equal(dl_state_init(&st, 0), 0);
+	assert_int_equal(dl_replay(w.data, w.len, "c", 0, &st, NULL, &e), 0);
+	assert_null(wm_chain(&st.applied, "C"));
+	dl_state_free(&st);
+	wbuf_free(&w);
+}
+
+/* A live file keeps no sends in memory: a refund's message is read back
+ * from its RESOLVE record like a SEND's, also after a reopen. */
+static void
+live_file_reads_a_refund_back(void **state)
+{
+	struct dl_record d, r;
+	struct datalog *dl;
+	struct seen sn;
+	struct cs_err e;
+	uint64_t off = DL_HEADER_LEN;
+	const char *path = tpath("refund.data");
+
+	memset(&sn, 0, sizeof(sn));
+
+	(void)state;
+	assert_int_equal(datalog_open(path, &dl, &e), 0);
+	d = rec_dead("C", 1, "k", 5, DL_DEAD_NOT_INT, "bal");
+	r = rec_refund("C", 1, 1, "refund");
+	assert_int_equal(datalog_append(dl, &d, &e), 0);
+	assert_int_equal(datalog_append(dl, &r, &e), 0);
+	assert_int_equal(datalog_sync(dl, &e), 0);
+	assert_int_equal(wm_get(&datalog_state(dl)->sent, "C"), 1);
+	assert_int_equal(datalog_read_sends(dl, "C", &off, 1, note_send, &sn,
+	    &e), 0);
+	assert_int_equal(sn.n, 1);
+	assert_int_equal(sn.seq[0], 1);
+	datalog_close(dl);
+	assert_int_equal(datalog_open(path, &dl, &e), 0);
+	assert_int_equal(datalog_state(dl)->nopen, 0);
+	off = wm_get(&datalog_state(dl)->sendoff, "C");
+	assert_true(off >= DL_HEADER_LEN);
+	sn.n = 0;
+	assert_int_equal(datalog_read_sends(dl, "C", &off, 1, note_send, &sn,
+	    &e), 0);
+	assert_int_equal(sn.n, 1);
+	assert_int_equal(sn.seq[0], 1);
+	datalog_close(dl);
+	unlink(path);
+}
+
+/* Encode a channel message crediting amount to key (sent from key
+ * "src") and run the credit rule on st. */
+static int
+credit(const struct dl_state *st, const char *key, int64_t amount,
+    struct dl_record *out, struct dl_credit_buf *buf)
+{
+	static const uint8_t id[CHMSG_ID_LEN] = { 7 };
+	static struct wbuf w;
+	struct cs_err e;
+
+	wbuf_free(&w);
+	wbuf_init(&w);
+	chmsg_encode_from(&w, key, strlen(key), amount, id, "src", 3);
+	return dl_credit(st, "C", 4, w.data, w.len, out, buf, &e);
+}
+
+static void
+credit_rule_applies_or_dead_letters(void **state)
+{
+	struct dl_credit_buf buf;
+	struct dl_record r, out;
+	struct dl_state st;
+	struct cs_err e;
+
+	(void)state;
+	assert_int_equal(dl_state_init(&st, 0), 0);
+	r = rec_put("n", "40");
+	assert_int_equal(dl_state_apply(&st, &r, &e), 0);
+	r = rec_put("t", "hello");
+	assert_int_equal(dl_state_apply(&st, &r, &e), 0);
+	r = rec_put("big", "9223372036854775800");
+	assert_int_equal(dl_state_apply(&st, &r, &e), 0);
+
+	assert_int_equal(credit(&st, "n", 2, &out, &buf), 0);
+	assert_int_equal(out.type, DL_APPLY);
+	assert_string_equal(out.peer, "C");
+	assert_int_equal(out.seq, 4);
+	assert_int_equal(out.vlen, 2);
+	assert_memory_equal(out.val, "42", 2);
+	/* The message has an id: the record carries the chain after it. */
+	assert_ptr_equal(out.chain, buf.chain);
+	assert_int_equal(credit(&st, "absent", 5, &out, &buf), 0);
+	assert_int_equal(out.type, DL_APPLY);
+	assert_memory_equal(out.val, "5", 1);
+
+	assert_int_equal(credit(&st, "t", 2, &out, &buf), 0);
+	assert_int_equal(out.type, DL_DEAD);
+	assert_int_equal(out.code, DL_DEAD_NOT_INT);
+	assert_int_equal(out.amount, 2);
+	assert_int_equal(out.flen, 3);
+	assert_memory_equal(out.from, "src", 3);
+	assert_ptr_equal(out.chain, buf.chain);
+	assert_int_equal(credit(&st, "big", 8, &out, &buf), 0);
+	assert_int_equal(out.type, DL_DEAD);
+	assert_int_equal(out.code, DL_DEAD_OVERFLOW);
+	assert_int_equal(credit(&st, "big", 7, &out, &buf), 0);
+	assert_int_equal(out.type, DL_APPLY);
+	/* The record it builds is the one the state accepts next. */
+	assert_int_equal(credit(&st, "t", 1, &out, &buf), 0);
+	out.seq = 1;
+	assert_int_equal(dl_state_apply(&st, &out, &e), 0);
+	assert_int_equal(st.nopen, 1);
+	/* A malformed message is an error, not a dead letter. */
+	assert_int_equal(dl_credit(&st, "C", 2, (const uint8_t *)"xx", 2, &out,
+	    &buf, &e), -1);
+	assert_non_null(strstr(e.msg, "not a valid channel message"));
+	dl_state_free(&st);
+}
+
+static void
+new_files_are_version_2(void **state)
+{
+	struct datalog *dl;
+	struct cs_err e;
+	uint8_t hdr[DL_HEADER_LEN];
+	FILE *f;
+	const char *path = tpath("v2.data");
+
+	(void)state;
+	assert_int_equal(datalog_open(path, &dl, &e), 0);
+	datalog_close(dl);
+	f = fopen(path, "rb");
+	assert_non_null(f);
+	assert_int_equal(fread(hdr, 1, sizeof(hdr), f), sizeof(hdr));
+	fclose(f);
+	assert_memory_equal(hdr, "CUTSNAPL", 8);
+	assert_int_equal(le32_get(hdr + 8), 2);
+	unlink(path);
+}
+
+/* A version-1 file (written before dead letters existed) opens, takes
+ * dead letter records, and reopens with them. */
+static void
+version_1_files_open_and_take_dead_letters(void **state)
+{
+	const struct dl_record *rs;
+	struct dl_record d;
+	struct datalog *dl;
+	struct cs_err e;
+	struct wbuf w;
+	size_t n;
+	const char *path = tpath("v1.data");
+
+	(void)state;
+	rs = bank(&n);
+	build(&w, rs, n, NULL);
+	w.data[8] = 1;
+	write_bytes(path, w.data, w.len);
+	assert_int_equal(datalog_open(path, &dl, &e), 0);
+	expect_val(datalog_state(dl), "a", "85");
+	d = rec_dead("C", 2, "a", 3, DL_DEAD_OVERFLOW, "k");
+	assert_int_equal(datalog_append(dl, &d, &e), 0);
+	assert_int_equal(datalog_sync(dl, &e), 0);
+	datalog_close(dl);
+	assert_int_equal(datalog_open(path, &dl, &e), 0);
+	assert_int_equal(datalog_state(dl)->nopen, 1);
+	assert_int_equal(wm_get(&datalog_state(dl)->applied, "C"), 2);
+	assert_int_equal(datalog_state(dl)->records, n + 1);
+	datalog_close(dl);
+	unlink(path);
+	wbuf_free(&w);
+}
+
 int
 main(void)
 {
@@ -1038,6 +1472,15 @@ main(void)
 		cmocka_unit_test(older_ack_is_accepted_and_ignored),
 		cmocka_unit_test(int_add_parses_strictly_and_checks_overflow),
 		cmocka_unit_test(replay_checks_the_header),
+		cmocka_unit_test(dead_letters_round_trip_and_replay),
+		cmocka_unit_test(dead_letter_records_check_their_invariants),
+		cmocka_unit_test(a_dead_letter_resolves_once),
+		cmocka_unit_test(torn_dead_letter_records_are_cut),
+		cmocka_unit_test(dead_letter_records_carry_the_chain),
+		cmocka_unit_test(live_file_reads_a_refund_back),
+		cmocka_unit_test(credit_rule_applies_or_dead_letters),
+		cmocka_unit_test(new_files_are_version_2),
+		cmocka_unit_test(version_1_files_open_and_take_dead_letters),
 		cmocka_unit_test(torn_tail_at_every_offset_is_cut),
 		cmocka_unit_test(all_zero_tail_is_cut),
 		cmocka_unit_test(flipped_byte_in_middle_record_is_corruption),

@@ -8,6 +8,7 @@
 #include <cmocka.h>
 
 #include "../../common/chunkhash.h"
+#include "../../common/chmsg.h"
 #include "../../common/report.h"
 
 /* A report with two watermark lists and three channels: one with two
@@ -330,7 +331,7 @@ oversized_message_and_bad_names_are_rejected(void **state)
 	uint8_t *big;
 
 	(void)state;
-	big = calloc(1, WIRE_MAX_KEY + 65);
+	big = calloc(1, CHMSG_MAX + 1);
 	assert_non_null(big);
 	wbuf_init(&w);
 	put_head(&w);
@@ -342,7 +343,7 @@ oversized_message_and_bad_names_are_rejected(void **state)
 	wbuf_put_u64(&w, 1);
 	wbuf_put_u32(&w, 1);
 	wbuf_put_u64(&w, 1);
-	wbuf_put_bytes(&w, big, WIRE_MAX_KEY + 65);
+	wbuf_put_bytes(&w, big, CHMSG_MAX + 1);
 	assert_int_equal(report_decode(w.data, w.len, &out, &e), -1);
 	free(big);
 
