@@ -233,6 +233,11 @@ int64_t now_ms(void);
 void printable(const void *p, size_t n, char *out, size_t outsz);
 /* Append r; any failure is fatal for the agent (logged). 0 / -1. */
 int agent_append(struct agent *a, const struct dl_record *r);
+/* Append r, a record that emits message seq with payload msg[0, len) on
+ * self->d (a SEND, or a refund), then queue the message behind it. Any
+ * failure is fatal for the agent (logged). 0 / -1. */
+int agent_append_send(struct agent *a, int d, const struct dl_record *r,
+    uint64_t seq, const uint8_t *msg, size_t len);
 /* One group commit: sync the log, then release and flush what waited for
  * it (called once per loop iteration; the fuzz target drives it too). */
 void agent_commit(struct agent *a);
@@ -269,6 +274,10 @@ int conn_tls_pending(struct agent *a);
 /* client_req.c */
 void client_frame(struct agent *a, struct conn *c, uint8_t type,
     const uint8_t *p, size_t n);
+
+/* deadletter.c: W_REQ_DEAD_LIST and W_REQ_DEAD_RESOLVE */
+void dead_list_reply(struct agent *a, struct conn *c, struct rbuf *r);
+void dead_resolve(struct agent *a, struct conn *c, struct rbuf *r);
 
 /* status.c */
 void status_reply(struct agent *a, struct conn *c);

@@ -249,16 +249,8 @@ req_transfer(struct agent *a, struct conn *c, struct rbuf *r)
 	rec.msg = msg.data;
 	rec.msglen = msg.len;
 	rec.chain = chain;
-	if (agent_append(a, &rec) == -1)
+	if (agent_append_send(a, d, &rec, seq, msg.data, msg.len) == -1)
 		goto out;
-	if (outch_enqueue(a, d, Q_MSG, seq, NULL, datalog_need(a->dl),
-	    msg.data, msg.len) == -1) {
-		/* The SEND is in the log: only a restart could resend it. */
-		log_error("out of memory queueing message %s>%s seq %llu",
-		    a->name, dst, (unsigned long long)seq);
-		a->fatal = 1;
-		goto out;
-	}
 	conn_reply(a, c, REPLY_OK, nv, strlen(nv), datalog_need(a->dl));
 out:
 	wbuf_free(&msg);
@@ -334,7 +326,7 @@ client_frame(struct agent *a, struct conn *c, uint8_t type,
 
 	rbuf_init(&r, p, n);
 	if (type == W_REQ_PUT || type == W_REQ_DEL || type == W_REQ_ADD ||
-	    type == W_REQ_TRANSFER)
+	    type == W_REQ_TRANSFER || type == W_REQ_DEAD_RESOLVE)
 		a->writes++;
 	switch (type) {
 	case W_REQ_STATUS:
@@ -361,6 +353,12 @@ client_frame(struct agent *a, struct conn *c, uint8_t type,
 	case W_REQ_HOLD:
 	case W_REQ_RELEASE:
 		req_hold(a, c, &r, type == W_REQ_HOLD);
+		break;
+	case W_REQ_DEAD_LIST:
+		dead_list_reply(a, c, &r);
+		break;
+	case W_REQ_DEAD_RESOLVE:
+		dead_resolve(a, c, &r);
 		break;
 	case W_REQ_STOP:
 		log_info("stop requested");

@@ -6,6 +6,7 @@
 
 #include "../common/chain.h"
 #include "../common/chmsg.h"
+#include "../common/datalog.h"
 #include "../common/log.h"
 #include "agent_int.h"
 
@@ -123,51 +124,34 @@ inch_closed(struct agent *a, struct conn *c)
 	log_info("channel %s>%s down", sname(a, c->peer), a->name);
 }
 
-/* Apply message seq (== applied+1). -1 closes the connection: a message
- * that cannot be applied is a protocol problem, never silently lost. */
+/* Consume message seq (== applied+1): apply its credit, or record it as a
+ * dead letter when the credit cannot be applied (dl_credit), in one
+ * record either way, so the channel keeps flowing. -1 closes the
+ * connection: only a malformed message (a protocol problem, never
+ * silently lost) or a failed append. */
 static int
 inch_apply(struct agent *a, int s, uint64_t seq, const uint8_t *p, size_t n)
 {
-	uint8_t chain[DL_CHAIN_LEN];
+	struct dl_credit_buf buf;
 	struct dl_record rec;
-	struct chmsg m;
 	struct cs_err e;
-	char nv[24], kp[80];
-	int64_t res;
-	int known;
+	char kp[80];
 
-	if (chmsg_decode(p, n, &m) == -1) {
-		log_error("channel %s>%s: seq %llu: malformed message; closing "
-		    "the channel", sname(a, s), a->name,
-		    (unsigned long long)seq);
+	if (dl_credit(datalog_state(a->dl), sname(a, s), seq, p, n, &rec, &buf,
+	    &e) == -1) {
+		log_error("channel %s>%s: %s; closing the channel",
+		    sname(a, s), a->name, e.msg);
 		return -1;
 	}
-	if (dl_int_add(datalog_state(a->dl), m.key, m.klen, m.amount, nv,
-	    &res, &e) == -1) {
-		printable(m.key, m.klen, kp, sizeof(kp));
-		log_error("channel %s>%s: seq %llu: cannot add %lld to %s: %s; "
-		    "the message stays unapplied, fix the key and the channel "
-		    "resumes on reconnect", sname(a, s), a->name,
-		    (unsigned long long)seq, (long long)m.amount, kp, e.msg);
-		return -1;
-	}
-	if (chain_after(wm_chain(&datalog_state(a->dl)->applied, sname(a, s)),
-	    seq, p, n, chain, &known) == -1) {
-		log_error("channel %s>%s: seq %llu: sha256 failed", sname(a, s),
-		    a->name, (unsigned long long)seq);
-		return -1;
-	}
-	memset(&rec, 0, sizeof(rec));
-	rec.type = DL_APPLY;
-	rec.peer = sname(a, s);
-	rec.seq = seq;
-	rec.chain = known ? chain : NULL;
-	rec.key = m.key;
-	rec.klen = m.klen;
-	rec.val = (const uint8_t *)nv;
-	rec.vlen = strlen(nv);
 	if (agent_append(a, &rec) == -1)
 		return -1;
+	if (rec.type == DL_DEAD) {
+		printable(rec.key, rec.klen, kp, sizeof(kp));
+		log_warn("channel %s>%s: seq %llu: dead letter: cannot add "
+		    "%lld to %s (%s); resolve it with cutsnap deadletter",
+		    sname(a, s), a->name, (unsigned long long)seq,
+		    (long long)rec.amount, kp, dl_dead_reason_name(rec.code));
+	}
 	if (snap_applied(a, s, seq, p, n) == -1) {
 		log_error("out of memory recording channel %s>%s",
 		    sname(a, s), a->name);

@@ -67,6 +67,23 @@ agent_append(struct agent *a, const struct dl_record *r)
 	return 0;
 }
 
+int
+agent_append_send(struct agent *a, int d, const struct dl_record *r,
+    uint64_t seq, const uint8_t *msg, size_t len)
+{
+	if (agent_append(a, r) == -1)
+		return -1;
+	if (outch_enqueue(a, d, Q_MSG, seq, NULL, datalog_need(a->dl), msg,
+	    len) == -1) {
+		/* The record is in the log: only a restart could resend. */
+		log_error("out of memory queueing message %s>%s seq %llu",
+		    a->name, a->c->agents[d].name, (unsigned long long)seq);
+		a->fatal = 1;
+		return -1;
+	}
+	return 0;
+}
+
 /* Raise the soft open-file limit to the hard one: every peer and client
  * costs a descriptor. */
 static void

@@ -25,6 +25,7 @@ collect(struct agent *a, struct agstat *st)
 	st->records = s->records;
 	st->syncs = datalog_syncs(a->dl);
 	st->writes = a->writes;
+	st->dead = s->nopen;
 	/* Every snapshot in progress, by the id its repository gave it and
 	 * its identity; the first also as snap_id/phase. */
 	snprintf(st->phase, sizeof(st->phase), "none");

@@ -85,6 +85,7 @@ agstat_format(const struct agstat *st, const char *self, struct wbuf *w)
 	}
 	if (st->nin == 0)
 		put(w, "none");
+	put(w, " dead=%" PRIu64, st->dead);
 }
 
 void
@@ -243,6 +244,8 @@ parse_field(char *key, char *val, struct agstat *st)
 		strcpy(st->phase, colon + 1);
 	} else if (strcmp(key, "snapshots") == 0) {
 		return parse_snaps(val, st);
+	} else if (strcmp(key, "dead") == 0) {
+		return parse_u64(val, &st->dead);
 	} else if (strcmp(key, "out") == 0) {
 		return parse_list(val, 1, &st->out, &st->nout);
 	} else if (strcmp(key, "in") == 0) {

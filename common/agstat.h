@@ -54,16 +54,18 @@ struct agstat {
 	size_t nout;
 	struct agstat_ch *in;	/* heap, nin entries */
 	size_t nin;
+	uint64_t dead;		/* dead letters not yet resolved */
 };
 
 /* The text form, one line of space-separated key=value fields:
  *   pid=1 uptime_s=5 size=1234 records=10 syncs=4 writes=9 snapshot=none
  *   snapshots=3:recording:UID;1:joined:UID held=A>B
  *   out=A>B:sent=3,acked=2,queued=1,unacked=0,up=1,held=1,diverged=0;...
- *   in=B>A:applied=4,queued=0,up=1,diverged=0
+ *   in=B>A:applied=4,queued=0,up=1,diverged=0 dead=0
  * snapshot is "none" or "ID:PHASE" of the first snapshot in progress,
  * snapshots lists every one with its identity (32 hex digits); lists are ';'-separated, "none" when
- * empty; held repeats the held outgoing channels for a reader's eye.
+ * empty; dead counts the open dead letters (W_REQ_DEAD_LIST lists them);
+ * held repeats the held outgoing channels for a reader's eye.
  * Appends to w (check w->oom). */
 void agstat_format(const struct agstat *st, const char *self,
     struct wbuf *w);

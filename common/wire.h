@@ -19,6 +19,7 @@
 #define WIRE_MAX_FRAME (WIRE_MAX_VALUE + 4096u)	/* value + key + fields */
 #define WIRE_MAX_KEY 4096u
 #define NAME_MAX_LEN 63				/* agent names */
+#define DEAD_LIST_MAX 1000u	/* dead letters in one W_REQ_DEAD_LIST reply */
 
 enum wire_type {
 	/* client -> agent; the agent answers every request with one REPLY */
@@ -31,6 +32,14 @@ enum wire_type {
 	W_REQ_HOLD = 7,		/* {str dst}: hold channel self->dst */
 	W_REQ_RELEASE = 8,	/* {str dst, u8 mode}: enum release_mode */
 	W_REQ_STOP = 9,		/* {} -> REPLY, then the agent exits */
+	/* {u8 all} -> body: u32 total (open ones, or all with all=1),
+	 * u32 n, then n entries (the first DEAD_LIST_MAX, log order):
+	 * str src, u64 seq, u8 reason, u8 resolved, i64 amount, bytes key,
+	 * bytes from, u64 refund_seq (datalog.h's struct dl_dead) */
+	W_REQ_DEAD_LIST = 16,
+	/* {str src, u64 seq, u8 how (enum dl_resolve_how)} -> body: retry:
+	 * the key's new value; refund: u64 the refund's seq on self->src */
+	W_REQ_DEAD_RESOLVE = 17,
 	/* coordinator -> agent, on one connection kept open for the snapshot */
 	/* {uid id [, u32 timeout_s [, u64 label]]} -> REPLY ok, or
 	 * REPLY_FAIL when the agent already takes part in SNAP_MAX

@@ -56,6 +56,7 @@ test_round_trip(void **state)
 	st.nout = 2;
 	st.in = in;
 	st.nin = 1;
+	st.dead = 3;
 	wbuf_init(&w);
 	agstat_format(&st, "A", &w);
 	assert_false(w.oom);
@@ -68,7 +69,7 @@ test_round_trip(void **state)
 	    "out=A>B:sent=12,acked=10,queued=3,unacked=2,up=1,held=1,"
 	    "diverged=0;"
 	    "A>C.2:sent=5,acked=0,queued=0,unacked=0,up=0,held=0,diverged=1 "
-	    "in=B>A:applied=8,queued=4,up=1,diverged=1");
+	    "in=B>A:applied=8,queued=4,up=1,diverged=1 dead=3");
 	assert_int_equal(agstat_parse((char *)w.data, w.len - 1, &got, &e),
 	    0);
 	assert_int_equal(got.pid, 4242);
@@ -77,6 +78,7 @@ test_round_trip(void **state)
 	assert_int_equal(got.records, 77);
 	assert_int_equal(got.syncs, 5);
 	assert_int_equal(got.writes, 6);
+	assert_int_equal(got.dead, 3);
 	assert_int_equal(got.snap_id, 9);
 	assert_string_equal(got.phase, "recording");
 	assert_int_equal(got.nsnaps, 2);
