@@ -208,13 +208,6 @@ dl_state_init(struct dl_state *st, int keep_all_sends)
 }
 
 void
-dl_state_drop_values(struct dl_state *st)
-{
-	kvmap_free(st->kv);
-	st->kv = NULL;
-}
-
-void
 dl_state_free(struct dl_state *st)
 {
 	size_t i;

@@ -153,7 +153,7 @@ struct dl_send {
 
 /* What replaying a data file yields. */
 struct dl_state {
-	struct kvmap *kv;	/* NULL after dl_state_drop_values */
+	struct kvmap *kv;	/* the values (only keep's keys, with keep) */
 	struct wm_set sent;	/* highest seq sent per dst */
 	struct wm_set applied;	/* highest seq applied per src */
 	struct wm_set acked;	/* highest seq acknowledged per dst, with
@@ -193,11 +193,6 @@ struct dl_state {
 
 int dl_state_init(struct dl_state *st, int keep_all_sends);	/* 0 / -1 */
 void dl_state_free(struct dl_state *st);
-/* Track no keys or values from now on (kv becomes NULL): a replay then
- * checks every record and keeps the watermarks and sends only, which is
- * all verify's cut check needs, without copying a file's values into
- * memory. dl_int_add must not be called on such a state. */
-void dl_state_drop_values(struct dl_state *st);
 /* Check the record's invariants against st and apply it. 0, or -1 with e
  * set (and st unchanged) if it violates them. */
 int dl_state_apply(struct dl_state *st, const struct dl_record *r,

@@ -11,6 +11,13 @@
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 
 void
+store_set_notes(struct store *st, problem_fn fn, void *ctx)
+{
+	st->nfn = fn;
+	st->nctx = ctx;
+}
+
+void
 store_set_progress(struct store *st, progress_fn fn, void *ctx)
 {
 	pthread_mutex_lock(&mu);

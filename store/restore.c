@@ -9,13 +9,14 @@
  * (temp, fsync, rename, fsync dir), so it is either untouched or wholly
  * restored; and an image is a pure function of the snapshot, so running
  * restore again, also after it was killed half-way, yields the same
- * files. A message is appended as an APPLY record only when its seq is
- * applied+1 for its channel, so none is ever applied twice; the record
- * carries the channel's history chain, computed from the recorded message
- * bytes as the live receiver does (chain.h), so the restored receiver and
- * the restored sender agree on it without talking to each other. Every
- * data file to be written is locked first, created empty when missing,
- * so an agent started meanwhile cannot create it underneath. */
+ * files. A message is appended as an APPLY (or, when its credit cannot
+ * be applied, a DEAD) record only when its seq is applied+1 for its
+ * channel, so none is ever consumed twice; the record carries the
+ * channel's history chain, computed from the recorded message bytes as
+ * the live receiver does (chain.h), so the restored receiver and the
+ * restored sender agree on it without talking to each other. Every data
+ * file to be written is locked first, created empty when missing, so an
+ * agent started meanwhile cannot create it underneath. */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -27,114 +28,13 @@
 #include <unistd.h>
 
 #include "store_int.h"
-#include "../common/chain.h"
-#include "../common/chmsg.h"
 #include "../common/datalog.h"
 #include "../common/fsutil.h"
 
-/* Append an APPLY record for message m to out and to ds. */
-static int
-apply_msg(struct dl_state *ds, const struct row_msg *m, struct wbuf *out,
-    struct cs_err *e)
-{
-	uint8_t chain[DL_CHAIN_LEN];
-	struct dl_record rec;
-	struct chmsg cm;
-	int64_t result;
-	char val[24];
-	int known;
-
-	if (chmsg_decode(m->data, m->len, &cm) < 0)
-		return cs_errf(e, "channel %s->%s: message seq %llu is not a "
-		    "valid channel message", m->src, m->dst,
-		    (unsigned long long)m->seq);
-	if (dl_int_add(ds, cm.key, cm.klen, cm.amount, val, &result, e) < 0)
-		return cs_errctx(e, "channel %s->%s: message seq %llu",
-		    m->src, m->dst, (unsigned long long)m->seq);
-	if (chain_after(wm_chain(&ds->applied, m->src), m->seq, m->data,
-	    m->len, chain, &known) < 0)
-		return cs_errf(e, "sha256 failed");
-	memset(&rec, 0, sizeof(rec));
-	rec.type = DL_APPLY;
-	rec.peer = m->src;
-	rec.seq = m->seq;
-	rec.chain = known ? chain : NULL;
-	rec.key = cm.key;
-	rec.klen = cm.klen;
-	rec.val = (const uint8_t *)val;
-	rec.vlen = strlen(val);
-	if (dl_state_check(ds, &rec, e) < 0)
-		return -1;
-	dl_encode(out, &rec);
-	return dl_state_apply(ds, &rec, e);
-}
-
-/* The keys the recorded messages to one agent add to: the only values
- * its replay needs to keep (the others stay in the mapped file). */
-struct keyset {
-	struct chmsg *v;	/* keys borrowed from the rows' messages */
-	size_t n;
-};
-
-static int
-cmp_key(const uint8_t *k, size_t kl, const struct chmsg *m)
-{
-	int c = memcmp(k, m->key, kl < m->klen ? kl : m->klen);
-
-	if (c != 0)
-		return c;
-	return kl < m->klen ? -1 : kl > m->klen;
-}
-
-static int
-cmp_chmsg(const void *a, const void *b)
-{
-	const struct chmsg *x = a;
-
-	return cmp_key(x->key, x->klen, b);
-}
-
-static int
-keyset_has(void *ctx, const uint8_t *key, size_t klen)
-{
-	const struct keyset *ks = ctx;
-	size_t lo = 0, hi = ks->n, mid;
-	int c;
-
-	while (lo < hi) {
-		mid = lo + (hi - lo) / 2;
-		if ((c = cmp_key(key, klen, &ks->v[mid])) == 0)
-			return 1;
-		if (c < 0)
-			hi = mid;
-		else
-			lo = mid + 1;
-	}
-	return 0;
-}
-
-static int
-keyset_build(struct keyset *ks, const struct snap_rows *r, const char *dst)
-{
-	size_t i;
-
-	ks->n = 0;
-	if ((ks->v = malloc((r->nmsgs + 1) * sizeof(*ks->v))) == NULL)
-		return -1;
-	/* An undecodable message is refused later by apply_msg. */
-	for (i = 0; i < r->nmsgs; i++)
-		if (r->msgs[i].ok && strcmp(r->msgs[i].dst, dst) == 0 &&
-		    chmsg_decode(r->msgs[i].data, r->msgs[i].len,
-		    &ks->v[ks->n]) == 0)
-			ks->n++;
-	if (ks->n > 1)
-		qsort(ks->v, ks->n, sizeof(*ks->v), cmp_chmsg);
-	return 0;
-}
-
 /* The restored file of agent row a: its recorded file (mapped in *view,
- * left open for the write) and, in tail, an APPLY record for every
- * recorded message to it that its applied seq has not covered. */
+ * left open for the write) and, in tail, an APPLY or DEAD record for
+ * every recorded message to it that its applied seq has not covered
+ * (replay.c). */
 static int
 build_image(struct store *st, const struct snap_rows *r,
     const struct row_agent *a, struct fview *view, struct wbuf *tail,
@@ -143,9 +43,7 @@ build_image(struct store *st, const struct snap_rows *r,
 	struct keyset ks = { NULL, 0 };
 	struct dl_state ds;
 	char what[128];
-	const struct row_msg *msg;
 	int have = 0, rc = -1;
-	size_t i;
 
 	wbuf_reset(tail);
 	if (fview_open(st, a, view, NULL, NULL, e) < 0) {
@@ -167,25 +65,13 @@ build_image(struct store *st, const struct snap_rows *r,
 	snprintf(what, sizeof(what), "recorded file of agent %s", a->name);
 	if (dl_replay(view->p, (size_t)view->len, what, 0, &ds, NULL, e) < 0)
 		goto out;
-	/* Sorted by src, then seq: each channel in seq order. */
-	for (i = 0; i < r->nmsgs; i++) {
-		msg = &r->msgs[i];
-		if (!msg->ok || strcmp(msg->dst, a->name) != 0)
-			continue;
-		if (msg->seq != wm_get(&ds.applied, msg->src) + 1)
-			continue;
-		if (apply_msg(&ds, msg, tail, e) < 0)
-			goto out;
-	}
-	if (tail->oom) {
-		cs_errf(e, "out of memory");
+	if (replay_msgs(&ds, r, a->name, tail, st->nfn, st->nctx, e) < 0)
 		goto out;
-	}
 	rc = 0;
 out:
 	if (have)
 		dl_state_free(&ds);
-	free(ks.v);
+	keyset_free(&ks);
 	return rc;
 }
 

@@ -193,6 +193,10 @@ int store_list(struct store *st, struct snap_info **out, size_t *n,
 /* Called once per problem with a one-line description. */
 typedef void (*problem_fn)(void *ctx, const char *line);
 
+/* Notes: not problems, but what verify's replay of the recorded messages
+ * will dead-letter (and restore's did), one line each, to fn. */
+void store_set_notes(struct store *st, problem_fn fn, void *ctx);
+
 /* Verify snapshot id (0: the newest complete one; *resolved gets the id).
  * Returns the number of problems found (0 = ok), or -1 with e set when it
  * could not verify at all (unknown id, no complete snapshot). */

@@ -36,6 +36,8 @@ struct store {
 				 * verify adds the bytes restore will write */
 	int recheck_set;	/* store_set_recheck_age was called */
 	int64_t recheck_s;	/* its age; else RECHECK_DEFAULT_S */
+	problem_fn nfn;		/* store_set_notes, or NULL */
+	void *nctx;
 };
 
 /* How long a stored chunk's check is trusted before a snapshot that
@@ -208,6 +210,28 @@ void rows_free(struct snap_rows *r);	/* accepts a zeroed struct */
 size_t rows_channel(const struct snap_rows *r, const char *src,
     const char *dst, size_t *n);
 
+/* replay.c: the recorded messages replayed onto their receivers. */
+struct chmsg;
+/* The keys the recorded messages to one agent add to: the only values
+ * its replay needs to keep. */
+struct keyset {
+	struct chmsg *v;	/* keys borrowed from the rows' messages */
+	size_t n;
+};
+int keyset_build(struct keyset *ks, const struct snap_rows *r,
+    const char *dst);				/* 0 / -1 out of memory */
+int keyset_has(void *ctx, const uint8_t *key, size_t klen);	/* a keep */
+void keyset_free(struct keyset *ks);
+/* Replay onto ds (the replayed recorded file of agent dst, tracking its
+ * keyset's keys) every recorded message to dst whose seq is applied+1 of
+ * its channel, by the agents' dead-letter rule (dl_credit); append each
+ * record to out when out is not NULL, and pass a line for each dead
+ * letter to note when not NULL. 0, or -1 with e set: a message that is
+ * not a valid channel message, or out of memory. */
+int replay_msgs(struct dl_state *ds, const struct snap_rows *r,
+    const char *dst, struct wbuf *out, problem_fn note, void *ctx,
+    struct cs_err *e);
+
 /* verify.c and verify_cut.c: one verify run. */
 struct fcheck {			/* one agent row's recorded file */
 	struct fview view;
@@ -219,6 +243,7 @@ struct fcheck {			/* one agent row's recorded file */
 	unsigned char *bad;	/* per chunk: its hash differs */
 	int have;		/* st holds the file's replay */
 	struct dl_state st;
+	struct keyset ks;	/* the keys st tracks */
 	char err[CS_ERR_MAX];	/* why the replay failed */
 };
 struct vrun {

@@ -153,8 +153,9 @@ hash_file(struct vrun *v, size_t i)
 		f->hashed = 1;
 }
 
-/* Replay the recorded file for the cut check; whether it may be used is
- * decided once its hash is known. */
+/* Replay the recorded file for the cut check and the message replay
+ * (keeping only the values the recorded messages to it add to); whether
+ * it may be used is decided once its hash is known. */
 static void
 replay_file(struct vrun *v, size_t i)
 {
@@ -167,7 +168,8 @@ replay_file(struct vrun *v, size_t i)
 		snprintf(f->err, sizeof(f->err), "out of memory");
 		return;
 	}
-	dl_state_drop_values(&f->st);
+	f->st.keep = keyset_has;
+	f->st.keep_ctx = &f->ks;
 	snprintf(what, sizeof(what), "recorded file of agent %s", a->name);
 	if (dl_replay(f->view.p ? f->view.p : (const uint8_t *)"",
 	    (size_t)f->view.len, what, 0, &f->st, NULL, &e) < 0) {
@@ -331,6 +333,43 @@ check_digest(struct vrun *v)
 		    v->rows.digest[0] ? v->rows.digest : "none", hex);
 }
 
+/* A note of the replay: "snapshot N: ..." to the store's notes. */
+static void
+replay_note(void *ctx, const char *line)
+{
+	struct vrun *v = ctx;
+	char buf[900];
+
+	snprintf(buf, sizeof(buf), "snapshot %llu: %s",
+	    (unsigned long long)v->id, line);
+	v->st->nfn(v->st->nctx, buf);
+}
+
+/* Run restore's replay of the recorded messages onto each replayed file,
+ * in memory: a message it cannot replay is a problem (restore would
+ * fail), one it dead-letters a note. Under restore, restore's own replay
+ * gives the notes. Last, as it moves the files' applied seqs. */
+static void
+replay_all(struct vrun *v)
+{
+	const struct row_agent *a;
+	struct cs_err e;
+	problem_fn note = NULL;
+	size_t i;
+
+	if (v->st->nfn != NULL && !v->st->pnested)
+		note = replay_note;
+	for (i = 0; i < v->rows.nagents; i++) {
+		a = &v->rows.agents[i];
+		if (!v->fc[i].have)
+			continue;
+		if (replay_msgs(&v->fc[i].st, &v->rows, a->name, NULL, note, v,
+		    &e) < 0)
+			vproblem(v, "agent %s: the replay of its recorded "
+			    "messages fails: %s", a->name, e.msg);
+	}
+}
+
 int
 store_verify(struct store *st, uint64_t id, uint64_t *resolved,
     problem_fn fn, void *ctx, struct cs_err *e)
@@ -378,6 +417,13 @@ store_verify(struct store *st, uint64_t id, uint64_t *resolved,
 		rc = -1;
 		goto out;
 	}
+	for (i = 0; i < v.rows.nagents; i++)
+		if (v.fc[i].mapped && keyset_build(&v.fc[i].ks, &v.rows,
+		    v.rows.agents[i].name) < 0) {
+			cs_errf(e, "out of memory");
+			rc = -1;
+			goto out;
+		}
 	pool_run(v.ntasks, file_task, &v);
 	for (i = 0; i < v.rows.nagents; i++)
 		report_file(&v, i);
@@ -385,6 +431,7 @@ store_verify(struct store *st, uint64_t id, uint64_t *resolved,
 	check_digest(&v);
 	auth_check(&v);
 	verify_cut(&v);
+	replay_all(&v);
 	rc = v.nproblems;
 out:
 	for (i = 0; v.fc != NULL && i < v.rows.nagents; i++) {
@@ -392,6 +439,7 @@ out:
 		if (v.fc[i].have)
 			dl_state_free(&v.fc[i].st);
 		free(v.fc[i].bad);
+		keyset_free(&v.fc[i].ks);
 	}
 	free(v.fc);
 	free(v.tasks);
