@@ -43,6 +43,7 @@ int cmd_restore(int argc, char **argv);
 int cmd_demo(int argc, char **argv);
 int cmd_load(int argc, char **argv);
 int cmd_cert(int argc, char **argv);
+int cmd_deadletter(int argc, char **argv);
 
 /* The running subcommand's name, used in every message ("put"). Set by
  * main before dispatching. */
@@ -115,6 +116,25 @@ int cmd_agent_stat(const struct cfg *c, int i, int timeout_ms,
 /* STATUS: only the agent's pid. 0, or -1 with e set. */
 int cmd_agent_status(const struct cfg *c, int i, int timeout_ms, pid_t *pid,
     struct cs_err *e);
+
+/* Dead letters as an agent lists them (deadletter.c). */
+struct dl_dead;
+struct cmd_dead_list {
+	uint64_t total;		/* how many the agent has (open, or all) */
+	struct dl_dead *v;	/* the first n of them, owned */
+	size_t n;
+};
+/* Ask agent i for its open (all: every) dead letters. 0, or -1 with e
+ * set (not printed). */
+int cmd_dead_fetch(const struct cfg *c, int i, int all, int timeout_ms,
+    struct cmd_dead_list *l, struct cs_err *e);
+void cmd_dead_list_free(struct cmd_dead_list *l);
+/* One dead letter of agent self: a JSON object (self NULL: no
+ * "channel" member), or a text line. */
+void cmd_dead_json(struct json *j, const struct dl_dead *d,
+    const char *self);
+void cmd_dead_text(FILE *f, const char *indent, const struct dl_dead *d,
+    const char *self);
 
 /* Copy at most n bytes of p into out as one printable line (control bytes
  * become '?'), NUL-terminated. */
@@ -192,5 +212,19 @@ void cmd_last_line(const char *path, char *out, size_t outsz);
 struct store;
 int cmd_key_set(struct store *st, const char *path);
 void cmd_key_note(struct store *st, uint64_t id, const char *path);
+
+/* The notes of verify and restore (store_set_notes): what the replay of
+ * the recorded messages dead-letters. Without json each is printed at
+ * once as "note: LINE" on stdout; with json they are kept for
+ * cmd_notes_json ("notes": [...]). */
+struct cmd_notes {
+	int json;
+	char **v;
+	size_t n;		/* notes seen (kept ones with json) */
+	int oom;
+};
+void cmd_notes_add(void *ctx, const char *line);	/* a problem_fn */
+void cmd_notes_json(struct json *j, const struct cmd_notes *nt);
+void cmd_notes_free(struct cmd_notes *nt);
 
 #endif

@@ -19,17 +19,21 @@ static const char usage_text[] =
     "Read an agent's data file offline (the agent may be running: only the\n"
     "file is read) and print \"KEY<TAB>VALUE\" per key, sorted by key, then\n"
     "the channel watermarks: \"#sent<TAB>DST<TAB>SEQ\",\n"
-    "\"#applied<TAB>SRC<TAB>SEQ\" and \"#acked<TAB>DST<TAB>SEQ\". A torn tail\n"
-    "left by a crash is ignored, with a note on stderr.\n"
+    "\"#applied<TAB>SRC<TAB>SEQ\" and \"#acked<TAB>DST<TAB>SEQ\", then a line\n"
+    "per dead letter, open or resolved: \"#dead<TAB>SRC<TAB>SEQ<TAB>KEY<TAB>\n"
+    "AMOUNT<TAB>REASON<TAB>STATE\" (STATE: open, retried or refunded). A\n"
+    "torn tail left by a crash is ignored, with a note on stderr.\n"
     "\n"
     "Keys and values are escaped so that each is one field of one line:\n"
     "backslash as \\\\, tab \\t, newline \\n, carriage return \\r, other\n"
     "control bytes \\xHH, and a key's leading # as \\# (only watermark\n"
-    "lines start with #). Other bytes, UTF-8 included, are written as they\n"
-    "are; --json gives every byte exactly.\n"
+    "and dead letter lines start with #). Other bytes, UTF-8 included, are\n"
+    "written as they are; --json gives every byte exactly.\n"
     "\n"
     "  -j, --json   {\"keys\":{...},\"sent\":{...},\"applied\":{...},\n"
-    "               \"acked\":{...}}; bytes outside printable ASCII are\n"
+    "               \"acked\":{...},\"dead_letters\":[{\"src\":S,\"seq\":N,\n"
+    "               \"key\":K,\"amount\":N,\"reason\":R,\"from\":K|null,\n"
+    "               \"state\":S},...]}; bytes outside printable ASCII are\n"
     "               written as \\u00XX\n"
     "\n"
     "Exit status: 0 success, 2 bad usage or a missing, unreadable or\n"
@@ -104,6 +108,34 @@ print_wms(struct wm_set *s, const char *label, struct json *j)
 		json_obj_end(j);
 }
 
+/* Every dead letter of s, as "#dead" lines or, with j, a member. */
+static void
+print_dead(const struct dl_state *s, struct json *j)
+{
+	const struct dl_dead *d;
+	size_t i;
+
+	if (j != NULL) {
+		json_key(j, "dead_letters");
+		json_arr(j);
+	}
+	for (i = 0; i < s->ndead; i++) {
+		d = &s->dead[i];
+		if (j != NULL) {
+			cmd_dead_json(j, d, NULL);
+			continue;
+		}
+		printf("#dead\t%s\t%llu\t", d->peer,
+		    (unsigned long long)d->seq);
+		put_escaped(d->key, d->klen, 0);
+		printf("\t%lld\t%s\t%s\n", (long long)d->amount,
+		    dl_dead_reason_name(d->reason),
+		    dl_resolve_name(d->resolved));
+	}
+	if (j != NULL)
+		json_arr_end(j);
+}
+
 int
 cmd_dump(int argc, char **argv)
 {
@@ -176,6 +208,7 @@ cmd_dump(int argc, char **argv)
 	print_wms(&st.sent, "sent", json ? &j : NULL);
 	print_wms(&st.applied, "applied", json ? &j : NULL);
 	print_wms(&st.acked, "acked", json ? &j : NULL);
+	print_dead(&st, json ? &j : NULL);
 	if (json)
 		json_obj_end(&j);
 	rc = EXIT_OK;

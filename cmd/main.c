@@ -31,6 +31,7 @@ static const struct command commands[] = {
 	{ "add", cmd_add, "add an integer to a key's value" },
 	{ "transfer", cmd_transfer, "move an amount between two agents" },
 	{ "channel", cmd_channel, "hold or release a channel (drills)" },
+	{ "deadletter", cmd_deadletter, "list, retry or refund dead letters" },
 	{ "dump", cmd_dump, "print a data file's keys and watermarks" },
 	{ "snapshot", cmd_snapshot, "take a consistent snapshot" },
 	{ "ls", cmd_ls, "list the snapshots of a repository" },

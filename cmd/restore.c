@@ -20,7 +20,11 @@ static const char usage_text[] =
     "files. A snapshot that fails verification is refused (its problems are\n"
     "printed as \"problem: ...\") and nothing is written. So is a data path\n"
     "inside REPO, or two agents whose paths name one file (compared as\n"
-    "files: \"..\", symlinks and hard links count), with exit 2.\n"
+    "files: \"..\", symlinks and hard links count), with exit 2. The replay\n"
+    "follows the agents' dead-letter rule: a credit that cannot be applied\n"
+    "(the key holds text, or the sum would leave int64) is recorded as a\n"
+    "dead letter in the receiver's file, printed as \"note: ...\"; resolve\n"
+    "it with cutsnap deadletter once the agents run.\n"
     "\n"
     "Every restored message carries its channel's history chain forward, so\n"
     "the restored agents' channels connect; agents from different\n"
@@ -35,7 +39,8 @@ static const char usage_text[] =
     "  -k, --key FILE      verify the snapshot's HMAC-SHA256 tag under the\n"
     "                      key in FILE first (see verify --key)\n"
     "  -j, --json          {\"snapshot\":N,\"ok\":true|false,\"files\":N,\n"
-    "                      \"problems\":[...],\"error\":...}\n"
+    "                      \"problems\":[...],\"notes\":[...],\n"
+    "                      \"error\":...}\n"
     "  -q, --quiet         no progress line\n"
     "  -v, --verbose       a summary line on stderr at the end\n"
     "\n"
@@ -92,7 +97,8 @@ on_problem(void *ctx, const char *line)
 }
 
 static int
-print_json(uint64_t id, int files, const struct problems *p, const char *err)
+print_json(uint64_t id, int files, const struct problems *p,
+    const struct cmd_notes *nt, const char *err)
 {
 	struct json j;
 	size_t i;
@@ -111,6 +117,7 @@ print_json(uint64_t id, int files, const struct problems *p, const char *err)
 	for (i = 0; i < p->n; i++)
 		json_str(&j, p->v[i]);
 	json_arr_end(&j);
+	cmd_notes_json(&j, nt);
 	json_kstr(&j, "error", err);
 	json_obj_end(&j);
 	return json_end(&j);
@@ -124,6 +131,7 @@ cmd_restore(int argc, char **argv)
 	struct cfg *c = NULL;
 	struct cs_err e;
 	struct problems p = { 0, NULL, 0, 0 };
+	struct cmd_notes nt = { 0, NULL, 0, 0 };
 	struct cmd_progress prog;
 	const char **only = NULL, **nv;
 	uint64_t id = 0, resolved = 0;
@@ -154,7 +162,7 @@ cmd_restore(int argc, char **argv)
 			keyfile = optarg;
 			break;
 		case 'j':
-			p.json = 1;
+			p.json = nt.json = 1;
 			break;
 		case 'q':
 			verbosity = -1;
@@ -210,23 +218,24 @@ cmd_restore(int argc, char **argv)
 		goto out;
 	cmd_progress_init(&prog, "restore", verbosity);
 	store_set_progress(st, cmd_progress_fn, &prog);
+	store_set_notes(st, cmd_notes_add, &nt);
 	rc = store_restore_agents(st, id, c, (const char *const *)only,
 	    nonly, &resolved, on_problem, &p, &e);
 	cmd_progress_end(&prog);
-	if (rc == 0 && p.oom) {
+	if (rc == 0 && (p.oom || nt.oom)) {
 		rc = -1;
 		snprintf(e.msg, sizeof(e.msg), "out of memory");
 	}
 	if (rc == -1) {
 		if (p.json)
-			print_json(resolved, 0, &p, e.msg);
+			print_json(resolved, 0, &p, &nt, e.msg);
 		fflush(stdout);
 		rc = cmd_fail(EXIT_FAILED, "%s", e.msg);
 		goto out;
 	}
 	rc = EXIT_OK;
 	if (p.json) {
-		if (print_json(resolved, files, &p, NULL) == -1)
+		if (print_json(resolved, files, &p, &nt, NULL) == -1)
 			rc = cmd_fail(EXIT_FAILED, "write stdout failed");
 	} else {
 		printf("restored snapshot %llu into %d data file%s\n",
@@ -238,6 +247,7 @@ out:
 		free(p.v[i]);
 	free(p.v);
 	free(only);
+	cmd_notes_free(&nt);
 	store_close(st);
 	cfg_free(c);
 	return rc;

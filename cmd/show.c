@@ -28,8 +28,11 @@ static const char usage_text[] =
     "\n"
     "  -r, --repo REPO   the repository directory\n"
     "  -s, --sum KEY     also print the conserved total of KEY: its value\n"
-    "                    in every agent's file plus the amounts in flight,\n"
-    "                    e.g. \"bal: A=90 + B=50 + in flight A->B 10 = 150\"\n"
+    "                    in every agent's file plus the amounts in flight\n"
+    "                    plus the open dead letters of KEY (credits an agent\n"
+    "                    could not apply, see cutsnap deadletter), e.g.\n"
+    "                    \"bal: A=90 + B=50 + in flight A->B 10 = 150\" or\n"
+    "                    \"... + dead letters at B 5 = 150\"\n"
     "  -j, --json        one JSON object (schema in the README)\n"
     "\n"
     "Only reads REPO: it works on read-only media and changes nothing.\n"
@@ -52,6 +55,7 @@ struct agent_view {
 	struct dl_state st;
 	char sha[SHA_HEX_LEN];
 	int64_t sum;		/* KEY's value (0 if absent) */
+	int64_t dead;		/* KEY's open dead letters' amounts */
 };
 
 /* Channel src->dst: its watermarks in the recorded files and its
@@ -70,7 +74,7 @@ struct view {
 	struct chan_view *ch;
 	size_t nch;
 	const char *key;	/* --sum, or NULL */
-	int64_t inflight, total;
+	int64_t inflight, dead, total;
 };
 
 static int
@@ -166,7 +170,28 @@ build_channels(struct view *v)
 	return 0;
 }
 
-/* Replay each file, take KEY's values and the amounts in flight. */
+/* Add a's open dead letters of KEY to a->dead and the totals. */
+static int
+sum_dead(struct view *v, struct agent_view *a)
+{
+	const struct dl_dead *d;
+	size_t i, kl = strlen(v->key);
+
+	for (i = 0; i < a->st.ndead; i++) {
+		d = &a->st.dead[i];
+		if (d->resolved || d->klen != kl ||
+		    memcmp(d->key, v->key, kl) != 0)
+			continue;
+		if (add_i64(&a->dead, d->amount) == -1 ||
+		    add_i64(&v->dead, d->amount) == -1 ||
+		    add_i64(&v->total, d->amount) == -1)
+			return -1;
+	}
+	return 0;
+}
+
+/* Replay each file, take KEY's values, the amounts in flight and the
+ * open dead letters. */
 static int
 build(struct view *v, struct cs_err *e)
 {
@@ -193,6 +218,8 @@ build(struct view *v, struct cs_err *e)
 		    a->f->len, sha) == -1)
 			return cs_errf(e, "sha256 failed");
 		sha_hex(sha, a->sha);
+		if (v->key != NULL && sum_dead(v, a) == -1)
+			return cs_errf(e, "the total of %s overflows", v->key);
 		if (v->key == NULL ||
 		    !kvmap_get(a->st.kv, v->key, strlen(v->key), &val, &vlen))
 			continue;
@@ -270,6 +297,8 @@ print_text(const struct view *v)
 		print_wms(&a->st.sent);
 		fputs("  applied ", stdout);
 		print_wms(&a->st.applied);
+		if (a->st.nopen > 0)
+			printf("  dead letters %zu", a->st.nopen);
 		putchar('\n');
 	}
 	for (k = 0; k < v->nch; k++) {
@@ -321,6 +350,10 @@ print_text(const struct view *v)
 			printf(" + in flight %s->%s %" PRId64, c->src, c->dst,
 			    s);
 	}
+	for (i = 0; i < v->nag; i++)
+		if (v->ag[i].dead != 0)
+			printf(" + dead letters at %s %" PRId64,
+			    v->ag[i].f->agent, v->ag[i].dead);
 	printf(" = %" PRId64 "\n", v->total);
 }
 
@@ -361,6 +394,11 @@ print_json(const struct view *v)
 		json_kuint(&j, "keys", kvmap_count(a->st.kv));
 		json_wms(&j, "sent", &a->st.sent);
 		json_wms(&j, "applied", &a->st.applied);
+		json_key(&j, "dead_letters");
+		json_arr(&j);
+		for (k = 0; k < a->st.ndead; k++)
+			cmd_dead_json(&j, &a->st.dead[k], a->f->agent);
+		json_arr_end(&j);
 		json_obj_end(&j);
 	}
 	json_arr_end(&j);
@@ -410,6 +448,14 @@ print_json(const struct view *v)
 			json_kint(&j, v->ag[i].f->agent, v->ag[i].sum);
 		json_obj_end(&j);
 		json_kint(&j, "in_flight", v->inflight);
+		json_kint(&j, "dead_letters", v->dead);
+		json_key(&j, "dead_letters_at");
+		json_obj(&j);
+		for (i = 0; i < v->nag; i++)
+			if (v->ag[i].dead != 0)
+				json_kint(&j, v->ag[i].f->agent,
+				    v->ag[i].dead);
+		json_obj_end(&j);
 		json_kint(&j, "total", v->total);
 		json_obj_end(&j);
 	}

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "../common/agstat.h"
+#include "../common/datalog.h"
 #include "../common/json.h"
 #include "cmd.h"
 
@@ -32,6 +33,12 @@ static const char usage_text[] =
     "lost); nothing flows on it and transfers over it fail until the\n"
     "restore is finished (run it again) or every agent is restored from\n"
     "one snapshot. The agents' logs say why.\n"
+    "\n"
+    "An agent with dead letters (credits it consumed but could not apply)\n"
+    "shows \"dead_letters=N\" on its line and a line per dead letter \"dead\n"
+    "letter S->D  seq=SEQ  key=KEY  amount=N  from=KEY  (REASON)\"; resolve\n"
+    "them with cutsnap deadletter. Dead letters are not an error of the\n"
+    "agent: they leave the exit status alone.\n"
     "\n"
     "  -c, --config CONF   the cluster config file\n"
     "  -j, --json          a JSON array, one object per agent (schema in\n"
@@ -79,7 +86,8 @@ fmt_uptime(int64_t s, char *out, size_t outsz)
 }
 
 static void
-print_text(const char *name, int width, const struct agstat *st)
+print_text(const char *name, int width, const struct agstat *st,
+    const struct cmd_dead_list *dl)
 {
 	char up[32];
 	size_t k;
@@ -94,6 +102,8 @@ print_text(const char *name, int width, const struct agstat *st)
 	for (k = 0; k < st->nsnaps; k++)
 		printf("%s%llu:%s", k ? "," : "",
 		    (unsigned long long)st->snaps[k].id, st->snaps[k].phase);
+	if (st->dead > 0)
+		printf("  dead_letters=%llu", (unsigned long long)st->dead);
 	printf("\n");
 	for (k = 0; k < st->nout; k++) {
 		const struct agstat_ch *o = &st->out[k];
@@ -113,11 +123,17 @@ print_text(const char *name, int width, const struct agstat *st)
 		    (unsigned long long)in->queued, in->up ? "up" : "down",
 		    in->diverged ? "  diverged" : "");
 	}
+	for (k = 0; k < dl->n; k++)
+		cmd_dead_text(stdout, "    ", &dl->v[k], name);
+	if (dl->total > dl->n)
+		printf("    ... and %llu more dead letters (cutsnap "
+		    "deadletter list)\n", (unsigned long long)(dl->total -
+		    dl->n));
 }
 
 static void
 print_json(struct json *j, const struct cfg_agent *ag, const struct agstat *st,
-    const char *err)
+    const struct cmd_dead_list *dl, const char *err)
 {
 	size_t k;
 
@@ -192,6 +208,13 @@ print_json(struct json *j, const struct cfg_agent *ag, const struct agstat *st,
 		json_obj_end(j);
 	}
 	json_arr_end(j);
+	/* The open ones; dead_letters_total counts those not listed too. */
+	json_kuint(j, "dead_letters_total", st->dead);
+	json_key(j, "dead_letters");
+	json_arr(j);
+	for (k = 0; k < dl->n; k++)
+		cmd_dead_json(j, &dl->v[k], ag->name);
+	json_arr_end(j);
 	json_obj_end(j);
 }
 
@@ -200,6 +223,7 @@ cmd_status(int argc, char **argv)
 {
 	const char *conf = NULL;
 	struct cfg *c = NULL;
+	struct cmd_dead_list dl;
 	struct agstat st;
 	struct cs_err e;
 	struct json j;
@@ -235,19 +259,27 @@ cmd_status(int argc, char **argv)
 		json_arr(&j);
 	}
 	for (i = 0; i < c->nagents; i++) {
+		memset(&dl, 0, sizeof(dl));
 		up = cmd_agent_stat(c, i, STATUS_TIMEOUT_MS, &st, &e) == 0;
+		/* Dead letters are listed by a second request, asked only
+		 * when there are some. */
+		if (up && st.dead > 0 && cmd_dead_fetch(c, i, 0,
+		    STATUS_TIMEOUT_MS, &dl, &e) == -1)
+			up = 0;
 		if (!up)
 			down++;
 		else
 			diverged += count_diverged(&st);
 		if (json)
-			print_json(&j, &c->agents[i], up ? &st : NULL, e.msg);
+			print_json(&j, &c->agents[i], up ? &st : NULL, &dl,
+			    e.msg);
 		else if (up)
-			print_text(c->agents[i].name, width, &st);
+			print_text(c->agents[i].name, width, &st, &dl);
 		else
 			printf("%-*s  down  (%s)\n", width, c->agents[i].name,
 			    e.msg);
 		agstat_free(&st);
+		cmd_dead_list_free(&dl);
 	}
 	rc = down || diverged ? EXIT_FAILED : EXIT_OK;
 	if (json) {

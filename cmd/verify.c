@@ -25,10 +25,16 @@ static const char usage_text[] =
     "the next snapshot stores it again from the live file (on a read-only\n"
     "repository nothing is moved).\n"
     "\n"
+    "Verify also runs restore's replay of the recorded messages onto the\n"
+    "recorded files, in memory: a message the replay cannot consume is a\n"
+    "problem; a credit it cannot apply (the key holds text, or the sum\n"
+    "would leave int64) will become a dead letter at its receiver, as it\n"
+    "would live. That is no problem, but a line \"note: ...\" names each.\n"
+    "\n"
     "  -r, --repo REPO   the repository directory\n"
     "  -j, --json        {\"snapshot\":N,\"ok\":true|false,"
     "\"problems\":[...],\n"
-    "                    \"agents\":N,\"bytes\":N,\"msgs\":N}\n"
+    "                    \"notes\":[...],\"agents\":N,\"bytes\":N,\"msgs\":N}\n"
     "  -k, --key FILE    also check the snapshot's HMAC-SHA256 tag under\n"
     "                    the key in FILE: a missing or wrong tag is a\n"
     "                    problem. Without it, an authenticated snapshot\n"
@@ -97,6 +103,7 @@ cmd_verify(int argc, char **argv)
 {
 	const char *repo = NULL, *keyfile = NULL;
 	struct problems p = { 0, NULL, 0, 0, 0 };
+	struct cmd_notes nt = { 0, NULL, 0, 0 };
 	struct store *st = NULL;
 	struct cs_err e;
 	struct cmd_progress prog;
@@ -113,7 +120,7 @@ cmd_verify(int argc, char **argv)
 			repo = optarg;
 			break;
 		case 'j':
-			p.json = 1;
+			p.json = nt.json = 1;
 			break;
 		case 'k':
 			keyfile = optarg;
@@ -150,13 +157,14 @@ cmd_verify(int argc, char **argv)
 		goto out;
 	cmd_progress_init(&prog, "verify", verbosity);
 	store_set_progress(st, cmd_progress_fn, &prog);
+	store_set_notes(st, cmd_notes_add, &nt);
 	found = store_verify(st, id, &resolved, on_problem, &p, &e);
 	cmd_progress_end(&prog);
 	if (found == -1) {
 		rc = cmd_fail(EXIT_FAILED, "%s", e.msg);
 		goto out;
 	}
-	if (p.oom) {
+	if (p.oom || nt.oom) {
 		rc = cmd_fail(EXIT_FAILED, "out of memory");
 		goto out;
 	}
@@ -172,6 +180,7 @@ cmd_verify(int argc, char **argv)
 		for (i = 0; i < p.n; i++)
 			json_str(&j, p.v[i]);
 		json_arr_end(&j);
+		cmd_notes_json(&j, &nt);
 		if (cmd_snap_info(st, resolved, &si) == 0) {
 			json_kint(&j, "agents", si.nagents);
 			json_kuint(&j, "bytes", si.bytes);
@@ -192,9 +201,13 @@ cmd_verify(int argc, char **argv)
 		if (cmd_snap_info(st, resolved, &si) == -1)
 			memset(&si, 0, sizeof(si));
 		printf("snapshot %llu: ok (%d agent%s, %llu in-flight "
-		    "message%s)\n", (unsigned long long)resolved, si.nagents,
+		    "message%s", (unsigned long long)resolved, si.nagents,
 		    si.nagents == 1 ? "" : "s", (unsigned long long)si.nmsgs,
 		    si.nmsgs == 1 ? "" : "s");
+		if (nt.n > 0)
+			printf(", %zu dead letter%s on replay", nt.n,
+			    nt.n == 1 ? "" : "s");
+		printf(")\n");
 	}
 	if (found == 0)
 		cmd_key_note(st, resolved, keyfile);
@@ -203,6 +216,7 @@ out:
 	for (i = 0; i < p.n; i++)
 		free(p.v[i]);
 	free(p.v);
+	cmd_notes_free(&nt);
 	store_close(st);
 	return rc;
 }

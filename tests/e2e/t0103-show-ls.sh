@@ -45,7 +45,7 @@ test_expect_success 'show --json: the same, parsed back' '
 	json_check "d[\"agents\"][0][\"sent\"] == {\"B\": 1} and d[\"agents\"][1][\"applied\"] == {}" &&
 	json_check "d[\"agents\"][0][\"keys\"] == 2 and len(d[\"agents\"][0][\"sha256\"]) == 64" &&
 	json_check "d[\"channels\"] == [{\"src\": \"A\", \"dst\": \"B\", \"sent\": 1, \"applied\": 0, \"count\": 1, \"messages\": [{\"seq\": 1, \"op\": \"add\", \"key\": \"bal\", \"amount\": 10}]}]" &&
-	json_check "d[\"sum\"] == {\"key\": \"bal\", \"agents\": {\"A\": 90, \"B\": 50}, \"in_flight\": 10, \"total\": 150}"
+	json_check "d[\"sum\"] == {\"key\": \"bal\", \"agents\": {\"A\": 90, \"B\": 50}, \"in_flight\": 10, \"dead_letters\": 0, \"dead_letters_at\": {}, \"total\": 150}"
 '
 
 test_expect_success 'show without --sum: "sum" is null; the default is the newest' '
