@@ -1,9 +1,9 @@
 #!/bin/bash
 # A transfer whose credit cannot be applied at the destination (the key
-# holds text, or the sum would overflow int64): either transfer refuses it
-# and changes nothing, or the money waits in flight and is delivered once
-# the key is fixed -- without restarting anything; the channel and the
-# snapshots must not stay blocked for good.
+# holds text, or the sum would overflow int64): the receiver consumes it as
+# a dead letter, and the operator retries it once the key is fixed --
+# without restarting anything; the channel and the snapshots must not stay
+# blocked.
 . "$(dirname "$0")/lib.sh"
 
 # undeliverable KEY FIXVALUE EXPECT: B's KEY cannot take +5; transfer 5 from
@@ -26,6 +26,9 @@ undeliverable () {
 	# A later transfer on the same channel, to a good key.
 	expect_ok transfer -c "$CONF" A:bal B:bal 7 &&
 	expect_ok put -c "$CONF" B "$1" "$2" &&
+	expect_ok deadletter -c "$CONF" list B --json &&
+	seq=$(json_get "[x[\"seq\"] for x in d[\"agents\"][0][\"dead_letters\"] if x[\"key\"] == \"$1\"][0]") &&
+	expect_ok deadletter -c "$CONF" retry B A "$seq" &&
 	wait_for 5 eval "[ \"\$(cs get -c \"$CONF\" B $1)\" = $3 ]" ||
 	    { say "B $1 = $(cs get -c "$CONF" B "$1") after the fix"; return 1; }
 }
@@ -37,7 +40,7 @@ test_expect_success 'setup: A=100, B=50, B has a text key' '
 	expect_ok put -c "$CONF" B word hello
 '
 
-test_expect_success 'transfer to a text key: refused, or delivered once the key is fixed' '
+test_expect_success 'transfer to a text key: a dead letter, retried once the key is fixed' '
 	undeliverable word 0 5
 '
 
@@ -50,7 +53,7 @@ test_expect_success 'a snapshot completes and verifies after the fix' '
 	expect_ok verify -r "$REPO" "$SNAP_ID"
 '
 
-test_expect_success 'transfer that would overflow the destination: refused, or delivered after a fix' '
+test_expect_success 'transfer that would overflow the destination: a dead letter, retried after a fix' '
 	expect_ok put -c "$CONF" B big 9223372036854775805 &&
 	undeliverable big 100 105
 '
