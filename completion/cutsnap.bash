@@ -34,7 +34,7 @@ _cutsnap()
 	cur=${COMP_WORDS[COMP_CWORD]}
 	prev=${COMP_WORDS[COMP_CWORD-1]}
 	local cmds="agent start stop status put get del add transfer channel
-	    dump snapshot ls show verify restore forget prune load cert demo help"
+	    deadletter dump snapshot ls show verify restore forget prune load cert demo help"
 
 	if [ "$COMP_CWORD" -eq 1 ]; then
 		COMPREPLY=($(compgen -W "$cmds --help --version" -- "$cur"))
@@ -97,6 +97,7 @@ _cutsnap()
 	status) opts="-c --config -j --json --help" ;;
 	put | get | del | add | transfer) opts="-c --config --help" ;;
 	channel) opts="-c --config --reverse --overtake --help" ;;
+	deadletter) opts="-c --config -a --all -j --json --help" ;;
 	dump) opts="-j --json --help" ;;
 	snapshot) opts="-c --config -r --repo -i --initiator -t --timeout
 	    -k --key -a --recheck-age -j --json -q --quiet -v --verbose
@@ -140,6 +141,15 @@ _cutsnap()
 		0) COMPREPLY=($(compgen -W "hold release" -- "$cur")) ;;
 		1 | 2) COMPREPLY=($(compgen -W "$(_cutsnap_agents "$conf")" -- "$cur")) ;;
 		esac
+		;;
+	deadletter)
+		# The action first, then agents (AGENT SRC); SEQ is a number.
+		words=$(_cutsnap_positionals)
+		if [ "$words" -eq 0 ]; then
+			COMPREPLY=($(compgen -W "list retry refund" -- "$cur"))
+		elif [ "$words" -le 2 ]; then
+			COMPREPLY=($(compgen -W "$(_cutsnap_agents "$conf")" -- "$cur"))
+		fi
 		;;
 	dump)
 		COMPREPLY=($(compgen -f -- "$cur"))
