@@ -16,7 +16,11 @@
 # snapshot from a random initiator while more transfers flow, releases
 # the held channels (in order or reversed) once every agent has recorded
 # its state, so that the snapshot records the queued messages in flight.
-# The fault modes (table FAULTS below) strike at random meanwhile.
+# The fault modes (table FAULTS below) strike at random meanwhile. Every
+# agent also holds the key frozen = "text": transfers to it become dead
+# letters at their receiver (dead_letter, sometimes killing the receiver
+# while it records one), which resolve_dead refunds (sometimes killing the
+# agent while it resolves) or tries to retry (which must fail).
 #
 # The invariants, checked throughout and at the end (a failed one is a
 # violation):
@@ -30,6 +34,8 @@
 #     half-way and run again, and after a second restore over it;
 #   - once killed agents are restarted and the channels have drained, the
 #     live total is the initial total.
+# A total is the bal values plus what is in flight plus the open dead
+# letters (a refunded one is in flight or back in a bal).
 # A run that checked nothing has not passed either: no complete snapshot,
 # no verify, no restore, or no message recorded in flight by the complete
 # snapshots fails the run. Every figure is read from --json output, never
@@ -99,6 +105,8 @@ BG=""
 #             whose data files were removed: leave them as a failed
 #             restore would (the checked restore must then succeed)
 FAULTS="
+dead_letter       round     35
+resolve_dead      round     35
 kill_agent        round     10
 kill_coordinator  snapshot  25
 kill_agent        snapshot  14
@@ -120,6 +128,60 @@ fault_kill_agent () {
 fault_kill_coordinator () {
 	kill -KILL "$SNAP_PID" 2>/dev/null || return 1
 	log "killed coordinator of the snapshot by $SNAP_INIT"
+}
+
+# A transfer S:bal -> D:frozen (every agent's key frozen holds text): D
+# consumes it as a dead letter, counted in the bank. Half the time D is
+# killed with -9 0-14 ms later, while it may be recording the dead letter.
+fault_dead_letter () {
+	local s d p
+	s=$(pick); d=$(pick_other "$s")
+	cs transfer -c "$CONF" "$s:bal" "$d:frozen" $((1 + RANDOM % 30)) \
+	    >/dev/null 2>>"$LOG" || return 1
+	n_dead_sent=$((n_dead_sent + 1))
+	log "dead letter: $s:bal -> $d:frozen"
+	[ $((RANDOM % 2)) -eq 0 ] && return 0
+	sleep "$(printf '0.%03d' $((RANDOM % 15)))"
+	p=$(agent_pid "$d")
+	[ -n "$p" ] && kill -KILL "$p" 2>/dev/null &&
+	    log "killed agent $d (pid $p) while it records a dead letter"
+	return 0
+}
+
+# Resolve an open dead letter of a random agent D: a retry into frozen,
+# which must fail and leave it open; or a refund to its sender, with D
+# killed -9 0-14 ms into it half the time (the refund is then done once
+# or not at all: the bank says which was wrong).
+fault_resolve_dead () {
+	local d one src seq p rc
+	d=$(pick)
+	one=$(cs deadletter -c "$CONF" list "$d" --json 2>>"$LOG" |
+	    json '[("%s %d" % (x["src"], x["seq"])) for a in d["agents"] for x in a["dead_letters"]][:1]' 2>/dev/null)
+	[ -n "$one" ] || return 1
+	read -r src seq <<<"$one"
+	if [ $((RANDOM % 4)) -eq 0 ]; then
+		cs deadletter -c "$CONF" retry "$d" "$src" "$seq" >>"$LOG" 2>&1
+		rc=$?
+		[ $rc -eq 1 ] || violation 0 "retry of dead letter $src->$d seq $seq into text exited $rc, not 1"
+		return 0
+	fi
+	"$CUTSNAP" deadletter -c "$CONF" refund "$d" "$src" "$seq" >>"$LOG" 2>&1 &
+	p=$!
+	n_dead_resolved=$((n_dead_resolved + 1))
+	if [ $((RANDOM % 2)) -eq 0 ]; then
+		sleep "$(printf '0.%03d' $((RANDOM % 15)))"
+		kill -KILL "$(agent_pid "$d")" 2>/dev/null &&
+		    log "killed agent $d while it refunds $src->$d seq $seq"
+	fi
+	wait_pid "$p" 30
+	return 0
+}
+
+# dead_open_sum: the open dead letters' amounts over the live agents
+# (deadletter list --json); fails when an agent does not answer.
+dead_open_sum () {
+	cs deadletter -c "$CONF" list --json 2>>"$LOG" |
+	    json 'sum(x["amount"] for a in d["agents"] for x in a["dead_letters"])'
 }
 
 # A restore stopped by CUTSNAP_FAULT after its N-th file (exit 99).
@@ -162,7 +224,7 @@ fault_names () {
 
 rounds_done=0
 n_snap_ok=0 n_snap_fail=0 n_held_msgs=0 n_holds=0
-n_restore=0 n_verify=0 n_cutsum=0
+n_restore=0 n_verify=0 n_cutsum=0 n_dead_sent=0 n_dead_resolved=0
 STALE=""
 n_viol=0 first_viol="" worst_viol="" worst_delta=0
 
@@ -256,7 +318,8 @@ mkconf >"$RCONF"
 
 cs start -c "$CONF" >>"$LOG" 2>&1 || { echo "torture: start failed" >&2; exit 1; }
 for n in $NAMES; do
-	cs put -c "$CONF" "$n" bal "$INIT_EACH" >/dev/null ||
+	cs put -c "$CONF" "$n" bal "$INIT_EACH" >/dev/null &&
+	    cs put -c "$CONF" "$n" frozen text >/dev/null ||
 	    { echo "torture: put failed" >&2; exit 1; }
 done
 
@@ -429,7 +492,7 @@ total_of () {
 	dir=$(dirname "$1")
 	for n in $NAMES; do
 		v=$(cs dump "$dir/$n.data" --json 2>>"$LOG" |
-		    json "int(d['keys'].get('bal', 0))") || return 1
+		    json "int(d['keys'].get('bal', 0)) + sum(x['amount'] for x in d['dead_letters'] if x['state'] == 'open')") || return 1
 		s=$((s + v))
 	done
 	echo "$s"
@@ -472,8 +535,10 @@ verify_check () {
 		violation 0 "complete snapshot $1 does not verify: $v"
 		return
 	fi
+	# bal's conserved total (with bal's own dead letters), plus the
+	# credits to frozen in flight and frozen's open dead letters.
 	t=$(cs show -r "$REPO" "$1" --sum bal --json 2>>"$LOG" |
-	    json 'd["sum"]["total"]' 2>/dev/null)
+	    json 'd["sum"]["total"] + sum(m["amount"] for c in d["channels"] for m in c["messages"] if m.get("key") == "frozen") + sum(x["amount"] for a in d["agents"] for x in a["dead_letters"] if x["state"] == "open" and x["key"] == "frozen")' 2>/dev/null)
 	n_cutsum=$((n_cutsum + 1))
 	[ "$t" = "$INIT_TOTAL" ] ||
 	    violation "$(( ${t:-0} - INIT_TOTAL ))" "the cut of snapshot $1 sums to ${t:-nothing}, not $INIT_TOTAL"
@@ -540,8 +605,9 @@ live=""
 end=$((SECONDS + 60))
 while [ $SECONDS -lt $end ]; do
 	cs start -c "$CONF" >/dev/null 2>&1
-	live=0
+	live=$(dead_open_sum 2>/dev/null) || live=""
 	for n in $NAMES; do
+		[ -n "$live" ] || break
 		v=$(cs get -c "$CONF" "$n" bal 2>/dev/null) || { live=""; break; }
 		live=$((live + v))
 	done
@@ -553,7 +619,7 @@ if [ "$live" != "$INIT_TOTAL" ]; then
 else
 	# Still so a moment later: no late duplicate delivery.
 	sleep 1
-	live=0
+	live=$(dead_open_sum 2>/dev/null) || live=0
 	for n in $NAMES; do
 		v=$(cs get -c "$CONF" "$n" bal 2>/dev/null) || v=0
 		live=$((live + v))
@@ -608,6 +674,7 @@ cutsnap torture: seed $SEED, $NAG agents, initial total $INIT_TOTAL
   snapshots         ${n_complete:-?} complete, ${n_aborted:-?} aborted (coordinator exit 0: $n_snap_ok, non-zero or killed: $n_snap_fail)
   in flight         ${n_inflight:-?} messages recorded by ${n_with_inflight:-?} of ${n_complete:-?} complete snapshots
   checks            $n_verify verify, $n_cutsum cut sums, $n_restore restores checked (each also run twice)
+  dead letters      $n_dead_sent credits sent to text keys, $n_dead_resolved refunds started
   live total        ${live:-unreadable} (expected $INIT_TOTAL)
   violations        $n_viol
 EOF
@@ -623,6 +690,7 @@ echo "torture-summary: seed=$SEED agents=$NAG rounds=$ROUNDS" \
     "aborted=${n_aborted:-0} inflight=${n_inflight:-0}" \
     "with_inflight=${n_with_inflight:-0} verifies=$n_verify" \
     "cut_sums=$n_cutsum restores=$n_restore transfers=$n_xfer_ok" \
+    "dead_letters=$n_dead_sent refunds=$n_dead_resolved" \
     "kills=$kills$kill_kv violations=$n_viol result=$result"
 if [ "$result" = FAIL ]; then
 	KEEP=1
