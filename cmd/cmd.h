@@ -33,6 +33,7 @@ int cmd_add(int argc, char **argv);
 int cmd_transfer(int argc, char **argv);
 int cmd_channel(int argc, char **argv);
 int cmd_dump(int argc, char **argv);
+int cmd_init(int argc, char **argv);
 int cmd_snapshot(int argc, char **argv);
 int cmd_ls(int argc, char **argv);
 int cmd_show(int argc, char **argv);

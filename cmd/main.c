@@ -33,6 +33,7 @@ static const struct command commands[] = {
 	{ "channel", cmd_channel, "hold or release a channel (drills)" },
 	{ "deadletter", cmd_deadletter, "list, retry or refund dead letters" },
 	{ "dump", cmd_dump, "print a data file's keys and watermarks" },
+	{ "init", cmd_init, "create a repository with its settings" },
 	{ "snapshot", cmd_snapshot, "take a consistent snapshot" },
 	{ "ls", cmd_ls, "list the snapshots of a repository" },
 	{ "show", cmd_show, "a snapshot's cut in detail, with --sum KEY" },

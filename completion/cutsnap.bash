@@ -34,7 +34,7 @@ _cutsnap()
 	cur=${COMP_WORDS[COMP_CWORD]}
 	prev=${COMP_WORDS[COMP_CWORD-1]}
 	local cmds="agent start stop status put get del add transfer channel
-	    deadletter dump snapshot ls show verify restore forget prune load cert demo help"
+	    deadletter dump init snapshot ls show verify restore forget prune load cert demo help"
 
 	if [ "$COMP_CWORD" -eq 1 ]; then
 		COMPREPLY=($(compgen -W "$cmds --help --version" -- "$cur"))
@@ -83,6 +83,10 @@ _cutsnap()
 		COMPREPLY=($(compgen -f -- "$cur"))
 		return 0
 		;;
+	init:-C | init:--compression)
+		COMPREPLY=($(compgen -W "zstd none" -- "$cur"))
+		return 0
+		;;
 	*:-t | *:--timeout | *:--keep-last | *:-l | *:-s | *:--sum | \
 	    *:--keep-within | *:-w | *:--seconds | *:--clients | *:--threads | \
 	    *:--snapshot-every | *:--max-amount | *:--initial | *:--recheck-age)
@@ -99,6 +103,7 @@ _cutsnap()
 	channel) opts="-c --config --reverse --overtake --help" ;;
 	deadletter) opts="-c --config -a --all -j --json --help" ;;
 	dump) opts="-j --json --help" ;;
+	init) opts="-r --repo -C --compression -j --json --help" ;;
 	snapshot) opts="-c --config -r --repo -i --initiator -t --timeout
 	    -k --key -a --recheck-age -j --json -q --quiet -v --verbose
 	    --help" ;;

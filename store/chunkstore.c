@@ -84,6 +84,8 @@ struct crun {
 	uint32_t maxchunk;	/* largest chunk; buffers hold it rounded
 				 * up to DIRECT_ALIGN */
 	uint8_t *bufs[POOL_MAX_THREADS];	/* per worker, lazily */
+	uint8_t *obufs[POOL_MAX_THREADS];	/* the same, for the blob of a
+						 * framed chunk (object.c) */
 	pthread_mutex_t mu;
 	int failed;		/* set once; later jobs are skipped */
 	struct cs_err err;	/* the first failure */
@@ -193,11 +195,14 @@ write_chunk(int tfd, int direct, uint8_t *buf, size_t len)
  * so that the disk works while the next chunks are hashed. buf holds
  * align_up(maxchunk) bytes, aligned for O_DIRECT. */
 static int
-copy_chunk(struct crun *r, struct cjob *j, uint8_t *buf, struct cs_err *e)
+copy_chunk(struct crun *r, struct cjob *j, uint8_t *buf, uint8_t *obuf,
+    struct cs_err *e)
 {
 	const char *path = r->paths[j->src];
 	char tmp[PATH_MAX];
 	uint8_t got[SHA_LEN];
+	uint8_t *blob = buf;
+	size_t bloblen = (size_t)j->len;
 	int tfd = -1, rc = -1, direct;
 
 	if (pread_all(r->fds[j->src], buf, (size_t)j->len,
@@ -217,6 +222,12 @@ copy_chunk(struct crun *r, struct cjob *j, uint8_t *buf, struct cs_err *e)
 		    (unsigned long long)(j->off + j->len));
 		goto out;
 	}
+	if (obuf != NULL) {
+		if (obj_encode(r->st, buf, (size_t)j->len, obuf,
+		    obj_bound(r->st, r->maxchunk), &bloblen, e) < 0)
+			goto out;
+		blob = obuf;
+	}
 	if (tmp_path(r, j, tmp, sizeof(tmp), e) < 0)
 		goto out;
 	unlink(tmp);
@@ -225,7 +236,7 @@ copy_chunk(struct crun *r, struct cjob *j, uint8_t *buf, struct cs_err *e)
 		goto out;
 	}
 	j->written = 1;
-	if (write_chunk(tfd, direct, buf, (size_t)j->len) < 0) {
+	if (write_chunk(tfd, direct, blob, bloblen) < 0) {
 		cs_errno(e, "write %s", tmp);
 		goto out;
 	}
@@ -288,6 +299,27 @@ worker_buf(struct crun *r, int w)
 	return r->bufs[w];
 }
 
+/* Worker w's object buffer (the largest blob of a chunk, rounded up for
+ * O_DIRECT), for a framed repository; NULL when blobs are the chunks
+ * themselves, and after crun_fail when out of memory (*failed set). */
+static uint8_t *
+worker_obuf(struct crun *r, int w, int *failed)
+{
+	struct cs_err e;
+
+	*failed = 0;
+	if (!obj_framed(r->st))
+		return NULL;
+	if (r->obufs[w] == NULL && posix_memalign((void **)&r->obufs[w],
+	    DIRECT_ALIGN, align_up(obj_bound(r->st, r->maxchunk))) != 0) {
+		r->obufs[w] = NULL;
+		*failed = 1;
+		cs_errf(&e, "out of memory");
+		crun_fail(r, &e);
+	}
+	return r->obufs[w];
+}
+
 /* Recheck job j: read its blob back and hash it. Good: the blob's mtime
  * becomes now (checked) and it is reused. Bad or unreadable: quarantined,
  * and j becomes a copy from the live file. -1 only when the bad blob
@@ -297,18 +329,15 @@ recheck_chunk(struct crun *r, struct cjob *j, uint8_t *buf, struct cs_err *e)
 {
 	char hex[SHA_HEX_LEN], path[PATH_MAX];
 	uint8_t got[SHA_LEN];
-	int fd, good = 0;
+	struct cs_err le;
+	int good;
 
 	sha_hex(j->sha, hex);
 	if (blob_path(r->st, hex, path, sizeof(path), e) < 0)
 		return -1;
-	if ((fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)) >= 0) {
-		good = pread_all(fd, buf, (size_t)j->len, 0) == 0 &&
-		    sha256_buf(buf, (size_t)j->len, got) == 0 &&
-		    memcmp(got, j->sha, SHA_LEN) == 0;
-		(void)posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
-		close(fd);
-	}
+	good = obj_load(r->st, path, buf, (size_t)j->len, &le) == 0 &&
+	    sha256_buf(buf, (size_t)j->len, got) == 0 &&
+	    memcmp(got, j->sha, SHA_LEN) == 0;
 	j->recheck = 0;
 	if (good) {
 		/* Best effort: a failed touch only means another recheck. */
@@ -369,11 +398,15 @@ copy_task(void *ctx, size_t t, int w)
 {
 	struct crun *r = ctx;
 	struct cs_err e;
-	uint8_t *buf;
+	uint8_t *buf, *obuf;
+	int failed;
 
 	if (crun_failed(r) || (buf = worker_buf(r, w)) == NULL)
 		return;
-	if (copy_chunk(r, &r->jobs[t], buf, &e) < 0) {
+	obuf = worker_obuf(r, w, &failed);
+	if (failed)
+		return;
+	if (copy_chunk(r, &r->jobs[t], buf, obuf, &e) < 0) {
 		cs_errctx(&e, "agent %s", r->reps[r->jobs[t].src].agent);
 		crun_fail(r, &e);
 		return;
@@ -406,7 +439,8 @@ cmp_job(const void *a, const void *b)
 	return memcmp(x->sha, y->sha, SHA_LEN);
 }
 
-/* Is the chunk already stored? Same name, same size: 1, the same bytes
+/* Is the chunk already stored? Same name, same size (for an object of a
+ * framed repository, object.c: a size it can have): 1, the same bytes
  * when they were last checked (the blob's mtime); 2 when that check is
  * older than the recheck age (the blob must be hashed before it is
  * reused); 0 when not stored. */
@@ -421,7 +455,10 @@ stored(struct store *st, const uint8_t sha[SHA_LEN], uint64_t len,
 	sha_hex(sha, hex);
 	if (blob_path(st, hex, path, sizeof(path), e) < 0)
 		return -1;
-	if (lstat(path, &sb) < 0 || !S_ISREG(sb.st_mode) ||
+	if (lstat(path, &sb) < 0 || !S_ISREG(sb.st_mode))
+		return 0;
+	if (obj_framed(st) ? (uint64_t)sb.st_size < OBJ_HDR_LEN ||
+	    (uint64_t)sb.st_size > obj_bound(st, (size_t)len) :
 	    (uint64_t)sb.st_size != len)
 		return 0;
 	return age == 0 || (int64_t)now - (int64_t)sb.st_mtime >= age ? 2 : 1;
@@ -742,8 +779,10 @@ out:
 	for (i = 0; r.fds != NULL && i < n; i++)
 		if (r.fds[i] >= 0)
 			close(r.fds[i]);
-	for (i = 0; i < POOL_MAX_THREADS; i++)
+	for (i = 0; i < POOL_MAX_THREADS; i++) {
 		free(r.bufs[i]);
+		free(r.obufs[i]);
+	}
 	if (r.claim_fd >= 0)
 		close(r.claim_fd);	/* drops every claim */
 	free(r.fds);

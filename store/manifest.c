@@ -100,6 +100,23 @@ db_exec(struct store *st, const char *sql, struct cs_err *e)
 }
 
 int
+db_has_table(struct store *st, const char *name, struct cs_err *e)
+{
+	sqlite3_stmt *s = NULL;
+	int step;
+
+	if (db_prepare(st, "SELECT 1 FROM sqlite_master WHERE type = 'table' "
+	    "AND name = ?1", &s, e) < 0)
+		return -1;
+	sqlite3_bind_text(s, 1, name, -1, SQLITE_STATIC);
+	step = sqlite3_step(s);
+	sqlite3_finalize(s);
+	if (step != SQLITE_ROW && step != SQLITE_DONE)
+		return db_fail(st, e, "reading the manifest");
+	return step == SQLITE_ROW;
+}
+
+int
 db_begin(struct store *st, struct cs_err *e)
 {
 	return db_exec(st, "BEGIN IMMEDIATE", e);
@@ -323,6 +340,115 @@ repo_id_store(struct store *st, const char *id, struct cs_err *e)
 	return rc;
 }
 
+/* Repository settings (object.c): a side table written once, in the
+ * transaction that creates the schema; repositories made before it have
+ * none and keep raw chunks. */
+static const char settings_sql[] =
+    "CREATE TABLE IF NOT EXISTS repo_settings("
+    " name TEXT PRIMARY KEY,"
+    " value TEXT NOT NULL)";
+
+static const char *const compress_names[] = { "none", "zstd" };
+
+const char *
+store_compress_name(int compress)
+{
+	if (compress < 0 || compress > STORE_COMPRESS_ZSTD)
+		return "?";
+	return compress_names[compress];
+}
+
+void
+store_settings_default(struct store_settings *s)
+{
+	memset(s, 0, sizeof(*s));
+	s->compress = STORE_COMPRESS_ZSTD;
+}
+
+void
+store_get_settings(const struct store *st, struct store_settings *s,
+    int *have)
+{
+	memset(s, 0, sizeof(*s));
+	s->compress = st->compress;
+	*have = st->have_settings;
+}
+
+/* The settings of a new repository (st->init, or the defaults). */
+static int
+settings_write(struct store *st, struct cs_err *e)
+{
+	struct store_settings def;
+	const struct store_settings *set = st->init;
+	sqlite3_stmt *s = NULL;
+	int rc = -1;
+
+	if (set == NULL) {
+		store_settings_default(&def);
+		set = &def;
+	}
+	if (db_exec(st, settings_sql, e) < 0 ||
+	    db_prepare(st, "INSERT INTO repo_settings(name, value) "
+	    "VALUES ('compression', ?1)", &s, e) < 0)
+		goto out;
+	sqlite3_bind_text(s, 1, store_compress_name(set->compress), -1,
+	    SQLITE_STATIC);
+	if (sqlite3_step(s) != SQLITE_DONE) {
+		db_fail(st, e, "write the repository settings");
+		goto out;
+	}
+	rc = 0;
+out:
+	sqlite3_finalize(s);
+	return rc;
+}
+
+/* Load repo_settings into st; none (an older repository) is raw chunks.
+ * A setting this version does not know is an error: its objects could
+ * not be read. */
+static int
+settings_load(struct store *st, struct cs_err *e)
+{
+	sqlite3_stmt *s = NULL;
+	const char *name, *val;
+	int step, rc = -1, i, found;
+
+	st->compress = STORE_COMPRESS_NONE;
+	if ((st->have_settings = db_has_table(st, "repo_settings", e)) <= 0)
+		return st->have_settings;
+	if (db_prepare(st, "SELECT name, value FROM repo_settings", &s, e) < 0)
+		goto out;
+	while ((step = sqlite3_step(s)) == SQLITE_ROW) {
+		name = col_text(s, 0);
+		val = col_text(s, 1);
+		found = 0;
+		if (strcmp(name, "compression") == 0) {
+			for (i = 0; i <= STORE_COMPRESS_ZSTD; i++)
+				if (strcmp(val, compress_names[i]) == 0) {
+					st->compress = i;
+					found = 1;
+				}
+		} else {
+			cs_errf(e, "repository %s: unknown setting %.40s (made "
+			    "by a newer version?)", st->repo, name);
+			goto out;
+		}
+		if (!found) {
+			cs_errf(e, "repository %s: unknown %s %.40s", st->repo,
+			    name, val);
+			goto out;
+		}
+	}
+	if (step != SQLITE_DONE) {
+		db_fail(st, e, "reading the repository settings");
+		goto out;
+	}
+	rc = 0;
+out:
+	sqlite3_finalize(s);
+	return rc;
+}
+
 /* A new manifest: the whole schema and the identity, in one transaction. */
 static int
 create_schema(struct store *st, struct cs_err *e)
@@ -340,6 +466,11 @@ create_schema(struct store *st, struct cs_err *e)
 		    repo_id_ensure(st, id, e) < 0 ||
 		    repo_id_store(st, id, e) < 0)
 			goto fail;
+		if (settings_write(st, e) < 0)
+			goto fail;
+	} else if (st->init != NULL) {
+		cs_errf(e, "repository %s exists already", st->repo);
+		goto fail;
 	}
 	if (db_commit(st, e) < 0)
 		goto fail;
@@ -358,6 +489,8 @@ setup_schema(struct store *st, struct cs_err *e)
 
 	if (schema_version(st, &v, e) < 0)
 		return -1;
+	if (st->init != NULL && v != 0)
+		return cs_errf(e, "repository %s exists already", st->repo);
 	if (v == 0 && st->mode == STORE_CREATE) {
 		if (create_schema(st, e) < 0)
 			return -1;
@@ -531,9 +664,9 @@ open_reader(struct store *st, const char *dbpath, struct cs_err *e)
 	return 0;
 }
 
-int
-store_open(const char *repo, int mode, struct store **out,
-    struct cs_err *e)
+static int
+open_repo(const char *repo, int mode, const struct store_settings *init,
+    struct store **out, struct cs_err *e)
 {
 	struct store *st = NULL;
 	char dbpath[PATH_MAX];
@@ -548,6 +681,7 @@ store_open(const char *repo, int mode, struct store **out,
 	st->lock_fd = -1;
 	st->dir_fd = -1;
 	st->mode = mode;
+	st->init = init;
 	if (snprintf(st->repo, sizeof(st->repo), "%s", repo) >=
 	    (int)sizeof(st->repo) ||
 	    snprintf(st->blobs, sizeof(st->blobs), "%s/blobs", repo) >=
@@ -609,13 +743,34 @@ store_open(const char *repo, int mode, struct store **out,
 	}
 	if (pragma(st, "PRAGMA foreign_keys=ON", e) < 0 ||
 	    check_identity(st, e) < 0 ||
+	    settings_load(st, e) < 0 ||
 	    (mode != STORE_READ && store_reap_stale(st, e) < 0))
 		goto fail;
+	st->init = NULL;
 	*out = st;
 	return 0;
 fail:
 	store_close(st);
 	return -1;
+}
+
+int
+store_open(const char *repo, int mode, struct store **out,
+    struct cs_err *e)
+{
+	return open_repo(repo, mode, NULL, out, e);
+}
+
+int
+store_init(const char *repo, const struct store_settings *s,
+    struct cs_err *e)
+{
+	struct store *st = NULL;
+
+	if (open_repo(repo, STORE_CREATE, s, &st, e) < 0)
+		return -1;
+	store_close(st);
+	return 0;
 }
 
 void
@@ -671,17 +826,7 @@ static const char uids_sql[] =
 static int
 have_uids(struct store *st, struct cs_err *e)
 {
-	sqlite3_stmt *s = NULL;
-	int step;
-
-	if (db_prepare(st, "SELECT 1 FROM sqlite_master WHERE type = 'table' "
-	    "AND name = 'snapshot_uids'", &s, e) < 0)
-		return -1;
-	step = sqlite3_step(s);
-	sqlite3_finalize(s);
-	if (step != SQLITE_ROW && step != SQLITE_DONE)
-		return db_fail(st, e, "reading the manifest");
-	return step == SQLITE_ROW;
+	return db_has_table(st, "snapshot_uids", e);
 }
 
 int

@@ -51,6 +51,26 @@ const char *store_repo_id(const struct store *st);
 /* 1 if snapshot id is in the manifest, 0 if not, -1 with e set. */
 int store_has_snapshot(struct store *st, uint64_t id, struct cs_err *e);
 
+/* A repository's settings, fixed when it is created (table
+ * repo_settings). A repository made before them has none: its chunks
+ * are stored as they are (STORE_COMPRESS_NONE). */
+#define STORE_COMPRESS_NONE 0
+#define STORE_COMPRESS_ZSTD 1
+struct store_settings {
+	int compress;		/* STORE_COMPRESS_* */
+};
+/* The settings a repository gets when snapshot creates it. */
+void store_settings_default(struct store_settings *s);
+/* "cutsnap init": create REPO with settings s; fails with "repository R
+ * exists already" when it has a manifest. */
+int store_init(const char *repo, const struct store_settings *s,
+    struct cs_err *e);
+/* The settings st was opened with; *have is 0 for a repository without
+ * recorded settings. */
+void store_get_settings(const struct store *st, struct store_settings *s,
+    int *have);
+const char *store_compress_name(int compress);
+
 /* Progress of the long work: the chunk bytes store_put_chunks copies,
  * the bytes store_verify hashes, and for store_restore those it verifies
  * and then writes. fn gets the agent whose file is being worked on, the

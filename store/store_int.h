@@ -38,6 +38,10 @@ struct store {
 	int64_t recheck_s;	/* its age; else RECHECK_DEFAULT_S */
 	problem_fn nfn;		/* store_set_notes, or NULL */
 	void *nctx;
+	int compress;		/* STORE_COMPRESS_*, from repo_settings */
+	int have_settings;	/* the repository has repo_settings */
+	const struct store_settings *init;	/* while store_init opens it:
+						 * the settings to create */
 };
 
 /* How long a stored chunk's check is trusted before a snapshot that
@@ -88,6 +92,8 @@ int db_fail(struct store *st, struct cs_err *e, const char *what);
 int db_prepare(struct store *st, const char *sql, sqlite3_stmt **out,
     struct cs_err *e);
 int db_exec(struct store *st, const char *sql, struct cs_err *e);
+/* 1 if the manifest has table name, 0 if not. */
+int db_has_table(struct store *st, const char *name, struct cs_err *e);
 int db_begin(struct store *st, struct cs_err *e);	/* BEGIN IMMEDIATE */
 int db_commit(struct store *st, struct cs_err *e);
 void db_rollback(struct store *st);
@@ -119,6 +125,24 @@ int lock_read(struct store *st, struct cs_err *e);
 /* blob.c: "REPO/blobs/ab/<hex>" for a 64-digit hex name. */
 int blob_path(const struct store *st, const char *hex, char *out,
     size_t outsz, struct cs_err *e);
+/* object.c: a chunk blob's bytes. Without framing (a repository without
+ * settings, or compression none) the blob is the chunk; with it, a
+ * header of OBJ_HDR_LEN bytes and the chunk, zstd-compressed or stored. */
+#define OBJ_HDR_LEN 16
+int obj_framed(const struct store *st);
+/* The largest blob a chunk of len bytes may become. */
+size_t obj_bound(const struct store *st, size_t len);
+/* plain[0, len) as a blob into out (outsz >= obj_bound). */
+int obj_encode(const struct store *st, const uint8_t *plain, size_t len,
+    uint8_t *out, size_t outsz, size_t *outlen, struct cs_err *e);
+/* A blob back into its len plain bytes; e names what is wrong. */
+int obj_decode(const struct store *st, const uint8_t *obj, size_t objlen,
+    uint8_t *plain, size_t len, struct cs_err *e);
+/* Read the blob at path and decode it into plain[0, len). -1: it cannot
+ * be read (e: "missing (...)", "not a regular file", ...); -2: it is
+ * there but damaged (e: "size mismatch: ...", a decode error). */
+int obj_load(const struct store *st, const char *path, uint8_t *plain,
+    size_t len, struct cs_err *e);
 /* quarantine.c: move blob hex (its bytes do not hash to its name) to
  * REPO/quarantine/hex, directories fsync'ed; 0 also when it is gone
  * already. -1 with e set (a read-only repository: nothing moved). */
@@ -131,6 +155,10 @@ struct fview {
 	uint8_t *p;	/* NULL when len is 0 */
 	uint64_t len;
 	size_t maplen;	/* the reserved region */
+	unsigned char *damaged;	/* per chunk, with a problem callback in a
+				 * framed repository: its object is there but
+				 * does not decode (its part reads as zeros);
+				 * else NULL */
 };
 /* Called once per unusable chunk with its index and what is wrong. */
 typedef void (*chunk_problem_fn)(void *ctx, const struct row_chunk *c,

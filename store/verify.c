@@ -129,6 +129,11 @@ hash_chunk(struct vrun *v, size_t i, size_t k)
 	char hex[SHA_HEX_LEN];
 	uint8_t sha[SHA_LEN];
 
+	if (f->view.damaged != NULL && f->view.damaged[k]) {
+		f->bad[k] = 2;	/* its object does not decode */
+		progress_add(v->st, a->name, c->size);
+		return;
+	}
 	if (sha256_buf(f->view.p + c->off, (size_t)c->size, sha) < 0) {
 		f->hash_failed = 1;	/* a benign race: only ever set */
 		return;
@@ -271,9 +276,10 @@ report_file(struct vrun *v, size_t i)
 		else
 			snprintf(what, sizeof(what), "not quarantined: %s",
 			    e.msg);
-		vproblem(v, "agent %s: chunk %zu (%.*s) sha256 mismatch: "
-		    "its bytes no longer hash to its name; blob %s %s",
+		vproblem(v, "agent %s: chunk %zu (%.*s) %s; blob %s %s",
 		    a->name, k, SHORT_SHA(a->chunks[k].sha),
+		    f->bad[k] == 2 ? "damaged: its object no longer decodes" :
+		    "sha256 mismatch: its bytes no longer hash to its name",
 		    a->chunks[k].sha, what);
 	}
 	if (nbad == 0 && f->hashed) {

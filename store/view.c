@@ -3,11 +3,14 @@
  * over its part (MAP_FIXED). Chunks start on page boundaries (their size
  * is a power of two of at least a page, chunkhash.h), so nothing is
  * copied: replay, hashing and restore read straight from the page cache,
- * and a file larger than memory costs no heap. */
+ * and a file larger than memory costs no heap. In a repository whose
+ * blobs are objects (object.c: compressed) each chunk is decoded into
+ * anonymous memory over its part instead. */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -20,6 +23,8 @@ struct vopen {
 	void *ctx;
 	struct cs_err *e;
 	int nproblems;
+	unsigned char *damaged;	/* the view's, or NULL: damage is a
+				 * problem */
 };
 
 static void
@@ -42,6 +47,35 @@ problem(struct vopen *o, const struct row_chunk *c, const char *fmt, ...)
 		o->fn(o->ctx, c, what);
 }
 
+/* Chunk c of a framed repository (object.c): decoded into anonymous
+ * memory at base + c->off, read-only once filled. An object that is
+ * there but does not decode is marked in o->damaged (its part zeroed),
+ * for verify to report and quarantine like a chunk whose bytes changed;
+ * without o->damaged it is a problem. */
+static void
+load_chunk(struct store *st, struct vopen *o, const struct row_chunk *c,
+    uint8_t *base, const char *path)
+{
+	struct cs_err e;
+	int rc;
+
+	if (mmap(base + c->off, (size_t)c->size, PROT_READ | PROT_WRITE,
+	    MAP_PRIVATE | MAP_FIXED | MAP_ANONYMOUS, -1, 0) == MAP_FAILED) {
+		problem(o, c, "mmap: %s", strerror(errno));
+		return;
+	}
+	rc = obj_load(st, path, base + c->off, (size_t)c->size, &e);
+	if (rc == -2 && o->damaged != NULL) {
+		o->damaged[c->idx] = 1;
+		memset(base + c->off, 0, (size_t)c->size);
+	} else if (rc < 0) {
+		problem(o, c, "%s", e.msg);
+		return;
+	}
+	if (mprotect(base + c->off, (size_t)c->size, PROT_READ) < 0)
+		problem(o, c, "mprotect: %s", strerror(errno));
+}
+
 /* Map chunk c at base + c->off. */
 static void
 map_chunk(struct store *st, struct vopen *o, const struct row_chunk *c,
@@ -54,6 +88,10 @@ map_chunk(struct store *st, struct vopen *o, const struct row_chunk *c,
 
 	if (blob_path(st, c->sha, path, sizeof(path), &e) < 0) {
 		problem(o, c, "%s", e.msg);
+		return;
+	}
+	if (obj_framed(st)) {
+		load_chunk(st, o, c, base, path);
 		return;
 	}
 	if ((fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)) < 0) {
@@ -79,7 +117,7 @@ int
 fview_open(struct store *st, const struct row_agent *a, struct fview *v,
     chunk_problem_fn fn, void *ctx, struct cs_err *e)
 {
-	struct vopen o = { fn, ctx, e, 0 };
+	struct vopen o = { fn, ctx, e, 0, NULL };
 	const struct row_chunk *c;
 	uint64_t page = (uint64_t)sysconf(_SC_PAGESIZE), off = 0;
 	void *p;
@@ -103,6 +141,12 @@ fview_open(struct store *st, const struct row_agent *a, struct fview *v,
 		    (unsigned long long)a->size);
 	}
 	v->p = p;
+	if (fn != NULL && obj_framed(st) &&
+	    (v->damaged = calloc(a->nchunks + 1, 1)) == NULL) {
+		fview_close(v);
+		return cs_errf(e, "out of memory");
+	}
+	o.damaged = v->damaged;
 	/* The rows must tile [0, size): consecutive, page-aligned. */
 	for (i = 0; i < a->nchunks; i++) {
 		c = &a->chunks[i];
@@ -133,5 +177,6 @@ fview_close(struct fview *v)
 {
 	if (v->p != NULL)
 		munmap(v->p, v->maplen);
+	free(v->damaged);
 	memset(v, 0, sizeof(*v));
 }

@@ -444,6 +444,24 @@ chunk_paths () {
 	[ $n -gt 0 ] || { say "no chunk rows for $2 in snapshot $1"; return 1; }
 }
 
+# chunk_bytes BLOB: the chunk a blob holds. A compressed repository's
+# blobs are objects (docs/INTERNALS.md): "CSO1", a codec byte (0 stored,
+# 1 zstd), 3 zero bytes, the length, then the chunk or its zstd frame.
+chunk_bytes () {
+	local magic codec
+	magic=$(head -c 4 "$1") || return 1
+	if [ "$magic" != CSO1 ]; then
+		cat "$1"
+		return
+	fi
+	codec=$(od -An -tu1 -j 4 -N 1 "$1" | tr -d ' ')
+	case $codec in
+	0) tail -c +17 "$1" ;;
+	1) tail -c +17 "$1" | zstd -dcq ;;
+	*) say "chunk_bytes: $1 has unknown codec $codec"; return 1 ;;
+	esac
+}
+
 # blob_path ID AGENT: a file holding the agent's recorded file of snapshot
 # ID: its blob REPO/blobs/xx/<sha256>, or, when the repository stores it
 # in chunks (agent_chunks), the chunks joined into TEST_DIR/.assembled/<sha>.
@@ -452,7 +470,8 @@ blob_path () {
 	sha=$(sql "select lower(sha256) from agents where snapshot_id = $1
 	    and name = '$2'") || return 1
 	[ -n "$sha" ] || { say "no agents row for $2 in snapshot $1"; return 1; }
-	if [ -f "$REPO/blobs/${sha:0:2}/$sha" ]; then
+	if [ -f "$REPO/blobs/${sha:0:2}/$sha" ] &&
+	    [ "$(head -c 4 "$REPO/blobs/${sha:0:2}/$sha")" != CSO1 ]; then
 		echo "$REPO/blobs/${sha:0:2}/$sha"
 		return 0
 	fi
@@ -463,7 +482,7 @@ blob_path () {
 		: >"$out" || return 1
 		for c in $(sql "select lower(sha256) from agent_chunks where
 		    snapshot_id = $1 and agent = '$2' order by idx"); do
-			cat "$REPO/blobs/${c:0:2}/$c" >>"$out" || return 1
+			chunk_bytes "$REPO/blobs/${c:0:2}/$c" >>"$out" || return 1
 		done
 		[ "$(sha256sum "$out" | cut -d" " -f1)" = "$sha" ] ||
 		    { say "chunks of $2 in snapshot $1 do not add up to $sha"; return 1; }

@@ -6,6 +6,8 @@
 
 test_expect_success 'setup: A=100, B=50, running' '
 	make_config A B &&
+	# The blobs are read and damaged here as the chunks themselves.
+	expect_ok init -r "$REPO" --compression none &&
 	start_cluster &&
 	set_balances A=100 B=50 &&
 	expect_eq "$(total)" 150 "total"

@@ -10,6 +10,8 @@ export CUTSNAP_CHUNK_SIZE=4096
 
 test_expect_success 'setup: a good snapshot with a message in flight, agents stopped' '
 	make_config A B &&
+	# The blobs are read and damaged here as the chunks themselves.
+	expect_ok init -r "$REPO" --compression none &&
 	start_cluster &&
 	set_balances A=100 B=50 &&
 	expect_ok put -c "$CONF" A pad "$(printf "%09000d" 0)" &&

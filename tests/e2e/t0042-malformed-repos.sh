@@ -16,6 +16,8 @@ blob_of () {
 
 test_expect_success 'setup: snapshot 1 with 10 in flight, agents stopped, files saved' '
 	make_config A B &&
+	# The blobs are read and damaged here as the chunks themselves.
+	expect_ok init -r "$REPO" --compression none &&
 	start_cluster &&
 	set_balances A=100 B=50 &&
 	expect_ok channel -c "$CONF" hold A B &&

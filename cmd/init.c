@@ -1,0 +1,109 @@
+/* init.c - "cutsnap init": create a repository with its settings. */
+#include <getopt.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "../store/store.h"
+#include "cmd.h"
+
+static const char usage_text[] =
+    "usage: cutsnap init -r REPO [--compression zstd|none] [--json]\n"
+    "\n"
+    "Create the repository REPO and record its settings, which stay fixed\n"
+    "for its lifetime. 'cutsnap snapshot' into a missing repository creates\n"
+    "one with the defaults; init is how to choose otherwise.\n"
+    "\n"
+    "  -r, --repo REPO           the repository directory (must not hold a\n"
+    "                            repository yet)\n"
+    "  -C, --compression ALGO    zstd (default): each chunk is compressed\n"
+    "                            with zstd, or stored as it is when that does\n"
+    "                            not make it smaller; none: chunks are stored\n"
+    "                            as they are\n"
+    "  -j, --json                {\"repo\":R,\"compression\":ALGO}\n"
+    "\n"
+    "Exit status: 0 created, 1 it could not be written, 2 bad usage or\n"
+    "REPO holds a repository already.\n";
+
+static const struct option opts[] = {
+	{ "repo", required_argument, NULL, 'r' },
+	{ "compression", required_argument, NULL, 'C' },
+	{ "json", no_argument, NULL, 'j' },
+	{ "help", no_argument, NULL, 'h' },
+	{ NULL, 0, NULL, 0 },
+};
+
+/* "zstd" or "none" into *out; -1 for anything else. */
+static int
+parse_compression(const char *s, int *out)
+{
+	if (strcmp(s, "zstd") == 0)
+		*out = STORE_COMPRESS_ZSTD;
+	else if (strcmp(s, "none") == 0)
+		*out = STORE_COMPRESS_NONE;
+	else
+		return -1;
+	return 0;
+}
+
+int
+cmd_init(int argc, char **argv)
+{
+	struct store_settings set;
+	const char *repo = NULL;
+	struct store *st = NULL;
+	struct cs_err e;
+	struct json j;
+	int ch, json = 0, rc;
+
+	store_settings_default(&set);
+	optind = 1;
+	opterr = 0;
+	while ((ch = getopt_long(argc, argv, ":r:C:jh", opts, NULL)) != -1) {
+		switch (ch) {
+		case 'r':
+			repo = optarg;
+			break;
+		case 'C':
+			if (parse_compression(optarg, &set.compress) < 0)
+				return cmd_usage_error("invalid --compression "
+				    "'%s' (zstd or none)", optarg);
+			break;
+		case 'j':
+			json = 1;
+			break;
+		case 'h':
+			return cmd_help(usage_text);
+		default:
+			return cmd_bad_option(argv, ch);
+		}
+	}
+	if (optind < argc)
+		return cmd_usage_error("unexpected argument '%s'",
+		    argv[optind]);
+	if (repo == NULL)
+		return cmd_usage_error("missing -r REPO");
+	/* An existing repository is bad input, not a failed write. */
+	if (store_open(repo, 0, &st, &e) == 0) {
+		store_close(st);
+		return cmd_fail(EXIT_USAGE, "repository %s exists already",
+		    repo);
+	}
+	if (store_init(repo, &set, &e) < 0)
+		return cmd_fail(strstr(e.msg, "exists already") != NULL ?
+		    EXIT_USAGE : EXIT_FAILED, "%s", e.msg);
+	rc = EXIT_OK;
+	if (json) {
+		json_init(&j, stdout);
+		json_obj(&j);
+		json_kstr(&j, "repo", repo);
+		json_kstr(&j, "compression",
+		    store_compress_name(set.compress));
+		json_obj_end(&j);
+		if (json_end(&j) == -1)
+			rc = cmd_fail(EXIT_FAILED, "write stdout failed");
+	} else {
+		printf("created repository %s (compression %s)\n", repo,
+		    store_compress_name(set.compress));
+	}
+	return rc;
+}

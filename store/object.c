@@ -1,0 +1,177 @@
+/* object.c - the bytes of a chunk blob, by the repository's settings
+ * (table repo_settings, written once when the repository is created).
+ *
+ * A repository without settings (made before them) or with compression
+ * "none" keeps each chunk's bytes as they are: the blob is the chunk. With
+ * compression "zstd" every blob is an object:
+ *
+ *   "CSO1" | u8 codec | 3 zero bytes | le64 plain length | payload
+ *
+ * codec 0: the payload is the chunk itself (zstd did not make it smaller);
+ * codec 1: the payload is one zstd frame of the chunk. The blob keeps its
+ * name, the SHA-256 of the plain chunk, so chunks still deduplicate and
+ * every reader checks the decoded bytes against the name. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <zstd.h>
+
+#include "store_int.h"
+#include "../common/fsutil.h"
+
+#define OBJ_MAGIC "CSO1"
+#define CODEC_STORED 0
+#define CODEC_ZSTD 1
+#define ZSTD_LEVEL 3
+
+static void
+put_le64(uint8_t *p, uint64_t v)
+{
+	int i;
+
+	for (i = 0; i < 8; i++)
+		p[i] = (uint8_t)(v >> (8 * i));
+}
+
+static uint64_t
+get_le64(const uint8_t *p)
+{
+	uint64_t v = 0;
+	int i;
+
+	for (i = 7; i >= 0; i--)
+		v = v << 8 | p[i];
+	return v;
+}
+
+int
+obj_framed(const struct store *st)
+{
+	return st->compress != STORE_COMPRESS_NONE;
+}
+
+size_t
+obj_bound(const struct store *st, size_t len)
+{
+	if (!obj_framed(st))
+		return len;
+	return OBJ_HDR_LEN + ZSTD_compressBound(len);
+}
+
+int
+obj_encode(const struct store *st, const uint8_t *plain, size_t len,
+    uint8_t *out, size_t outsz, size_t *outlen, struct cs_err *e)
+{
+	size_t n;
+
+	*outlen = 0;
+	if (outsz < obj_bound(st, len))
+		return cs_errf(e, "object buffer too small");
+	if (!obj_framed(st)) {
+		memcpy(out, plain, len);
+		*outlen = len;
+		return 0;
+	}
+	memcpy(out, OBJ_MAGIC, 4);
+	memset(out + 4, 0, 4);
+	put_le64(out + 8, (uint64_t)len);
+	n = ZSTD_compress(out + OBJ_HDR_LEN, outsz - OBJ_HDR_LEN, plain, len,
+	    ZSTD_LEVEL);
+	if (!ZSTD_isError(n) && n < len) {
+		out[4] = CODEC_ZSTD;
+		*outlen = OBJ_HDR_LEN + n;
+		return 0;
+	}
+	out[4] = CODEC_STORED;
+	memcpy(out + OBJ_HDR_LEN, plain, len);
+	*outlen = OBJ_HDR_LEN + len;
+	return 0;
+}
+
+int
+obj_decode(const struct store *st, const uint8_t *obj, size_t objlen,
+    uint8_t *plain, size_t len, struct cs_err *e)
+{
+	size_t n;
+
+	if (!obj_framed(st)) {
+		if (objlen != len)
+			return cs_errf(e, "size mismatch: expected %zu bytes, "
+			    "found %zu", len, objlen);
+		memcpy(plain, obj, len);
+		return 0;
+	}
+	if (objlen < OBJ_HDR_LEN || memcmp(obj, OBJ_MAGIC, 4) != 0 ||
+	    obj[5] != 0 || obj[6] != 0 || obj[7] != 0)
+		return cs_errf(e, "not a chunk object (bad header)");
+	if (get_le64(obj + 8) != (uint64_t)len)
+		return cs_errf(e, "size mismatch: the object holds %llu bytes, "
+		    "expected %zu", (unsigned long long)get_le64(obj + 8), len);
+	switch (obj[4]) {
+	case CODEC_STORED:
+		if (objlen - OBJ_HDR_LEN != len)
+			return cs_errf(e, "size mismatch: expected %zu stored "
+			    "bytes, found %zu", len, objlen - OBJ_HDR_LEN);
+		memcpy(plain, obj + OBJ_HDR_LEN, len);
+		return 0;
+	case CODEC_ZSTD:
+		n = ZSTD_decompress(plain, len, obj + OBJ_HDR_LEN,
+		    objlen - OBJ_HDR_LEN);
+		if (ZSTD_isError(n))
+			return cs_errf(e, "zstd: %s", ZSTD_getErrorName(n));
+		if (n != len)
+			return cs_errf(e, "size mismatch: decompressed to %zu "
+			    "bytes, expected %zu", n, len);
+		return 0;
+	default:
+		return cs_errf(e, "unknown codec %u", obj[4]);
+	}
+}
+
+int
+obj_load(const struct store *st, const char *path, uint8_t *plain,
+    size_t len, struct cs_err *e)
+{
+	struct stat sb;
+	uint8_t *obj = NULL;
+	size_t objlen;
+	int fd, rc = -1;
+
+	if ((fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)) < 0) {
+		if (errno == ENOENT)
+			return cs_errf(e, "missing (expected %zu bytes at %s)",
+			    len, path);
+		return cs_errno(e, "open %s", path);
+	}
+	if (fstat(fd, &sb) < 0 || !S_ISREG(sb.st_mode)) {
+		cs_errf(e, "not a regular file");
+		goto out;
+	}
+	objlen = (size_t)sb.st_size;
+	rc = -2;
+	if (objlen > obj_bound(st, len)) {
+		cs_errf(e, "size mismatch: expected %s%zu bytes, found %zu",
+		    obj_framed(st) ? "at most " : "", obj_bound(st, len),
+		    objlen);
+		goto out;
+	}
+	if ((obj = malloc(objlen + 1)) == NULL) {
+		rc = cs_errf(e, "out of memory");
+		goto out;
+	}
+	if (pread_all(fd, obj, objlen, 0) < 0) {
+		rc = cs_errno(e, "read %s", path);
+		goto out;
+	}
+	(void)posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
+	if (obj_decode(st, obj, objlen, plain, len, e) == 0)
+		rc = 0;
+out:
+	free(obj);
+	close(fd);
+	return rc;
+}
