@@ -212,6 +212,23 @@ void cmd_last_line(const char *path, char *out, size_t outsz);
  * snapshot id is authenticated and its tag was not checked. */
 struct store;
 int cmd_key_set(struct store *st, const char *path);
+
+/* password.c: --password-file FILE, taken out of argv by main for the
+ * commands that read an encrypted repository (-1: it lacks FILE). */
+extern const char *cmd_password_file;
+int cmd_take_password_file(int *argc, char **argv);
+/* Let the store ask for a repository's password when it is encrypted. */
+void cmd_password_setup(void);
+/* A password into buf[0, *len): from file, else the environment
+ * (CUTSNAP_PASSWORD_FILE, CUTSNAP_PASSWORD; CMD_PW_NEW:
+ * CUTSNAP_NEW_PASSWORD_FILE, CUTSNAP_NEW_PASSWORD), else the terminal
+ * without echo, prompting with what (twice unless CMD_PW_CURRENT). */
+#define CMD_PW_CURRENT 0	/* the password of a key that exists */
+#define CMD_PW_FIRST 1		/* init --encrypt: the first key's */
+#define CMD_PW_NEW 2		/* key add / passwd: another key's */
+int cmd_password(int mode, const char *file, const char *what, char *buf,
+    size_t sz, size_t *len, struct cs_err *e);
+int cmd_keys(int argc, char **argv);
 void cmd_key_note(struct store *st, uint64_t id, const char *path);
 
 /* The notes of verify and restore (store_set_notes): what the replay of

@@ -1,13 +1,17 @@
 /* init.c - "cutsnap init": create a repository with its settings. */
 #include <getopt.h>
+#include <limits.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 
+#include "../common/mac.h"
 #include "../store/store.h"
 #include "cmd.h"
 
 static const char usage_text[] =
-    "usage: cutsnap init -r REPO [--compression zstd|none] [--json]\n"
+    "usage: cutsnap init -r REPO [--encrypt] [--password-file FILE]\n"
+    "                    [--compression zstd|none] [--json]\n"
     "\n"
     "Create the repository REPO and record its settings, which stay fixed\n"
     "for its lifetime. 'cutsnap snapshot' into a missing repository creates\n"
@@ -19,7 +23,16 @@ static const char usage_text[] =
     "                            with zstd, or stored as it is when that does\n"
     "                            not make it smaller; none: chunks are stored\n"
     "                            as they are\n"
-    "  -j, --json                {\"repo\":R,\"compression\":ALGO}\n"
+    "  -e, --encrypt             encrypt the repository (AES-256-GCM): a\n"
+    "                            random master key, stored only sealed under\n"
+    "                            a key derived from the password (scrypt);\n"
+    "                            more keys with 'cutsnap key'\n"
+    "      --password-file FILE  the password is FILE's content (one\n"
+    "                            trailing newline dropped); else\n"
+    "                            CUTSNAP_PASSWORD_FILE, CUTSNAP_PASSWORD, or\n"
+    "                            asked twice on the terminal\n"
+    "  -j, --json                {\"repo\":R,\"compression\":ALGO,\n"
+    "                            \"encrypted\":BOOL}\n"
     "\n"
     "Exit status: 0 created, 1 it could not be written, 2 bad usage or\n"
     "REPO holds a repository already.\n";
@@ -27,6 +40,7 @@ static const char usage_text[] =
 static const struct option opts[] = {
 	{ "repo", required_argument, NULL, 'r' },
 	{ "compression", required_argument, NULL, 'C' },
+	{ "encrypt", no_argument, NULL, 'e' },
 	{ "json", no_argument, NULL, 'j' },
 	{ "help", no_argument, NULL, 'h' },
 	{ NULL, 0, NULL, 0 },
@@ -50,15 +64,16 @@ cmd_init(int argc, char **argv)
 {
 	struct store_settings set;
 	const char *repo = NULL;
-	struct store *st = NULL;
+	struct stat sb;
 	struct cs_err e;
 	struct json j;
+	char pass[STORE_PASSWORD_MAX], what[PATH_MAX + 64];
 	int ch, json = 0, rc;
 
 	store_settings_default(&set);
 	optind = 1;
 	opterr = 0;
-	while ((ch = getopt_long(argc, argv, ":r:C:jh", opts, NULL)) != -1) {
+	while ((ch = getopt_long(argc, argv, ":r:C:ejh", opts, NULL)) != -1) {
 		switch (ch) {
 		case 'r':
 			repo = optarg;
@@ -67,6 +82,9 @@ cmd_init(int argc, char **argv)
 			if (parse_compression(optarg, &set.compress) < 0)
 				return cmd_usage_error("invalid --compression "
 				    "'%s' (zstd or none)", optarg);
+			break;
+		case 'e':
+			set.encrypt = 1;
 			break;
 		case 'j':
 			json = 1;
@@ -82,13 +100,23 @@ cmd_init(int argc, char **argv)
 		    argv[optind]);
 	if (repo == NULL)
 		return cmd_usage_error("missing -r REPO");
-	/* An existing repository is bad input, not a failed write. */
-	if (store_open(repo, 0, &st, &e) == 0) {
-		store_close(st);
+	/* An existing repository is bad input, not a failed write; looked
+	 * for before a password is asked (store_init checks again). */
+	if (snprintf(what, sizeof(what), "%s/manifest.db", repo) <
+	    (int)sizeof(what) && stat(what, &sb) == 0)
 		return cmd_fail(EXIT_USAGE, "repository %s exists already",
 		    repo);
+	if (set.encrypt) {
+		snprintf(what, sizeof(what), "new password of repository %s",
+		    repo);
+		if (cmd_password(CMD_PW_FIRST, cmd_password_file, what, pass,
+		    sizeof(pass), &set.passlen, &e) < 0)
+			return cmd_fail(EXIT_USAGE, "%s", e.msg);
+		set.password = pass;
 	}
-	if (store_init(repo, &set, &e) < 0)
+	rc = store_init(repo, &set, &e);
+	mac_cleanse(pass, sizeof(pass));
+	if (rc < 0)
 		return cmd_fail(strstr(e.msg, "exists already") != NULL ?
 		    EXIT_USAGE : EXIT_FAILED, "%s", e.msg);
 	rc = EXIT_OK;
@@ -98,12 +126,14 @@ cmd_init(int argc, char **argv)
 		json_kstr(&j, "repo", repo);
 		json_kstr(&j, "compression",
 		    store_compress_name(set.compress));
+		json_kbool(&j, "encrypted", set.encrypt);
 		json_obj_end(&j);
 		if (json_end(&j) == -1)
 			rc = cmd_fail(EXIT_FAILED, "write stdout failed");
 	} else {
-		printf("created repository %s (compression %s)\n", repo,
-		    store_compress_name(set.compress));
+		printf("created repository %s (compression %s%s)\n", repo,
+		    store_compress_name(set.compress),
+		    set.encrypt ? ", encrypted" : "");
 	}
 	return rc;
 }

@@ -54,6 +54,11 @@ static const char usage_text[] =
     "                            and conserved: unchecked, null in JSON)\n"
     "  -j, --json                the summary as one JSON object\n"
     "\n"
+    "An encrypted repository (cutsnap init --encrypt) needs its password:\n"
+    "--password-file FILE, else CUTSNAP_PASSWORD_FILE or CUTSNAP_PASSWORD,\n"
+    "else it is asked on the terminal; a missing or wrong one fails at\n"
+    "once, in one line, before anything is written.\n"
+    "\n"
     "Exit status: 0 the total was conserved and every request and snapshot\n"
     "succeeded (insufficient funds is not a failure), 1 otherwise, 2 bad\n"
     "usage or bad config.\n";

@@ -34,6 +34,7 @@ static const struct command commands[] = {
 	{ "deadletter", cmd_deadletter, "list, retry or refund dead letters" },
 	{ "dump", cmd_dump, "print a data file's keys and watermarks" },
 	{ "init", cmd_init, "create a repository with its settings" },
+	{ "key", cmd_keys, "an encrypted repository's keys" },
 	{ "snapshot", cmd_snapshot, "take a consistent snapshot" },
 	{ "ls", cmd_ls, "list the snapshots of a repository" },
 	{ "show", cmd_show, "a snapshot's cut in detail, with --sum KEY" },
@@ -79,6 +80,21 @@ finish(int rc)
 	return rc;
 }
 
+/* The commands that read an encrypted repository's contents: they take
+ * --password-file FILE and ask for the password when it is encrypted. */
+static int
+reads_repo(const char *name)
+{
+	static const char *const names[] = { "init", "key", "snapshot",
+	    "show", "verify", "restore", "load" };
+	size_t i;
+
+	for (i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+		if (strcmp(name, names[i]) == 0)
+			return 1;
+	return 0;
+}
+
 int
 main(int argc, char **argv)
 {
@@ -109,6 +125,14 @@ main(int argc, char **argv)
 	for (i = 0; i < NCOMMANDS; i++) {
 		if (strcmp(name, commands[i].name) == 0) {
 			cmd_name = commands[i].name;
+			if (reads_repo(name)) {
+				argc--;
+				if (cmd_take_password_file(&argc, argv + 1) < 0)
+					return cmd_usage_error("--password-file "
+					    "needs FILE");
+				cmd_password_setup();
+				return finish(commands[i].fn(argc, argv + 1));
+			}
 			return finish(commands[i].fn(argc - 1, argv + 1));
 		}
 	}

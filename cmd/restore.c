@@ -51,6 +51,11 @@ static const char usage_text[] =
     "media (a read-only mount, a chmod -R a-w copy), where it changes\n"
     "nothing at all.\n"
     "\n"
+    "An encrypted repository (cutsnap init --encrypt) needs its password:\n"
+    "--password-file FILE, else CUTSNAP_PASSWORD_FILE or CUTSNAP_PASSWORD,\n"
+    "else it is asked on the terminal; a missing or wrong one fails at\n"
+    "once, in one line, before anything is written.\n"
+    "\n"
     "Exit status: 0 restored, 1 refused or failed, 2 bad usage, bad config,\n"
     "no such snapshot ID, or a bad repository.\n";
 

@@ -37,6 +37,11 @@ static const char usage_text[] =
     "\n"
     "Only reads REPO: it works on read-only media and changes nothing.\n"
     "\n"
+    "An encrypted repository (cutsnap init --encrypt) needs its password:\n"
+    "--password-file FILE, else CUTSNAP_PASSWORD_FILE or CUTSNAP_PASSWORD,\n"
+    "else it is asked on the terminal; a missing or wrong one fails at\n"
+    "once, in one line, before anything is written.\n"
+    "\n"
     "Exit status: 0 success, 1 a recorded file that does not match the\n"
     "manifest, or a KEY value that is not an integer, 2 bad usage, no such\n"
     "snapshot, or a bad repository.\n";

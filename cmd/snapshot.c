@@ -63,6 +63,11 @@ static const char usage_text[] =
     "While files are copied into REPO a progress line (bytes done of total,\n"
     "rate, ETA, current agent) is drawn on stderr when it is a terminal.\n"
     "\n"
+    "An encrypted repository (cutsnap init --encrypt) needs its password:\n"
+    "--password-file FILE, else CUTSNAP_PASSWORD_FILE or CUTSNAP_PASSWORD,\n"
+    "else it is asked on the terminal; a missing or wrong one fails at\n"
+    "once, in one line, before anything is written.\n"
+    "\n"
     "Exit status: 0 the snapshot is complete, 1 it failed or was aborted\n"
     "or an agent does not answer, 2 bad usage, bad config or a bad\n"
     "repository path.\n";

@@ -34,7 +34,7 @@ _cutsnap()
 	cur=${COMP_WORDS[COMP_CWORD]}
 	prev=${COMP_WORDS[COMP_CWORD-1]}
 	local cmds="agent start stop status put get del add transfer channel
-	    deadletter dump init snapshot ls show verify restore forget prune load cert demo help"
+	    deadletter dump init key snapshot ls show verify restore forget prune load cert demo help"
 
 	if [ "$COMP_CWORD" -eq 1 ]; then
 		COMPREPLY=($(compgen -W "$cmds --help --version" -- "$cur"))
@@ -79,7 +79,7 @@ _cutsnap()
 		COMPREPLY=($(compgen -W "error warn info debug" -- "$cur"))
 		return 0
 		;;
-	*:-k | *:--key)
+	*:-k | *:--key | *:--password-file | key:-N | *:--new-password-file)
 		COMPREPLY=($(compgen -f -- "$cur"))
 		return 0
 		;;
@@ -103,17 +103,20 @@ _cutsnap()
 	channel) opts="-c --config --reverse --overtake --help" ;;
 	deadletter) opts="-c --config -a --all -j --json --help" ;;
 	dump) opts="-j --json --help" ;;
-	init) opts="-r --repo -C --compression -j --json --help" ;;
-	snapshot) opts="-c --config -r --repo -i --initiator -t --timeout
+	init) opts="-r --repo -e --encrypt --password-file -C --compression
+	    -j --json --help" ;;
+	key) opts="-r --repo --password-file -N --new-password-file -j --json
+	    --help" ;;
+	snapshot) opts="-c --config -r --repo --password-file -i --initiator -t --timeout
 	    -k --key -a --recheck-age -j --json -q --quiet -v --verbose
 	    --help" ;;
 	ls) opts="-r --repo -j --json --help" ;;
-	show) opts="-r --repo -s --sum -j --json --help" ;;
-	verify) opts="-r --repo -k --key -j --json -q --quiet -v --verbose
+	show) opts="-r --repo --password-file -s --sum -j --json --help" ;;
+	verify) opts="-r --repo --password-file -k --key -j --json -q --quiet -v --verbose
 	    --help" ;;
-	restore) opts="-r --repo -c --config -a --agent -k --key -j --json
+	restore) opts="-r --repo --password-file -c --config -a --agent -k --key -j --json
 	    -q --quiet -v --verbose --help" ;;
-	load) opts="-c --config -r --repo --seconds --clients --threads
+	load) opts="-c --config -r --repo --password-file --seconds --clients --threads
 	    --snapshot-every --max-amount --initial --no-drain -j --json --help" ;;
 	forget) opts="-r --repo -l --keep-last -w --keep-within -f --force
 	    -n --dry-run -j --json --help" ;;
@@ -158,6 +161,9 @@ _cutsnap()
 		;;
 	dump)
 		COMPREPLY=($(compgen -f -- "$cur"))
+		;;
+	key)
+		COMPREPLY=($(compgen -W "list add remove passwd" -- "$cur"))
 		;;
 	esac
 	return 0

@@ -68,6 +68,7 @@ struct cjob {
 	size_t idx;		/* chunk index in its file */
 	uint64_t off, len;
 	const uint8_t *sha;	/* borrowed from the report */
+	uint8_t name[SHA_LEN];	/* its blob's (store_name of sha) */
 	int written;		/* its temp file exists (not yet renamed) */
 	int recheck;		/* stored, but its check is too old: hash the
 				 * blob before reusing it */
@@ -127,7 +128,7 @@ tmp_path(const struct crun *r, const struct cjob *j, char *out, size_t sz,
 {
 	char hex[SHA_HEX_LEN];
 
-	sha_hex(j->sha, hex);
+	sha_hex(j->name, hex);
 	if (snprintf(out, sz, "%s/.tmp.%ld.%s", r->st->blobs, (long)getpid(),
 	    hex) >= (int)sz)
 		return cs_errf(e, "repository path too long: %s", r->st->repo);
@@ -223,7 +224,7 @@ copy_chunk(struct crun *r, struct cjob *j, uint8_t *buf, uint8_t *obuf,
 		goto out;
 	}
 	if (obuf != NULL) {
-		if (obj_encode(r->st, buf, (size_t)j->len, obuf,
+		if (obj_encode(r->st, j->name, buf, (size_t)j->len, obuf,
 		    obj_bound(r->st, r->maxchunk), &bloblen, e) < 0)
 			goto out;
 		blob = obuf;
@@ -265,7 +266,7 @@ seal_chunk(struct crun *r, struct cjob *j, struct cs_err *e)
 	char hex[SHA_HEX_LEN], tmp[PATH_MAX], dst[PATH_MAX];
 	int fd, rc;
 
-	sha_hex(j->sha, hex);
+	sha_hex(j->name, hex);
 	if (tmp_path(r, j, tmp, sizeof(tmp), e) < 0 ||
 	    blob_path(r->st, hex, dst, sizeof(dst), e) < 0)
 		return -1;
@@ -332,10 +333,10 @@ recheck_chunk(struct crun *r, struct cjob *j, uint8_t *buf, struct cs_err *e)
 	struct cs_err le;
 	int good;
 
-	sha_hex(j->sha, hex);
+	sha_hex(j->name, hex);
 	if (blob_path(r->st, hex, path, sizeof(path), e) < 0)
 		return -1;
-	good = obj_load(r->st, path, buf, (size_t)j->len, &le) == 0 &&
+	good = obj_load(r->st, j->name, path, buf, (size_t)j->len, &le) == 0 &&
 	    sha256_buf(buf, (size_t)j->len, got) == 0 &&
 	    memcmp(got, j->sha, SHA_LEN) == 0;
 	j->recheck = 0;
@@ -436,7 +437,7 @@ cmp_job(const void *a, const void *b)
 {
 	const struct cjob *x = a, *y = b;
 
-	return memcmp(x->sha, y->sha, SHA_LEN);
+	return memcmp(x->name, y->name, SHA_LEN);
 }
 
 /* Is the chunk already stored? Same name, same size (for an object of a
@@ -445,14 +446,14 @@ cmp_job(const void *a, const void *b)
  * older than the recheck age (the blob must be hashed before it is
  * reused); 0 when not stored. */
 static int
-stored(struct store *st, const uint8_t sha[SHA_LEN], uint64_t len,
+stored(struct store *st, const uint8_t name[SHA_LEN], uint64_t len,
     time_t now, struct cs_err *e)
 {
 	char hex[SHA_HEX_LEN], path[PATH_MAX];
 	int64_t age = st->recheck_set ? st->recheck_s : RECHECK_DEFAULT_S;
 	struct stat sb;
 
-	sha_hex(sha, hex);
+	sha_hex(name, hex);
 	if (blob_path(st, hex, path, sizeof(path), e) < 0)
 		return -1;
 	if (lstat(path, &sb) < 0 || !S_ISREG(sb.st_mode))
@@ -479,6 +480,7 @@ static int
 plan(struct crun *r, size_t n, struct cs_err *e)
 {
 	const struct report *rep;
+	uint8_t name[SHA_LEN];
 	struct stat sb;
 	size_t i, k, cap = 0, kept;
 	uint64_t off, len;
@@ -509,7 +511,8 @@ plan(struct crun *r, size_t n, struct cs_err *e)
 			off = (uint64_t)k * rep->chunk_size;
 			len = rep->size - off < rep->chunk_size ?
 			    rep->size - off : rep->chunk_size;
-			if ((s = stored(r->st, rep->chunks[k], len, now,
+			store_name(r->st, rep->chunks[k], name);
+			if ((s = stored(r->st, name, len, now,
 			    e)) < 0)
 				return -1;
 			if (s == 1)
@@ -521,8 +524,9 @@ plan(struct crun *r, size_t n, struct cs_err *e)
 					return cs_errf(e, "out of memory");
 				r->jobs = nv;
 			}
-			r->jobs[r->njobs++] = (struct cjob){ (int)i, k, off,
-			    len, rep->chunks[k], 0, s == 2, 0 };
+			r->jobs[r->njobs] = (struct cjob){ (int)i, k, off,
+			    len, rep->chunks[k], { 0 }, 0, s == 2, 0 };
+			memcpy(r->jobs[r->njobs++].name, name, SHA_LEN);
 		}
 	}
 	if (r->njobs > 1)
@@ -541,6 +545,7 @@ static int
 all_there(struct crun *r, size_t n, struct cs_err *e)
 {
 	const struct report *rep;
+	uint8_t name[SHA_LEN];
 	char hex[SHA_HEX_LEN];
 	uint64_t len;
 	size_t i, k;
@@ -552,10 +557,11 @@ all_there(struct crun *r, size_t n, struct cs_err *e)
 			len = rep->size - (uint64_t)k * rep->chunk_size;
 			if (len > rep->chunk_size)
 				len = rep->chunk_size;
-			if ((s = stored(r->st, rep->chunks[k], len, 0, e)) < 0)
+			store_name(r->st, rep->chunks[k], name);
+			if ((s = stored(r->st, name, len, 0, e)) < 0)
 				return -1;
 			if (s == 0) {
-				sha_hex(rep->chunks[k], hex);
+				sha_hex(name, hex);
 				return cs_errf(e, "agent %s: chunk %zu (blob %s) "
 				    "was quarantined while the snapshot ran; "
 				    "take the snapshot again", rep->agent, k,
@@ -575,11 +581,11 @@ make_dirs(struct crun *r, unsigned char dirs[256], struct cs_err *e)
 
 	memset(dirs, 0, 256);
 	for (i = 0; i < r->njobs; i++) {
-		if (dirs[r->jobs[i].sha[0]])
+		if (dirs[r->jobs[i].name[0]])
 			continue;
-		dirs[r->jobs[i].sha[0]] = 1;
+		dirs[r->jobs[i].name[0]] = 1;
 		if (snprintf(path, sizeof(path), "%s/%02x", r->st->blobs,
-		    r->jobs[i].sha[0]) >= (int)sizeof(path))
+		    r->jobs[i].name[0]) >= (int)sizeof(path))
 			return cs_errf(e, "repository path too long: %s",
 			    r->st->repo);
 		if (mkdir_p(path, 0700, e) < 0)
@@ -637,11 +643,11 @@ claim_jobs(struct crun *r, struct cs_err *e)
 	    NULL)
 		return cs_errf(e, "out of memory");
 	for (i = 0; i < r->njobs; i++) {
-		if (claim(r->claim_fd, r->jobs[i].sha, F_WRLCK) < 0) {
+		if (claim(r->claim_fd, r->jobs[i].name, F_WRLCK) < 0) {
 			r->waiting[r->nwaiting++] = r->jobs[i];
 			continue;
 		}
-		if ((s = stored(r->st, r->jobs[i].sha, r->jobs[i].len, 0,
+		if ((s = stored(r->st, r->jobs[i].name, r->jobs[i].len, 0,
 		    e)) < 0)
 			return -1;
 		if (!s)
@@ -671,15 +677,15 @@ wait_claims(struct crun *r, struct cs_err *e)
 	for (i = 0; i < r->nwaiting; i++) {
 		j = &r->waiting[i];
 		while (r->claim_fd >= 0 &&
-		    claim(r->claim_fd, j->sha, F_WRLCK) < 0 &&
+		    claim(r->claim_fd, j->name, F_WRLCK) < 0 &&
 		    (errno == EAGAIN || errno == EACCES || errno == EINTR) &&
 		    waited < CLAIM_WAIT_MS) {
 			nanosleep(&ts, NULL);
 			waited += CLAIM_POLL_MS;
 		}
 		if (r->claim_fd >= 0)
-			(void)claim(r->claim_fd, j->sha, F_UNLCK);
-		if ((s = stored(r->st, j->sha, j->len, 0, e)) < 0)
+			(void)claim(r->claim_fd, j->name, F_UNLCK);
+		if ((s = stored(r->st, j->name, j->len, 0, e)) < 0)
 			return -1;
 		if (s)
 			r->shared++;
@@ -727,6 +733,8 @@ store_put_chunks(struct store *st, const char *const *paths,
 	r.claim_fd = -1;
 	if (stats != NULL)
 		memset(stats, 0, sizeof(*stats));
+	if (store_need_key(st, e) < 0)
+		return -1;
 	if (pthread_mutex_init(&r.mu, NULL) != 0)
 		return cs_errf(e, "out of memory");
 	if ((r.fds = malloc((n + 1) * sizeof(*r.fds))) == NULL) {

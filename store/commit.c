@@ -1,6 +1,7 @@
 /* commit.c - committing a snapshot: every row of it, its digest and its
  * status 'complete' in one SQLite transaction, or nothing at all. */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "store_int.h"
@@ -113,7 +114,7 @@ put_chunks(struct commit *k, const char *agent, const struct report *r,
 		off = (uint64_t)i * r->chunk_size;
 		n = r->size - off < r->chunk_size ? r->size - off :
 		    r->chunk_size;
-		sha_hex(r->chunks[i], hex);
+		store_name_hex(k->st, r->chunks[i], hex);
 		sqlite3_bind_int64(k->chunk, 1, k->id);
 		sqlite3_bind_text(k->chunk, 2, agent, -1, SQLITE_STATIC);
 		sqlite3_bind_int64(k->chunk, 3, (sqlite3_int64)i);
@@ -134,7 +135,7 @@ put_agent(struct commit *k, const struct cfg_agent *a,
 
 	if (fits(r->size, "file size", e) < 0)
 		return -1;
-	sha_hex(r->sha, hex);
+	store_name_hex(k->st, r->sha, hex);
 	sqlite3_bind_int64(k->agent, 1, k->id);
 	sqlite3_bind_text(k->agent, 2, a->name, -1, SQLITE_STATIC);
 	sqlite3_bind_text(k->agent, 3, a->data, -1, SQLITE_STATIC);
@@ -155,8 +156,8 @@ put_channel(struct commit *k, const char *src, const char *dst,
     const struct rep_channel *ch, struct cs_err *e)
 {
 	char hex[SHA_HEX_LEN];
-	uint8_t sha[SHA_LEN];
-	size_t i;
+	uint8_t sha[SHA_LEN], name[SHA_LEN], *sealed = NULL;
+	size_t i, slen;
 
 	if (fits(ch->applied, "applied seq", e) < 0 ||
 	    fits(ch->sent, "sent seq", e) < 0)
@@ -178,14 +179,26 @@ put_channel(struct commit *k, const char *src, const char *dst,
 			    (unsigned long long)m->seq, src, dst);
 		if (sha256_buf(m->data, m->len, sha) < 0)
 			return cs_errf(e, "sha256 failed");
-		sha_hex(sha, hex);
+		store_name(k->st, sha, name);
+		sha_hex(name, hex);
+		/* Encrypted: the payload sealed, bound to its row. */
+		if (k->st->enc && crypt_msg(k->st, 1, name, src, dst, m->seq,
+		    m->data, m->len, &sealed, &slen, e) < 0)
+			return -1;
 		sqlite3_bind_int64(k->msg, 1, k->id);
 		sqlite3_bind_text(k->msg, 2, src, -1, SQLITE_STATIC);
 		sqlite3_bind_text(k->msg, 3, dst, -1, SQLITE_STATIC);
 		sqlite3_bind_int64(k->msg, 4, (sqlite3_int64)m->seq);
 		/* A non-NULL pointer keeps an empty message a blob. */
-		sqlite3_bind_blob(k->msg, 5, m->data ? (const void *)m->data :
-		    "", (int)m->len, SQLITE_STATIC);
+		if (sealed != NULL)
+			sqlite3_bind_blob(k->msg, 5, sealed, (int)slen,
+			    SQLITE_TRANSIENT);
+		else
+			sqlite3_bind_blob(k->msg, 5, m->data ?
+			    (const void *)m->data : "", (int)m->len,
+			    SQLITE_STATIC);
+		free(sealed);
+		sealed = NULL;
 		sqlite3_bind_text(k->msg, 6, hex, -1, SQLITE_TRANSIENT);
 		if (step_done(k, k->msg, "storing messages", e) < 0)
 			return -1;
@@ -300,7 +313,8 @@ store_commit_snapshot(struct store *st, uint64_t id, const struct cfg *c,
 	if (id == 0 || id > (uint64_t)INT64_MAX)
 		return cs_errf(e, "snapshot %llu does not exist",
 		    (unsigned long long)id);
-	if (check_reports(id, c, reps, nreps, e) < 0 ||
+	if (store_need_key(st, e) < 0 ||
+	    check_reports(id, c, reps, nreps, e) < 0 ||
 	    commit_check_cut(c, reps, nreps, e) < 0)
 		return -1;
 	if (db_begin(st, e) < 0)

@@ -23,7 +23,7 @@ read_file_row(struct store *st, const struct row_agent *a,
     struct store_file *f, struct cs_err *e)
 {
 	struct fview v;
-	uint8_t want[SHA_LEN], got[SHA_LEN];
+	uint8_t want[SHA_LEN], got[SHA_LEN], name[SHA_LEN];
 	int rc = -1;
 
 	if (!a->ok || copy_name(f->agent, a->name) < 0 ||
@@ -34,7 +34,7 @@ read_file_row(struct store *st, const struct row_agent *a,
 		return -1;
 	}
 	if (sha256_buf(v.p, (size_t)v.len, got) < 0 ||
-	    memcmp(got, want, SHA_LEN) != 0) {
+	    (store_name(st, got, name), memcmp(name, want, SHA_LEN) != 0)) {
 		cs_errf(e, "recorded file of agent %s does not match its "
 		    "sha256", a->name);
 		goto out;

@@ -371,31 +371,45 @@ store_get_settings(const struct store *st, struct store_settings *s,
 {
 	memset(s, 0, sizeof(*s));
 	s->compress = st->compress;
+	s->encrypt = st->enc;
 	*have = st->have_settings;
 }
 
-/* The settings of a new repository (st->init, or the defaults). */
+/* The settings of a new repository (st->init, or the defaults); an
+ * encrypted one gets its master key and first key here too. */
 static int
 settings_write(struct store *st, struct cs_err *e)
 {
 	struct store_settings def;
 	const struct store_settings *set = st->init;
 	sqlite3_stmt *s = NULL;
+	const char *vals[2][2] = {
+		{ "compression", NULL },
+		{ "encryption", "aes-256-gcm" },
+	};
+	size_t i;
 	int rc = -1;
 
 	if (set == NULL) {
 		store_settings_default(&def);
 		set = &def;
 	}
+	vals[0][1] = store_compress_name(set->compress);
+	if (set->encrypt && crypt_create(st, set->password, set->passlen,
+	    e) < 0)
+		return -1;
 	if (db_exec(st, settings_sql, e) < 0 ||
 	    db_prepare(st, "INSERT INTO repo_settings(name, value) "
-	    "VALUES ('compression', ?1)", &s, e) < 0)
+	    "VALUES (?1, ?2)", &s, e) < 0)
 		goto out;
-	sqlite3_bind_text(s, 1, store_compress_name(set->compress), -1,
-	    SQLITE_STATIC);
-	if (sqlite3_step(s) != SQLITE_DONE) {
-		db_fail(st, e, "write the repository settings");
-		goto out;
+	for (i = 0; i < (set->encrypt ? 2u : 1u); i++) {
+		sqlite3_reset(s);
+		sqlite3_bind_text(s, 1, vals[i][0], -1, SQLITE_STATIC);
+		sqlite3_bind_text(s, 2, vals[i][1], -1, SQLITE_STATIC);
+		if (sqlite3_step(s) != SQLITE_DONE) {
+			db_fail(st, e, "write the repository settings");
+			goto out;
+		}
 	}
 	rc = 0;
 out:
@@ -428,6 +442,9 @@ settings_load(struct store *st, struct cs_err *e)
 					st->compress = i;
 					found = 1;
 				}
+		} else if (strcmp(name, "encryption") == 0) {
+			found = strcmp(val, "aes-256-gcm") == 0;
+			st->enc = 1;
 		} else {
 			cs_errf(e, "repository %s: unknown setting %.40s (made "
 			    "by a newer version?)", st->repo, name);
@@ -466,6 +483,8 @@ create_schema(struct store *st, struct cs_err *e)
 		    repo_id_ensure(st, id, e) < 0 ||
 		    repo_id_store(st, id, e) < 0)
 			goto fail;
+		/* The identity an encrypted repository binds its keys to. */
+		snprintf(st->repo_id, sizeof(st->repo_id), "%s", id);
 		if (settings_write(st, e) < 0)
 			goto fail;
 	} else if (st->init != NULL) {
@@ -744,6 +763,7 @@ open_repo(const char *repo, int mode, const struct store_settings *init,
 	if (pragma(st, "PRAGMA foreign_keys=ON", e) < 0 ||
 	    check_identity(st, e) < 0 ||
 	    settings_load(st, e) < 0 ||
+	    crypt_unlock(st, e) < 0 ||
 	    (mode != STORE_READ && store_reap_stale(st, e) < 0))
 		goto fail;
 	st->init = NULL;
@@ -785,6 +805,9 @@ store_close(struct store *st)
 	if (st->dir_fd >= 0)
 		close(st->dir_fd);	/* drops its flock */
 	mac_key_free(st->key, st->keylen);
+	mac_cleanse(st->master, sizeof(st->master));
+	mac_cleanse(st->objkey, sizeof(st->objkey));
+	mac_cleanse(st->namekey, sizeof(st->namekey));
 	free(st);
 }
 

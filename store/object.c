@@ -10,7 +10,15 @@
  * codec 0: the payload is the chunk itself (zstd did not make it smaller);
  * codec 1: the payload is one zstd frame of the chunk. The blob keeps its
  * name, the SHA-256 of the plain chunk, so chunks still deduplicate and
- * every reader checks the decoded bytes against the name. */
+ * every reader checks the decoded bytes against the name.
+ *
+ * In an encrypted repository (crypt.c) the object above is sealed:
+ *
+ *   "CSE1" | nonce (12) | AES-256-GCM(object) | tag (16)
+ *
+ * bound to kind 'C', the repository and the blob's name (a keyed hash of
+ * the chunk), so the header, codec and length are hidden too; only the
+ * blob's size is visible. */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -21,9 +29,12 @@
 #include <zstd.h>
 
 #include "store_int.h"
+#include "../common/aead.h"
 #include "../common/fsutil.h"
 
 #define OBJ_MAGIC "CSO1"
+#define SEALED_MAGIC "CSE1"
+#define SEALED_HDR 4
 #define CODEC_STORED 0
 #define CODEC_ZSTD 1
 #define ZSTD_LEVEL 3
@@ -51,7 +62,14 @@ get_le64(const uint8_t *p)
 int
 obj_framed(const struct store *st)
 {
-	return st->compress != STORE_COMPRESS_NONE;
+	return st->compress != STORE_COMPRESS_NONE || st->enc;
+}
+
+/* The sealing's share of a blob. */
+static size_t
+sealing(const struct store *st)
+{
+	return st->enc ? SEALED_HDR + AEAD_OVERHEAD : 0;
 }
 
 size_t
@@ -59,44 +77,82 @@ obj_bound(const struct store *st, size_t len)
 {
 	if (!obj_framed(st))
 		return len;
-	return OBJ_HDR_LEN + ZSTD_compressBound(len);
+	return sealing(st) + OBJ_HDR_LEN + ZSTD_compressBound(len);
+}
+
+/* The framed object of plain[0, len) into out. */
+static void
+frame(const struct store *st, const uint8_t *plain, size_t len, uint8_t *out,
+    size_t outsz, size_t *outlen)
+{
+	size_t n = 0;
+
+	memcpy(out, OBJ_MAGIC, 4);
+	memset(out + 4, 0, 4);
+	put_le64(out + 8, (uint64_t)len);
+	if (st->compress == STORE_COMPRESS_ZSTD)
+		n = ZSTD_compress(out + OBJ_HDR_LEN, outsz - OBJ_HDR_LEN, plain,
+		    len, ZSTD_LEVEL);
+	if (st->compress == STORE_COMPRESS_ZSTD && !ZSTD_isError(n) &&
+	    n < len) {
+		out[4] = CODEC_ZSTD;
+		*outlen = OBJ_HDR_LEN + n;
+		return;
+	}
+	out[4] = CODEC_STORED;
+	memcpy(out + OBJ_HDR_LEN, plain, len);
+	*outlen = OBJ_HDR_LEN + len;
 }
 
 int
-obj_encode(const struct store *st, const uint8_t *plain, size_t len,
-    uint8_t *out, size_t outsz, size_t *outlen, struct cs_err *e)
+obj_encode(const struct store *st, const uint8_t name[SHA_LEN],
+    const uint8_t *plain, size_t len, uint8_t *out, size_t outsz,
+    size_t *outlen, struct cs_err *e)
 {
-	size_t n;
+	size_t n, hdr = sealing(st) - AEAD_TAG_LEN;
 
 	*outlen = 0;
 	if (outsz < obj_bound(st, len))
 		return cs_errf(e, "object buffer too small");
+	if (st->enc) {
+		/* Framed after the header and nonce, sealed in place. */
+		frame(st, plain, len, out + hdr, outsz - sealing(st), &n);
+		if (crypt_seal(st, 'C', name, SHA_LEN, out + hdr, n,
+		    out + SEALED_HDR, e) < 0)
+			return -1;
+		memcpy(out, SEALED_MAGIC, SEALED_HDR);
+		*outlen = sealing(st) + n;
+		return 0;
+	}
 	if (!obj_framed(st)) {
 		memcpy(out, plain, len);
 		*outlen = len;
 		return 0;
 	}
-	memcpy(out, OBJ_MAGIC, 4);
-	memset(out + 4, 0, 4);
-	put_le64(out + 8, (uint64_t)len);
-	n = ZSTD_compress(out + OBJ_HDR_LEN, outsz - OBJ_HDR_LEN, plain, len,
-	    ZSTD_LEVEL);
-	if (!ZSTD_isError(n) && n < len) {
-		out[4] = CODEC_ZSTD;
-		*outlen = OBJ_HDR_LEN + n;
-		return 0;
-	}
-	out[4] = CODEC_STORED;
-	memcpy(out + OBJ_HDR_LEN, plain, len);
-	*outlen = OBJ_HDR_LEN + len;
+	frame(st, plain, len, out, outsz, outlen);
 	return 0;
 }
 
 int
-obj_decode(const struct store *st, const uint8_t *obj, size_t objlen,
-    uint8_t *plain, size_t len, struct cs_err *e)
+obj_decode(const struct store *st, const uint8_t name[SHA_LEN],
+    uint8_t *obj, size_t objlen, uint8_t *plain, size_t len,
+    struct cs_err *e)
 {
 	size_t n;
+
+	if (st->enc) {
+		if (objlen < sealing(st) ||
+		    memcmp(obj, SEALED_MAGIC, SEALED_HDR) != 0)
+			return cs_errf(e, "not a sealed chunk object (bad "
+			    "header)");
+		/* Opened in place: the object follows the nonce. */
+		if (crypt_open(st, 'C', name, SHA_LEN, obj + SEALED_HDR,
+		    objlen - SEALED_HDR, obj + SEALED_HDR + AEAD_NONCE_LEN,
+		    e) < 0)
+			return -1;
+		obj += SEALED_HDR + AEAD_NONCE_LEN;
+		objlen -= sealing(st);
+	}
 
 	if (!obj_framed(st)) {
 		if (objlen != len)
@@ -133,8 +189,8 @@ obj_decode(const struct store *st, const uint8_t *obj, size_t objlen,
 }
 
 int
-obj_load(const struct store *st, const char *path, uint8_t *plain,
-    size_t len, struct cs_err *e)
+obj_load(const struct store *st, const uint8_t name[SHA_LEN],
+    const char *path, uint8_t *plain, size_t len, struct cs_err *e)
 {
 	struct stat sb;
 	uint8_t *obj = NULL;
@@ -168,7 +224,7 @@ obj_load(const struct store *st, const char *path, uint8_t *plain,
 		goto out;
 	}
 	(void)posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
-	if (obj_decode(st, obj, objlen, plain, len, e) == 0)
+	if (obj_decode(st, name, obj, objlen, plain, len, e) == 0)
 		rc = 0;
 out:
 	free(obj);

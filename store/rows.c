@@ -189,6 +189,28 @@ out:
 	return rc;
 }
 
+/* Replace the sealed payload of message m by its plain bytes; one that
+ * does not open stays as it is, marked damaged. -1: out of memory. */
+static int
+open_msg(struct store *st, struct row_msg *m)
+{
+	uint8_t name[SHA_LEN], *plain;
+	size_t len;
+	struct cs_err e;
+
+	e.msg[0] = '\0';
+	if (sha_unhex(m->sha, name) < 0 ||
+	    crypt_msg(st, 0, name, m->src, m->dst, m->seq, m->data, m->len,
+	    &plain, &len, &e) < 0) {
+		m->damaged = 1;
+		return strstr(e.msg, "out of memory") != NULL ? -1 : 0;
+	}
+	free(m->data);
+	m->data = plain;
+	m->len = len;
+	return 0;
+}
+
 static int
 load_msgs(struct store *st, struct snap_rows *r, struct cs_err *e)
 {
@@ -223,6 +245,8 @@ load_msgs(struct store *st, struct snap_rows *r, struct cs_err *e)
 		}
 		m->ok = col_u64(s, 3, &m->seq) == 0 &&
 		    cfg_valid_name(m->src) && cfg_valid_name(m->dst);
+		if (st->enc && m->ok && open_msg(st, m) < 0)
+			goto oom;
 	}
 	if (step != SQLITE_DONE) {
 		db_fail(st, e, "reading messages");
@@ -287,6 +311,8 @@ rows_load(struct store *st, uint64_t id, struct snap_rows *r,
 {
 	memset(r, 0, sizeof(*r));
 	r->id = id;
+	if (store_need_key(st, e) < 0)
+		return -1;
 	if (load_snapshot(st, r, e) < 0 || load_agents(st, r, e) < 0 ||
 	    load_chunks(st, r, e) < 0 || load_msgs(st, r, e) < 0) {
 		rows_free(r);

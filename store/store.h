@@ -58,6 +58,9 @@ int store_has_snapshot(struct store *st, uint64_t id, struct cs_err *e);
 #define STORE_COMPRESS_ZSTD 1
 struct store_settings {
 	int compress;		/* STORE_COMPRESS_* */
+	int encrypt;		/* AES-256-GCM, keys in repo_keys (crypt.c) */
+	const char *password;	/* init with encrypt: the first key's */
+	size_t passlen;
 };
 /* The settings a repository gets when snapshot creates it. */
 void store_settings_default(struct store_settings *s);
@@ -70,6 +73,33 @@ int store_init(const char *repo, const struct store_settings *s,
 void store_get_settings(const struct store *st, struct store_settings *s,
     int *have);
 const char *store_compress_name(int compress);
+
+/* Encrypted repositories. Opening one calls the password callback (when
+ * set) to unlock it; without it, only what needs no key works (ls, forget,
+ * prune, key list); the rest fails with "repository R is encrypted: a
+ * password is needed". fn fills buf[0, *len) for repository repo. */
+#define STORE_PASSWORD_MAX 1024
+typedef int (*store_password_fn)(void *ctx, const char *repo, char *buf,
+    size_t bufsz, size_t *len, struct cs_err *e);
+void store_set_password_fn(store_password_fn fn, void *ctx);
+int store_encrypted(const struct store *st);
+struct store_key {
+	int64_t id;
+	char created[32];
+	char kdf[16];
+	uint64_t n;
+	uint32_t r, p;
+	int current;		/* the key the password opened */
+};
+int crypt_list_keys(struct store *st, struct store_key **out, size_t *n,
+    struct cs_err *e);
+/* Seal the master key under a new password as a new key (*id); with
+ * remove_current, drop the key that opened the repository in the same
+ * transaction (a password change). */
+int store_key_add(struct store *st, const void *pass, size_t passlen,
+    int remove_current, int64_t *id, struct cs_err *e);
+/* Remove key id (not the one that opened the repository). */
+int store_key_remove(struct store *st, int64_t id, struct cs_err *e);
 
 /* Progress of the long work: the chunk bytes store_put_chunks copies,
  * the bytes store_verify hashes, and for store_restore those it verifies

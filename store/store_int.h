@@ -10,6 +10,8 @@
 #include "../common/datalog.h"
 #include "../common/sha.h"
 
+#define REPO_ID_LEN 16
+
 struct store {
 	sqlite3 *db;		/* REPO/manifest.db, owned */
 	int mode;		/* enum store_mode */
@@ -42,6 +44,12 @@ struct store {
 	int have_settings;	/* the repository has repo_settings */
 	const struct store_settings *init;	/* while store_init opens it:
 						 * the settings to create */
+	int enc;		/* encrypted (crypt.c) */
+	int unlocked;		/* and its master key is known */
+	uint8_t repo_idb[REPO_ID_LEN];	/* repo_id as bytes, bound to
+					 * every sealed object */
+	uint8_t master[32], objkey[32], namekey[32];	/* cleansed at close */
+	int64_t key_id;		/* the repo_keys row that opened it */
 };
 
 /* How long a stored chunk's check is trusted before a snapshot that
@@ -132,17 +140,55 @@ int blob_path(const struct store *st, const char *hex, char *out,
 int obj_framed(const struct store *st);
 /* The largest blob a chunk of len bytes may become. */
 size_t obj_bound(const struct store *st, size_t len);
-/* plain[0, len) as a blob into out (outsz >= obj_bound). */
-int obj_encode(const struct store *st, const uint8_t *plain, size_t len,
-    uint8_t *out, size_t outsz, size_t *outlen, struct cs_err *e);
-/* A blob back into its len plain bytes; e names what is wrong. */
-int obj_decode(const struct store *st, const uint8_t *obj, size_t objlen,
-    uint8_t *plain, size_t len, struct cs_err *e);
+/* plain[0, len), the chunk of blob name, as its blob into out (outsz >=
+ * obj_bound); sealed when the repository is encrypted. */
+int obj_encode(const struct store *st, const uint8_t name[SHA_LEN],
+    const uint8_t *plain, size_t len, uint8_t *out, size_t outsz,
+    size_t *outlen, struct cs_err *e);
+/* Blob name's bytes back into its len plain bytes (obj is overwritten
+ * when it is opened in place); e names what is wrong. */
+int obj_decode(const struct store *st, const uint8_t name[SHA_LEN],
+    uint8_t *obj, size_t objlen, uint8_t *plain, size_t len,
+    struct cs_err *e);
 /* Read the blob at path and decode it into plain[0, len). -1: it cannot
  * be read (e: "missing (...)", "not a regular file", ...); -2: it is
  * there but damaged (e: "size mismatch: ...", a decode error). */
-int obj_load(const struct store *st, const char *path, uint8_t *plain,
-    size_t len, struct cs_err *e);
+int obj_load(const struct store *st, const uint8_t name[SHA_LEN],
+    const char *path, uint8_t *plain, size_t len, struct cs_err *e);
+/* crypt.c: an encrypted repository's keys and seals. crypt_create
+ * draws the master key and stores the first key (inside the creating
+ * transaction, the identity made); crypt_unlock asks the password callback and
+ * opens a key (a no-op unless encrypted and locked); crypt_add_key seals
+ * the master key under a new password into a new repo_keys row. */
+int crypt_create(struct store *st, const void *pass, size_t passlen,
+    struct cs_err *e);
+int crypt_unlock(struct store *st, struct cs_err *e);
+int crypt_unlock_with(struct store *st, const void *pass, size_t passlen,
+    struct cs_err *e);
+int crypt_add_key(struct store *st, const void *pass, size_t passlen,
+    int64_t *id, struct cs_err *e);
+/* 0, or -1 with e "repository R is encrypted: a password is needed". */
+int store_need_key(struct store *st, struct cs_err *e);
+/* The name of plain bytes whose SHA-256 is sha: sha itself, or, when
+ * encrypted, HMAC-SHA256 under the name key. Blob names and the sha256
+ * columns of agents, agent_chunks and messages are names. */
+void store_name(const struct store *st, const uint8_t sha[SHA_LEN],
+    uint8_t out[SHA_LEN]);
+void store_name_hex(const struct store *st, const uint8_t sha[SHA_LEN],
+    char hex[SHA_HEX_LEN]);
+/* AES-256-GCM under the object key, bound to kind, the repository and
+ * ctx: out holds n + 28 bytes (seal) or n - 28 (open). */
+int crypt_seal(const struct store *st, char kind, const void *ctx,
+    size_t ctxlen, const uint8_t *in, size_t n, uint8_t *out,
+    struct cs_err *e);
+int crypt_open(const struct store *st, char kind, const void *ctx,
+    size_t ctxlen, const uint8_t *in, size_t n, uint8_t *out,
+    struct cs_err *e);
+/* A recorded message sealed (seal=1) or opened, bound to its name,
+ * channel and seq; *out malloc'ed. */
+int crypt_msg(const struct store *st, int seal, const uint8_t name[SHA_LEN],
+    const char *src, const char *dst, uint64_t seq, const uint8_t *in,
+    size_t n, uint8_t **out, size_t *outlen, struct cs_err *e);
 /* quarantine.c: move blob hex (its bytes do not hash to its name) to
  * REPO/quarantine/hex, directories fsync'ed; 0 also when it is gone
  * already. -1 with e set (a read-only repository: nothing moved). */
@@ -216,6 +262,8 @@ struct row_msg {
 	size_t len;
 	char *sha;		/* owned, never NULL */
 	int ok;			/* valid names and seq */
+	int damaged;		/* encrypted, and its payload does not open
+				 * (data holds the sealed bytes) */
 };
 struct snap_rows {
 	uint64_t id;

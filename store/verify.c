@@ -139,7 +139,7 @@ hash_chunk(struct vrun *v, size_t i, size_t k)
 		return;
 	}
 	progress_add(v->st, a->name, c->size);
-	sha_hex(sha, hex);
+	store_name_hex(v->st, sha, hex);
 	if (strcmp(hex, c->sha) != 0)
 		f->bad[k] = 1;
 }
@@ -283,7 +283,7 @@ report_file(struct vrun *v, size_t i)
 		    a->chunks[k].sha, what);
 	}
 	if (nbad == 0 && f->hashed) {
-		sha_hex(f->got, hex);
+		store_name_hex(v->st, f->got, hex);
 		if (strcmp(hex, a->sha) != 0) {
 			vproblem(v, "agent %s: recorded file sha256 mismatch: "
 			    "expected %s, found %s", a->name, a->sha, hex);
@@ -309,6 +309,12 @@ check_msgs(struct vrun *v)
 			    m->dst);
 			continue;
 		}
+		if (m->damaged) {
+			vproblem(v, "channel %s->%s: message seq %llu "
+			    "damaged: its sealed payload does not open",
+			    m->src, m->dst, (unsigned long long)m->seq);
+			continue;
+		}
 		if (sha256_buf(m->data ? m->data : (const uint8_t *)"",
 		    m->len, sha) < 0) {
 			vproblem(v, "channel %s->%s: message seq %llu: sha256 "
@@ -316,7 +322,7 @@ check_msgs(struct vrun *v)
 			    (unsigned long long)m->seq);
 			continue;
 		}
-		sha_hex(sha, hex);
+		store_name_hex(v->st, sha, hex);
 		if (strcmp(hex, m->sha) != 0)
 			vproblem(v, "channel %s->%s: message seq %llu sha256 "
 			    "mismatch: expected %.64s, found %s", m->src,

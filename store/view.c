@@ -64,7 +64,13 @@ load_chunk(struct store *st, struct vopen *o, const struct row_chunk *c,
 		problem(o, c, "mmap: %s", strerror(errno));
 		return;
 	}
-	rc = obj_load(st, path, base + c->off, (size_t)c->size, &e);
+	uint8_t name[SHA_LEN];
+
+	if (sha_unhex(c->sha, name) < 0) {
+		problem(o, c, "bad blob name");
+		return;
+	}
+	rc = obj_load(st, name, path, base + c->off, (size_t)c->size, &e);
 	if (rc == -2 && o->damaged != NULL) {
 		o->damaged[c->idx] = 1;
 		memset(base + c->off, 0, (size_t)c->size);
@@ -124,6 +130,8 @@ fview_open(struct store *st, const struct row_agent *a, struct fview *v,
 	size_t i;
 
 	memset(v, 0, sizeof(*v));
+	if (store_need_key(st, e) < 0)
+		return -1;
 	if (a->size > SIZE_MAX / 2)
 		return cs_errf(e, "recorded file of %llu bytes is too large to "
 		    "map", (unsigned long long)a->size);

@@ -21,6 +21,8 @@ redigest () {
 test_expect_success 'setup: a keyed snapshot 1 with 10 in flight, an unkeyed snapshot 2' '
 	head -c 32 /dev/urandom >"$KEY" &&
 	make_config A B &&
+	# The forgery below rewrites the bytes of a blob as a chunk.
+	expect_ok init -r "$REPO" --compression none &&
 	start_cluster &&
 	set_balances A=100 B=50 &&
 	expect_ok channel -c "$CONF" hold A B &&

@@ -1,0 +1,202 @@
+/* password.c - an encrypted repository's password: from --password-file
+ * FILE, CUTSNAP_PASSWORD_FILE, CUTSNAP_PASSWORD or the terminal (no echo),
+ * never from the command line. A new password (init --encrypt, key add,
+ * key passwd) has its own sources, and from the terminal it is asked
+ * twice. */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <termios.h>
+#include <unistd.h>
+
+#include "../common/fsutil.h"
+#include "../common/mac.h"
+#include "../store/store.h"
+#include "cmd.h"
+
+const char *cmd_password_file;	/* --password-file, taken out by main */
+
+/* Strip one trailing newline (LF or CRLF). */
+static void
+chomp(char *buf, size_t *len)
+{
+	if (*len > 0 && buf[*len - 1] == '\n')
+		(*len)--;
+	if (*len > 0 && buf[*len - 1] == '\r')
+		(*len)--;
+}
+
+static int
+from_file(const char *path, char *buf, size_t sz, size_t *len,
+    struct cs_err *e)
+{
+	ssize_t n;
+	size_t off = 0;
+	int fd, rc = -1;
+
+	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
+		return cs_errno(e, "password file %s", path);
+	while (off < sz) {
+		n = read(fd, buf + off, sz - off);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0) {
+			cs_errno(e, "read password file %s", path);
+			goto out;
+		}
+		if (n == 0)
+			break;
+		off += (size_t)n;
+	}
+	if (off == sz) {
+		cs_errf(e, "password file %s is longer than %zu bytes", path,
+		    sz - 1);
+		goto out;
+	}
+	*len = off;
+	chomp(buf, len);
+	if (*len == 0) {
+		cs_errf(e, "password file %s is empty", path);
+		goto out;
+	}
+	rc = 0;
+out:
+	close(fd);
+	return rc;
+}
+
+/* One line from the terminal, not echoed. */
+static int
+from_tty(const char *prompt, char *buf, size_t sz, size_t *len,
+    struct cs_err *e)
+{
+	struct termios old, quiet;
+	size_t off = 0;
+	ssize_t n;
+	char c;
+	int fd, rc = -1, restore = 0;
+
+	if ((fd = open("/dev/tty", O_RDWR | O_CLOEXEC | O_NOCTTY)) < 0)
+		return cs_errf(e, "a password is needed: give --password-file "
+		    "FILE, CUTSNAP_PASSWORD_FILE or CUTSNAP_PASSWORD, or run "
+		    "on a terminal");
+	if (tcgetattr(fd, &old) == 0) {
+		quiet = old;
+		quiet.c_lflag &= ~(tcflag_t)(ECHO | ECHONL);
+		quiet.c_lflag |= ICANON;
+		restore = tcsetattr(fd, TCSAFLUSH, &quiet) == 0;
+	}
+	(void)write_all(fd, prompt, strlen(prompt));
+	for (;;) {
+		n = read(fd, &c, 1);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0 || c == '\n')
+			break;
+		if (off + 1 >= sz) {
+			cs_errf(e, "password longer than %zu bytes", sz - 1);
+			goto out;
+		}
+		buf[off++] = c;
+	}
+	*len = off;
+	chomp(buf, len);
+	if (*len == 0) {
+		cs_errf(e, "empty password");
+		goto out;
+	}
+	rc = 0;
+out:
+	if (restore)
+		(void)tcsetattr(fd, TCSAFLUSH, &old);
+	(void)write_all(fd, "\n", 1);
+	c = 0;
+	close(fd);
+	return rc;
+}
+
+int
+cmd_password(int mode, const char *file, const char *what, char *buf,
+    size_t sz, size_t *len, struct cs_err *e)
+{
+	const char *envfile = mode == CMD_PW_NEW ?
+	    "CUTSNAP_NEW_PASSWORD_FILE" : "CUTSNAP_PASSWORD_FILE";
+	const char *envpw = mode == CMD_PW_NEW ? "CUTSNAP_NEW_PASSWORD" :
+	    "CUTSNAP_PASSWORD";
+	char prompt[PATH_MAX + 64], again[STORE_PASSWORD_MAX];
+	const char *s;
+	size_t alen;
+	int rc;
+
+	*len = 0;
+	if (file != NULL)
+		return from_file(file, buf, sz, len, e);
+	if ((s = getenv(envfile)) != NULL && *s != '\0')
+		return from_file(s, buf, sz, len, e);
+	if ((s = getenv(envpw)) != NULL && *s != '\0') {
+		if (strlen(s) >= sz)
+			return cs_errf(e, "%s is longer than %zu bytes", envpw,
+			    sz - 1);
+		*len = strlen(s);
+		memcpy(buf, s, *len);
+		return 0;
+	}
+	snprintf(prompt, sizeof(prompt), "%s: ", what);
+	if (from_tty(prompt, buf, sz, len, e) < 0)
+		return -1;
+	if (mode == CMD_PW_CURRENT)
+		return 0;
+	snprintf(prompt, sizeof(prompt), "%s again: ", what);
+	rc = from_tty(prompt, again, sizeof(again), &alen, e);
+	if (rc == 0 && (alen != *len || memcmp(again, buf, alen) != 0))
+		rc = cs_errf(e, "the passwords differ");
+	mac_cleanse(again, sizeof(again));
+	return rc;
+}
+
+/* store_password_fn: the password of an encrypted repository. */
+static int
+repo_password(void *ctx, const char *repo, char *buf, size_t bufsz,
+    size_t *len, struct cs_err *e)
+{
+	char what[PATH_MAX + 32];
+
+	(void)ctx;
+	snprintf(what, sizeof(what), "password of repository %s", repo);
+	return cmd_password(CMD_PW_CURRENT, cmd_password_file, what, buf,
+	    bufsz, len, e);
+}
+
+void
+cmd_password_setup(void)
+{
+	store_set_password_fn(repo_password, NULL);
+}
+
+int
+cmd_take_password_file(int *argc, char **argv)
+{
+	int i, j;
+
+	for (i = 1; i < *argc && strcmp(argv[i], "--") != 0; i++) {
+		if (strncmp(argv[i], "--password-file=", 16) == 0) {
+			cmd_password_file = argv[i] + 16;
+			j = 1;
+		} else if (strcmp(argv[i], "--password-file") == 0) {
+			if (i + 1 >= *argc)
+				return -1;
+			cmd_password_file = argv[i + 1];
+			j = 2;
+		} else {
+			continue;
+		}
+		memmove(&argv[i], &argv[i + j],
+		    (size_t)(*argc - i - j + 1) * sizeof(*argv));
+		*argc -= j;
+		i--;
+	}
+	return 0;
+}

@@ -1,0 +1,509 @@
+/* crypt.c - encrypted repositories: the key table and what is sealed.
+ *
+ * A random 256-bit master key, never stored in the clear: each row of
+ * table repo_keys holds it sealed (AES-256-GCM) under a key derived from
+ * a password with scrypt (N, r, p and a random salt recorded in the row;
+ * associated data "cutsnap-key-1" | repository id | salt). Opening the
+ * repository tries the password against every row. From the master key,
+ * HKDF-SHA256 derives the object key (AES-256-GCM for chunks and
+ * recorded messages) and the name key (HMAC-SHA256): a chunk's blob, a
+ * recorded file's and a message's sha256 column are named by
+ * HMAC(name key, SHA-256 of the plain bytes), so equal chunks still
+ * deduplicate and a name says nothing about the bytes to whoever lacks
+ * the key. A sealed object is nonce | ciphertext | tag with associated
+ * data "cutsnap-obj-1" | kind | repository id | context, the context
+ * being the object's name (and a message's channel and seq), so an object
+ * moved to another name, kind, row or repository does not open. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "store_int.h"
+#include "../common/aead.h"
+#include "../common/mac.h"
+
+#define KEY_AAD "cutsnap-key-1"
+#define OBJ_AAD "cutsnap-obj-1"
+#define SALT_LEN 32
+/* The default cost: about half a second on a small server. */
+#define SCRYPT_N_DEFAULT (1u << 16)
+#define SCRYPT_R 8
+#define SCRYPT_P 1
+
+static const char keys_sql[] =
+    "CREATE TABLE IF NOT EXISTS repo_keys("
+    " id INTEGER PRIMARY KEY,"
+    " created TEXT NOT NULL,"
+    " kdf TEXT NOT NULL,"
+    " n INTEGER NOT NULL,"
+    " r INTEGER NOT NULL,"
+    " p INTEGER NOT NULL,"
+    " salt BLOB NOT NULL,"
+    " sealed BLOB NOT NULL)";
+
+static store_password_fn pw_fn;
+static void *pw_ctx;
+
+void
+store_set_password_fn(store_password_fn fn, void *ctx)
+{
+	pw_fn = fn;
+	pw_ctx = ctx;
+}
+
+int
+store_encrypted(const struct store *st)
+{
+	return st->enc;
+}
+
+/* The scrypt N for new keys: CUTSNAP_SCRYPT_N (a power of two; the tests
+ * lower the cost with it) or the default. */
+static uint64_t
+scrypt_n(void)
+{
+	const char *s = getenv("CUTSNAP_SCRYPT_N");
+	char *end;
+	unsigned long long v;
+
+	if (s == NULL || *s == '\0')
+		return SCRYPT_N_DEFAULT;
+	v = strtoull(s, &end, 10);
+	if (*end != '\0' || !aead_scrypt_valid(v, SCRYPT_R, SCRYPT_P))
+		return SCRYPT_N_DEFAULT;
+	return v;
+}
+
+static void
+key_aad(const struct store *st, const uint8_t salt[SALT_LEN],
+    uint8_t out[sizeof(KEY_AAD) + REPO_ID_LEN + SALT_LEN])
+{
+	memcpy(out, KEY_AAD, sizeof(KEY_AAD));
+	memcpy(out + sizeof(KEY_AAD), st->repo_idb, REPO_ID_LEN);
+	memcpy(out + sizeof(KEY_AAD) + REPO_ID_LEN, salt, SALT_LEN);
+}
+
+int
+crypt_add_key(struct store *st, const void *pass, size_t passlen,
+    int64_t *id, struct cs_err *e)
+{
+	uint8_t salt[SALT_LEN], kek[AEAD_KEY_LEN];
+	uint8_t aad[sizeof(KEY_AAD) + REPO_ID_LEN + SALT_LEN];
+	uint8_t sealed[AEAD_KEY_LEN + AEAD_OVERHEAD];
+	uint64_t n = scrypt_n();
+	sqlite3_stmt *s = NULL;
+	char now[32];
+	int rc = -1;
+
+	if (!st->unlocked)
+		return cs_errf(e, "repository %s: not unlocked", st->repo);
+	if (aead_random(salt, sizeof(salt), e) < 0 ||
+	    aead_scrypt(pass, passlen, salt, sizeof(salt), n, SCRYPT_R,
+	    SCRYPT_P, kek, e) < 0)
+		goto out;
+	key_aad(st, salt, aad);
+	if (aead_seal(kek, aad, sizeof(aad), st->master, AEAD_KEY_LEN, sealed,
+	    e) < 0)
+		goto out;
+	store_now(now);
+	if (db_exec(st, keys_sql, e) < 0 ||
+	    db_prepare(st, "INSERT INTO repo_keys(created, kdf, n, r, p, salt, "
+	    "sealed) VALUES (?1, 'scrypt', ?2, ?3, ?4, ?5, ?6)", &s, e) < 0)
+		goto out;
+	sqlite3_bind_text(s, 1, now, -1, SQLITE_TRANSIENT);
+	sqlite3_bind_int64(s, 2, (sqlite3_int64)n);
+	sqlite3_bind_int64(s, 3, SCRYPT_R);
+	sqlite3_bind_int64(s, 4, SCRYPT_P);
+	sqlite3_bind_blob(s, 5, salt, sizeof(salt), SQLITE_TRANSIENT);
+	sqlite3_bind_blob(s, 6, sealed, sizeof(sealed), SQLITE_TRANSIENT);
+	if (sqlite3_step(s) != SQLITE_DONE) {
+		db_fail(st, e, "storing a key");
+		goto out;
+	}
+	if (id != NULL)
+		*id = (int64_t)sqlite3_last_insert_rowid(st->db);
+	rc = 0;
+out:
+	sqlite3_finalize(s);
+	mac_cleanse(kek, sizeof(kek));
+	return rc;
+}
+
+/* Derive the object and name keys from st->master. */
+static int
+derive(struct store *st, struct cs_err *e)
+{
+	if (aead_hkdf(st->master, AEAD_KEY_LEN, "cutsnap objects 1",
+	    st->objkey, e) < 0 ||
+	    aead_hkdf(st->master, AEAD_KEY_LEN, "cutsnap names 1",
+	    st->namekey, e) < 0)
+		return -1;
+	st->unlocked = 1;
+	return 0;
+}
+
+/* st->repo_id (32 hex digits) into st->repo_idb. */
+static int
+load_id(struct store *st, struct cs_err *e)
+{
+	size_t i;
+
+	if (strlen(st->repo_id) != 2 * REPO_ID_LEN)
+		return cs_errf(e, "repository %s is encrypted but has no "
+		    "identity", st->repo);
+	for (i = 0; i < REPO_ID_LEN; i++)
+		if (sscanf(st->repo_id + 2 * i, "%2hhx", &st->repo_idb[i]) != 1)
+			return cs_errf(e, "repository %s: malformed identity",
+			    st->repo);
+	return 0;
+}
+
+int
+crypt_create(struct store *st, const void *pass, size_t passlen,
+    struct cs_err *e)
+{
+	if (load_id(st, e) < 0 ||
+	    aead_random(st->master, AEAD_KEY_LEN, e) < 0 ||
+	    derive(st, e) < 0)
+		return -1;
+	st->enc = 1;
+	return crypt_add_key(st, pass, passlen, NULL, e);
+}
+
+int
+crypt_unlock_with(struct store *st, const void *pass, size_t passlen,
+    struct cs_err *e)
+{
+	uint8_t kek[AEAD_KEY_LEN], master[AEAD_KEY_LEN];
+	uint8_t aad[sizeof(KEY_AAD) + REPO_ID_LEN + SALT_LEN];
+	sqlite3_stmt *s = NULL;
+	struct cs_err le;
+	uint64_t n, r, p;
+	int step, rc = -1, nkeys = 0;
+
+	if (db_prepare(st, "SELECT id, n, r, p, salt, sealed FROM repo_keys "
+	    "WHERE kdf = 'scrypt' ORDER BY id", &s, e) < 0)
+		return -1;
+	while ((step = sqlite3_step(s)) == SQLITE_ROW) {
+		nkeys++;
+		if (col_u64(s, 1, &n) < 0 || col_u64(s, 2, &r) < 0 ||
+		    col_u64(s, 3, &p) < 0 || r > 32 || p > 32 ||
+		    !aead_scrypt_valid(n, (uint32_t)r, (uint32_t)p) ||
+		    sqlite3_column_bytes(s, 4) != SALT_LEN ||
+		    sqlite3_column_bytes(s, 5) != AEAD_KEY_LEN + AEAD_OVERHEAD)
+			continue;	/* a malformed row opens nothing */
+		if (aead_scrypt(pass, passlen, sqlite3_column_blob(s, 4),
+		    SALT_LEN, n, (uint32_t)r, (uint32_t)p, kek, e) < 0)
+			goto out;
+		key_aad(st, sqlite3_column_blob(s, 4), aad);
+		if (aead_open(kek, aad, sizeof(aad), sqlite3_column_blob(s, 5),
+		    AEAD_KEY_LEN + AEAD_OVERHEAD, master, &le) == 0) {
+			memcpy(st->master, master, AEAD_KEY_LEN);
+			st->key_id = sqlite3_column_int64(s, 0);
+			rc = derive(st, e);
+			goto out;
+		}
+	}
+	if (step != SQLITE_DONE) {
+		db_fail(st, e, "reading the keys");
+		goto out;
+	}
+	if (nkeys == 0)
+		cs_errf(e, "repository %s is encrypted but has no key",
+		    st->repo);
+	else
+		cs_errf(e, "repository %s: wrong password (none of its %d "
+		    "key%s opens with it)", st->repo, nkeys,
+		    nkeys == 1 ? "" : "s");
+out:
+	sqlite3_finalize(s);
+	mac_cleanse(kek, sizeof(kek));
+	mac_cleanse(master, sizeof(master));
+	return rc;
+}
+
+int
+crypt_unlock(struct store *st, struct cs_err *e)
+{
+	char pass[STORE_PASSWORD_MAX];
+	size_t len = 0;
+	int rc;
+
+	if (!st->enc || st->unlocked)
+		return 0;
+	if (load_id(st, e) < 0)
+		return -1;
+	if (pw_fn == NULL)
+		return 0;
+	if (pw_fn(pw_ctx, st->repo, pass, sizeof(pass), &len, e) < 0)
+		return -1;
+	rc = crypt_unlock_with(st, pass, len, e);
+	mac_cleanse(pass, sizeof(pass));
+	return rc;
+}
+
+int
+store_need_key(struct store *st, struct cs_err *e)
+{
+	if (!st->enc || st->unlocked)
+		return 0;
+	return cs_errf(e, "repository %s is encrypted: a password is needed "
+	    "(--password-file, CUTSNAP_PASSWORD_FILE, CUTSNAP_PASSWORD or a "
+	    "terminal)", st->repo);
+}
+
+void
+store_name(const struct store *st, const uint8_t sha[SHA_LEN],
+    uint8_t out[SHA_LEN])
+{
+	struct cs_err e;
+
+	if (!st->enc) {
+		memcpy(out, sha, SHA_LEN);
+		return;
+	}
+	/* Without the key (never reached: callers check store_need_key)
+	 * the name matches nothing. */
+	if (!st->unlocked ||
+	    hmac_sha256(st->namekey, AEAD_KEY_LEN, sha, SHA_LEN, out, &e) < 0)
+		memset(out, 0, SHA_LEN);
+}
+
+void
+store_name_hex(const struct store *st, const uint8_t sha[SHA_LEN],
+    char hex[SHA_HEX_LEN])
+{
+	uint8_t name[SHA_LEN];
+
+	store_name(st, sha, name);
+	sha_hex(name, hex);
+}
+
+/* The associated data of an object: "cutsnap-obj-1" | kind | repository
+ * id | ctx; malloc'ed. */
+static uint8_t *
+obj_aad(const struct store *st, char kind, const void *ctx, size_t ctxlen,
+    size_t *len)
+{
+	uint8_t *a;
+
+	*len = sizeof(OBJ_AAD) + 1 + REPO_ID_LEN + ctxlen;
+	if ((a = malloc(*len)) == NULL)
+		return NULL;
+	memcpy(a, OBJ_AAD, sizeof(OBJ_AAD));
+	a[sizeof(OBJ_AAD)] = (uint8_t)kind;
+	memcpy(a + sizeof(OBJ_AAD) + 1, st->repo_idb, REPO_ID_LEN);
+	memcpy(a + sizeof(OBJ_AAD) + 1 + REPO_ID_LEN, ctx, ctxlen);
+	return a;
+}
+
+/* Seal (seal=1) or open in[0, n) into out under the object key. */
+static int
+crypt_obj(const struct store *st, int seal, char kind, const void *ctx,
+    size_t ctxlen, const uint8_t *in, size_t n, uint8_t *out,
+    struct cs_err *e)
+{
+	uint8_t *aad;
+	size_t alen;
+	int rc;
+
+	if (!st->unlocked)
+		return cs_errf(e, "repository %s: not unlocked", st->repo);
+	if ((aad = obj_aad(st, kind, ctx, ctxlen, &alen)) == NULL)
+		return cs_errf(e, "out of memory");
+	rc = seal ? aead_seal(st->objkey, aad, alen, in, n, out, e) :
+	    aead_open(st->objkey, aad, alen, in, n, out, e);
+	free(aad);
+	return rc;
+}
+
+int
+crypt_seal(const struct store *st, char kind, const void *ctx,
+    size_t ctxlen, const uint8_t *in, size_t n, uint8_t *out,
+    struct cs_err *e)
+{
+	return crypt_obj(st, 1, kind, ctx, ctxlen, in, n, out, e);
+}
+
+int
+crypt_open(const struct store *st, char kind, const void *ctx,
+    size_t ctxlen, const uint8_t *in, size_t n, uint8_t *out,
+    struct cs_err *e)
+{
+	return crypt_obj(st, 0, kind, ctx, ctxlen, in, n, out, e);
+}
+
+/* A message's context: its name, then "src\0dst\0" and le64 seq. */
+static uint8_t *
+msg_ctx(const uint8_t name[SHA_LEN], const char *src, const char *dst,
+    uint64_t seq, size_t *len)
+{
+	size_t ls = strlen(src) + 1, ld = strlen(dst) + 1;
+	uint8_t *c;
+	int i;
+
+	*len = SHA_LEN + ls + ld + 8;
+	if ((c = malloc(*len)) == NULL)
+		return NULL;
+	memcpy(c, name, SHA_LEN);
+	memcpy(c + SHA_LEN, src, ls);
+	memcpy(c + SHA_LEN + ls, dst, ld);
+	for (i = 0; i < 8; i++)
+		c[SHA_LEN + ls + ld + i] = (uint8_t)(seq >> (8 * i));
+	return c;
+}
+
+int
+crypt_msg(const struct store *st, int seal, const uint8_t name[SHA_LEN],
+    const char *src, const char *dst, uint64_t seq, const uint8_t *in,
+    size_t n, uint8_t **out, size_t *outlen, struct cs_err *e)
+{
+	uint8_t *ctx;
+	size_t clen;
+	int rc = -1;
+
+	*out = NULL;
+	*outlen = 0;
+	if (!seal && n < AEAD_OVERHEAD)
+		return cs_errf(e, "authentication failed (too short)");
+	*outlen = seal ? n + AEAD_OVERHEAD : n - AEAD_OVERHEAD;
+	if ((ctx = msg_ctx(name, src, dst, seq, &clen)) == NULL ||
+	    (*out = malloc(*outlen + 1)) == NULL) {
+		cs_errf(e, "out of memory");
+		goto out;
+	}
+	rc = crypt_obj(st, seal, 'M', ctx, clen, in, n, *out, e);
+out:
+	if (rc < 0) {
+		free(*out);
+		*out = NULL;
+		*outlen = 0;
+	}
+	free(ctx);
+	return rc;
+}
+
+int
+crypt_list_keys(struct store *st, struct store_key **out, size_t *n,
+    struct cs_err *e)
+{
+	sqlite3_stmt *s = NULL;
+	struct store_key *v = NULL, *nv;
+	size_t cap = 0;
+	int step, rc = -1;
+
+	*out = NULL;
+	*n = 0;
+	if (!st->enc)
+		return cs_errf(e, "repository %s is not encrypted", st->repo);
+	if (db_prepare(st, "SELECT id, created, kdf, n, r, p FROM repo_keys "
+	    "ORDER BY id", &s, e) < 0)
+		return -1;
+	while ((step = sqlite3_step(s)) == SQLITE_ROW) {
+		if (*n == cap) {
+			cap = cap ? cap * 2 : 8;
+			if ((nv = realloc(v, cap * sizeof(*v))) == NULL) {
+				cs_errf(e, "out of memory");
+				goto out;
+			}
+			v = nv;
+		}
+		memset(&v[*n], 0, sizeof(v[*n]));
+		v[*n].id = sqlite3_column_int64(s, 0);
+		snprintf(v[*n].created, sizeof(v[*n].created), "%s",
+		    col_text(s, 1));
+		snprintf(v[*n].kdf, sizeof(v[*n].kdf), "%s", col_text(s, 2));
+		v[*n].n = (uint64_t)sqlite3_column_int64(s, 3);
+		v[*n].r = (uint32_t)sqlite3_column_int64(s, 4);
+		v[*n].p = (uint32_t)sqlite3_column_int64(s, 5);
+		v[*n].current = st->unlocked && v[*n].id == st->key_id;
+		(*n)++;
+	}
+	if (step != SQLITE_DONE) {
+		db_fail(st, e, "reading the keys");
+		goto out;
+	}
+	*out = v;
+	v = NULL;
+	rc = 0;
+out:
+	free(v);
+	sqlite3_finalize(s);
+	if (rc < 0)
+		*n = 0;
+	return rc;
+}
+
+int
+store_key_add(struct store *st, const void *pass, size_t passlen,
+    int remove_current, int64_t *id, struct cs_err *e)
+{
+	sqlite3_stmt *s = NULL;
+	int rc = -1;
+
+	if (store_need_key(st, e) < 0)
+		return -1;
+	if (!st->enc)
+		return cs_errf(e, "repository %s is not encrypted", st->repo);
+	if (db_begin(st, e) < 0)
+		return -1;
+	if (crypt_add_key(st, pass, passlen, id, e) < 0)
+		goto out;
+	if (remove_current) {
+		if (db_prepare(st, "DELETE FROM repo_keys WHERE id = ?1", &s,
+		    e) < 0)
+			goto out;
+		sqlite3_bind_int64(s, 1, st->key_id);
+		if (sqlite3_step(s) != SQLITE_DONE) {
+			db_fail(st, e, "removing a key");
+			goto out;
+		}
+		st->key_id = *id;
+	}
+	if (db_commit(st, e) < 0)
+		goto out;
+	rc = 0;
+out:
+	sqlite3_finalize(s);
+	if (rc < 0)
+		db_rollback(st);
+	return rc;
+}
+
+int
+store_key_remove(struct store *st, int64_t id, struct cs_err *e)
+{
+	sqlite3_stmt *s = NULL;
+	int rc = -1;
+
+	if (store_need_key(st, e) < 0)
+		return -1;
+	if (!st->enc)
+		return cs_errf(e, "repository %s is not encrypted", st->repo);
+	if (id == st->key_id)
+		return cs_errf(e, "key %lld is the one this password opens: "
+		    "remove it with another key's password, or use key passwd",
+		    (long long)id);
+	if (db_begin(st, e) < 0)
+		return -1;
+	if (db_prepare(st, "DELETE FROM repo_keys WHERE id = ?1", &s, e) < 0)
+		goto out;
+	sqlite3_bind_int64(s, 1, id);
+	if (sqlite3_step(s) != SQLITE_DONE) {
+		db_fail(st, e, "removing a key");
+		goto out;
+	}
+	if (sqlite3_changes(st->db) == 0) {
+		cs_errf(e, "repository %s has no key %lld", st->repo,
+		    (long long)id);
+		goto out;
+	}
+	if (db_commit(st, e) < 0)
+		goto out;
+	rc = 0;
+out:
+	sqlite3_finalize(s);
+	if (rc < 0)
+		db_rollback(st);
+	return rc;
+}
