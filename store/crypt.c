@@ -24,6 +24,7 @@
 
 #define KEY_AAD "cutsnap-key-1"
 #define OBJ_AAD "cutsnap-obj-1"
+#define KEYROW_DOMAIN "cutsnap-keyrow-1"
 #define SALT_LEN 32
 /* The default cost: about half a second on a small server. */
 #define SCRYPT_N_DEFAULT (1u << 16)
@@ -39,7 +40,8 @@ static const char keys_sql[] =
     " r INTEGER NOT NULL,"
     " p INTEGER NOT NULL,"
     " salt BLOB NOT NULL,"
-    " sealed BLOB NOT NULL)";
+    " sealed BLOB NOT NULL,"
+    " mac BLOB NOT NULL)";
 
 static store_password_fn pw_fn;
 static void *pw_ctx;
@@ -83,10 +85,44 @@ key_aad(const struct store *st, const uint8_t salt[SALT_LEN],
 	memcpy(out + sizeof(KEY_AAD) + REPO_ID_LEN, salt, SALT_LEN);
 }
 
+/* A key row's check: HMAC-SHA256 under a key derived from the master key
+ * over "cutsnap-keyrow-1" | repository id | le64 N, r, p | salt | sealed,
+ * so that verify, holding the master key, finds a damaged row of any
+ * other password too. */
+static int
+row_mac(const struct store *st, uint64_t n, uint64_t r, uint64_t p,
+    const uint8_t *salt, const uint8_t *sealed, uint8_t out[MAC_LEN],
+    struct cs_err *e)
+{
+	uint8_t k[AEAD_KEY_LEN];
+	uint8_t msg[sizeof(KEYROW_DOMAIN) + REPO_ID_LEN + 24 + SALT_LEN +
+	    AEAD_KEY_LEN + AEAD_OVERHEAD];
+	uint8_t *q = msg;
+	uint64_t v[3] = { n, r, p };
+	int i, j, rc;
+
+	if (aead_hkdf(st->master, AEAD_KEY_LEN, "cutsnap keys 1", k, e) < 0)
+		return -1;
+	memcpy(q, KEYROW_DOMAIN, sizeof(KEYROW_DOMAIN));
+	q += sizeof(KEYROW_DOMAIN);
+	memcpy(q, st->repo_idb, REPO_ID_LEN);
+	q += REPO_ID_LEN;
+	for (i = 0; i < 3; i++)
+		for (j = 0; j < 8; j++)
+			*q++ = (uint8_t)(v[i] >> (8 * j));
+	memcpy(q, salt, SALT_LEN);
+	q += SALT_LEN;
+	memcpy(q, sealed, AEAD_KEY_LEN + AEAD_OVERHEAD);
+	rc = hmac_sha256(k, sizeof(k), msg, sizeof(msg), out, e);
+	mac_cleanse(k, sizeof(k));
+	return rc;
+}
+
 int
 crypt_add_key(struct store *st, const void *pass, size_t passlen,
     int64_t *id, struct cs_err *e)
 {
+	uint8_t mac[MAC_LEN];
 	uint8_t salt[SALT_LEN], kek[AEAD_KEY_LEN];
 	uint8_t aad[sizeof(KEY_AAD) + REPO_ID_LEN + SALT_LEN];
 	uint8_t sealed[AEAD_KEY_LEN + AEAD_OVERHEAD];
@@ -103,12 +139,14 @@ crypt_add_key(struct store *st, const void *pass, size_t passlen,
 		goto out;
 	key_aad(st, salt, aad);
 	if (aead_seal(kek, aad, sizeof(aad), st->master, AEAD_KEY_LEN, sealed,
+	    e) < 0 || row_mac(st, n, SCRYPT_R, SCRYPT_P, salt, sealed, mac,
 	    e) < 0)
 		goto out;
 	store_now(now);
 	if (db_exec(st, keys_sql, e) < 0 ||
 	    db_prepare(st, "INSERT INTO repo_keys(created, kdf, n, r, p, salt, "
-	    "sealed) VALUES (?1, 'scrypt', ?2, ?3, ?4, ?5, ?6)", &s, e) < 0)
+	    "sealed, mac) VALUES (?1, 'scrypt', ?2, ?3, ?4, ?5, ?6, ?7)", &s,
+	    e) < 0)
 		goto out;
 	sqlite3_bind_text(s, 1, now, -1, SQLITE_TRANSIENT);
 	sqlite3_bind_int64(s, 2, (sqlite3_int64)n);
@@ -116,6 +154,7 @@ crypt_add_key(struct store *st, const void *pass, size_t passlen,
 	sqlite3_bind_int64(s, 4, SCRYPT_P);
 	sqlite3_bind_blob(s, 5, salt, sizeof(salt), SQLITE_TRANSIENT);
 	sqlite3_bind_blob(s, 6, sealed, sizeof(sealed), SQLITE_TRANSIENT);
+	sqlite3_bind_blob(s, 7, mac, sizeof(mac), SQLITE_TRANSIENT);
 	if (sqlite3_step(s) != SQLITE_DONE) {
 		db_fail(st, e, "storing a key");
 		goto out;
@@ -505,5 +544,46 @@ out:
 	sqlite3_finalize(s);
 	if (rc < 0)
 		db_rollback(st);
+	return rc;
+}
+
+int
+crypt_check_keys(struct store *st, void (*fn)(void *ctx, int64_t id),
+    void *ctx, struct cs_err *e)
+{
+	sqlite3_stmt *s = NULL;
+	uint8_t mac[MAC_LEN];
+	uint64_t n, r, p;
+	int step, rc = -1, bad;
+
+	if (!st->enc)
+		return 0;
+	if (store_need_key(st, e) < 0 ||
+	    db_prepare(st, "SELECT id, n, r, p, salt, sealed, mac FROM "
+	    "repo_keys ORDER BY id", &s, e) < 0)
+		return -1;
+	while ((step = sqlite3_step(s)) == SQLITE_ROW) {
+		bad = col_u64(s, 1, &n) < 0 || col_u64(s, 2, &r) < 0 ||
+		    col_u64(s, 3, &p) < 0 ||
+		    sqlite3_column_bytes(s, 4) != SALT_LEN ||
+		    sqlite3_column_bytes(s, 5) != AEAD_KEY_LEN + AEAD_OVERHEAD ||
+		    sqlite3_column_bytes(s, 6) != MAC_LEN;
+		if (!bad) {
+			if (row_mac(st, n, r, p, sqlite3_column_blob(s, 4),
+			    sqlite3_column_blob(s, 5), mac, e) < 0)
+				goto out;
+			bad = !mac_equal(mac, sqlite3_column_blob(s, 6),
+			    MAC_LEN);
+		}
+		if (bad)
+			fn(ctx, sqlite3_column_int64(s, 0));
+	}
+	if (step != SQLITE_DONE) {
+		db_fail(st, e, "reading the keys");
+		goto out;
+	}
+	rc = 0;
+out:
+	sqlite3_finalize(s);
 	return rc;
 }

@@ -167,6 +167,10 @@ int crypt_unlock_with(struct store *st, const void *pass, size_t passlen,
     struct cs_err *e);
 int crypt_add_key(struct store *st, const void *pass, size_t passlen,
     int64_t *id, struct cs_err *e);
+/* Call fn with the id of every key row whose check (a MAC under the
+ * master key over the row) does not match: a damaged row. */
+int crypt_check_keys(struct store *st, void (*fn)(void *ctx, int64_t id),
+    void *ctx, struct cs_err *e);
 /* 0, or -1 with e "repository R is encrypted: a password is needed". */
 int store_need_key(struct store *st, struct cs_err *e);
 /* The name of plain bytes whose SHA-256 is sha: sha itself, or, when

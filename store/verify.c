@@ -382,6 +382,24 @@ replay_all(struct vrun *v)
 	}
 }
 
+static void
+bad_key(void *ctx, int64_t id)
+{
+	vproblem(ctx, "key %lld damaged: its row no longer matches its check "
+	    "(remove it with cutsnap key remove)", (long long)id);
+}
+
+/* An encrypted repository's key rows, each checked under the master key:
+ * a flipped bit in the sealed copy of another password's key shows. */
+static void
+check_keys(struct vrun *v)
+{
+	struct cs_err e;
+
+	if (crypt_check_keys(v->st, bad_key, v, &e) < 0)
+		vproblem(v, "keys: %s", e.msg);
+}
+
 int
 store_verify(struct store *st, uint64_t id, uint64_t *resolved,
     problem_fn fn, void *ctx, struct cs_err *e)
@@ -440,6 +458,7 @@ store_verify(struct store *st, uint64_t id, uint64_t *resolved,
 	for (i = 0; i < v.rows.nagents; i++)
 		report_file(&v, i);
 	check_msgs(&v);
+	check_keys(&v);
 	check_digest(&v);
 	auth_check(&v);
 	verify_cut(&v);

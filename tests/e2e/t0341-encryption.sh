@@ -212,7 +212,7 @@ test_expect_success 'key passwd: the new password opens every snapshot, the old 
 	stop_cluster
 '
 
-test_expect_success 'a flipped bit in a sealed key: that key opens nothing, another key still does' '
+test_expect_success 'a flipped bit in a sealed key: it opens nothing; verify with another key names it, restore refuses' '
 	expect_ok key -r "$REPO" add --password-file pw3 --new-password-file pw &&
 	K=$(sql "select min(id) from repo_keys") &&
 	sql "update repo_keys set sealed = substr(sealed, 1, 20) ||
@@ -222,6 +222,11 @@ test_expect_success 'a flipped bit in a sealed key: that key opens nothing, anot
 	expect_error 2 restore -r "$REPO" "$ID" -c "$CONF" --password-file pw3 &&
 	err_matches "wrong password" &&
 	files_same &&
+	expect_exit 1 verify -r "$REPO" "$ID" --password-file pw &&
+	grep -q "^problem: snapshot $ID: key $K damaged: its row no longer matches its check" "$OUT" &&
+	expect_exit 1 restore -r "$REPO" "$ID" -c "$CONF" --password-file pw &&
+	files_same &&
+	expect_ok key -r "$REPO" remove "$K" --password-file pw &&
 	expect_ok verify -r "$REPO" "$ID" --password-file pw
 '
 
