@@ -16,6 +16,8 @@
 #                needs about 4 GiB free
 #   BENCH_KEEP=1 keep the scratch directory
 #   BENCH_RUNS   runs per row (default 3)
+# The encrypted rows (2b) use restic and borg too (make bench-deps); they take a
+# few minutes more (each side backs up, checks and restores 2 x 128 MiB).
 set -u
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -435,6 +437,92 @@ row "borg incremental ms (growth MiB)" "$(median "${bv[@]}") ($(mib "$(median "$
     "cutsnap $INC ($(mib "$GROW"))" "$(calc "$INC / $(median "${bv[@]}")")" "-" "-"
 rm -rf "$RR" "$BR" "$W/restic-cache" "$W/borg-base"
 
+# --- 2b. encrypted repositories against restic and borg -----------------------
+# The same files into an encrypted cutsnap repository (init --encrypt,
+# zstd), a restic repository (always encrypted, its default compression)
+# and a borg repository (--encryption=repokey, zstd), for random and for
+# compressible data: full backup, incremental after a 16 MiB change,
+# verify reading every byte, restore. One run each (each side does the
+# same work once); every side derives its key from the password on each
+# command (cutsnap and restic: scrypt, about 0.5 s; borg: PBKDF2).
+
+export CUTSNAP_PASSWORD_FILE=$W/enc.pw BORG_PASSPHRASE=x BORG_RELOCATED_REPO_ACCESS_IS_OK=yes
+printf 'x\n' >"$CUTSNAP_PASSWORD_FILE"
+cmd "cutsnap init -r REPO --encrypt (CUTSNAP_PASSWORD_FILE); cutsnap snapshot -c CONF -r REPO"
+cmd "cutsnap verify -r REPO; cutsnap restore -r REPO -c CONF2   # CONF2: other data paths"
+cmd "borg init --encryption=repokey REPO; borg create --compression zstd REPO::NAME FILES"
+cmd "restic check --read-data; borg check --verify-data; restic restore latest --target DIR; borg extract REPO::NAME"
+
+# text_fill CONF FROM TO: keys tFROM..tTO-1, 1 MiB of lines of text each.
+text_fill () {
+	local c=$1 i
+	for i in $(seq "$2" $(($3 - 1))); do
+		awk -v k="$i" 'BEGIN { for (n = 0; n < 24000; n++)
+		    printf "account %07d branch %03d balance %09d\n", n, (n * 7 + k) % 997,
+		    (n * 7919 + k) % 1000000000 }' | head -c $MIB |
+		    "$CS" put -c "$c" a1 "t$i" - >>"$LOG" 2>&1 || return 1
+	done
+}
+
+# enc_rows LABEL DIR: the rows for the cluster in DIR (started, filled).
+enc_rows () {
+	local l=$1 d=$2 c=$2/c.ini files f rr br cr bytes
+	local cf ci cv cs rf ri rv rs bf bi bv bs
+	files="$d/a1.data $d/a2.data $d/a3.data"
+	cr=$d/repo rr=$d/restic br=$d/borg
+	# shellcheck disable=SC2086
+	bytes=$(stat -c %s $files | awk '{ s += $1 } END { print s }')
+	"$CS" init -r "$cr" --encrypt >>"$LOG" 2>&1 || { say "init failed"; return 1; }
+	restic init -q -r "$rr" >>"$LOG" 2>&1
+	borg init --encryption=repokey "$br" >>"$LOG" 2>&1
+	cf=$(ms_of "$CS" snapshot -c "$c" -r "$cr")
+	# shellcheck disable=SC2086
+	rf=$(ms_of restic backup -q -r "$rr" $files)
+	# shellcheck disable=SC2086
+	bf=$(ms_of borg create --compression zstd "$br::full" $files)
+	row "enc $l full ms, $(mib "$bytes") MiB (repo MiB)" "$cf ($(mib "$(du_b "$cr")"))" \
+	    "restic $rf ($(mib "$(du_b "$rr")")); borg $bf ($(mib "$(du_b "$br")"))" \
+	    "$(calc "$cf / $rf") / $(calc "$cf / $bf")" "<= 0.3x restic, 0.5x borg" \
+	    "$(verdict "$cf <= 0.3 * $rf && $cf <= 0.5 * $bf")"
+	change "$c" 16 || say "change failed"
+	ci=$(ms_of "$CS" snapshot -c "$c" -r "$cr")
+	# shellcheck disable=SC2086
+	ri=$(ms_of restic backup -q -r "$rr" $files)
+	# shellcheck disable=SC2086
+	bi=$(ms_of borg create --compression zstd "$br::incr" $files)
+	row "enc $l incremental ms after 16 MiB change" "$ci" "restic $ri; borg $bi" \
+	    "$(calc "$ci / $ri") / $(calc "$ci / $bi")" "-" "-"
+	cv=$(ms_of "$CS" verify -r "$cr")
+	rv=$(ms_of restic check --read-data -q -r "$rr")
+	bv=$(ms_of borg check --verify-data "$br")
+	row "enc $l verify ms (all bytes read)" "$cv" "restic $rv; borg $bv" \
+	    "$(calc "$cv / $rv") / $(calc "$cv / $bv")" "<= 0.3x restic, 0.5x borg" \
+	    "$(verdict "$cv <= 0.3 * $rv && $cv <= 0.5 * $bv")"
+	mkdir -p "$d/r" "$d/rr" "$d/br"
+	sed "s#^data = #data = $d/r/#" "$c" >"$d/r/c.ini"
+	cs=$(ms_of "$CS" restore -r "$cr" -c "$d/r/c.ini")
+	rs=$(ms_of restic restore latest -q -r "$rr" --target "$d/rr")
+	bs=$(ms_of sh -c "cd '$d/br' && borg extract '$br::incr'")
+	row "enc $l restore ms" "$cs" "restic $rs; borg $bs" \
+	    "$(calc "$cs / $rs") / $(calc "$cs / $bs")" "-" "-"
+	rm -rf "$cr" "$rr" "$br" "$d/r" "$d/rr" "$d/br"
+}
+
+for l in random text; do
+	make_cluster "$W/enc-$l" 3
+	start "$W/enc-$l/c.ini" || continue
+	if [ $l = random ]; then
+		fill "$W/enc-$l/c.ini" a1 0 128
+	else
+		text_fill "$W/enc-$l/c.ini" 0 128
+	fi
+	enc_rows $l "$W/enc-$l"
+	stop "$W/enc-$l/c.ini"
+	rm -rf "$W/enc-$l"
+done
+unset CUTSNAP_PASSWORD_FILE BORG_PASSPHRASE
+rm -rf "$W/restic-cache" "$W/borg-base"
+
 # The capture load with no snapshot at all: how far the slowest request
 # of 6 s lies from the median on this machine anyway (the floor of the
 # capture rows). After the rows it would change (its transfers add
@@ -580,6 +668,10 @@ row "snapshot ms over TCP+TLS, 4 agents" "$TLS_NS4" "$NS_4 (Unix sockets)" \
 	echo "values (put from slices of a 1 GiB random file) to about 1, 256, 512 and"
 	echo "1024 MiB. restic runs with RESTIC_PASSWORD=x (restic always encrypts),"
 	echo "borg with --encryption=none, both with their default compression."
+	echo "The \"enc\" rows: three agents, a1 filled with 128 MiB of random values or"
+	echo "of lines of text, into an encrypted cutsnap repository (init --encrypt,"
+	echo "zstd), restic (encrypted, default compression) and borg (repokey, zstd);"
+	echo "one run each side, ratios cutsnap / restic and cutsnap / borg."
 	echo
 	cat "$CMDS"
 	echo
