@@ -1,0 +1,125 @@
+/* test_aead.c - the primitives of encrypted repositories: scrypt (RFC 7914
+ * vector) and HKDF-SHA256 (RFC 5869 vector), and AES-256-GCM sealing:
+ * a round trip, a fresh nonce per seal, and a flipped bit anywhere (nonce,
+ * ciphertext, tag) or other associated data or key refused. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "../../common/aead.h"
+#include "../../common/sha.h"
+
+static void
+hex_of(const uint8_t *p, size_t n, char *out)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		snprintf(out + 2 * i, 3, "%02x", p[i]);
+}
+
+static void
+test_scrypt_rfc7914(void **state)
+{
+	uint8_t k[AEAD_KEY_LEN];
+	char hex[2 * AEAD_KEY_LEN + 1];
+	struct cs_err e;
+
+	(void)state;
+	/* scrypt("password", "NaCl", N=1024, r=8, p=16): the first 32 of the
+	 * vector's 64 bytes. */
+	assert_int_equal(aead_scrypt("password", 8, (const uint8_t *)"NaCl", 4,
+	    1024, 8, 16, k, &e), 0);
+	hex_of(k, sizeof(k), hex);
+	assert_string_equal(hex, "fdbabe1c9d3472007856e7190d01e9fe"
+	    "7c6ad7cbc8237830e77376634b373162");
+	assert_false(aead_scrypt_valid(1000, 8, 1));	/* not a power of 2 */
+	assert_false(aead_scrypt_valid(1u << 23, 8, 1));
+	assert_false(aead_scrypt_valid(1024, 0, 1));
+	assert_true(aead_scrypt_valid(1u << 16, 8, 1));
+	assert_int_equal(aead_scrypt("x", 1, (const uint8_t *)"s", 1, 1000, 8,
+	    1, k, &e), -1);
+	assert_non_null(strstr(e.msg, "invalid scrypt parameters"));
+}
+
+static void
+test_hkdf_rfc5869(void **state)
+{
+	uint8_t ikm[22], k[AEAD_KEY_LEN], k2[AEAD_KEY_LEN];
+	char hex[2 * AEAD_KEY_LEN + 1];
+	struct cs_err e;
+
+	(void)state;
+	/* Test case 3: no salt, no info; the first 32 bytes of the OKM. */
+	memset(ikm, 0x0b, sizeof(ikm));
+	assert_int_equal(aead_hkdf(ikm, sizeof(ikm), "", k, &e), 0);
+	hex_of(k, sizeof(k), hex);
+	assert_string_equal(hex, "8da4e775a563c18f715f802a063c5a31"
+	    "b8a11f5c5ee1879ec3454e5f3c738d2d");
+	/* Other labels, other keys. */
+	assert_int_equal(aead_hkdf(ikm, sizeof(ikm), "cutsnap names 1", k2,
+	    &e), 0);
+	assert_memory_not_equal(k, k2, sizeof(k));
+}
+
+static void
+test_seal_open(void **state)
+{
+	uint8_t key[AEAD_KEY_LEN], other[AEAD_KEY_LEN];
+	const char *msg = "add bal 4321";
+	size_t n = strlen(msg), sn = n + AEAD_OVERHEAD, i;
+	uint8_t s1[64], s2[64], bad[64], out[64];
+	struct cs_err e;
+	int refused = 0;
+
+	(void)state;
+	assert_int_equal(aead_random(key, sizeof(key), &e), 0);
+	memcpy(other, key, sizeof(key));
+	other[0] ^= 1;
+	assert_int_equal(aead_seal(key, "ctx", 3, (const uint8_t *)msg, n, s1,
+	    &e), 0);
+	assert_int_equal(aead_seal(key, "ctx", 3, (const uint8_t *)msg, n, s2,
+	    &e), 0);
+	/* A fresh nonce each time: the same message seals differently. */
+	assert_memory_not_equal(s1, s2, AEAD_NONCE_LEN);
+	assert_memory_not_equal(s1, s2, sn);
+	assert_null(memmem(s1, sn, msg, n));
+	assert_int_equal(aead_open(key, "ctx", 3, s1, sn, out, &e), 0);
+	assert_memory_equal(out, msg, n);
+	/* Every single flipped bit is refused. */
+	for (i = 0; i < sn * 8; i++) {
+		memcpy(bad, s1, sn);
+		bad[i / 8] ^= (uint8_t)(1u << (i % 8));
+		refused += aead_open(key, "ctx", 3, bad, sn, out, &e) < 0;
+	}
+	assert_int_equal(refused, (int)(sn * 8));
+	assert_non_null(strstr(e.msg, "authentication failed"));
+	assert_int_equal(aead_open(key, "ctY", 3, s1, sn, out, &e), -1);
+	assert_int_equal(aead_open(other, "ctx", 3, s1, sn, out, &e), -1);
+	assert_int_equal(aead_open(key, "ctx", 3, s1, AEAD_OVERHEAD - 1, out,
+	    &e), -1);
+	/* In place, as the chunk objects are sealed and opened. */
+	memcpy(bad + AEAD_NONCE_LEN, msg, n);
+	assert_int_equal(aead_seal(key, NULL, 0, bad + AEAD_NONCE_LEN, n, bad,
+	    &e), 0);
+	assert_int_equal(aead_open(key, NULL, 0, bad, sn, bad + AEAD_NONCE_LEN,
+	    &e), 0);
+	assert_memory_equal(bad + AEAD_NONCE_LEN, msg, n);
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_scrypt_rfc7914),
+		cmocka_unit_test(test_hkdf_rfc5869),
+		cmocka_unit_test(test_seal_open),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
