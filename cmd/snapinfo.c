@@ -58,6 +58,7 @@ cmd_json_snap_info(struct json *j, const struct snap_info *s)
 		json_null(j);
 	json_kint(j, "agents", s->nagents);
 	json_kuint(j, "bytes", s->bytes);
+	json_kuint(j, "stored_bytes", s->stored);
 	json_kuint(j, "msgs", s->nmsgs);
 	json_kstr(j, "reason", s->reason);
 	json_kbool(j, "stale", s->stale);

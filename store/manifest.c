@@ -972,6 +972,29 @@ total_u64(double d)
     " (SELECT count(*) FROM messages m WHERE m.snapshot_id = s.id), " \
     uidcol ", lock FROM snapshots s ORDER BY id"
 
+/* The bytes the distinct chunk blobs of snapshot id take (a missing one
+ * counts 0: verify names it). */
+static int
+stored_bytes(struct store *st, sqlite3_stmt *s, uint64_t id, uint64_t *out,
+    struct cs_err *e)
+{
+	char path[PATH_MAX];
+	struct cs_err le;
+	struct stat sb;
+	int step;
+
+	*out = 0;
+	sqlite3_reset(s);
+	sqlite3_bind_int64(s, 1, (sqlite3_int64)id);
+	while ((step = sqlite3_step(s)) == SQLITE_ROW)
+		if (blob_path(st, col_text(s, 0), path, sizeof(path),
+		    &le) == 0 && lstat(path, &sb) == 0 && S_ISREG(sb.st_mode))
+			*out += (uint64_t)sb.st_size;
+	if (step != SQLITE_DONE)
+		return db_fail(st, e, "listing chunks");
+	return 0;
+}
+
 int
 store_list(struct store *st, struct snap_info **out, size_t *n,
     struct cs_err *e)
@@ -981,6 +1004,7 @@ store_list(struct store *st, struct snap_info **out, size_t *n,
 	size_t cnt = 0, cap = 0;
 	struct snapuid uid;
 	uint64_t u;
+	size_t i;
 	int rc = -1, step, uids;
 
 	*out = NULL;
@@ -1025,6 +1049,14 @@ store_list(struct store *st, struct snap_info **out, size_t *n,
 		db_fail(st, e, "listing snapshots");
 		goto out;
 	}
+	sqlite3_finalize(s);
+	s = NULL;
+	if (db_prepare(st, "SELECT DISTINCT sha256 FROM agent_chunks WHERE "
+	    "snapshot_id = ?1", &s, e) < 0)
+		goto out;
+	for (i = 0; i < cnt; i++)
+		if (stored_bytes(st, s, v[i].id, &v[i].stored, e) < 0)
+			goto out;
 	*out = v;
 	*n = cnt;
 	v = NULL;

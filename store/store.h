@@ -229,6 +229,9 @@ struct snap_info {
 					 * (taken before identities) */
 	int nagents;
 	uint64_t bytes;		/* sum of recorded file sizes */
+	uint64_t stored;	/* bytes its distinct chunk blobs take in the
+				 * repository (compressed, sealed); a chunk
+				 * shared with other snapshots counts in each */
 	uint64_t nmsgs;		/* recorded in-flight messages */
 	char reason[256];	/* why aborted; for a stale running one, that
 				 * its coordinator is gone */

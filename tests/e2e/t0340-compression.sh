@@ -49,13 +49,15 @@ test_expect_success 'a snapshot into a missing repository makes one with zstd' '
 	expect_eq "$(sql "select value from repo_settings where name = '"'"'compression'"'"'")" zstd "compression setting"
 '
 
-test_expect_success 'compressible data is stored in well under its size' '
+test_expect_success 'compressible data is stored in well under its size; ls --json says how much' '
 	logical=$(logical_bytes "$FIRST") &&
 	stored=$(stored_bytes "$REPO") &&
 	say "logical $logical bytes, stored $stored bytes" &&
 	[ "$logical" -gt 500000 ] &&
 	[ "$stored" -gt 0 ] &&
-	[ $((stored * 5)) -lt "$logical" ]
+	[ $((stored * 5)) -lt "$logical" ] &&
+	expect_ok ls -r "$REPO" --json &&
+	json_check "d[0][\"bytes\"] == $logical and d[0][\"stored_bytes\"] == $stored"
 '
 
 test_expect_success 'init refuses a repository that exists: exit 2, one line' '
