@@ -47,6 +47,22 @@ test_expect_success "fault loop, $ROUNDS rounds, seed $SEED: real checks, 0 viol
 	tail -n 1 "$OUT" | grep -qx "torture: PASS"
 '
 
+test_expect_success "fault loop on an encrypted repository (-e), 10 rounds, seed $SEED: real checks, 0 violations" '
+	CUTSNAP=$CUTSNAP timeout -k 5 130 "$TORTURE" -e -n 10 -s "$SEED" \
+	    >"$OUT" 2>"$ERR"; rc=$?
+	cat "$OUT" >&2
+	expect_eq "$rc" 0 "torture exit status" &&
+	expect_eq "$(sumfield encrypted "$OUT")" 1 "encrypted" &&
+	expect_eq "$(sumfield violations "$OUT")" 0 "violations" &&
+	expect_eq "$(sumfield rounds "$OUT")" 10 "rounds" &&
+	positive complete "$OUT" &&
+	positive verifies "$OUT" &&
+	positive cut_sums "$OUT" &&
+	positive restores "$OUT" &&
+	positive kills "$OUT" &&
+	tail -n 1 "$OUT" | grep -qx "torture: PASS"
+'
+
 # A cutsnap whose snapshots all fail: the loop sees no complete snapshot,
 # so nothing to verify or restore, and must fail rather than pass empty.
 test_expect_success 'a run that completed no snapshot fails: "checked nothing", exit 1' '

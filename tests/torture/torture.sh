@@ -3,11 +3,14 @@
 # with random kill -9 of agents, coordinators and restores; then a bank
 # check of every complete snapshot and of the live cluster.
 #
-# usage: torture.sh [-n ROUNDS] [-s SEED] [-a AGENTS] [-k]
+# usage: torture.sh [-n ROUNDS] [-s SEED] [-a AGENTS] [-k] [-e]
 #   -n ROUNDS  rounds to run (default 100)
 #   -s SEED    RANDOM seed (default: from the clock; printed)
 #   -a AGENTS  number of agents, 2..8 (default 3)
 #   -k         keep the work directory
+#   -e         an encrypted repository (cutsnap init --encrypt; every
+#              command reads the password from CUTSNAP_PASSWORD_FILE, and
+#              the keys are cheap: CUTSNAP_SCRYPT_N=1024)
 # Environment: CUTSNAP (the binary; default bin/cutsnap of this checkout),
 # TMPDIR (where the work directory goes; kept when the run fails).
 #
@@ -52,13 +55,15 @@ ROUNDS=100
 SEED=$(( $(date +%s%N) % 32768 ))
 NAG=3
 KEEP=0
-while getopts "n:s:a:k" o; do
+ENCRYPT=0
+while getopts "n:s:a:ke" o; do
 	case $o in
 	n) ROUNDS=$OPTARG ;;
 	s) SEED=$OPTARG ;;
 	a) NAG=$OPTARG ;;
 	k) KEEP=1 ;;
-	*) echo "usage: torture.sh [-n ROUNDS] [-s SEED] [-a AGENTS] [-k]" >&2
+	e) ENCRYPT=1 ;;
+	*) echo "usage: torture.sh [-n ROUNDS] [-s SEED] [-a AGENTS] [-k] [-e]" >&2
 	   exit 2 ;;
 	esac
 done
@@ -88,6 +93,15 @@ NAMES=""
 for i in $(seq 1 "$NAG"); do
 	NAMES="$NAMES $(printf "\\x$(printf %x $((64 + i)))")"
 done
+if [ "$ENCRYPT" = 1 ]; then
+	export CUTSNAP_PASSWORD_FILE=$W/password CUTSNAP_SCRYPT_N=1024
+	printf 'torture %s\n' "$SEED" >"$CUTSNAP_PASSWORD_FILE"
+	"$CUTSNAP" init -r "$REPO" --encrypt >"$LOG" 2>&1 || {
+		echo "torture: init --encrypt failed: $(tail -n 1 "$LOG")" >&2
+		rm -rf "$W"
+		exit 2
+	}
+fi
 INIT_EACH=1000
 INIT_TOTAL=$((INIT_EACH * NAG))
 BG=""
@@ -667,7 +681,7 @@ result=PASS
 # --- the report ------------------------------------------------------------
 
 cat <<EOF
-cutsnap torture: seed $SEED, $NAG agents, initial total $INIT_TOTAL
+cutsnap torture: seed $SEED, $NAG agents, initial total $INIT_TOTAL$([ "$ENCRYPT" = 1 ] && echo ", encrypted repository")
   rounds            $ROUNDS in $loop_s s, $((SECONDS - start_s)) s with the final checks
   transfers         $n_xfer_ok ok, $n_xfer_fail refused or failed ($n_held_msgs sent over $n_holds held channels)
   faults            $kills:${kill_list#,}
@@ -684,7 +698,7 @@ if [ "$n_viol" -gt 0 ]; then
 fi
 [ -n "$nothing" ] && echo "  checked nothing   $nothing"
 [ "$result" = FAIL ] && echo "  log               $LOG"
-echo "torture-summary: seed=$SEED agents=$NAG rounds=$ROUNDS" \
+echo "torture-summary: seed=$SEED agents=$NAG rounds=$ROUNDS encrypted=$ENCRYPT" \
     "seconds=$loop_s wall_seconds=$((SECONDS - start_s))" \
     "complete=${n_complete:-0}" \
     "aborted=${n_aborted:-0} inflight=${n_inflight:-0}" \
