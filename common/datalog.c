@@ -319,6 +319,61 @@ check_dead(const struct dl_state *st, const struct dl_record *r,
 	return 0;
 }
 
+/* The watermark set a WM record of kind k sets, or NULL. */
+static struct wm_set *
+wm_kind_set(struct dl_state *st, int k)
+{
+	switch (k) {
+	case DL_WM_SENT:
+		return &st->sent;
+	case DL_WM_APPLIED:
+		return &st->applied;
+	case DL_WM_ACKED:
+		return &st->acked;
+	default:
+		return NULL;
+	}
+}
+
+/* The rules of a rewritten file's base section (datalog.h): GEN comes
+ * first, WM and KEPT only inside the section, each WM once. */
+static int
+base_check(const struct dl_state *st, const struct dl_record *r,
+    struct cs_err *e)
+{
+	const struct wm_set *ws;
+
+	switch (r->type) {
+	case DL_GEN:
+		if (st->records != 0 || r->seq == 0 || r->gen_id == NULL)
+			return cs_errf(e, "generation record not first in "
+			    "the file");
+		return 0;
+	case DL_WM:
+	case DL_KEPT:
+		if (!st->base_open)
+			return cs_errf(e, "base record outside the base "
+			    "section");
+		if (r->type == DL_KEPT)
+			return 0;
+		ws = wm_kind_set((struct dl_state *)st, r->wm_kind);
+		if (ws == NULL)
+			return cs_errf(e, "unknown watermark kind %u",
+			    (unsigned)r->wm_kind);
+		if (wm_get(ws, r->peer) != 0 || r->seq == 0)
+			return cs_errf(e, "watermark of %s set twice or to 0",
+			    r->peer);
+		if (r->wm_kind == DL_WM_ACKED &&
+		    r->seq > wm_get(&st->sent, r->peer))
+			return cs_errf(e, "acked seq %" PRIu64 " of %s beyond "
+			    "sent seq %" PRIu64, r->seq, r->peer,
+			    wm_get(&st->sent, r->peer));
+		return 0;
+	default:
+		return 0;
+	}
+}
+
 int
 dl_state_check(const struct dl_state *st, const struct dl_record *r,
     struct cs_err *e)
@@ -334,14 +389,20 @@ dl_state_check(const struct dl_state *st, const struct dl_record *r,
 	case DL_ACK:
 	case DL_DEAD:
 	case DL_RESOLVE:
+	case DL_WM:
+	case DL_KEPT:
 		if (!valid_name(r->peer))
 			return cs_errf(e, "invalid peer name");
+		break;
+	case DL_GEN:
 		break;
 	default:
 		return cs_errf(e, "unknown record type %d", (int)r->type);
 	}
 	if (r->type == DL_DEAD || r->type == DL_RESOLVE)
 		return check_dead(st, r, e);
+	if (base_check(st, r, e) == -1)
+		return -1;
 	if (r->type != DL_ACK && r->klen > WIRE_MAX_KEY)
 		return cs_errf(e, "key of %zu bytes exceeds %u", r->klen,
 		    WIRE_MAX_KEY);
@@ -351,6 +412,7 @@ dl_state_check(const struct dl_state *st, const struct dl_record *r,
 		    WIRE_MAX_VALUE);
 	switch (r->type) {
 	case DL_SEND:
+	case DL_KEPT:
 		if (r->msglen > DL_MAX_MSG)
 			return cs_errf(e, "message of %zu bytes exceeds %u",
 			    r->msglen, DL_MAX_MSG);
@@ -621,7 +683,23 @@ dl_state_apply(struct dl_state *st, const struct dl_record *r,
 		if (!st->keep_all_sends && !st->no_sends)
 			drop_acked(st, r->peer, r->seq);
 		break;
+	case DL_GEN:
+		st->gen = r->seq;
+		memcpy(st->gen_id, r->gen_id, DL_GEN_ID_LEN);
+		st->gen_prev = r->gen_prev;
+		st->gen_time = r->gen_time;
+		break;
+	case DL_WM:
+		if (wm_put(wm_kind_set(st, r->wm_kind), r->peer, r->seq) == -1)
+			goto oom;
+		break;
+	case DL_KEPT:
+		if (apply_send(st, r, r->seq) == -1)
+			goto oom;
+		break;
 	}
+	st->base_open = r->type == DL_GEN || (st->base_open &&
+	    (r->type == DL_WM || r->type == DL_KEPT));
 	st->records++;
 	rc = 0;
 	goto out;
@@ -814,6 +892,22 @@ dl_encode(struct wbuf *out, const struct dl_record *r)
 				wbuf_put_raw(out, r->chain, DL_CHAIN_LEN);
 		}
 		break;
+	case DL_GEN:
+		wbuf_put_u64(out, r->seq);
+		wbuf_put_raw(out, r->gen_id, DL_GEN_ID_LEN);
+		wbuf_put_u64(out, r->gen_prev);
+		wbuf_put_u64(out, r->gen_time);
+		break;
+	case DL_WM:
+		wbuf_put_u8(out, r->wm_kind);
+		wbuf_put_str(out, r->peer);
+		wbuf_put_u64(out, r->seq);
+		break;
+	case DL_KEPT:
+		wbuf_put_str(out, r->peer);
+		wbuf_put_u64(out, r->seq);
+		wbuf_put_bytes(out, r->msg, r->msglen);
+		break;
 	}
 	if (out->oom)
 		return;
@@ -822,6 +916,21 @@ dl_encode(struct wbuf *out, const struct dl_record *r)
 	assert(len <= DL_MAX_RECORD);
 	le32_put(p, (uint32_t)len);
 	le32_put(p + 4, rec_crc(p + DL_REC_HDR_LEN, len));
+}
+
+/* n raw bytes at the reader's position, or NULL (and rb->err). */
+static const uint8_t *
+raw_field(struct rbuf *rb, size_t n)
+{
+	const uint8_t *p;
+
+	if (rb->err || rb->len - rb->off < n) {
+		rb->err = 1;
+		return NULL;
+	}
+	p = rb->p + rb->off;
+	rb->off += n;
+	return p;
 }
 
 /* Read the fields of a record (type byte first) into r; strings point
@@ -877,11 +986,27 @@ read_fields(struct rbuf *rb, struct dl_record *r, char peer[NAME_MAX_LEN + 1])
 			r->msg = rbuf_bytes(rb, &r->msglen, DL_MAX_MSG);
 		}
 		break;
+	case DL_GEN:
+		r->seq = rbuf_u64(rb);
+		r->gen_id = raw_field(rb, DL_GEN_ID_LEN);
+		r->gen_prev = rbuf_u64(rb);
+		r->gen_time = rbuf_u64(rb);
+		break;
+	case DL_WM:
+		r->wm_kind = rbuf_u8(rb);
+		rbuf_str(rb, peer, NAME_MAX_LEN + 1);
+		r->seq = rbuf_u64(rb);
+		break;
+	case DL_KEPT:
+		rbuf_str(rb, peer, NAME_MAX_LEN + 1);
+		r->seq = rbuf_u64(rb);
+		r->msg = rbuf_bytes(rb, &r->msglen, DL_MAX_MSG);
+		break;
 	default:
 		rb->err = 1;
 		return;
 	}
-	if (r->type != DL_PUT && r->type != DL_DEL)
+	if (r->type != DL_PUT && r->type != DL_DEL && r->type != DL_GEN)
 		r->peer = peer;
 	/* The optional trailing chain of SEND and APPLY (older files have
 	 * none), ACK, DEAD and a REFUND: exactly DL_CHAIN_LEN bytes left;
@@ -895,6 +1020,12 @@ read_fields(struct rbuf *rb, struct dl_record *r, char peer[NAME_MAX_LEN + 1])
 	}
 }
 
+static int
+known_type(unsigned t)
+{
+	return t >= DL_PUT && t <= DL_KEPT;
+}
+
 /* Decode type+payload p[0, n) into r. 0, or -1 with a reason in e. */
 static int
 dl_decode(const uint8_t *p, size_t n, struct dl_record *r,
@@ -904,7 +1035,7 @@ dl_decode(const uint8_t *p, size_t n, struct dl_record *r,
 
 	rbuf_init(&rb, p, n);
 	read_fields(&rb, r, peer);
-	if (n == 0 || p[0] < DL_PUT || p[0] > DL_RESOLVE)
+	if (n == 0 || !known_type(p[0]))
 		return cs_errf(e, "unknown record type %u", n ? p[0] : 0u);
 	if (!rbuf_done(&rb))
 		return cs_errf(e, "malformed payload (%s)",
@@ -962,6 +1093,14 @@ length_is_damaged(const uint8_t *buf, size_t len, size_t off)
 	return valid_record_at(buf, len, next);
 }
 
+void
+dl_header(uint8_t hdr[DL_HEADER_LEN])
+{
+	memcpy(hdr, DL_MAGIC, 8);
+	le32_put(hdr + 8, DL_VERSION);
+	le32_put(hdr + 12, 0);
+}
+
 /* A file shorter than its header: torn iff it is a prefix of a header we
  * would have written (or zeros), i.e. the creating write was cut short. */
 static int
@@ -993,6 +1132,8 @@ struct src {
 	const uint8_t *buf;	/* the image, or NULL: read fd */
 	int fd;
 	size_t len;		/* bytes in the image or file */
+	size_t start;		/* 0, or a record boundary to start at (the
+				 * state holds the replay of [0, start)) */
 	uint8_t *win;		/* fd: window holding [woff, woff + wlen) */
 	size_t woff, wlen, wcap;
 	struct sha_ctx *sha;	/* fd: fed every accepted byte, or NULL */
@@ -1080,6 +1221,10 @@ replay_src(struct src *s, const char *what, int allow_torn,
 	uint32_t crc;
 	int rc = -1, z;
 
+	if (s->start > 0) {
+		off = s->start;
+		goto records;
+	}
 	if (len == 0) {
 		cs_errf(e, "%s: empty file", what);
 		goto out;
@@ -1108,7 +1253,9 @@ replay_src(struct src *s, const char *what, int allow_torn,
 	}
 	if (src_hash(s, p, DL_HEADER_LEN) == -1)
 		goto sha;
-	for (off = DL_HEADER_LEN; off < len; off += DL_REC_HDR_LEN + rlen) {
+	off = DL_HEADER_LEN;
+records:
+	for (; off < len; off += DL_REC_HDR_LEN + rlen) {
 		rem = len - off;
 		if (rem < DL_REC_HDR_LEN)
 			goto torn;
@@ -1237,9 +1384,7 @@ write_header(struct datalog *dl, struct cs_err *e)
 	uint8_t hdr[DL_HEADER_LEN];
 	char dir[PATH_MAX];
 
-	memcpy(hdr, DL_MAGIC, 8);
-	le32_put(hdr + 8, DL_VERSION);
-	le32_put(hdr + 12, 0);
+	dl_header(hdr);
 	if (pwrite_all(dl->fd, hdr, sizeof(hdr), 0) == -1)
 		return cs_errno(e, "write %s", dl->path);
 	if (fsync(dl->fd) == -1)
@@ -1311,6 +1456,7 @@ datalog_open(const char *path, struct datalog **out, struct cs_err *e)
 {
 	struct datalog *dl;
 	struct stat sb;
+	char tmp[PATH_MAX];
 	int rc = -1;
 
 	*out = NULL;
@@ -1357,6 +1503,13 @@ datalog_open(const char *path, struct datalog **out, struct cs_err *e)
 	}
 	if (!S_ISREG(sb.st_mode)) {
 		cs_errf(e, "%s: not a regular file", path);
+		goto out;
+	}
+	/* A compaction killed before its switch leaves its new file
+	 * behind; the old one (this) is whole. The lock makes it ours. */
+	if (snprintf(tmp, sizeof(tmp), "%s%s", path, DL_REWRITE_SUFFIX) <
+	    (int)sizeof(tmp) && unlink(tmp) == -1 && errno != ENOENT) {
+		cs_errno(e, "remove %s", tmp);
 		goto out;
 	}
 	if (sb.st_size == 0) {
@@ -1530,41 +1683,43 @@ datalog_cut_bytes(const struct datalog *dl)
 }
 
 int
+dl_read_at(int fd, const char *what, uint64_t off, size_t n, uint8_t **out,
+    struct cs_err *e)
+{
+	uint8_t *p;
+
+	*out = NULL;
+	if ((p = malloc(n + 1)) == NULL)
+		return cs_errf(e, "out of memory");
+	if (n > 0 && pread_all(fd, p, n, (off_t)off) == -1) {
+		cs_errno(e, "read %s", what);
+		free(p);
+		return -1;
+	}
+	*out = p;
+	return 0;
+}
+
+int
 datalog_read_value(const struct datalog *dl, const struct kv_entry *ent,
     uint8_t **out, struct cs_err *e)
 {
 	uint8_t *p;
-	size_t got = 0;
-	ssize_t k;
 
 	*out = NULL;
 	if (ent->val != NULL || ent->voff > dl->end ||
 	    ent->vlen > dl->end - ent->voff)
 		return cs_errf(e, "%s: value reference out of range", dl->path);
-	if ((p = malloc(ent->vlen + 1)) == NULL)
-		return cs_errf(e, "out of memory");
 	if (ent->voff >= dl->written) {	/* still staged (a record is never
 					 * split between file and memory) */
+		if ((p = malloc(ent->vlen + 1)) == NULL)
+			return cs_errf(e, "out of memory");
 		memcpy(p, dl->pend.data + (ent->voff - dl->written),
 		    ent->vlen);
-		got = ent->vlen;
+		*out = p;
+		return 0;
 	}
-	while (got < ent->vlen) {
-		k = pread(dl->fd, p + got, ent->vlen - got,
-		    (off_t)(ent->voff + got));
-		if (k == -1 && errno == EINTR)
-			continue;
-		if (k <= 0) {
-			if (k == 0)
-				errno = EIO;
-			cs_errno(e, "read %s", dl->path);
-			free(p);
-			return -1;
-		}
-		got += (size_t)k;
-	}
-	*out = p;
-	return 0;
+	return dl_read_at(dl->fd, dl->path, ent->voff, ent->vlen, out, e);
 }
 
 struct chain_find {
@@ -1727,4 +1882,68 @@ out:
 	if (fd != -1)
 		close(fd);
 	return rc;
+}
+
+/* --- what a compaction (dlrewrite.c) needs ------------------------------- */
+
+int
+datalog_fd(const struct datalog *dl)
+{
+	return dl->fd;
+}
+
+const char *
+datalog_path(const struct datalog *dl)
+{
+	return dl->path;
+}
+
+int
+dl_replay_fd(int fd, uint64_t start, uint64_t len, const char *what,
+    struct dl_state *st, struct sha_ctx *sha, struct chunkhash *chunks,
+    struct cs_err *e)
+{
+	struct src s;
+	int rc;
+
+	memset(&s, 0, sizeof(s));
+	if (len > SIZE_MAX || start > len)
+		return cs_errf(e, "%s: file too large", what);
+	s.fd = fd;
+	s.len = (size_t)len;
+	s.start = (size_t)start;
+	s.sha = sha;
+	s.chunks = chunks;
+	rc = replay_src(&s, what, 0, st, NULL, e);
+	free(s.win);
+	return rc;
+}
+
+void
+datalog_adopt(struct datalog *dl, int fd, struct dl_state *st,
+    struct sha_ctx *sha, struct chunkhash *chunks, uint64_t end)
+{
+	assert(dl->pend.len == 0 && dl->written == dl->end);
+	close(dl->fd);
+	dl->fd = fd;
+	dl_state_free(&dl->st);
+	dl->st = *st;
+	memset(st, 0, sizeof(*st));
+	sha_free(dl->sha);
+	dl->sha = sha;
+	chunkhash_free(dl->chunks);
+	dl->chunks = chunks;
+	dl->written = dl->end = dl->synced = dl->need = end;
+}
+
+void
+datalog_fail(struct datalog *dl)
+{
+	dl->failed = 1;
+}
+
+int
+datalog_failed(const struct datalog *dl)
+{
+	return dl->failed;
 }

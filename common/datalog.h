@@ -30,10 +30,21 @@
  *         -- dead letter (src, seq) resolved, with its effect, in one record
  *         (version 2; a version-1 file gains these records when a newer
  *         agent writes to it)
+ *   GEN   u64 generation, 16 raw bytes id, u64 prev_size, u64 unix_time
+ *         -- first record of a file a compaction wrote (dlrewrite.h): its
+ *         generation (1, 2, ...), a random identity, the size of the file
+ *         it replaced; opens the base section
+ *   WM    u8 kind (1 sent, 2 applied, 3 acked), str peer, u64 seq
+ *         -- base section only: a watermark carried over
+ *   KEPT  str dst, u64 seq, bytes msg -- base section only: a send not yet
+ *         acknowledged, carried over (its effect on a key is in the values)
+ * The base section is GEN followed by WM and KEPT records; the first record
+ * of another type closes it.
  * Invariants checked on replay: SEND seq == sent[dst]+1, APPLY and DEAD seq
  * == applied[src]+1, ACK seq <= sent[dst], RESOLVE names an open dead
- * letter (a RETRY its key; a REFUND send_seq == sent[src]+1). A violation
- * is corruption.
+ * letter (a RETRY its key; a REFUND send_seq == sent[src]+1); GEN first;
+ * WM once per kind and peer, an acked WM <= sent; KEPT seq ==
+ * sent[dst]+1. A violation is corruption.
  *
  * History chain (chain.h): the optional trailing field of SEND and APPLY
  * is the channel's chain value after that message (of DEAD too, which
@@ -66,7 +77,7 @@
 
 enum dl_type {
 	DL_PUT = 1, DL_DEL = 2, DL_SEND = 3, DL_APPLY = 4, DL_ACK = 5,
-	DL_DEAD = 6, DL_RESOLVE = 7,
+	DL_DEAD = 6, DL_RESOLVE = 7, DL_GEN = 8, DL_WM = 9, DL_KEPT = 10,
 };
 
 /* Why a credit became a dead letter (DEAD's reason). */
@@ -78,6 +89,10 @@ const char *dl_dead_reason_name(int reason);
 /* "retried", "refunded"; "open" for 0. */
 const char *dl_resolve_name(int how);
 
+/* WM's kind: which watermark set it belongs to. */
+enum dl_wm_kind { DL_WM_SENT = 1, DL_WM_APPLIED = 2, DL_WM_ACKED = 3 };
+#define DL_GEN_ID_LEN 16
+
 /* A record to append or one being replayed; all pointers borrowed. */
 struct dl_record {
 	enum dl_type type;
@@ -87,7 +102,7 @@ struct dl_record {
 	size_t klen;
 	const uint8_t *val;	/* PUT; SEND/APPLY: the key's new value */
 	size_t vlen;
-	const uint8_t *msg;	/* SEND, RESOLVE refund: message bytes */
+	const uint8_t *msg;	/* SEND, KEPT, RESOLVE refund: message bytes */
 	size_t msglen;
 	const uint8_t *chain;	/* SEND, APPLY, DEAD, RESOLVE refund:
 				 * DL_CHAIN_LEN bytes, the channel's chain
@@ -100,6 +115,11 @@ struct dl_record {
 	const uint8_t *from;	/* DEAD: the sending key (may be empty) */
 	size_t flen;
 	uint64_t sseq;		/* RESOLVE refund: its seq on self->peer */
+	uint8_t wm_kind;	/* WM: enum dl_wm_kind */
+	const uint8_t *gen_id;	/* GEN: DL_GEN_ID_LEN bytes; seq is the
+				 * generation */
+	uint64_t gen_prev;	/* GEN: size of the file it replaced */
+	uint64_t gen_time;	/* GEN: unix time of the rewrite */
 };
 
 /* A dead letter: a credit consumed without being applied. */
@@ -185,6 +205,12 @@ struct dl_state {
 	 * datalog_read. Offline replays keep every value in memory. */
 	int by_ref;
 	uint64_t rec_off;	/* file offset of the record being applied */
+	/* The file's generation (GEN): 0 for a file never rewritten. */
+	uint64_t gen;
+	uint8_t gen_id[DL_GEN_ID_LEN];
+	uint64_t gen_prev;	/* size of the file the rewrite replaced */
+	uint64_t gen_time;	/* unix time of the rewrite */
+	int base_open;		/* inside the base section (after GEN) */
 };
 
 /* Longest value a live data file's map keeps in memory; an integer (at
@@ -227,6 +253,9 @@ struct dl_credit_buf {
 int dl_credit(const struct dl_state *st, const char *src, uint64_t seq,
     const uint8_t *msg, size_t n, struct dl_record *out,
     struct dl_credit_buf *buf, struct cs_err *e);
+
+/* The header every data file written now starts with. */
+void dl_header(uint8_t hdr[DL_HEADER_LEN]);
 
 /* Append the on-disk form (record header + payload) of r to out. */
 void dl_encode(struct wbuf *out, const struct dl_record *r);
@@ -303,5 +332,31 @@ const struct chunkhash *datalog_chunks(const struct datalog *dl);
 /* Try to take the data file's lock without opening it for writing: 0 if
  * free (the lock is released again), -1 with e set if an agent holds it. */
 int datalog_check_unlocked(const char *path, struct cs_err *e);
+
+/* For a compaction (dlrewrite.h); not for other callers. The new file is
+ * written beside the data file under its name plus this suffix;
+ * datalog_open removes one a killed compaction left. */
+#define DL_REWRITE_SUFFIX ".compact"
+struct sha_ctx;
+int datalog_fd(const struct datalog *dl);
+const char *datalog_path(const struct datalog *dl);
+/* Replay fd's records [start, len) into st (which holds the replay of
+ * [0, start); start 0: the header is checked first), feeding every byte
+ * to sha and chunks when not NULL. A torn or bad record is an error. */
+int dl_replay_fd(int fd, uint64_t start, uint64_t len, const char *what,
+    struct dl_state *st, struct sha_ctx *sha, struct chunkhash *chunks,
+    struct cs_err *e);
+/* n bytes of fd at off into a malloc'ed *out (caller frees). 0 / -1. */
+int dl_read_at(int fd, const char *what, uint64_t off, size_t n,
+    uint8_t **out, struct cs_err *e);
+/* Switch dl to fd, a whole, durable, locked file of length end already
+ * renamed to dl's path, whose replay is st and whose hashes are sha and
+ * chunks (all taken over; st is zeroed). Nothing may be staged. The old
+ * descriptor is closed. */
+void datalog_adopt(struct datalog *dl, int fd, struct dl_state *st,
+    struct sha_ctx *sha, struct chunkhash *chunks, uint64_t end);
+/* Refuse every later append and sync (the agent must restart). */
+void datalog_fail(struct datalog *dl);
+int datalog_failed(const struct datalog *dl);	/* 1 after that */
 
 #endif

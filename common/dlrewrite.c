@@ -1,0 +1,530 @@
+/* dlrewrite.c - compaction of a live data file (see dlrewrite.h). */
+/*
+ * Invariants:
+ * - The thread reads only the old file's prefix [0, L), which never
+ *   changes, and writes only the new file; it shares no memory with the
+ *   caller but rw's own fields, and the caller reads those only after
+ *   dl_rewrite_done() (an acquire of the thread's release).
+ * - The new file is renamed over the data file only once it is whole:
+ *   [base | old [L, end)], replayed without error and fdatasync'ed. Until
+ *   then the data file is the old one, untouched.
+ * - rw->st, sha and chunks are the replay of the new file's [0, len).
+ */
+#include <sys/eventfd.h>
+#include <sys/file.h>
+#include <sys/random.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "chunkhash.h"
+#include "dlrewrite.h"
+#include "fsutil.h"
+#include "sha.h"
+
+/* The base is written through a buffer of about this size. */
+#define RW_FLUSH (1u << 20)
+/* The tail is copied in pieces of this size. */
+#define RW_COPY (1u << 20)
+
+struct dl_rewrite {
+	char path[PATH_MAX];	/* the data file */
+	char tmp[PATH_MAX];	/* the new file until the rename */
+	int old_fd;		/* the data file (dl's descriptor, borrowed) */
+	int fd;			/* the new file, locked */
+	int wake;		/* eventfd, written when the thread ends */
+	uint64_t L;		/* prefix rewritten */
+	uint64_t gen;		/* the new file's generation */
+	uint64_t len;		/* new file's length so far */
+	struct dl_state st;	/* replay of the new file's [0, len) */
+	struct sha_ctx *sha;
+	struct chunkhash *chunks;
+	pthread_t th;
+	int started;		/* th is running or joinable */
+	atomic_int done;	/* the thread has ended */
+	int rc;			/* the thread's result */
+	struct cs_err err;	/* its error */
+};
+
+/* CUTSNAP_FAULT holds comma-separated hooks; the value of "name:VALUE",
+ * or NULL. */
+static const char *
+fault_value(const char *name, char *buf, size_t bufsz)
+{
+	const char *f = getenv("CUTSNAP_FAULT"), *p, *end;
+	size_t n = strlen(name);
+
+	for (p = f; p != NULL && *p != '\0'; p = *end ? end + 1 : end) {
+		end = strchr(p, ',');
+		if (end == NULL)
+			end = p + strlen(p);
+		if ((size_t)(end - p) > n && strncmp(p, name, n) == 0 &&
+		    p[n] == ':' && (size_t)(end - p - n - 1) < bufsz) {
+			memcpy(buf, p + n + 1, (size_t)(end - p) - n - 1);
+			buf[end - p - n - 1] = '\0';
+			return buf;
+		}
+	}
+	return NULL;
+}
+
+static void
+fault_kill(const char *step)
+{
+	char v[32];
+	const char *s = fault_value("compact-kill", v, sizeof(v));
+
+	if (s != NULL && strcmp(s, step) == 0)
+		raise(SIGKILL);
+}
+
+/* --- the base section ----------------------------------------------------- */
+
+struct out {
+	int fd;
+	const char *what;
+	struct wbuf b;
+	uint64_t off;		/* bytes of the file written */
+};
+
+static int
+out_flush(struct out *o, struct cs_err *e)
+{
+	if (o->b.oom)
+		return cs_errf(e, "out of memory");
+	if (o->b.len > 0 && write_all(o->fd, o->b.data, o->b.len) == -1)
+		return cs_errno(e, "write %s", o->what);
+	o->off += o->b.len;
+	wbuf_reset(&o->b);
+	return 0;
+}
+
+static int
+out_rec(struct out *o, const struct dl_record *r, struct cs_err *e)
+{
+	dl_encode(&o->b, r);
+	return o->b.len >= RW_FLUSH ? out_flush(o, e) : 0;
+}
+
+/* The sends kept for peer (contiguous, ending at its sent seq). */
+static uint64_t
+kept_for(const struct dl_state *st, const char *peer)
+{
+	uint64_t n = 0;
+	size_t i;
+
+	for (i = 0; i < st->nsends; i++)
+		n += strcmp(st->sends[i].peer, peer) == 0;
+	return n;
+}
+
+static int
+out_wm(struct out *o, int kind, const char *peer, uint64_t seq,
+    struct cs_err *e)
+{
+	struct dl_record r;
+
+	if (seq == 0)
+		return 0;
+	memset(&r, 0, sizeof(r));
+	r.type = DL_WM;
+	r.wm_kind = (uint8_t)kind;
+	r.peer = peer;
+	r.seq = seq;
+	return out_rec(o, &r, e);
+}
+
+/* GEN, then the watermarks: sent as of before the kept sends, acked,
+ * applied; then the kept sends, which bring sent to its value. */
+static int
+out_marks(struct out *o, const struct dl_state *st, uint64_t gen,
+    uint64_t prev_size, struct cs_err *e)
+{
+	uint8_t id[DL_GEN_ID_LEN];
+	struct dl_record r;
+	const struct wm *w;
+	size_t i;
+
+	if (getrandom(id, sizeof(id), 0) != (ssize_t)sizeof(id))
+		return cs_errno(e, "getrandom");
+	memset(&r, 0, sizeof(r));
+	r.type = DL_GEN;
+	r.seq = gen;
+	r.gen_id = id;
+	r.gen_prev = prev_size;
+	r.gen_time = (uint64_t)time(NULL);
+	if (out_rec(o, &r, e) == -1)
+		return -1;
+	for (i = 0; i < st->sent.n; i++) {
+		w = &st->sent.v[i];
+		if (out_wm(o, DL_WM_SENT, w->peer, w->seq - kept_for(st,
+		    w->peer), e) == -1)
+			return -1;
+	}
+	for (i = 0; i < st->acked.n; i++)
+		if (out_wm(o, DL_WM_ACKED, st->acked.v[i].peer,
+		    st->acked.v[i].seq, e) == -1)
+			return -1;
+	for (i = 0; i < st->applied.n; i++)
+		if (out_wm(o, DL_WM_APPLIED, st->applied.v[i].peer,
+		    st->applied.v[i].seq, e) == -1)
+			return -1;
+	for (i = 0; i < st->nsends; i++) {
+		memset(&r, 0, sizeof(r));
+		r.type = DL_KEPT;
+		r.peer = st->sends[i].peer;
+		r.seq = st->sends[i].seq;
+		r.msg = st->sends[i].msg;
+		r.msglen = st->sends[i].len;
+		if (out_rec(o, &r, e) == -1)
+			return -1;
+	}
+	return 0;
+}
+
+/* One PUT per key, in key order. */
+static int
+out_values(struct out *o, const struct dl_state *st, int src_fd,
+    const char *src, struct cs_err *e)
+{
+	const struct kv_entry **v = NULL;
+	struct dl_record r;
+	uint8_t *val = NULL;
+	size_t i, n = 0;
+	int rc = -1;
+
+	if (kvmap_sorted(st->kv, &v, &n) == -1) {
+		cs_errf(e, "out of memory");
+		goto out;
+	}
+	for (i = 0; i < n; i++) {
+		memset(&r, 0, sizeof(r));
+		r.type = DL_PUT;
+		r.key = v[i]->key;
+		r.klen = v[i]->klen;
+		r.val = v[i]->val;
+		r.vlen = v[i]->vlen;
+		if (r.val == NULL) {
+			if (dl_read_at(src_fd, src, v[i]->voff, v[i]->vlen,
+			    &val, e) == -1)
+				goto out;
+			r.val = val;
+		}
+		if (out_rec(o, &r, e) == -1)
+			goto out;
+		free(val);
+		val = NULL;
+	}
+	rc = 0;
+out:
+	free(val);
+	free(v);
+	return rc;
+}
+
+int
+dl_write_base(int fd, const char *what, const struct dl_state *st,
+    int src_fd, const char *src, uint64_t gen, uint64_t prev_size,
+    uint64_t *len, struct cs_err *e)
+{
+	uint8_t hdr[DL_HEADER_LEN];
+	struct out o;
+	int rc = -1;
+
+	memset(&o, 0, sizeof(o));
+	o.fd = fd;
+	o.what = what;
+	wbuf_init(&o.b);
+	dl_header(hdr);
+	wbuf_put_raw(&o.b, hdr, sizeof(hdr));
+	if (out_marks(&o, st, gen, prev_size, e) == -1 ||
+	    out_values(&o, st, src_fd, src, e) == -1 ||
+	    out_flush(&o, e) == -1)
+		goto out;
+	*len = o.off;
+	rc = 0;
+out:
+	wbuf_free(&o.b);
+	return rc;
+}
+
+/* Record sizes as dl_encode writes them (header, type byte, fields). */
+#define REC(n) ((uint64_t)DL_REC_HDR_LEN + 1 + (n))
+#define STR(s) (4 + (uint64_t)strlen(s))
+
+uint64_t
+dl_live_size(const struct dl_state *st)
+{
+	const struct kv_entry **v = NULL;
+	uint64_t n = DL_HEADER_LEN + REC(8 + DL_GEN_ID_LEN + 8 + 8);
+	size_t i, k = 0;
+
+	for (i = 0; i < st->sent.n; i++)
+		n += REC(1 + STR(st->sent.v[i].peer) + 8);
+	for (i = 0; i < st->acked.n; i++)
+		n += REC(1 + STR(st->acked.v[i].peer) + 8);
+	for (i = 0; i < st->applied.n; i++)
+		n += REC(1 + STR(st->applied.v[i].peer) + 8);
+	for (i = 0; i < st->nsends; i++)
+		n += REC(STR(st->sends[i].peer) + 8 + 4 + st->sends[i].len);
+	if (st->kv != NULL && kvmap_sorted(st->kv, &v, &k) == 0)
+		for (i = 0; i < k; i++)
+			n += REC(4 + v[i]->klen + 4 + v[i]->vlen);
+	free(v);
+	return n;
+}
+
+/* --- the thread ------------------------------------------------------------ */
+
+static void
+thread_end(struct dl_rewrite *rw, int rc)
+{
+	uint64_t one = 1;
+	char v[32];
+	const char *ms = fault_value("compact-slow", v, sizeof(v));
+
+	if (ms != NULL) {
+		long n = atol(ms);
+		struct timespec ts = { n / 1000, (n % 1000) * 1000000L };
+
+		nanosleep(&ts, NULL);
+	}
+	rw->rc = rc;
+	atomic_store_explicit(&rw->done, 1, memory_order_release);
+	(void)write(rw->wake, &one, sizeof(one));
+}
+
+static void *
+thread_main(void *arg)
+{
+	struct dl_rewrite *rw = arg;
+	struct dl_state old;
+	int rc = -1;
+
+	if (dl_state_init(&old, 0) == -1) {
+		cs_errf(&rw->err, "out of memory");
+		goto out;
+	}
+	old.by_ref = 1;
+	if (dl_replay_fd(rw->old_fd, 0, rw->L, rw->path, &old, NULL, NULL,
+	    &rw->err) == -1 ||
+	    dl_write_base(rw->fd, rw->tmp, &old, rw->old_fd, rw->path,
+	    old.gen + 1, rw->L, &rw->len, &rw->err) == -1)
+		goto out;
+	if (fdatasync(rw->fd) == -1) {
+		cs_errno(&rw->err, "fdatasync %s", rw->tmp);
+		goto out;
+	}
+	rw->gen = old.gen + 1;
+	/* What the switch takes over, and a check of what was written. */
+	if (dl_replay_fd(rw->fd, 0, rw->len, rw->tmp, &rw->st, rw->sha,
+	    rw->chunks, &rw->err) == -1)
+		goto out;
+	if (kvmap_count(rw->st.kv) != kvmap_count(old.kv) ||
+	    rw->st.nsends != old.nsends || rw->st.sent.n != old.sent.n ||
+	    rw->st.applied.n != old.applied.n) {
+		cs_errf(&rw->err, "%s: the rewritten state differs from the "
+		    "old one", rw->tmp);
+		goto out;
+	}
+	rc = 0;
+out:
+	dl_state_free(&old);
+	thread_end(rw, rc);
+	return NULL;
+}
+
+/* --- start, finish, abort ------------------------------------------------- */
+
+static void
+rw_free(struct dl_rewrite *rw)
+{
+	if (rw == NULL)
+		return;
+	if (rw->fd != -1) {
+		close(rw->fd);
+		(void)unlink(rw->tmp);
+	}
+	if (rw->wake != -1)
+		close(rw->wake);
+	dl_state_free(&rw->st);
+	sha_free(rw->sha);
+	chunkhash_free(rw->chunks);
+	free(rw);
+}
+
+int
+dl_rewrite_start(struct datalog *dl, struct dl_rewrite **out,
+    struct cs_err *e)
+{
+	struct dl_rewrite *rw;
+	const char *path = datalog_path(dl);
+	int rc = -1;
+
+	*out = NULL;
+	if ((rw = calloc(1, sizeof(*rw))) == NULL)
+		return cs_errf(e, "out of memory");
+	rw->fd = rw->wake = -1;
+	if (snprintf(rw->path, sizeof(rw->path), "%s", path) >=
+	    (int)sizeof(rw->path) || snprintf(rw->tmp, sizeof(rw->tmp),
+	    "%s%s", path, DL_REWRITE_SUFFIX) >= (int)sizeof(rw->tmp)) {
+		cs_errf(e, "%s: path too long", path);
+		goto out;
+	}
+	if (dl_state_init(&rw->st, 0) == -1 ||
+	    (rw->sha = sha_new()) == NULL ||
+	    (rw->chunks = chunkhash_new(chunk_size_default())) == NULL) {
+		cs_errf(e, "out of memory");
+		goto out;
+	}
+	rw->st.by_ref = 1;
+	/* The prefix the thread reads must be in the file. */
+	if (datalog_flush(dl, e) == -1)
+		goto out;
+	rw->L = datalog_end(dl);
+	rw->old_fd = datalog_fd(dl);
+	(void)unlink(rw->tmp);
+	rw->fd = open(rw->tmp, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC |
+	    O_NOFOLLOW, 0600);
+	if (rw->fd == -1) {
+		cs_errno(e, "create %s", rw->tmp);
+		goto out;
+	}
+	if (flock(rw->fd, LOCK_EX | LOCK_NB) == -1) {
+		cs_errno(e, "lock %s", rw->tmp);
+		goto out;
+	}
+	if ((rw->wake = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) == -1) {
+		cs_errno(e, "eventfd");
+		goto out;
+	}
+	if (pthread_create(&rw->th, NULL, thread_main, rw) != 0) {
+		cs_errf(e, "cannot start the compaction thread");
+		goto out;
+	}
+	rw->started = 1;
+	*out = rw;
+	rw = NULL;
+	rc = 0;
+out:
+	rw_free(rw);
+	return rc;
+}
+
+int
+dl_rewrite_wait_fd(const struct dl_rewrite *rw)
+{
+	return rw->wake;
+}
+
+int
+dl_rewrite_done(const struct dl_rewrite *rw)
+{
+	return atomic_load_explicit(&rw->done, memory_order_acquire);
+}
+
+void
+dl_rewrite_abort(struct dl_rewrite *rw)
+{
+	if (rw == NULL)
+		return;
+	if (rw->started)
+		pthread_join(rw->th, NULL);
+	rw_free(rw);
+}
+
+/* Copy the old file's [L, end) behind the base and replay it there. */
+static int
+copy_tail(struct dl_rewrite *rw, uint64_t end, struct cs_err *e)
+{
+	uint8_t *buf;
+	uint64_t off = rw->L, start = rw->len;
+	size_t n;
+	int rc = -1;
+
+	if ((buf = malloc(RW_COPY)) == NULL)
+		return cs_errf(e, "out of memory");
+	while (off < end) {
+		n = end - off < RW_COPY ? (size_t)(end - off) : RW_COPY;
+		if (pread_all(rw->old_fd, buf, n, (off_t)off) == -1) {
+			cs_errno(e, "read %s", rw->path);
+			goto out;
+		}
+		if (pwrite(rw->fd, buf, n, (off_t)(rw->len + off - rw->L)) !=
+		    (ssize_t)n) {
+			cs_errno(e, "write %s", rw->tmp);
+			goto out;
+		}
+		off += n;
+	}
+	rw->len += end - rw->L;
+	if (dl_replay_fd(rw->fd, start, rw->len, rw->tmp, &rw->st, rw->sha,
+	    rw->chunks, e) == -1)
+		goto out;
+	rc = 0;
+out:
+	free(buf);
+	return rc;
+}
+
+int
+dl_rewrite_finish(struct datalog *dl, struct dl_rewrite *rw,
+    struct dl_rewrite_result *res, struct cs_err *e)
+{
+	char dir[PATH_MAX];
+	uint64_t end;
+	int rc = -1;
+
+	memset(res, 0, sizeof(*res));
+	pthread_join(rw->th, NULL);
+	rw->started = 0;
+	if (rw->rc == -1) {
+		*e = rw->err;
+		goto out;
+	}
+	res->base = rw->len;
+	if (datalog_flush(dl, e) == -1)
+		goto out;
+	end = datalog_end(dl);
+	fault_kill("base");
+	if (copy_tail(rw, end, e) == -1)
+		goto out;
+	if (fdatasync(rw->fd) == -1) {
+		cs_errno(e, "fdatasync %s", rw->tmp);
+		goto out;
+	}
+	fault_kill("tail");
+	if (rename(rw->tmp, rw->path) == -1) {
+		cs_errno(e, "rename %s", rw->tmp);
+		goto out;
+	}
+	/* The data file is the new one now: whatever happens next, dl must
+	 * not write to the old one again. */
+	datalog_adopt(dl, rw->fd, &rw->st, rw->sha, rw->chunks, rw->len);
+	rw->fd = -1;
+	rw->sha = NULL;
+	rw->chunks = NULL;
+	fault_kill("rename");
+	path_dirname(rw->path, dir, sizeof(dir));
+	if (fsync_dir(dir, e) == -1) {
+		datalog_fail(dl);
+		goto out;
+	}
+	fault_kill("dir");
+	res->before = end;
+	res->after = rw->len;
+	res->gen = rw->gen;
+	rc = 0;
+out:
+	rw_free(rw);
+	return rc;
+}
