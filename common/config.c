@@ -53,6 +53,7 @@ struct pctx {
 	char run_raw[PATH_MAX];	/* run_dir as written */
 	int tls_line;		/* line of tls_dir, or 0 */
 	char tls_raw[PATH_MAX];	/* tls_dir as written */
+	int cmin_line;		/* line of compact_min_size, or 0 */
 	char *channels;		/* channels value as written, or NULL */
 	int chan_line;
 	int err_line;		/* line of the first error, or 0 */
@@ -274,6 +275,47 @@ set_once(struct pctx *p, char *dst, size_t dstsz, int *line,
 	*line = p->lineno;
 }
 
+/* A size: decimal digits, then optionally K, M, G or T (powers of 1024),
+ * from 1 byte to CFG_COMPACT_MIN_MAX. 0 / -1. */
+static int
+parse_size(const char *s, uint64_t *out)
+{
+	uint64_t v = 0, mul = 1;
+	size_t i;
+
+	for (i = 0; s[i] >= '0' && s[i] <= '9'; i++) {
+		if (v > CFG_COMPACT_MIN_MAX)
+			return -1;
+		v = v * 10 + (uint64_t)(s[i] - '0');
+	}
+	if (i == 0)
+		return -1;
+	switch (s[i]) {
+	case '\0':
+		break;
+	case 'K': case 'k':
+		mul = 1ull << 10;
+		break;
+	case 'M': case 'm':
+		mul = 1ull << 20;
+		break;
+	case 'G': case 'g':
+		mul = 1ull << 30;
+		break;
+	case 'T': case 't':
+		mul = 1ull << 40;
+		break;
+	default:
+		return -1;
+	}
+	if (s[i] != '\0' && s[i + 1] != '\0')
+		return -1;
+	if (v == 0 || v > CFG_COMPACT_MIN_MAX / mul)
+		return -1;
+	*out = v * mul;
+	return 0;
+}
+
 /* libinih's handler: one "key = value" line; nonzero means ok. */
 static int
 handler(void *user, const char *section_name, const char *key,
@@ -312,6 +354,17 @@ handler(void *user, const char *section_name, const char *key,
 			perr(p, "out of memory");
 		else
 			p->chan_line = p->lineno;
+	} else if (p->sect == S_CLUSTER &&
+	    strcmp(key, "compact_min_size") == 0) {
+		if (p->cmin_line != 0)
+			perr(p, "duplicate key '%s' (first at line %d)", key,
+			    p->cmin_line);
+		else if (parse_size(value, &p->c->compact_min_size) == -1)
+			perr(p, "compact_min_size '%s': expected a size from 1 "
+			    "byte to 1T, with an optional suffix K, M or G "
+			    "(e.g. 64M)", value);
+		else
+			p->cmin_line = p->lineno;
 	} else if (p->sect == S_CLUSTER) {
 		perr(p, "unknown key '%s' in [cluster]", key);
 	} else if (strcmp(key, "data") == 0) {
@@ -501,6 +554,7 @@ parse_owned(char *text, const char *path, struct cfg **out, struct cs_err *e)
 		goto out;
 	}
 	p.c->text = text;
+	p.c->compact_min_size = CFG_COMPACT_MIN_DEFAULT;
 	text = NULL;
 	ret = ini_parse_stream(reader, &p, handler, &p);
 	if (ret < 0) {

@@ -4,6 +4,7 @@
  *   run_dir = run          ; default: run/ beside the config
  *   channels = A>B B>A     ; default: full mesh
  *   tls_dir = tls          ; certificates, needed once an agent has addr
+ *   compact_min_size = 64M ; automatic compaction from this size (K/M/G)
  *   [agent A]
  *   data = a.data
  *   addr = host1:7101      ; optional: TCP + mutual TLS, not run_dir/A.sock
@@ -14,6 +15,7 @@
 #define CUTSNAP_CONFIG_H
 
 #include <limits.h>
+#include <stdint.h>
 #include "err.h"
 #include "wire.h"
 
@@ -34,7 +36,12 @@ struct cfg {
 	struct cfg_agent *agents;	/* in file order */
 	unsigned char *chan;		/* nagents*nagents: chan[s*n+d] = 1 */
 	char *text;			/* the file's bytes, NUL-terminated */
+	uint64_t compact_min_size;	/* bytes (CFG_COMPACT_MIN_DEFAULT) */
 };
+
+#define CFG_COMPACT_MIN_DEFAULT (64ull << 20)
+/* Largest compact_min_size accepted: 1T. */
+#define CFG_COMPACT_MIN_MAX (1ull << 40)
 
 /* Load and validate (unknown sections/keys, duplicate agents, bad names,
  * missing data, channels naming unknown agents or self-loops, socket path
