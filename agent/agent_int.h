@@ -72,6 +72,8 @@ struct conn {
 	int ack_due;		/* PEER_IN: send an ACK after this batch */
 	int is_coord;		/* joined a snapshot on this connection
 				 * (one per connection) */
+	int compact_wait;	/* asked for a compaction: answered when
+				 * the rewrite is durable */
 	int dead;		/* closed; freed by conn_reap */
 	/* TCP + TLS (agents with an addr, xport.h); x is NULL on a Unix
 	 * socket. Nothing is read or written before the handshake is done
@@ -224,6 +226,14 @@ struct agent {
 	uint64_t writes;	/* client write requests (put, del, add,
 				 * transfer) since start: with
 				 * datalog_syncs(), fsyncs per request */
+	/* Compaction (compact.c). */
+	struct dl_rewrite *rw;	/* the rewrite under way, or NULL */
+	int64_t rw_start_ms;	/* when it started */
+	uint64_t compact_ref;	/* the file's size after the last rewrite
+				 * (at start: its live size); automatic
+				 * once the file is twice as large */
+	uint64_t compactions;	/* rewrites since start */
+	uint64_t cbefore, cafter, cms;	/* the last one */
 	int stop;		/* shut down cleanly */
 	int fatal;		/* shut down with an error */
 };
@@ -278,6 +288,18 @@ void client_frame(struct agent *a, struct conn *c, uint8_t type,
 /* deadletter.c: W_REQ_DEAD_LIST and W_REQ_DEAD_RESOLVE */
 void dead_list_reply(struct agent *a, struct conn *c, struct rbuf *r);
 void dead_resolve(struct agent *a, struct conn *c, struct rbuf *r);
+
+/* compact.c */
+void compact_init(struct agent *a);
+/* Start an automatic rewrite when due; finish one whose thread is done
+ * once no snapshot's recorded prefix is being read. */
+void compact_tick(struct agent *a);
+/* The epoll tag of a rewrite's wake-up descriptor. */
+void compact_event(struct agent *a);
+void compact_request(struct agent *a, struct conn *c);
+void compact_free(struct agent *a);
+/* 1 while a snapshot holds a recorded prefix of the data file. */
+int snap_holds_prefix(const struct agent *a);
 
 /* status.c */
 void status_reply(struct agent *a, struct conn *c);

@@ -360,6 +360,12 @@ client_frame(struct agent *a, struct conn *c, uint8_t type,
 	case W_REQ_DEAD_RESOLVE:
 		dead_resolve(a, c, &r);
 		break;
+	case W_REQ_COMPACT:
+		if (!rbuf_done(&r))
+			badreq(a, c, "compact");
+		else
+			compact_request(a, c);
+		break;
 	case W_REQ_STOP:
 		log_info("stop requested");
 		conn_reply(a, c, REPLY_OK, NULL, 0, datalog_need(a->dl));

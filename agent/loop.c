@@ -201,6 +201,7 @@ run_loop(struct agent *a)
 	int64_t now;
 
 	while (!a->stop && !a->fatal) {
+		compact_tick(a);
 		agent_commit(a);
 		conn_reap(a);
 		if (a->stop || a->fatal)
@@ -228,6 +229,8 @@ run_loop(struct agent *a)
 				listen_accept(a);
 			else if (evs[i].data.ptr == &a->sfd)
 				signals_read(a);
+			else if (evs[i].data.ptr == &a->rw)
+				compact_event(a);
 			else
 				conn_event(a, evs[i].data.ptr, evs[i].events);
 		}
@@ -243,6 +246,7 @@ shutdown_agent(struct agent *a)
 {
 	struct conn *c;
 
+	compact_free(a);
 	if (!a->fatal)
 		commit(a, 1);
 	for (c = a->conns; c != NULL; c = c->next)
@@ -315,6 +319,7 @@ agent_run(const struct cfg *c, int self, struct cs_err *e)
 	log_info("agent %s listening on %s%s", a.name, a.tcp ?
 	    c->agents[self].addr : c->agents[self].sock, a.tcp ?
 	    " (TCP, mutual TLS 1.3)" : "");
+	compact_init(&a);
 
 	run_loop(&a);
 	rc = a.fatal ? -1 : 0;

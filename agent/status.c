@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include "../common/agstat.h"
+#include "../common/dlrewrite.h"
 #include "agent_int.h"
 
 /* Fill st from the live agent; st->out and st->in are heap arrays. */
@@ -26,6 +27,14 @@ collect(struct agent *a, struct agstat *st)
 	st->syncs = datalog_syncs(a->dl);
 	st->writes = a->writes;
 	st->dead = s->nopen;
+	st->live = dl_live_size(s);
+	st->gen = s->gen;
+	st->compacted_at = s->gen_time;
+	st->compactions = a->compactions;
+	st->cbefore = a->cbefore;
+	st->cafter = a->cafter;
+	st->cms = a->cms;
+	st->compacting = a->rw != NULL;
 	/* Every snapshot in progress, by the id its repository gave it and
 	 * its identity; the first also as snap_id/phase. */
 	snprintf(st->phase, sizeof(st->phase), "none");

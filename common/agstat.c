@@ -45,6 +45,11 @@ agstat_format(const struct agstat *st, const char *self, struct wbuf *w)
 	put(w, "pid=%d uptime_s=%" PRId64 " size=%" PRIu64 " records=%" PRIu64
 	    " syncs=%" PRIu64 " writes=%" PRIu64, st->pid, st->uptime_s,
 	    st->size, st->records, st->syncs, st->writes);
+	put(w, " live=%" PRIu64 " gen=%" PRIu64 " compacted_at=%" PRIu64
+	    " compactions=%" PRIu64 " compact_before=%" PRIu64
+	    " compact_after=%" PRIu64 " compact_ms=%" PRIu64 " compacting=%d",
+	    st->live, st->gen, st->compacted_at, st->compactions, st->cbefore,
+	    st->cafter, st->cms, st->compacting);
 	if (st->snap_id == 0)
 		put(w, " snapshot=none");
 	else
@@ -232,6 +237,24 @@ parse_field(char *key, char *val, struct agstat *st)
 		return parse_u64(val, &st->syncs);
 	} else if (strcmp(key, "writes") == 0) {
 		return parse_u64(val, &st->writes);
+	} else if (strcmp(key, "live") == 0) {
+		return parse_u64(val, &st->live);
+	} else if (strcmp(key, "gen") == 0) {
+		return parse_u64(val, &st->gen);
+	} else if (strcmp(key, "compacted_at") == 0) {
+		return parse_u64(val, &st->compacted_at);
+	} else if (strcmp(key, "compactions") == 0) {
+		return parse_u64(val, &st->compactions);
+	} else if (strcmp(key, "compact_before") == 0) {
+		return parse_u64(val, &st->cbefore);
+	} else if (strcmp(key, "compact_after") == 0) {
+		return parse_u64(val, &st->cafter);
+	} else if (strcmp(key, "compact_ms") == 0) {
+		return parse_u64(val, &st->cms);
+	} else if (strcmp(key, "compacting") == 0) {
+		if (parse_u64(val, &v) == -1 || v > 1)
+			return -1;
+		st->compacting = (int)v;
 	} else if (strcmp(key, "snapshot") == 0) {
 		if (strcmp(val, "none") == 0)
 			return 0;

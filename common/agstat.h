@@ -45,6 +45,15 @@ struct agstat {
 	uint64_t records;	/* records in the data file */
 	uint64_t syncs;		/* fsyncs of the data file since start */
 	uint64_t writes;	/* client write requests since start */
+	/* Compaction (dlrewrite.h). */
+	uint64_t live;		/* bytes the file would have rewritten now */
+	uint64_t gen;		/* the file's generation: rewrites so far */
+	uint64_t compacted_at;	/* unix time of the last rewrite, 0: none */
+	uint64_t compactions;	/* rewrites since start */
+	uint64_t cbefore;	/* the last of them: old size, new size, */
+	uint64_t cafter;	/* milliseconds it took (0 when none since */
+	uint64_t cms;		/* start) */
+	int compacting;		/* a rewrite is under way */
 	uint64_t snap_id;	/* 0: no snapshot in progress; else the
 				 * first of snaps[] */
 	char phase[16];		/* "none", or joined|recording|recorded|reported */
@@ -62,6 +71,8 @@ struct agstat {
  *   snapshots=3:recording:UID;1:joined:UID held=A>B
  *   out=A>B:sent=3,acked=2,queued=1,unacked=0,up=1,held=1,diverged=0;...
  *   in=B>A:applied=4,queued=0,up=1,diverged=0 dead=0
+ *   live=200 gen=1 compacted_at=1700000000 compactions=1
+ *   compact_before=5000 compact_after=210 compact_ms=12 compacting=0
  * snapshot is "none" or "ID:PHASE" of the first snapshot in progress,
  * snapshots lists every one with its identity (32 hex digits); lists are ';'-separated, "none" when
  * empty; dead counts the open dead letters (W_REQ_DEAD_LIST lists them);

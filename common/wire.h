@@ -40,6 +40,9 @@ enum wire_type {
 	/* {str src, u64 seq, u8 how (enum dl_resolve_how)} -> body: retry:
 	 * the key's new value; refund: u64 the refund's seq on self->src */
 	W_REQ_DEAD_RESOLVE = 17,
+	/* {} -> once the rewrite is durable, body: u64 before, u64 after,
+	 * u64 live (the base section), u64 generation, u64 ms */
+	W_REQ_COMPACT = 18,
 	/* coordinator -> agent, on one connection kept open for the snapshot */
 	/* {uid id [, u32 timeout_s [, u64 label]]} -> REPLY ok, or
 	 * REPLY_FAIL when the agent already takes part in SNAP_MAX
