@@ -41,6 +41,7 @@ int cmd_forget(int argc, char **argv);
 int cmd_prune(int argc, char **argv);
 int cmd_verify(int argc, char **argv);
 int cmd_restore(int argc, char **argv);
+int cmd_compact(int argc, char **argv);
 int cmd_demo(int argc, char **argv);
 int cmd_load(int argc, char **argv);
 int cmd_cert(int argc, char **argv);

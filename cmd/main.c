@@ -42,6 +42,7 @@ static const struct command commands[] = {
 	{ "forget", cmd_forget, "drop snapshots by a retention policy" },
 	{ "prune", cmd_prune, "delete data no snapshot refers to" },
 	{ "restore", cmd_restore, "restore a snapshot into the data files" },
+	{ "compact", cmd_compact, "rewrite data files to their live state" },
 	{ "load", cmd_load, "run random transfers, check conservation" },
 	{ "cert", cmd_cert, "create the cluster's TLS certificates" },
 	{ "demo", cmd_demo, "the bank example, end to end" },

@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "../common/agstat.h"
 #include "../common/datalog.h"
@@ -39,6 +40,10 @@ static const char usage_text[] =
     "letter S->D  seq=SEQ  key=KEY  amount=N  from=KEY  (REASON)\"; resolve\n"
     "them with cutsnap deadletter. Dead letters are not an error of the\n"
     "agent: they leave the exit status alone.\n"
+    "A line \"    file  size=BYTES  live=BYTES  generation=N\n"
+    "compacted=never|TIME [BEFORE->AFTER in MS ms]  [compacting]\" follows:\n"
+    "live is what the file would shrink to if compacted now, generation\n"
+    "counts its rewrites (cutsnap compact).\n"
     "\n"
     "  -c, --config CONF   the cluster config file\n"
     "  -j, --json          a JSON array, one object per agent (schema in\n"
@@ -85,6 +90,28 @@ fmt_uptime(int64_t s, char *out, size_t outsz)
 		snprintf(out, outsz, "%llds", (long long)s);
 }
 
+/* The data file's line: its size, its live size, its last rewrite. */
+static void
+print_file(const struct agstat *st)
+{
+	char when[32];
+	time_t t = (time_t)st->compacted_at;
+	struct tm tm;
+
+	if (st->compacted_at == 0 || gmtime_r(&t, &tm) == NULL ||
+	    strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%SZ", &tm) == 0)
+		snprintf(when, sizeof(when), "never");
+	printf("    file  size=%llu  live=%llu  generation=%llu  compacted=%s",
+	    (unsigned long long)st->size, (unsigned long long)st->live,
+	    (unsigned long long)st->gen, when);
+	if (st->compactions > 0)
+		printf(" %llu->%llu in %llu ms",
+		    (unsigned long long)st->cbefore,
+		    (unsigned long long)st->cafter,
+		    (unsigned long long)st->cms);
+	printf("%s\n", st->compacting ? "  compacting" : "");
+}
+
 static void
 print_text(const char *name, int width, const struct agstat *st,
     const struct cmd_dead_list *dl)
@@ -129,6 +156,7 @@ print_text(const char *name, int width, const struct agstat *st,
 		printf("    ... and %llu more dead letters (cutsnap "
 		    "deadletter list)\n", (unsigned long long)(dl->total -
 		    dl->n));
+	print_file(st);
 }
 
 static void
@@ -152,6 +180,17 @@ print_json(struct json *j, const struct cfg_agent *ag, const struct agstat *st,
 	json_kuint(j, "records", st->records);
 	json_kuint(j, "syncs", st->syncs);
 	json_kuint(j, "writes", st->writes);
+	json_kuint(j, "live_size", st->live);
+	json_key(j, "compaction");
+	json_obj(j);
+	json_kuint(j, "generation", st->gen);
+	json_kuint(j, "last_at", st->compacted_at);
+	json_kuint(j, "count", st->compactions);
+	json_kuint(j, "last_before", st->cbefore);
+	json_kuint(j, "last_after", st->cafter);
+	json_kuint(j, "last_ms", st->cms);
+	json_kbool(j, "running", st->compacting);
+	json_obj_end(j);
 	json_key(j, "snapshot");
 	if (st->snap_id == 0) {
 		json_null(j);
