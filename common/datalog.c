@@ -690,7 +690,8 @@ dl_state_apply(struct dl_state *st, const struct dl_record *r,
 		st->gen_time = r->gen_time;
 		break;
 	case DL_WM:
-		if (wm_put(wm_kind_set(st, r->wm_kind), r->peer, r->seq) == -1)
+		if (wm_put_chain(wm_kind_set(st, r->wm_kind), r->peer, r->seq,
+		    r->chain) == -1)
 			goto oom;
 		break;
 	case DL_KEPT:
@@ -902,11 +903,15 @@ dl_encode(struct wbuf *out, const struct dl_record *r)
 		wbuf_put_u8(out, r->wm_kind);
 		wbuf_put_str(out, r->peer);
 		wbuf_put_u64(out, r->seq);
+		if (r->chain != NULL)
+			wbuf_put_raw(out, r->chain, DL_CHAIN_LEN);
 		break;
 	case DL_KEPT:
 		wbuf_put_str(out, r->peer);
 		wbuf_put_u64(out, r->seq);
 		wbuf_put_bytes(out, r->msg, r->msglen);
+		if (r->chain != NULL)
+			wbuf_put_raw(out, r->chain, DL_CHAIN_LEN);
 		break;
 	}
 	if (out->oom)
@@ -1009,10 +1014,11 @@ read_fields(struct rbuf *rb, struct dl_record *r, char peer[NAME_MAX_LEN + 1])
 	if (r->type != DL_PUT && r->type != DL_DEL && r->type != DL_GEN)
 		r->peer = peer;
 	/* The optional trailing chain of SEND and APPLY (older files have
-	 * none), ACK, DEAD and a REFUND: exactly DL_CHAIN_LEN bytes left;
-	 * anything else is left for the caller's trailing-bytes check. */
+	 * none), ACK, DEAD and a REFUND, WM and KEPT (none: unknown):
+	 * exactly DL_CHAIN_LEN bytes left; anything else is left for the
+	 * caller's trailing-bytes check. */
 	if ((r->type == DL_SEND || r->type == DL_APPLY || r->type == DL_ACK ||
-	    r->type == DL_DEAD ||
+	    r->type == DL_DEAD || r->type == DL_WM || r->type == DL_KEPT ||
 	    (r->type == DL_RESOLVE && r->code == DL_RESOLVE_REFUND)) &&
 	    !rb->err && rb->len - rb->off == DL_CHAIN_LEN) {
 		r->chain = rb->p + rb->off;

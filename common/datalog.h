@@ -35,9 +35,12 @@
  *         generation (1, 2, ...), a random identity, the size of the file
  *         it replaced; opens the base section
  *   WM    u8 kind (1 sent, 2 applied, 3 acked), str peer, u64 seq
- *         -- base section only: a watermark carried over
- *   KEPT  str dst, u64 seq, bytes msg -- base section only: a send not yet
- *         acknowledged, carried over (its effect on a key is in the values)
+ *         [, 32 bytes chain]
+ *         -- base section only: a watermark carried over, with the
+ *         channel's history chain at it (absent: unknown)
+ *   KEPT  str dst, u64 seq, bytes msg [, 32 bytes chain] -- base section
+ *         only: a send not yet acknowledged, carried over with its chain
+ *         (its effect on a key is in the values)
  * The base section is GEN followed by WM and KEPT records; the first record
  * of another type closes it.
  * Invariants checked on replay: SEND seq == sent[dst]+1, APPLY and DEAD seq
@@ -104,11 +107,11 @@ struct dl_record {
 	size_t vlen;
 	const uint8_t *msg;	/* SEND, KEPT, RESOLVE refund: message bytes */
 	size_t msglen;
-	const uint8_t *chain;	/* SEND, APPLY, DEAD, RESOLVE refund:
+	const uint8_t *chain;	/* SEND, APPLY, DEAD, RESOLVE refund, KEPT:
 				 * DL_CHAIN_LEN bytes, the channel's chain
-				 * after this message; ACK: the chain at
+				 * after this message; ACK, WM: the chain at
 				 * seq; NULL: absent (a file from an older
-				 * version) */
+				 * version, or unknown) */
 	uint8_t code;		/* DEAD: enum dl_dead_reason; RESOLVE: enum
 				 * dl_resolve_how */
 	int64_t amount;		/* DEAD: the credit */

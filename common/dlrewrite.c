@@ -127,9 +127,10 @@ kept_for(const struct dl_state *st, const char *peer)
 	return n;
 }
 
+/* A watermark with the channel's history chain at it (NULL: unknown). */
 static int
 out_wm(struct out *o, int kind, const char *peer, uint64_t seq,
-    struct cs_err *e)
+    const uint8_t *chain, struct cs_err *e)
 {
 	struct dl_record r;
 
@@ -140,7 +141,32 @@ out_wm(struct out *o, int kind, const char *peer, uint64_t seq,
 	r.wm_kind = (uint8_t)kind;
 	r.peer = peer;
 	r.seq = seq;
+	r.chain = chain;
 	return out_rec(o, &r, e);
+}
+
+static const uint8_t *
+chain_of(const struct wm *w)
+{
+	return w->chain_known ? w->chain : NULL;
+}
+
+/* The chain at the sent seq before peer's kept sends: the sent chain when
+ * none is kept, else the acknowledged one (the kept sends follow the
+ * acknowledged seq without a gap). */
+static const uint8_t *
+base_sent_chain(const struct dl_state *st, const struct wm *sent,
+    uint64_t kept)
+{
+	size_t i;
+
+	if (kept == 0)
+		return chain_of(sent);
+	for (i = 0; i < st->acked.n; i++)
+		if (strcmp(st->acked.v[i].peer, sent->peer) == 0)
+			return st->acked.v[i].seq == sent->seq - kept ?
+			    chain_of(&st->acked.v[i]) : NULL;
+	return NULL;
 }
 
 /* GEN, then the watermarks: sent as of before the kept sends, acked,
@@ -152,6 +178,7 @@ out_marks(struct out *o, const struct dl_state *st, uint64_t gen,
 	uint8_t id[DL_GEN_ID_LEN];
 	struct dl_record r;
 	const struct wm *w;
+	uint64_t k;
 	size_t i;
 
 	if (getrandom(id, sizeof(id), 0) != (ssize_t)sizeof(id))
@@ -166,17 +193,19 @@ out_marks(struct out *o, const struct dl_state *st, uint64_t gen,
 		return -1;
 	for (i = 0; i < st->sent.n; i++) {
 		w = &st->sent.v[i];
-		if (out_wm(o, DL_WM_SENT, w->peer, w->seq - kept_for(st,
-		    w->peer), e) == -1)
+		k = kept_for(st, w->peer);
+		if (out_wm(o, DL_WM_SENT, w->peer, w->seq - k,
+		    base_sent_chain(st, w, k), e) == -1)
 			return -1;
 	}
 	for (i = 0; i < st->acked.n; i++)
 		if (out_wm(o, DL_WM_ACKED, st->acked.v[i].peer,
-		    st->acked.v[i].seq, e) == -1)
+		    st->acked.v[i].seq, chain_of(&st->acked.v[i]), e) == -1)
 			return -1;
 	for (i = 0; i < st->applied.n; i++)
 		if (out_wm(o, DL_WM_APPLIED, st->applied.v[i].peer,
-		    st->applied.v[i].seq, e) == -1)
+		    st->applied.v[i].seq, chain_of(&st->applied.v[i]),
+		    e) == -1)
 			return -1;
 	for (i = 0; i < st->nsends; i++) {
 		memset(&r, 0, sizeof(r));
@@ -185,6 +214,7 @@ out_marks(struct out *o, const struct dl_state *st, uint64_t gen,
 		r.seq = st->sends[i].seq;
 		r.msg = st->sends[i].msg;
 		r.msglen = st->sends[i].len;
+		r.chain = st->sends[i].chain_known ? st->sends[i].chain : NULL;
 		if (out_rec(o, &r, e) == -1)
 			return -1;
 	}
@@ -257,7 +287,8 @@ out:
 	return rc;
 }
 
-/* Record sizes as dl_encode writes them (header, type byte, fields). */
+/* Record sizes as dl_encode writes them (header, type byte, fields), each
+ * watermark and kept send counted with its chain. */
 #define REC(n) ((uint64_t)DL_REC_HDR_LEN + 1 + (n))
 #define STR(s) (4 + (uint64_t)strlen(s))
 
@@ -269,13 +300,14 @@ dl_live_size(const struct dl_state *st)
 	size_t i, k = 0;
 
 	for (i = 0; i < st->sent.n; i++)
-		n += REC(1 + STR(st->sent.v[i].peer) + 8);
+		n += REC(1 + STR(st->sent.v[i].peer) + 8 + DL_CHAIN_LEN);
 	for (i = 0; i < st->acked.n; i++)
-		n += REC(1 + STR(st->acked.v[i].peer) + 8);
+		n += REC(1 + STR(st->acked.v[i].peer) + 8 + DL_CHAIN_LEN);
 	for (i = 0; i < st->applied.n; i++)
-		n += REC(1 + STR(st->applied.v[i].peer) + 8);
+		n += REC(1 + STR(st->applied.v[i].peer) + 8 + DL_CHAIN_LEN);
 	for (i = 0; i < st->nsends; i++)
-		n += REC(STR(st->sends[i].peer) + 8 + 4 + st->sends[i].len);
+		n += REC(STR(st->sends[i].peer) + 8 + 4 + st->sends[i].len +
+		    DL_CHAIN_LEN);
 	if (st->kv != NULL && kvmap_sorted(st->kv, &v, &k) == 0)
 		for (i = 0; i < k; i++)
 			n += REC(4 + v[i]->klen + 4 + v[i]->vlen);

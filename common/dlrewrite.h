@@ -58,8 +58,8 @@ int dl_rewrite_finish(struct datalog *dl, struct dl_rewrite *rw,
 void dl_rewrite_abort(struct dl_rewrite *rw);
 
 /* Bytes the state would take as a base section: the size of a data file
- * rewritten now (header included), without the file's tail. dl's values
- * by reference count at their length. */
+ * rewritten now (header included), each watermark and kept send counted
+ * with a history chain (at most that: an unknown chain takes none). */
 uint64_t dl_live_size(const struct dl_state *st);
 
 /* Write st as a base section of generation gen (header, GEN, WM, KEPT,

@@ -1,7 +1,7 @@
 /* test_dlrewrite.c - compaction: the state replayed from a rewritten file
  * equals the state before, for every kind of state (values inline and by
- * reference, deletions, sent/applied/acked watermarks, unacknowledged
- * sends), with records appended during the rewrite; a reopened file has
+ * reference, deletions, sent/applied/acked watermarks with their history
+ * chains, unacknowledged sends with theirs), with records appended during the rewrite; a reopened file has
  * the same state; generations count up; an aborted rewrite changes
  * nothing; base records outside a base section are corruption. */
 #include <sys/stat.h>
@@ -86,11 +86,18 @@ chan(struct datalog *dl, enum dl_type t, const char *peer, uint64_t seq,
     const char *k, const char *v)
 {
 	struct dl_record r = { .type = t };
+	uint8_t chain[DL_CHAIN_LEN];
 	char msg[64];
 	struct cs_err e;
 
 	r.peer = peer;
 	r.seq = seq;
+	/* A history chain value per message (the datalog keeps what it is
+	 * given; chain.c computes real ones). */
+	memset(chain, (int)(seq * 7 + (uint64_t)t), sizeof(chain));
+	memcpy(chain, peer, strlen(peer));
+	if (t == DL_SEND || t == DL_APPLY)
+		r.chain = chain;
 	if (t != DL_ACK) {
 		r.key = (const uint8_t *)k;
 		r.klen = strlen(k);
@@ -163,14 +170,32 @@ addf(char **s, size_t *n, const char *fmt, ...)
 }
 
 static void
+add_chain(char **s, size_t *n, const uint8_t *c, int known)
+{
+	size_t i;
+
+	if (!known) {
+		addf(s, n, " chain unknown");
+		return;
+	}
+	addf(s, n, " chain ");
+	for (i = 0; i < DL_CHAIN_LEN; i++)
+		addf(s, n, "%02x", c[i]);
+}
+
+static void
 add_wms(char **s, size_t *n, const char *what, const struct wm_set *w)
 {
 	size_t i;
 
-	for (i = 0; i < w->n; i++)
-		if (w->v[i].seq != 0)
-			addf(s, n, "%s %s %llu\n", what, w->v[i].peer,
-			    (unsigned long long)w->v[i].seq);
+	for (i = 0; i < w->n; i++) {
+		if (w->v[i].seq == 0)
+			continue;
+		addf(s, n, "%s %s %llu", what, w->v[i].peer,
+		    (unsigned long long)w->v[i].seq);
+		add_chain(s, n, w->v[i].chain, w->v[i].chain_known);
+		addf(s, n, "\n");
+	}
 }
 
 static int
@@ -208,10 +233,14 @@ canon(const struct datalog *dl)
 	add_wms(&s, &n, "sent", &st->sent);
 	add_wms(&s, &n, "applied", &st->applied);
 	add_wms(&s, &n, "acked", &st->acked);
-	for (i = 0; i < st->nsends; i++)
-		addf(&s, &n, "send %s %llu %.*s\n", st->sends[i].peer,
+	for (i = 0; i < st->nsends; i++) {
+		addf(&s, &n, "send %s %llu %.*s", st->sends[i].peer,
 		    (unsigned long long)st->sends[i].seq,
 		    (int)st->sends[i].len, st->sends[i].msg);
+		add_chain(&s, &n, st->sends[i].chain,
+		    st->sends[i].chain_known);
+		addf(&s, &n, "\n");
+	}
 	for (p = strtok_r(s, "\n", &save); p != NULL && m < 4096;
 	    p = strtok_r(NULL, "\n", &save))
 		lines[m++] = p;
