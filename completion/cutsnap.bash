@@ -34,7 +34,8 @@ _cutsnap()
 	cur=${COMP_WORDS[COMP_CWORD]}
 	prev=${COMP_WORDS[COMP_CWORD-1]}
 	local cmds="agent start stop status put get del add transfer channel
-	    deadletter dump init key snapshot ls show verify restore forget prune load cert demo help"
+	    deadletter dump init key snapshot ls show verify restore forget prune
+	    compact load cert demo help"
 
 	if [ "$COMP_CWORD" -eq 1 ]; then
 		COMPREPLY=($(compgen -W "$cmds --help --version" -- "$cur"))
@@ -122,6 +123,7 @@ _cutsnap()
 	    -n --dry-run -j --json --help" ;;
 	prune) opts="-r --repo -f --force -n --dry-run -j --json --help" ;;
 	cert) opts="-c --config --days --help" ;;
+	compact) opts="-c --config -j --json -t --timeout --help" ;;
 	demo) opts="--keep --help" ;;
 	*) return 0 ;;
 	esac
@@ -158,6 +160,10 @@ _cutsnap()
 		elif [ "$words" -le 2 ]; then
 			COMPREPLY=($(compgen -W "$(_cutsnap_agents "$conf")" -- "$cur"))
 		fi
+		;;
+	compact)
+		# Any number of agents.
+		COMPREPLY=($(compgen -W "$(_cutsnap_agents "$conf")" -- "$cur"))
 		;;
 	dump)
 		COMPREPLY=($(compgen -f -- "$cur"))
