@@ -280,6 +280,8 @@ set_once(struct pctx *p, char *dst, size_t dstsz, int *line,
 static int
 parse_size(const char *s, uint64_t *out)
 {
+	static const char units[] = "KMGT";
+	const char *suf;
 	uint64_t v = 0, mul = 1;
 	size_t i;
 
@@ -290,23 +292,11 @@ parse_size(const char *s, uint64_t *out)
 	}
 	if (i == 0)
 		return -1;
-	switch (s[i]) {
-	case '\0':
-		break;
-	case 'K': case 'k':
-		mul = 1ull << 10;
-		break;
-	case 'M': case 'm':
-		mul = 1ull << 20;
-		break;
-	case 'G': case 'g':
-		mul = 1ull << 30;
-		break;
-	case 'T': case 't':
-		mul = 1ull << 40;
-		break;
-	default:
-		return -1;
+	if (s[i] != '\0') {
+		if ((s[i] & ~0x20) == 0 ||
+		    (suf = strchr(units, s[i] & ~0x20)) == NULL)
+			return -1;
+		mul = 1ull << (10 * (suf - units + 1));
 	}
 	if (s[i] != '\0' && s[i + 1] != '\0')
 		return -1;

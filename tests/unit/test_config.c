@@ -343,6 +343,43 @@ names_lines_and_files_are_bounded(void **state)
 	assert_non_null(strstr(e.msg, path));
 }
 
+static void
+compact_min_size_accepts_suffixes(void **state)
+{
+	static const struct {
+		const char *v;
+		uint64_t want;	/* 0: refused */
+	} cases[] = {
+		{ "4M", 4ull << 20 }, { "1k", 1024 }, { "3G", 3ull << 30 },
+		{ "1T", 1ull << 40 }, { "65536", 65536 }, { "0", 0 },
+		{ "2T", 0 }, { "12Q", 0 }, { "M", 0 }, { "4MB", 0 },
+		{ "-1", 0 }, { "99999999999999999999", 0 },
+	};
+	char text[256];
+	struct cfg *c;
+	struct cs_err e;
+	size_t i;
+
+	(void)state;
+	assert_int_equal(cfg_parse("[agent A]\ndata = a\n", "c.ini", &c, &e),
+	    0);
+	assert_int_equal(c->compact_min_size, CFG_COMPACT_MIN_DEFAULT);
+	cfg_free(c);
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		snprintf(text, sizeof(text), "[cluster]\ncompact_min_size = "
+		    "%s\n[agent A]\ndata = a\n", cases[i].v);
+		if (cases[i].want == 0) {
+			assert_int_equal(cfg_parse(text, "c.ini", &c, &e), -1);
+			assert_non_null(strstr(e.msg, "c.ini:2: "
+			    "compact_min_size"));
+			continue;
+		}
+		assert_int_equal(cfg_parse(text, "c.ini", &c, &e), 0);
+		assert_int_equal(c->compact_min_size, cases[i].want);
+		cfg_free(c);
+	}
+}
+
 int
 main(void)
 {
@@ -354,6 +391,7 @@ main(void)
 		cmocka_unit_test(first_error_in_the_file_is_reported),
 		cmocka_unit_test(long_socket_path_is_rejected),
 		cmocka_unit_test(names_lines_and_files_are_bounded),
+		cmocka_unit_test(compact_min_size_accepts_suffixes),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);
