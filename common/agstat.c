@@ -45,11 +45,6 @@ agstat_format(const struct agstat *st, const char *self, struct wbuf *w)
 	put(w, "pid=%d uptime_s=%" PRId64 " size=%" PRIu64 " records=%" PRIu64
 	    " syncs=%" PRIu64 " writes=%" PRIu64, st->pid, st->uptime_s,
 	    st->size, st->records, st->syncs, st->writes);
-	put(w, " live=%" PRIu64 " gen=%" PRIu64 " compacted_at=%" PRIu64
-	    " compactions=%" PRIu64 " compact_before=%" PRIu64
-	    " compact_after=%" PRIu64 " compact_ms=%" PRIu64 " compacting=%d",
-	    st->live, st->gen, st->compacted_at, st->compactions, st->cbefore,
-	    st->cafter, st->cms, st->compacting);
 	if (st->snap_id == 0)
 		put(w, " snapshot=none");
 	else
@@ -91,6 +86,11 @@ agstat_format(const struct agstat *st, const char *self, struct wbuf *w)
 	if (st->nin == 0)
 		put(w, "none");
 	put(w, " dead=%" PRIu64, st->dead);
+	put(w, " live=%" PRIu64 " gen=%" PRIu64 " compacted_at=%" PRIu64
+	    " compactions=%" PRIu64 " compact_before=%" PRIu64
+	    " compact_after=%" PRIu64 " compact_ms=%" PRIu64 " compacting=%d",
+	    st->live, st->gen, st->compacted_at, st->compactions, st->cbefore,
+	    st->cafter, st->cms, st->compacting);
 }
 
 void

@@ -73,6 +73,7 @@ struct agstat {
  *   in=B>A:applied=4,queued=0,up=1,diverged=0 dead=0
  *   live=200 gen=1 compacted_at=1700000000 compactions=1
  *   compact_before=5000 compact_after=210 compact_ms=12 compacting=0
+ *   (the data file's live size and its compactions, last on the line)
  * snapshot is "none" or "ID:PHASE" of the first snapshot in progress,
  * snapshots lists every one with its identity (32 hex digits); lists are ';'-separated, "none" when
  * empty; dead counts the open dead letters (W_REQ_DEAD_LIST lists them);

@@ -52,6 +52,14 @@ test_round_trip(void **state)
 	in[0].up = 1;
 	in[0].diverged = 1;
 	out[1].diverged = 1;
+	st.live = 321;
+	st.gen = 2;
+	st.compacted_at = 1700000000;
+	st.compactions = 1;
+	st.cbefore = 5000;
+	st.cafter = 210;
+	st.cms = 12;
+	st.compacting = 1;
 	st.out = out;
 	st.nout = 2;
 	st.in = in;
@@ -69,7 +77,10 @@ test_round_trip(void **state)
 	    "out=A>B:sent=12,acked=10,queued=3,unacked=2,up=1,held=1,"
 	    "diverged=0;"
 	    "A>C.2:sent=5,acked=0,queued=0,unacked=0,up=0,held=0,diverged=1 "
-	    "in=B>A:applied=8,queued=4,up=1,diverged=1 dead=3");
+	    "in=B>A:applied=8,queued=4,up=1,diverged=1 dead=3 "
+	    "live=321 gen=2 compacted_at=1700000000 compactions=1 "
+	    "compact_before=5000 compact_after=210 compact_ms=12 "
+	    "compacting=1");
 	assert_int_equal(agstat_parse((char *)w.data, w.len - 1, &got, &e),
 	    0);
 	assert_int_equal(got.pid, 4242);
@@ -100,6 +111,14 @@ test_round_trip(void **state)
 	assert_int_equal(got.out[1].diverged, 1);
 	assert_int_equal(got.in[0].diverged, 1);
 	assert_int_equal(got.nin, 1);
+	assert_int_equal(got.live, 321);
+	assert_int_equal(got.gen, 2);
+	assert_int_equal(got.compacted_at, 1700000000);
+	assert_int_equal(got.compactions, 1);
+	assert_int_equal(got.cbefore, 5000);
+	assert_int_equal(got.cafter, 210);
+	assert_int_equal(got.cms, 12);
+	assert_int_equal(got.compacting, 1);
 	assert_string_equal(got.in[0].peer, "B");
 	assert_int_equal(got.in[0].seq, 8);
 	assert_int_equal(got.in[0].queued, 4);
