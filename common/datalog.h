@@ -32,8 +32,8 @@
  *         agent writes to it)
  *   GEN   u64 generation, 16 raw bytes id, u64 prev_size, u64 unix_time
  *         -- first record of a file a compaction wrote (dlrewrite.h): its
- *         generation (1, 2, ...), a random identity, the size of the file
- *         it replaced; opens the base section
+ *         generation (1, 2, ...), a random identity, the length of the old
+ *         file when the rewrite began; opens the base section
  *   WM    u8 kind (1 sent, 2 applied, 3 acked), str peer, u64 seq
  *         [, 32 bytes chain]
  *         -- base section only: a watermark carried over, with the
@@ -121,7 +121,7 @@ struct dl_record {
 	uint8_t wm_kind;	/* WM: enum dl_wm_kind */
 	const uint8_t *gen_id;	/* GEN: DL_GEN_ID_LEN bytes; seq is the
 				 * generation */
-	uint64_t gen_prev;	/* GEN: size of the file it replaced */
+	uint64_t gen_prev;	/* GEN: the old file's length at the start */
 	uint64_t gen_time;	/* GEN: unix time of the rewrite */
 };
 
@@ -211,7 +211,7 @@ struct dl_state {
 	/* The file's generation (GEN): 0 for a file never rewritten. */
 	uint64_t gen;
 	uint8_t gen_id[DL_GEN_ID_LEN];
-	uint64_t gen_prev;	/* size of the file the rewrite replaced */
+	uint64_t gen_prev;	/* the old file's length when it began */
 	uint64_t gen_time;	/* unix time of the rewrite */
 	int base_open;		/* inside the base section (after GEN) */
 };
