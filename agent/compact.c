@@ -87,10 +87,14 @@ start(struct agent *a, const char *why)
 
 /* Everything waiting for the old file to become durable up to some offset
  * (replies, channel messages, markers) is durable now, in the new file,
- * whose offsets are different: release it all. */
+ * whose offsets are different: release it all. A channel's backlog in the
+ * file is read back from the new file, from its first unacknowledged
+ * send on (the backlog's seqs are unchanged). */
 static void
 offsets_durable(struct agent *a)
 {
+	const struct dl_state *st = datalog_state(a->dl);
+	struct outch *o;
 	struct conn *c;
 	size_t i;
 	int d;
@@ -98,9 +102,18 @@ offsets_durable(struct agent *a)
 	for (c = a->conns; c != NULL; c = c->next)
 		for (i = c->mhead; i < c->mtail; i++)
 			c->marks[i].off = 0;
-	for (d = 0; d < a->n; d++)
-		for (i = a->out[d].qh; i < a->out[d].qt; i++)
-			a->out[d].q[i].off = 0;
+	for (d = 0; d < a->n; d++) {
+		o = &a->out[d];
+		for (i = o->qh; i < o->qt; i++)
+			o->q[i].off = 0;
+		for (i = 0; i < o->nfm; i++)
+			o->fm[i].off = 0;
+		if (o->f_lo == 0)
+			continue;
+		o->f_off = wm_get(&st->sendoff, a->c->agents[d].name);
+		if (o->f_off < DL_HEADER_LEN)
+			o->f_off = DL_HEADER_LEN;	/* scan it all */
+	}
 }
 
 static void

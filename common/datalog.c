@@ -1774,12 +1774,13 @@ datalog_last_off(const struct datalog *dl)
 	return dl->st.rec_off;
 }
 
-/* Does r emit a message on self->r->peer: a SEND, or a RESOLVE that
- * refunds a dead letter? Its seq on that channel in *seq. */
+/* Does r emit a message on self->r->peer: a SEND, a RESOLVE that
+ * refunds a dead letter, or a KEPT send a compaction carried over? Its seq
+ * on that channel in *seq. */
 static int
 emits_send(const struct dl_record *r, uint64_t *seq)
 {
-	if (r->type == DL_SEND) {
+	if (r->type == DL_SEND || r->type == DL_KEPT) {
 		*seq = r->seq;
 		return 1;
 	}
@@ -1935,6 +1936,9 @@ datalog_adopt(struct datalog *dl, int fd, struct dl_state *st,
 	dl_state_free(&dl->st);
 	dl->st = *st;
 	memset(st, 0, sizeof(*st));
+	dl->st.no_sends = 1;
+	dl->st.send_chain = send_chain_from_file;
+	dl->st.send_chain_ctx = dl;
 	sha_free(dl->sha);
 	dl->sha = sha;
 	chunkhash_free(dl->chunks);

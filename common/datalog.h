@@ -312,7 +312,8 @@ int datalog_read_value(const struct datalog *dl, const struct kv_entry *ent,
     uint8_t **out, struct cs_err *e);
 /* Start offset of the record appended last (a record boundary). */
 uint64_t datalog_last_off(const struct datalog *dl);
-/* Read the SEND records (and the refunds of RESOLVE records) to dst back
+/* Read the SEND records (the refunds of RESOLVE records, the KEPT
+ * records of a compaction) to dst back
  * from the file: from the record boundary *off on, records ending at or
  * before datalog_synced() only, call fn for each of them to dst with seq
  * >= from, in log (= seq) order,
@@ -353,9 +354,9 @@ int dl_replay_fd(int fd, uint64_t start, uint64_t len, const char *what,
 int dl_read_at(int fd, const char *what, uint64_t off, size_t n,
     uint8_t **out, struct cs_err *e);
 /* Switch dl to fd, a whole, durable, locked file of length end already
- * renamed to dl's path, whose replay is st and whose hashes are sha and
- * chunks (all taken over; st is zeroed). Nothing may be staged. The old
- * descriptor is closed. */
+ * renamed to dl's path, whose replay is st (made with no_sends) and whose
+ * hashes are sha and chunks (all taken over; st is zeroed). Nothing may be
+ * staged. The old descriptor is closed. */
 void datalog_adopt(struct datalog *dl, int fd, struct dl_state *st,
     struct sha_ctx *sha, struct chunkhash *chunks, uint64_t end);
 /* Refuse every later append and sync (the agent must restart). */

@@ -287,6 +287,9 @@ out:
 	return rc;
 }
 
+/* A channel message's usual length (chmsg.h: op, key, amount, id). */
+#define LIVE_MSG_LEN 40
+
 /* Record sizes as dl_encode writes them (header, type byte, fields), each
  * watermark and kept send counted with its chain. */
 #define REC(n) ((uint64_t)DL_REC_HDR_LEN + 1 + (n))
@@ -308,6 +311,12 @@ dl_live_size(const struct dl_state *st)
 	for (i = 0; i < st->nsends; i++)
 		n += REC(STR(st->sends[i].peer) + 8 + 4 + st->sends[i].len +
 		    DL_CHAIN_LEN);
+	/* A live file keeps its unacknowledged sends on disk only: count
+	 * them at a typical message's size. */
+	for (i = 0; st->no_sends && i < st->sent.n; i++)
+		n += (st->sent.v[i].seq - wm_get(&st->acked,
+		    st->sent.v[i].peer)) * REC(STR(st->sent.v[i].peer) + 8 +
+		    4 + LIVE_MSG_LEN + DL_CHAIN_LEN);
 	if (st->kv != NULL && kvmap_sorted(st->kv, &v, &k) == 0)
 		for (i = 0; i < k; i++)
 			n += REC(4 + v[i]->klen + 4 + v[i]->vlen);
@@ -362,7 +371,7 @@ thread_main(void *arg)
 	    rw->chunks, &rw->err) == -1)
 		goto out;
 	if (kvmap_count(rw->st.kv) != kvmap_count(old.kv) ||
-	    rw->st.nsends != old.nsends || rw->st.sent.n != old.sent.n ||
+	    rw->st.sent.n != old.sent.n || rw->st.acked.n != old.acked.n ||
 	    rw->st.applied.n != old.applied.n) {
 		cs_errf(&rw->err, "%s: the rewritten state differs from the "
 		    "old one", rw->tmp);
@@ -419,6 +428,7 @@ dl_rewrite_start(struct datalog *dl, struct dl_rewrite **out,
 		goto out;
 	}
 	rw->st.by_ref = 1;
+	rw->st.no_sends = 1;	/* as a live data file's (datalog_open) */
 	/* The prefix the thread reads must be in the file. */
 	if (datalog_flush(dl, e) == -1)
 		goto out;

@@ -59,7 +59,9 @@ void dl_rewrite_abort(struct dl_rewrite *rw);
 
 /* Bytes the state would take as a base section: the size of a data file
  * rewritten now (header included), each watermark and kept send counted
- * with a history chain (at most that: an unknown chain takes none). */
+ * with a history chain (at most that: an unknown chain takes none). A live
+ * data file's unacknowledged sends are not in memory (no_sends): they
+ * count at a typical message's size, so the figure is an estimate. */
 uint64_t dl_live_size(const struct dl_state *st);
 
 /* Write st as a base section of generation gen (header, GEN, WM, KEPT,
