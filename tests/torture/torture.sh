@@ -24,6 +24,9 @@
 # letters at their receiver (dead_letter, sometimes killing the receiver
 # while it records one), which resolve_dead refunds (sometimes killing the
 # agent while it resolves) or tries to retry (which must fail).
+# The agents compact their data files on their own from 64 KiB
+# (compact_min_size), and the loop asks for compactions, also right
+# before it kills the agent, while snapshots run.
 #
 # The invariants, checked throughout and at the end (a failed one is a
 # violation):
@@ -126,7 +129,35 @@ kill_coordinator  snapshot  25
 kill_agent        snapshot  14
 stop_restore      restore   33
 kill_restore      restore   33
+compact_agent     round     20
+kill_compacting   snapshot  15
 "
+
+# cutsnap compact of a random live agent, in the background: it may wait
+# for a snapshot in progress to copy its recorded state.
+fault_compact_agent () {
+	local n
+	n=$(pick)
+	[ -n "$(agent_pid "$n")" ] || return 1
+	cs compact -c "$CONF" "$n" >>"$LOG" 2>&1 &
+	BG="$BG $!"
+	log "compaction of agent $n requested"
+}
+
+# kill -9 a random live agent 0-29 ms after asking it for a compaction,
+# while a snapshot runs: the kill lands in the rewrite or while its switch
+# waits for the snapshot.
+fault_kill_compacting () {
+	local n p
+	n=$(pick)
+	p=$(agent_pid "$n")
+	[ -n "$p" ] || return 1
+	"$CUTSNAP" compact -c "$CONF" "$n" >>"$LOG" 2>&1 &
+	BG="$BG $!"
+	sleep "$(printf '0.%03d' $((RANDOM % 30)))"
+	kill -KILL "$p" 2>/dev/null || return 1
+	log "killed agent $n (pid $p) during its compaction"
+}
 
 # kill -9 a random live agent.
 fault_kill_agent () {
@@ -321,6 +352,7 @@ mkconf () {
 	local n
 	echo "[cluster]"
 	echo "run_dir = run"
+	echo "compact_min_size = 64K"
 	for n in $NAMES; do
 		printf '\n[agent %s]\ndata = %s.data\n' "$n" "$n"
 	done
