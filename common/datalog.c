@@ -335,6 +335,28 @@ wm_kind_set(struct dl_state *st, int k)
 	}
 }
 
+/* A dead letter carried over by a compaction (LETTER). */
+static int
+letter_check(const struct dl_state *st, const struct dl_record *r,
+    struct cs_err *e)
+{
+	if (r->code != DL_DEAD_NOT_INT && r->code != DL_DEAD_OVERFLOW)
+		return cs_errf(e, "dead letter with unknown reason %d",
+		    r->code);
+	if (r->how != 0 && r->how != DL_RESOLVE_RETRY &&
+	    r->how != DL_RESOLVE_REFUND)
+		return cs_errf(e, "dead letter resolved in unknown way %d",
+		    r->how);
+	if (r->flen > WIRE_MAX_KEY)
+		return cs_errf(e, "key of %zu bytes exceeds %u", r->flen,
+		    WIRE_MAX_KEY);
+	if (r->seq == 0 || r->seq > wm_get(&st->applied, r->peer) ||
+	    dl_dead_find(st, r->peer, r->seq) != NULL)
+		return cs_errf(e, "dead letter %s seq %" PRIu64 " not "
+		    "applied or listed twice", r->peer, r->seq);
+	return 0;
+}
+
 /* The rules of a rewritten file's base section (datalog.h): GEN comes
  * first, WM and KEPT only inside the section, each WM once. */
 static int
@@ -351,11 +373,14 @@ base_check(const struct dl_state *st, const struct dl_record *r,
 		return 0;
 	case DL_WM:
 	case DL_KEPT:
+	case DL_LETTER:
 		if (!st->base_open)
 			return cs_errf(e, "base record outside the base "
 			    "section");
 		if (r->type == DL_KEPT)
 			return 0;
+		if (r->type == DL_LETTER)
+			return letter_check(st, r, e);
 		ws = wm_kind_set((struct dl_state *)st, r->wm_kind);
 		if (ws == NULL)
 			return cs_errf(e, "unknown watermark kind %u",
@@ -391,6 +416,7 @@ dl_state_check(const struct dl_state *st, const struct dl_record *r,
 	case DL_RESOLVE:
 	case DL_WM:
 	case DL_KEPT:
+	case DL_LETTER:
 		if (!valid_name(r->peer))
 			return cs_errf(e, "invalid peer name");
 		break;
@@ -557,7 +583,8 @@ dup_bytes(const uint8_t *p, size_t n)
 	return d;
 }
 
-/* DEAD: consume seq from the peer and keep the dead letter. */
+/* DEAD: consume seq from the peer and keep the dead letter; LETTER: keep
+ * the dead letter a compaction carried over, with its resolution. */
 static int
 apply_dead(struct dl_state *st, const struct dl_record *r)
 {
@@ -578,7 +605,8 @@ apply_dead(struct dl_state *st, const struct dl_record *r)
 	    wm_reserve(&st->applied) == -1)
 		goto out;
 	/* Cannot fail now: the peer is valid and there is room. */
-	(void)advance_applied(st, r->peer, r->seq, r->chain);
+	if (r->type == DL_DEAD)
+		(void)advance_applied(st, r->peer, r->seq, r->chain);
 	d = &st->dead[st->ndead++];
 	memset(d, 0, sizeof(*d));
 	memcpy(d->peer, r->peer, strlen(r->peer) + 1);
@@ -590,7 +618,12 @@ apply_dead(struct dl_state *st, const struct dl_record *r)
 	d->from = from;
 	d->flen = r->flen;
 	key = from = NULL;
-	st->nopen++;
+	if (r->type == DL_LETTER) {
+		d->resolved = r->how;
+		d->refund_seq = r->sseq;
+	}
+	if (!d->resolved)
+		st->nopen++;
 	rc = 0;
 out:
 	free(key);
@@ -698,9 +731,13 @@ dl_state_apply(struct dl_state *st, const struct dl_record *r,
 		if (apply_send(st, r, r->seq) == -1)
 			goto oom;
 		break;
+	case DL_LETTER:
+		if (apply_dead(st, r) == -1)
+			goto oom;
+		break;
 	}
 	st->base_open = r->type == DL_GEN || (st->base_open &&
-	    (r->type == DL_WM || r->type == DL_KEPT));
+	    (r->type == DL_WM || r->type == DL_KEPT || r->type == DL_LETTER));
 	st->records++;
 	rc = 0;
 	goto out;
@@ -913,6 +950,16 @@ dl_encode(struct wbuf *out, const struct dl_record *r)
 		if (r->chain != NULL)
 			wbuf_put_raw(out, r->chain, DL_CHAIN_LEN);
 		break;
+	case DL_LETTER:
+		wbuf_put_str(out, r->peer);
+		wbuf_put_u64(out, r->seq);
+		wbuf_put_u8(out, r->code);
+		wbuf_put_u8(out, r->how);
+		wbuf_put_i64(out, r->amount);
+		wbuf_put_bytes(out, r->key, r->klen);
+		wbuf_put_bytes(out, r->from, r->flen);
+		wbuf_put_u64(out, r->sseq);
+		break;
 	}
 	if (out->oom)
 		return;
@@ -1007,6 +1054,16 @@ read_fields(struct rbuf *rb, struct dl_record *r, char peer[NAME_MAX_LEN + 1])
 		r->seq = rbuf_u64(rb);
 		r->msg = rbuf_bytes(rb, &r->msglen, DL_MAX_MSG);
 		break;
+	case DL_LETTER:
+		rbuf_str(rb, peer, NAME_MAX_LEN + 1);
+		r->seq = rbuf_u64(rb);
+		r->code = rbuf_u8(rb);
+		r->how = rbuf_u8(rb);
+		r->amount = rbuf_i64(rb);
+		r->key = rbuf_bytes(rb, &r->klen, WIRE_MAX_KEY);
+		r->from = rbuf_bytes(rb, &r->flen, WIRE_MAX_KEY);
+		r->sseq = rbuf_u64(rb);
+		break;
 	default:
 		rb->err = 1;
 		return;
@@ -1029,7 +1086,7 @@ read_fields(struct rbuf *rb, struct dl_record *r, char peer[NAME_MAX_LEN + 1])
 static int
 known_type(unsigned t)
 {
-	return t >= DL_PUT && t <= DL_KEPT;
+	return t >= DL_PUT && t <= DL_LETTER;
 }
 
 /* Decode type+payload p[0, n) into r. 0, or -1 with a reason in e. */

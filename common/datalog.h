@@ -41,13 +41,18 @@
  *   KEPT  str dst, u64 seq, bytes msg [, 32 bytes chain] -- base section
  *         only: a send not yet acknowledged, carried over with its chain
  *         (its effect on a key is in the values)
- * The base section is GEN followed by WM and KEPT records; the first record
- * of another type closes it.
+ *   LETTER str src, u64 seq, u8 reason, u8 how, i64 amount, bytes key,
+ *         bytes from, u64 refund_seq -- base section only: a dead letter
+ *         carried over with its resolution (how: 0 open, or enum
+ *         dl_resolve_how); it does not move the applied seq (a WM does)
+ * The base section is GEN followed by WM, LETTER and KEPT records; the
+ * first record of another type closes it.
  * Invariants checked on replay: SEND seq == sent[dst]+1, APPLY and DEAD seq
  * == applied[src]+1, ACK seq <= sent[dst], RESOLVE names an open dead
  * letter (a RETRY its key; a REFUND send_seq == sent[src]+1); GEN first;
  * WM once per kind and peer, an acked WM <= sent; KEPT seq ==
- * sent[dst]+1. A violation is corruption.
+ * sent[dst]+1; LETTER once per (src, seq), seq <= applied[src]. A
+ * violation is corruption.
  *
  * History chain (chain.h): the optional trailing field of SEND and APPLY
  * is the channel's chain value after that message (of DEAD too, which
@@ -81,6 +86,7 @@
 enum dl_type {
 	DL_PUT = 1, DL_DEL = 2, DL_SEND = 3, DL_APPLY = 4, DL_ACK = 5,
 	DL_DEAD = 6, DL_RESOLVE = 7, DL_GEN = 8, DL_WM = 9, DL_KEPT = 10,
+	DL_LETTER = 11,
 };
 
 /* Why a credit became a dead letter (DEAD's reason). */
@@ -112,12 +118,14 @@ struct dl_record {
 				 * after this message; ACK, WM: the chain at
 				 * seq; NULL: absent (a file from an older
 				 * version, or unknown) */
-	uint8_t code;		/* DEAD: enum dl_dead_reason; RESOLVE: enum
-				 * dl_resolve_how */
+	uint8_t code;		/* DEAD, LETTER: enum dl_dead_reason;
+				 * RESOLVE: enum dl_resolve_how */
+	uint8_t how;		/* LETTER: 0 or enum dl_resolve_how */
 	int64_t amount;		/* DEAD: the credit */
 	const uint8_t *from;	/* DEAD: the sending key (may be empty) */
 	size_t flen;
-	uint64_t sseq;		/* RESOLVE refund: its seq on self->peer */
+	uint64_t sseq;		/* RESOLVE refund, LETTER: the refund's seq
+				 * on self->peer */
 	uint8_t wm_kind;	/* WM: enum dl_wm_kind */
 	const uint8_t *gen_id;	/* GEN: DL_GEN_ID_LEN bytes; seq is the
 				 * generation */

@@ -170,7 +170,8 @@ base_sent_chain(const struct dl_state *st, const struct wm *sent,
 }
 
 /* GEN, then the watermarks: sent as of before the kept sends, acked,
- * applied; then the kept sends, which bring sent to its value. */
+ * applied; then every dead letter; then the kept sends, which bring sent
+ * to its value. */
 static int
 out_marks(struct out *o, const struct dl_state *st, uint64_t gen,
     uint64_t prev_size, struct cs_err *e)
@@ -207,6 +208,22 @@ out_marks(struct out *o, const struct dl_state *st, uint64_t gen,
 		    st->applied.v[i].seq, chain_of(&st->applied.v[i]),
 		    e) == -1)
 			return -1;
+	for (i = 0; i < st->ndead; i++) {
+		memset(&r, 0, sizeof(r));
+		r.type = DL_LETTER;
+		r.peer = st->dead[i].peer;
+		r.seq = st->dead[i].seq;
+		r.code = (uint8_t)st->dead[i].reason;
+		r.how = (uint8_t)st->dead[i].resolved;
+		r.amount = st->dead[i].amount;
+		r.key = st->dead[i].key;
+		r.klen = st->dead[i].klen;
+		r.from = st->dead[i].from;
+		r.flen = st->dead[i].flen;
+		r.sseq = st->dead[i].refund_seq;
+		if (out_rec(o, &r, e) == -1)
+			return -1;
+	}
 	for (i = 0; i < st->nsends; i++) {
 		memset(&r, 0, sizeof(r));
 		r.type = DL_KEPT;
@@ -317,6 +334,9 @@ dl_live_size(const struct dl_state *st)
 		n += (st->sent.v[i].seq - wm_get(&st->acked,
 		    st->sent.v[i].peer)) * REC(STR(st->sent.v[i].peer) + 8 +
 		    4 + LIVE_MSG_LEN + DL_CHAIN_LEN);
+	for (i = 0; i < st->ndead; i++)
+		n += REC(STR(st->dead[i].peer) + 8 + 1 + 1 + 8 + 4 +
+		    st->dead[i].klen + 4 + st->dead[i].flen + 8);
 	if (st->kv != NULL && kvmap_sorted(st->kv, &v, &k) == 0)
 		for (i = 0; i < k; i++)
 			n += REC(4 + v[i]->klen + 4 + v[i]->vlen);
@@ -371,6 +391,7 @@ thread_main(void *arg)
 	    rw->chunks, &rw->err) == -1)
 		goto out;
 	if (kvmap_count(rw->st.kv) != kvmap_count(old.kv) ||
+	    rw->st.ndead != old.ndead || rw->st.nopen != old.nopen ||
 	    rw->st.sent.n != old.sent.n || rw->st.acked.n != old.acked.n ||
 	    rw->st.applied.n != old.applied.n) {
 		cs_errf(&rw->err, "%s: the rewritten state differs from the "

@@ -180,6 +180,30 @@ test_expect_success 'transfers go on; a snapshot after the rewrite verifies and 
 	expect_eq "$(dump_total bal)" 300000 "restored total"
 '
 
+test_expect_success 'dead letters, open and resolved, survive a compaction and resolve after it (5 stays dead)' '
+	start_cluster &&
+	expect_ok put -c "$CONF" B note text &&
+	expect_ok transfer -c "$CONF" A:bal B:note 3 &&
+	expect_ok transfer -c "$CONF" A:bal B:note 4 &&
+	expect_ok transfer -c "$CONF" C:bal B:note 5 &&
+	wait_for 10 eval "cs deadletter -c \"\$CONF\" list B --json | grep -q \"\\\"amount\\\":5\"" &&
+	seq=$(cs deadletter -c "$CONF" list B --json | python3 -c "import json, sys; d = json.load(sys.stdin); print([x[\"seq\"] for x in d[\"agents\"][0][\"dead_letters\"] if x[\"amount\"] == 3][0])") &&
+	expect_ok deadletter -c "$CONF" refund B A "$seq" &&
+	cs deadletter -c "$CONF" list B --all --json >dl.before &&
+	json_check "len(d[\"agents\"][0][\"dead_letters\"]) == 3" dl.before &&
+	expect_ok compact -c "$CONF" B &&
+	cs deadletter -c "$CONF" list B --all --json >dl.after &&
+	cmp dl.before dl.after &&
+	stop_cluster && start_cluster &&
+	cs deadletter -c "$CONF" list B --all --json >dl.restart &&
+	cmp dl.before dl.restart &&
+	seq=$(json_get "[x[\"seq\"] for x in d[\"agents\"][0][\"dead_letters\"] if x[\"amount\"] == 4][0]" dl.after) &&
+	expect_ok deadletter -c "$CONF" refund B A "$seq" &&
+	expect_error 1 deadletter -c "$CONF" refund B A "$seq" &&
+	wait_for 10 total_is 299995 &&
+	stop_cluster
+'
+
 test_expect_success 'compact: an unknown agent is exit 2; a stopped agent exit 1' '
 	expect_error 2 compact -c "$CONF" Z &&
 	err_matches "unknown agent Z" &&

@@ -1,7 +1,8 @@
 /* test_dlrewrite.c - compaction: the state replayed from a rewritten file
  * equals the state before, for every kind of state (values inline and by
  * reference, deletions, sent/applied/acked watermarks with their history
- * chains, unacknowledged sends with theirs), with records appended during the rewrite; a reopened file has
+ * chains, unacknowledged sends with theirs, dead letters open, retried
+ * and refunded), with records appended during the rewrite; a reopened file has
  * the same state; generations count up; an aborted rewrite changes
  * nothing; base records outside a base section are corruption. */
 #include <sys/stat.h>
@@ -114,6 +115,52 @@ chan(struct datalog *dl, enum dl_type t, const char *peer, uint64_t seq,
 	assert_int_equal(datalog_append(dl, &r, &e), 0);
 }
 
+/* A dead letter from C (its seq the next applied one), then, by how: left
+ * open (0), retried, or refunded over self->C. */
+static void
+dead_letter(struct datalog *dl, int how)
+{
+	const struct dl_state *st = datalog_state(dl);
+	uint64_t seq = wm_get(&st->applied, "C") + 1;
+	uint8_t chain[DL_CHAIN_LEN];
+	struct dl_record r = { .type = DL_DEAD };
+	struct cs_err e;
+	char msg[64];
+
+	memset(chain, (int)seq, sizeof(chain));
+	r.peer = "C";
+	r.seq = seq;
+	r.code = DL_DEAD_NOT_INT;
+	r.key = (const uint8_t *)"text";
+	r.klen = 4;
+	r.amount = (int64_t)seq;
+	r.from = (const uint8_t *)"bal";
+	r.flen = 3;
+	r.chain = chain;
+	assert_int_equal(datalog_append(dl, &r, &e), 0);
+	if (how == 0)
+		return;
+	memset(&r, 0, sizeof(r));
+	r.type = DL_RESOLVE;
+	r.peer = "C";
+	r.seq = seq;
+	r.code = (uint8_t)how;
+	if (how == DL_RESOLVE_RETRY) {
+		r.key = (const uint8_t *)"text";
+		r.klen = 4;
+		r.val = (const uint8_t *)"7";
+		r.vlen = 1;
+	} else {
+		r.sseq = wm_get(&st->sent, "C") + 1;
+		snprintf(msg, sizeof(msg), "refund %llu",
+		    (unsigned long long)seq);
+		r.msg = (const uint8_t *)msg;
+		r.msglen = strlen(msg);
+		r.chain = chain;
+	}
+	assert_int_equal(datalog_append(dl, &r, &e), 0);
+}
+
 /* Every kind of state: values inline and by reference (longer than
  * DL_INLINE_MAX), a deleted key, sends acknowledged in part (to B) and in
  * whole (to C), applies from two peers. */
@@ -140,6 +187,10 @@ history(struct datalog *dl, int rounds)
 		chan(dl, DL_APPLY, "B", ++ab, "bal", "9");
 		if (i % 5 == 4)
 			chan(dl, DL_ACK, "C", sc, NULL, NULL);
+		if (i % 9 == 0)
+			dead_letter(dl, i % 27 == 0 ? DL_RESOLVE_REFUND :
+			    i % 27 == 9 ? DL_RESOLVE_RETRY : 0);
+		sc = wm_get(&datalog_state(dl)->sent, "C");
 	}
 	put(dl, "gone", "x");
 	del(dl, "gone");
@@ -283,6 +334,16 @@ canon(struct datalog *dl)
 	add_wms(&s, &n, "sent", &st->sent);
 	add_wms(&s, &n, "applied", &st->applied);
 	add_wms(&s, &n, "acked", &st->acked);
+	for (i = 0; i < st->ndead; i++)
+		addf(&s, &n, "dead %s %llu reason %d %s amount %lld key %.*s "
+		    "from %.*s refund %llu\n", st->dead[i].peer,
+		    (unsigned long long)st->dead[i].seq, st->dead[i].reason,
+		    dl_resolve_name(st->dead[i].resolved),
+		    (long long)st->dead[i].amount, (int)st->dead[i].klen,
+		    st->dead[i].key, (int)st->dead[i].flen,
+		    st->dead[i].from ? (const char *)st->dead[i].from : "",
+		    (unsigned long long)st->dead[i].refund_seq);
+	addf(&s, &n, "open %zu\n", st->nopen);
 	assert_true(st->no_sends && st->nsends == 0);
 	add_sends(dl, &s, &n);
 	for (p = strtok_r(s, "\n", &save); p != NULL && m < 4096;
@@ -361,6 +422,10 @@ test_rewrite_keeps_state(void **state)
 	assert_int_equal(wm_get(&datalog_state(dl)->sent, "B") -
 	    wm_get(&datalog_state(dl)->acked, "B"), 3);
 	assert_non_null(strstr(after, "send B "));
+	/* Dead letters of every kind made it: one every 9 rounds (34, and
+	 * one in the tail), 13 refunded and 11 retried. */
+	assert_int_equal(datalog_state(dl)->ndead, 35);
+	assert_int_equal(datalog_state(dl)->nopen, 11);
 	/* Appends go on into the new file. */
 	put(dl, "after", "1");
 	assert_int_equal(datalog_sync(dl, &e), 0);
