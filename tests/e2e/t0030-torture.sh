@@ -13,21 +13,6 @@ SEED=${TORTURE_SEED:-$(( $(date +%s) % 32768 ))}
 ROUNDS=${TORTURE_ROUNDS:-25}
 TORTURE=$_lib_dir/../torture/torture.sh
 
-# sumfield KEY FILE: the value of KEY=VALUE on the "torture-summary:" line
-# of FILE; fails when there is no such line or key.
-sumfield () {
-	sed -n 's/^torture-summary: //p' "$2" | tr ' ' '\n' |
-	    awk -F= -v k="$1" '$1 == k { print $2; f = 1 } END { exit !f }'
-}
-
-# positive KEY FILE: the summary's KEY is a number above 0.
-positive () {
-	local v
-	v=$(sumfield "$1" "$2") || { say "no $1= in the summary"; return 1; }
-	case $v in '' | *[!0-9]*) say "$1=$v is not a count"; return 1 ;; esac
-	[ "$v" -gt 0 ] || { say "$1=$v: the run checked none"; return 1; }
-}
-
 test_expect_success "fault loop, $ROUNDS rounds, seed $SEED: real checks, 0 violations" '
 	CUTSNAP=$CUTSNAP timeout -k 5 130 "$TORTURE" -n "$ROUNDS" -s "$SEED" \
 	    >"$OUT" 2>"$ERR"; rc=$?

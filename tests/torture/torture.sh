@@ -12,6 +12,8 @@
 #              command reads the password from CUTSNAP_PASSWORD_FILE, and
 #              the keys are cheap: CUTSNAP_SCRYPT_N=1024)
 # Environment: CUTSNAP (the binary; default bin/cutsnap of this checkout),
+# TORTURE_PCT="NAME=PCT ..." (overrides the FAULTS table's percentages,
+# e.g. "mix_histories=100" to exercise one mode on purpose),
 # TMPDIR (where the work directory goes; kept when the run fails).
 #
 # Each agent starts with bal=1000. A round holds one to three channels,
@@ -40,6 +42,10 @@
 #     half-way and run again, and after a second restore over it;
 #   - once killed agents are restarted and the channels have drained, the
 #     live total is the initial total.
+#   - files from different histories (a restore of the live cluster
+#     stopped after its first file) never lose a transfer: one across the
+#     mix is refused (diverged) or arrives; once the restore is finished
+#     the live total is the initial total.
 # A total is the bal values plus what is in flight plus the open dead
 # letters (a refunded one is in flight or back in a bal).
 # A run that checked nothing has not passed either: no complete snapshot,
@@ -131,6 +137,7 @@ stop_restore      restore   33
 kill_restore      restore   33
 compact_agent     round     20
 kill_compacting   snapshot  15
+mix_histories     round     5
 "
 
 # cutsnap compact of a random live agent, in the background: it may wait
@@ -229,6 +236,18 @@ dead_open_sum () {
 	    json 'sum(x["amount"] for a in d["agents"] for x in a["dead_letters"])'
 }
 
+# live_total: bal over the live agents plus their open dead letters;
+# fails when an agent does not answer.
+live_total () {
+	local t v n
+	t=$(dead_open_sum 2>/dev/null) || return 1
+	for n in $NAMES; do
+		v=$(cs get -c "$CONF" "$n" bal 2>/dev/null) || return 1
+		t=$((t + v))
+	done
+	echo "$t"
+}
+
 # A restore stopped by CUTSNAP_FAULT after its N-th file (exit 99).
 fault_stop_restore () {
 	CUTSNAP_FAULT=restore-after-file:$((1 + RANDOM % NAG)) \
@@ -247,12 +266,109 @@ fault_kill_restore () {
 	return $rc
 }
 
+# Files from different histories: a restore of the live cluster stopped
+# by CUTSNAP_FAULT after its first file, then the agents started on the
+# mix (one file from the snapshot, the others live). A channel between
+# the two histories must refuse (diverged) or deliver: a transfer over it
+# that exits 0 must arrive (the old failure: dropped as "already
+# applied"). It credits the key mix, which nothing else touches, so its
+# arrival is seen. Sometimes an agent is killed during the mix. Then the
+# restore is finished by running it again, as an operator would, and the
+# cluster goes on from that cut: its live total is the initial one.
+fault_mix_histories () {
+	local ids id p rc names x y s d k before now t
+	ids=($(ids_with complete))
+	[ ${#ids[@]} -gt 0 ] || return 1
+	id=${ids[$((RANDOM % ${#ids[@]}))]}
+	for p in $BG; do wait_pid "$p" 60; done
+	BG=""
+	cs stop -c "$CONF" >>"$LOG" 2>&1 || { log "mix: stop failed"; return 1; }
+	CUTSNAP_FAULT=restore-after-file:1 \
+	    cs restore -r "$REPO" "$id" -c "$CONF" >>"$LOG" 2>&1
+	rc=$?
+	if [ $rc -ne 99 ]; then
+		violation 0 "restore of snapshot $id stopped after its first file exited $rc, not 99"
+		restart_agents
+		return 0
+	fi
+	restart_agents
+	n_mix=$((n_mix + 1))
+	names=($NAMES)
+	x=${names[0]}
+	log "mix: $x from snapshot $id, the others live"
+	# Every channel end connected or found diverged (bounded).
+	for k in $(seq 1 50); do
+		t=$(cs status -c "$CONF" --json 2>>"$LOG" | json '
+sum(1 for a in d if not a.get("up")) +
+sum(1 for a in d if a.get("up") for c in a["out"] + a["in"]
+    if not c.get("up") and not c.get("diverged"))' 2>/dev/null)
+		[ "$t" = 0 ] && break
+		sleep 0.2
+	done
+	t=$(cs status -c "$CONF" --json 2>>"$LOG" | json '
+sum(1 for a in d if a.get("up") for c in a["out"] + a["in"]
+    if c.get("diverged"))' 2>/dev/null)
+	[ "${t:-0}" -gt 0 ] && n_mix_diverged=$((n_mix_diverged + 1))
+	log "mix: ${t:-?} diverged channel ends"
+	[ $((RANDOM % 3)) -eq 0 ] && fault_kill_agent && restart_agents
+	for k in 1 2 3; do
+		y=$(pick_other "$x")
+		if [ $((RANDOM % 2)) -eq 0 ]; then s=$x d=$y; else s=$y d=$x; fi
+		before=$(cs get -c "$CONF" "$d" mix 2>/dev/null) || before=0
+		if cs transfer -c "$CONF" "$s:bal" "$d:mix" 1 >/dev/null \
+		    2>"$W/mix.err"; then
+			n_mix_sent=$((n_mix_sent + 1))
+			for t in $(seq 1 100); do
+				now=$(cs get -c "$CONF" "$d" mix 2>/dev/null) || now=0
+				[ "$now" -gt "$before" ] && break
+				sleep 0.2
+			done
+			if [ "$now" -gt "$before" ]; then
+				n_mix_delivered=$((n_mix_delivered + 1))
+			else
+				violation -1 "mix: transfer $s->$d exited 0 over files from different histories but never arrived"
+			fi
+		elif grep -q diverged "$W/mix.err"; then
+			n_mix_refused=$((n_mix_refused + 1))
+		else
+			log "mix: transfer $s->$d failed: $(cat "$W/mix.err")"
+		fi
+	done
+	cs stop -c "$CONF" >>"$LOG" 2>&1 || log "mix: stop failed"
+	if ! cs restore -r "$REPO" "$id" -c "$CONF" >>"$LOG" 2>&1; then
+		violation 0 "mix: finishing the restore of snapshot $id failed"
+		restart_agents
+		return 0
+	fi
+	restart_agents
+	t=""
+	for k in $(seq 1 100); do
+		t=$(live_total) || t=""
+		[ "$t" = "$INIT_TOTAL" ] && break
+		sleep 0.2
+	done
+	[ "$t" = "$INIT_TOTAL" ] ||
+	    violation $(( ${t:-0} - INIT_TOTAL )) "mix: live total ${t:-unreadable} after finishing the restore of snapshot $id, not $INIT_TOTAL"
+	return 0
+}
+
+# fault_pct NAME PCT: PCT, or what TORTURE_PCT ("NAME=PCT ...", for a
+# run that exercises one mode on purpose) says for NAME.
+fault_pct () {
+	local kv
+	for kv in ${TORTURE_PCT:-}; do
+		[ "${kv%%=*}" = "$1" ] && { echo "${kv#*=}"; return; }
+	done
+	echo "$2"
+}
+
 # run_faults PHASE: give every mode of PHASE its chance.
 declare -A STRUCK
 run_faults () {
 	local name phase pct
 	while read -r name phase pct; do
 		[ "$phase" = "$1" ] || continue
+		pct=$(fault_pct "$name" "$pct")
 		[ $((RANDOM % 100)) -lt "$pct" ] || continue
 		if "fault_$name"; then
 			STRUCK[$name]=$(( ${STRUCK[$name]:-0} + 1 ))
@@ -272,6 +388,7 @@ n_snap_ok=0 n_snap_fail=0 n_held_msgs=0 n_holds=0
 n_restore=0 n_verify=0 n_cutsum=0 n_dead_sent=0 n_dead_resolved=0
 STALE=""
 n_viol=0 first_viol="" worst_viol="" worst_delta=0
+n_mix=0 n_mix_diverged=0 n_mix_sent=0 n_mix_delivered=0 n_mix_refused=0
 
 log () { printf '%s\n' "$*" >>"$LOG"; }
 
@@ -651,12 +768,7 @@ live=""
 end=$((SECONDS + 60))
 while [ $SECONDS -lt $end ]; do
 	cs start -c "$CONF" >/dev/null 2>&1
-	live=$(dead_open_sum 2>/dev/null) || live=""
-	for n in $NAMES; do
-		[ -n "$live" ] || break
-		v=$(cs get -c "$CONF" "$n" bal 2>/dev/null) || { live=""; break; }
-		live=$((live + v))
-	done
+	live=$(live_total) || live=""
 	[ "$live" = "$INIT_TOTAL" ] && break
 	sleep 0.2
 done
@@ -665,13 +777,9 @@ if [ "$live" != "$INIT_TOTAL" ]; then
 else
 	# Still so a moment later: no late duplicate delivery.
 	sleep 1
-	live=$(dead_open_sum 2>/dev/null) || live=0
-	for n in $NAMES; do
-		v=$(cs get -c "$CONF" "$n" bal 2>/dev/null) || v=0
-		live=$((live + v))
-	done
+	live=$(live_total) || live=""
 	[ "$live" = "$INIT_TOTAL" ] ||
-	    violation $((live - INIT_TOTAL)) "live total moved to $live after draining"
+	    violation $(( ${live:-0} - INIT_TOTAL )) "live total moved to ${live:-unreadable} after draining"
 fi
 ls_check
 for id in $(ids_with complete); do
@@ -721,6 +829,7 @@ cutsnap torture: seed $SEED, $NAG agents, initial total $INIT_TOTAL$([ "$ENCRYPT
   in flight         ${n_inflight:-?} messages recorded by ${n_with_inflight:-?} of ${n_complete:-?} complete snapshots
   checks            $n_verify verify, $n_cutsum cut sums, $n_restore restores checked (each also run twice)
   dead letters      $n_dead_sent credits sent to text keys, $n_dead_resolved refunds started
+  mixed histories   $n_mix mixes, $n_mix_diverged with diverged channels; transfers over them: $n_mix_refused refused as diverged, $n_mix_delivered of $n_mix_sent accepted ones delivered
   live total        ${live:-unreadable} (expected $INIT_TOTAL)
   violations        $n_viol
 EOF
@@ -737,7 +846,9 @@ echo "torture-summary: seed=$SEED agents=$NAG rounds=$ROUNDS encrypted=$ENCRYPT"
     "with_inflight=${n_with_inflight:-0} verifies=$n_verify" \
     "cut_sums=$n_cutsum restores=$n_restore transfers=$n_xfer_ok" \
     "dead_letters=$n_dead_sent refunds=$n_dead_resolved" \
-    "kills=$kills$kill_kv violations=$n_viol result=$result"
+    "kills=$kills$kill_kv mixes=$n_mix mixes_diverged=$n_mix_diverged" \
+    "mix_refused=$n_mix_refused mix_delivered=$n_mix_delivered" \
+    "violations=$n_viol result=$result"
 if [ "$result" = FAIL ]; then
 	KEEP=1
 	echo "torture: FAIL"
