@@ -334,15 +334,19 @@ sum(1 for a in d if a.get("up") for c in a["out"] + a["in"]
 			log "mix: transfer $s->$d failed: $(cat "$W/mix.err")"
 		fi
 	done
-	cs stop -c "$CONF" >>"$LOG" 2>&1 || log "mix: stop failed"
+	for k in 1 2 3; do
+		cs stop -c "$CONF" >>"$LOG" 2>&1 && break
+		log "mix: stop failed (try $k)"
+	done
 	if ! cs restore -r "$REPO" "$id" -c "$CONF" >>"$LOG" 2>&1; then
 		violation 0 "mix: finishing the restore of snapshot $id failed"
 		restart_agents
 		return 0
 	fi
-	restart_agents
+	# Bounded like the final check: start what is not up yet, poll.
 	t=""
-	for k in $(seq 1 100); do
+	for k in $(seq 1 300); do
+		cs start -c "$CONF" >/dev/null 2>&1
 		t=$(live_total) || t=""
 		[ "$t" = "$INIT_TOTAL" ] && break
 		sleep 0.2
