@@ -230,6 +230,18 @@ void cmd_password_setup(void);
 int cmd_password(int mode, const char *file, const char *what, char *buf,
     size_t sz, size_t *len, struct cs_err *e);
 int cmd_keys(int argc, char **argv);
+
+/* Repositories on an object store (s3repo.c). cmd_s3_wants: 1 when the
+ * command name takes a repository and argv names an s3:// one.
+ * cmd_s3_run: runs fn on a local stand-in of that repository, moving
+ * what it needs from and to the bucket; returns the exit status.
+ * cmd_repo_published: a writing command's finished step (load's periodic
+ * snapshots) made visible in the bucket now; 0 when the repository is not
+ * on an object store, -1 with e set. */
+int cmd_s3_wants(const char *name, int argc, char **argv);
+int cmd_s3_run(const char *name, int (*fn)(int, char **), int argc,
+    char **argv);
+int cmd_repo_published(struct cs_err *e);
 void cmd_key_note(struct store *st, uint64_t id, const char *path);
 
 /* The notes of verify and restore (store_set_notes): what the replay of

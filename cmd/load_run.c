@@ -65,6 +65,11 @@ snapper_main(void *arg)
 		memset(v, 0, sizeof(*v));
 		v->start_us = load_now_us() - s->t0_us;
 		rc = coord_snapshot(s->o->c, &co, &v->id, &e);
+		if (rc == 0 && cmd_repo_published(&e) < 0) {
+			/* Taken, but not made visible in the object store. */
+			rc = -1;
+			v->id = 0;
+		}
 		v->end_us = load_now_us() - s->t0_us;
 		v->ok = rc == 0;
 		if (rc < 0 && s->first_failure[0] == '\0')

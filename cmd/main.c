@@ -132,8 +132,14 @@ main(int argc, char **argv)
 					return cmd_usage_error("--password-file "
 					    "needs FILE");
 				cmd_password_setup();
+				if (cmd_s3_wants(name, argc, argv + 1))
+					return finish(cmd_s3_run(name,
+					    commands[i].fn, argc, argv + 1));
 				return finish(commands[i].fn(argc, argv + 1));
 			}
+			if (cmd_s3_wants(name, argc - 1, argv + 1))
+				return finish(cmd_s3_run(name, commands[i].fn,
+				    argc - 1, argv + 1));
 			return finish(commands[i].fn(argc - 1, argv + 1));
 		}
 	}

@@ -586,8 +586,9 @@ store_check_path(const char *repo, int mode, struct cs_err *e)
 	if (*repo == '\0')
 		return cs_errf(e, "empty repository path");
 	if (is_url(repo))
-		return cs_errf(e, "repository %s: object stores are not "
-		    "supported by this build yet; give a directory", repo);
+		return cs_errf(e, "repository %s: only s3:// object stores "
+		    "are supported, and only by init, key, snapshot, ls, "
+		    "show, verify, restore, forget, prune and load", repo);
 	if (stat(repo, &sb) < 0) {
 		if (errno == ENOENT && mode == STORE_CREATE)
 			return 0;

@@ -25,7 +25,8 @@ enum store_mode {
 
 /* Is REPO usable for mode at all: a directory (or, for STORE_CREATE,
  * nothing yet), readable, and writable unless mode is STORE_READ; not
- * an object store URL (s3://...), which this build cannot use. 0, or -1
+ * a URL (s3://...: the commands reach an object store through cmd/s3repo.c
+ * and give the store a local directory). 0, or -1
  * with e saying what is wrong: callers treat it as a bad argument. */
 int store_check_path(const char *repo, int mode, struct cs_err *e);
 
@@ -305,5 +306,14 @@ struct store_contents {
 int store_read_contents(struct store *st, uint64_t id, uint64_t *resolved,
     struct store_contents *out, struct cs_err *e);
 void store_contents_free(struct store_contents *c);	/* NULL ok */
+
+/* For object-store repositories (remote.c), on a manifest file that need
+ * not be inside a repository: a consistent one-file copy at dst (VACUUM
+ * INTO; dst is replaced), and the distinct blob names its chunk rows refer
+ * to, sorted (malloc'd strings in a malloc'd array). 0 / -1 with e set. */
+int store_manifest_copy(const char *manifest, const char *dst,
+    struct cs_err *e);
+int store_manifest_blobs(const char *manifest, char ***names, size_t *n,
+    struct cs_err *e);
 
 #endif

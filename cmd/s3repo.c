@@ -1,0 +1,1191 @@
+/* s3repo.c - repositories on an object store: -r s3://BUCKET/PREFIX.
+ *
+ * A command runs unchanged on a local repository directory that stands in
+ * for the bucket, and this file moves what it needs in and out:
+ *
+ *   PREFIX/blobs/XX/NAME         a blob, immutable, created only once
+ *   PREFIX/blobs/.repository-id  the repository's identity
+ *   PREFIX/manifests/GEN-R.db    a whole manifest (SQLite), immutable
+ *   PREFIX/commits/GEN           "cutsnap-commit 1", the manifest's key,
+ *                                its SHA-256 and size; created only once
+ *   PREFIX/lease                 the writer lease: owner and expiry
+ *
+ * GEN is 20 decimal digits, so the newest commit is the last key of a
+ * listing. A writer (snapshot, forget, init, key, load) takes the lease,
+ * brings its cache (CUTSNAP_CACHE_DIR, else $XDG_CACHE_HOME/cutsnap or
+ * ~/.cache/cutsnap, one directory per bucket and prefix) to the newest
+ * commit, runs the command there and publishes: the blobs the bucket
+ * lacks (create-only, in parallel), then the manifest, then the commit
+ * GEN+1, create-only and last. A reader (ls, show, verify, restore) needs
+ * no local state: it reads the newest commit, fetches the manifest it
+ * names into a new temporary directory, checks its SHA-256, fetches the
+ * blobs the manifest refers to, and runs the command there; verify and
+ * restore check every blob against its name as they do locally, so a
+ * changed or deleted object is found and restore writes nothing.
+ *
+ * Invariants: a snapshot is visible only through a commit, which is
+ * created after everything it names; a commit, a manifest or a blob is
+ * never overwritten; the cache is only a cache (a marker names the commit
+ * it holds, and anything else is fetched again); prune deletes only
+ * blobs no manifest of the newest commit refers to, and only those older
+ * than its grace period, while holding the lease. */
+#include <dirent.h>
+#include <errno.h>
+#include <ftw.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cmd.h"
+#include "../common/s3.h"
+#include "../common/sha.h"
+#include "../store/store.h"
+
+#define COMMIT_CAP 4096
+#define LEASE_CAP 4096
+#define MANIFEST_CAP ((size_t)1 << 30)
+#define LEASE_TTL 60		/* seconds a lease lasts without renewal, */
+#define LEASE_TTL_MIN 6		/* unless CUTSNAP_S3_LEASE_SECONDS says */
+#define LEASE_TTL_MAX 3600
+
+enum kind { K_WRITE, K_META, K_BLOBS, K_PRUNE };
+
+struct lease {
+	char url[PATH_MAX];	/* for the renewing thread's own handle */
+	char etag[S3_ETAG_MAX];
+	char owner[128];
+	int ttl;		/* seconds */
+	time_t expires;		/* of the last successful renewal */
+	int lost;		/* a renewal found the lease taken */
+	int stop;
+	int running;
+	pthread_t th;
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+};
+
+struct sess {
+	struct s3 *s;
+	enum kind kind;
+	char dir[PATH_MAX];	/* the local repository the command uses */
+	int temp;		/* dir is ours to remove */
+	uint64_t gen;		/* newest commit, 0 when none */
+	char mkey[128];		/* its manifest's key */
+	char mhash[SHA_HEX_LEN];
+	int bad_config;		/* the failure is the user's (exit 2) */
+	struct lease lease;
+	int leased;
+	uint64_t up_blobs, up_bytes, had_blobs;
+};
+
+/* The writing command's session, for cmd_repo_published (load). */
+static struct sess *active;
+
+static int
+is_s3(const char *r)
+{
+	return strncmp(r, "s3://", 5) == 0;
+}
+
+/* The index in argv of the repository argument's value (its own word or
+ * the tail of "-rVAL" / "--repo=VAL"), with *off its offset; -1 if none. */
+static int
+find_repo(int argc, char **argv, size_t *off)
+{
+	int i;
+
+	for (i = 1; i < argc; i++) {
+		if (strcmp(argv[i], "--") == 0)
+			break;
+		if ((strcmp(argv[i], "-r") == 0 ||
+		    strcmp(argv[i], "--repo") == 0) && i + 1 < argc) {
+			*off = 0;
+			return i + 1;
+		}
+		if (strncmp(argv[i], "--repo=", 7) == 0) {
+			*off = 7;
+			return i;
+		}
+		if (strncmp(argv[i], "-r", 2) == 0 && argv[i][2] != '\0') {
+			*off = 2;
+			return i;
+		}
+	}
+	return -1;
+}
+
+static int
+rm_one(const char *path, const struct stat *sb, int flag, struct FTW *f)
+{
+	(void)sb;
+	(void)flag;
+	(void)f;
+	return remove(path) < 0 && errno != ENOENT ? -1 : 0;
+}
+
+static int
+rm_rf(const char *path)
+{
+	if (access(path, F_OK) < 0)
+		return 0;
+	return nftw(path, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+static int
+write_small(const char *path, const void *p, size_t n, struct cs_err *e)
+{
+	char tmp[PATH_MAX + 8];
+	FILE *f;
+
+	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
+	if ((f = fopen(tmp, "we")) == NULL)
+		return cs_errno(e, "create %s", tmp);
+	if (fwrite(p, 1, n, f) != n || fflush(f) != 0 || fsync(fileno(f)) < 0) {
+		cs_errno(e, "write %s", tmp);
+		fclose(f);
+		unlink(tmp);
+		return -1;
+	}
+	if (fclose(f) != 0 || rename(tmp, path) < 0) {
+		cs_errno(e, "write %s", path);
+		unlink(tmp);
+		return -1;
+	}
+	return 0;
+}
+
+/* The hex SHA-256 of a file's bytes and its size. */
+static int
+file_sha(const char *path, char hex[SHA_HEX_LEN], uint64_t *size,
+    struct cs_err *e)
+{
+	uint8_t d[SHA_LEN];
+	struct stat sb;
+	FILE *f;
+	int rc;
+
+	if ((f = fopen(path, "re")) == NULL)
+		return cs_errno(e, "open %s", path);
+	rc = fstat(fileno(f), &sb) < 0 ? cs_errno(e, "stat %s", path) :
+	    sha256_fd(fileno(f), (uint64_t)sb.st_size, d, e);
+	fclose(f);
+	if (rc < 0)
+		return -1;
+	sha_hex(d, hex);
+	*size = (uint64_t)sb.st_size;
+	return 0;
+}
+
+/* A status the caller did not expect: the message, and whether the
+ * user's configuration is at fault (credentials, bucket). */
+static int
+status_fail(struct sess *ss, const char *what, const char *key, int st,
+    struct cs_err *e)
+{
+	s3_status_err(ss->s, what, key, st, e);
+	if (st == 403 || strstr(e->msg, "does not exist") != NULL ||
+	    st == 400 || st == 401)
+		ss->bad_config = 1;
+	return -1;
+}
+
+/* ---- commits ---- */
+
+static int
+parse_commit(struct sess *ss, const char *t, struct cs_err *e)
+{
+	unsigned long long size;
+	char key[128], hex[SHA_HEX_LEN];
+
+	if (sscanf(t, "cutsnap-commit 1\nmanifest %127s\nsha256 %64s\nsize "
+	    "%llu\n", key, hex, &size) != 3 || strlen(hex) != 64 ||
+	    strncmp(key, "manifests/", 10) != 0 || strstr(key, "..") != NULL)
+		return cs_errf(e, "%s: commit %020llu is malformed",
+		    s3_url(ss->s), (unsigned long long)ss->gen);
+	snprintf(ss->mkey, sizeof(ss->mkey), "%s", key);
+	snprintf(ss->mhash, sizeof(ss->mhash), "%s", hex);
+	return 0;
+}
+
+/* The newest commit into ss (gen 0 when there is none). */
+static int
+read_head(struct sess *ss, struct cs_err *e)
+{
+	struct s3_obj *o = NULL;
+	size_t n = 0, i, len;
+	char *body = NULL, key[64];
+	unsigned long long g, best = 0;
+	int st, rc = -1;
+
+	ss->gen = 0;
+	ss->mkey[0] = ss->mhash[0] = '\0';
+	if (s3_list(ss->s, "commits/", &o, &n, e) < 0) {
+		if (strstr(e->msg, "does not exist") != NULL ||
+		    strstr(e->msg, "access denied") != NULL)
+			ss->bad_config = 1;
+		return -1;
+	}
+	for (i = 0; i < n; i++)
+		if (strlen(o[i].key) == 28 &&
+		    sscanf(o[i].key, "commits/%20llu", &g) == 1 && g > best)
+			best = g;
+	if (best == 0) {
+		rc = 0;
+		goto out;
+	}
+	ss->gen = best;
+	snprintf(key, sizeof(key), "commits/%020llu", best);
+	st = s3_get(ss->s, key, COMMIT_CAP, &body, &len, NULL, e);
+	if (st < 0)
+		goto out;
+	if (st != 200) {
+		status_fail(ss, "get", key, st, e);
+		goto out;
+	}
+	rc = parse_commit(ss, body, e);
+out:
+	free(body);
+	s3_objs_free(o, n);
+	return rc;
+}
+
+/* Fetches key into path; 404 is an error naming what is missing. */
+static int
+fetch(struct sess *ss, const char *key, const char *path, struct cs_err *e)
+{
+	struct s3_xfer x = { key, path, 0, 0 };
+
+	if (s3_get_files(ss->s, &x, 1, e) < 0)
+		return -1;
+	if (x.status == 404)
+		return cs_errf(e, "%s: %s is missing from the bucket",
+		    s3_url(ss->s), key);
+	if (x.status != 200)
+		return status_fail(ss, "get", key, x.status, e);
+	return 0;
+}
+
+/* The newest commit's manifest as dir/manifest.db, checked against the
+ * commit's SHA-256, and the identity as dir/blobs/.repository-id. */
+static int
+fetch_manifest(struct sess *ss, struct cs_err *e)
+{
+	char path[PATH_MAX + 32], hex[SHA_HEX_LEN];
+	uint64_t size;
+
+	snprintf(path, sizeof(path), "%s/blobs", ss->dir);
+	if (mkdir(path, 0700) < 0 && errno != EEXIST)
+		return cs_errno(e, "mkdir %s", path);
+	snprintf(path, sizeof(path), "%s/blobs/.repository-id", ss->dir);
+	if (fetch(ss, "blobs/.repository-id", path, e) < 0)
+		return -1;
+	snprintf(path, sizeof(path), "%s/manifest.db", ss->dir);
+	if (fetch(ss, ss->mkey, path, e) < 0 || file_sha(path, hex, &size, e))
+		return -1;
+	if (strcmp(hex, ss->mhash) != 0) {
+		unlink(path);
+		return cs_errf(e, "%s: %s does not match its commit %020llu "
+		    "(sha256 %.12s..., expected %.12s...): the object was "
+		    "changed in the bucket", s3_url(ss->s), ss->mkey,
+		    (unsigned long long)ss->gen, hex, ss->mhash);
+	}
+	return 0;
+}
+
+/* ---- the lease ---- */
+
+static void
+lease_text(struct lease *l, time_t expires, char *buf, size_t cap)
+{
+	snprintf(buf, cap, "cutsnap-lease 1\nowner %s\nexpires %lld\n",
+	    l->owner, (long long)expires);
+}
+
+static void *
+renewer(void *arg)
+{
+	struct lease *l = arg;
+	struct s3 *s = NULL;
+	struct cs_err e;
+	struct timespec ts;
+	char text[LEASE_CAP], etag[S3_ETAG_MAX];
+	time_t exp;
+	int st;
+
+	if (s3_open(l->url, &s, &e) < 0)
+		return NULL;
+	pthread_mutex_lock(&l->mu);
+	while (!l->stop) {
+		clock_gettime(CLOCK_REALTIME, &ts);
+		ts.tv_sec += l->ttl / 3;
+		pthread_cond_timedwait(&l->cv, &l->mu, &ts);
+		if (l->stop)
+			break;
+		exp = time(NULL) + l->ttl;
+		lease_text(l, exp, text, sizeof(text));
+		snprintf(etag, sizeof(etag), "%s", l->etag);
+		pthread_mutex_unlock(&l->mu);
+		st = s3_put(s, "lease", text, strlen(text), etag, etag, &e);
+		pthread_mutex_lock(&l->mu);
+		if (st == 200) {
+			snprintf(l->etag, sizeof(l->etag), "%s", etag);
+			l->expires = exp;
+		} else if (st == 412 || st == 404) {
+			l->lost = 1;
+		}
+		/* Other failures: try again; the expiry says how long
+		 * the lease still holds. */
+	}
+	pthread_mutex_unlock(&l->mu);
+	s3_close(s);
+	return NULL;
+}
+
+static int
+lease_take(struct sess *ss, struct cs_err *e)
+{
+	struct lease *l = &ss->lease;
+	char text[LEASE_CAP], host[64], *body = NULL, etag[S3_ETAG_MAX];
+	const char *p;
+	long long exp = 0;
+	size_t len;
+	time_t now = time(NULL);
+	int st, rc = -1;
+
+	const char *t = getenv("CUTSNAP_S3_LEASE_SECONDS");
+
+	l->ttl = LEASE_TTL;
+	if (t != NULL && *t != '\0') {
+		char *end;
+		long v = strtol(t, &end, 10);
+
+		if (*end != '\0' || v < LEASE_TTL_MIN || v > LEASE_TTL_MAX) {
+			ss->bad_config = 1;
+			return cs_errf(e, "CUTSNAP_S3_LEASE_SECONDS must be %d "
+			    "to %d", LEASE_TTL_MIN, LEASE_TTL_MAX);
+		}
+		l->ttl = (int)v;
+	}
+	if (gethostname(host, sizeof(host)) < 0)
+		snprintf(host, sizeof(host), "unknown");
+	host[sizeof(host) - 1] = '\0';
+	snprintf(l->owner, sizeof(l->owner), "%s pid %ld", host, (long)getpid());
+	snprintf(l->url, sizeof(l->url), "%s", s3_url(ss->s));
+	lease_text(l, now + l->ttl, text, sizeof(text));
+	st = s3_put(ss->s, "lease", text, strlen(text), "*", l->etag, e);
+	if (st == 412) {
+		/* Held or left behind: take it over only once expired. */
+		st = s3_get(ss->s, "lease", LEASE_CAP, &body, &len, etag, e);
+		if (st == 404) {
+			rc = cs_errf(e, "%s: the writer lease changed hands; "
+			    "try again", s3_url(ss->s));
+			goto out;
+		}
+		if (st != 200) {
+			if (st > 0)
+				status_fail(ss, "get", "lease", st, e);
+			goto out;
+		}
+		if ((p = strstr(body, "\nexpires ")) == NULL ||
+		    sscanf(p, "\nexpires %lld", &exp) != 1) {
+			cs_errf(e, "%s: the lease object is malformed; delete "
+			    "PREFIX/lease if no writer runs", s3_url(ss->s));
+			goto out;
+		}
+		if (exp > (long long)now) {
+			char owner[128] = "?";
+
+			if ((p = strstr(body, "\nowner ")) != NULL)
+				sscanf(p, "\nowner %127[^\n]", owner);
+			cs_errf(e, "%s: another writer holds the repository "
+			    "(%s) for %llds more; try again later",
+			    s3_url(ss->s), owner, exp - (long long)now);
+			goto out;
+		}
+		st = s3_put(ss->s, "lease", text, strlen(text), etag, l->etag,
+		    e);
+		if (st == 412 || st == 404) {
+			cs_errf(e, "%s: another writer took the expired lease "
+			    "first; try again later", s3_url(ss->s));
+			goto out;
+		}
+	}
+	if (st < 0)
+		goto out;
+	if (st != 200) {
+		status_fail(ss, "put", "lease", st, e);
+		goto out;
+	}
+	l->expires = now + l->ttl;
+	pthread_mutex_init(&l->mu, NULL);
+	pthread_cond_init(&l->cv, NULL);
+	ss->leased = 1;
+	if (pthread_create(&l->th, NULL, renewer, l) == 0)
+		l->running = 1;
+	rc = 0;
+out:
+	free(body);
+	return rc;
+}
+
+/* Still ours for a while: checked right before a commit. */
+static int
+lease_held(struct sess *ss, struct cs_err *e)
+{
+	struct lease *l = &ss->lease;
+	int ok;
+
+	pthread_mutex_lock(&l->mu);
+	ok = !l->lost && l->expires > time(NULL) + 2;
+	pthread_mutex_unlock(&l->mu);
+	return ok ? 0 : cs_errf(e, "%s: the writer lease was lost (another "
+	    "writer took it, or it could not be renewed); nothing was "
+	    "committed", s3_url(ss->s));
+}
+
+static void
+lease_drop(struct sess *ss)
+{
+	struct lease *l = &ss->lease;
+	struct cs_err e;
+	char *body = NULL, etag[S3_ETAG_MAX];
+	size_t len;
+	int st;
+
+	if (!ss->leased)
+		return;
+	pthread_mutex_lock(&l->mu);
+	l->stop = 1;
+	pthread_cond_signal(&l->cv);
+	pthread_mutex_unlock(&l->mu);
+	if (l->running)
+		pthread_join(l->th, NULL);
+	/* Delete it only while it is still ours. */
+	st = s3_get(ss->s, "lease", LEASE_CAP, &body, &len, etag, &e);
+	if (st == 200 && !l->lost && strcmp(etag, l->etag) == 0)
+		s3_delete(ss->s, "lease", &e);
+	free(body);
+	pthread_mutex_destroy(&l->mu);
+	pthread_cond_destroy(&l->cv);
+	ss->leased = 0;
+}
+
+/* ---- local directories ---- */
+
+static int
+cache_dir(struct sess *ss, struct cs_err *e)
+{
+	const char *base = getenv("CUTSNAP_CACHE_DIR"), *x, *home;
+	char root[PATH_MAX], id[512], hex[SHA_HEX_LEN], *p;
+	uint8_t d[SHA_LEN];
+
+	if (base != NULL && *base != '\0') {
+		snprintf(root, sizeof(root), "%s", base);
+	} else if ((x = getenv("XDG_CACHE_HOME")) != NULL && *x == '/') {
+		snprintf(root, sizeof(root), "%s/cutsnap", x);
+	} else if ((home = getenv("HOME")) != NULL && *home == '/') {
+		snprintf(root, sizeof(root), "%s/.cache/cutsnap", home);
+	} else {
+		return cs_errf(e, "no cache directory: set CUTSNAP_CACHE_DIR");
+	}
+	/* One per endpoint, bucket and prefix. */
+	x = getenv("AWS_ENDPOINT_URL");
+	snprintf(id, sizeof(id), "%s %s", x ? x : "", s3_url(ss->s));
+	sha256_buf(id, strlen(id), d);
+	sha_hex(d, hex);
+	for (p = root + 1; *p; p++)
+		if (*p == '/') {
+			*p = '\0';
+			if (mkdir(root, 0700) < 0 && errno != EEXIST)
+				return cs_errno(e, "mkdir %s", root);
+			*p = '/';
+		}
+	if (mkdir(root, 0700) < 0 && errno != EEXIST)
+		return cs_errno(e, "mkdir %s", root);
+	if (snprintf(ss->dir, sizeof(ss->dir), "%s/s3-%.16s", root, hex) >=
+	    (int)sizeof(ss->dir))
+		return cs_errf(e, "cache directory path too long");
+	if (mkdir(ss->dir, 0700) < 0 && errno != EEXIST)
+		return cs_errno(e, "mkdir %s", ss->dir);
+	return 0;
+}
+
+static int
+temp_dir(struct sess *ss, struct cs_err *e)
+{
+	const char *t = getenv("TMPDIR");
+
+	snprintf(ss->dir, sizeof(ss->dir), "%s/cutsnap-s3.XXXXXX",
+	    t != NULL && *t == '/' ? t : "/tmp");
+	if (mkdtemp(ss->dir) == NULL)
+		return cs_errno(e, "mkdtemp %s", ss->dir);
+	ss->temp = 1;
+	return 0;
+}
+
+/* The cache at the newest commit: its marker names the commit it holds;
+ * a cache at another one gets that commit's manifest (its blobs stay
+ * where the identity is the same: they are named by their contents). */
+static int
+sync_cache(struct sess *ss, struct cs_err *e)
+{
+	char marker[PATH_MAX + 16], want[128], have[128] = "", path[PATH_MAX +
+	    32], idl[64] = "", idr[64] = "";
+	FILE *f;
+	int rc;
+
+	snprintf(marker, sizeof(marker), "%s/.s3-commit", ss->dir);
+	snprintf(want, sizeof(want), "%020llu %s\n",
+	    (unsigned long long)ss->gen, ss->gen ? ss->mhash : "-");
+	if ((f = fopen(marker, "re")) != NULL) {
+		if (fgets(have, sizeof(have), f) == NULL)
+			have[0] = '\0';
+		fclose(f);
+	}
+	if (strcmp(have, want) == 0)
+		return 0;
+	unlink(marker);
+	snprintf(path, sizeof(path), "%s/blobs/.repository-id", ss->dir);
+	if ((f = fopen(path, "re")) != NULL) {
+		if (fgets(idl, sizeof(idl), f) == NULL)
+			idl[0] = '\0';
+		fclose(f);
+	}
+	snprintf(path, sizeof(path), "%s/manifest.db", ss->dir);
+	unlink(path);
+	snprintf(path, sizeof(path), "%s/manifest.db-wal", ss->dir);
+	unlink(path);
+	snprintf(path, sizeof(path), "%s/manifest.db-shm", ss->dir);
+	unlink(path);
+	if (ss->gen == 0) {
+		/* A new repository: none of the old cache belongs to it. */
+		snprintf(path, sizeof(path), "%s/blobs", ss->dir);
+		if (rm_rf(path) < 0)
+			return cs_errno(e, "remove %s", path);
+	} else {
+		if (fetch_manifest(ss, e) < 0)
+			return -1;
+		snprintf(path, sizeof(path), "%s/blobs/.repository-id", ss->dir);
+		if ((f = fopen(path, "re")) != NULL) {
+			if (fgets(idr, sizeof(idr), f) == NULL)
+				idr[0] = '\0';
+			fclose(f);
+		}
+		if (idl[0] != '\0' && strcmp(idl, idr) != 0) {
+			/* Another repository's blobs: drop them. */
+			char b[PATH_MAX + 16];
+			int r;
+
+			snprintf(b, sizeof(b), "%s/blobs", ss->dir);
+			for (r = 0; r < 256; r++) {
+				snprintf(path, sizeof(path), "%s/%02x", b, r);
+				if (rm_rf(path) < 0)
+					return cs_errno(e, "remove %s", path);
+			}
+		}
+	}
+	rc = write_small(marker, want, strlen(want), e);
+	return rc;
+}
+
+/* ---- blobs ---- */
+
+static int
+cmp_str(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+static int
+is_blob_name(const char *n)
+{
+	return strlen(n) == 64 && strspn(n, "0123456789abcdef") == 64;
+}
+
+/* Every blob key under dir/blobs (and the identity), malloc'd strings. */
+static int
+local_blobs(const char *dir, char ***out, size_t *n, struct cs_err *e)
+{
+	char path[PATH_MAX + 64], **v = NULL, **nv, key[96];
+	size_t cnt = 0, cap = 0;
+	struct stat sb;
+	int r, rc = -1;
+
+	for (r = -1; r < 256; r++) {
+		char sub[PATH_MAX + 8];
+		DIR *d;
+		struct dirent *de;
+
+		if (r < 0) {
+			snprintf(path, sizeof(path), "%s/blobs/.repository-id",
+			    dir);
+			if (stat(path, &sb) < 0)
+				continue;
+			snprintf(key, sizeof(key), "blobs/.repository-id");
+			goto add_one;
+		}
+		snprintf(sub, sizeof(sub), "%s/blobs/%02x", dir, r);
+		if ((d = opendir(sub)) == NULL)
+			continue;
+		while ((de = readdir(d)) != NULL) {
+			if (!is_blob_name(de->d_name) ||
+			    strncmp(de->d_name, sub + strlen(sub) - 2, 2) != 0)
+				continue;
+			if (cnt == cap) {
+				cap = cap ? cap * 2 : 256;
+				if ((nv = realloc(v, cap * sizeof(*v))) == NULL) {
+					closedir(d);
+					goto oom;
+				}
+				v = nv;
+			}
+			snprintf(key, sizeof(key), "blobs/%02x/%s", r,
+			    de->d_name);
+			if ((v[cnt] = strdup(key)) == NULL) {
+				closedir(d);
+				goto oom;
+			}
+			cnt++;
+		}
+		closedir(d);
+		continue;
+add_one:
+		if (cnt == cap) {
+			cap = cap ? cap * 2 : 256;
+			if ((nv = realloc(v, cap * sizeof(*v))) == NULL)
+				goto oom;
+			v = nv;
+		}
+		if ((v[cnt] = strdup(key)) == NULL)
+			goto oom;
+		cnt++;
+	}
+	*out = v;
+	*n = cnt;
+	return 0;
+oom:
+	while (cnt > 0)
+		free(v[--cnt]);
+	free(v);
+	cs_errf(e, "out of memory");
+	return rc;
+}
+
+static void
+strs_free(char **v, size_t n)
+{
+	while (n > 0)
+		free(v[--n]);
+	free(v);
+}
+
+/* Uploads the blobs of the cache the bucket does not hold yet. */
+static int
+put_blobs(struct sess *ss, struct cs_err *e)
+{
+	struct s3_obj *o = NULL;
+	struct s3_xfer *x = NULL;
+	char **have = NULL, **loc = NULL, **paths = NULL;
+	size_t no = 0, nl = 0, nx = 0, i;
+	int rc = -1;
+
+	if (s3_list(ss->s, "blobs/", &o, &no, e) < 0)
+		return -1;
+	if ((have = calloc(no + 1, sizeof(*have))) == NULL)
+		goto oom;
+	for (i = 0; i < no; i++)
+		have[i] = o[i].key;
+	qsort(have, no, sizeof(*have), cmp_str);
+	if (local_blobs(ss->dir, &loc, &nl, e) < 0)
+		goto out;
+	x = calloc(nl + 1, sizeof(*x));
+	paths = calloc(nl + 1, sizeof(*paths));
+	if (x == NULL || paths == NULL)
+		goto oom;
+	for (i = 0; i < nl; i++) {
+		if (bsearch(&loc[i], have, no, sizeof(*have), cmp_str) != NULL) {
+			ss->had_blobs++;
+			continue;
+		}
+		if ((paths[nx] = malloc(strlen(ss->dir) + strlen(loc[i]) + 2))
+		    == NULL)
+			goto oom;
+		sprintf(paths[nx], "%s/%s", ss->dir, loc[i]);
+		x[nx].key = loc[i];
+		x[nx].path = paths[nx];
+		nx++;
+	}
+	if (s3_put_files(ss->s, x, nx, 1, e) < 0)
+		goto out;
+	for (i = 0; i < nx; i++) {
+		if (x[i].status == 412) {
+			ss->had_blobs++;	/* another writer's, the same bytes */
+			continue;
+		}
+		if (x[i].status != 200) {
+			status_fail(ss, "put", x[i].key, x[i].status, e);
+			goto out;
+		}
+		ss->up_blobs++;
+		ss->up_bytes += x[i].bytes;
+	}
+	rc = 0;
+	goto out;
+oom:
+	cs_errf(e, "out of memory");
+out:
+	if (paths != NULL)
+		strs_free(paths, nx);
+	free(x);
+	strs_free(loc, nl);
+	free(have);
+	s3_objs_free(o, no);
+	return rc;
+}
+
+/* The blobs the manifest in dir refers to, fetched into dir/blobs. A
+ * blob the bucket lacks stays missing: verify reports it, and restore,
+ * which verifies first, refuses. */
+static int
+get_blobs(struct sess *ss, struct cs_err *e)
+{
+	char **names = NULL, **keys = NULL, **paths = NULL, man[PATH_MAX + 16];
+	struct s3_xfer *x = NULL;
+	size_t n = 0, i;
+	int rc = -1;
+
+	snprintf(man, sizeof(man), "%s/manifest.db", ss->dir);
+	if (store_manifest_blobs(man, &names, &n, e) < 0)
+		return -1;
+	keys = calloc(n + 1, sizeof(*keys));
+	paths = calloc(n + 1, sizeof(*paths));
+	x = calloc(n + 1, sizeof(*x));
+	if (keys == NULL || paths == NULL || x == NULL)
+		goto oom;
+	for (i = 0; i < n; i++) {
+		char sub[PATH_MAX + 16];
+
+		snprintf(sub, sizeof(sub), "%s/blobs/%.2s", ss->dir, names[i]);
+		if (mkdir(sub, 0700) < 0 && errno != EEXIST) {
+			cs_errno(e, "mkdir %s", sub);
+			goto out;
+		}
+		if ((keys[i] = malloc(80)) == NULL ||
+		    (paths[i] = malloc(strlen(sub) + 72)) == NULL)
+			goto oom;
+		sprintf(keys[i], "blobs/%.2s/%s", names[i], names[i]);
+		sprintf(paths[i], "%s/%s", sub, names[i]);
+		x[i].key = keys[i];
+		x[i].path = paths[i];
+	}
+	if (s3_get_files(ss->s, x, n, e) < 0)
+		goto out;
+	for (i = 0; i < n; i++)
+		if (x[i].status != 200 && x[i].status != 404) {
+			status_fail(ss, "get", x[i].key, x[i].status, e);
+			goto out;
+		}
+	rc = 0;
+	goto out;
+oom:
+	cs_errf(e, "out of memory");
+out:
+	if (keys != NULL)
+		strs_free(keys, n);
+	if (paths != NULL)
+		strs_free(paths, n);
+	free(x);
+	strs_free(names, n);
+	return rc;
+}
+
+/* ---- publishing ---- */
+
+/* New blobs, then the manifest, then commit gen+1: the snapshot (or the
+ * forget, ...) becomes visible only at that last create-only write. */
+static int
+publish(struct sess *ss, struct cs_err *e)
+{
+	char man[PATH_MAX + 16], tmp[PATH_MAX + 32], hex[SHA_HEX_LEN];
+	char mkey[128], ckey[64], text[COMMIT_CAP], marker[PATH_MAX + 16];
+	char *body = NULL;
+	uint8_t rnd[4];
+	uint64_t size;
+	size_t len;
+	int st, rc = -1;
+	FILE *f = NULL;
+
+	if (put_blobs(ss, e) < 0)
+		return -1;
+	snprintf(man, sizeof(man), "%s/manifest.db", ss->dir);
+	snprintf(tmp, sizeof(tmp), "%s/.s3-upload.db", ss->dir);
+	if (store_manifest_copy(man, tmp, e) < 0 ||
+	    file_sha(tmp, hex, &size, e) < 0)
+		goto out;
+	if (size > MANIFEST_CAP) {
+		cs_errf(e, "manifest too large for an object store (%llu "
+		    "bytes)", (unsigned long long)size);
+		goto out;
+	}
+	if ((f = fopen(tmp, "re")) == NULL || (body = malloc(size + 1)) == NULL
+	    || fread(body, 1, size, f) != size) {
+		cs_errno(e, "read %s", tmp);
+		goto out;
+	}
+	len = size;
+	if (getrandom(rnd, sizeof(rnd), 0) != (ssize_t)sizeof(rnd)) {
+		cs_errno(e, "getrandom");
+		goto out;
+	}
+	snprintf(mkey, sizeof(mkey), "manifests/%020llu-%02x%02x%02x%02x.db",
+	    (unsigned long long)ss->gen + 1, rnd[0], rnd[1], rnd[2], rnd[3]);
+	if ((st = s3_put(ss->s, mkey, body, len, "*", NULL, e)) < 0)
+		goto out;
+	if (st != 200) {
+		status_fail(ss, "put", mkey, st, e);
+		goto out;
+	}
+	if (lease_held(ss, e) < 0)
+		goto out;
+	snprintf(ckey, sizeof(ckey), "commits/%020llu",
+	    (unsigned long long)ss->gen + 1);
+	snprintf(text, sizeof(text), "cutsnap-commit 1\nmanifest %s\nsha256 "
+	    "%s\nsize %llu\n", mkey, hex, (unsigned long long)size);
+	if ((st = s3_put(ss->s, ckey, text, strlen(text), "*", NULL, e)) < 0)
+		goto out;
+	if (st == 412) {
+		cs_errf(e, "%s: another writer committed %s first; nothing "
+		    "was committed", s3_url(ss->s), ckey);
+		goto out;
+	}
+	if (st != 200) {
+		status_fail(ss, "put", ckey, st, e);
+		goto out;
+	}
+	ss->gen++;
+	snprintf(ss->mkey, sizeof(ss->mkey), "%s", mkey);
+	snprintf(ss->mhash, sizeof(ss->mhash), "%s", hex);
+	snprintf(marker, sizeof(marker), "%s/.s3-commit", ss->dir);
+	snprintf(text, sizeof(text), "%020llu %s\n",
+	    (unsigned long long)ss->gen, hex);
+	if (write_small(marker, text, strlen(text), e) < 0)
+		goto out;
+	rc = 0;
+out:
+	if (f != NULL)
+		fclose(f);
+	unlink(tmp);
+	free(body);
+	return rc;
+}
+
+int
+cmd_repo_published(struct cs_err *e)
+{
+	if (active == NULL)
+		return 0;
+	return publish(active, e);
+}
+
+/* ---- prune ---- */
+
+/* dir/blobs gets an empty sparse stand-in, of the object's size, for
+ * every blob older than the grace period: what the local prune deletes
+ * among them is deleted in the bucket afterwards. */
+static int
+stand_ins(struct sess *ss, int64_t grace, char ***keys, size_t *nk,
+    struct cs_err *e)
+{
+	struct s3_obj *o = NULL;
+	char **v = NULL;
+	size_t n = 0, i, cnt = 0;
+	time_t now = time(NULL);
+	int rc = -1;
+
+	*keys = NULL;
+	*nk = 0;
+	if (s3_list(ss->s, "blobs/", &o, &n, e) < 0)
+		return -1;
+	if ((v = calloc(n + 1, sizeof(*v))) == NULL)
+		goto oom;
+	for (i = 0; i < n; i++) {
+		char path[PATH_MAX + 96], sub[PATH_MAX + 16];
+		const char *k = o[i].key;
+		FILE *f;
+
+		if (strlen(k) != 6 + 3 + 64 || strncmp(k, "blobs/", 6) != 0 ||
+		    !is_blob_name(k + 9) || strncmp(k + 6, k + 9, 2) != 0 ||
+		    k[8] != '/')
+			continue;
+		if (o[i].mtime > (int64_t)now - grace)
+			continue;
+		snprintf(sub, sizeof(sub), "%s/blobs/%.2s", ss->dir, k + 9);
+		if (mkdir(sub, 0700) < 0 && errno != EEXIST) {
+			cs_errno(e, "mkdir %s", sub);
+			goto out;
+		}
+		snprintf(path, sizeof(path), "%s/%s", ss->dir, k);
+		if ((f = fopen(path, "we")) == NULL ||
+		    ftruncate(fileno(f), (off_t)o[i].size) < 0) {
+			cs_errno(e, "create %s", path);
+			if (f != NULL)
+				fclose(f);
+			goto out;
+		}
+		fclose(f);
+		if ((v[cnt] = strdup(k)) == NULL)
+			goto oom;
+		cnt++;
+	}
+	*keys = v;
+	*nk = cnt;
+	v = NULL;
+	rc = 0;
+	goto out;
+oom:
+	cs_errf(e, "out of memory");
+out:
+	if (v != NULL)
+		strs_free(v, cnt);
+	s3_objs_free(o, n);
+	return rc;
+}
+
+/* Deletes the bucket's blobs whose stand-ins the prune removed, then
+ * commits older than the newest and manifests no newer commit names,
+ * all older than the grace period. */
+static int
+prune_bucket(struct sess *ss, char **keys, size_t nk, int64_t grace,
+    struct cs_err *e)
+{
+	struct s3_obj *o = NULL;
+	size_t n = 0, i;
+	time_t now = time(NULL);
+	int st, rc = -1;
+	unsigned long long g;
+
+	for (i = 0; i < nk; i++) {
+		char path[PATH_MAX + 96];
+
+		snprintf(path, sizeof(path), "%s/%s", ss->dir, keys[i]);
+		if (access(path, F_OK) == 0)
+			continue;
+		if ((st = s3_delete(ss->s, keys[i], e)) < 0)
+			return -1;
+		if (st != 204 && st != 200 && st != 404)
+			return status_fail(ss, "delete", keys[i], st, e);
+	}
+	if (s3_list(ss->s, "commits/", &o, &n, e) < 0)
+		return -1;
+	for (i = 0; i < n; i++)
+		if (sscanf(o[i].key, "commits/%20llu", &g) == 1 &&
+		    g < ss->gen && o[i].mtime <= (int64_t)now - grace &&
+		    (st = s3_delete(ss->s, o[i].key, e)) != 204 && st != 200 &&
+		    st != 404)
+			goto fail;
+	s3_objs_free(o, n);
+	o = NULL;
+	n = 0;
+	if (s3_list(ss->s, "manifests/", &o, &n, e) < 0)
+		return -1;
+	for (i = 0; i < n; i++)
+		if (strcmp(o[i].key, ss->mkey) != 0 &&
+		    sscanf(o[i].key, "manifests/%20llu", &g) == 1 &&
+		    g <= ss->gen && o[i].mtime <= (int64_t)now - grace &&
+		    (st = s3_delete(ss->s, o[i].key, e)) != 204 && st != 200 &&
+		    st != 404)
+			goto fail;
+	rc = 0;
+	goto out;
+fail:
+	if (st >= 0)
+		status_fail(ss, "delete", o[i].key, st, e);
+out:
+	s3_objs_free(o, n);
+	return rc;
+}
+
+/* Takes "--grace DURATION" / "--grace=DURATION" out of argv. */
+static int
+take_grace(int *argc, char **argv, int64_t *grace)
+{
+	int i, j, k;
+	const char *v;
+
+	for (i = 1; i < *argc; i++) {
+		if (strcmp(argv[i], "--grace") == 0 && i + 1 < *argc) {
+			v = argv[i + 1];
+			k = 2;
+		} else if (strncmp(argv[i], "--grace=", 8) == 0) {
+			v = argv[i] + 8;
+			k = 1;
+		} else {
+			continue;
+		}
+		if (strcmp(v, "0") == 0)
+			*grace = 0;
+		else if (cmd_parse_duration(v, grace) == -1)
+			return -1;
+		for (j = i; j + k <= *argc; j++)
+			argv[j] = argv[j + k];
+		*argc -= k;
+		i--;
+	}
+	return 0;
+}
+
+static int
+has_arg(int argc, char **argv, const char *a, const char *b)
+{
+	int i;
+
+	for (i = 1; i < argc; i++)
+		if (strcmp(argv[i], a) == 0 || strcmp(argv[i], b) == 0)
+			return 1;
+	return 0;
+}
+
+/* ---- the command ---- */
+
+static int
+kind_of(const char *name, enum kind *k)
+{
+	static const char *const w[] = { "snapshot", "forget", "init", "key",
+	    "load" };
+	size_t i;
+
+	for (i = 0; i < sizeof(w) / sizeof(w[0]); i++)
+		if (strcmp(name, w[i]) == 0) {
+			*k = K_WRITE;
+			return 0;
+		}
+	if (strcmp(name, "ls") == 0)
+		*k = K_META;
+	else if (strcmp(name, "show") == 0 || strcmp(name, "verify") == 0 ||
+	    strcmp(name, "restore") == 0)
+		*k = K_BLOBS;
+	else if (strcmp(name, "prune") == 0)
+		*k = K_PRUNE;
+	else
+		return -1;
+	return 0;
+}
+
+int
+cmd_s3_wants(const char *name, int argc, char **argv)
+{
+	size_t off;
+	int i;
+	enum kind k;
+
+	if (kind_of(name, &k) < 0 || (i = find_repo(argc, argv, &off)) < 0)
+		return 0;
+	return is_s3(argv[i] + off);
+}
+
+int
+cmd_s3_run(const char *name, int (*fn)(int, char **), int argc, char **argv)
+{
+	struct sess ss;
+	struct cs_err e;
+	char **av = NULL, *url, *rep = NULL;
+	char **keys = NULL;
+	size_t off, nk = 0;
+	int64_t grace = 3600;
+	int i, ri, rc = EXIT_FAILED, dry = 0;
+
+	memset(&ss, 0, sizeof(ss));
+	e.msg[0] = '\0';
+	if ((av = calloc((size_t)argc + 1, sizeof(*av))) == NULL)
+		return cmd_fail(EXIT_FAILED, "out of memory");
+	for (i = 0; i < argc; i++)
+		av[i] = argv[i];
+	kind_of(name, &ss.kind);
+	if (ss.kind == K_PRUNE) {
+		if (take_grace(&argc, av, &grace) < 0) {
+			rc = EXIT_USAGE;
+			goto out;
+		}
+		dry = has_arg(argc, av, "-n", "--dry-run");
+	}
+	if (has_arg(argc, av, "-h", "--help")) {
+		rc = fn(argc, av);
+		goto out;
+	}
+	ri = find_repo(argc, av, &off);
+	url = av[ri] + off;
+	if (s3_open(url, &ss.s, &e) < 0) {
+		rc = cmd_fail(EXIT_USAGE, "%s", e.msg);
+		goto out;
+	}
+	if ((ss.kind == K_WRITE || ss.kind == K_PRUNE) && lease_take(&ss, &e) < 0)
+		goto fail;
+	if (read_head(&ss, &e) < 0)
+		goto fail;
+	if (ss.kind == K_WRITE) {
+		if (cache_dir(&ss, &e) < 0 || sync_cache(&ss, &e) < 0)
+			goto fail;
+	} else {
+		if (ss.gen == 0) {
+			ss.bad_config = 1;
+			cs_errf(&e, "%s: no repository there (no commit under "
+			    "its commits/)", s3_url(ss.s));
+			goto fail;
+		}
+		if (temp_dir(&ss, &e) < 0 || fetch_manifest(&ss, &e) < 0)
+			goto fail;
+		if (ss.kind == K_BLOBS && get_blobs(&ss, &e) < 0)
+			goto fail;
+		/* ls: every blob stands in, for stored_bytes. */
+		if ((ss.kind == K_PRUNE || ss.kind == K_META) && stand_ins(&ss,
+		    ss.kind == K_META ? -((int64_t)1 << 40) : grace, &keys,
+		    &nk, &e) < 0)
+			goto fail;
+	}
+	/* The command, on the local stand-in for the bucket. */
+	if ((rep = malloc(off + strlen(ss.dir) + 1)) == NULL) {
+		cs_errf(&e, "out of memory");
+		goto fail;
+	}
+	sprintf(rep, "%.*s%s", (int)off, av[ri], ss.dir);
+	av[ri] = rep;
+	if (ss.kind == K_WRITE)
+		active = &ss;
+	rc = fn(argc, av);
+	active = NULL;
+	fflush(stdout);
+	if (rc != EXIT_OK)
+		goto out;
+	if (ss.kind == K_WRITE && publish(&ss, &e) < 0)
+		goto fail;
+	if (ss.kind == K_PRUNE && !dry && prune_bucket(&ss, keys, nk, grace,
+	    &e) < 0)
+		goto fail;
+	if (ss.kind == K_WRITE && has_arg(argc, av, "-v", "--verbose"))
+		fprintf(stderr, "s3: uploaded %llu blobs (%llu bytes), %llu "
+		    "already there, commit %llu\n",
+		    (unsigned long long)ss.up_blobs,
+		    (unsigned long long)ss.up_bytes,
+		    (unsigned long long)ss.had_blobs,
+		    (unsigned long long)ss.gen);
+	goto out;
+fail:
+	rc = cmd_fail(ss.bad_config ? EXIT_USAGE : EXIT_FAILED, "%s", e.msg);
+out:
+	active = NULL;
+	lease_drop(&ss);
+	if (ss.temp)
+		rm_rf(ss.dir);
+	if (keys != NULL)
+		strs_free(keys, nk);
+	s3_close(ss.s);
+	free(rep);
+	free(av);
+	return rc;
+}
