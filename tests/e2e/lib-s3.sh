@@ -1,0 +1,99 @@
+# lib-s3.sh - the object-store tests' helpers (sourced after lib.sh).
+#
+# The S3 server is Ceph radosgw (tests/s3/radosgw.sh). "make test" starts
+# one for the whole run and passes CUTSNAP_S3_ENV, a file that exports
+# AWS_ENDPOINT_URL and the credentials (or CUTSNAP_S3_DOWN with the reason
+# it did not start: the test then fails, it does not skip). A test run
+# alone starts a server of its own in TEST_DIR, killed with the test.
+#
+# Every test gets a bucket of its own (BUCKET, created here) and a cache
+# directory in TEST_DIR.
+
+_s3_dir=$_lib_dir/../s3
+
+if [ -z "${CUTSNAP_S3_ENV:-}" ]; then
+	if ! "$_s3_dir/radosgw.sh" start "$TEST_DIR/rgw" >"$TEST_DIR/.rgw.log" 2>&1; then
+		echo "Bail out! the S3 server (radosgw) did not start: $(tail -n 1 "$TEST_DIR/.rgw.log")"
+		exit 1
+	fi
+	CUTSNAP_S3_ENV=$TEST_DIR/rgw/env
+fi
+# shellcheck disable=SC1090
+. "$CUTSNAP_S3_ENV"
+if [ -n "${CUTSNAP_S3_DOWN:-}" ]; then
+	echo "Bail out! the S3 server (radosgw) did not start: $CUTSNAP_S3_DOWN"
+	exit 1
+fi
+export CUTSNAP_CACHE_DIR=$TEST_DIR/cache
+# The writer lease of a killed writer lasts this long.
+export CUTSNAP_S3_LEASE_SECONDS=${CUTSNAP_S3_LEASE_SECONDS:-8}
+
+S3_EMPTY_SHA=e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855
+
+# s3req METHOD PATH [CURL ARGS...]: a signed request of our own (path
+# relative to the endpoint, e.g. BUCKET/KEY); prints the body, then the
+# HTTP status on a line of its own.
+s3req () {
+	local m=$1 p=$2
+	shift 2
+	curl -s -X "$m" --aws-sigv4 "aws:amz:${AWS_REGION:-us-east-1}:s3" \
+	    --user "$AWS_ACCESS_KEY_ID:$AWS_SECRET_ACCESS_KEY" \
+	    -H "x-amz-content-sha256: $S3_EMPTY_SHA" "$@" \
+	    -w '\n%{http_code}\n' "$AWS_ENDPOINT_URL/$p"
+}
+
+# s3put PATH FILE: upload FILE's bytes as the object PATH (overwrites).
+s3put () {
+	local sha
+	sha=$(sha256sum "$2" | cut -d' ' -f1)
+	curl -s --aws-sigv4 "aws:amz:${AWS_REGION:-us-east-1}:s3" \
+	    --user "$AWS_ACCESS_KEY_ID:$AWS_SECRET_ACCESS_KEY" \
+	    -H "x-amz-content-sha256: $sha" -T "$2" \
+	    -o /dev/null -w '%{http_code}' "$AWS_ENDPOINT_URL/$1" | grep -q '^200$'
+}
+
+s3del () { s3req DELETE "$1" | tail -n 1 | grep -q '^204$'; }
+
+# s3keys BUCKET PREFIX: every key under PREFIX, one a line (all pages).
+s3keys () {
+	python3 - "$1" "$2" <<'EOF'
+import os, re, subprocess, sys, urllib.parse
+bucket, prefix = sys.argv[1], sys.argv[2]
+tok = None
+while True:
+    q = "list-type=2&prefix=" + urllib.parse.quote(prefix, safe="")
+    if tok:
+        q = "continuation-token=" + urllib.parse.quote(tok, safe="") + "&" + q
+    out = subprocess.run(["curl", "-s", "--aws-sigv4",
+        "aws:amz:%s:s3" % os.environ.get("AWS_REGION", "us-east-1"),
+        "--user", os.environ["AWS_ACCESS_KEY_ID"] + ":" + os.environ["AWS_SECRET_ACCESS_KEY"],
+        "-H", "x-amz-content-sha256: e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855",
+        "%s/%s?%s" % (os.environ["AWS_ENDPOINT_URL"], bucket, q)],
+        capture_output=True, text=True, check=True).stdout
+    if "<ListBucketResult" not in out:
+        sys.exit("list failed: " + out[:300])
+    for k in re.findall(r"<Key>([^<]*)</Key>", out):
+        print(k)
+    m = re.search(r"<NextContinuationToken>([^<]*)</NextContinuationToken>", out)
+    if "<IsTruncated>true</IsTruncated>" not in out or not m:
+        break
+    tok = m.group(1)
+EOF
+}
+
+# s3count BUCKET PREFIX: how many keys.
+s3count () {
+	local out
+	out=$(s3keys "$1" "$2") || return 1
+	printf '%s' "$out" | grep -c . || true
+}
+
+# s3mkbucket NAME
+s3mkbucket () { s3req PUT "$1" | tail -n 1 | grep -q '^200$'; }
+
+BUCKET=$(printf '%s' "cs-$TEST_NAME-$$" | tr 'A-Z_' 'a-z-' | cut -c1-60)
+if ! s3mkbucket "$BUCKET"; then
+	echo "Bail out! cannot create bucket $BUCKET at $AWS_ENDPOINT_URL"
+	exit 1
+fi
+REPO_URL=s3://$BUCKET/repo
