@@ -81,14 +81,19 @@ unit: $(UNIT_BIN)
 test-numbers:
 	@sh tests/check-numbers.sh
 
+# The object-store tests share one S3 server (Ceph radosgw on loopback,
+# tests/s3/radosgw.sh), started once for the run and stopped after it.
+S3RUN := bash tests/s3/radosgw.sh run
+
 e2e: all $(FAULTFS) test-numbers
-	CUTSNAP=$(abspath $(BIN)) FAULTFS=$(abspath $(FAULTFS)) prove -f --exec '' tests/e2e/t*.sh
+	CUTSNAP=$(abspath $(BIN)) FAULTFS=$(abspath $(FAULTFS)) \
+	    $(S3RUN) prove -f --exec '' tests/e2e/t*.sh
 
 # One prove run, so its closing summary counts every test.
 test: all $(UNIT_BIN) $(FAULTFS) test-numbers
 	CMOCKA_MESSAGE_OUTPUT=TAP CUTSNAP=$(abspath $(BIN)) \
 	    FAULTFS=$(abspath $(FAULTFS)) \
-	    prove -f --exec '' $(UNIT_BIN) tests/e2e/t*.sh
+	    $(S3RUN) prove -f --exec '' $(UNIT_BIN) tests/e2e/t*.sh
 
 demo: all
 	./$(BIN) demo

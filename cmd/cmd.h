@@ -242,6 +242,11 @@ int cmd_s3_wants(const char *name, int argc, char **argv);
 int cmd_s3_run(const char *name, int (*fn)(int, char **), int argc,
     char **argv);
 int cmd_repo_published(struct cs_err *e);
+/* While a command runs on the stand-in dir of the repository url, error
+ * lines name url instead; cmd_repo_name(repo) is what to print for a
+ * repository argument. Both strings are borrowed. */
+void cmd_repo_alias(const char *dir, const char *url);
+const char *cmd_repo_name(const char *repo);
 void cmd_key_note(struct store *st, uint64_t id, const char *path);
 
 /* The notes of verify and restore (store_set_notes): what the replay of

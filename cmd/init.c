@@ -123,7 +123,7 @@ cmd_init(int argc, char **argv)
 	if (json) {
 		json_init(&j, stdout);
 		json_obj(&j);
-		json_kstr(&j, "repo", repo);
+		json_kstr(&j, "repo", cmd_repo_name(repo));
 		json_kstr(&j, "compression",
 		    store_compress_name(set.compress));
 		json_kbool(&j, "encrypted", set.encrypt);
@@ -131,7 +131,8 @@ cmd_init(int argc, char **argv)
 		if (json_end(&j) == -1)
 			rc = cmd_fail(EXIT_FAILED, "write stdout failed");
 	} else {
-		printf("created repository %s (compression %s%s)\n", repo,
+		printf("created repository %s (compression %s%s)\n",
+		    cmd_repo_name(repo),
 		    store_compress_name(set.compress),
 		    set.encrypt ? ", encrypted" : "");
 	}

@@ -608,75 +608,6 @@ is_blob_name(const char *n)
 	return strlen(n) == 64 && strspn(n, "0123456789abcdef") == 64;
 }
 
-/* Every blob key under dir/blobs (and the identity), malloc'd strings. */
-static int
-local_blobs(const char *dir, char ***out, size_t *n, struct cs_err *e)
-{
-	char path[PATH_MAX + 64], **v = NULL, **nv, key[96];
-	size_t cnt = 0, cap = 0;
-	struct stat sb;
-	int r, rc = -1;
-
-	for (r = -1; r < 256; r++) {
-		char sub[PATH_MAX + 8];
-		DIR *d;
-		struct dirent *de;
-
-		if (r < 0) {
-			snprintf(path, sizeof(path), "%s/blobs/.repository-id",
-			    dir);
-			if (stat(path, &sb) < 0)
-				continue;
-			snprintf(key, sizeof(key), "blobs/.repository-id");
-			goto add_one;
-		}
-		snprintf(sub, sizeof(sub), "%s/blobs/%02x", dir, r);
-		if ((d = opendir(sub)) == NULL)
-			continue;
-		while ((de = readdir(d)) != NULL) {
-			if (!is_blob_name(de->d_name) ||
-			    strncmp(de->d_name, sub + strlen(sub) - 2, 2) != 0)
-				continue;
-			if (cnt == cap) {
-				cap = cap ? cap * 2 : 256;
-				if ((nv = realloc(v, cap * sizeof(*v))) == NULL) {
-					closedir(d);
-					goto oom;
-				}
-				v = nv;
-			}
-			snprintf(key, sizeof(key), "blobs/%02x/%s", r,
-			    de->d_name);
-			if ((v[cnt] = strdup(key)) == NULL) {
-				closedir(d);
-				goto oom;
-			}
-			cnt++;
-		}
-		closedir(d);
-		continue;
-add_one:
-		if (cnt == cap) {
-			cap = cap ? cap * 2 : 256;
-			if ((nv = realloc(v, cap * sizeof(*v))) == NULL)
-				goto oom;
-			v = nv;
-		}
-		if ((v[cnt] = strdup(key)) == NULL)
-			goto oom;
-		cnt++;
-	}
-	*out = v;
-	*n = cnt;
-	return 0;
-oom:
-	while (cnt > 0)
-		free(v[--cnt]);
-	free(v);
-	cs_errf(e, "out of memory");
-	return rc;
-}
-
 static void
 strs_free(char **v, size_t n)
 {
@@ -685,39 +616,59 @@ strs_free(char **v, size_t n)
 	free(v);
 }
 
-/* Uploads the blobs of the cache the bucket does not hold yet. */
+/* Uploads what the manifest refers to and the bucket lacks, from the
+ * cache, and the identity: blobs of a snapshot that was never committed
+ * stay local (prune's business is only the bucket's). A blob that is in
+ * neither place (deleted from the bucket, the cache cleared) belongs to
+ * an older snapshot, which verify reports: it is skipped. */
 static int
 put_blobs(struct sess *ss, struct cs_err *e)
 {
 	struct s3_obj *o = NULL;
 	struct s3_xfer *x = NULL;
-	char **have = NULL, **loc = NULL, **paths = NULL;
-	size_t no = 0, nl = 0, nx = 0, i;
+	char **have = NULL, **names = NULL, **keys = NULL, **paths = NULL;
+	char man[PATH_MAX + 16];
+	size_t no = 0, nn = 0, nx = 0, i;
 	int rc = -1;
 
-	if (s3_list(ss->s, "blobs/", &o, &no, e) < 0)
+	snprintf(man, sizeof(man), "%s/manifest.db", ss->dir);
+	if (store_manifest_blobs(man, &names, &nn, e) < 0)
 		return -1;
-	if ((have = calloc(no + 1, sizeof(*have))) == NULL)
+	if (s3_list(ss->s, "blobs/", &o, &no, e) < 0)
+		goto out;
+	have = calloc(no + 1, sizeof(*have));
+	x = calloc(nn + 2, sizeof(*x));
+	keys = calloc(nn + 2, sizeof(*keys));
+	paths = calloc(nn + 2, sizeof(*paths));
+	if (have == NULL || x == NULL || keys == NULL || paths == NULL)
 		goto oom;
 	for (i = 0; i < no; i++)
 		have[i] = o[i].key;
 	qsort(have, no, sizeof(*have), cmp_str);
-	if (local_blobs(ss->dir, &loc, &nl, e) < 0)
-		goto out;
-	x = calloc(nl + 1, sizeof(*x));
-	paths = calloc(nl + 1, sizeof(*paths));
-	if (x == NULL || paths == NULL)
-		goto oom;
-	for (i = 0; i < nl; i++) {
-		if (bsearch(&loc[i], have, no, sizeof(*have), cmp_str) != NULL) {
-			ss->had_blobs++;
+	for (i = 0; i <= nn; i++) {
+		char key[96], *kp = key;
+
+		if (i < nn)
+			snprintf(key, sizeof(key), "blobs/%.2s/%s", names[i],
+			    names[i]);
+		else
+			snprintf(key, sizeof(key), "blobs/.repository-id");
+		if (bsearch(&kp, have, no, sizeof(*have), cmp_str) != NULL) {
+			ss->had_blobs += i < nn;
 			continue;
 		}
-		if ((paths[nx] = malloc(strlen(ss->dir) + strlen(loc[i]) + 2))
-		    == NULL)
+		if ((keys[nx] = strdup(key)) == NULL ||
+		    (paths[nx] = malloc(strlen(ss->dir) + strlen(key) + 2)) ==
+		    NULL)
 			goto oom;
-		sprintf(paths[nx], "%s/%s", ss->dir, loc[i]);
-		x[nx].key = loc[i];
+		sprintf(paths[nx], "%s/%s", ss->dir, key);
+		if (access(paths[nx], F_OK) < 0) {
+			free(keys[nx]);
+			free(paths[nx]);
+			keys[nx] = paths[nx] = NULL;
+			continue;
+		}
+		x[nx].key = keys[nx];
 		x[nx].path = paths[nx];
 		nx++;
 	}
@@ -732,19 +683,23 @@ put_blobs(struct sess *ss, struct cs_err *e)
 			status_fail(ss, "put", x[i].key, x[i].status, e);
 			goto out;
 		}
-		ss->up_blobs++;
-		ss->up_bytes += x[i].bytes;
+		if (strcmp(x[i].key, "blobs/.repository-id") != 0) {
+			ss->up_blobs++;
+			ss->up_bytes += x[i].bytes;
+		}
 	}
 	rc = 0;
 	goto out;
 oom:
 	cs_errf(e, "out of memory");
 out:
+	if (keys != NULL)
+		strs_free(keys, nx + 1);
 	if (paths != NULL)
-		strs_free(paths, nx);
+		strs_free(paths, nx + 1);
 	free(x);
-	strs_free(loc, nl);
 	free(have);
+	strs_free(names, nn);
 	s3_objs_free(o, no);
 	return rc;
 }
@@ -885,12 +840,27 @@ out:
 	return rc;
 }
 
+/* The cache's marker, removed while the command changes the cache: a
+ * writer killed before its commit leaves a cache that names no commit,
+ * which the next writer fetches again (so its half-done snapshot is
+ * never published by someone else). */
+static int
+unmark(struct sess *ss, struct cs_err *e)
+{
+	char marker[PATH_MAX + 16];
+
+	snprintf(marker, sizeof(marker), "%s/.s3-commit", ss->dir);
+	if (unlink(marker) < 0 && errno != ENOENT)
+		return cs_errno(e, "remove %s", marker);
+	return 0;
+}
+
 int
 cmd_repo_published(struct cs_err *e)
 {
 	if (active == NULL)
 		return 0;
-	return publish(active, e);
+	return publish(active, e) < 0 ? -1 : unmark(active, e);
 }
 
 /* ---- prune ---- */
@@ -1129,7 +1099,8 @@ cmd_s3_run(const char *name, int (*fn)(int, char **), int argc, char **argv)
 	if (read_head(&ss, &e) < 0)
 		goto fail;
 	if (ss.kind == K_WRITE) {
-		if (cache_dir(&ss, &e) < 0 || sync_cache(&ss, &e) < 0)
+		if (cache_dir(&ss, &e) < 0 || sync_cache(&ss, &e) < 0 ||
+		    unmark(&ss, &e) < 0)
 			goto fail;
 	} else {
 		if (ss.gen == 0) {
@@ -1148,6 +1119,14 @@ cmd_s3_run(const char *name, int (*fn)(int, char **), int argc, char **argv)
 		    &nk, &e) < 0)
 			goto fail;
 	}
+	/* Readers get a read-only stand-in: verify only reports a damaged
+	 * blob, as on a read-only medium (the object in the bucket is what
+	 * is damaged; moving the local copy aside would repair nothing). */
+	if ((ss.kind == K_META || ss.kind == K_BLOBS) && chmod(ss.dir, 0555)
+	    < 0) {
+		cs_errno(&e, "chmod %s", ss.dir);
+		goto fail;
+	}
 	/* The command, on the local stand-in for the bucket. */
 	if ((rep = malloc(off + strlen(ss.dir) + 1)) == NULL) {
 		cs_errf(&e, "out of memory");
@@ -1157,6 +1136,7 @@ cmd_s3_run(const char *name, int (*fn)(int, char **), int argc, char **argv)
 	av[ri] = rep;
 	if (ss.kind == K_WRITE)
 		active = &ss;
+	cmd_repo_alias(ss.dir, s3_url(ss.s));
 	rc = fn(argc, av);
 	active = NULL;
 	fflush(stdout);
@@ -1178,10 +1158,13 @@ cmd_s3_run(const char *name, int (*fn)(int, char **), int argc, char **argv)
 fail:
 	rc = cmd_fail(ss.bad_config ? EXIT_USAGE : EXIT_FAILED, "%s", e.msg);
 out:
+	cmd_repo_alias(NULL, NULL);
 	active = NULL;
 	lease_drop(&ss);
-	if (ss.temp)
+	if (ss.temp) {
+		chmod(ss.dir, 0700);
 		rm_rf(ss.dir);
+	}
 	if (keys != NULL)
 		strs_free(keys, nk);
 	s3_close(ss.s);

@@ -21,12 +21,40 @@
 const char *cmd_name = "cutsnap";
 const char *cmd_agent_log_level;
 
+/* The local stand-in of an object-store repository and the URL users
+ * gave (s3repo.c): messages name the URL. */
+static const char *alias_dir, *alias_url;
+
+void
+cmd_repo_alias(const char *dir, const char *url)
+{
+	alias_dir = dir;
+	alias_url = url;
+}
+
+const char *
+cmd_repo_name(const char *repo)
+{
+	return alias_dir != NULL && strcmp(repo, alias_dir) == 0 ? alias_url :
+	    repo;
+}
+
 static void
 vwarn_line(const char *suffix, const char *fmt, va_list ap)
 {
+	char msg[2048];
+	const char *p, *q;
+	size_t n;
+
+	vsnprintf(msg, sizeof(msg), fmt, ap);
 	fprintf(stderr, "cutsnap: %s: ", cmd_name);
-	vfprintf(stderr, fmt, ap);
-	fprintf(stderr, "%s\n", suffix);
+	p = msg;
+	if (alias_dir != NULL && (n = strlen(alias_dir)) > 0)
+		while ((q = strstr(p, alias_dir)) != NULL) {
+			fprintf(stderr, "%.*s%s", (int)(q - p), p, alias_url);
+			p = q + n;
+		}
+	fprintf(stderr, "%s%s\n", p, suffix);
 }
 
 void

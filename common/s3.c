@@ -356,7 +356,6 @@ prepare(struct s3 *s, struct req *r)
 	curl_easy_setopt(r->h, CURLOPT_AWS_SIGV4, s->sigv4);
 	curl_easy_setopt(r->h, CURLOPT_USERPWD, s->userpwd);
 	curl_easy_setopt(r->h, CURLOPT_NOSIGNAL, 1L);
-	if (getenv("CUTSNAP_S3_DEBUG")) curl_easy_setopt(r->h, CURLOPT_VERBOSE, 1L);
 	curl_easy_setopt(r->h, CURLOPT_CONNECTTIMEOUT, 5L);
 	curl_easy_setopt(r->h, CURLOPT_LOW_SPEED_LIMIT, 1L);
 	curl_easy_setopt(r->h, CURLOPT_LOW_SPEED_TIME, 30L);
@@ -490,9 +489,11 @@ run(struct s3 *s, struct req *rs, size_t n, struct cs_err *e)
 			}
 			done++;
 			if (r->status == -1 && rc == 0) {
-				rc = cs_errf(e, "%s %s: %s", r->method, r->url,
+				rc = cs_errf(e, "%s: endpoint %s: %s (%s, after "
+				    "%d %s)", s->url, s->endpoint,
 				    r->overflow ? "answer too large" :
-				    curl_easy_strerror(r->cerr));
+				    curl_easy_strerror(r->cerr), r->method,
+				    r->tries, r->tries == 1 ? "try" : "tries");
 				goto out;
 			}
 		}

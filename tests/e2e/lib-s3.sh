@@ -11,18 +11,23 @@
 
 _s3_dir=$_lib_dir/../s3
 
+# One failed case (not "Bail out!", which would stop the whole suite).
+_s3_fail () {
+	echo "not ok 1 - $*"
+	echo "1..1"
+	exit 1
+}
+
 if [ -z "${CUTSNAP_S3_ENV:-}" ]; then
 	if ! "$_s3_dir/radosgw.sh" start "$TEST_DIR/rgw" >"$TEST_DIR/.rgw.log" 2>&1; then
-		echo "Bail out! the S3 server (radosgw) did not start: $(tail -n 1 "$TEST_DIR/.rgw.log")"
-		exit 1
+		_s3_fail "the S3 server (radosgw) did not start: $(tail -n 1 "$TEST_DIR/.rgw.log")"
 	fi
 	CUTSNAP_S3_ENV=$TEST_DIR/rgw/env
 fi
 # shellcheck disable=SC1090
 . "$CUTSNAP_S3_ENV"
 if [ -n "${CUTSNAP_S3_DOWN:-}" ]; then
-	echo "Bail out! the S3 server (radosgw) did not start: $CUTSNAP_S3_DOWN"
-	exit 1
+	_s3_fail "the S3 server (radosgw) did not start: $CUTSNAP_S3_DOWN"
 fi
 export CUTSNAP_CACHE_DIR=$TEST_DIR/cache
 # The writer lease of a killed writer lasts this long.
@@ -93,7 +98,9 @@ s3mkbucket () { s3req PUT "$1" | tail -n 1 | grep -q '^200$'; }
 
 BUCKET=$(printf '%s' "cs-$TEST_NAME-$$" | tr 'A-Z_' 'a-z-' | cut -c1-60)
 if ! s3mkbucket "$BUCKET"; then
-	echo "Bail out! cannot create bucket $BUCKET at $AWS_ENDPOINT_URL"
-	exit 1
+	_s3_fail "cannot create bucket $BUCKET at $AWS_ENDPOINT_URL"
 fi
 REPO_URL=s3://$BUCKET/repo
+
+# s3keys_has BUCKET KEY: the object KEY exists.
+s3keys_has () { s3keys "$1" "$2" | grep -qx -- "$2"; }
