@@ -632,7 +632,7 @@ put_blobs(struct sess *ss, struct cs_err *e)
 	int rc = -1;
 
 	snprintf(man, sizeof(man), "%s/manifest.db", ss->dir);
-	if (store_manifest_blobs(man, &names, &nn, e) < 0)
+	if (store_manifest_blobs(man, STORE_BLOBS_ALL, &names, &nn, e) < 0)
 		return -1;
 	if (s3_list(ss->s, "blobs/", &o, &no, e) < 0)
 		goto out;
@@ -704,11 +704,48 @@ out:
 	return rc;
 }
 
-/* The blobs the manifest in dir refers to, fetched into dir/blobs. A
- * blob the bucket lacks stays missing: verify reports it, and restore,
- * which verifies first, refuses. */
+/* The snapshot a show, verify or restore command line names: its ID
+ * argument, 0 for none (the newest complete one), STORE_BLOBS_ALL when
+ * the line cannot be read that way (then every blob is fetched). */
+static uint64_t
+snapshot_arg(int argc, char **argv)
+{
+	static const char *const takes[] = { "-r", "--repo", "-c", "--config",
+	    "-k", "--key", "-s", "--sum", "-a", "--agent" };
+	uint64_t id = 0;
+	size_t j;
+	int i, skip;
+	char *end;
+
+	for (i = 1; i < argc; i++) {
+		const char *a = argv[i];
+
+		if (strcmp(a, "--") == 0) {
+			a = i + 1 < argc ? argv[++i] : "";
+		} else if (a[0] == '-' && a[1] != '\0') {
+			for (skip = 0, j = 0; j < sizeof(takes) /
+			    sizeof(takes[0]); j++)
+				if (strcmp(a, takes[j]) == 0)
+					skip = 1;
+			i += skip;
+			continue;
+		}
+		if (id != 0 || *a < '1' || *a > '9')
+			return STORE_BLOBS_ALL;
+		errno = 0;
+		id = strtoull(a, &end, 10);
+		if (errno != 0 || *end != '\0')
+			return STORE_BLOBS_ALL;
+	}
+	return id;
+}
+
+/* The blobs snapshot id of the manifest in dir refers to (as
+ * store_manifest_blobs), fetched into dir/blobs. A blob the bucket lacks
+ * stays missing: verify reports it, and restore, which verifies first,
+ * refuses. */
 static int
-get_blobs(struct sess *ss, struct cs_err *e)
+get_blobs(struct sess *ss, uint64_t id, struct cs_err *e)
 {
 	char **names = NULL, **keys = NULL, **paths = NULL, man[PATH_MAX + 16];
 	struct s3_xfer *x = NULL;
@@ -716,7 +753,7 @@ get_blobs(struct sess *ss, struct cs_err *e)
 	int rc = -1;
 
 	snprintf(man, sizeof(man), "%s/manifest.db", ss->dir);
-	if (store_manifest_blobs(man, &names, &n, e) < 0)
+	if (store_manifest_blobs(man, id, &names, &n, e) < 0)
 		return -1;
 	keys = calloc(n + 1, sizeof(*keys));
 	paths = calloc(n + 1, sizeof(*paths));
@@ -1111,7 +1148,8 @@ cmd_s3_run(const char *name, int (*fn)(int, char **), int argc, char **argv)
 		}
 		if (temp_dir(&ss, &e) < 0 || fetch_manifest(&ss, &e) < 0)
 			goto fail;
-		if (ss.kind == K_BLOBS && get_blobs(&ss, &e) < 0)
+		if (ss.kind == K_BLOBS && get_blobs(&ss, snapshot_arg(argc,
+		    av), &e) < 0)
 			goto fail;
 		/* ls: every blob stands in, for stored_bytes. */
 		if ((ss.kind == K_PRUNE || ss.kind == K_META) && stand_ins(&ss,

@@ -49,8 +49,8 @@ out:
 }
 
 int
-store_manifest_blobs(const char *manifest, char ***names, size_t *n,
-    struct cs_err *e)
+store_manifest_blobs(const char *manifest, uint64_t id, char ***names,
+    size_t *n, struct cs_err *e)
 {
 	sqlite3 *db = NULL;
 	sqlite3_stmt *s = NULL;
@@ -63,8 +63,15 @@ store_manifest_blobs(const char *manifest, char ***names, size_t *n,
 	*n = 0;
 	if (open_ro(manifest, &db, e) < 0)
 		return -1;
-	if (sqlite3_prepare_v2(db, "SELECT DISTINCT sha256 FROM agent_chunks "
-	    "ORDER BY sha256", -1, &s, NULL) != SQLITE_OK) {
+	if (sqlite3_prepare_v2(db, id == STORE_BLOBS_ALL ?
+	    "SELECT DISTINCT sha256 FROM agent_chunks ORDER BY sha256" :
+	    id == 0 ? "SELECT DISTINCT sha256 FROM agent_chunks WHERE "
+	    "snapshot_id = (SELECT max(id) FROM snapshots WHERE status = "
+	    "'complete') ORDER BY sha256" :
+	    "SELECT DISTINCT sha256 FROM agent_chunks WHERE snapshot_id = ?1 "
+	    "ORDER BY sha256", -1, &s, NULL) != SQLITE_OK ||
+	    (id != STORE_BLOBS_ALL && id != 0 &&
+	    sqlite3_bind_int64(s, 1, (sqlite3_int64)id) != SQLITE_OK)) {
 		cs_errf(e, "%s: %s", manifest, sqlite3_errmsg(db));
 		goto out;
 	}

@@ -309,11 +309,14 @@ void store_contents_free(struct store_contents *c);	/* NULL ok */
 
 /* For object-store repositories (remote.c), on a manifest file that need
  * not be inside a repository: a consistent one-file copy at dst (VACUUM
- * INTO; dst is replaced), and the distinct blob names its chunk rows refer
- * to, sorted (malloc'd strings in a malloc'd array). 0 / -1 with e set. */
+ * INTO; dst is replaced), and the distinct blob names the chunk rows of
+ * snapshot id refer to (0: the newest complete one; STORE_BLOBS_ALL:
+ * every snapshot), sorted (malloc'd strings in a malloc'd array). 0 / -1
+ * with e set. */
+#define STORE_BLOBS_ALL UINT64_MAX
 int store_manifest_copy(const char *manifest, const char *dst,
     struct cs_err *e);
-int store_manifest_blobs(const char *manifest, char ***names, size_t *n,
-    struct cs_err *e);
+int store_manifest_blobs(const char *manifest, uint64_t id, char ***names,
+    size_t *n, struct cs_err *e);
 
 #endif
