@@ -18,7 +18,7 @@ static const char usage_text[] =
     "one with the defaults; init is how to choose otherwise.\n"
     "\n"
     "  -r, --repo REPO           the repository directory (must not hold a\n"
-    "                            repository yet)\n"
+    "                            repository yet), or s3://BUCKET/PREFIX\n"
     "  -C, --compression ALGO    zstd (default): each chunk is compressed\n"
     "                            with zstd, or stored as it is when that does\n"
     "                            not make it smaller; none: chunks are stored\n"

@@ -69,8 +69,8 @@ _cutsnap()
 		COMPREPLY=($(compgen -d -- "$cur"))
 		return 0
 		;;
-	load:-i | load:-k | load:-a | load:-e | load:-t | load:-s)
-		return 0	# numbers
+	load:-i | load:-k | load:-a | load:-e | load:-t | load:-s | prune:--grace)
+		return 0	# numbers, durations
 		;;
 	*:-n | *:--name | *:-i | *:--initiator | *:-a | *:--agent)
 		COMPREPLY=($(compgen -W "$(_cutsnap_agents "$conf")" -- "$cur"))
@@ -121,7 +121,7 @@ _cutsnap()
 	    --snapshot-every --max-amount --initial --no-drain -j --json --help" ;;
 	forget) opts="-r --repo -l --keep-last -w --keep-within -f --force
 	    -n --dry-run -j --json --help" ;;
-	prune) opts="-r --repo -f --force -n --dry-run -j --json --help" ;;
+	prune) opts="-r --repo -f --force -n --dry-run -j --json --grace --help" ;;
 	cert) opts="-c --config --days --help" ;;
 	compact) opts="-c --config -j --json -t --timeout --help" ;;
 	demo) opts="--keep --help" ;;

@@ -1,7 +1,7 @@
 #!/bin/bash
 # Bad repository paths are bad arguments (issue 10): a file, a path below
-# a file, an unreadable directory and an object store URL (s3://, which
-# this build does not support yet) exit 2 with one line from every
+# a file, an unreadable directory, an s3:// URL without credentials and a
+# URL of another scheme exit 2 with one line from every
 # command, and create nothing; a snapshot against stopped agents checks
 # that they answer before anything is created: no repository, no aborted
 # snapshot.
@@ -36,9 +36,13 @@ test_expect_success 'a path below a file: exit 2 from every command' '
 	every_cmd 2 "repository .*afile/repo: Not a directory" "$TEST_DIR/afile/repo"
 '
 
-test_expect_success 's3://bucket/prefix: exit 2, not supported yet, no s3: directory made' '
-	every_cmd 2 "object stores are not supported by this build yet" "s3://bucket/prefix" &&
-	[ ! -e "s3:" ] && [ ! -e "$TEST_DIR/s3:" ]
+test_expect_success 'URLs: s3:// without credentials and other schemes exit 2, no s3: directory made' '
+	(
+		unset AWS_ACCESS_KEY_ID AWS_SECRET_ACCESS_KEY &&
+		every_cmd 2 "set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY" "s3://bucket/prefix"
+	) &&
+	every_cmd 2 "only s3:// object stores are supported" "gs://bucket/prefix" &&
+	[ ! -e "s3:" ] && [ ! -e "$TEST_DIR/s3:" ] && [ ! -e gs: ]
 '
 
 if command -v setpriv >/dev/null && setpriv --reuid=65534 --regid=65534 \
