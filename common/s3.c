@@ -10,7 +10,6 @@
  * body that does not match it). */
 #include <curl/curl.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -48,7 +47,8 @@ struct req {
 	char *url;
 	const char *cond_hdr;	/* "If-None-Match: *" style, or NULL */
 	char cond[S3_ETAG_MAX + 32];
-	const uint8_t *body;	/* PUT body (borrowed) */
+	const uint8_t *body;	/* PUT body (borrowed), or */
+	FILE *in;		/* PUT body read from this file */
 	size_t body_len, body_off;
 	char sha[SHA_HEX_LEN];
 	FILE *out;		/* GET into a file, or NULL for memory */
@@ -288,7 +288,12 @@ on_read(char *p, size_t size, size_t nmemb, void *ctx)
 
 	if (n > r->body_len - r->body_off)
 		n = r->body_len - r->body_off;
-	memcpy(p, r->body + r->body_off, n);
+	if (r->in != NULL) {
+		if (n > 0 && fread(p, 1, n, r->in) != n)
+			return CURL_READFUNC_ABORT;	/* the file shrank */
+	} else {
+		memcpy(p, r->body + r->body_off, n);
+	}
 	r->body_off += n;
 	return n;
 }
@@ -328,6 +333,8 @@ prepare(struct s3 *s, struct req *r)
 	r->overflow = 0;
 	if (r->out != NULL && (fflush(r->out) != 0 ||
 	    ftruncate(fileno(r->out), 0) < 0 || fseek(r->out, 0, SEEK_SET)))
+		return -1;
+	if (r->in != NULL && fseek(r->in, 0, SEEK_SET) != 0)
 		return -1;
 	snprintf(h, sizeof(h), "x-amz-content-sha256: %s", r->sha);
 	if ((t = curl_slist_append(l, h)) == NULL)
@@ -794,117 +801,67 @@ s3_objs_free(struct s3_obj *objs, size_t n)
 	free(objs);
 }
 
-/* Reads a whole file (at most S3_FILE_CAP) into malloc'd memory. */
-static int
-slurp(const char *path, uint8_t **data, size_t *len, struct cs_err *e)
-{
-	struct stat sb;
-	uint8_t *p = NULL;
-	size_t off = 0;
-	ssize_t k;
-	int fd, rc = -1;
-
-	*data = NULL;
-	*len = 0;
-	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
-		return cs_errno(e, "open %s", path);
-	if (fstat(fd, &sb) < 0) {
-		cs_errno(e, "stat %s", path);
-		goto out;
-	}
-	if ((uint64_t)sb.st_size > S3_FILE_CAP) {
-		cs_errf(e, "%s: too large", path);
-		goto out;
-	}
-	if ((p = malloc((size_t)sb.st_size + 1)) == NULL) {
-		cs_errf(e, "out of memory");
-		goto out;
-	}
-	while (off < (size_t)sb.st_size) {
-		k = read(fd, p + off, (size_t)sb.st_size - off);
-		if (k < 0 && errno == EINTR)
-			continue;
-		if (k <= 0) {
-			cs_errno(e, "read %s", path);
-			goto out;
-		}
-		off += (size_t)k;
-	}
-	*data = p;
-	*len = off;
-	p = NULL;
-	rc = 0;
-out:
-	free(p);
-	close(fd);
-	return rc;
-}
-
 int
 s3_put_files(struct s3 *s, struct s3_xfer *x, size_t n, int create,
     struct cs_err *e)
 {
 	struct req *rs;
-	uint8_t **bodies;
+	struct stat sb;
 	uint8_t d[SHA_LEN];
-	size_t i, j, batch = (size_t)s->parallel * 4;
+	size_t i, j, k, batch = (size_t)s->parallel * 8;
 	int rc = -1;
 
-	rs = calloc(batch, sizeof(*rs));
-	bodies = calloc(batch, sizeof(*bodies));
-	if (rs == NULL || bodies == NULL) {
-		cs_errf(e, "out of memory");
-		goto out;
-	}
-	/* In groups, so that at most a few groups of bodies are in memory. */
+	if ((rs = calloc(batch, sizeof(*rs))) == NULL)
+		return cs_errf(e, "out of memory");
+	/* In groups of open files; each body is read from its file (hashed
+	 * in a first pass), so memory does not grow with the chunk size. */
 	for (i = 0; i < n; i += batch) {
-		size_t k = n - i < batch ? n - i : batch;
+		int bad = 0;
 
-		for (j = 0; j < k; j++) {
+		k = n - i < batch ? n - i : batch;
+		for (j = 0; j < k && !bad; j++) {
 			struct req *r = &rs[j];
-			size_t len;
 
 			memset(r, 0, sizeof(*r));
 			r->method = "PUT";
 			if (create)
 				set_cond(r, "*");
-			if (slurp(x[i + j].path, &bodies[j], &len, e) < 0)
-				goto out_batch;
-			r->body = bodies[j];
-			r->body_len = len;
-			if (sha256_buf(bodies[j], len, d) < 0) {
-				cs_errf(e, "sha256 failed");
-				goto out_batch;
+			if ((r->in = fopen(x[i + j].path, "re")) == NULL) {
+				bad = cs_errno(e, "open %s", x[i + j].path);
+				break;
+			}
+			if (fstat(fileno(r->in), &sb) < 0 ||
+			    (uint64_t)sb.st_size > S3_FILE_CAP) {
+				bad = cs_errf(e, "%s: unreadable or too large",
+				    x[i + j].path);
+				break;
+			}
+			r->body_len = (size_t)sb.st_size;
+			if (sha256_fd(fileno(r->in), (uint64_t)sb.st_size, d,
+			    e) < 0) {
+				bad = -1;
+				break;
 			}
 			sha_hex(d, r->sha);
-			if ((r->url = obj_url(s, x[i + j].key, NULL)) == NULL) {
-				cs_errf(e, "out of memory");
-				goto out_batch;
-			}
+			if ((r->url = obj_url(s, x[i + j].key, NULL)) == NULL)
+				bad = cs_errf(e, "out of memory");
 		}
-		if (run(s, rs, k, e) < 0)
-			goto out_batch;
+		if (!bad && run(s, rs, k, e) < 0)
+			bad = -1;
 		for (j = 0; j < k; j++) {
 			x[i + j].status = rs[j].status;
 			x[i + j].bytes = rs[j].body_len;
+			if (rs[j].in != NULL)
+				fclose(rs[j].in);
 			req_free(&rs[j]);
-			free(bodies[j]);
-			bodies[j] = NULL;
 			memset(&rs[j], 0, sizeof(rs[j]));
 		}
-		continue;
-out_batch:
-		for (j = 0; j < k; j++) {
-			req_free(&rs[j]);
-			free(bodies[j]);
-			bodies[j] = NULL;
-		}
-		goto out;
+		if (bad)
+			goto out;
 	}
 	rc = 0;
 out:
 	free(rs);
-	free(bodies);
 	return rc;
 }
 
