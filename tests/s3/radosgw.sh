@@ -12,6 +12,7 @@
 #                          CUTSNAP_S3_ENV=DIR/env in its environment, stop,
 #                          and exit with CMD's status (make test uses this)
 #
+# RGW_MEMSTORE_BYTES caps the OSD's in-memory store (default 1 GiB).
 # Needs root (the daemons' data lives in DIR, no systemd) and the Debian
 # packages radosgw, ceph-mon and ceph-osd (scripts/deps.sh). When the
 # server cannot be started, "run" still runs CMD, with CUTSNAP_S3_ENV
@@ -59,7 +60,7 @@ mon data = $d/mon
 [osd.0]
 osd data = $d/osd
 osd objectstore = memstore
-memstore device bytes = 1073741824
+memstore device bytes = ${RGW_MEMSTORE_BYTES:-1073741824}
 osd journal size = 0
 [client.rgw.a]
 rgw frontends = beast endpoint=127.0.0.1:$rport
