@@ -1018,6 +1018,49 @@ out:
 	return rc;
 }
 
+/* A writer's stdout (a snapshot's id, init's line, load's summary) is
+ * held back in a temp file until the commit has made it true, and
+ * dropped when publishing fails: a snapshot id is printed only once the
+ * snapshot is visible in the bucket. */
+static int
+hold_stdout(int *saved, FILE **held, struct cs_err *e)
+{
+	*saved = -1;
+	fflush(stdout);
+	if ((*held = tmpfile()) == NULL)
+		return cs_errno(e, "tmpfile");
+	if ((*saved = dup(STDOUT_FILENO)) < 0 ||
+	    dup2(fileno(*held), STDOUT_FILENO) < 0) {
+		cs_errno(e, "dup stdout");
+		if (*saved >= 0)
+			close(*saved);
+		*saved = -1;
+		fclose(*held);
+		*held = NULL;
+		return -1;
+	}
+	return 0;
+}
+
+static void
+release_stdout(int saved, FILE *held, int show)
+{
+	char buf[8192];
+	size_t n;
+
+	if (held == NULL)
+		return;
+	fflush(stdout);
+	dup2(saved, STDOUT_FILENO);
+	close(saved);
+	if (show && fseek(held, 0, SEEK_SET) == 0)
+		while ((n = fread(buf, 1, sizeof(buf), held)) > 0)
+			if (fwrite(buf, 1, n, stdout) != n)
+				break;
+	fflush(stdout);
+	fclose(held);
+}
+
 /* Takes "--grace DURATION" / "--grace=DURATION" out of argv. */
 static int
 take_grace(int *argc, char **argv, int64_t *grace)
@@ -1105,7 +1148,8 @@ cmd_s3_run(const char *name, int (*fn)(int, char **), int argc, char **argv)
 	char **keys = NULL;
 	size_t off, nk = 0;
 	int64_t grace = 3600;
-	int i, ri, rc = EXIT_FAILED, dry = 0;
+	FILE *held = NULL;
+	int i, ri, rc = EXIT_FAILED, dry = 0, saved = -1;
 
 	memset(&ss, 0, sizeof(ss));
 	e.msg[0] = '\0';
@@ -1172,8 +1216,11 @@ cmd_s3_run(const char *name, int (*fn)(int, char **), int argc, char **argv)
 	}
 	sprintf(rep, "%.*s%s", (int)off, av[ri], ss.dir);
 	av[ri] = rep;
-	if (ss.kind == K_WRITE)
+	if (ss.kind == K_WRITE) {
+		if (hold_stdout(&saved, &held, &e) < 0)
+			goto fail;
 		active = &ss;
+	}
 	cmd_repo_alias(ss.dir, s3_url(ss.s));
 	rc = fn(argc, av);
 	active = NULL;
@@ -1182,6 +1229,8 @@ cmd_s3_run(const char *name, int (*fn)(int, char **), int argc, char **argv)
 		goto out;
 	if (ss.kind == K_WRITE && publish(&ss, &e) < 0)
 		goto fail;
+	release_stdout(saved, held, 1);
+	held = NULL;
 	if (ss.kind == K_PRUNE && !dry && prune_bucket(&ss, keys, nk, grace,
 	    &e) < 0)
 		goto fail;
@@ -1196,6 +1245,8 @@ cmd_s3_run(const char *name, int (*fn)(int, char **), int argc, char **argv)
 fail:
 	rc = cmd_fail(ss.bad_config ? EXIT_USAGE : EXIT_FAILED, "%s", e.msg);
 out:
+	/* A failed command's own output (a --json error object) still shows. */
+	release_stdout(saved, held, rc != EXIT_OK && e.msg[0] == '\0');
 	cmd_repo_alias(NULL, NULL);
 	active = NULL;
 	lease_drop(&ss);

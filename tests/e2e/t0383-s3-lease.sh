@@ -3,7 +3,9 @@
 # (another host's, planted; or a real snapshot held up by a stopped agent
 # for longer than the lease lasts without renewal) keeps every other
 # writer (snapshot, forget, prune) out with exit 1 while readers go on; an
-# expired lease is taken over; a writer removes its lease when done.
+# expired lease is taken over; a writer removes its lease when done; a
+# commit made meanwhile by someone else is never overwritten, and the
+# snapshot's id is not printed.
 . "$(dirname "$0")/lib.sh"
 . "$_lib_dir/lib-s3.sh"
 
@@ -45,6 +47,27 @@ test_expect_success 'an expired lease is taken over; the writer removes its own'
 	expect_ok snapshot -c "$CONF" -r "$REPO_URL" &&
 	expect_eq "$(s3count "$BUCKET" repo/commits/)" 2 "commits" &&
 	expect_eq "$(s3keys "$BUCKET" repo/lease)" "" "lease objects"
+'
+
+test_expect_success 'a commit made meanwhile by another writer: nothing committed, no id printed' '
+	NC=$(s3count "$BUCKET" repo/commits/) &&
+	last=$(s3keys "$BUCKET" repo/commits/ | tail -n 1) &&
+	next=$(printf "repo/commits/%020d" $((10#${last##*/} + 1))) &&
+	s3req GET "$BUCKET/$last" -o commit.txt | tail -n 1 | grep -q "^200$" &&
+	kill -STOP "$(agent_pid B)" &&
+	{ cs snapshot -c "$CONF" -r "$REPO_URL" -t 60 >"$OUT" 2>"$ERR" & } &&
+	W1=$! && BG_PIDS="$BG_PIDS $W1" &&
+	wait_for 20 s3keys_has "$BUCKET" repo/lease &&
+	s3put "$BUCKET/$next" commit.txt &&
+	kill -CONT "$(agent_pid B)" &&
+	{ wait "$W1"; expect_eq "$?" 1 "exit status of the snapshot"; } &&
+	err_is_one_line &&
+	err_matches "another writer committed ${next#repo/} first; nothing was committed" &&
+	expect_eq "$(cat "$OUT")" "" "stdout of the snapshot" &&
+	expect_ok ls -r "$REPO_URL" --json &&
+	json_check "len(d) == 2" &&
+	s3del "$BUCKET/$next" &&
+	expect_eq "$(s3count "$BUCKET" repo/commits/)" "$NC" "commits"
 '
 
 test_expect_success 'two writers at once: the second is refused while the first holds the lease past its lifetime' '
