@@ -1417,28 +1417,6 @@ dl_replay(const uint8_t *buf, size_t len, const char *what,
 
 /* --- the live data file --------------------------------------------------- */
 
-static int
-pwrite_all(int fd, const void *p, size_t n, off_t off)
-{
-	const uint8_t *b = p;
-	ssize_t w;
-
-	while (n > 0) {
-		w = pwrite(fd, b, n, off);
-		if (w == -1 && errno == EINTR)
-			continue;
-		if (w <= 0) {
-			if (w == 0)
-				errno = EIO;
-			return -1;
-		}
-		b += w;
-		n -= (size_t)w;
-		off += w;
-	}
-	return 0;
-}
-
 /* Write the header into an empty file and make the file's existence
  * durable (the file and its directory entry). */
 static int

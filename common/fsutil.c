@@ -59,6 +59,28 @@ pread_all(int fd, void *p, size_t n, off_t off)
 }
 
 int
+pwrite_all(int fd, const void *p, size_t n, off_t off)
+{
+	const uint8_t *q = p;
+	ssize_t r;
+
+	while (n > 0) {
+		r = pwrite(fd, q, n, off);
+		if (r == -1 && errno == EINTR)
+			continue;
+		if (r <= 0) {
+			if (r == 0)
+				errno = EIO;
+			return -1;
+		}
+		q += r;
+		n -= (size_t)r;
+		off += r;
+	}
+	return 0;
+}
+
+int
 fsync_dir(const char *dir, struct cs_err *e)
 {
 	int fd, rc = -1;
@@ -147,33 +169,53 @@ atomic_write_file(const char *path, const void *data, size_t len,
 }
 
 int
-atomic_write_file2(const char *path, const void *data, size_t len,
-    const void *data2, size_t len2, mode_t mode, struct cs_err *e)
+atomic_tmp_open(const char *path, mode_t mode, char *tmp, size_t tmpsz,
+    struct cs_err *e)
 {
-	char tmp[PATH_MAX], dir[PATH_MAX];
-	int fd = -1, rc = -1, created = 0;
+	int fd;
 
 	/* A random suffix, not the pid: a writer killed with -9 leaves its
 	 * temp behind, and pids wrap, so a later writer with the same pid
 	 * would find the name taken. */
-	if ((size_t)snprintf(tmp, sizeof(tmp), "%s" ATOMIC_TMP_INFIX "XXXXXX",
-	    path) >= sizeof(tmp)) {
-		cs_errf(e, "write %s: path too long", path);
-		goto out;
-	}
+	if ((size_t)snprintf(tmp, tmpsz, "%s" ATOMIC_TMP_INFIX "XXXXXX",
+	    path) >= tmpsz)
+		return cs_errf(e, "write %s: path too long", path);
 	/* mkostemp creates with O_EXCL, so it never writes through a
 	 * planted file or link. */
-	fd = mkostemp(tmp, O_CLOEXEC);
-	if (fd == -1) {
-		cs_errno(e, "create %s", tmp);
-		goto out;
-	}
-	created = 1;
+	if ((fd = mkostemp(tmp, O_CLOEXEC)) == -1)
+		return cs_errno(e, "create %s", tmp);
 	if (fchmod(fd, mode) == -1) {
 		cs_errno(e, "chmod %s", tmp);
-		goto out;
+		close(fd);
+		unlink(tmp);
+		return -1;
 	}
-	created = 1;
+	return fd;
+}
+
+int
+atomic_tmp_commit(const char *tmp, const char *path, struct cs_err *e)
+{
+	char dir[PATH_MAX];
+
+	if (rename(tmp, path) == -1) {
+		cs_errno(e, "rename %s to %s", tmp, path);
+		unlink(tmp);
+		return -1;
+	}
+	path_dirname(path, dir, sizeof(dir));
+	return fsync_dir(dir, e);
+}
+
+int
+atomic_write_file2(const char *path, const void *data, size_t len,
+    const void *data2, size_t len2, mode_t mode, struct cs_err *e)
+{
+	char tmp[PATH_MAX];
+	int fd, rc = -1, created = 1;
+
+	if ((fd = atomic_tmp_open(path, mode, tmp, sizeof(tmp), e)) == -1)
+		return -1;
 	if (write_all(fd, data, len) == -1 ||
 	    (len2 > 0 && write_all(fd, data2, len2) == -1)) {
 		cs_errno(e, "write %s", tmp);
@@ -191,13 +233,8 @@ atomic_write_file2(const char *path, const void *data, size_t len,
 		goto out;
 	}
 	fd = -1;
-	if (rename(tmp, path) == -1) {
-		cs_errno(e, "rename %s to %s", tmp, path);
-		goto out;
-	}
-	created = 0;
-	path_dirname(path, dir, sizeof(dir));
-	if (fsync_dir(dir, e) == -1)
+	created = 0;	/* renamed, or removed on failure */
+	if (atomic_tmp_commit(tmp, path, e) == -1)
 		goto out;
 	rc = 0;
 out:

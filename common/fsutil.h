@@ -11,6 +11,7 @@
 /* Write/read all n bytes, retrying on EINTR and short counts. 0 / -1. */
 int write_all(int fd, const void *p, size_t n);
 int pread_all(int fd, void *p, size_t n, off_t off);	/* -1 also on EOF */
+int pwrite_all(int fd, const void *p, size_t n, off_t off);
 
 int fsync_dir(const char *dir, struct cs_err *e);
 /* The directory part of path into out ("." if none). */
@@ -29,6 +30,15 @@ int atomic_write_file(const char *path, const void *data, size_t len,
 /* The same with the file's bytes given in two parts, one after the other. */
 int atomic_write_file2(const char *path, const void *data, size_t len,
     const void *data2, size_t len2, mode_t mode, struct cs_err *e);
+
+/* The two halves of the above for a caller that writes the temp itself:
+ * atomic_tmp_open creates PATH.tmp.XXXXXX (name in tmp) and returns its
+ * fd, or -1 with e set; the caller writes, fsyncs and closes it, then
+ * atomic_tmp_commit renames it over path and fsyncs the directory (on a
+ * failed rename it removes the temp). */
+int atomic_tmp_open(const char *path, mode_t mode, char *tmp, size_t tmpsz,
+    struct cs_err *e);
+int atomic_tmp_commit(const char *tmp, const char *path, struct cs_err *e);
 
 /* Remove the temp files that atomic_write_file left beside path when its
  * writer was killed (PATH.tmp.*). Only for a caller that holds path's lock,

@@ -31,50 +31,6 @@
 #include "../common/datalog.h"
 #include "../common/fsutil.h"
 
-/* The restored file of agent row a: its recorded file (mapped in *view,
- * left open for the write) and, in tail, an APPLY or DEAD record for
- * every recorded message to it that its applied seq has not covered
- * (replay.c). */
-static int
-build_image(struct store *st, const struct snap_rows *r,
-    const struct row_agent *a, struct fview *view, struct wbuf *tail,
-    struct cs_err *e)
-{
-	struct keyset ks = { NULL, 0 };
-	struct dl_state ds;
-	char what[128];
-	int have = 0, rc = -1;
-
-	wbuf_reset(tail);
-	if (fview_open(st, a, view, NULL, NULL, e) < 0) {
-		cs_errctx(e, "agent %s", a->name);
-		goto out;
-	}
-	if (view->p == NULL) {
-		cs_errf(e, "agent %s: recorded file changed since it was "
-		    "verified", a->name);
-		goto out;
-	}
-	if (keyset_build(&ks, r, a->name) < 0 || dl_state_init(&ds, 0) < 0) {
-		cs_errf(e, "out of memory");
-		goto out;
-	}
-	have = 1;
-	ds.keep = keyset_has;
-	ds.keep_ctx = &ks;
-	snprintf(what, sizeof(what), "recorded file of agent %s", a->name);
-	if (dl_replay(view->p, (size_t)view->len, what, 0, &ds, NULL, e) < 0)
-		goto out;
-	if (replay_msgs(&ds, r, a->name, tail, st->nfn, st->nctx, e) < 0)
-		goto out;
-	rc = 0;
-out:
-	if (have)
-		dl_state_free(&ds);
-	keyset_free(&ks);
-	return rc;
-}
-
 /* rowof[i]: the agent row of config agent i. Both sets must be equal. */
 static int
 match_agents(const struct snap_rows *r, const struct cfg *c, int *rowof,
@@ -192,21 +148,59 @@ fault_hold_while(void)
 		(void)nanosleep(&ts, NULL);
 }
 
+/* The temp file beside data path path that the verified chunks are
+ * written to, its name in tmp. A restore killed while writing left its
+ * temp file; we hold the data file's lock, so no other writer owns one. */
 static int
-write_image(const char *path, const struct fview *view,
-    const struct wbuf *tail, struct cs_err *e)
+open_temp(const char *path, char *tmp, size_t tmpsz, struct cs_err *e)
 {
 	char dir[PATH_MAX];
 
 	path_dirname(path, dir, sizeof(dir));
-	if (mkdir_p(dir, 0700, e) < 0)
+	if (mkdir_p(dir, 0700, e) < 0 || remove_stale_temps(path, e) < 0)
 		return -1;
-	/* A restore killed while writing left its temp file; we hold the
-	 * data file's lock, so no other writer owns one. */
-	if (remove_stale_temps(path, e) < 0)
-		return -1;
-	return atomic_write_file2(path, view->p, (size_t)view->len,
-	    tail->data, tail->len, 0600, e);
+	return atomic_tmp_open(path, 0600, tmp, tmpsz, e);
+}
+
+/* Finishing the temp files, one pool task each: the replay's records
+ * after the file's bytes, then fsync (most of the bytes are on their way
+ * already) and close. */
+struct finish {
+	const struct cfg *c;
+	const int *want;
+	int *tfd;
+	char (*tmp)[PATH_MAX];
+	int *dfd;
+	const uint64_t *size;	/* per config agent: its recorded size */
+	struct wbuf *tails;
+	char (*err)[CS_ERR_MAX];
+};
+
+static void
+finish_task(void *ctx, size_t i, int worker)
+{
+	struct finish *f = ctx;
+	int fd = f->tfd[i];
+
+	(void)worker;
+	if (!f->want[i])
+		return;
+	f->tfd[i] = -1;
+	if (f->dfd[i] >= 0)
+		(void)close(f->dfd[i]);
+	f->dfd[i] = -1;
+	if (f->tails[i].len > 0 && pwrite_all(fd, f->tails[i].data,
+	    f->tails[i].len, (off_t)f->size[i]) < 0)
+		snprintf(f->err[i], CS_ERR_MAX, "write %s: %s", f->tmp[i],
+		    strerror(errno));
+	/* An fsync failure may have dropped the dirty pages: retrying could
+	 * "succeed" without the data, so the whole restore fails. */
+	else if (fsync(fd) < 0)
+		snprintf(f->err[i], CS_ERR_MAX, "fsync %s: %s", f->tmp[i],
+		    strerror(errno));
+	if (close(fd) < 0 && f->err[i][0] == '\0')
+		snprintf(f->err[i], CS_ERR_MAX, "close %s: %s", f->tmp[i],
+		    strerror(errno));
 }
 
 /* want[i]: config agent i is restored (all of them when nonly is 0).
@@ -244,6 +238,25 @@ unmake(const struct cfg *c, const int *fds, const int *made)
 			(void)unlink(c->agents[i].data);
 }
 
+/* Restore refused before writing: a snapshot that fails verification
+ * says so (and names its problems) rather than what it made go wrong
+ * (a malformed agent row that matches no config agent), as when verify
+ * ran first. e is replaced only then. */
+static void
+prefer_verify_error(struct store *st, uint64_t rid, problem_fn fn,
+    void *ctx, struct cs_err *e)
+{
+	struct cs_err ve;
+	int n;
+
+	st->pnested = 1;
+	n = store_verify(st, rid, NULL, fn, ctx, &ve);
+	st->pnested = 0;
+	if (n > 0)
+		cs_errf(e, "snapshot %llu failed verification; nothing was "
+		    "restored", (unsigned long long)rid);
+}
+
 int
 store_restore(struct store *st, uint64_t id, const struct cfg *c,
     uint64_t *resolved, problem_fn fn, void *ctx, struct cs_err *e)
@@ -257,10 +270,15 @@ store_restore_agents(struct store *st, uint64_t id, const struct cfg *c,
     problem_fn fn, void *ctx, struct cs_err *e)
 {
 	struct snap_rows r;
-	struct fview *views = NULL;
 	struct wbuf *tails = NULL;
+	struct vsink *sinks = NULL;
+	struct finish fin;
+	char (*tmp)[PATH_MAX] = NULL, (*err)[CS_ERR_MAX] = NULL;
+	uint64_t *size = NULL;
 	int *rowof = NULL, *fds = NULL, *want = NULL, *made = NULL;
+	int *tfd = NULL, *dfd = NULL;
 	int i, n, k = 0, rc = -1;
+	size_t j;
 	uint64_t rid;
 
 	memset(&r, 0, sizeof(r));
@@ -270,70 +288,114 @@ store_restore_agents(struct store *st, uint64_t id, const struct cfg *c,
 		return -1;
 	if (resolved != NULL)
 		*resolved = rid;
-	/* One progress count for verifying and then writing. */
+	/* One progress count: each chunk is hashed and written together. */
 	store_progress_start(st, 0);
-	st->pnested = 1;
-	n = store_verify(st, rid, NULL, fn, ctx, e);
-	st->pnested = 0;
-	if (n < 0)
-		return -1;
-	if (n > 0)
-		return cs_errf(e, "snapshot %llu failed verification; nothing "
-		    "was restored", (unsigned long long)rid);
 	if (rows_load(st, rid, &r, e) < 0)
 		return -1;
 	rowof = calloc((size_t)c->nagents, sizeof(*rowof));
 	fds = malloc((size_t)c->nagents * sizeof(*fds));
+	tfd = malloc((size_t)c->nagents * sizeof(*tfd));
+	dfd = malloc((size_t)c->nagents * sizeof(*dfd));
 	want = calloc((size_t)c->nagents, sizeof(*want));
 	made = calloc((size_t)c->nagents, sizeof(*made));
-	views = calloc((size_t)c->nagents, sizeof(*views));
+	tmp = calloc((size_t)c->nagents, sizeof(*tmp));
+	err = calloc((size_t)c->nagents, sizeof(*err));
+	size = calloc((size_t)c->nagents, sizeof(*size));
 	tails = calloc((size_t)c->nagents, sizeof(*tails));
-	if (rowof == NULL || fds == NULL || want == NULL || made == NULL ||
-	    views == NULL || tails == NULL) {
+	sinks = calloc(r.nagents + 1, sizeof(*sinks));
+	if (rowof == NULL || fds == NULL || tfd == NULL || dfd == NULL ||
+	    want == NULL ||
+	    made == NULL || tmp == NULL || err == NULL || size == NULL ||
+	    tails == NULL || sinks == NULL) {
 		cs_errf(e, "out of memory");
 		goto out;
 	}
 	for (i = 0; i < c->nagents; i++)
-		fds[i] = -1;
+		fds[i] = tfd[i] = dfd[i] = -1;
+	for (j = 0; j < r.nagents; j++)
+		sinks[j].fd = -1;
 	if (pick_agents(c, only, nonly, want, e) < 0 ||
 	    match_agents(&r, c, rowof, e) < 0 ||
 	    store_check_paths(st, c, e) < 0 ||
-	    lock_all(c, want, fds, made, e) < 0)
+	    lock_all(c, want, fds, made, e) < 0) {
+		prefer_verify_error(st, rid, fn, ctx, e);
 		goto out;
-	/* First build every image without writing, so that a snapshot that
-	 * cannot be restored leaves every file untouched. The recorded files
-	 * stay mapped, not copied: memory holds only the APPLY tails. */
-	for (i = 0; i < c->nagents; i++)
-		if (want[i] && build_image(st, &r, &r.agents[rowof[i]],
-		    &views[i], &tails[i], e) < 0)
-			goto out;
+	}
 	fault_hold_while();
+	/* One pass: verify reads each chunk once, checks it and writes it to
+	 * its file's temp file; nothing is renamed into place unless the
+	 * whole snapshot verified and every temp file is complete and on
+	 * disk. The recorded files stay mapped, not copied: memory holds
+	 * only the APPLY tails. */
 	for (i = 0; i < c->nagents; i++) {
 		if (!want[i])
 			continue;
-		if (write_image(c->agents[i].data, &views[i], &tails[i],
-		    e) < 0)
+		if ((tfd[i] = open_temp(c->agents[i].data, tmp[i],
+		    sizeof(tmp[i]), e)) < 0)
 			goto out;
-		progress_add(st, c->agents[i].name, r.agents[rowof[i]].size);
+		/* Where the filesystem has them, direct writes for the
+		 * chunks' whole pages (-1: all buffered). */
+		dfd[i] = open(tmp[i], O_WRONLY | O_DIRECT | O_NOFOLLOW |
+		    O_CLOEXEC);
+		size[i] = r.agents[rowof[i]].size;
+		sinks[rowof[i]] = (struct vsink){ tfd[i], dfd[i], tmp[i],
+		    &tails[i] };
+	}
+	st->pnested = 1;
+	n = verify_restore(st, rid, sinks, fn, ctx, e);
+	st->pnested = 0;
+	if (n < 0)
+		goto out;
+	if (n > 0) {
+		cs_errf(e, "snapshot %llu failed verification; nothing "
+		    "was restored", (unsigned long long)rid);
+		goto out;
+	}
+	fin = (struct finish){ c, want, tfd, tmp, dfd, size, tails, err };
+	pool_run((size_t)c->nagents, finish_task, &fin);
+	for (i = 0; i < c->nagents; i++)
+		if (err[i][0] != '\0') {
+			cs_errf(e, "%s", err[i]);
+			goto out;
+		}
+	for (i = 0; i < c->nagents; i++) {
+		if (!want[i])
+			continue;
+		n = atomic_tmp_commit(tmp[i], c->agents[i].data, e);
+		tmp[i][0] = '\0';	/* renamed, or removed */
+		if (n < 0)
+			goto out;
 		fault_after_file(++k);
 	}
 	rc = 0;
 out:
 	if (rc < 0 && made != NULL && fds != NULL)
 		unmake(c, fds, made);
+	for (i = 0; tfd != NULL && i < c->nagents; i++)
+		if (tfd[i] >= 0)
+			close(tfd[i]);
+	for (i = 0; dfd != NULL && i < c->nagents; i++)
+		if (dfd[i] >= 0)
+			close(dfd[i]);
+	for (i = 0; tmp != NULL && i < c->nagents; i++)
+		if (tmp[i][0] != '\0')
+			(void)unlink(tmp[i]);
 	for (i = 0; fds != NULL && i < c->nagents; i++)
 		if (fds[i] >= 0)
 			close(fds[i]);
 	free(fds);
+	free(tfd);
+	free(dfd);
 	free(rowof);
 	free(want);
 	free(made);
-	for (i = 0; views != NULL && i < c->nagents; i++)
-		fview_close(&views[i]);
+	free(tmp);
+	free(err);
+	free(size);
 	for (i = 0; tails != NULL && i < c->nagents; i++)
 		wbuf_free(&tails[i]);
-	free(views);
 	free(tails);
+	free(sinks);
 	rows_free(&r);
 	return rc;
 }

@@ -3,6 +3,7 @@
 #define CUTSNAP_STORE_INT_H
 
 #include <limits.h>
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sqlite3.h>
@@ -155,6 +156,15 @@ int obj_decode(const struct store *st, const uint8_t name[SHA_LEN],
  * there but damaged (e: "size mismatch: ...", a decode error). */
 int obj_load(const struct store *st, const uint8_t name[SHA_LEN],
     const char *path, uint8_t *plain, size_t len, struct cs_err *e);
+/* The same, reading the blob into b (grown as needed, kept for the next
+ * call; free b->p when done). */
+struct objbuf {
+	uint8_t *p;
+	size_t cap;
+};
+int obj_load_buf(const struct store *st, const uint8_t name[SHA_LEN],
+    const char *path, uint8_t *plain, size_t len, struct objbuf *b,
+    struct cs_err *e);
 /* crypt.c: an encrypted repository's keys and seals. crypt_create
  * draws the master key and stores the first key (inside the creating
  * transaction, the identity made); crypt_unlock asks the password callback and
@@ -209,6 +219,7 @@ struct fview {
 				 * framed repository: its object is there but
 				 * does not decode (its part reads as zeros);
 				 * else NULL */
+	int deferred;	/* framed chunks not loaded yet: fview_load */
 };
 /* Called once per unusable chunk with its index and what is wrong. */
 typedef void (*chunk_problem_fn)(void *ctx, const struct row_chunk *c,
@@ -219,6 +230,19 @@ typedef void (*chunk_problem_fn)(void *ctx, const struct row_chunk *c,
 int fview_open(struct store *st, const struct row_agent *a,
     struct fview *v, chunk_problem_fn fn, void *ctx, struct cs_err *e);
 void fview_close(struct fview *v);	/* accepts a zeroed view */
+/* Like fview_open, but in a framed repository it only reserves the
+ * region and checks the chunk rows: each chunk is then loaded (read,
+ * opened, decoded) by fview_load, so that the decoding runs on the
+ * pool's threads, not one after the other. Raw chunks are mapped as by
+ * fview_open (nothing to decode). */
+int fview_open_deferred(struct store *st, const struct row_agent *a,
+    struct fview *v, chunk_problem_fn fn, void *ctx, struct cs_err *e);
+/* Load chunk c of a deferred view with b as the read buffer (a no-op
+ * for a view that is not deferred). 0; -2: damaged (marked in
+ * v->damaged, its part zeroed); -1: unusable, e says why ("missing
+ * (...)"), its part unreadable. Safe on distinct chunks at once. */
+int fview_load(struct store *st, struct fview *v, const struct row_chunk *c,
+    struct objbuf *b, struct cs_err *e);
 
 
 /* pool.c: run fn(ctx, task, worker) for every task in [0, ntasks) on up
@@ -325,6 +349,16 @@ struct fcheck {			/* one agent row's recorded file */
 	struct dl_state st;
 	struct keyset ks;	/* the keys st tracks */
 	char err[CS_ERR_MAX];	/* why the replay failed */
+	char **lerr;		/* per chunk of a deferred view: why it
+				 * could not be loaded (NULL: it was) */
+	int sink;		/* under restore: the temp file the verified
+				 * chunks are written to, or -1 */
+	int dsink;		/* it opened O_DIRECT, or -1 */
+	const char *sinkname;
+	atomic_int wfailed;	/* a write to sink failed: werr says how */
+	char werr[CS_ERR_MAX];
+	struct wbuf *tail;	/* under restore: receives the APPLY/DEAD
+				 * records of restore's replay */
 };
 struct vrun {
 	struct store *st;
@@ -336,6 +370,8 @@ struct vrun {
 	struct fcheck *fc;	/* per agent row */
 	struct vtask *tasks;	/* the pool's work, see verify.c */
 	size_t ntasks;
+	size_t nchunktasks;	/* the first ones: a pass of their own */
+	struct objbuf bufs[POOL_MAX_THREADS];	/* per worker */
 };
 /* One unit of verify's pool: chunk >= 0 hashes that chunk of the agent
  * row's file; otherwise one of the whole-file tasks below. */
@@ -346,6 +382,21 @@ struct vtask {
 	int64_t chunk;
 	uint64_t len;		/* bytes it covers, to schedule long ones first */
 };
+/* Under restore, per agent row: where its verified chunks go (fd of a
+ * temp file, or -1 for a row not restored) and the buffer that receives
+ * the replay's APPLY/DEAD records for it. */
+struct vsink {
+	int fd;
+	int dfd;	/* the same file opened O_DIRECT, or -1 */
+	const char *name;
+	struct wbuf *tail;
+};
+/* verify.c: store_verify for restore, in one pass: each chunk is read,
+ * decoded, hashed and written to its row's sink together. The number of
+ * problems (0: every sink holds its file's verified bytes), or -1 with e
+ * set. */
+int verify_restore(struct store *st, uint64_t id, const struct vsink *sinks,
+    problem_fn fn, void *ctx, struct cs_err *e);
 /* Report one problem, prefixed with "snapshot N: ". */
 void vproblem(struct vrun *v, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));

@@ -2,13 +2,17 @@
  * recorded files' chunks, the messages' hashes and the snapshot's digest. The consistency
  * of the cut is in verify_cut.c. Every problem is one line; nothing in a
  * tampered repository may crash it. */
+#include <errno.h>
+#include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "store_int.h"
 #include "../common/datalog.h"
+#include "../common/fsutil.h"
 
 void
 vproblem(struct vrun *v, const char *fmt, ...)
@@ -102,33 +106,83 @@ open_file(struct vrun *v, size_t i)
 		    "file", a->name, (unsigned long long)a->size);
 		return;
 	}
-	if (fview_open(v->st, a, &v->fc[i].view, chunk_problem, &cc,
+	if (fview_open_deferred(v->st, a, &v->fc[i].view, chunk_problem, &cc,
 	    &e) < 0) {
 		if (cc.n == 0)
 			vproblem(v, "agent %s: %s", a->name, e.msg);
 		return;
 	}
-	if ((v->fc[i].bad = calloc(a->nchunks, 1)) == NULL) {
+	if ((v->fc[i].bad = calloc(a->nchunks, 1)) == NULL ||
+	    (v->fc[i].lerr = calloc(a->nchunks, sizeof(char *))) == NULL) {
 		vproblem(v, "agent %s: out of memory", a->name);
 		return;
 	}
 	v->fc[i].mapped = 1;
 }
 
-/* Chunk k of agent i against its recorded sha256. Every byte of a
- * recorded file is in exactly one chunk (fview_open checked the tiling),
- * and the chunk list is covered by the snapshot's digest, so this checks
- * the whole file; unlike one SHA-256 over the file, it runs on every
- * core. Progress counts each chunk once it is hashed. */
+/* A write to the restore's temp file failed: keep the first error. */
 static void
-hash_chunk(struct vrun *v, size_t i, size_t k)
+sink_failed(struct fcheck *f, const char *what)
+{
+	if (atomic_exchange(&f->wfailed, 1) == 0)
+		snprintf(f->werr, sizeof(f->werr), "write %s: %s",
+		    f->sinkname, what);
+}
+
+/* Write a verified chunk to the restore's temp file: its whole pages
+ * straight from the view to the disk (O_DIRECT: no copy into the page
+ * cache, nothing left for the final fsync; the view and the offsets are
+ * page-aligned), the rest, if any, buffered with its write-back started
+ * at once. A filesystem that refuses direct writes gets them buffered.
+ * 0, or -1 with errno set. */
+static int
+sink_write(struct fcheck *f, const uint8_t *p, size_t len, uint64_t off)
+{
+	size_t page = (size_t)sysconf(_SC_PAGESIZE), n = 0;
+
+	if (f->dsink >= 0)
+		n = len / page * page;
+	if (n > 0 && pwrite_all(f->dsink, p, n, (off_t)off) < 0) {
+		if (errno != EINVAL)
+			return -1;
+		n = 0;
+	}
+	if (n == len)
+		return 0;
+	if (pwrite_all(f->sink, p + n, len - n, (off_t)(off + n)) < 0)
+		return -1;
+	(void)sync_file_range(f->sink, (off_t)(off + n), (off_t)(len - n),
+	    SYNC_FILE_RANGE_WRITE);
+	return 0;
+}
+
+/* Chunk k of agent i: loaded (read and decoded, in a framed repository)
+ * and checked against its recorded sha256; under restore, then written
+ * to the temp file at its offset while its bytes are still in the cache,
+ * with the write-back started at once so the final fsync has little left
+ * to do. Every byte of a recorded file is in exactly one chunk
+ * (fview_open checked the tiling), and the chunk list is covered by the
+ * snapshot's digest, so this checks the whole file; unlike one SHA-256
+ * over the file, it runs on every core. Progress counts each chunk once
+ * it is hashed. */
+static void
+hash_chunk(struct vrun *v, size_t i, size_t k, int worker)
 {
 	const struct row_agent *a = &v->rows.agents[i];
 	const struct row_chunk *c = &a->chunks[k];
 	struct fcheck *f = &v->fc[i];
 	char hex[SHA_HEX_LEN];
 	uint8_t sha[SHA_LEN];
+	struct cs_err e;
+	int rc;
 
+	rc = fview_load(v->st, &f->view, c, &v->bufs[worker], &e);
+	if (rc == -1) {
+		if ((f->lerr[k] = strdup(e.msg)) == NULL)
+			f->hash_failed = 1;
+		f->bad[k] = 3;
+		return;
+	}
 	if (f->view.damaged != NULL && f->view.damaged[k]) {
 		f->bad[k] = 2;	/* its object does not decode */
 		progress_add(v->st, a->name, c->size);
@@ -138,15 +192,20 @@ hash_chunk(struct vrun *v, size_t i, size_t k)
 		f->hash_failed = 1;	/* a benign race: only ever set */
 		return;
 	}
-	progress_add(v->st, a->name, c->size);
 	store_name_hex(v->st, sha, hex);
 	if (strcmp(hex, c->sha) != 0)
 		f->bad[k] = 1;
+	else if (f->sink >= 0 && !atomic_load(&f->wfailed) &&
+	    sink_write(f, f->view.p + c->off, (size_t)c->size, c->off) < 0)
+		sink_failed(f, strerror(errno));
+	progress_add(v->st, a->name, c->size);
 }
 
 /* Under restore only: the file's own sha256 (agents.sha256), the digest
  * the agent kept of its log. The chunks already prove the bytes; this
- * proves the row agrees with them before a file is written from them. */
+ * proves the row agrees with them before a file is written from them.
+ * It runs once the chunks are loaded, beside the replays, while the
+ * chunks written to the temp files reach the disk. */
 static void
 hash_file(struct vrun *v, size_t i)
 {
@@ -185,20 +244,34 @@ replay_file(struct vrun *v, size_t i)
 	f->have = 1;
 }
 
-/* pool.c task t of the list built by plan_tasks. */
+/* pool.c task t of the list built by plan_tasks: the chunks first, in
+ * a pass of their own (a replay needs its whole file loaded), then the
+ * whole-file tasks (offset by nchunktasks). */
 static void
-file_task(void *ctx, size_t t, int worker)
+chunk_task(void *ctx, size_t t, int worker)
 {
 	struct vrun *v = ctx;
 	const struct vtask *task = &v->tasks[t];
 
+	hash_chunk(v, task->agent, (size_t)task->chunk, worker);
+}
+
+static void
+file_task(void *ctx, size_t t, int worker)
+{
+	struct vrun *v = ctx;
+	const struct vtask *task = &v->tasks[v->nchunktasks + t];
+	size_t i = task->agent, k;
+
 	(void)worker;
-	if (task->chunk >= 0)
-		hash_chunk(v, task->agent, (size_t)task->chunk);
-	else if (task->chunk == TASK_REPLAY)
-		replay_file(v, task->agent);
+	/* A chunk that could not be loaded left its part unreadable. */
+	for (k = 0; k < v->rows.agents[i].nchunks; k++)
+		if (v->fc[i].bad[k] == 3)
+			return;
+	if (task->chunk == TASK_REPLAY)
+		replay_file(v, i);
 	else
-		hash_file(v, task->agent);
+		hash_file(v, i);
 }
 
 static int
@@ -206,10 +279,10 @@ cmp_task(const void *x, const void *y)
 {
 	const struct vtask *a = x, *b = y;
 
-	/* Whole-file tasks first, longest first (they are sequential), then
-	 * the chunks in file order. */
+	/* Chunks first, in file order; then the whole-file tasks, longest
+	 * first. */
 	if ((a->chunk < 0) != (b->chunk < 0))
-		return a->chunk < 0 ? -1 : 1;
+		return a->chunk < 0 ? 1 : -1;
 	if (a->chunk < 0 && a->len != b->len)
 		return a->len > b->len ? -1 : 1;
 	if (a->agent != b->agent)
@@ -217,8 +290,8 @@ cmp_task(const void *x, const void *y)
 	return (a->chunk > b->chunk) - (a->chunk < b->chunk);
 }
 
-/* The pool's tasks: per mapped file a replay (and, under restore, its
- * whole-file hash), and one task per chunk. */
+/* The pool's tasks: one per chunk, then per mapped file its replay and,
+ * for a file restore writes, its whole-file hash. */
 static int
 plan_tasks(struct vrun *v)
 {
@@ -236,12 +309,13 @@ plan_tasks(struct vrun *v)
 			continue;
 		v->tasks[v->ntasks++] = (struct vtask){ i, TASK_REPLAY,
 		    a->size };
-		if (v->st->pnested)
+		if (v->fc[i].sink >= 0)
 			v->tasks[v->ntasks++] = (struct vtask){ i,
 			    TASK_FILE_HASH, a->size };
 		for (k = 0; k < a->nchunks; k++)
 			v->tasks[v->ntasks++] = (struct vtask){ i,
 			    (int64_t)k, a->chunks[k].size };
+		v->nchunktasks += a->nchunks;
 	}
 	qsort(v->tasks, v->ntasks, sizeof(*v->tasks), cmp_task);
 	return 0;
@@ -263,6 +337,15 @@ report_file(struct vrun *v, size_t i)
 		    a->name);
 		return;
 	}
+	for (k = 0; k < a->nchunks; k++)
+		if (f->bad[k] == 3) {
+			/* As fview_open would have said: not the bytes. */
+			vproblem(v, "agent %s: chunk %zu (%.*s): %s", a->name,
+			    k, SHORT_SHA(a->chunks[k].sha), f->lerr[k]);
+			nbad++;
+		}
+	if (nbad > 0)
+		return;
 	for (k = 0; k < a->nchunks; k++) {
 		if (!f->bad[k])
 			continue;
@@ -375,7 +458,11 @@ replay_all(struct vrun *v)
 		a = &v->rows.agents[i];
 		if (!v->fc[i].have)
 			continue;
-		if (replay_msgs(&v->fc[i].st, &v->rows, a->name, NULL, note, v,
+		/* Under restore, a file it writes gets the records here, and
+		 * restore's notes as restore gives them. */
+		if (v->fc[i].tail != NULL ? replay_msgs(&v->fc[i].st, &v->rows,
+		    a->name, v->fc[i].tail, v->st->nfn, v->st->nctx, &e) < 0 :
+		    replay_msgs(&v->fc[i].st, &v->rows, a->name, NULL, note, v,
 		    &e) < 0)
 			vproblem(v, "agent %s: the replay of its recorded "
 			    "messages fails: %s", a->name, e.msg);
@@ -400,13 +487,42 @@ check_keys(struct vrun *v)
 		vproblem(v, "keys: %s", e.msg);
 }
 
+static int run(struct store *st, uint64_t id, uint64_t *resolved,
+    const struct vsink *sinks, problem_fn fn, void *ctx, struct cs_err *e);
+
 int
 store_verify(struct store *st, uint64_t id, uint64_t *resolved,
     problem_fn fn, void *ctx, struct cs_err *e)
 {
+	return run(st, id, resolved, NULL, fn, ctx, e);
+}
+
+int
+verify_restore(struct store *st, uint64_t id, const struct vsink *sinks,
+    problem_fn fn, void *ctx, struct cs_err *e)
+{
+	return run(st, id, NULL, sinks, fn, ctx, e);
+}
+
+/* A failed write to a temp file fails the restore, not the snapshot. */
+static int
+sink_error(const struct vrun *v, struct cs_err *e)
+{
+	size_t i;
+
+	for (i = 0; i < v->rows.nagents; i++)
+		if (atomic_load(&v->fc[i].wfailed))
+			return cs_errf(e, "%s", v->fc[i].werr);
+	return 0;
+}
+
+static int
+run(struct store *st, uint64_t id, uint64_t *resolved,
+    const struct vsink *sinks, problem_fn fn, void *ctx, struct cs_err *e)
+{
 	struct vrun v;
 	uint64_t rid;
-	size_t i;
+	size_t i, k;
 	int rc = -1;
 
 	memset(&v, 0, sizeof(v));
@@ -432,16 +548,23 @@ store_verify(struct store *st, uint64_t id, uint64_t *resolved,
 		cs_errf(e, "out of memory");
 		goto out;
 	}
+	for (i = 0; i < v.rows.nagents; i++) {
+		v.fc[i].sink = sinks != NULL ? sinks[i].fd : -1;
+		v.fc[i].dsink = sinks != NULL ? sinks[i].dfd : -1;
+		v.fc[i].sinkname = sinks != NULL ? sinks[i].name : NULL;
+		v.fc[i].tail = sinks != NULL && sinks[i].fd >= 0 ?
+		    sinks[i].tail : NULL;
+		atomic_init(&v.fc[i].wfailed, 0);
+	}
 	check_db(&v);
 	for (i = 0; i < v.rows.nagents; i++)
 		open_file(&v, i);
-	/* Under restore each file is counted twice: hashed here, written
-	 * there. */
+	/* Under restore a chunk is hashed and written in one pass: one
+	 * count. */
 	if (!st->pnested)
 		store_progress_start(st, 0);
 	for (i = 0; i < v.rows.nagents; i++)
-		progress_grow(st, v.rows.agents[i].size *
-		    (st->pnested ? 2 : 1));
+		progress_grow(st, v.rows.agents[i].size);
 	if (plan_tasks(&v) < 0) {
 		cs_errf(e, "out of memory");
 		rc = -1;
@@ -454,7 +577,10 @@ store_verify(struct store *st, uint64_t id, uint64_t *resolved,
 			rc = -1;
 			goto out;
 		}
-	pool_run(v.ntasks, file_task, &v);
+	pool_run(v.nchunktasks, chunk_task, &v);
+	pool_run(v.ntasks - v.nchunktasks, file_task, &v);
+	if (sink_error(&v, e) < 0)
+		goto out;
 	for (i = 0; i < v.rows.nagents; i++)
 		report_file(&v, i);
 	check_msgs(&v);
@@ -466,6 +592,10 @@ store_verify(struct store *st, uint64_t id, uint64_t *resolved,
 	rc = v.nproblems;
 out:
 	for (i = 0; v.fc != NULL && i < v.rows.nagents; i++) {
+		for (k = 0; v.fc[i].lerr != NULL &&
+		    k < v.rows.agents[i].nchunks; k++)
+			free(v.fc[i].lerr[k]);
+		free(v.fc[i].lerr);
 		fview_close(&v.fc[i].view);
 		if (v.fc[i].have)
 			dl_state_free(&v.fc[i].st);
@@ -474,6 +604,8 @@ out:
 	}
 	free(v.fc);
 	free(v.tasks);
+	for (i = 0; i < POOL_MAX_THREADS; i++)
+		free(v.bufs[i].p);
 	rows_free(&v.rows);
 	return rc;
 }

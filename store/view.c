@@ -49,43 +49,67 @@ problem(struct vopen *o, const struct row_chunk *c, const char *fmt, ...)
 
 /* Chunk c of a framed repository (object.c): decoded into anonymous
  * memory at base + c->off, read-only once filled. An object that is
- * there but does not decode is marked in o->damaged (its part zeroed),
- * for verify to report and quarantine like a chunk whose bytes changed;
- * without o->damaged it is a problem. */
+ * there but does not decode is marked in damaged (its part zeroed) and
+ * -2 returned; without damaged that is -1 like any other failure. The
+ * mapping is populated at once: one call faults in the chunk's pages
+ * instead of one fault per page while it is decoded. */
+static int
+load_into(struct store *st, const struct row_chunk *c, uint8_t *base,
+    const char *path, unsigned char *damaged, struct objbuf *b,
+    struct cs_err *e)
+{
+	uint8_t name[SHA_LEN];
+	int rc;
+
+	if (mmap(base + c->off, (size_t)c->size, PROT_READ | PROT_WRITE,
+	    MAP_PRIVATE | MAP_FIXED | MAP_ANONYMOUS | MAP_POPULATE, -1,
+	    0) == MAP_FAILED)
+		return cs_errno(e, "mmap");
+	if (sha_unhex(c->sha, name) < 0)
+		return cs_errf(e, "bad blob name");
+	rc = obj_load_buf(st, name, path, base + c->off, (size_t)c->size, b,
+	    e);
+	if (rc == -2 && damaged != NULL) {
+		damaged[c->idx] = 1;
+		memset(base + c->off, 0, (size_t)c->size);
+	} else if (rc < 0) {
+		return -1;
+	}
+	if (mprotect(base + c->off, (size_t)c->size, PROT_READ) < 0)
+		return cs_errno(e, "mprotect");
+	return rc;
+}
+
 static void
 load_chunk(struct store *st, struct vopen *o, const struct row_chunk *c,
     uint8_t *base, const char *path)
 {
+	struct objbuf b = { NULL, 0 };
 	struct cs_err e;
-	int rc;
 
-	if (mmap(base + c->off, (size_t)c->size, PROT_READ | PROT_WRITE,
-	    MAP_PRIVATE | MAP_FIXED | MAP_ANONYMOUS, -1, 0) == MAP_FAILED) {
-		problem(o, c, "mmap: %s", strerror(errno));
-		return;
-	}
-	uint8_t name[SHA_LEN];
-
-	if (sha_unhex(c->sha, name) < 0) {
-		problem(o, c, "bad blob name");
-		return;
-	}
-	rc = obj_load(st, name, path, base + c->off, (size_t)c->size, &e);
-	if (rc == -2 && o->damaged != NULL) {
-		o->damaged[c->idx] = 1;
-		memset(base + c->off, 0, (size_t)c->size);
-	} else if (rc < 0) {
+	if (load_into(st, c, base, path, o->damaged, &b, &e) == -1)
 		problem(o, c, "%s", e.msg);
-		return;
-	}
-	if (mprotect(base + c->off, (size_t)c->size, PROT_READ) < 0)
-		problem(o, c, "mprotect: %s", strerror(errno));
+	free(b.p);
 }
 
-/* Map chunk c at base + c->off. */
+int
+fview_load(struct store *st, struct fview *v, const struct row_chunk *c,
+    struct objbuf *b, struct cs_err *e)
+{
+	char path[PATH_MAX];
+
+	if (!v->deferred)
+		return 0;
+	if (blob_path(st, c->sha, path, sizeof(path), e) < 0)
+		return -1;
+	return load_into(st, c, v->p, path, v->damaged, b, e);
+}
+
+/* Map chunk c at base + c->off (a framed one: decode it there, unless
+ * deferred). */
 static void
 map_chunk(struct store *st, struct vopen *o, const struct row_chunk *c,
-    uint8_t *base)
+    uint8_t *base, int deferred)
 {
 	char path[PATH_MAX];
 	struct cs_err e;
@@ -97,7 +121,8 @@ map_chunk(struct store *st, struct vopen *o, const struct row_chunk *c,
 		return;
 	}
 	if (obj_framed(st)) {
-		load_chunk(st, o, c, base, path);
+		if (!deferred)
+			load_chunk(st, o, c, base, path);
 		return;
 	}
 	if ((fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)) < 0) {
@@ -119,9 +144,9 @@ map_chunk(struct store *st, struct vopen *o, const struct row_chunk *c,
 	close(fd);
 }
 
-int
-fview_open(struct store *st, const struct row_agent *a, struct fview *v,
-    chunk_problem_fn fn, void *ctx, struct cs_err *e)
+static int
+open_view(struct store *st, const struct row_agent *a, struct fview *v,
+    chunk_problem_fn fn, void *ctx, int deferred, struct cs_err *e)
 {
 	struct vopen o = { fn, ctx, e, 0, NULL };
 	const struct row_chunk *c;
@@ -164,7 +189,7 @@ fview_open(struct store *st, const struct row_agent *a, struct fview *v,
 			    "or sha256)");
 			break;
 		}
-		map_chunk(st, &o, c, v->p);
+		map_chunk(st, &o, c, v->p, deferred);
 		off += c->size;
 	}
 	if (o.nproblems == 0 && off != a->size) {
@@ -177,7 +202,22 @@ fview_open(struct store *st, const struct row_agent *a, struct fview *v,
 		fview_close(v);
 		return -1;
 	}
+	v->deferred = deferred && obj_framed(st);
 	return 0;
+}
+
+int
+fview_open(struct store *st, const struct row_agent *a, struct fview *v,
+    chunk_problem_fn fn, void *ctx, struct cs_err *e)
+{
+	return open_view(st, a, v, fn, ctx, 0, e);
+}
+
+int
+fview_open_deferred(struct store *st, const struct row_agent *a,
+    struct fview *v, chunk_problem_fn fn, void *ctx, struct cs_err *e)
+{
+	return open_view(st, a, v, fn, ctx, 1, e);
 }
 
 void
