@@ -371,6 +371,7 @@ struct vrun {
 	struct vtask *tasks;	/* the pool's work, see verify.c */
 	size_t ntasks;
 	size_t nchunktasks;	/* the first ones: a pass of their own */
+	atomic_size_t nwritten;	/* chunks written to restore's temp files */
 	struct objbuf bufs[POOL_MAX_THREADS];	/* per worker */
 };
 /* One unit of verify's pool: chunk >= 0 hashes that chunk of the agent

@@ -156,6 +156,22 @@ sink_write(struct fcheck *f, const uint8_t *p, size_t len, uint64_t off)
 	return 0;
 }
 
+/* Test hook: CUTSNAP_FAULT=restore-kill-after-chunks:N makes restore
+ * exit with status 99 once N chunks were written to its temp files, so
+ * the tests can prove that a restore killed in the middle of its one
+ * pass leaves every data file as it was. */
+static void
+fault_after_chunks(struct vrun *v)
+{
+	const char *f = getenv("CUTSNAP_FAULT");
+	const char *pfx = "restore-kill-after-chunks:";
+
+	if (f != NULL && strncmp(f, pfx, strlen(pfx)) == 0 &&
+	    (long)atomic_fetch_add(&v->nwritten, 1) + 1 >= atol(f +
+	    strlen(pfx)))
+		_exit(99);
+}
+
 /* Chunk k of agent i: loaded (read and decoded, in a framed repository)
  * and checked against its recorded sha256; under restore, then written
  * to the temp file at its offset while its bytes are still in the cache,
@@ -195,9 +211,12 @@ hash_chunk(struct vrun *v, size_t i, size_t k, int worker)
 	store_name_hex(v->st, sha, hex);
 	if (strcmp(hex, c->sha) != 0)
 		f->bad[k] = 1;
-	else if (f->sink >= 0 && !atomic_load(&f->wfailed) &&
-	    sink_write(f, f->view.p + c->off, (size_t)c->size, c->off) < 0)
-		sink_failed(f, strerror(errno));
+	else if (f->sink >= 0 && !atomic_load(&f->wfailed)) {
+		if (sink_write(f, f->view.p + c->off, (size_t)c->size,
+		    c->off) < 0)
+			sink_failed(f, strerror(errno));
+		fault_after_chunks(v);
+	}
 	progress_add(v->st, a->name, c->size);
 }
 
@@ -536,6 +555,7 @@ run(struct store *st, uint64_t id, uint64_t *resolved,
 	v.id = rid;
 	v.fn = fn;
 	v.ctx = ctx;
+	atomic_init(&v.nwritten, 0);
 	if (rows_load(st, rid, &v.rows, e) < 0)
 		return -1;
 	if (strcmp(v.rows.status, "complete") != 0) {
