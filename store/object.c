@@ -80,6 +80,25 @@ obj_bound(const struct store *st, size_t len)
 	return sealing(st) + OBJ_HDR_LEN + ZSTD_compressBound(len);
 }
 
+/* Whether zstd may make plain[0, len) smaller: its first SAMPLE bytes,
+ * compressed at zstd's fastest level into out, must shrink by at least
+ * 1/32. Random data (already compressed or encrypted values) fails at
+ * once, instead of a whole level-3 attempt per chunk that is then
+ * stored as it is anyway: that attempt was an eighth of a full
+ * snapshot's CPU time on random data. */
+#define SAMPLE (64 * 1024)
+static int
+worth_compressing(const uint8_t *plain, size_t len, uint8_t *out,
+    size_t outsz)
+{
+	size_t n;
+
+	if (len <= SAMPLE)
+		return 1;
+	n = ZSTD_compress(out, outsz, plain, SAMPLE, 1);
+	return ZSTD_isError(n) || n < SAMPLE - SAMPLE / 32;
+}
+
 /* The framed object of plain[0, len) into out. */
 static void
 frame(const struct store *st, const uint8_t *plain, size_t len, uint8_t *out,
@@ -90,11 +109,12 @@ frame(const struct store *st, const uint8_t *plain, size_t len, uint8_t *out,
 	memcpy(out, OBJ_MAGIC, 4);
 	memset(out + 4, 0, 4);
 	put_le64(out + 8, (uint64_t)len);
-	if (st->compress == STORE_COMPRESS_ZSTD)
+	if (st->compress == STORE_COMPRESS_ZSTD &&
+	    worth_compressing(plain, len, out + OBJ_HDR_LEN,
+	    outsz - OBJ_HDR_LEN))
 		n = ZSTD_compress(out + OBJ_HDR_LEN, outsz - OBJ_HDR_LEN, plain,
 		    len, ZSTD_LEVEL);
-	if (st->compress == STORE_COMPRESS_ZSTD && !ZSTD_isError(n) &&
-	    n < len) {
+	if (n > 0 && !ZSTD_isError(n) && n < len) {
 		out[4] = CODEC_ZSTD;
 		*outlen = OBJ_HDR_LEN + n;
 		return;

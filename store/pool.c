@@ -80,7 +80,12 @@ run(size_t ntasks, void (*fn)(void *ctx, size_t task, int worker),
 	p.ctx = ctx;
 	p.ntasks = ntasks;
 	atomic_init(&p.next, 0);
-	n = pool_threads();
+	/* Background work reads, hashes and writes with direct I/O, which
+	 * blocks its thread until the disk has the bytes: two threads per
+	 * core keep the cores hashing while the others wait on the disk. */
+	n = pool_threads() * (background ? 2 : 1);
+	if (n > POOL_MAX_THREADS)
+		n = POOL_MAX_THREADS;
 	if ((size_t)n > ntasks)
 		n = (int)ntasks;
 	for (i = 0; i < n; i++) {
