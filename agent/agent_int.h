@@ -265,6 +265,11 @@ void conn_reap(struct agent *a);
 /* Queue a frame that may leave once the log is durable up to off. */
 void conn_send(struct agent *a, struct conn *c, uint8_t type,
     const void *payload, size_t plen, uint64_t off);
+/* conn_reply(REPLY_OK, the value of ent) with the value read from the
+ * data file straight into the output buffer (one copy of a large value,
+ * not three). */
+void conn_reply_value(struct agent *a, struct conn *c,
+    const struct kv_entry *ent, uint64_t off);
 void conn_reply(struct agent *a, struct conn *c, uint8_t code,
     const void *body, size_t blen, uint64_t off);
 void conn_replyf(struct agent *a, struct conn *c, uint8_t code,

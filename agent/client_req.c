@@ -77,14 +77,12 @@ req_put(struct agent *a, struct conn *c, struct rbuf *r)
 }
 
 /* A large value stays in the data file; it is read back (pread, through
- * the page cache) only for the reply. */
+ * the page cache) only for the reply, straight into the reply buffer. */
 static void
 req_get(struct agent *a, struct conn *c, struct rbuf *r)
 {
 	const struct kv_entry *ent;
 	const uint8_t *k;
-	uint8_t *v = NULL;
-	struct cs_err e;
 	size_t kl;
 
 	k = rbuf_bytes(r, &kl, WIRE_MAX_KEY);
@@ -102,13 +100,7 @@ req_get(struct agent *a, struct conn *c, struct rbuf *r)
 		    datalog_need(a->dl));
 		return;
 	}
-	if (datalog_read_value(a->dl, ent, &v, &e) == -1) {
-		log_error("get: %s", e.msg);
-		conn_replyf(a, c, REPLY_FAIL, "%s", e.msg);
-		return;
-	}
-	conn_reply(a, c, REPLY_OK, v, ent->vlen, datalog_need(a->dl));
-	free(v);
+	conn_reply_value(a, c, ent, datalog_need(a->dl));
 }
 
 static void

@@ -15,6 +15,7 @@
 
 #define READ_CHUNK	(256u << 10)
 #define READ_BUDGET	(4u << 20)	/* per event, for fairness */
+#define BUF_KEEP	(1u << 20)	/* larger buffers are freed once empty */
 
 static const char *
 role_name(const struct agent *a, const struct conn *c, char *buf, size_t sz)
@@ -150,15 +151,13 @@ conn_pending(const struct conn *c)
 	return c->out.len - c->outoff;
 }
 
-void
-conn_send(struct agent *a, struct conn *c, uint8_t type, const void *payload,
-    size_t plen, uint64_t off)
+/* The frame just added at the end of c->out is released once the data
+ * file is synced to off. */
+static void
+conn_queued(struct agent *a, struct conn *c, uint64_t off)
 {
 	struct out_mark *m;
 
-	if (c->dead)
-		return;
-	wire_frame(&c->out, type, payload, plen);
 	if (c->out.oom) {
 		log_error("out of memory queueing a reply");
 		conn_close(a, c, "out of memory");
@@ -190,6 +189,47 @@ conn_send(struct agent *a, struct conn *c, uint8_t type, const void *payload,
 	c->marks[c->mtail].off = off;
 	c->marks[c->mtail].end = c->out.len;
 	c->mtail++;
+}
+
+void
+conn_send(struct agent *a, struct conn *c, uint8_t type, const void *payload,
+    size_t plen, uint64_t off)
+{
+	if (c->dead)
+		return;
+	wire_frame(&c->out, type, payload, plen);
+	conn_queued(a, c, off);
+}
+
+void
+conn_reply_value(struct agent *a, struct conn *c, const struct kv_entry *ent,
+    uint64_t off)
+{
+	/* The reply as conn_reply(REPLY_OK, value) builds it: code, then
+	 * the value as length-prefixed bytes. */
+	const size_t plen = 1 + 4 + ent->vlen;
+	struct cs_err e;
+	uint8_t *p;
+
+	if (c->dead)
+		return;
+	if (ent->vlen > UINT32_MAX ||
+	    (p = wbuf_extend(&c->out, WIRE_HDR_LEN + plen)) == NULL) {
+		c->out.oom = 1;
+		conn_queued(a, c, off);
+		return;
+	}
+	wire_header(p, W_REPLY, plen);
+	p[WIRE_HDR_LEN] = REPLY_OK;
+	le32_put(p + WIRE_HDR_LEN + 1, (uint32_t)ent->vlen);
+	if (datalog_read_value_to(a->dl, ent, p + WIRE_HDR_LEN + 5,
+	    &e) == -1) {
+		c->out.len -= WIRE_HDR_LEN + plen;
+		log_error("get: %s", e.msg);
+		conn_replyf(a, c, REPLY_FAIL, "%s", e.msg);
+		return;
+	}
+	conn_queued(a, c, off);
 }
 
 void
@@ -247,6 +287,11 @@ conn_compact(struct conn *c)
 	if (c->outoff == c->out.len && c->mhead == c->mtail) {
 		c->outoff = c->rel = 0;
 		wbuf_reset(&c->out);
+		/* A large reply (a big value) does not stay resident. */
+		if (c->out.cap > BUF_KEEP) {
+			wbuf_free(&c->out);
+			wbuf_init(&c->out);
+		}
 		return;
 	}
 	if (c->outoff < (64u << 10) || c->outoff < c->out.len / 2)
@@ -375,8 +420,15 @@ conn_input(struct agent *a, struct conn *c)
 		return;
 	if (c->role == ROLE_PEER_IN)
 		inch_batch_done(a, c);
-	if (c->inoff == c->inlen)
+	if (c->inoff == c->inlen) {
 		c->inoff = c->inlen = 0;
+		/* Nor does the buffer a large request (a put) grew. */
+		if (c->incap > BUF_KEEP) {
+			free(c->in);
+			c->in = NULL;
+			c->incap = 0;
+		}
+	}
 }
 
 /* Make room for at least want more bytes; 0 / -1. */

@@ -7,6 +7,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <malloc.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -272,6 +273,12 @@ agent_run(const struct cfg *c, int self, struct cs_err *e)
 	a.ep = a.lfd = a.sfd = a.spare = -1;
 	a.start_ms = now_ms();
 	raise_nofile();
+	/* Buffers of 256 KiB and more (a large value on its way in or out,
+	 * a record waiting for its write) come from mmap and go back to the
+	 * system when freed. glibc would otherwise raise the threshold to
+	 * the largest block freed so far, and serve the next 16 MiB value
+	 * from a heap that never shrinks. */
+	(void)mallopt(M_MMAP_THRESHOLD, 256 * 1024);
 
 	/* Its certificate first: without it, nothing to start. */
 	if (tls_needed(c) &&

@@ -69,6 +69,30 @@ wbuf_reserve(struct wbuf *b, size_t n)
 	return 0;
 }
 
+uint8_t *
+wbuf_extend(struct wbuf *b, size_t n)
+{
+	uint8_t *p;
+
+	if (b->oom)
+		return NULL;
+	if (n > b->cap - b->len) {
+		if (n > SIZE_MAX / 2 - b->len) {
+			b->oom = 1;
+			return NULL;
+		}
+		if ((p = realloc(b->data, b->len + n)) == NULL) {
+			b->oom = 1;
+			return NULL;
+		}
+		b->data = p;
+		b->cap = b->len + n;
+	}
+	p = b->data + b->len;
+	b->len += n;
+	return p;
+}
+
 void
 wbuf_put_raw(struct wbuf *b, const void *p, size_t n)
 {

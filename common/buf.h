@@ -19,6 +19,9 @@ void wbuf_init(struct wbuf *b);
 void wbuf_free(struct wbuf *b);		/* accepts a zeroed or NULL buffer */
 void wbuf_reset(struct wbuf *b);	/* len = 0, keeps the allocation */
 void wbuf_put_raw(struct wbuf *b, const void *p, size_t n);
+/* Append n bytes for the caller to fill: a pointer to them, or NULL
+ * (and oom set). Grows to what is needed, not to a power of two. */
+uint8_t *wbuf_extend(struct wbuf *b, size_t n);
 void wbuf_put_u8(struct wbuf *b, uint8_t v);
 void wbuf_put_u32(struct wbuf *b, uint32_t v);
 void wbuf_put_u64(struct wbuf *b, uint64_t v);

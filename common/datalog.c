@@ -1748,19 +1748,33 @@ datalog_read_value(const struct datalog *dl, const struct kv_entry *ent,
 	uint8_t *p;
 
 	*out = NULL;
+	if ((p = malloc(ent->vlen + 1)) == NULL)
+		return cs_errf(e, "out of memory");
+	if (datalog_read_value_to(dl, ent, p, e) == -1) {
+		free(p);
+		return -1;
+	}
+	*out = p;
+	return 0;
+}
+
+int
+datalog_read_value_to(const struct datalog *dl, const struct kv_entry *ent,
+    uint8_t *dst, struct cs_err *e)
+{
 	if (ent->val != NULL || ent->voff > dl->end ||
 	    ent->vlen > dl->end - ent->voff)
 		return cs_errf(e, "%s: value reference out of range", dl->path);
 	if (ent->voff >= dl->written) {	/* still staged (a record is never
 					 * split between file and memory) */
-		if ((p = malloc(ent->vlen + 1)) == NULL)
-			return cs_errf(e, "out of memory");
-		memcpy(p, dl->pend.data + (ent->voff - dl->written),
+		memcpy(dst, dl->pend.data + (ent->voff - dl->written),
 		    ent->vlen);
-		*out = p;
 		return 0;
 	}
-	return dl_read_at(dl->fd, dl->path, ent->voff, ent->vlen, out, e);
+	if (ent->vlen > 0 && pread_all(dl->fd, dst, ent->vlen,
+	    (off_t)ent->voff) == -1)
+		return cs_errno(e, "read %s", dl->path);
+	return 0;
 }
 
 struct chain_find {

@@ -318,6 +318,9 @@ uint64_t datalog_cut_bytes(const struct datalog *dl);	/* torn tail cut */
  * a malloc'ed buffer *out (caller frees). 0, or -1 with e set. */
 int datalog_read_value(const struct datalog *dl, const struct kv_entry *ent,
     uint8_t **out, struct cs_err *e);
+/* The same into dst, which holds ent->vlen bytes. */
+int datalog_read_value_to(const struct datalog *dl,
+    const struct kv_entry *ent, uint8_t *dst, struct cs_err *e);
 /* Start offset of the record appended last (a record boundary). */
 uint64_t datalog_last_off(const struct datalog *dl);
 /* Read the SEND records (the refunds of RESOLVE records, the KEPT
