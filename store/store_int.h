@@ -3,6 +3,7 @@
 #define CUTSNAP_STORE_INT_H
 
 #include <limits.h>
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -359,6 +360,12 @@ struct fcheck {			/* one agent row's recorded file */
 	char werr[CS_ERR_MAX];
 	struct wbuf *tail;	/* under restore: receives the APPLY/DEAD
 				 * records of restore's replay */
+	/* Under restore, the whole-file sha256 is fed in file order by
+	 * whichever worker finds the next chunks done: */
+	struct sha_ctx *fh;
+	pthread_mutex_t fhmu;	/* held while feeding fh */
+	atomic_size_t fhnext;	/* the next chunk to feed */
+	atomic_uchar *done;	/* per chunk: 1 loaded, 2 unusable */
 };
 struct vrun {
 	struct store *st;

@@ -117,6 +117,16 @@ open_file(struct vrun *v, size_t i)
 		vproblem(v, "agent %s: out of memory", a->name);
 		return;
 	}
+	/* A file restore writes: its whole-file stream (feed_file_hash). */
+	if (v->fc[i].sink >= 0) {
+		if ((v->fc[i].done = calloc(a->nchunks,
+		    sizeof(*v->fc[i].done))) == NULL ||
+		    (v->fc[i].fh = sha_new()) == NULL) {
+			vproblem(v, "agent %s: out of memory", a->name);
+			return;
+		}
+		atomic_init(&v->fc[i].fhnext, 0);
+	}
 	v->fc[i].mapped = 1;
 }
 
@@ -154,6 +164,52 @@ sink_write(struct fcheck *f, const uint8_t *p, size_t len, uint64_t off)
 	(void)sync_file_range(f->sink, (off_t)(off + n), (off_t)(len - n),
 	    SYNC_FILE_RANGE_WRITE);
 	return 0;
+}
+
+/* Under restore only: the file's own sha256 (agents.sha256), the digest
+ * the agent kept of its log. The chunks already prove the bytes; this
+ * proves the row agrees with them before a file is written from them.
+ * It is one stream over the file, so it is fed while the chunks are
+ * being loaded: after each chunk, its worker feeds every chunk from the
+ * stream's position on that is done, unless another worker is at it
+ * (then that one sees this chunk done too: it checks again after
+ * letting go). So the stream runs beside the chunk work, on every core,
+ * instead of one core reading the whole file after it. */
+static void
+feed_file_hash(struct fcheck *f, const struct row_agent *a)
+{
+	const struct row_chunk *c;
+	size_t k;
+
+	for (;;) {
+		if (pthread_mutex_trylock(&f->fhmu) != 0)
+			return;
+		while ((k = atomic_load(&f->fhnext)) < a->nchunks &&
+		    atomic_load(&f->done[k]) == 1) {
+			c = &a->chunks[k];
+			if (sha_update(f->fh, f->view.p + c->off,
+			    (size_t)c->size) < 0)
+				f->hash_failed = 1;
+			atomic_store(&f->fhnext, k + 1);
+		}
+		pthread_mutex_unlock(&f->fhmu);
+		if ((k = atomic_load(&f->fhnext)) >= a->nchunks ||
+		    atomic_load(&f->done[k]) != 1)
+			return;
+	}
+}
+
+/* Once every chunk is done: the stream's digest, if it covered them. */
+static void
+hash_file(struct vrun *v, size_t i)
+{
+	struct fcheck *f = &v->fc[i];
+
+	if (atomic_load(&f->fhnext) == v->rows.agents[i].nchunks &&
+	    sha_final(f->fh, f->got) == 0)
+		f->hashed = 1;
+	else
+		f->hash_failed = 1;
 }
 
 /* Test hook: CUTSNAP_FAULT=restore-kill-after-chunks:N makes restore
@@ -197,7 +253,13 @@ hash_chunk(struct vrun *v, size_t i, size_t k, int worker)
 		if ((f->lerr[k] = strdup(e.msg)) == NULL)
 			f->hash_failed = 1;
 		f->bad[k] = 3;
+		if (f->fh != NULL)
+			atomic_store(&f->done[k], 2);
 		return;
+	}
+	if (f->fh != NULL) {
+		atomic_store(&f->done[k], 1);
+		feed_file_hash(f, a);
 	}
 	if (f->view.damaged != NULL && f->view.damaged[k]) {
 		f->bad[k] = 2;	/* its object does not decode */
@@ -218,22 +280,6 @@ hash_chunk(struct vrun *v, size_t i, size_t k, int worker)
 		fault_after_chunks(v);
 	}
 	progress_add(v->st, a->name, c->size);
-}
-
-/* Under restore only: the file's own sha256 (agents.sha256), the digest
- * the agent kept of its log. The chunks already prove the bytes; this
- * proves the row agrees with them before a file is written from them.
- * It runs once the chunks are loaded, beside the replays, while the
- * chunks written to the temp files reach the disk. */
-static void
-hash_file(struct vrun *v, size_t i)
-{
-	struct fcheck *f = &v->fc[i];
-
-	if (sha256_buf(f->view.p, (size_t)f->view.len, f->got) < 0)
-		f->hash_failed = 1;
-	else
-		f->hashed = 1;
 }
 
 /* Replay the recorded file for the cut check and the message replay
@@ -571,6 +617,7 @@ run(struct store *st, uint64_t id, uint64_t *resolved,
 	for (i = 0; i < v.rows.nagents; i++) {
 		v.fc[i].sink = sinks != NULL ? sinks[i].fd : -1;
 		v.fc[i].dsink = sinks != NULL ? sinks[i].dfd : -1;
+		pthread_mutex_init(&v.fc[i].fhmu, NULL);
 		v.fc[i].sinkname = sinks != NULL ? sinks[i].name : NULL;
 		v.fc[i].tail = sinks != NULL && sinks[i].fd >= 0 ?
 		    sinks[i].tail : NULL;
@@ -616,6 +663,9 @@ out:
 		    k < v.rows.agents[i].nchunks; k++)
 			free(v.fc[i].lerr[k]);
 		free(v.fc[i].lerr);
+		free(v.fc[i].done);
+		sha_free(v.fc[i].fh);
+		pthread_mutex_destroy(&v.fc[i].fhmu);
 		fview_close(&v.fc[i].view);
 		if (v.fc[i].have)
 			dl_state_free(&v.fc[i].st);
