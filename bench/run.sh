@@ -54,11 +54,40 @@ timed () {
 	_ms+=($(((t1 - t0) / 1000000)))
 }
 
+# ms_of CMD...: run CMD (output to the log) and print its wall time in ms;
+# the bench fails if CMD fails.
+ms_of () {
+	local t=()
+	timed t "$@"
+	echo "${t[0]}"
+}
+
 # median V...: the median of numbers (the lower middle of an even count).
 median () {
 	printf '%s\n' "$@" | grep -E '^[0-9.]+$' | sort -g |
 	    awk '{ v[NR] = $1 } END { if (NR == 0) print "n/a";
 	        else print v[int((NR + 1) / 2)] }'
+}
+
+# fastest V...: the smallest of numbers.
+fastest () {
+	printf '%s\n' "$@" | grep -E '^[0-9.]+$' | sort -g |
+	    awk 'NR == 1 { print; f = 1 } END { if (!f) print "n/a" }'
+}
+
+# The rows of issue 16 (full snapshot, verify, restore) take RUNS5 runs
+# of each side and show the fastest and the median, as their baselines
+# swing with the disk's write-back; the verdict compares the fastest.
+RUNS5=${BENCH_RUNS5:-5}
+# fm ARRAY: "FASTEST (median MEDIAN)" of the numbers in ARRAY.
+fm () {
+	local -n _v=$1
+	echo "$(fastest "${_v[@]}") (median $(median "${_v[@]}"))"
+}
+# ratio_fm A B: fastest A / fastest B (median A / median B).
+ratio_fm () {
+	local -n _a=$1 _b=$2
+	echo "$(calc "$(fastest "${_a[@]}") / $(fastest "${_b[@]}")") ($(calc "$(median "${_a[@]}") / $(median "${_b[@]}")"))"
 }
 
 # calc EXPR: awk arithmetic, 2 decimals; n/a if an operand is n/a.
@@ -266,7 +295,7 @@ done
 TPS=$PEAK
 cmd "cutsnap load -c CONF -s 5 -k K         # 3 agents, full mesh; K = 32, 64, 128"
 row "transfers/s, best of the above ($PEAK_K clients)" "$TPS" "$SYNCW_PS writes/s" \
-    "$(calc "$TPS / $SYNCW_PS")" ">= 10x" "$(verdict "$TPS >= 10 * $SYNCW_PS")"
+    "$(calc "$TPS / $SYNCW_PS")" ">= 30x" "$(verdict "$TPS >= 30 * $SYNCW_PS")"
 # Steady state: one untimed snapshot first, so that, as with snapshots
 # taken every 500 ms all along, the timed run copies only what it adds
 # (the runs above left hundreds of MiB of history, whose first full copy
@@ -288,8 +317,8 @@ TPS_S=$(median "${v[@]}")
 NSNAP=$(IFS=/; echo "${ns[*]}")
 cmd "cutsnap snapshot -c CONF -r REPO; cutsnap load -c CONF -s 5 -k K --snapshot-every 500 -r REPO   # K of the best row"
 row "transfers/s, $PEAK_K clients, snapshot every 500 ms ($NSNAP snapshots completed)" "$TPS_S" "$TPS (no snapshots)" \
-    "$(calc "$TPS_S / $TPS")" ">= 0.9x and >= 10x disk" \
-    "$(verdict "$TPS_S >= 0.9 * $TPS && $TPS_S >= 10 * $SYNCW_PS")"
+    "$(calc "$TPS_S / $TPS")" ">= 0.9x" \
+    "$(verdict "$TPS_S >= 0.9 * $TPS")"
 stop "$W/tp/c.ini"
 rm -rf "$W/tp"
 
@@ -357,7 +386,7 @@ baseline_copy () {
 	done
 }
 v=(); b=()
-for r in $(seq 1 "$RUNS"); do
+for r in $(seq 1 "$RUNS5"); do
 	rm -rf "$W/cp" && mkdir "$W/cp" && sync
 	timed b baseline_copy
 	fresh "$BC" "$W/big/repo"
@@ -365,28 +394,68 @@ for r in $(seq 1 "$RUNS"); do
 done
 rm -rf "$W/cp"
 FULL=$(median "${v[@]}")
-BASE=$(median "${b[@]}")
 cmd "cutsnap snapshot -c CONF -r FRESH_REPO"
 cmd "cp FILE DIR/ && sync DIR/FILE && openssl dgst -sha256 DIR/FILE   # per data file"
 # shellcheck disable=SC2086
 DATA_B=$(stat -c %s $DATA | awk '{ s += $1 } END { print s }')
-row "full snapshot ms, $(mib "$DATA_B") MiB" "$FULL" \
-    "$BASE (cp+fsync+sha256)" "$(calc "$FULL / $BASE")" "<= 1.0x (goal 0.8x)" \
-    "$(verdict "$FULL <= $BASE")"
+row "full snapshot ms, $(mib "$DATA_B") MiB, fastest of $RUNS5" "$(fm v)" \
+    "$(fm b) cp+fsync+sha256" "$(ratio_fm v b)" "<= 0.3x" \
+    "$(verdict "$(fastest "${v[@]}") <= 0.3 * $(fastest "${b[@]}")")"
 FULL_REPO=$(du_b "$W/big/repo")
 
-# Verify vs openssl dgst -sha256 over the repository's blob files.
-v=(); b=()
-for r in $(seq 1 "$RUNS"); do
+# Verify vs openssl dgst -sha256 over the repository's blob files, one
+# stream. Verify must hash every byte once: on this machine's cores it
+# cannot beat openssl run on every core at once (the blobs split in
+# nproc streams), the floor row.
+v=(); b=(); fl=()
+BLOBS=$W/big/blobs.list
+find "$W/big/repo/blobs" -type f >"$BLOBS"
+NCPU=$(nproc)
+for r in $(seq 1 "$RUNS5"); do
 	timed v "$CS" verify -r "$W/big/repo"
-	timed b sh -c "find '$W/big/repo/blobs' -type f -print0 | xargs -0 -r openssl dgst -sha256"
+	timed b sh -c "xargs -r openssl dgst -sha256 <'$BLOBS'"
+	timed fl sh -c "xargs -r -P '$NCPU' -n \$(( \$(wc -l <'$BLOBS') / $NCPU + 1 )) openssl dgst -sha256 <'$BLOBS'"
 done
 VER=$(median "${v[@]}")
-VBASE=$(median "${b[@]}")
 cmd "cutsnap verify -r REPO"
 cmd "find REPO/blobs -type f | xargs openssl dgst -sha256"
-row "verify ms" "$VER" "$VBASE (openssl dgst)" "$(calc "$VER / $VBASE")" "<= 1.2x" \
-    "$(verdict "$VER <= 1.2 * $VBASE")"
+cmd "find REPO/blobs -type f | xargs -P NPROC -n COUNT/NPROC openssl dgst -sha256   # floor"
+row "verify ms, fastest of $RUNS5" "$(fm v)" "$(fm b) openssl dgst" \
+    "$(ratio_fm v b)" "<= 0.4x" \
+    "$(verdict "$(fastest "${v[@]}") <= 0.4 * $(fastest "${b[@]}")")"
+row "verify floor: openssl dgst on all $NCPU cores" "$(fm fl)" "$(fm b) openssl dgst" \
+    "$(ratio_fm fl b)" "-" "-"
+
+# Restore vs the naive way: openssl dgst of the blobs, then cp of the
+# files and an fsync of each. Restore hashes every byte twice (each chunk,
+# and the whole file against its agents.sha256 row): the floor row is the
+# verify floor's hashing done twice, on every core.
+RC=$W/big/r/c.ini
+mkdir -p "$W/big/r"
+sed "s#^data = #data = $W/big/r/#" "$BC" >"$RC"
+baseline_restore () {
+	local f
+	xargs -r openssl dgst -sha256 <"$BLOBS" >/dev/null || return 1
+	for f in $DATA; do
+		cp "$f" "$W/cp/" && sync "$W/cp/$(basename "$f")" || return 1
+	done
+}
+v=(); b=(); fl=()
+for r in $(seq 1 "$RUNS5"); do
+	rm -rf "$W/cp" "$W/big/r/"*.data && mkdir "$W/cp" && sync
+	timed b baseline_restore
+	rm -rf "$W/cp" && sync
+	timed v "$CS" restore -r "$W/big/repo" -c "$RC"
+	timed fl sh -c "for i in 1 2; do xargs -r -P '$NCPU' -n \$(( \$(wc -l <'$BLOBS') / $NCPU + 1 )) openssl dgst -sha256 <'$BLOBS' || exit 1; done"
+done
+rm -rf "$W/cp" "$W/big/r"
+cmd "cutsnap restore -r REPO -c CONF2      # CONF2: the same agents, other data paths"
+cmd "openssl dgst -sha256 BLOBS; cp FILE DIR/ && sync DIR/FILE   # per data file"
+row "restore ms, $(mib "$DATA_B") MiB, fastest of $RUNS5" "$(fm v)" \
+    "$(fm b) sha256+cp+fsync" "$(ratio_fm v b)" "<= 0.6x" \
+    "$(verdict "$(fastest "${v[@]}") <= 0.6 * $(fastest "${b[@]}")")"
+row "restore floor: the blobs hashed twice on all $NCPU cores" "$(fm fl)" \
+    "$(fm b) sha256+cp+fsync" "$(ratio_fm fl b)" "-" "-"
 
 # restic and borg: full backup of the same files.
 export RESTIC_PASSWORD=x RESTIC_CACHE_DIR=$W/restic-cache BORG_BASE_DIR=$W/borg-base
@@ -555,6 +624,48 @@ row "agent peak RSS MiB, 1 GiB file (open / +gets+snap)" "$(calc "$H_OPEN / 1024
     "$(mib "$(size_of "$W/big/a1.data")") MiB file" "-" "< 64 MiB" "$(verdict "$H_ALL < 65536")"
 stop "$BC"
 rm -rf "$W/big"
+
+# --- 2c. agent memory with 16 MiB values ------------------------------------
+# A 1 GiB data file written as 64 values of 16 MiB (the largest a put
+# takes). Peak RSS (VmHWM) of the agent after the puts, after a restart
+# (recovery), and while it serves transfers, gets of four values and a
+# snapshot of the whole file. The floor: the agent at rest plus the one
+# 16 MiB frame a put or a get of such a value must hold (the protocol
+# carries a value whole in one frame).
+
+make_cluster "$W/mem" 2
+MC=$W/mem/c.ini
+start "$MC"
+for a in a1 a2; do
+	"$CS" put -c "$MC" $a bal 1000000 >>"$LOG" 2>&1 || fail "put $a bal"
+done
+pid=$(agent_pid "$MC" a1)
+M_REST=$(vmhwm_kib "$pid")
+for i in $(seq 0 63); do
+	dd if="$W/rand" bs=16M skip=$((i % 64)) count=1 status=none |
+	    "$CS" put -c "$MC" a1 "m$i" - >>"$LOG" 2>&1 || fail "put m$i"
+done
+M_PUTS=$(vmhwm_kib "$pid")
+stop "$MC"
+start "$MC"
+pid=$(agent_pid "$MC" a1)
+M_OPEN=$(vmhwm_kib "$pid")
+"$CS" load --json -c "$MC" -s 6 -k 4 >"$W/mem.load" 2>>"$LOG" &
+lpid=$!
+for i in 0 21 42 63; do
+	"$CS" get -c "$MC" a1 "m$i" >/dev/null 2>>"$LOG" || fail "get m$i"
+done
+"$CS" snapshot -c "$MC" -r "$W/mem/repo" >>"$LOG" 2>&1 || fail "snapshot of the 16 MiB values"
+wait "$lpid" || fail "load during the 16 MiB gets and snapshot: $(cat "$W/mem.load")"
+[ "$(field conserved "$W/mem.load")" = true ] || fail "load during the 16 MiB gets and snapshot did not conserve"
+M_ALL=$(vmhwm_kib "$pid")
+stop "$MC"
+rm -rf "$W/mem"
+cmd "64 x cutsnap put -c CONF a1 mI - (16 MiB each); restart; cutsnap load -s 6 -k 4 & 4 x cutsnap get a1 mI; cutsnap snapshot"
+row "agent peak RSS MiB, 1 GiB of 16 MiB values (puts / open / +load+gets+snap)" \
+    "$(calc "$M_PUTS / 1024") / $(calc "$M_OPEN / 1024") / $(calc "$M_ALL / 1024")" \
+    "floor $(calc "$M_REST / 1024 + 16") (at rest $(calc "$M_REST / 1024") + a 16 MiB frame)" "-" "<= 16 MiB" \
+    "$(verdict "$M_PUTS <= 16384 && $M_OPEN <= 16384 && $M_ALL <= 16384")"
 
 # --- 3. snapshot time against the number of agents ---------------------------
 
