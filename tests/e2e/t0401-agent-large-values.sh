@@ -7,13 +7,20 @@
 . "$(dirname "$0")/lib.sh"
 
 MIB=1048576
+# Under AddressSanitizer the sizes measure its shadow memory and the
+# quarantine of freed blocks, not the agent: there the bounds are
+# reported but not asserted (the plain build asserts them).
+case $(basename "$CUTSNAP") in
+*-asan) SANITIZED=1 ;;
+*) SANITIZED=0 ;;
+esac
 # hwm / rss: the agent's peak and current resident size, KiB.
 hwm () { awk '/^VmHWM:/ { print $2 }' "/proc/$(agent_pid A)/status"; }
 rss () { awk '/^VmRSS:/ { print $2 }' "/proc/$(agent_pid A)/status"; }
 # below KIB LIMIT WHAT
 below () {
 	say "$3: $1 KiB (limit $2 KiB)"
-	[ "$1" -le "$2" ]
+	[ -n "$1" ] && { [ $SANITIZED = 1 ] || [ "$1" -le "$2" ]; }
 }
 
 test_expect_success 'setup: four values of 16 MiB (no compaction), agent restarted' '
