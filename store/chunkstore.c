@@ -10,6 +10,11 @@
  * name, so a name only ever refers to complete, checked, durable bytes.
  * The copies run on every core (pool.c); the directories are fsync'ed
  * once each at the end, before the commit makes the rows refer to them.
+ * A recorded file the coordinator cannot read (an agent on another host:
+ * no path) comes through the fetch function (store_set_fetch) instead,
+ * chunk by chunk, only the chunks planned for copying, and is checked the
+ * same way: a chunk damaged on the way fails the run before any temp file
+ * of it exists.
  * A chunk already stored is reused by its name, but a blob's bytes can
  * rot after they were checked: a reused chunk whose last check is older
  * than the recheck age (store_set_recheck_age, default 7 days) is read
@@ -91,6 +96,7 @@ struct crun {
 	int failed;		/* set once; later jobs are skipped */
 	struct cs_err err;	/* the first failure */
 	uint64_t bytes;		/* copied */
+	uint64_t fetched;	/* of those, through st->ffn */
 	uint64_t rechecked, healed;	/* chunk_stats */
 	int claim_fd;		/* locks/chunks.claims, or -1: no sharing */
 	struct cjob *waiting;	/* chunks another run claimed first */
@@ -206,14 +212,25 @@ copy_chunk(struct crun *r, struct cjob *j, uint8_t *buf, uint8_t *obuf,
 	size_t bloblen = (size_t)j->len;
 	int tfd = -1, rc = -1, direct;
 
-	if (pread_all(r->fds[j->src], buf, (size_t)j->len,
+	if (path == NULL) {
+		if (r->st->ffn(r->st->fctx, (size_t)j->src, j->off, buf,
+		    (size_t)j->len, e) < 0)
+			goto out;
+	} else if (pread_all(r->fds[j->src], buf, (size_t)j->len,
 	    (off_t)j->off) < 0) {
 		cs_errno(e, "read %s at %llu", path,
 		    (unsigned long long)j->off);
 		goto out;
 	}
 	if (sha256_buf(buf, (size_t)j->len, got) < 0) {
-		cs_errf(e, "sha256 of %s failed", path);
+		cs_errf(e, "sha256 of chunk %zu failed", j->idx);
+		goto out;
+	}
+	if (memcmp(got, j->sha, SHA_LEN) != 0 && path == NULL) {
+		cs_errf(e, "chunk %zu (bytes %llu..%llu) arrived damaged: "
+		    "sha256 mismatch; refused", j->idx,
+		    (unsigned long long)j->off,
+		    (unsigned long long)(j->off + j->len));
 		goto out;
 	}
 	if (memcmp(got, j->sha, SHA_LEN) != 0) {
@@ -414,6 +431,8 @@ copy_task(void *ctx, size_t t, int w)
 	}
 	pthread_mutex_lock(&r->mu);
 	r->bytes += r->jobs[t].len;
+	if (r->paths[r->jobs[t].src] == NULL)
+		r->fetched += r->jobs[t].len;
 	pthread_mutex_unlock(&r->mu);
 	progress_add(r->st, r->reps[r->jobs[t].src].agent, r->jobs[t].len);
 }
@@ -466,6 +485,13 @@ stored(struct store *st, const uint8_t name[SHA_LEN], uint64_t len,
 }
 
 void
+store_set_fetch(struct store *st, chunk_fetch_fn fn, void *ctx)
+{
+	st->ffn = fn;
+	st->fctx = ctx;
+}
+
+void
 store_set_recheck_age(struct store *st, int64_t age_s)
 {
 	if (age_s < 0)
@@ -494,19 +520,23 @@ plan(struct crun *r, size_t n, struct cs_err *e)
 		    rep->nchunks != chunk_count(rep->size, rep->chunk_size))
 			return cs_errf(e, "agent %s: malformed chunk list",
 			    rep->agent);
-		if ((r->fds[i] = open(r->paths[i], O_RDONLY | O_CLOEXEC)) < 0)
+		if (rep->chunk_size > r->maxchunk)
+			r->maxchunk = rep->chunk_size;
+		if (r->paths[i] == NULL && r->st->ffn == NULL)
+			return cs_errf(e, "agent %s: no way to read its "
+			    "recorded file", rep->agent);
+		if (r->paths[i] != NULL && (r->fds[i] = open(r->paths[i],
+		    O_RDONLY | O_CLOEXEC)) < 0)
 			return cs_errno(e, "agent %s: open %s", rep->agent,
 			    r->paths[i]);
-		if (fstat(r->fds[i], &sb) < 0)
+		if (r->paths[i] != NULL && fstat(r->fds[i], &sb) < 0)
 			return cs_errno(e, "agent %s: stat %s", rep->agent,
 			    r->paths[i]);
-		if ((uint64_t)sb.st_size < rep->size)
+		if (r->paths[i] != NULL && (uint64_t)sb.st_size < rep->size)
 			return cs_errf(e, "agent %s: data file %s changed under "
 			    "the snapshot: %lld bytes, expected at least %llu",
 			    rep->agent, r->paths[i], (long long)sb.st_size,
 			    (unsigned long long)rep->size);
-		if (rep->chunk_size > r->maxchunk)
-			r->maxchunk = rep->chunk_size;
 		for (k = 0; k < rep->nchunks; k++) {
 			off = (uint64_t)k * rep->chunk_size;
 			len = rep->size - off < rep->chunk_size ?
@@ -775,6 +805,7 @@ store_put_chunks(struct store *st, const char *const *paths,
 		stats->copied = copied;
 		stats->shared = r.shared;
 		stats->bytes = r.bytes;
+		stats->fetched = r.fetched;
 		stats->rechecked = r.rechecked;
 		stats->healed = r.healed;
 	}

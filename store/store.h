@@ -193,6 +193,8 @@ struct chunk_stats {
 	uint64_t shared;	/* chunks that were new, but another snapshot
 				 * copied them at the same time */
 	uint64_t bytes;		/* bytes copied */
+	uint64_t fetched;	/* of those, bytes that came through the
+				 * fetch function (store_set_fetch) */
 	uint64_t rechecked;	/* stored chunks hashed again before reuse */
 	uint64_t healed;	/* of those, found bad: quarantined, copied */
 };
@@ -201,9 +203,18 @@ struct chunk_stats {
  * chunk, every time; default 7 days; negative: keep the default). A bad
  * one is quarantined and copied again from the live file. */
 void store_set_recheck_age(struct store *st, int64_t age_s);
+/* Where store_put_chunks gets the chunks of a recorded file it cannot
+ * read (paths[i] NULL): fn fills buf with bytes [off, off + len) of
+ * report i's recorded prefix, len at most its chunk size, and checks
+ * nothing (the store hashes what it gets). fn is called from several
+ * threads at once and serializes what must be. 0, or -1 with e set. */
+typedef int (*chunk_fetch_fn)(void *ctx, size_t i, uint64_t off,
+    uint8_t *buf, size_t len, struct cs_err *e);
+void store_set_fetch(struct store *st, chunk_fetch_fn fn, void *ctx);
 /* Store the recorded prefix of reps[i]'s data file paths[i] as chunks
  * (chunkstore.c): every chunk whose digest is not yet a blob (or whose
- * blob a recheck found bad) is read from the file, hashed, checked
+ * blob a recheck found bad) is read from the file (paths[i] NULL: from
+ * the fetch function, store_set_fetch), hashed, checked
  * against the report, written (temp, fsync, rename) on all cores; the
  * directories are fsync'ed before it returns. A chunk that another
  * snapshot is copying at the same time is waited for, not copied twice.

@@ -40,6 +40,8 @@ struct store {
 				 * verify adds the bytes restore will write */
 	int recheck_set;	/* store_set_recheck_age was called */
 	int64_t recheck_s;	/* its age; else RECHECK_DEFAULT_S */
+	chunk_fetch_fn ffn;	/* store_set_fetch, or NULL */
+	void *fctx;
 	problem_fn nfn;		/* store_set_notes, or NULL */
 	void *nctx;
 	int compress;		/* STORE_COMPRESS_*, from repo_settings */

@@ -508,6 +508,74 @@ second_store_copies_only_new_chunks(void **state)
 	store_close(st);
 }
 
+/* chunk_fetch_fn over a file: what an agent on another host sends;
+ * flip != 0 damages the bytes of each piece on the way. */
+struct fetch_ctx {
+	const char *path;
+	int flip;
+	size_t calls;
+	uint64_t bytes;
+};
+
+static int
+fetch_file(void *ctx, size_t i, uint64_t off, uint8_t *buf, size_t len,
+    struct cs_err *e)
+{
+	struct fetch_ctx *fc = ctx;
+	int fd, rc;
+
+	assert_true(i == 0);
+	if ((fd = open(fc->path, O_RDONLY)) < 0)
+		return cs_errno(e, "open %s", fc->path);
+	rc = pread(fd, buf, len, (off_t)off) == (ssize_t)len ? 0 : -1;
+	close(fd);
+	if (rc < 0)
+		return cs_errf(e, "short read");
+	if (fc->flip)
+		buf[len - 1] ^= 0x40;
+	fc->calls++;
+	fc->bytes += len;
+	return 0;
+}
+
+/* A recorded file with no path (on another host) comes through the fetch
+ * function, only its new chunks; one damaged on the way is refused and
+ * leaves no blob; without a fetch function it is refused too. */
+static void
+fetched_chunks_are_checked(void **state)
+{
+	struct fix *f = *state;
+	struct fetch_ctx fc = { f->cfg->agents[0].data, 1, 0, 0 };
+	const char *path = NULL;
+	struct chunk_stats cs;
+	struct report r;
+	struct store *st;
+	struct cs_err e;
+
+	report_a(f, "8", &r);
+	assert_int_equal(r.nchunks, 3);
+	assert_int_equal(store_open(f->repo, 0, &st, &e), 0);
+	assert_int_equal(store_put_chunks(st, &path, &r, 1, &cs, &e), -1);
+	assert_non_null(strstr(e.msg, "no way to read its recorded file"));
+	store_set_fetch(st, fetch_file, &fc);
+	assert_int_equal(store_put_chunks(st, &path, &r, 1, &cs, &e), -1);
+	assert_non_null(strstr(e.msg, "agent A: chunk 2 (bytes 8192.."));
+	assert_non_null(strstr(e.msg, "arrived damaged: sha256 mismatch"));
+	assert_int_equal(fc.calls, 1);
+	fc.flip = 0;
+	fc.calls = 0;
+	assert_int_equal(store_put_chunks(st, &path, &r, 1, &cs, &e), 0);
+	assert_int_equal(fc.calls, 1);
+	assert_int_equal(cs.copied, 1);
+	assert_true(cs.fetched == r.size - 2 * 4096);
+	assert_true(cs.bytes == cs.fetched);
+	assert_int_equal(store_put_chunks(st, &path, &r, 1, &cs, &e), 0);
+	assert_int_equal(fc.calls, 1);
+	assert_true(cs.fetched == 0);
+	store_close(st);
+	assert_int_equal(verify(f, &(struct probs){ 0 }), 0);
+}
+
 /* A stored chunk whose blob rotted: with a recheck age of 0 the next
  * store hashes every reused chunk, quarantines the bad blob and copies
  * the chunk again from the data file; good ones are reused. */
@@ -960,6 +1028,7 @@ main(void)
 		    version_1_tampering_survives_migration, setup, teardown),
 		T(second_store_copies_only_new_chunks),
 		T(recheck_heals_a_bad_blob),
+		T(fetched_chunks_are_checked),
 		T(flipped_byte_in_chunk),
 		T(truncated_chunk),
 		T(deleted_chunk),
