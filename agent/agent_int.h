@@ -354,6 +354,10 @@ void snap_join(struct agent *a, struct conn *c, const struct snapuid *id,
     uint32_t timeout_s, uint64_t label);
 void snap_start(struct agent *a, const struct snapuid *id);
 void snap_done(struct agent *a, const struct snapuid *id, int committed);
+/* W_SNAP_FETCH on c: bytes [off, off + len) of the recorded prefix of a
+ * snapshot c coordinates and that is reported, as W_SNAP_DATA. */
+void snap_fetch(struct agent *a, struct conn *c, const struct snapuid *id,
+    uint64_t off, uint32_t len);
 void snap_marker(struct agent *a, int src, const struct snapuid *id,
     uint64_t s);
 /* A message seq from src was applied (its chmsg bytes p[0, n)): recorded

@@ -281,9 +281,15 @@ req_snap(struct agent *a, struct conn *c, uint8_t type, struct rbuf *r)
 	uint64_t label = 0;
 	uint32_t timeout_s = 0;
 	uint8_t committed = 0;
+	uint64_t off = 0;
+	uint32_t len = 0;
 	char why[256];
 
 	snapuid_get(r, &id);
+	if (type == W_SNAP_FETCH) {
+		off = rbuf_u64(r);
+		len = rbuf_u32(r);
+	}
 	if (type == W_SNAP_DONE)
 		committed = rbuf_u8(r);
 	if (type == W_SNAP_JOIN && !rbuf_done(r))
@@ -306,6 +312,8 @@ req_snap(struct agent *a, struct conn *c, uint8_t type, struct rbuf *r)
 		snap_join(a, c, &id, timeout_s, label);
 	else if (type == W_SNAP_START)
 		snap_start(a, &id);
+	else if (type == W_SNAP_FETCH)
+		snap_fetch(a, c, &id, off, len);
 	else
 		snap_done(a, &id, committed);
 }
@@ -366,6 +374,7 @@ client_frame(struct agent *a, struct conn *c, uint8_t type,
 	case W_SNAP_JOIN:
 	case W_SNAP_START:
 	case W_SNAP_DONE:
+	case W_SNAP_FETCH:
 		req_snap(a, c, type, &r);
 		break;
 	default:

@@ -14,12 +14,14 @@
  * channel closed and the log is durable up to L; no two slots hold the
  * same id. */
 #include <assert.h>
+#include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "../common/chunkhash.h"
+#include "../common/fsutil.h"
 #include "../common/log.h"
 #include "agent_int.h"
 
@@ -368,6 +370,43 @@ snap_done(struct agent *a, const struct snapuid *id, int committed)
 		return;
 	}
 	snap_forget(a, sn, committed ? "committed" : "aborted");
+}
+
+void
+snap_fetch(struct agent *a, struct conn *c, const struct snapuid *id,
+    uint64_t off, uint32_t len)
+{
+	struct snap *sn = snap_find(a, id);
+	uint8_t *p = NULL;
+
+	if (sn == NULL || sn->coord != c || sn->phase != SNAP_REPORTED) {
+		conn_replyf(a, c, REPLY_FAIL, "snapshot %s is not reported "
+		    "here on this connection", UNAME(id));
+		return;
+	}
+	if (len == 0 || len > WIRE_MAX_PIECE || off > sn->L ||
+	    len > sn->L - off) {
+		conn_replyf(a, c, REPLY_BADREQ, "bytes %" PRIu64 "+%" PRIu32
+		    " are not within the recorded %" PRIu64, off, len, sn->L);
+		return;
+	}
+	/* [0, L) is durable, so on the file; a compaction does not switch
+	 * files while a recorded prefix is held (snap_holds_prefix). */
+	if ((p = malloc(8 + (size_t)len)) == NULL) {
+		conn_replyf(a, c, REPLY_FAIL, "out of memory");
+		return;
+	}
+	le32_put(p, (uint32_t)off);	/* u64, little-endian (buf.h) */
+	le32_put(p + 4, (uint32_t)(off >> 32));
+	if (pread_all(datalog_fd(a->dl), p + 8, len, (off_t)off) < 0) {
+		log_error("snapshot %s: read of the recorded file at %" PRIu64
+		    ": %s", SNAME(sn), off, strerror(errno));
+		conn_replyf(a, c, REPLY_FAIL, "agent %s: read of its data file "
+		    "at %" PRIu64 " failed: %s", a->name, off, strerror(errno));
+	} else {
+		conn_send(a, c, W_SNAP_DATA, p, 8 + (size_t)len, 0);
+	}
+	free(p);
 }
 
 void

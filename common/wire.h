@@ -19,6 +19,8 @@
 #define WIRE_MAX_FRAME (WIRE_MAX_VALUE + 4096u)	/* value + key + fields */
 #define WIRE_MAX_KEY 4096u
 #define NAME_MAX_LEN 63				/* agent names */
+#define WIRE_MAX_PIECE (1u << 20)	/* bytes of one W_SNAP_DATA */
+#define WIRE_PIECE_WINDOW 4u		/* W_SNAP_FETCH requests in flight */
 #define DEAD_LIST_MAX 1000u	/* dead letters in one W_REQ_DEAD_LIST reply */
 
 enum wire_type {
@@ -57,6 +59,15 @@ enum wire_type {
 	W_SNAP_DONE = 22,	/* {uid id, u8 committed}: no reply; forget it */
 	/* agent -> coordinator on the JOIN connection */
 	W_SNAP_REPORT = 23,	/* report.h encoding */
+	/* coordinator -> agent, after the report, on the JOIN connection:
+	 * {uid id, u64 off, u32 len}, len <= WIRE_MAX_PIECE, off + len
+	 * within the recorded prefix. The agent answers each in order with
+	 * W_SNAP_DATA {u64 off, the len bytes to the frame's end}, or with
+	 * REPLY_FAIL and a message (the coordinator then aborts). The
+	 * coordinator keeps at most WIRE_PIECE_WINDOW requests unanswered:
+	 * that bounds what either end buffers. */
+	W_SNAP_FETCH = 24,
+	W_SNAP_DATA = 25,
 	W_REPLY = 30,		/* {u8 code (enum reply_code), bytes body} */
 	/* peer S -> D on the channel S->D (S connects to D) */
 	W_PEER_HELLO = 40,	/* {str src}: first frame on a peer connection */
