@@ -54,6 +54,7 @@ struct pctx {
 	int tls_line;		/* line of tls_dir, or 0 */
 	char tls_raw[PATH_MAX];	/* tls_dir as written */
 	int cmin_line;		/* line of compact_min_size, or 0 */
+	int shared_line;	/* line of shared_data, or 0 */
 	char *channels;		/* channels value as written, or NULL */
 	int chan_line;
 	int err_line;		/* line of the first error, or 0 */
@@ -355,6 +356,16 @@ handler(void *user, const char *section_name, const char *key,
 			    "(e.g. 64M)", value);
 		else
 			p->cmin_line = p->lineno;
+	} else if (p->sect == S_CLUSTER && strcmp(key, "shared_data") == 0) {
+		if (p->shared_line != 0)
+			perr(p, "duplicate key '%s' (first at line %d)", key,
+			    p->shared_line);
+		else if (strcmp(value, "yes") != 0 && strcmp(value, "no") != 0)
+			perr(p, "shared_data '%s': expected yes or no", value);
+		else {
+			p->c->shared_data = strcmp(value, "yes") == 0;
+			p->shared_line = p->lineno;
+		}
 	} else if (p->sect == S_CLUSTER) {
 		perr(p, "unknown key '%s' in [cluster]", key);
 	} else if (strcmp(key, "data") == 0) {

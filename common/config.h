@@ -5,6 +5,9 @@
  *   channels = A>B B>A     ; default: full mesh
  *   tls_dir = tls          ; certificates, needed once an agent has addr
  *   compact_min_size = 64M ; automatic compaction from this size (K/M/G)
+ *   shared_data = no       ; yes: every data path is readable where the
+ *                          ; coordinator runs (else agents with addr
+ *                          ; stream their chunks)
  *   [agent A]
  *   data = a.data
  *   addr = host1:7101      ; optional: TCP + mutual TLS, not run_dir/A.sock
@@ -37,6 +40,9 @@ struct cfg {
 	unsigned char *chan;		/* nagents*nagents: chan[s*n+d] = 1 */
 	char *text;			/* the file's bytes, NUL-terminated */
 	uint64_t compact_min_size;	/* bytes (CFG_COMPACT_MIN_DEFAULT) */
+	int shared_data;		/* shared_data = yes: the coordinator
+					 * reads every data file by its path,
+					 * also of agents with an addr */
 };
 
 #define CFG_COMPACT_MIN_DEFAULT (64ull << 20)

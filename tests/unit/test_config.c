@@ -380,6 +380,34 @@ compact_min_size_accepts_suffixes(void **state)
 	}
 }
 
+static void
+shared_data_is_yes_or_no(void **state)
+{
+	struct cfg *c;
+	struct cs_err e;
+
+	(void)state;
+	assert_int_equal(cfg_parse("[agent A]\ndata = a\n", "c.ini", &c, &e),
+	    0);
+	assert_int_equal(c->shared_data, 0);
+	cfg_free(c);
+	assert_int_equal(cfg_parse("[cluster]\nshared_data = yes\n[agent A]\n"
+	    "data = a\n", "c.ini", &c, &e), 0);
+	assert_int_equal(c->shared_data, 1);
+	cfg_free(c);
+	assert_int_equal(cfg_parse("[cluster]\nshared_data = no\n[agent A]\n"
+	    "data = a\n", "c.ini", &c, &e), 0);
+	assert_int_equal(c->shared_data, 0);
+	cfg_free(c);
+	assert_int_equal(cfg_parse("[cluster]\nshared_data = true\n"
+	    "[agent A]\ndata = a\n", "c.ini", &c, &e), -1);
+	assert_non_null(strstr(e.msg, "c.ini:2: shared_data 'true': expected "
+	    "yes or no"));
+	assert_int_equal(cfg_parse("[cluster]\nshared_data = no\nshared_data = "
+	    "yes\n[agent A]\ndata = a\n", "c.ini", &c, &e), -1);
+	assert_non_null(strstr(e.msg, "duplicate key 'shared_data'"));
+}
+
 int
 main(void)
 {
@@ -392,6 +420,7 @@ main(void)
 		cmocka_unit_test(long_socket_path_is_rejected),
 		cmocka_unit_test(names_lines_and_files_are_bounded),
 		cmocka_unit_test(compact_min_size_accepts_suffixes),
+		cmocka_unit_test(shared_data_is_yes_or_no),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);
