@@ -165,6 +165,7 @@ print_json(const char *repo, uint64_t id, const struct coord_copy *cp,
 		json_kuint(&j, "copied", cp->copied);
 		json_kuint(&j, "shared", cp->shared);
 		json_kuint(&j, "bytes", cp->bytes);
+		json_kuint(&j, "streamed_bytes", cp->streamed);
 		json_obj_end(&j);
 	}
 	if (err != NULL)

@@ -13,7 +13,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "coord_int.h"
@@ -55,15 +54,6 @@ fail(struct run *r, const char *fmt, ...)
 	va_end(ap);
 }
 
-static int64_t
-now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 /* Was the coordinator asked to stop? Sets the abort reason. */
 static int
 interrupted(struct run *r)
@@ -77,7 +67,7 @@ interrupted(struct run *r)
 static int
 left_ms(const struct run *r)
 {
-	int64_t left = r->deadline - now_ms();
+	int64_t left = r->deadline - coord_now_ms();
 
 	return left < 0 ? 0 : left > 86400000 ? 86400000 : (int)left;
 }
@@ -279,20 +269,17 @@ out:
 static void
 fault_copy_delay(void)
 {
-	const char *f = getenv("CUTSNAP_FAULT");
-	const char *pfx = "coord-copy-delay:";
-	struct timespec ts;
-	long ms;
+	coord_sleep_ms(coord_fault_ms("coord-copy-delay"));
+}
 
-	if (f == NULL || strncmp(f, pfx, strlen(pfx)) != 0)
-		return;
-	ms = atol(f + strlen(pfx));
-	if (ms <= 0 || ms > 60000)
-		return;
-	ts.tv_sec = ms / 1000;
-	ts.tv_nsec = (ms % 1000) * 1000000L;
-	while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
-		;
+/* Does the coordinator fetch agent i's recorded file over its connection
+ * rather than read it by its path? An agent with an addr may run on
+ * another host, whose files this one cannot see, unless the config says
+ * every data path is readable here (shared_data = yes). */
+static int
+streamed(const struct cfg *c, int i)
+{
+	return !c->shared_data && c->agents[i].addr[0] != '\0';
 }
 
 /* Agent i answers a new connection (it runs, whatever happened to the
@@ -331,7 +318,7 @@ all_alive(struct run *r)
 		if (poll(&p, 1, 0) == 0)
 			continue;
 		name = r->c->agents[i].name;
-		if (now_ms() >= r->deadline && answers(r, i))
+		if (coord_now_ms() >= r->deadline && answers(r, i))
 			fail(r, "agent %s gave up the snapshot: it was not "
 			    "committed within its %d s timeout (was this "
 			    "process paused or starved of CPU while the "
@@ -356,20 +343,27 @@ static int
 store_all(struct run *r)
 {
 	const char **paths;
+	struct stream *sm = NULL;
 	struct cs_err e;
 	int i, rc;
 
 	fault_copy_delay();
 	if (interrupted(r))
 		return -1;
-	if ((paths = calloc((size_t)r->c->nagents, sizeof(*paths))) == NULL) {
+	if ((paths = calloc((size_t)r->c->nagents, sizeof(*paths))) == NULL ||
+	    stream_new(r->c, r->fds, &r->uid, r->deadline, r->interrupted,
+	    &sm) < 0) {
+		free(paths);
 		fail(r, "out of memory");
 		return -1;
 	}
 	for (i = 0; i < r->c->nagents; i++)
-		paths[i] = r->c->agents[i].data;
+		paths[i] = streamed(r->c, i) ? NULL : r->c->agents[i].data;
+	store_set_fetch(r->st, stream_fetch, sm);
 	rc = store_put_chunks(r->st, paths, r->reps, (size_t)r->c->nagents,
 	    &r->stats, &e);
+	store_set_fetch(r->st, NULL, NULL);
+	stream_free(sm);
 	free(paths);
 	if (rc < 0) {
 		fail(r, "%s", e.msg);
@@ -463,7 +457,7 @@ coord_snapshot(const struct cfg *c, const struct coord_opts *o,
 	r.c = c;
 	r.timeout_s = o->timeout_s > 0 ? o->timeout_s : 60;
 	r.interrupted = o->interrupted;
-	r.deadline = now_ms() + (int64_t)r.timeout_s * 1000;
+	r.deadline = coord_now_ms() + (int64_t)r.timeout_s * 1000;
 	init = o->initiator ? cfg_find(c, o->initiator) : 0;
 	if (c->nagents <= 0)
 		return cs_errf(e, "the config has no agents");
@@ -509,6 +503,7 @@ coord_snapshot(const struct cfg *c, const struct coord_opts *o,
 		o->copy->copied = r.stats.copied;
 		o->copy->shared = r.stats.shared;
 		o->copy->bytes = r.stats.bytes;
+		o->copy->streamed = r.stats.fetched;
 	}
 	rc = 0;
 	goto out;

@@ -13,6 +13,8 @@ struct coord_copy {
 	uint64_t copied;	/* new ones this snapshot copied */
 	uint64_t shared;	/* new ones another snapshot copied meanwhile */
 	uint64_t bytes;		/* bytes this snapshot copied */
+	uint64_t streamed;	/* of those, bytes agents sent over their
+				 * connections (files on other hosts) */
 };
 
 struct coord_opts {
