@@ -73,3 +73,52 @@ up = [a for a in json.load(open(sys.argv[1]))
 sys.exit(0 if up else 1)
 PY
 }
+
+# --- test hosts: network namespaces joined through a hub -----------------
+# netns_hub: create the hub namespace (cs-hub-PID), where the commands and
+# the coordinator run; every namespace made here is deleted at exit. Skips
+# the whole script (test_skip, test_done) when namespaces are refused.
+NS_SFX=$$
+NS_HUB=cs-hub-$NS_SFX
+NSS=""
+_ns_cleanup () {
+	local n
+	_cleanup
+	for n in $NSS; do
+		ip netns del "$n" 2>/dev/null
+	done
+}
+
+ns_of () { echo "cs-$(echo "$1" | tr 'A-Z' 'a-z')-$NS_SFX"; }
+ip_of () { case $1 in A) echo 10.77.0.1 ;; B) echo 10.77.0.2 ;; C) echo 10.77.0.3 ;; esac; }
+
+netns_hub () {
+	trap _ns_cleanup EXIT
+	if ! ip netns add "$NS_HUB" 2>"$TEST_DIR/.nserr"; then
+		test_skip 'agents in network namespaces' \
+		    "ip netns add refused: $(head -n1 "$TEST_DIR/.nserr")"
+		test_done
+	fi
+	NSS=$NS_HUB
+}
+
+# netns_hosts NAME...: a bridge br0 (10.77.0.254/24) in the hub and, per
+# NAME, a namespace with eth0 at ip_of NAME joined to it by a veth pair
+# (vNAME on the hub's side). Addresses exist only inside the namespaces.
+netns_hosts () {
+	local h ns
+	ip -n "$NS_HUB" link add br0 type bridge &&
+	ip -n "$NS_HUB" addr add 10.77.0.254/24 dev br0 &&
+	ip -n "$NS_HUB" link set br0 up &&
+	ip -n "$NS_HUB" link set lo up || return 1
+	for h in "$@"; do
+		ns=$(ns_of "$h") &&
+		ip netns add "$ns" && NSS="$NSS $ns" &&
+		ip -n "$NS_HUB" link add "v$h" type veth peer name eth0 netns "$ns" &&
+		ip -n "$NS_HUB" link set "v$h" master br0 &&
+		ip -n "$NS_HUB" link set "v$h" up &&
+		ip -n "$ns" addr add "$(ip_of "$h")/24" dev eth0 &&
+		ip -n "$ns" link set eth0 up &&
+		ip -n "$ns" link set lo up || return 1
+	done
+}

@@ -10,27 +10,7 @@
 . "$(dirname "$0")/lib.sh"
 . "$_lib_dir/lib-tls.sh"
 
-NS_SFX=$$
-NS_HUB=cs-hub-$NS_SFX
-NSS=""
-_ns_cleanup () {
-	local n
-	_cleanup
-	for n in $NSS; do
-		ip netns del "$n" 2>/dev/null
-	done
-}
-trap _ns_cleanup EXIT
-
-ns_of () { echo "cs-$(echo "$1" | tr 'A-Z' 'a-z')-$NS_SFX"; }
-ip_of () { case $1 in A) echo 10.77.0.1 ;; B) echo 10.77.0.2 ;; C) echo 10.77.0.3 ;; esac; }
-
-if ! ip netns add "$NS_HUB" 2>"$TEST_DIR/.nserr"; then
-	test_skip 'agents in network namespaces' \
-	    "ip netns add refused: $(head -n1 "$TEST_DIR/.nserr")"
-	test_done
-fi
-NSS=$NS_HUB
+netns_hub
 
 # Every command runs in the hub: the coordinator reaches each host there.
 cs () {
@@ -49,20 +29,7 @@ start_agent () {
 }
 
 test_expect_success 'setup: a hub with a bridge, hosts A, B, C joined by veth pairs' '
-	ip -n "$NS_HUB" link add br0 type bridge &&
-	ip -n "$NS_HUB" addr add 10.77.0.254/24 dev br0 &&
-	ip -n "$NS_HUB" link set br0 up &&
-	ip -n "$NS_HUB" link set lo up &&
-	for h in A B C; do
-		ns=$(ns_of $h) &&
-		ip netns add "$ns" && NSS="$NSS $ns" &&
-		ip -n "$NS_HUB" link add "v$h" type veth peer name eth0 netns "$ns" &&
-		ip -n "$NS_HUB" link set "v$h" master br0 &&
-		ip -n "$NS_HUB" link set "v$h" up &&
-		ip -n "$ns" addr add "$(ip_of $h)/24" dev eth0 &&
-		ip -n "$ns" link set eth0 up &&
-		ip -n "$ns" link set lo up || return 1
-	done &&
+	netns_hosts A B C &&
 	expect_eq "$(echo $NSS | wc -w)" 4 "namespaces" &&
 	ip -n "$(ns_of C)" -4 addr show dev eth0 | grep -q "inet 10.77.0.3/24" &&
 	! ip -4 addr show | grep -q "inet 10[.]77[.]0[.]"
