@@ -366,7 +366,8 @@ store_all(struct run *r)
 	stream_free(sm);
 	free(paths);
 	if (rc < 0) {
-		fail(r, "%s", e.msg);
+		if (!interrupted(r))
+			fail(r, "%s", e.msg);
 		return -1;
 	}
 	if (!all_alive(r))
