@@ -18,6 +18,8 @@ struct load_pair {
 struct load_conn {
 	int fd;			/* -1 until connected */
 	uint32_t gen;
+	struct xconn *x;	/* TCP + TLS, driven by this thread (no
+				 * relay: xport_client_open), or NULL */
 };
 
 /* One logical client: at most one TRANSFER outstanding, on conns[cur]. */

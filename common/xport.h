@@ -47,7 +47,8 @@ int xconn_handshake(struct xconn *t, char *why, size_t whysz);
 /* > 0 bytes moved, or XP_WANT_READ/XP_WANT_WRITE, XP_EOF, XP_ERR. */
 ssize_t xconn_read(struct xconn *t, void *buf, size_t n);
 ssize_t xconn_write(struct xconn *t, const void *buf, size_t n);
-/* Decrypted bytes buffered inside TLS that epoll cannot see. */
+/* 1 when TLS holds bytes that epoll cannot see (decrypted, or read
+ * ahead from the socket), else 0. */
 int xconn_pending(struct xconn *t);
 /* The verified peer certificate's CN ("" when none). */
 const char *xconn_peer_cn(struct xconn *t);
@@ -66,6 +67,12 @@ int xport_tcp_listen(const char *addr, struct cs_err *e);
 /* "IP:PORT" of the other end of fd, for log lines. */
 void xport_peer_name(int fd, char *out, size_t sz);
 
+/* For a command with an event loop of its own: a blocking TCP + TLS
+ * connection to agent i of c, as "client", checked to be agent i, in *fd
+ * (non-blocking) and *t (xconn_free it, then close *fd), no relay.
+ * 0, or -1 with e set. */
+int xport_client_open(const struct cfg *c, int i, int *fd, struct xconn **t,
+    struct cs_err *e);
 /* For the commands: a blocking TCP + TLS connection to agent i of c, as
  * "client", checked to be agent i; returns one end of a socket pair that a
  * relay thread joins to the TLS connection, so that callers read and
