@@ -1,6 +1,8 @@
 /* listen.c - the agent's Unix socket: private directory, stale socket
  * detection, accept with a same-uid check. */
 #include <sys/socket.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <sys/stat.h>
 #include <sys/un.h>
 
@@ -192,7 +194,7 @@ listen_accept(struct agent *a)
 	struct ucred cred;
 	struct conn *c;
 	socklen_t clen;
-	int fd, i;
+	int fd, i, one = 1;
 
 	for (i = 0; i < 64; i++) {
 		fd = accept4(a->lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
@@ -207,7 +209,10 @@ listen_accept(struct agent *a)
 		}
 		if (a->tcp) {
 			/* TCP: who it is is settled by the TLS handshake,
-			 * before a byte of the protocol is read. */
+			 * before a byte of the protocol is read. Frames
+			 * leave at once, as they do on a Unix socket. */
+			(void)setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one,
+			    sizeof(one));
 			if ((c = conn_new(a, fd, ROLE_NEW, 0)) != NULL)
 				(void)conn_tls(a, c, 1);
 			continue;
