@@ -1,5 +1,6 @@
 #!/bin/bash
-# Streaming recorded files over TLS on loopback: in a mixed cluster only
+# Streaming recorded files over TLS on loopback, and load over TLS without
+# relay threads (conserved, no failure): in a mixed cluster only
 # the agents with an addr stream (C on its Unix socket is read from the
 # disk); shared_data = yes reads every file from the disk; an agent's
 # memory does not grow with the file it streams (windowed pieces); an
@@ -53,6 +54,12 @@ test_expect_success 'setup: A and B on 127.0.0.1 over TLS, C on its Unix socket'
 	set_balances A=100 B=50 C=0 &&
 	pad A 1 && pad C 1 &&
 	expect_eq "$(total)" 150 "total"
+'
+
+test_expect_success 'load drives TLS itself: transfers on every agent, no failure, the total conserved' '
+	expect_ok load -c "$CONF" -s 2 -k 8 --json &&
+	json_check "d[\"conserved\"] is True and d[\"failures\"] == 0 and d[\"transfers\"] > 100" &&
+	expect_eq "$(total)" 150 "live total"
 '
 
 test_expect_success 'mixed cluster: A and B stream their chunks, C is read from the disk' '
