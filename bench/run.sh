@@ -747,6 +747,41 @@ cmd "cutsnap snapshot -c CONF -r FRESH_REPO    # 4 agents over TCP + TLS, small 
 row "snapshot ms over TCP+TLS, 4 agents" "$TLS_NS4" "$NS_4 (Unix sockets)" \
     "$(calc "$TLS_NS4 / $NS_4")" "-" "-"
 
+# --- 4b. a recorded file streamed over TLS against read from the disk -------
+# Three agents with an addr on 127.0.0.1, a1's file filled to about 256 MiB:
+# a full snapshot into a fresh repository with the chunks streamed by the
+# agents over TLS (the default), and the same with shared_data = yes (the
+# coordinator reads the files from the disk); then an incremental one
+# after 4 MiB of changes, streamed.
+
+make_tls_cluster "$W/st" 3
+sed 's/^tls_dir = tls$/tls_dir = tls\nshared_data = yes/' "$W/st/c.ini" \
+    >"$W/st/shared.ini"
+if start "$W/st/c.ini"; then
+	fill "$W/st/c.ini" a1 0 256
+	vs=(); vd=(); vi=()
+	for r in $(seq 1 "$RUNS"); do
+		fresh "$W/st/c.ini" "$W/st/repo"
+		vs+=("$(ms_of "$CS" snapshot -c "$W/st/c.ini" -r "$W/st/repo")")
+		fresh "$W/st/c.ini" "$W/st/repo"
+		vd+=("$(ms_of "$CS" snapshot -c "$W/st/shared.ini" -r "$W/st/repo")")
+		change "$W/st/c.ini" 4
+		vi+=("$(ms_of "$CS" snapshot -c "$W/st/c.ini" -r "$W/st/repo")")
+	done
+	ST_FULL=$(median "${vs[@]}"); ST_DISK=$(median "${vd[@]}")
+	ST_INC=$(median "${vi[@]}")
+	stop "$W/st/c.ini"
+else
+	ST_FULL=error; ST_DISK=error; ST_INC=error
+fi
+rm -rf "$W/st"
+cmd "cutsnap snapshot -c CONF -r FRESH_REPO   # 3 agents with addr on 127.0.0.1, a1 ~256 MiB: streamed over TLS"
+cmd "cutsnap snapshot -c CONF_SHARED -r FRESH_REPO   # the same with [cluster] shared_data = yes: read from the disk"
+row "full snapshot ms, a1 ~256 MiB streamed over TLS" "$ST_FULL" \
+    "$ST_DISK (shared_data = yes, from the disk)" "$(calc "$ST_FULL / $ST_DISK")" "-" "-"
+row "incremental snapshot ms after 4 MiB changed, streamed over TLS" "$ST_INC" \
+    "$ST_FULL (full, streamed)" "$(calc "$ST_INC / $ST_FULL")" "-" "-"
+
 # --- 5. object storage: a repository in radosgw ------------------------------
 # A Ceph radosgw on loopback (tests/s3/radosgw.sh, memstore), three agents
 # with 256 MiB in a1: full snapshot, incremental after a 16 MiB change and
