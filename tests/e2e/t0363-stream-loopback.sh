@@ -29,6 +29,14 @@ pad () {
 
 hwm_kb () { awk '/^VmHWM:/ { print $2 }' "/proc/$1/status"; }
 
+# Under AddressSanitizer the peak measures its shadow memory and the
+# quarantine of freed blocks, not the agent's design: there the growth is
+# reported but not asserted (the plain build asserts it), as in t0031.
+case $(basename "$CUTSNAP") in
+*-asan) SANITIZED=1 ;;
+*) SANITIZED=0 ;;
+esac
+
 # slow_snapshot_bg: a snapshot in the background whose every piece waits
 # 200 ms; returns once every agent has reported (the copy is under way).
 slow_snapshot_bg () {
@@ -88,7 +96,7 @@ test_expect_success 'an agent streaming a 45 MiB file stays within a few MiB mor
 	json_check "d[\"chunks\"][\"streamed_bytes\"] >= 45 * 1024 * 1024" &&
 	after=$(hwm_kb "$pid") &&
 	say "agent A VmHWM: $before kB before, $after kB after" &&
-	test $((after - before)) -lt 16384 &&
+	{ [ $SANITIZED = 1 ] || [ $((after - before)) -lt 16384 ]; } &&
 	expect_ok verify -r "$REPO" "$(json_get "d[\"id\"]")"
 '
 
