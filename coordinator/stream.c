@@ -15,6 +15,7 @@
  * the agent's later fetches fail at once: the snapshot aborts. */
 #include <errno.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -27,6 +28,8 @@
 struct stream_agent {
 	pthread_mutex_t mu;
 	int broken;		/* a fetch failed: out of step */
+	char why[CS_ERR_MAX];	/* then: its error, which the later fetches
+				 * give too (any of them may be reported) */
 };
 
 struct stream {
@@ -226,9 +229,10 @@ stream_fetch(void *ctx, size_t i, uint64_t off, uint8_t *buf, size_t len,
 
 	pthread_mutex_lock(&ag->mu);
 	if (ag->broken) {
-		cs_errf(e, "its connection failed earlier");
+		cs_errf(e, "%s", ag->why);
 	} else if (pull(s, i, off, buf, len, e) < 0) {
 		ag->broken = 1;
+		snprintf(ag->why, sizeof(ag->why), "%s", e->msg);
 	} else {
 		rc = 0;
 	}
