@@ -122,3 +122,27 @@ netns_hosts () {
 		ip -n "$ns" link set lo up || return 1
 	done
 }
+
+# --- a snapshot caught while it streams ------------------------------------
+# all_reported NAME...: each agent named has reported its part of a
+# snapshot (status --json): the coordinator is storing the files.
+all_reported () {
+	local h
+	for h in "$@"; do
+		agent_phase_is "$h" reported || return 1
+	done
+}
+
+# slow_snapshot_bg ARGS...: a snapshot with --json in the background (as
+# snapshot_bg: SNAP_PID, .snap.out/.err) whose coordinator waits
+# STREAM_DELAY_MS (default 200) before each piece it asks an agent for;
+# returns once every agent of AGENTS has reported, the stream under way.
+slow_snapshot_bg () {
+	CUTSNAP_FAULT=coord-stream-delay:${STREAM_DELAY_MS:-200} \
+	    cs snapshot -c "$CONF" -r "$REPO" --json "$@" \
+	    >"$TEST_DIR/.snap.out" 2>"$TEST_DIR/.snap.err" &
+	SNAP_PID=$!
+	BG_PIDS="$BG_PIDS $SNAP_PID"
+	# shellcheck disable=SC2086
+	wait_for 30 all_reported $AGENTS
+}

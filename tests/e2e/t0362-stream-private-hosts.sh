@@ -152,21 +152,9 @@ test_expect_success 'a chunk damaged on the way is refused: aborted, nothing com
 '
 
 # stream_bg NAME: new chunks on NAME, then a snapshot in the background
-# that fetches slowly (every piece waits 300 ms); returns once every agent
-# has reported (the copy is under way).
+# that fetches slowly; returns once the copy is under way.
 stream_bg () {
-	pad "$1" 64 || return 1
-	CUTSNAP_FAULT=coord-stream-delay:300 cs snapshot -c "$CONF" -r "$REPO" \
-	    --json --timeout 60 >"$TEST_DIR/.snap.out" 2>"$TEST_DIR/.snap.err" &
-	SNAP_PID=$!
-	BG_PIDS="$BG_PIDS $SNAP_PID"
-	wait_for 30 all_reported
-}
-all_reported () {
-	local h
-	for h in A B C; do
-		agent_phase_is $h reported || return 1
-	done
+	pad "$1" 64 && STREAM_DELAY_MS=300 slow_snapshot_bg --timeout 60
 }
 
 test_expect_success 'the TCP connection to B cut mid-stream: aborted, nothing committed' '
