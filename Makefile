@@ -8,7 +8,8 @@
 # make bench      the benchmark: prints a table, writes bench/RESULTS.md
 #                 (make bench-deps installs restic and borg for it)
 # make torture    the fault loop, ROUNDS rounds (default 500; SEED=n replays;
-#                 ENCRYPT=1 on an encrypted repository)
+#                 ENCRYPT=1 on an encrypted repository; TCP=1 with the
+#                 agents on TCP with mutual TLS)
 # make install    bin/cutsnap, its manual page and bash completion under
 #                 PREFIX (default /usr/local; DESTDIR is honoured)
 
@@ -157,7 +158,7 @@ bench: all bench-deps $(BUILD)/bench/syncw
 ROUNDS ?= 500
 torture: all
 	CUTSNAP=$(abspath $(BIN)) tests/torture/torture.sh -n $(ROUNDS) \
-	    $(if $(SEED),-s $(SEED)) $(if $(ENCRYPT),-e)
+	    $(if $(SEED),-s $(SEED)) $(if $(ENCRYPT),-e) $(if $(TCP),-t)
 
 # Installs what "make" built; it does not build (so that it can run as
 # another user, e.g. with sudo, without writing into the tree).

@@ -3,7 +3,7 @@
 # with random kill -9 of agents, coordinators and restores; then a bank
 # check of every complete snapshot and of the live cluster.
 #
-# usage: torture.sh [-n ROUNDS] [-s SEED] [-a AGENTS] [-k] [-e]
+# usage: torture.sh [-n ROUNDS] [-s SEED] [-a AGENTS] [-k] [-e] [-t]
 #   -n ROUNDS  rounds to run (default 100)
 #   -s SEED    RANDOM seed (default: from the clock; printed)
 #   -a AGENTS  number of agents, 2..8 (default 3)
@@ -11,6 +11,9 @@
 #   -e         an encrypted repository (cutsnap init --encrypt; every
 #              command reads the password from CUTSNAP_PASSWORD_FILE, and
 #              the keys are cheap: CUTSNAP_SCRYPT_N=1024)
+#   -t         agents on TCP with mutual TLS (addr = 127.0.0.1:PORT and
+#              tls_dir, certificates from cutsnap cert) instead of Unix
+#              sockets: the same rounds, faults and checks
 # Environment: CUTSNAP (the binary; default bin/cutsnap of this checkout),
 # TORTURE_PCT="NAME=PCT ..." (overrides the FAULTS table's percentages,
 # e.g. "mix_histories=100" to exercise one mode on purpose),
@@ -65,14 +68,16 @@ SEED=$(( $(date +%s%N) % 32768 ))
 NAG=3
 KEEP=0
 ENCRYPT=0
-while getopts "n:s:a:ke" o; do
+TCP=0
+while getopts "n:s:a:ket" o; do
 	case $o in
 	n) ROUNDS=$OPTARG ;;
 	s) SEED=$OPTARG ;;
 	a) NAG=$OPTARG ;;
 	k) KEEP=1 ;;
 	e) ENCRYPT=1 ;;
-	*) echo "usage: torture.sh [-n ROUNDS] [-s SEED] [-a AGENTS] [-k] [-e]" >&2
+	t) TCP=1 ;;
+	*) echo "usage: torture.sh [-n ROUNDS] [-s SEED] [-a AGENTS] [-k] [-e] [-t]" >&2
 	   exit 2 ;;
 	esac
 done
@@ -469,18 +474,50 @@ wait_pid () {
 
 # --- setup -------------------------------------------------------------
 
+# mkconf [PORT...]: a config for the agents; with ports (the TCP variant,
+# -t), each agent listens on 127.0.0.1:PORT with mutual TLS (tls_dir).
 mkconf () {
 	local n
 	echo "[cluster]"
 	echo "run_dir = run"
 	echo "compact_min_size = 64K"
+	[ $# -gt 0 ] && echo "tls_dir = tls"
 	for n in $NAMES; do
 		printf '\n[agent %s]\ndata = %s.data\n' "$n" "$n"
+		if [ $# -gt 0 ]; then
+			printf 'addr = 127.0.0.1:%s\n' "$1"
+			shift
+		fi
 	done
 }
+
+# free_ports N: N TCP ports on 127.0.0.1 that are free now, one a line.
+free_ports () {
+	python3 - "$1" <<'PY'
+import socket, sys
+ss = []
+for _ in range(int(sys.argv[1])):
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    ss.append(s)
+for s in ss:
+    print(s.getsockname()[1])
+PY
+}
+
 mkdir -p "$W/restore"
-mkconf >"$CONF"
-mkconf >"$RCONF"
+if [ "$TCP" = 1 ]; then
+	# The live cluster and the restore target get ports of their own;
+	# both use one CA, made by cutsnap cert.
+	mapfile -t PORTS < <(free_ports $((2 * NAG)))
+	mkconf "${PORTS[@]:0:NAG}" >"$CONF"
+	mkconf "${PORTS[@]:NAG}" >"$RCONF"
+	cs cert -c "$CONF" >>"$LOG" 2>&1 && cp -a "$W/tls" "$W/restore/tls" ||
+	    { echo "torture: cutsnap cert failed: $(tail -n 1 "$LOG")" >&2; exit 2; }
+else
+	mkconf >"$CONF"
+	mkconf >"$RCONF"
+fi
 : >"$W/xfer.res"
 
 cs start -c "$CONF" >>"$LOG" 2>&1 || { echo "torture: start failed" >&2; exit 1; }
@@ -825,7 +862,7 @@ result=PASS
 # --- the report ------------------------------------------------------------
 
 cat <<EOF
-cutsnap torture: seed $SEED, $NAG agents, initial total $INIT_TOTAL$([ "$ENCRYPT" = 1 ] && echo ", encrypted repository")
+cutsnap torture: seed $SEED, $NAG agents, initial total $INIT_TOTAL$([ "$ENCRYPT" = 1 ] && echo ", encrypted repository")$([ "$TCP" = 1 ] && echo ", agents on TCP with mutual TLS")
   rounds            $ROUNDS in $loop_s s, $((SECONDS - start_s)) s with the final checks
   transfers         $n_xfer_ok ok, $n_xfer_fail refused or failed ($n_held_msgs sent over $n_holds held channels)
   faults            $kills:${kill_list#,}
@@ -843,7 +880,7 @@ if [ "$n_viol" -gt 0 ]; then
 fi
 [ -n "$nothing" ] && echo "  checked nothing   $nothing"
 [ "$result" = FAIL ] && echo "  log               $LOG"
-echo "torture-summary: seed=$SEED agents=$NAG rounds=$ROUNDS encrypted=$ENCRYPT" \
+echo "torture-summary: seed=$SEED agents=$NAG rounds=$ROUNDS encrypted=$ENCRYPT tcp=$TCP" \
     "seconds=$loop_s wall_seconds=$((SECONDS - start_s))" \
     "complete=${n_complete:-0}" \
     "aborted=${n_aborted:-0} inflight=${n_inflight:-0}" \
