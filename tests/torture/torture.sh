@@ -45,6 +45,12 @@
 #     half-way and run again, and after a second restore over it;
 #   - once killed agents are restarted and the channels have drained, the
 #     live total is the initial total.
+#   - overlapping snapshots (two to four started together, into one
+#     repository or into two, sometimes with a coordinator or an agent
+#     killed during them): each that exits 0 is listed complete in its
+#     repository, verifies, sums and restores to the initial total; a
+#     repository gains no other complete snapshot; ids within a
+#     repository and the 128-bit identities across both are distinct;
 #   - files from different histories (a restore of the live cluster
 #     stopped after its first file) never lose a transfer: one across the
 #     mix is refused (diverged) or arrives; once the restore is finished
@@ -53,7 +59,8 @@
 # letters (a refunded one is in flight or back in a bal).
 # A run that checked nothing has not passed either: no complete snapshot,
 # no verify, no restore, or no message recorded in flight by the complete
-# snapshots fails the run. Every figure is read from --json output, never
+# snapshots fails the run, and so does a run whose overlap mode struck
+# but checked no overlapping snapshot. Every figure is read from --json output, never
 # from a table meant for people.
 #
 # The report at the end is in the spirit of Jepsen's bank checker; its
@@ -102,6 +109,7 @@ W=$(mktemp -d "$_base/cs-torture.XXXXXX") || exit 2
 CONF=$W/cluster.ini
 RCONF=$W/restore/cluster.ini
 REPO=$W/repo
+REPO2=$W/repo2
 LOG=$W/torture.log
 NAMES=""
 for i in $(seq 1 "$NAG"); do
@@ -110,7 +118,8 @@ done
 if [ "$ENCRYPT" = 1 ]; then
 	export CUTSNAP_PASSWORD_FILE=$W/password CUTSNAP_SCRYPT_N=1024
 	printf 'torture %s\n' "$SEED" >"$CUTSNAP_PASSWORD_FILE"
-	"$CUTSNAP" init -r "$REPO" --encrypt >"$LOG" 2>&1 || {
+	{ "$CUTSNAP" init -r "$REPO" --encrypt &&
+	    "$CUTSNAP" init -r "$REPO2" --encrypt; } >"$LOG" 2>&1 || {
 		echo "torture: init --encrypt failed: $(tail -n 1 "$LOG")" >&2
 		rm -rf "$W"
 		exit 2
@@ -143,6 +152,7 @@ kill_restore      restore   33
 compact_agent     round     20
 kill_compacting   snapshot  15
 mix_histories     round     5
+overlap           round     12
 "
 
 # cutsnap compact of a random live agent, in the background: it may wait
@@ -256,14 +266,14 @@ live_total () {
 # A restore stopped by CUTSNAP_FAULT after its N-th file (exit 99).
 fault_stop_restore () {
 	CUTSNAP_FAULT=restore-after-file:$((1 + RANDOM % NAG)) \
-	    cs restore -r "$REPO" "$CHECK_ID" -c "$RCONF" >>"$LOG" 2>&1
+	    cs restore -r "$CHECK_REPO" "$CHECK_ID" -c "$RCONF" >>"$LOG" 2>&1
 	[ $? -eq 99 ]
 }
 
 # A restore killed with -9 after 0-14 ms.
 fault_kill_restore () {
 	local p rc=1
-	"$CUTSNAP" restore -r "$REPO" "$CHECK_ID" -c "$RCONF" >>"$LOG" 2>&1 &
+	"$CUTSNAP" restore -r "$CHECK_REPO" "$CHECK_ID" -c "$RCONF" >>"$LOG" 2>&1 &
 	p=$!
 	sleep "$(printf '0.%03d' $((RANDOM % 15)))"
 	kill -KILL "$p" 2>/dev/null && rc=0
@@ -361,6 +371,141 @@ sum(1 for a in d if a.get("up") for c in a["out"] + a["in"]
 	return 0
 }
 
+# Overlapping snapshots: two to four `cutsnap snapshot` started together
+# from random initiators, each into REPO or into the second repository
+# REPO2 (so sometimes into one, sometimes into two), over a held channel
+# with queued transfers while transfers flow; a third of the time one
+# coordinator is killed -9, a fifth of the time an agent (restarted
+# after). Every one that exits 0 is listed complete in its repository, is
+# verified (integrity and cut sum) and restored to the initial total; the
+# others add no complete snapshot (a repository gains exactly as many
+# complete ones as coordinators exited 0); the new ids in a repository
+# and the 128-bit identities across both are all distinct.
+fault_overlap () {
+	local n i p s d held="" ok=0 c1 c2 r id pids=() repos=() inits=() rcs=()
+	local victim killed_agent="" two
+	n=$((2 + RANDOM % 3))
+	for p in $BG; do wait_pid "$p" 60; done
+	BG=""
+	restart_agents
+	c1=$(complete_count "$REPO") || return 1
+	c2=$(complete_count "$REPO2") || return 1
+	s=$(pick); d=$(pick_other "$s")
+	if cs channel -c "$CONF" hold "$s" "$d" >>"$LOG" 2>&1; then
+		held="$s $d"
+		for i in 1 2; do
+			transfer "$s" "$d" $((1 + RANDOM % 50)) &&
+			    n_held_msgs=$((n_held_msgs + 1))
+		done
+	fi
+	rm -f "$W/stop.stream"
+	stream_bg &
+	BG="$BG $!"
+	# Into one repository (every other time) or into both: then the
+	# second goes to REPO2, the rest to either.
+	two=$((n_overlap % 2))
+	for i in $(seq 0 $((n - 1))); do
+		r=$REPO
+		[ "$two" = 1 ] && { [ "$i" = 1 ] ||
+		    { [ "$i" -gt 1 ] && [ $((RANDOM % 2)) -eq 0 ]; }; } &&
+		    r=$REPO2
+		inits[$i]=$(pick)
+		repos[$i]=$r
+		"$CUTSNAP" snapshot -q -c "$CONF" -r "$r" \
+		    --initiator "${inits[$i]}" --timeout 4 \
+		    >"$W/overlap.$i.out" 2>>"$LOG" &
+		pids[$i]=$!
+	done
+	n_overlap=$((n_overlap + 1))
+	n_overlap_started=$((n_overlap_started + n))
+	[ "$two" = 1 ] && n_overlap_two=$((n_overlap_two + 1))
+	log "overlap: $n snapshots by ${inits[*]} into $(for r in "${repos[@]}"; do basename "$r"; done | tr '\n' ' ')"
+	sleep "$(printf '0.%03d' $((RANDOM % 150)))"
+	if [ $((RANDOM % 3)) -eq 0 ]; then
+		victim=$((RANDOM % n))
+		kill -KILL "${pids[$victim]}" 2>/dev/null &&
+		    log "overlap: killed coordinator $victim (by ${inits[$victim]})"
+	fi
+	if [ $((RANDOM % 5)) -eq 0 ]; then
+		killed_agent=$(pick)
+		p=$(agent_pid "$killed_agent")
+		[ -n "$p" ] && kill -KILL "$p" 2>/dev/null &&
+		    log "overlap: killed agent $killed_agent (pid $p)"
+	fi
+	sleep "$(printf '0.%03d' $((RANDOM % 100)))"
+	[ -n "$held" ] && cs channel -c "$CONF" release $held >>"$LOG" 2>&1
+	for i in $(seq 0 $((n - 1))); do
+		wait_pid "${pids[$i]}" 30
+		rcs[$i]=$WRC
+		if [ "$WRC" -eq 0 ]; then
+			ok=$((ok + 1))
+			if [ "${repos[$i]}" = "$REPO" ]; then
+				c1=$((c1 + 1))
+			else
+				c2=$((c2 + 1))
+			fi
+		fi
+	done
+	touch "$W/stop.stream"
+	[ -n "$killed_agent" ] && restart_agents
+	log "overlap: $ok of $n exited 0"
+	# Each repository gained exactly the ones that exited 0: the killed
+	# and failed ones are not listed complete.
+	[ "$(complete_count "$REPO")" = "$c1" ] ||
+	    violation 0 "overlap: $(basename "$REPO") lists $(complete_count "$REPO") complete snapshots, expected $c1"
+	[ "$(complete_count "$REPO2")" = "$c2" ] ||
+	    violation 0 "overlap: $(basename "$REPO2") lists $(complete_count "$REPO2") complete snapshots, expected $c2"
+	distinct_ids
+	for i in $(seq 0 $((n - 1))); do
+		[ "${rcs[$i]}" -eq 0 ] || continue
+		id=$(tr -dc '0-9' <"$W/overlap.$i.out")
+		if ! status_is "$id" complete "${repos[$i]}"; then
+			violation 0 "overlap: snapshot exited 0 with id '$id', not listed complete in $(basename "${repos[$i]}")"
+			continue
+		fi
+		n_overlap_ok=$((n_overlap_ok + 1))
+		verify_check "$id" "${repos[$i]}" &&
+		    restore_check "$id" "${repos[$i]}" &&
+		    n_overlap_checked=$((n_overlap_checked + 1))
+	done
+	return 0
+}
+
+# complete_count REPO: how many snapshots REPO lists complete (0 while it
+# does not exist).
+complete_count () {
+	local r=$1
+	[ -f "$r/manifest.db" ] || { echo 0; return 0; }
+	cs ls -r "$r" --json 2>>"$LOG" |
+	    json 'sum(1 for s in d if s["status"] == "complete")'
+}
+
+# distinct_ids: the ids within each repository and the 128-bit
+# identities across both are distinct.
+distinct_ids () {
+	local r dup
+	for r in "$REPO" "$REPO2"; do
+		[ -f "$r/manifest.db" ] || continue
+		cs ls -r "$r" --json 2>>"$LOG" || echo '[]'
+	done | python3 -c '
+import json, sys
+ids, uids = {}, {}
+text, at, dec = sys.stdin.read(), 0, json.JSONDecoder()
+while text[at:].strip():
+    at += len(text[at:]) - len(text[at:].lstrip())
+    lst, at = dec.raw_decode(text, at)
+    for s in lst:
+        key = (s["repository"], s["id"])
+        ids[key] = ids.get(key, 0) + 1
+        uids[s["uid"]] = uids.get(s["uid"], 0) + 1
+dup = [k for k, v in ids.items() if v > 1] + [k for k, v in uids.items() if v > 1]
+print(" ".join(str(x) for x in dup))' >"$W/dup.out" 2>>"$LOG" ||
+	    { violation 0 "overlap: the snapshot lists cannot be read"; return; }
+	dup=$(cat "$W/dup.out")
+	[ -z "$dup" ] || violation 0 "overlap: snapshot ids listed twice: $dup"
+	n_overlap_idchecks=$((n_overlap_idchecks + 1))
+}
+
 # fault_pct NAME PCT: PCT, or what TORTURE_PCT ("NAME=PCT ...", for a
 # run that exercises one mode on purpose) says for NAME.
 fault_pct () {
@@ -398,6 +543,8 @@ n_restore=0 n_verify=0 n_cutsum=0 n_dead_sent=0 n_dead_resolved=0
 STALE=""
 n_viol=0 first_viol="" worst_viol="" worst_delta=0
 n_mix=0 n_mix_diverged=0 n_mix_sent=0 n_mix_delivered=0 n_mix_refused=0
+n_overlap=0 n_overlap_started=0 n_overlap_two=0 n_overlap_ok=0
+n_overlap_checked=0 n_overlap_idchecks=0
 
 log () { printf '%s\n' "$*" >>"$LOG"; }
 
@@ -665,15 +812,17 @@ snapshot_round () {
 
 # --- the checks ----------------------------------------------------------
 
-# The repository's snapshots (ls --json) into $W/ls.json; fails when ls
-# fails (no repository yet counts as empty).
+# read_ls [REPO]: the snapshots of REPO (default: the repository) from
+# ls --json into $W/ls.json; fails when ls fails (no repository yet
+# counts as empty).
 read_ls () {
-	if [ ! -f "$REPO/manifest.db" ]; then
+	local r=${1:-$REPO}
+	if [ ! -f "$r/manifest.db" ]; then
 		echo "[]" >"$W/ls.json"
 		return 0
 	fi
-	cs ls -r "$REPO" --json >"$W/ls.json" 2>>"$LOG" && return 0
-	violation 0 "ls --json of the repository failed"
+	cs ls -r "$r" --json >"$W/ls.json" 2>>"$LOG" && return 0
+	violation 0 "ls --json of $(basename "$r") failed"
 	return 1
 }
 
@@ -682,9 +831,9 @@ ids_with () {
 	read_ls && json "[s['id'] for s in d if s['status'] == '$1']" <"$W/ls.json"
 }
 
-# status_is ID STATUS: ls lists snapshot ID with STATUS.
+# status_is ID STATUS [REPO]: ls lists snapshot ID with STATUS.
 status_is () {
-	[ -n "$1" ] && read_ls &&
+	[ -n "$1" ] && read_ls "${3:-}" &&
 	    json "[s['status'] for s in d if s['id'] == $1]" <"$W/ls.json" |
 	    grep -qx "$2"
 }
@@ -702,16 +851,18 @@ total_of () {
 	echo "$s"
 }
 
-# restore_check ID: the restore faults, then the restore that must
-# succeed, its total, and a second restore over it (nothing applied twice).
+# restore_check ID [REPO]: the restore faults, then the restore that must
+# succeed, its total, and a second restore over it (nothing applied
+# twice). 0 when every check held.
 restore_check () {
-	local t
+	local t v0=$n_viol
 	CHECK_ID=$1
+	CHECK_REPO=${2:-$REPO}
 	rm -f "$W"/restore/*.data
 	run_faults restore
-	if ! cs restore -r "$REPO" "$1" -c "$RCONF" >>"$LOG" 2>&1; then
+	if ! cs restore -r "$CHECK_REPO" "$1" -c "$RCONF" >>"$LOG" 2>&1; then
 		violation 0 "restore of complete snapshot $1 failed"
-		return
+		return 1
 	fi
 	n_restore=$((n_restore + 1))
 	if ! t=$(total_of "$RCONF"); then
@@ -719,33 +870,35 @@ restore_check () {
 	elif [ "$t" != "$INIT_TOTAL" ]; then
 		violation $((t - INIT_TOTAL)) "snapshot $1 restores to $t, not $INIT_TOTAL"
 	fi
-	cs restore -r "$REPO" "$1" -c "$RCONF" >>"$LOG" 2>&1 || {
-		violation 0 "second restore of snapshot $1 failed"; return; }
+	cs restore -r "$CHECK_REPO" "$1" -c "$RCONF" >>"$LOG" 2>&1 || {
+		violation 0 "second restore of snapshot $1 failed"; return 1; }
 	if ! t=$(total_of "$RCONF"); then
 		violation 0 "snapshot $1 restored twice, but a data file cannot be read"
 	elif [ "$t" != "$INIT_TOTAL" ]; then
 		violation $((t - INIT_TOTAL)) "snapshot $1 restored twice holds $t, not $INIT_TOTAL"
 	fi
+	[ "$n_viol" -eq "$v0" ]
 }
 
-# verify_check ID: verify --json says ok (and exits 0); the cut's sum of
-# bal (show --sum --json: the files plus the messages in flight) is the
-# initial total.
+# verify_check ID [REPO]: verify --json says ok (and exits 0); the cut's
+# sum of bal (show --sum --json: the files plus the messages in flight) is
+# the initial total. 0 when both held.
 verify_check () {
-	local v t
+	local v t r=${2:-$REPO}
 	n_verify=$((n_verify + 1))
-	v=$(cs verify -q -r "$REPO" "$1" --json 2>>"$LOG")
+	v=$(cs verify -q -r "$r" "$1" --json 2>>"$LOG")
 	if [ $? -ne 0 ] || [ "$(json 'd["ok"]' <<<"$v" 2>/dev/null)" != True ]; then
-		violation 0 "complete snapshot $1 does not verify: $v"
-		return
+		violation 0 "complete snapshot $1 of $(basename "$r") does not verify: $v"
+		return 1
 	fi
 	# bal's conserved total (with bal's own dead letters), plus the
 	# credits to frozen in flight and frozen's open dead letters.
-	t=$(cs show -r "$REPO" "$1" --sum bal --json 2>>"$LOG" |
+	t=$(cs show -r "$r" "$1" --sum bal --json 2>>"$LOG" |
 	    json 'd["sum"]["total"] + sum(m["amount"] for c in d["channels"] for m in c["messages"] if m.get("key") == "frozen") + sum(x["amount"] for a in d["agents"] for x in a["dead_letters"] if x["state"] == "open" and x["key"] == "frozen")' 2>/dev/null)
 	n_cutsum=$((n_cutsum + 1))
-	[ "$t" = "$INIT_TOTAL" ] ||
-	    violation "$(( ${t:-0} - INIT_TOTAL ))" "the cut of snapshot $1 sums to ${t:-nothing}, not $INIT_TOTAL"
+	[ "$t" = "$INIT_TOTAL" ] && return 0
+	violation "$(( ${t:-0} - INIT_TOTAL ))" "the cut of snapshot $1 of $(basename "$r") sums to ${t:-nothing}, not $INIT_TOTAL"
+	return 1
 }
 
 # No coordinator is alive: a snapshot still listed running must be
@@ -753,6 +906,9 @@ verify_check () {
 # does). Sets STALE to the stale ones.
 ls_check () {
 	local r
+	r=$(read_ls "$REPO2" && json "[s['id'] for s in d if s['status'] == 'running'
+	    and not s.get('stale')]" <"$W/ls.json") || return
+	[ -z "$r" ] || violation 0 "snapshot(s) $(echo $r) of repo2 listed running, not stale, with no coordinator"
 	r=$(read_ls && json "[s['id'] for s in d if s['status'] == 'running'
 	    and not s.get('stale')]" <"$W/ls.json") || return
 	[ -z "$r" ] || violation 0 "snapshot(s) $(echo $r) listed running, not stale, with no coordinator"
@@ -827,6 +983,15 @@ for id in $(ids_with complete); do
 	verify_check "$id"
 	restore_check "$id"
 done
+# The second repository's, filled by overlapping snapshots only.
+n_repo2=0
+read_ls "$REPO2"
+for id in $(json "[s['id'] for s in d if s['status'] == 'complete']" <"$W/ls.json"); do
+	verify_check "$id" "$REPO2"
+	restore_check "$id" "$REPO2"
+	n_repo2=$((n_repo2 + 1))
+done
+[ "${STRUCK[overlap]:-0}" -gt 0 ] && distinct_ids
 # The figures, from ls --json: snapshots by status (a stale running one,
 # whose coordinator is gone, counts as aborted), messages recorded in
 # flight by the complete ones, and how many of those recorded any.
@@ -848,6 +1013,12 @@ nothing=""
 [ "$n_verify" -gt 0 ] || nothing="$nothing, no verify"
 [ "$n_restore" -gt 0 ] || nothing="$nothing, no restore"
 [ "${n_inflight:-0}" -gt 0 ] || nothing="$nothing, no message recorded in flight"
+if [ "${STRUCK[overlap]:-0}" -gt 0 ]; then
+	[ "$n_overlap_checked" -gt 0 ] ||
+	    nothing="$nothing, no overlapping snapshot checked"
+	[ "$n_overlap_idchecks" -gt 0 ] ||
+	    nothing="$nothing, no ids compared"
+fi
 nothing=${nothing#, }
 
 kills=0 kill_list="" kill_kv=""
@@ -870,6 +1041,7 @@ cutsnap torture: seed $SEED, $NAG agents, initial total $INIT_TOTAL$([ "$ENCRYPT
   in flight         ${n_inflight:-?} messages recorded by ${n_with_inflight:-?} of ${n_complete:-?} complete snapshots
   checks            $n_verify verify, $n_cutsum cut sums, $n_restore restores checked (each also run twice)
   dead letters      $n_dead_sent credits sent to text keys, $n_dead_resolved refunds started
+  overlapping       $n_overlap times $n_overlap_started snapshots started together ($n_overlap_two times into two repositories): $n_overlap_ok exited 0 and listed complete, $n_overlap_checked verified, summed and restored; $n_repo2 complete in the second repository checked again at the end
   mixed histories   $n_mix mixes, $n_mix_diverged with diverged channels; transfers over them: $n_mix_refused refused as diverged, $n_mix_delivered of $n_mix_sent accepted ones delivered
   live total        ${live:-unreadable} (expected $INIT_TOTAL)
   violations        $n_viol
@@ -889,6 +1061,9 @@ echo "torture-summary: seed=$SEED agents=$NAG rounds=$ROUNDS encrypted=$ENCRYPT 
     "dead_letters=$n_dead_sent refunds=$n_dead_resolved" \
     "kills=$kills$kill_kv mixes=$n_mix mixes_diverged=$n_mix_diverged" \
     "mix_refused=$n_mix_refused mix_delivered=$n_mix_delivered" \
+    "overlaps=$n_overlap overlap_snapshots=$n_overlap_started" \
+    "overlap_two_repos=$n_overlap_two overlap_complete=$n_overlap_ok" \
+    "overlap_checked=$n_overlap_checked repo2_checked=$n_repo2" \
     "violations=$n_viol result=$result"
 if [ "$result" = FAIL ]; then
 	KEEP=1
