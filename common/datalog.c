@@ -490,6 +490,15 @@ drop_acked(struct dl_state *st, const char *dst, uint64_t ack)
 	st->nsends = k;
 }
 
+/* Whether send_from keeps the SEND seq to dst (see dl_state). */
+static int
+keep_send(const struct wm_set *from, const char *dst, uint64_t seq)
+{
+	uint64_t lo = wm_get(from, dst);
+
+	return lo != 0 && seq >= lo;
+}
+
 /* A message sent on self->peer (a SEND, or a RESOLVE's refund), and for
  * a SEND its key's new value: everything that can fail is allocated
  * before anything changes. */
@@ -509,6 +518,15 @@ apply_send(struct dl_state *st, const struct dl_record *r, uint64_t seq)
 			goto out;
 		if (seq == wm_get(&st->acked, r->peer) + 1)
 			(void)wm_put(&st->sendoff, r->peer, st->rec_off);
+		(void)wm_put_chain(&st->sent, r->peer, seq, r->chain);
+		rc = 0;
+		goto out;
+	}
+	if (st->send_from != NULL && !keep_send(st->send_from, r->peer, seq)) {
+		if (wm_reserve(&st->sent) == -1 || (r->type == DL_SEND &&
+		    tracked(st, r) &&
+		    kvmap_put(st->kv, r->key, r->klen, r->val, r->vlen) == -1))
+			goto out;
 		(void)wm_put_chain(&st->sent, r->peer, seq, r->chain);
 		rc = 0;
 		goto out;
@@ -1194,6 +1212,8 @@ torn_header(const uint8_t *buf, size_t len)
 struct src {
 	const uint8_t *buf;	/* the image, or NULL: read fd */
 	int fd;
+	dl_read_fn read;	/* with fd -1: reads the image instead */
+	void *rctx;
 	size_t len;		/* bytes in the image or file */
 	size_t start;		/* 0, or a record boundary to start at (the
 				 * state holds the replay of [0, start)) */
@@ -1225,6 +1245,13 @@ src_at(struct src *s, size_t off, size_t n)
 			return NULL;
 		s->win = w;
 		s->wcap = want;
+	}
+	if (s->read != NULL) {
+		if (s->read(s->rctx, off, want, s->win) == -1) {
+			s->wlen = 0;
+			return NULL;
+		}
+		got = want;
 	}
 	while (got < want) {
 		k = pread(s->fd, s->win + got, want - got, (off_t)(off + got));
@@ -1970,6 +1997,26 @@ dl_replay_fd(int fd, uint64_t start, uint64_t len, const char *what,
 	s.start = (size_t)start;
 	s.sha = sha;
 	s.chunks = chunks;
+	rc = replay_src(&s, what, 0, st, NULL, e);
+	free(s.win);
+	return rc;
+}
+
+int
+dl_replay_read(uint64_t len, const char *what, dl_read_fn fn, void *ctx,
+    struct dl_state *st, struct sha_ctx *sha, struct cs_err *e)
+{
+	struct src s;
+	int rc;
+
+	memset(&s, 0, sizeof(s));
+	if (len > SIZE_MAX)
+		return cs_errf(e, "%s: file too large", what);
+	s.fd = -1;
+	s.read = fn;
+	s.rctx = ctx;
+	s.len = (size_t)len;
+	s.sha = sha;
 	rc = replay_src(&s, what, 0, st, NULL, e);
 	free(s.win);
 	return rc;

@@ -192,6 +192,11 @@ struct dl_state {
 	struct dl_send *sends;	/* in log order (not with no_sends) */
 	size_t nsends, capsends;
 	int keep_all_sends;
+	/* With keep_all_sends, when set (borrowed): per dst, the lowest seq
+	 * whose SEND is kept; a dst it does not name keeps none. An offline
+	 * reader that needs only a window of sends (verify: a channel's
+	 * messages in flight) so keeps memory independent of history. */
+	const struct wm_set *send_from;
 	/* Live data files: keep no sends; instead, per dst, sendoff holds a
 	 * record boundary at or before its first unacknowledged SEND (the
 	 * SEND's own offset when it was the first unacknowledged one). */
@@ -278,6 +283,14 @@ void dl_encode(struct wbuf *out, const struct dl_record *r);
 int dl_replay(const uint8_t *buf, size_t len, const char *what,
     int allow_torn, struct dl_state *st, size_t *valid_len,
     struct cs_err *e);
+/* The same for an image of len bytes that fn reads (n bytes at off into
+ * dst: 0, or -1 with errno set), a window of at least 1 MiB at a time,
+ * so that memory does not grow with len; every byte is fed to sha when
+ * not NULL. A torn tail is an error. */
+typedef int (*dl_read_fn)(void *ctx, uint64_t off, size_t n, uint8_t *dst);
+struct sha_ctx;
+int dl_replay_read(uint64_t len, const char *what, dl_read_fn fn, void *ctx,
+    struct dl_state *st, struct sha_ctx *sha, struct cs_err *e);
 
 /* Live: an open, locked data file owned by one agent. */
 struct datalog;
