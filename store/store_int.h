@@ -222,7 +222,6 @@ struct fview {
 				 * framed repository: its object is there but
 				 * does not decode (its part reads as zeros);
 				 * else NULL */
-	int deferred;	/* framed chunks not loaded yet: fview_load */
 };
 /* Called once per unusable chunk with its index and what is wrong. */
 typedef void (*chunk_problem_fn)(void *ctx, const struct row_chunk *c,
@@ -233,19 +232,15 @@ typedef void (*chunk_problem_fn)(void *ctx, const struct row_chunk *c,
 int fview_open(struct store *st, const struct row_agent *a,
     struct fview *v, chunk_problem_fn fn, void *ctx, struct cs_err *e);
 void fview_close(struct fview *v);	/* accepts a zeroed view */
-/* Like fview_open, but in a framed repository it only reserves the
- * region and checks the chunk rows: each chunk is then loaded (read,
- * opened, decoded) by fview_load, so that the decoding runs on the
- * pool's threads, not one after the other. Raw chunks are mapped as by
- * fview_open (nothing to decode). */
-int fview_open_deferred(struct store *st, const struct row_agent *a,
-    struct fview *v, chunk_problem_fn fn, void *ctx, struct cs_err *e);
-/* Load chunk c of a deferred view with b as the read buffer (a no-op
- * for a view that is not deferred). 0; -2: damaged (marked in
- * v->damaged, its part zeroed); -1: unusable, e says why ("missing
- * (...)"), its part unreadable. Safe on distinct chunks at once. */
-int fview_load(struct store *st, struct fview *v, const struct row_chunk *c,
-    struct objbuf *b, struct cs_err *e);
+/* Whether row i of a's chunks is well formed and starts at off (the rows
+ * must tile [0, size): consecutive, page-aligned). */
+int fview_row_ok(const struct row_agent *a, size_t i, uint64_t off);
+/* Read chunk c's bytes (decoded, in a framed repository, with b as the
+ * read buffer) into buf, which holds c->size bytes: 0; -2 its object is
+ * there but does not decode; -1 unusable, e says why ("missing (...)",
+ * "size mismatch: ..."). Safe on distinct buffers at once. */
+int fview_read_chunk(struct store *st, const struct row_chunk *c,
+    uint8_t *buf, struct objbuf *b, struct cs_err *e);
 
 
 /* pool.c: run fn(ctx, task, worker) for every task in [0, ntasks) on up
@@ -340,20 +335,26 @@ int replay_msgs(struct dl_state *ds, const struct snap_rows *r,
     struct cs_err *e);
 
 /* verify.c and verify_cut.c: one verify run. */
+/* verify.c: replay agent row i's recorded file again, keeping its sends
+ * from the seqs from names on (dl_state's send_from): those a channel's
+ * recorded messages are compared with, when the first replay dropped
+ * them as acknowledged. 0, or -1 (the first replay's state kept). */
+struct vrun;
+int verify_resend(struct vrun *v, size_t i, const struct wm_set *from);
 struct fcheck {			/* one agent row's recorded file */
-	struct fview view;
-	int mapped;		/* every chunk there with its size */
+	int mapped;		/* its chunk rows tile the file */
 	int ok;			/* and every chunk hashes to its sha256 */
 	int hash_failed;
 	int hashed;		/* got holds the whole file's sha256 */
 	uint8_t got[SHA_LEN];	/* (computed under restore only) */
-	unsigned char *bad;	/* per chunk: its hash differs */
+	unsigned char *bad;	/* per chunk: 1 its hash differs, 2 its
+				 * object does not decode, 3 unusable */
 	int have;		/* st holds the file's replay */
 	struct dl_state st;
 	struct keyset ks;	/* the keys st tracks */
 	char err[CS_ERR_MAX];	/* why the replay failed */
-	char **lerr;		/* per chunk of a deferred view: why it
-				 * could not be loaded (NULL: it was) */
+	char **lerr;		/* per chunk: why it could not be read
+				 * (NULL: it was) */
 	int sink;		/* under restore: the temp file the verified
 				 * chunks are written to, or -1 */
 	int dsink;		/* it opened O_DIRECT, or -1 */
@@ -362,12 +363,6 @@ struct fcheck {			/* one agent row's recorded file */
 	char werr[CS_ERR_MAX];
 	struct wbuf *tail;	/* under restore: receives the APPLY/DEAD
 				 * records of restore's replay */
-	/* Under restore, the whole-file sha256 is fed in file order by
-	 * whichever worker finds the next chunks done: */
-	struct sha_ctx *fh;
-	pthread_mutex_t fhmu;	/* held while feeding fh */
-	atomic_size_t fhnext;	/* the next chunk to feed */
-	atomic_uchar *done;	/* per chunk: 1 loaded, 2 unusable */
 };
 struct vrun {
 	struct store *st;
@@ -379,14 +374,17 @@ struct vrun {
 	struct fcheck *fc;	/* per agent row */
 	struct vtask *tasks;	/* the pool's work, see verify.c */
 	size_t ntasks;
-	size_t nchunktasks;	/* the first ones: a pass of their own */
+	size_t nfiletasks;	/* the first ones: one replay per file */
 	atomic_size_t nwritten;	/* chunks written to restore's temp files */
-	struct objbuf bufs[POOL_MAX_THREADS];	/* per worker */
+	/* Per worker: the chunk it works on (page-aligned, for direct
+	 * writes) and the blob it decodes that chunk from. */
+	uint8_t *wbuf[POOL_MAX_THREADS];
+	size_t wcap[POOL_MAX_THREADS];
+	struct objbuf bufs[POOL_MAX_THREADS];
 };
-/* One unit of verify's pool: chunk >= 0 hashes that chunk of the agent
- * row's file; otherwise one of the whole-file tasks below. */
+/* One unit of verify's pool: chunk >= 0 reads and hashes that chunk of
+ * the agent row's file; TASK_REPLAY replays the whole file. */
 #define TASK_REPLAY (-1)
-#define TASK_FILE_HASH (-2)
 struct vtask {
 	size_t agent;
 	int64_t chunk;

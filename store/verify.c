@@ -70,31 +70,17 @@ out:
 	sqlite3_finalize(s);
 }
 
-/* fview_open's callback: one problem per unusable chunk. */
-struct chunk_ctx {
-	struct vrun *v;
-	const struct row_agent *a;
-	int n;
-};
-
-static void
-chunk_problem(void *ctx, const struct row_chunk *c, const char *what)
-{
-	struct chunk_ctx *cc = ctx;
-
-	cc->n++;
-	vproblem(cc->v, "agent %s: chunk %llu (%.*s): %s", cc->a->name,
-	    (unsigned long long)c->idx, SHORT_SHA(c->sha), what);
-}
-
-/* Map agent row i's chunks; the hashing and replay run later, in the
- * pool. */
+/* Check agent row i's chunk rows; its chunks are read later, in the
+ * pool, one at a time into a worker's buffer: neither verify nor restore
+ * keeps a whole file in memory. */
 static void
 open_file(struct vrun *v, size_t i)
 {
 	const struct row_agent *a = &v->rows.agents[i];
-	struct chunk_ctx cc = { v, a, 0 };
+	struct fcheck *f = &v->fc[i];
 	struct cs_err e;
+	uint64_t off = 0;
+	size_t k;
 
 	if (!a->ok) {
 		vproblem(v, "agent %.64s: malformed manifest row (name, size "
@@ -106,28 +92,37 @@ open_file(struct vrun *v, size_t i)
 		    "file", a->name, (unsigned long long)a->size);
 		return;
 	}
-	if (fview_open_deferred(v->st, a, &v->fc[i].view, chunk_problem, &cc,
-	    &e) < 0) {
-		if (cc.n == 0)
-			vproblem(v, "agent %s: %s", a->name, e.msg);
+	if (store_need_key(v->st, &e) < 0) {
+		vproblem(v, "agent %s: %s", a->name, e.msg);
 		return;
 	}
-	if ((v->fc[i].bad = calloc(a->nchunks, 1)) == NULL ||
-	    (v->fc[i].lerr = calloc(a->nchunks, sizeof(char *))) == NULL) {
+	if (a->size > SIZE_MAX / 2) {
+		vproblem(v, "agent %s: recorded file of %llu bytes is too "
+		    "large", a->name, (unsigned long long)a->size);
+		return;
+	}
+	for (k = 0; k < a->nchunks; k++) {
+		if (!fview_row_ok(a, k, off)) {
+			vproblem(v, "agent %s: chunk %llu (%.*s): malformed chunk "
+			    "row (idx, offset, size or sha256)", a->name,
+			    (unsigned long long)a->chunks[k].idx,
+			    SHORT_SHA(a->chunks[k].sha));
+			return;
+		}
+		off += a->chunks[k].size;
+	}
+	if (off != a->size) {
+		vproblem(v, "agent %s: chunks cover %llu bytes, expected %llu",
+		    a->name, (unsigned long long)off,
+		    (unsigned long long)a->size);
+		return;
+	}
+	if ((f->bad = calloc(a->nchunks, 1)) == NULL ||
+	    (f->lerr = calloc(a->nchunks, sizeof(*f->lerr))) == NULL) {
 		vproblem(v, "agent %s: out of memory", a->name);
 		return;
 	}
-	/* A file restore writes: its whole-file stream (feed_file_hash). */
-	if (v->fc[i].sink >= 0) {
-		if ((v->fc[i].done = calloc(a->nchunks,
-		    sizeof(*v->fc[i].done))) == NULL ||
-		    (v->fc[i].fh = sha_new()) == NULL) {
-			vproblem(v, "agent %s: out of memory", a->name);
-			return;
-		}
-		atomic_init(&v->fc[i].fhnext, 0);
-	}
-	v->fc[i].mapped = 1;
+	f->mapped = 1;
 }
 
 /* A write to the restore's temp file failed: keep the first error. */
@@ -140,9 +135,9 @@ sink_failed(struct fcheck *f, const char *what)
 }
 
 /* Write a verified chunk to the restore's temp file: its whole pages
- * straight from the view to the disk (O_DIRECT: no copy into the page
- * cache, nothing left for the final fsync; the view and the offsets are
- * page-aligned), the rest, if any, buffered with its write-back started
+ * straight from the worker's buffer to the disk (O_DIRECT: no copy into
+ * the page cache, nothing left for the final fsync; the buffer and the
+ * offsets are page-aligned), the rest, if any, buffered with its write-back started
  * at once. A filesystem that refuses direct writes gets them buffered.
  * 0, or -1 with errno set. */
 static int
@@ -166,52 +161,6 @@ sink_write(struct fcheck *f, const uint8_t *p, size_t len, uint64_t off)
 	return 0;
 }
 
-/* Under restore only: the file's own sha256 (agents.sha256), the digest
- * the agent kept of its log. The chunks already prove the bytes; this
- * proves the row agrees with them before a file is written from them.
- * It is one stream over the file, so it is fed while the chunks are
- * being loaded: after each chunk, its worker feeds every chunk from the
- * stream's position on that is done, unless another worker is at it
- * (then that one sees this chunk done too: it checks again after
- * letting go). So the stream runs beside the chunk work, on every core,
- * instead of one core reading the whole file after it. */
-static void
-feed_file_hash(struct fcheck *f, const struct row_agent *a)
-{
-	const struct row_chunk *c;
-	size_t k;
-
-	for (;;) {
-		if (pthread_mutex_trylock(&f->fhmu) != 0)
-			return;
-		while ((k = atomic_load(&f->fhnext)) < a->nchunks &&
-		    atomic_load(&f->done[k]) == 1) {
-			c = &a->chunks[k];
-			if (sha_update(f->fh, f->view.p + c->off,
-			    (size_t)c->size) < 0)
-				f->hash_failed = 1;
-			atomic_store(&f->fhnext, k + 1);
-		}
-		pthread_mutex_unlock(&f->fhmu);
-		if ((k = atomic_load(&f->fhnext)) >= a->nchunks ||
-		    atomic_load(&f->done[k]) != 1)
-			return;
-	}
-}
-
-/* Once every chunk is done: the stream's digest, if it covered them. */
-static void
-hash_file(struct vrun *v, size_t i)
-{
-	struct fcheck *f = &v->fc[i];
-
-	if (atomic_load(&f->fhnext) == v->rows.agents[i].nchunks &&
-	    sha_final(f->fh, f->got) == 0)
-		f->hashed = 1;
-	else
-		f->hash_failed = 1;
-}
-
 /* Test hook: CUTSNAP_FAULT=restore-kill-after-chunks:N makes restore
  * exit with status 99 once N chunks were written to its temp files, so
  * the tests can prove that a restore killed in the middle of its one
@@ -228,15 +177,34 @@ fault_after_chunks(struct vrun *v)
 		_exit(99);
 }
 
-/* Chunk k of agent i: loaded (read and decoded, in a framed repository)
- * and checked against its recorded sha256; under restore, then written
- * to the temp file at its offset while its bytes are still in the cache,
- * with the write-back started at once so the final fsync has little left
- * to do. Every byte of a recorded file is in exactly one chunk
- * (fview_open checked the tiling), and the chunk list is covered by the
- * snapshot's digest, so this checks the whole file; unlike one SHA-256
- * over the file, it runs on every core. Progress counts each chunk once
- * it is hashed. */
+/* Room for n bytes in worker w's chunk buffer. It is page-aligned, so
+ * that restore writes a chunk's whole pages from it with O_DIRECT, and
+ * it only grows, up to the largest chunk: one chunk per worker is all
+ * the chunk pass holds, whatever the size of the files. 0 / -1. */
+static int
+worker_room(struct vrun *v, int w, size_t n)
+{
+	void *p;
+
+	if (n <= v->wcap[w])
+		return 0;
+	if (posix_memalign(&p, (size_t)sysconf(_SC_PAGESIZE), n) != 0)
+		return -1;
+	free(v->wbuf[w]);
+	v->wbuf[w] = p;
+	v->wcap[w] = n;
+	return 0;
+}
+
+/* Chunk k of agent i: read (and decoded, in a framed repository: on the
+ * pool's threads) into the worker's buffer and checked against its
+ * recorded sha256; under restore, then written to the temp file at its
+ * offset while its bytes are still in the cache, with the write-back
+ * started at once so the final fsync has little left to do. Every byte
+ * of a recorded file is in exactly one chunk (open_file checked the
+ * tiling), and the chunk list is covered by the snapshot's digest, so
+ * this checks the whole file; unlike one SHA-256 over the file, it runs
+ * on every core. Progress counts each chunk once it is hashed. */
 static void
 hash_chunk(struct vrun *v, size_t i, size_t k, int worker)
 {
@@ -244,99 +212,273 @@ hash_chunk(struct vrun *v, size_t i, size_t k, int worker)
 	const struct row_chunk *c = &a->chunks[k];
 	struct fcheck *f = &v->fc[i];
 	char hex[SHA_HEX_LEN];
-	uint8_t sha[SHA_LEN];
+	uint8_t sha[SHA_LEN], *buf;
 	struct cs_err e;
 	int rc;
 
-	rc = fview_load(v->st, &f->view, c, &v->bufs[worker], &e);
+	if (worker_room(v, worker, (size_t)c->size) < 0) {
+		f->hash_failed = 1;	/* a benign race: only ever set */
+		return;
+	}
+	buf = v->wbuf[worker];
+	rc = fview_read_chunk(v->st, c, buf, &v->bufs[worker], &e);
 	if (rc == -1) {
 		if ((f->lerr[k] = strdup(e.msg)) == NULL)
 			f->hash_failed = 1;
 		f->bad[k] = 3;
-		if (f->fh != NULL)
-			atomic_store(&f->done[k], 2);
 		return;
 	}
-	if (f->fh != NULL) {
-		atomic_store(&f->done[k], 1);
-		feed_file_hash(f, a);
-	}
-	if (f->view.damaged != NULL && f->view.damaged[k]) {
+	if (rc == -2) {
 		f->bad[k] = 2;	/* its object does not decode */
 		progress_add(v->st, a->name, c->size);
 		return;
 	}
-	if (sha256_buf(f->view.p + c->off, (size_t)c->size, sha) < 0) {
-		f->hash_failed = 1;	/* a benign race: only ever set */
+	if (sha256_buf(buf, (size_t)c->size, sha) < 0) {
+		f->hash_failed = 1;
 		return;
 	}
 	store_name_hex(v->st, sha, hex);
 	if (strcmp(hex, c->sha) != 0)
 		f->bad[k] = 1;
 	else if (f->sink >= 0 && !atomic_load(&f->wfailed)) {
-		if (sink_write(f, f->view.p + c->off, (size_t)c->size,
-		    c->off) < 0)
+		if (sink_write(f, buf, (size_t)c->size, c->off) < 0)
 			sink_failed(f, strerror(errno));
 		fault_after_chunks(v);
 	}
 	progress_add(v->st, a->name, c->size);
 }
 
-/* Replay the recorded file for the cut check and the message replay
- * (keeping only the values the recorded messages to it add to); whether
- * it may be used is decided once its hash is known. */
-static void
-replay_file(struct vrun *v, size_t i)
+/* Whether restore wrote every chunk of agent row i to its temp file
+ * (after the chunk pass only): then the file's bytes are there,
+ * verified, to be read back. */
+static int
+sink_complete(const struct vrun *v, size_t i)
+{
+	const struct fcheck *f = &v->fc[i];
+	size_t k;
+
+	if (f->sink < 0 || atomic_load(&f->wfailed) || f->hash_failed)
+		return 0;
+	for (k = 0; k < v->rows.agents[i].nchunks; k++)
+		if (f->bad[k] != 0)
+			return 0;
+	return 1;
+}
+
+/* dl_replay_read's reader of agent row i's recorded file, one chunk in
+ * memory at a time: under restore, when the temp file holds every
+ * verified chunk, the temp file read back (no blob decoded twice);
+ * otherwise the chunk holding each byte, read from its blob when first
+ * needed. */
+struct reader {
+	struct vrun *v;
+	size_t i;
+	int fd;			/* the temp file, or -1: the blobs */
+	uint8_t *buf;		/* chunk k, if have */
+	size_t cap;
+	size_t k;
+	int have;
+	struct objbuf ob;
+};
+
+/* The index of the chunk holding byte off (the chunks tile the file in
+ * order). */
+static size_t
+chunk_at(const struct row_agent *a, uint64_t off)
+{
+	size_t lo = 0, hi = a->nchunks, mid;
+
+	while (hi - lo > 1) {
+		mid = lo + (hi - lo) / 2;
+		if (a->chunks[mid].off <= off)
+			lo = mid;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+/* Make chunk k the one in r->buf. 0, or -1 with errno set. */
+static int
+reader_load(struct reader *r, size_t k)
+{
+	const struct row_chunk *c = &r->v->rows.agents[r->i].chunks[k];
+	struct cs_err e;
+	uint8_t *p;
+
+	if (r->have && r->k == k)
+		return 0;
+	r->have = 0;
+	if (r->cap < (size_t)c->size) {
+		if ((p = realloc(r->buf, (size_t)c->size)) == NULL) {
+			errno = ENOMEM;
+			return -1;
+		}
+		r->buf = p;
+		r->cap = (size_t)c->size;
+	}
+	if (fview_read_chunk(r->v->st, c, r->buf, &r->ob, &e) != 0) {
+		errno = EIO;
+		return -1;
+	}
+	r->k = k;
+	r->have = 1;
+	return 0;
+}
+
+static int
+read_at(void *ctx, uint64_t off, size_t n, uint8_t *dst)
+{
+	struct reader *r = ctx;
+	const struct row_agent *a = &r->v->rows.agents[r->i];
+	const struct row_chunk *c;
+	size_t k, take;
+
+	if (r->fd >= 0)
+		return pread_all(r->fd, dst, n, (off_t)off);
+	while (n > 0) {
+		k = chunk_at(a, off);
+		if (reader_load(r, k) < 0)
+			return -1;
+		c = &a->chunks[k];
+		take = (size_t)(c->off + c->size - off);
+		if (take > n)
+			take = n;
+		memcpy(dst, r->buf + (off - c->off), take);
+		dst += take;
+		off += take;
+		n -= take;
+	}
+	return 0;
+}
+
+/* Replay agent row i's recorded file into st, streamed a window at a
+ * time (keeping only the values the recorded messages to it add to, and
+ * the sends as from says: NULL keeps those not acknowledged yet, see
+ * dl_state), feeding sha when not NULL. 0, or -1 with err. */
+static int
+replay_into(struct vrun *v, size_t i, const struct wm_set *from,
+    struct dl_state *st, struct sha_ctx *sha, char *err, size_t errsz)
 {
 	const struct row_agent *a = &v->rows.agents[i];
 	struct fcheck *f = &v->fc[i];
+	struct reader r;
 	char what[128];
 	struct cs_err e;
+	int rc = -1;
 
-	if (dl_state_init(&f->st, 1) < 0) {
-		snprintf(f->err, sizeof(f->err), "out of memory");
-		return;
+	memset(&r, 0, sizeof(r));
+	r.v = v;
+	r.i = i;
+	r.fd = sink_complete(v, i) ? f->sink : -1;
+	if (dl_state_init(st, from != NULL) < 0) {
+		snprintf(err, errsz, "out of memory");
+		return -1;
 	}
-	f->st.keep = keyset_has;
-	f->st.keep_ctx = &f->ks;
+	st->send_from = from;
+	st->keep = keyset_has;
+	st->keep_ctx = &f->ks;
 	snprintf(what, sizeof(what), "recorded file of agent %s", a->name);
-	if (dl_replay(f->view.p ? f->view.p : (const uint8_t *)"",
-	    (size_t)f->view.len, what, 0, &f->st, NULL, &e) < 0) {
-		snprintf(f->err, sizeof(f->err), "%s", e.msg);
-		dl_state_free(&f->st);
-		return;
+	if (dl_replay_read(a->size, what, read_at, &r, st, sha, &e) < 0) {
+		snprintf(err, errsz, "%s", e.msg);
+		dl_state_free(st);
+		goto out;
 	}
-	f->have = 1;
+	st->send_from = NULL;
+	rc = 0;
+out:
+	free(r.buf);
+	free(r.ob.p);
+	return rc;
 }
 
-/* pool.c task t of the list built by plan_tasks: the chunks first, in
- * a pass of their own (a replay needs its whole file loaded), then the
- * whole-file tasks (offset by nchunktasks). */
+/* Replay the recorded file for the cut check and the message replay;
+ * whether it may be used is decided once its hash is known. Its sends
+ * are kept only while not acknowledged, so that memory does not grow
+ * with the file's history; verify_resend brings back older ones the cut
+ * needs. For a file restore writes it also takes the file's own sha256
+ * (agents.sha256, the digest the agent kept of its log) from the same
+ * stream: the chunks already prove the bytes; this proves the row agrees
+ * with them before the file is renamed into place. */
+static void
+replay_file(struct vrun *v, size_t i)
+{
+	struct fcheck *f = &v->fc[i];
+	struct sha_ctx *sha = NULL;
+
+	if (f->sink >= 0 && (sha = sha_new()) == NULL) {
+		f->hash_failed = 1;
+		return;
+	}
+	/* A replay that fails is verify_cut's problem ("unreadable"). */
+	if (replay_into(v, i, NULL, &f->st, sha, f->err,
+	    sizeof(f->err)) == 0) {
+		f->have = 1;
+		if (sha != NULL && sha_final(sha, f->got) < 0)
+			f->hash_failed = 1;
+		else if (sha != NULL)
+			f->hashed = 1;
+	}
+	sha_free(sha);
+}
+
+int
+verify_resend(struct vrun *v, size_t i, const struct wm_set *from)
+{
+	struct fcheck *f = &v->fc[i];
+	struct dl_state st;
+
+	if (replay_into(v, i, from, &st, NULL, f->err, sizeof(f->err)) < 0)
+		return -1;
+	dl_state_free(&f->st);
+	f->st = st;
+	return 0;
+}
+
+/* pool.c tasks of the list built by plan_tasks: the replays (the first
+ * nfiletasks), then the chunks. */
+static void
+file_task(void *ctx, size_t t, int worker)
+{
+	struct vrun *v = ctx;
+
+	(void)worker;
+	replay_file(v, v->tasks[t].agent);
+}
+
 static void
 chunk_task(void *ctx, size_t t, int worker)
 {
 	struct vrun *v = ctx;
-	const struct vtask *task = &v->tasks[t];
+	const struct vtask *task = &v->tasks[v->nfiletasks + t];
 
 	hash_chunk(v, task->agent, (size_t)task->chunk, worker);
 }
 
 static void
-file_task(void *ctx, size_t t, int worker)
+any_task(void *ctx, size_t t, int worker)
 {
 	struct vrun *v = ctx;
-	const struct vtask *task = &v->tasks[v->nchunktasks + t];
-	size_t i = task->agent, k;
 
-	(void)worker;
-	/* A chunk that could not be loaded left its part unreadable. */
-	for (k = 0; k < v->rows.agents[i].nchunks; k++)
-		if (v->fc[i].bad[k] == 3)
-			return;
-	if (task->chunk == TASK_REPLAY)
-		replay_file(v, i);
+	if (t < v->nfiletasks)
+		file_task(ctx, t, worker);
 	else
-		hash_file(v, i);
+		chunk_task(ctx, t - v->nfiletasks, worker);
+}
+
+/* Run the tasks. verify runs the replays beside the chunks, in one pass
+ * (each replay reads its chunks itself). Restore first reads, checks
+ * and writes every chunk, then replays each file from its temp file;
+ * its whole-file sha256 is fed by that replay. */
+static void
+run_tasks(struct vrun *v, int restoring)
+{
+	if (!restoring) {
+		pool_run(v->ntasks, any_task, v);
+		return;
+	}
+	pool_run(v->ntasks - v->nfiletasks, chunk_task, v);
+	pool_run(v->nfiletasks, file_task, v);
 }
 
 static int
@@ -344,10 +486,11 @@ cmp_task(const void *x, const void *y)
 {
 	const struct vtask *a = x, *b = y;
 
-	/* Chunks first, in file order; then the whole-file tasks, longest
-	 * first. */
+	/* The replays first, longest first: in verify they run beside the
+	 * chunks, and the longest one bounds the run. Then the chunks in
+	 * file order. */
 	if ((a->chunk < 0) != (b->chunk < 0))
-		return a->chunk < 0 ? 1 : -1;
+		return a->chunk < 0 ? -1 : 1;
 	if (a->chunk < 0 && a->len != b->len)
 		return a->len > b->len ? -1 : 1;
 	if (a->agent != b->agent)
@@ -355,8 +498,7 @@ cmp_task(const void *x, const void *y)
 	return (a->chunk > b->chunk) - (a->chunk < b->chunk);
 }
 
-/* The pool's tasks: one per chunk, then per mapped file its replay and,
- * for a file restore writes, its whole-file hash. */
+/* The pool's tasks: per mapped file its replay, and one task per chunk. */
 static int
 plan_tasks(struct vrun *v)
 {
@@ -364,7 +506,7 @@ plan_tasks(struct vrun *v)
 
 	for (i = 0; i < v->rows.nagents; i++)
 		if (v->fc[i].mapped)
-			n += 2 + v->rows.agents[i].nchunks;
+			n += 1 + v->rows.agents[i].nchunks;
 	if ((v->tasks = calloc(n + 1, sizeof(*v->tasks))) == NULL)
 		return -1;
 	for (i = 0; i < v->rows.nagents; i++) {
@@ -374,13 +516,10 @@ plan_tasks(struct vrun *v)
 			continue;
 		v->tasks[v->ntasks++] = (struct vtask){ i, TASK_REPLAY,
 		    a->size };
-		if (v->fc[i].sink >= 0)
-			v->tasks[v->ntasks++] = (struct vtask){ i,
-			    TASK_FILE_HASH, a->size };
+		v->nfiletasks++;
 		for (k = 0; k < a->nchunks; k++)
 			v->tasks[v->ntasks++] = (struct vtask){ i,
 			    (int64_t)k, a->chunks[k].size };
-		v->nchunktasks += a->nchunks;
 	}
 	qsort(v->tasks, v->ntasks, sizeof(*v->tasks), cmp_task);
 	return 0;
@@ -404,7 +543,7 @@ report_file(struct vrun *v, size_t i)
 	}
 	for (k = 0; k < a->nchunks; k++)
 		if (f->bad[k] == 3) {
-			/* As fview_open would have said: not the bytes. */
+			/* Not its bytes: the chunk could not be read. */
 			vproblem(v, "agent %s: chunk %zu (%.*s): %s", a->name,
 			    k, SHORT_SHA(a->chunks[k].sha), f->lerr[k]);
 			nbad++;
@@ -617,7 +756,6 @@ run(struct store *st, uint64_t id, uint64_t *resolved,
 	for (i = 0; i < v.rows.nagents; i++) {
 		v.fc[i].sink = sinks != NULL ? sinks[i].fd : -1;
 		v.fc[i].dsink = sinks != NULL ? sinks[i].dfd : -1;
-		pthread_mutex_init(&v.fc[i].fhmu, NULL);
 		v.fc[i].sinkname = sinks != NULL ? sinks[i].name : NULL;
 		v.fc[i].tail = sinks != NULL && sinks[i].fd >= 0 ?
 		    sinks[i].tail : NULL;
@@ -644,8 +782,7 @@ run(struct store *st, uint64_t id, uint64_t *resolved,
 			rc = -1;
 			goto out;
 		}
-	pool_run(v.nchunktasks, chunk_task, &v);
-	pool_run(v.ntasks - v.nchunktasks, file_task, &v);
+	run_tasks(&v, sinks != NULL);
 	if (sink_error(&v, e) < 0)
 		goto out;
 	for (i = 0; i < v.rows.nagents; i++)
@@ -663,10 +800,6 @@ out:
 		    k < v.rows.agents[i].nchunks; k++)
 			free(v.fc[i].lerr[k]);
 		free(v.fc[i].lerr);
-		free(v.fc[i].done);
-		sha_free(v.fc[i].fh);
-		pthread_mutex_destroy(&v.fc[i].fhmu);
-		fview_close(&v.fc[i].view);
 		if (v.fc[i].have)
 			dl_state_free(&v.fc[i].st);
 		free(v.fc[i].bad);
@@ -674,8 +807,10 @@ out:
 	}
 	free(v.fc);
 	free(v.tasks);
-	for (i = 0; i < POOL_MAX_THREADS; i++)
+	for (i = 0; i < POOL_MAX_THREADS; i++) {
 		free(v.bufs[i].p);
+		free(v.wbuf[i]);
+	}
 	rows_free(&v.rows);
 	return rc;
 }

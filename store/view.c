@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "store_int.h"
+#include "../common/fsutil.h"
 
 struct vopen {
 	chunk_problem_fn fn;
@@ -92,24 +93,10 @@ load_chunk(struct store *st, struct vopen *o, const struct row_chunk *c,
 	free(b.p);
 }
 
-int
-fview_load(struct store *st, struct fview *v, const struct row_chunk *c,
-    struct objbuf *b, struct cs_err *e)
-{
-	char path[PATH_MAX];
-
-	if (!v->deferred)
-		return 0;
-	if (blob_path(st, c->sha, path, sizeof(path), e) < 0)
-		return -1;
-	return load_into(st, c, v->p, path, v->damaged, b, e);
-}
-
-/* Map chunk c at base + c->off (a framed one: decode it there, unless
- * deferred). */
+/* Map chunk c at base + c->off (a framed one: decode it there). */
 static void
 map_chunk(struct store *st, struct vopen *o, const struct row_chunk *c,
-    uint8_t *base, int deferred)
+    uint8_t *base)
 {
 	char path[PATH_MAX];
 	struct cs_err e;
@@ -121,8 +108,7 @@ map_chunk(struct store *st, struct vopen *o, const struct row_chunk *c,
 		return;
 	}
 	if (obj_framed(st)) {
-		if (!deferred)
-			load_chunk(st, o, c, base, path);
+		load_chunk(st, o, c, base, path);
 		return;
 	}
 	if ((fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)) < 0) {
@@ -144,9 +130,55 @@ map_chunk(struct store *st, struct vopen *o, const struct row_chunk *c,
 	close(fd);
 }
 
-static int
-open_view(struct store *st, const struct row_agent *a, struct fview *v,
-    chunk_problem_fn fn, void *ctx, int deferred, struct cs_err *e)
+int
+fview_read_chunk(struct store *st, const struct row_chunk *c, uint8_t *buf,
+    struct objbuf *b, struct cs_err *e)
+{
+	char path[PATH_MAX];
+	uint8_t name[SHA_LEN];
+	struct stat sb;
+	int fd, rc = -1;
+
+	if (blob_path(st, c->sha, path, sizeof(path), e) < 0)
+		return -1;
+	if (obj_framed(st)) {
+		if (sha_unhex(c->sha, name) < 0)
+			return cs_errf(e, "bad blob name");
+		return obj_load_buf(st, name, path, buf, (size_t)c->size, b,
+		    e);
+	}
+	if ((fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)) < 0) {
+		if (errno == ENOENT)
+			return cs_errf(e, "missing (expected %llu bytes at %s)",
+			    (unsigned long long)c->size, path);
+		return cs_errno(e, "open %s", path);
+	}
+	if (fstat(fd, &sb) < 0 || !S_ISREG(sb.st_mode))
+		cs_errf(e, "not a regular file");
+	else if ((uint64_t)sb.st_size != c->size)
+		cs_errf(e, "size mismatch: expected %llu bytes, found %lld",
+		    (unsigned long long)c->size, (long long)sb.st_size);
+	else if (pread_all(fd, buf, (size_t)c->size, 0) < 0)
+		cs_errno(e, "read %s", path);
+	else
+		rc = 0;
+	close(fd);
+	return rc;
+}
+
+int
+fview_row_ok(const struct row_agent *a, size_t i, uint64_t off)
+{
+	const struct row_chunk *c = &a->chunks[i];
+	uint64_t page = (uint64_t)sysconf(_SC_PAGESIZE);
+
+	return c->ok && c->idx == i && c->off == off && c->size != 0 &&
+	    c->off % page == 0 && c->size <= a->size - c->off;
+}
+
+int
+fview_open(struct store *st, const struct row_agent *a, struct fview *v,
+    chunk_problem_fn fn, void *ctx, struct cs_err *e)
 {
 	struct vopen o = { fn, ctx, e, 0, NULL };
 	const struct row_chunk *c;
@@ -183,13 +215,12 @@ open_view(struct store *st, const struct row_agent *a, struct fview *v,
 	/* The rows must tile [0, size): consecutive, page-aligned. */
 	for (i = 0; i < a->nchunks; i++) {
 		c = &a->chunks[i];
-		if (!c->ok || c->idx != i || c->off != off || c->size == 0 ||
-		    c->off % page != 0 || c->size > a->size - c->off) {
+		if (!fview_row_ok(a, i, off)) {
 			problem(&o, c, "malformed chunk row (idx, offset, size "
 			    "or sha256)");
 			break;
 		}
-		map_chunk(st, &o, c, v->p, deferred);
+		map_chunk(st, &o, c, v->p);
 		off += c->size;
 	}
 	if (o.nproblems == 0 && off != a->size) {
@@ -202,22 +233,7 @@ open_view(struct store *st, const struct row_agent *a, struct fview *v,
 		fview_close(v);
 		return -1;
 	}
-	v->deferred = deferred && obj_framed(st);
 	return 0;
-}
-
-int
-fview_open(struct store *st, const struct row_agent *a, struct fview *v,
-    chunk_problem_fn fn, void *ctx, struct cs_err *e)
-{
-	return open_view(st, a, v, fn, ctx, 0, e);
-}
-
-int
-fview_open_deferred(struct store *st, const struct row_agent *a,
-    struct fview *v, chunk_problem_fn fn, void *ctx, struct cs_err *e)
-{
-	return open_view(st, a, v, fn, ctx, 1, e);
 }
 
 void

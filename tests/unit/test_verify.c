@@ -145,6 +145,7 @@ take_chunks(struct fix *f, int i, struct datalog *dl, struct report *r)
  * files, can find the problem; when clear, the commit checks the reports
  * and build() expects commit_want from it (its error in commit_err). */
 static int lie;
+static int a_acked;	/* A's file also holds an ACK of seq 1 from B */
 static int commit_want;
 static char commit_err[CS_ERR_MAX];
 
@@ -188,6 +189,8 @@ build(struct fix *f, int a_sent, int b_applied, int64_t amount)
 			append(dl, DL_PUT, NULL, 0, pad, NULL);
 		if (i == 0 && a_sent)
 			append(dl, DL_SEND, "B", 1, "90", &msg);
+		if (i == 0 && a_sent && a_acked)
+			append(dl, DL_ACK, "B", 1, "", NULL);
 		if (i == 1 && b_applied)
 			append(dl, DL_APPLY, "A", 1, "60", NULL);
 		assert_int_equal(datalog_sync(dl, &e), 0);
@@ -934,18 +937,26 @@ commit_refuses_inconsistent_reports(void **state)
 	teardown(state);
 }
 
-/* The recorded message is not what A's file says it sent. */
+/* The recorded message is not what A's file says it sent; also when A's
+ * file holds B's ACK of it although B's recorded file has not applied it
+ * (an ACK can overtake B's marker): verify keeps only unacknowledged
+ * sends on its first replay, so it must replay A's file again for the
+ * send it compares the message with. */
 static void
 message_differs_from_send(void **state)
 {
 	struct probs p;
 
-	setup(state);
-	build(*state, 1, 0, 20);
-	assert_int_equal(verify(*state, &p), 1);
-	assert_string_equal(p.line[0], "snapshot 1: channel A->B: message "
-	    "seq 1 differs from the SEND record in A's recorded file");
-	teardown(state);
+	for (a_acked = 0; a_acked < 2; a_acked++) {
+		setup(state);
+		build(*state, 1, 0, 20);
+		assert_int_equal(verify(*state, &p), 1);
+		assert_string_equal(p.line[0], "snapshot 1: channel A->B: "
+		    "message seq 1 differs from the SEND record in A's "
+		    "recorded file");
+		teardown(state);
+	}
+	a_acked = 0;
 }
 
 /* The chain in the files: files of one history verify and restore; the
