@@ -188,6 +188,9 @@ agent_pid () {
 	pgrep -f -- "agent -c $1 -n $2\$" | head -n 1
 }
 
+# The rows of section 5 (compaction, concurrent snapshots).
+. "$ROOT/bench/compact_concurrent.sh"
+
 # Sourced for its helpers: stop here.
 [ "${BENCH_LIB:-0}" = 1 ] && return 0
 
@@ -851,6 +854,11 @@ s3_rows () {
 	rm -rf "$d" "$W/s3-cache"
 }
 s3_rows
+
+# --- 6. compaction and concurrent snapshots (bench/compact_concurrent.sh) -----
+
+compact_rows
+concurrent_rows
 
 # --- RESULTS.md ---------------------------------------------------------------
 
