@@ -26,6 +26,7 @@ test_expect_success "overlapping snapshots every round, 4 rounds, seed $SEED: ch
 	positive overlap_snapshots "$OUT" &&
 	positive overlap_complete "$OUT" &&
 	positive overlap_checked "$OUT" &&
+	positive overlap_restored "$OUT" &&
 	tail -n 1 "$OUT" | grep -qx "torture: PASS"
 '
 

@@ -48,7 +48,8 @@
 #   - overlapping snapshots (two to four started together, into one
 #     repository or into two, sometimes with a coordinator or an agent
 #     killed during them): each that exits 0 is listed complete in its
-#     repository, verifies, sums and restores to the initial total; a
+#     repository, verifies and sums at once, and restores to the initial
+#     total at the end; a
 #     repository gains no other complete snapshot; ids within a
 #     repository and the 128-bit identities across both are distinct;
 #   - files from different histories (a restore of the live cluster
@@ -376,11 +377,13 @@ sum(1 for a in d if a.get("up") for c in a["out"] + a["in"]
 # REPO2 (so sometimes into one, sometimes into two), over a held channel
 # with queued transfers while transfers flow; a third of the time one
 # coordinator is killed -9, a fifth of the time an agent (restarted
-# after; only once one overlapping snapshot was checked). Every one that exits 0 is listed complete in its repository, is
-# verified (integrity and cut sum) and restored to the initial total; the
-# others add no complete snapshot (a repository gains exactly as many
-# complete ones as coordinators exited 0); the new ids in a repository
-# and the 128-bit identities across both are all distinct.
+# after; only once one overlapping snapshot was checked). Every one that
+# exits 0 is listed complete in its repository and verified at once
+# (integrity and cut sum); the final check restores it to the initial
+# total (as every complete snapshot of both repositories); the others
+# add no complete snapshot (a repository gains exactly as many complete
+# ones as coordinators exited 0); the new ids in a repository and the
+# 128-bit identities across both are all distinct.
 fault_overlap () {
 	local n i p s d held="" ok=0 c1 c2 r id pids=() repos=() inits=() rcs=()
 	local victim killed_agent="" two
@@ -466,8 +469,8 @@ fault_overlap () {
 			continue
 		fi
 		n_overlap_ok=$((n_overlap_ok + 1))
+		echo "${repos[$i]} $id" >>"$W/overlap.ids"
 		verify_check "$id" "${repos[$i]}" &&
-		    restore_check "$id" "${repos[$i]}" &&
 		    n_overlap_checked=$((n_overlap_checked + 1))
 	done
 	return 0
@@ -981,16 +984,23 @@ else
 	    violation $(( ${live:-0} - INIT_TOTAL )) "live total moved to ${live:-unreadable} after draining"
 fi
 ls_check
+# overlap_restored REPO ID: count a complete overlapping snapshot
+# restored here.
+overlap_restored () {
+	grep -qx "$1 $2" "$W/overlap.ids" 2>/dev/null &&
+	    n_overlap_restored=$((n_overlap_restored + 1))
+}
+n_overlap_restored=0
 for id in $(ids_with complete); do
 	verify_check "$id"
-	restore_check "$id"
+	restore_check "$id" && overlap_restored "$REPO" "$id"
 done
 # The second repository's, filled by overlapping snapshots only.
 n_repo2=0
 read_ls "$REPO2"
 for id in $(json "[s['id'] for s in d if s['status'] == 'complete']" <"$W/ls.json"); do
 	verify_check "$id" "$REPO2"
-	restore_check "$id" "$REPO2"
+	restore_check "$id" "$REPO2" && overlap_restored "$REPO2" "$id"
 	n_repo2=$((n_repo2 + 1))
 done
 [ "${STRUCK[overlap]:-0}" -gt 0 ] && distinct_ids
@@ -1018,6 +1028,8 @@ nothing=""
 if [ "${STRUCK[overlap]:-0}" -gt 0 ]; then
 	[ "$n_overlap_checked" -gt 0 ] ||
 	    nothing="$nothing, no overlapping snapshot checked"
+	[ "$n_overlap_restored" -gt 0 ] ||
+	    nothing="$nothing, no overlapping snapshot restored"
 	[ "$n_overlap_idchecks" -gt 0 ] ||
 	    nothing="$nothing, no ids compared"
 fi
@@ -1043,7 +1055,7 @@ cutsnap torture: seed $SEED, $NAG agents, initial total $INIT_TOTAL$([ "$ENCRYPT
   in flight         ${n_inflight:-?} messages recorded by ${n_with_inflight:-?} of ${n_complete:-?} complete snapshots
   checks            $n_verify verify, $n_cutsum cut sums, $n_restore restores checked (each also run twice)
   dead letters      $n_dead_sent credits sent to text keys, $n_dead_resolved refunds started
-  overlapping       $n_overlap times $n_overlap_started snapshots started together ($n_overlap_two times into two repositories): $n_overlap_ok exited 0 and listed complete, $n_overlap_checked verified, summed and restored; $n_repo2 complete in the second repository checked again at the end
+  overlapping       $n_overlap times $n_overlap_started snapshots started together ($n_overlap_two times into two repositories): $n_overlap_ok exited 0 and listed complete, $n_overlap_checked verified and summed at once, $n_overlap_restored restored at the end; $n_repo2 complete in the second repository checked at the end
   mixed histories   $n_mix mixes, $n_mix_diverged with diverged channels; transfers over them: $n_mix_refused refused as diverged, $n_mix_delivered of $n_mix_sent accepted ones delivered
   live total        ${live:-unreadable} (expected $INIT_TOTAL)
   violations        $n_viol
@@ -1065,7 +1077,8 @@ echo "torture-summary: seed=$SEED agents=$NAG rounds=$ROUNDS encrypted=$ENCRYPT 
     "mix_refused=$n_mix_refused mix_delivered=$n_mix_delivered" \
     "overlaps=$n_overlap overlap_snapshots=$n_overlap_started" \
     "overlap_two_repos=$n_overlap_two overlap_complete=$n_overlap_ok" \
-    "overlap_checked=$n_overlap_checked repo2_checked=$n_repo2" \
+    "overlap_checked=$n_overlap_checked overlap_restored=$n_overlap_restored" \
+    "repo2_checked=$n_repo2" \
     "violations=$n_viol result=$result"
 if [ "$result" = FAIL ]; then
 	KEEP=1
