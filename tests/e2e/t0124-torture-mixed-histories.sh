@@ -12,7 +12,7 @@ SEED=${TORTURE_SEED:-$(( $(date +%s) % 32768 ))}
 TORTURE=$_lib_dir/../torture/torture.sh
 
 test_expect_success "fault loop with files from different histories every round, 6 rounds, seed $SEED: refused or delivered, 0 violations" '
-	TORTURE_PCT="mix_histories=100" CUTSNAP=$CUTSNAP timeout -k 5 280 \
+	TORTURE_PCT="mix_histories=100 overlap=0" CUTSNAP=$CUTSNAP timeout -k 5 280 \
 	    "$TORTURE" -n 6 -s "$SEED" >"$OUT" 2>"$ERR"; rc=$?
 	cat "$OUT" >&2
 	expect_eq "$rc" 0 "torture exit status" &&
