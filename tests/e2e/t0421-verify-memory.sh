@@ -8,7 +8,8 @@
 # history: more than the bytes). Small chunks (the CUTSNAP_CHUNK_SIZE test
 # hook) keep the per-chunk buffers out of the figure. No timing: only
 # sizes. Both snapshots hold messages in flight on a held channel, so the
-# cut check still compares them with the SEND records.
+# cut check still compares them with the SEND records. restore (verify and
+# write in one pass) has the same bound.
 TEST_TIMEOUT=${TEST_TIMEOUT:-400}
 . "$(dirname "$0")/lib.sh"
 
@@ -90,6 +91,18 @@ test_expect_success 'both verify; verify of 20x grows by under a quarter of its 
 
 test_expect_success 'stop' '
 	stop_cluster
+'
+
+# restore verifies and writes in one pass with the same bound: each chunk
+# from a worker's buffer to the temp file, the replay reading that back.
+test_expect_success 'both restore; restore of 20x grows by under a quarter of its extra bytes' '
+	r1=$(CUTSNAP_CHUNK_SIZE=65536 peak_kib restore -q -r "$REPO" "$(cat x1.id)" -c "$CONF") &&
+	r20=$(CUTSNAP_CHUNK_SIZE=65536 peak_kib restore -q -r "$REPO" "$(cat x20.id)" -c "$CONF") &&
+	grow=$((r20 - r1)) &&
+	extra=$((($(cat x20.bytes) - $(cat x1.bytes)) / 1024)) &&
+	say "restore peak RSS: 1x $r1 KiB, 20x $r20 KiB; growth $grow KiB for $extra KiB more recorded bytes (bound $((extra / 4)) KiB)" &&
+	[ "$grow" -lt $((extra / 4)) ] &&
+	[ "$(stat -c %s A.data)" -ge $(($(cat x20.bytes) / 4)) ]
 '
 
 test_done
