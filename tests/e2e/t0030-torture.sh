@@ -9,6 +9,9 @@
 # The seed is printed so a failure can be replayed with torture.sh -s SEED.
 # Overlapping snapshots (mode overlap) have their own short run in t0420,
 # so that these runs stay within their time budget.
+# Three fault-loop runs: the guard over the whole script leaves room for
+# all three on a slow (sanitizer) build; each run has its own hang guard.
+TEST_TIMEOUT=${TEST_TIMEOUT:-480}
 . "$(dirname "$0")/lib.sh"
 
 SEED=${TORTURE_SEED:-$(( $(date +%s) % 32768 ))}
@@ -16,7 +19,7 @@ ROUNDS=${TORTURE_ROUNDS:-25}
 TORTURE=$_lib_dir/../torture/torture.sh
 
 test_expect_success "fault loop, $ROUNDS rounds, seed $SEED: real checks, 0 violations" '
-	TORTURE_PCT="overlap=0" CUTSNAP=$CUTSNAP timeout -k 5 130 \
+	TORTURE_PCT="overlap=0" CUTSNAP=$CUTSNAP timeout -k 5 200 \
 	    "$TORTURE" -n "$ROUNDS" -s "$SEED" \
 	    >"$OUT" 2>"$ERR"; rc=$?
 	cat "$OUT" >&2
@@ -36,7 +39,7 @@ test_expect_success "fault loop, $ROUNDS rounds, seed $SEED: real checks, 0 viol
 '
 
 test_expect_success "fault loop on an encrypted repository (-e), 10 rounds, seed $SEED: real checks, 0 violations" '
-	TORTURE_PCT="overlap=0" CUTSNAP=$CUTSNAP timeout -k 5 130 \
+	TORTURE_PCT="overlap=0" CUTSNAP=$CUTSNAP timeout -k 5 200 \
 	    "$TORTURE" -e -n 10 -s "$SEED" \
 	    >"$OUT" 2>"$ERR"; rc=$?
 	cat "$OUT" >&2

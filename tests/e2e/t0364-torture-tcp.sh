@@ -5,6 +5,7 @@
 # 127.0.0.1 with mutual TLS instead of a Unix socket. Kills of agents and
 # coordinators drop TCP connections mid-protocol; resends after the
 # reconnect must lose nothing and apply nothing twice.
+TEST_TIMEOUT=${TEST_TIMEOUT:-360}
 . "$(dirname "$0")/lib.sh"
 
 SEED=${TORTURE_SEED:-$(( $(date +%s) % 32768 ))}
