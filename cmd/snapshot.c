@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "../common/mac.h"
+#include "../common/ratelimit.h"
 #include "../coordinator/coordinator.h"
 #include "../store/store.h"
 #include "cmd.h"
@@ -13,8 +14,9 @@
 static const char usage_text[] =
     "usage: cutsnap snapshot -c CONF -r REPO [--initiator NAME] "
     "[--timeout SEC]\n"
-    "                        [--key FILE] [--recheck-age DURATION] [--json]\n"
-    "                        [-q|-v]\n"
+    "                        [--key FILE] [--recheck-age DURATION] "
+    "[--max-rate RATE]\n"
+    "                        [--json] [-q|-v]\n"
     "\n"
     "Take a consistent snapshot (Chandy-Lamport) of the running agents of\n"
     "CONF into the repository REPO (created with the defaults of 'cutsnap\n"
@@ -48,6 +50,14 @@ static const char usage_text[] =
     "                          time; default 7d); a bad one is moved to\n"
     "                          REPO/quarantine/ and stored again from\n"
     "                          the live file\n"
+    "  -m, --max-rate RATE     copy and hash the recorded files at most\n"
+    "                          RATE bytes per second (K, M, G: powers of\n"
+    "                          1024, e.g. 50M; 32K to 1024G; 0: no limit),\n"
+    "                          so that the agents' requests keep their\n"
+    "                          latency; default: [cluster] snapshot_max_rate\n"
+    "                          of CONF, else no limit. Each snapshot has\n"
+    "                          its own limit. The copy must still end\n"
+    "                          within --timeout\n"
     "  -j, --json              print {\"id\", \"status\", \"agents\", "
     "\"bytes\",\n"
     "                          \"msgs\", ...} instead of the id (schema "
@@ -59,7 +69,8 @@ static const char usage_text[] =
     "                          one repository or several: up to 8 per\n"
     "                          agent; \"chunks\" tells how many chunks this\n"
     "                          one copied and how many another snapshot\n"
-    "                          copied for it meanwhile)\n"
+    "                          copied for it meanwhile, \"max_rate\" the\n"
+    "                          limit it was copied under, 0 for none)\n"
     "  -q, --quiet             no progress line\n"
     "  -v, --verbose           lines on stderr as it goes: \"snapshot ID: all\n"
     "                          N agents joined; NAME records first\" (a\n"
@@ -85,6 +96,7 @@ static const struct option opts[] = {
 	{ "timeout", required_argument, NULL, 't' },
 	{ "key", required_argument, NULL, 'k' },
 	{ "recheck-age", required_argument, NULL, 'a' },
+	{ "max-rate", required_argument, NULL, 'm' },
 	{ "json", no_argument, NULL, 'j' },
 	{ "quiet", no_argument, NULL, 'q' },
 	{ "verbose", no_argument, NULL, 'v' },
@@ -134,11 +146,12 @@ catch_signals(void)
 	sigaction(SIGHUP, &sa, NULL);
 }
 
-/* The snapshot's listing row as JSON; with err (a failure), also
- * "error", and a snapshot that was never created as id null. */
+/* The snapshot's listing row as JSON, with the copy's figures and the
+ * rate it was held to (cp); with err (a failure), also "error", and a
+ * snapshot that was never created as id null. */
 static int
 print_json(const char *repo, uint64_t id, const struct coord_copy *cp,
-    const char *err)
+    uint64_t max_rate, const char *err)
 {
 	struct snap_info si;
 	struct store *st = NULL;
@@ -169,6 +182,7 @@ print_json(const char *repo, uint64_t id, const struct coord_copy *cp,
 		json_kuint(&j, "shared", cp->shared);
 		json_kuint(&j, "bytes", cp->bytes);
 		json_kuint(&j, "streamed_bytes", cp->streamed);
+		json_kuint(&j, "max_rate", max_rate);
 		json_obj_end(&j);
 	}
 	if (err != NULL)
@@ -192,11 +206,12 @@ cmd_snapshot(int argc, char **argv)
 	struct cs_err e;
 	char msg[CS_ERR_MAX + 64];
 	uint64_t timeout, id = 0;
+	const char *rate = NULL;
 	int ch, init, rc, json = 0, verbosity = 0;
 
 	optind = 1;
 	opterr = 0;
-	while ((ch = getopt_long(argc, argv, ":c:r:i:t:k:a:jqvh", opts,
+	while ((ch = getopt_long(argc, argv, ":c:r:i:t:k:a:m:jqvh", opts,
 	    NULL)) != -1) {
 		switch (ch) {
 		case 'c':
@@ -223,6 +238,9 @@ cmd_snapshot(int argc, char **argv)
 			else if (cmd_parse_duration(optarg,
 			    &o.recheck_age_s) == -1)
 				return EXIT_USAGE;
+			break;
+		case 'm':
+			rate = optarg;
 			break;
 		case 'j':
 			json = 1;
@@ -252,8 +270,15 @@ cmd_snapshot(int argc, char **argv)
 		o.key = key;
 		o.keylen = klen;
 	}
+	if (rate != NULL && rate_parse(rate, &o.max_rate) == -1) {
+		rc = cmd_usage_error("bad --max-rate '%s': " RATE_EXPECTED,
+		    rate);
+		goto out;
+	}
 	if ((rc = cmd_load_config(conf, &c)) != 0)
 		goto out;
+	if (rate == NULL)
+		o.max_rate = c->snapshot_max_rate;
 	init = 0;
 	if (o.initiator != NULL &&
 	    (init = cmd_find_agent(c, o.initiator)) == -1) {
@@ -280,14 +305,14 @@ cmd_snapshot(int argc, char **argv)
 	if (rc < 0) {
 		cmd_snapshot_error(id, e.msg, msg, sizeof(msg));
 		if (json)
-			print_json(o.repo, id, NULL, msg);
+			print_json(o.repo, id, NULL, 0, msg);
 		rc = cmd_fail(rc == COORD_BAD_REPO ? EXIT_USAGE : EXIT_FAILED,
 		    "%s", msg);
 		goto out;
 	}
 	rc = EXIT_OK;
 	if (json) {
-		if (print_json(o.repo, id, &copy, NULL) == -1)
+		if (print_json(o.repo, id, &copy, o.max_rate, NULL) == -1)
 			rc = cmd_fail(EXIT_FAILED, "write stdout failed");
 	} else {
 		printf("%llu\n", (unsigned long long)id);

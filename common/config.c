@@ -30,6 +30,7 @@
 #include "config.h"
 #include "xport.h"
 #include "fsutil.h"
+#include "ratelimit.h"
 
 #define CFG_MAX_FILE (1u << 20)
 #define SUN_PATH_LEN sizeof(((struct sockaddr_un *)0)->sun_path)
@@ -55,6 +56,7 @@ struct pctx {
 	char tls_raw[PATH_MAX];	/* tls_dir as written */
 	int cmin_line;		/* line of compact_min_size, or 0 */
 	int shared_line;	/* line of shared_data, or 0 */
+	int rate_line;		/* line of snapshot_max_rate, or 0 */
 	char *channels;		/* channels value as written, or NULL */
 	int chan_line;
 	int err_line;		/* line of the first error, or 0 */
@@ -366,6 +368,15 @@ handler(void *user, const char *section_name, const char *key,
 			p->c->shared_data = strcmp(value, "yes") == 0;
 			p->shared_line = p->lineno;
 		}
+	} else if (p->sect == S_CLUSTER &&
+	    strcmp(key, "snapshot_max_rate") == 0) {
+		if (p->rate_line != 0)
+			perr(p, "duplicate key '%s' (first at line %d)", key,
+			    p->rate_line);
+		else if (rate_parse(value, &p->c->snapshot_max_rate) == -1)
+			perr(p, "snapshot_max_rate '%s': " RATE_EXPECTED, value);
+		else
+			p->rate_line = p->lineno;
 	} else if (p->sect == S_CLUSTER) {
 		perr(p, "unknown key '%s' in [cluster]", key);
 	} else if (strcmp(key, "data") == 0) {

@@ -8,6 +8,7 @@
  *   shared_data = no       ; yes: every data path is readable where the
  *                          ; coordinator runs (else agents with addr
  *                          ; stream their chunks)
+ *   snapshot_max_rate = 50M ; snapshots copy at most this many bytes/s
  *   [agent A]
  *   data = a.data
  *   addr = host1:7101      ; optional: TCP + mutual TLS, not run_dir/A.sock
@@ -43,6 +44,7 @@ struct cfg {
 	int shared_data;		/* shared_data = yes: the coordinator
 					 * reads every data file by its path,
 					 * also of agents with an addr */
+	uint64_t snapshot_max_rate;	/* bytes/s (ratelimit.h); 0: none */
 };
 
 #define CFG_COMPACT_MIN_DEFAULT (64ull << 20)

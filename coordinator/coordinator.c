@@ -490,6 +490,7 @@ coord_snapshot(const struct cfg *c, const struct coord_opts *o,
 	*id = r.id;
 	store_set_progress(r.st, o->progress, o->progress_ctx);
 	store_set_recheck_age(r.st, o->recheck_age_s);
+	store_set_max_rate(r.st, o->max_rate);
 	r.o = o;
 	if (join_all(&r) < 0 || interrupted(&r))
 		goto abort;

@@ -36,6 +36,9 @@ struct coord_opts {
 	/* Hash a reused chunk again when its last check is older than this
 	 * (store_set_recheck_age; 0: always); negative: the default. */
 	int64_t recheck_age_s;
+	/* Pace the copy and hashing of the recorded files to this many
+	 * bytes per second (store_set_max_rate); 0: no limit. */
+	uint64_t max_rate;
 	/* When non-NULL, filled in once the snapshot is complete. */
 	struct coord_copy *copy;
 	/* When non-NULL, told when snapshot id has been joined by all n

@@ -47,7 +47,13 @@
  * finds the blob stored, or, rarely, copies it itself. Two digests may
  * share a byte; that only makes one wait for the other. A claim held for
  * longer than CLAIM_WAIT_MS (a stopped process) is not waited for: the
- * chunk is copied again, which is safe, as the bytes are the same. */
+ * chunk is copied again, which is safe, as the bytes are the same.
+ *
+ * store_set_max_rate paces the run (snapshot --max-rate): each copy and
+ * each recheck reserves its chunk's bytes on one token bucket shared by
+ * the workers (ratelimit.h) before it reads them, so reading, hashing,
+ * compressing and writing together stay under the rate. Chunks another
+ * run copies for this one cost nothing here: that run pays for them. */
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -61,6 +67,7 @@
 #include "store_int.h"
 #include "../common/chunkhash.h"
 #include "../common/fsutil.h"
+#include "../common/ratelimit.h"
 
 #define DIRECT_ALIGN 4096u
 #define DIRECT_PIECE (1u << 20)
@@ -102,6 +109,8 @@ struct crun {
 	struct cjob *waiting;	/* chunks another run claimed first */
 	size_t nwaiting;
 	uint64_t shared;	/* of those, stored by the other run */
+	struct ratelimit pace;	/* store_set_max_rate: every read and hash
+				 * of a copy or a recheck pays first */
 };
 
 static void
@@ -212,6 +221,7 @@ copy_chunk(struct crun *r, struct cjob *j, uint8_t *buf, uint8_t *obuf,
 	size_t bloblen = (size_t)j->len;
 	int tfd = -1, rc = -1, direct;
 
+	ratelimit_take(&r->pace, j->len);
 	if (path == NULL) {
 		if (r->st->ffn(r->st->fctx, (size_t)j->src, j->off, buf,
 		    (size_t)j->len, e) < 0)
@@ -353,6 +363,7 @@ recheck_chunk(struct crun *r, struct cjob *j, uint8_t *buf, struct cs_err *e)
 	sha_hex(j->name, hex);
 	if (blob_path(r->st, hex, path, sizeof(path), e) < 0)
 		return -1;
+	ratelimit_take(&r->pace, j->len);
 	good = obj_load(r->st, j->name, path, buf, (size_t)j->len, &le) == 0 &&
 	    sha256_buf(buf, (size_t)j->len, got) == 0 &&
 	    memcmp(got, j->sha, SHA_LEN) == 0;
@@ -498,6 +509,12 @@ store_set_recheck_age(struct store *st, int64_t age_s)
 		return;
 	st->recheck_set = 1;
 	st->recheck_s = age_s;
+}
+
+void
+store_set_max_rate(struct store *st, uint64_t rate)
+{
+	st->max_rate = rate;
 }
 
 /* Open every data file and list the chunks not yet stored, each digest
@@ -767,6 +784,10 @@ store_put_chunks(struct store *st, const char *const *paths,
 		return -1;
 	if (pthread_mutex_init(&r.mu, NULL) != 0)
 		return cs_errf(e, "out of memory");
+	if (ratelimit_init(&r.pace, st->max_rate) < 0) {
+		pthread_mutex_destroy(&r.mu);
+		return cs_errf(e, "out of memory");
+	}
 	if ((r.fds = malloc((n + 1) * sizeof(*r.fds))) == NULL) {
 		cs_errf(e, "out of memory");
 		goto out;
@@ -827,6 +848,7 @@ out:
 	free(r.fds);
 	free(r.jobs);
 	free(r.waiting);
+	ratelimit_destroy(&r.pace);
 	pthread_mutex_destroy(&r.mu);
 	return rc;
 }

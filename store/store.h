@@ -211,6 +211,10 @@ void store_set_recheck_age(struct store *st, int64_t age_s);
 typedef int (*chunk_fetch_fn)(void *ctx, size_t i, uint64_t off,
     uint8_t *buf, size_t len, struct cs_err *e);
 void store_set_fetch(struct store *st, chunk_fetch_fn fn, void *ctx);
+/* Pace store_put_chunks' reads and hashing (the copies and the
+ * rechecks, all workers together) to rate bytes per second
+ * (ratelimit.h); 0, the default: no limit. */
+void store_set_max_rate(struct store *st, uint64_t rate);
 /* Store the recorded prefix of reps[i]'s data file paths[i] as chunks
  * (chunkstore.c): every chunk whose digest is not yet a blob (or whose
  * blob a recheck found bad) is read from the file (paths[i] NULL: from

@@ -42,6 +42,7 @@ struct store {
 	int64_t recheck_s;	/* its age; else RECHECK_DEFAULT_S */
 	chunk_fetch_fn ffn;	/* store_set_fetch, or NULL */
 	void *fctx;
+	uint64_t max_rate;	/* store_set_max_rate: bytes/s, 0: none */
 	problem_fn nfn;		/* store_set_notes, or NULL */
 	void *nctx;
 	int compress;		/* STORE_COMPRESS_*, from repo_settings */

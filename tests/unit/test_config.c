@@ -15,6 +15,7 @@
 #include <cmocka.h>
 
 #include "../../common/config.h"
+#include "../../common/ratelimit.h"
 
 static char tmpdir[256];	/* realpath'd */
 
@@ -408,6 +409,32 @@ shared_data_is_yes_or_no(void **state)
 	assert_non_null(strstr(e.msg, "duplicate key 'shared_data'"));
 }
 
+static void
+snapshot_max_rate_is_a_rate(void **state)
+{
+	struct cfg *c;
+	struct cs_err e;
+
+	(void)state;
+	assert_int_equal(cfg_parse("[agent A]\ndata = a\n", "c.ini", &c, &e),
+	    0);
+	assert_int_equal(c->snapshot_max_rate, 0);
+	cfg_free(c);
+	assert_int_equal(cfg_parse("[cluster]\nsnapshot_max_rate = 50M\n"
+	    "[agent A]\ndata = a\n", "c.ini", &c, &e), 0);
+	assert_int_equal(c->snapshot_max_rate, 50ull << 20);
+	cfg_free(c);
+	assert_int_equal(cfg_parse("[cluster]\nsnapshot_max_rate = 10Q\n"
+	    "[agent A]\ndata = a\n", "c.ini", &c, &e), -1);
+	assert_string_equal(e.msg, "c.ini:2: snapshot_max_rate '10Q': "
+	    RATE_EXPECTED);
+	assert_int_equal(cfg_parse("[cluster]\nsnapshot_max_rate = 0\n"
+	    "snapshot_max_rate = 1M\n[agent A]\ndata = a\n", "c.ini", &c,
+	    &e), -1);
+	assert_string_equal(e.msg, "c.ini:3: duplicate key "
+	    "'snapshot_max_rate' (first at line 2)");
+}
+
 int
 main(void)
 {
@@ -421,6 +448,7 @@ main(void)
 		cmocka_unit_test(names_lines_and_files_are_bounded),
 		cmocka_unit_test(compact_min_size_accepts_suffixes),
 		cmocka_unit_test(shared_data_is_yes_or_no),
+		cmocka_unit_test(snapshot_max_rate_is_a_rate),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);
