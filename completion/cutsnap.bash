@@ -90,7 +90,8 @@ _cutsnap()
 		;;
 	*:-t | *:--timeout | *:--keep-last | *:-l | *:-s | *:--sum | \
 	    *:--keep-within | *:-w | *:--seconds | *:--clients | *:--threads | \
-	    *:--snapshot-every | *:--max-amount | *:--initial | *:--recheck-age)
+	    *:--snapshot-every | *:--max-amount | *:--initial | *:--recheck-age | \
+	    snapshot:-m | *:--max-rate)
 		return 0
 		;;
 	esac
@@ -109,7 +110,7 @@ _cutsnap()
 	key) opts="-r --repo --password-file -N --new-password-file -j --json
 	    --help" ;;
 	snapshot) opts="-c --config -r --repo --password-file -i --initiator -t --timeout
-	    -k --key -a --recheck-age -j --json -q --quiet -v --verbose
+	    -k --key -a --recheck-age -m --max-rate -j --json -q --quiet -v --verbose
 	    --help" ;;
 	ls) opts="-r --repo -j --json --help" ;;
 	show) opts="-r --repo --password-file -s --sum -j --json --help" ;;

@@ -48,6 +48,12 @@ test_expect_success 'snapshot -k is still a key file, -r a directory' '
 	expect_eq "$(complete_words cutsnap snapshot -r Adi)" "Adir " "snapshot -r"
 '
 
+test_expect_success 'snapshot --max-rate is completed and takes a number, not a file' '
+	expect_eq "$(complete_words cutsnap snapshot --max-r)" "--max-rate " "snapshot --max-r" &&
+	expect_eq "$(complete_words cutsnap snapshot --max-rate Adi)" "" "snapshot --max-rate" &&
+	expect_eq "$(complete_words cutsnap snapshot -m Adi)" "" "snapshot -m"
+'
+
 test_expect_success 'forget -n is --dry-run: no agent names follow' '
 	expect_eq "$(complete_words cutsnap forget -r Adir -n "")" "" "forget -n"
 '
