@@ -32,8 +32,15 @@ MIB=1048576
 say () { printf '%s\n' "$*" >&2; printf '%s\n' "$*" >>"$LOG"; }
 
 # fail TEXT: stop the bench (exit 1) after a failed step, before its
-# figure is printed; RESULTS.md is not written.
-fail () { say "bench: FAIL: $*"; exit 1; }
+# figure is printed; RESULTS.md is not written. Called in a subshell
+# (x=$(ms_of ...)), it stops the bench too: the signal makes the main
+# shell exit 1 once the subshell has ended.
+fail () {
+	say "bench: FAIL: $*"
+	[ "$BASHPID" = "$$" ] || kill -USR1 "$$"
+	exit 1
+}
+trap 'exit 1' USR1
 
 # cmd TEXT: note a command line for RESULTS.md (once per distinct text).
 cmd () { grep -qxF -- "    $*" "$CMDS" || printf '    %s\n' "$*" >>"$CMDS"; }
@@ -191,6 +198,78 @@ agent_pid () {
 # The rows of section 5 (compaction, concurrent snapshots).
 . "$ROOT/bench/compact_concurrent.sh"
 
+# commit_line: the exact commit measured (its full hash, as git describe
+# --always prints it) and, when the tree differs from it (like describe
+# --dirty, but bench/RESULTS.md, which the bench itself rewrites, does not
+# count), that the figures are of uncommitted changes, in which files.
+commit_line () {
+	local d f
+	d=$(git -C "$ROOT" describe --always --abbrev=40 2>/dev/null) ||
+	    { echo "unknown (not a git checkout)"; return; }
+	f=$(git -C "$ROOT" status --porcelain --untracked-files=no -- . \
+	    ':(exclude)bench/RESULTS.md' 2>/dev/null | awk '{ print $NF }')
+	if [ -z "$f" ]; then
+		echo "$d (clean tree)"
+	else
+		echo "$d-dirty: the tree had uncommitted changes, so these figures" \
+		    "are not of $d alone (changed: $(printf '%s ' $f | cut -c1-200))"
+	fi
+}
+
+# --- 2d. (defined here, run below) a paced snapshot ---------------------------
+# The p99 of transfers while a snapshot copies a large file, unpaced and
+# at snapshot_max_rate = PACE_RATE, each against the p99 of the same run
+# outside any snapshot. 4 clients for 10 s, a snapshot every 2 s into a
+# fresh repository per run (the first one copies the whole file). Runs
+# alone too: BENCH_LIB=1 . bench/run.sh; W=DIR LOG=... ROWS=... CMDS=...
+# pace_rows (t0123 does).
+PACE_RATE=${BENCH_PACE_RATE:-32M}
+PACE_MIB=${BENCH_PACE_MIB:-128}
+
+# pace_p99 CONF REPO OUT: one checked load run; prints during / outside
+# p99 (n/a when no transfer overlapped a snapshot).
+pace_p99 () {
+	fresh "$1" "$2"
+	load_checked "$3" -c "$1" -s 10 -k 4 --snapshot-every 2000 -r "$2"
+	[ "$(field snapshots "$3")" -gt 0 ] || fail "paced run $3 completed no snapshot"
+	say "pace run $3: $(cat "$3")"
+	if [ "$(field during_snapshot_requests "$3")" = 0 ]; then
+		echo n/a
+	else
+		calc "$(field during_snapshot_p99_ms "$3") / $(field outside_snapshot_p99_ms "$3")"
+	fi
+}
+
+# pace_rows: the unpaced and the paced row, on a cluster of its own.
+pace_rows () {
+	local d=$W/pace c=$W/pace/c.ini r u=() p=() out
+	make_cluster "$d" 3
+	start "$c"
+	for r in a1 a2 a3; do
+		"$CS" put -c "$c" $r bal 1000000 >>"$LOG" 2>&1 || fail "put $r bal"
+	done
+	fill "$c" a1 0 "$PACE_MIB"
+	for r in $(seq 1 "$RUNS"); do
+		sed -i '/^snapshot_max_rate = /d' "$c"
+		u+=("$(pace_p99 "$c" "$d/repo" "$W/pace.u.$r")") || exit 1
+		sed -i "s/^run_dir = run\$/run_dir = run\nsnapshot_max_rate = $PACE_RATE/" "$c"
+		p+=("$(pace_p99 "$c" "$d/repo" "$W/pace.p.$r")") || exit 1
+	done
+	cmd "cutsnap load -c CONF -s 10 -k 4 --snapshot-every 2000 -r FRESH_REPO   # a1 = $PACE_MIB MiB; paced: snapshot_max_rate = $PACE_RATE"
+	out=$W/pace.u.$RUNS
+	row "p99 during / outside a snapshot, unpaced, a1 = $(mib "$(size_of "$d/a1.data")") MiB" \
+	    "$(median "${u[@]}")x" \
+	    "p99 outside $(field outside_snapshot_p99_ms "$out") / during $(field during_snapshot_p99_ms "$out") ms" \
+	    "$(median "${u[@]}")" "-" "-"
+	out=$W/pace.p.$RUNS
+	row "p99 during / outside a snapshot at --max-rate $PACE_RATE" \
+	    "$(median "${p[@]}")x" \
+	    "p99 outside $(field outside_snapshot_p99_ms "$out") / during $(field during_snapshot_p99_ms "$out") ms" \
+	    "$(median "${p[@]}")" "<= 2x" "$(verdict "$(median "${p[@]}") <= 2")"
+	stop "$c"
+	rm -rf "$d"
+}
+
 # Sourced for its helpers: stop here.
 [ "${BENCH_LIB:-0}" = 1 ] && return 0
 
@@ -244,7 +323,7 @@ machine () {
 	local fs
 	fs=$(df -PT "$W" | awk 'NR == 2 { print $1 " (" $2 ")" }')
 	echo "- date: $(date -u '+%Y-%m-%d %H:%M UTC')"
-	echo "- commit: $(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo unknown)"
+	echo "- commit: $(commit_line)"
 	echo "- cpus (nproc): $(nproc); model: $(awk -F': ' '/^model name/ { print $2; exit }' /proc/cpuinfo)"
 	echo "- memory: $(awk '/^MemTotal/ { printf "%.1f GiB", $2 / 1048576 }' /proc/meminfo)"
 	echo "- scratch filesystem: $fs"
@@ -669,6 +748,10 @@ row "agent peak RSS MiB, 1 GiB of 16 MiB values (puts / open / +load+gets+snap)"
     "$(calc "$M_PUTS / 1024") / $(calc "$M_OPEN / 1024") / $(calc "$M_ALL / 1024")" \
     "floor $(calc "$M_REST / 1024 + 16") (at rest $(calc "$M_REST / 1024") + a 16 MiB frame)" "-" "<= 16 MiB" \
     "$(verdict "$M_PUTS <= 16384 && $M_OPEN <= 16384 && $M_ALL <= 16384")"
+
+# --- 2d. a paced snapshot (pace_rows, above) ---------------------------------
+
+pace_rows
 
 # --- 3. snapshot time against the number of agents ---------------------------
 

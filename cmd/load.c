@@ -44,6 +44,7 @@ static const char usage_text[] =
     "  -t, --threads T           worker threads the clients share (default\n"
     "                            2, at most K)\n"
     "  -e, --snapshot-every MS   take a snapshot into REPO every MS ms\n"
+    "                            (at [cluster] snapshot_max_rate, if set)\n"
     "  -r, --repo REPO           the repository for --snapshot-every (a\n"
     "                            directory, or s3://BUCKET/PREFIX: each\n"
     "                            snapshot is committed there as taken)\n"

@@ -41,6 +41,7 @@ snapper_main(void *arg)
 	memset(&co, 0, sizeof(co));
 	co.repo = s->o->repo;
 	co.timeout_s = 60;
+	co.max_rate = s->o->c->snapshot_max_rate;
 	for (;;) {
 		next += (int64_t)s->o->snap_every_ms * 1000;
 		/* Fixed rate; a snapshot that took longer than the period

@@ -71,4 +71,28 @@ test_expect_success 'a failed timed command fails the bench; a good one is timed
 	expect_eq "$(cat "$OUT")" 2 "timings"
 '
 
+test_expect_success 'a command failing inside $(ms_of ...) stops the bench too' '
+	bench_fn "a=\$(ms_of true); echo \"ok \$a\"; b=\$(ms_of false); echo figure \$b"
+	expect_eq "$RC" 1 "bench status" &&
+	grep -Eqx "ok [0-9]+" "$OUT" &&
+	! grep -q figure "$OUT" &&
+	grep -qx "bench: FAIL: exit 1: false" "$ERR"
+'
+
+test_expect_success 'RESULTS.md names the exact commit, and a tree with changes as such' '
+	bench_fn "commit_line" &&
+	head=$(git -C "$_lib_dir/../.." rev-parse HEAD) &&
+	grep -Eq "^$head(-dirty: the tree had uncommitted changes| \(clean tree\))" "$OUT" &&
+	git clone -q "$_lib_dir/../.." repo-copy &&
+	cp "$BENCH" repo-copy/bench/run.sh &&
+	git -C repo-copy -c user.name=t -c user.email=t@t commit -q --allow-empty -am "bench as tested" &&
+	h=$(git -C repo-copy rev-parse HEAD) &&
+	BENCH=$PWD/repo-copy/bench/run.sh bench_fn "commit_line" &&
+	expect_eq "$(cat "$OUT")" "$h (clean tree)" "clean" &&
+	echo "changed" >>repo-copy/README.md &&
+	echo "rewritten" >>repo-copy/bench/RESULTS.md &&
+	BENCH=$PWD/repo-copy/bench/run.sh bench_fn "commit_line" &&
+	expect_eq "$(cat "$OUT")" "$h-dirty: the tree had uncommitted changes, so these figures are not of $h alone (changed: README.md )" "dirty"
+'
+
 test_done
