@@ -64,9 +64,12 @@ $(BIN): $(CMD_OBJ) $(LIBA)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -o $@ $(CMD_OBJ) $(LIBA) $(PKG_LIBS) -lpthread
 
-$(BUILD)/tests/unit/%: tests/unit/%.c $(LIBA) | $(DEPS_OK)
+# Every unit-test program links tests/unit/unit.c (unit.h: temp
+# directories, file helpers, report fixtures).
+UNIT_OBJ := $(BUILD)/tests/unit/unit.o
+$(BUILD)/tests/unit/test_%: tests/unit/test_%.c $(UNIT_OBJ) $(LIBA) | $(DEPS_OK)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) $(PKG_CFLAGS) -o $@ $< $(LIBA) $(PKG_LIBS) $(CMOCKA_LIBS) $(LDFLAGS) -lpthread
+	$(CC) $(CFLAGS) $(PKG_CFLAGS) -o $@ $< $(UNIT_OBJ) $(LIBA) $(PKG_LIBS) $(CMOCKA_LIBS) $(LDFLAGS) -lpthread
 
 # The I/O fault shim (tests/fault/faultfs.c), preloaded by the e2e fault
 # tests; built without sanitizers, it only forwards to libc.
@@ -174,4 +177,4 @@ install:
 clean:
 	rm -rf build build-asan build-fuzz bin
 
--include $(LIB_OBJ:.o=.d) $(CMD_OBJ:.o=.d)
+-include $(LIB_OBJ:.o=.d) $(CMD_OBJ:.o=.d) $(UNIT_OBJ:.o=.d) $(UNIT_BIN:=.d)

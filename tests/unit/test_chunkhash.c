@@ -15,6 +15,7 @@
 #include "../../common/chunkhash.h"
 #include "../../common/datalog.h"
 #include "../../common/sha.h"
+#include "unit.h"
 
 #define CS 4096u
 
@@ -90,7 +91,7 @@ digests_match_one_shot_hashes(void **state)
 static void
 datalog_reopen_yields_same_chunks(void **state)
 {
-	char dir[] = "/tmp/cs-chunkhash-XXXXXX", path[64];
+	char dir[64], path[128];
 	uint8_t val[3000], (*before)[SHA_LEN], p1[SHA_LEN], p2[SHA_LEN];
 	const struct chunkhash *h;
 	struct datalog *dl;
@@ -100,7 +101,7 @@ datalog_reopen_yields_same_chunks(void **state)
 
 	(void)state;
 	setenv("CUTSNAP_CHUNK_SIZE", "4096", 1);
-	assert_non_null(mkdtemp(dir));
+	assert_int_equal(unit_mkdtemp(dir, sizeof(dir)), 0);
 	snprintf(path, sizeof(path), "%s/a.data", dir);
 	assert_int_equal(datalog_open(path, &dl, &e), 0);
 	memset(val, 'v', sizeof(val));
@@ -134,8 +135,7 @@ datalog_reopen_yields_same_chunks(void **state)
 	assert_int_equal(chunkhash_peek(h, p2), 0);
 	assert_memory_equal(p1, p2, SHA_LEN);
 	datalog_close(dl);
-	unlink(path);
-	rmdir(dir);
+	assert_int_equal(unit_rmtree(dir), 0);
 	free(before);
 	unsetenv("CUTSNAP_CHUNK_SIZE");
 }

@@ -15,6 +15,7 @@
 
 #include "../../common/client.h"
 #include "../../common/wire.h"
+#include "unit.h"
 
 /* A child that reads one frame on fd and answers with the given raw reply
  * frame (type, payload). Exits 0 if the request was W_REQ_GET "k". */
@@ -163,8 +164,7 @@ connect_reports_agent_not_running(void **state)
 	struct cs_err e;
 
 	(void)state;
-	snprintf(path, sizeof(path), "/tmp/cutsnap-test-none-%ld.sock",
-	    (long)getpid());
+	snprintf(path, sizeof(path), "%s", unit_path("none.sock"));
 	assert_int_equal(client_connect(path, "A", &e), -1);
 	assert_true(strncmp(e.msg, "agent A is not running (connect ", 32)
 	    == 0);
@@ -181,8 +181,8 @@ connect_reaches_a_listening_socket(void **state)
 	(void)state;
 	memset(&sun, 0, sizeof(sun));
 	sun.sun_family = AF_UNIX;
-	snprintf(sun.sun_path, sizeof(sun.sun_path),
-	    "/tmp/cutsnap-test-client-%ld.sock", (long)getpid());
+	snprintf(sun.sun_path, sizeof(sun.sun_path), "%s",
+	    unit_path("client.sock"));
 	unlink(sun.sun_path);
 	lfd = socket(AF_UNIX, SOCK_STREAM, 0);
 	assert_true(lfd != -1);
@@ -221,5 +221,5 @@ main(void)
 		cmocka_unit_test(connect_rejects_overlong_path),
 	};
 
-	return cmocka_run_group_tests(tests, NULL, NULL);
+	return cmocka_run_group_tests(tests, unit_setup, unit_teardown);
 }

@@ -2,7 +2,6 @@
  * channels, and one error line (file:line: what) per malformed case. */
 #include <sys/stat.h>
 
-#include <ftw.h>
 #include <limits.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -16,48 +15,7 @@
 
 #include "../../common/config.h"
 #include "../../common/ratelimit.h"
-
-static char tmpdir[256];	/* realpath'd */
-
-static int
-setup(void **state)
-{
-	const char *t = getenv("TMPDIR");
-	char dir[256];
-
-	(void)state;
-	snprintf(dir, sizeof(dir), "%s/cutsnap-config-XXXXXX",
-	    t && *t ? t : "/tmp");
-	if (mkdtemp(dir) == NULL || realpath(dir, tmpdir) == NULL)
-		return -1;
-	return 0;
-}
-
-static int
-rm_one(const char *p, const struct stat *sb, int flag, struct FTW *f)
-{
-	(void)sb;
-	(void)flag;
-	(void)f;
-	return remove(p);
-}
-
-static int
-teardown(void **state)
-{
-	(void)state;
-	return nftw(tmpdir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
-}
-
-static void
-write_text(const char *path, const char *text)
-{
-	FILE *f = fopen(path, "w");
-
-	assert_non_null(f);
-	assert_int_equal(fputs(text, f) >= 0, 1);
-	assert_int_equal(fclose(f), 0);
-}
+#include "unit.h"
 
 static const char good[] =
     "; the bank cluster\n"
@@ -81,24 +39,24 @@ good_config_loads_with_absolute_paths(void **state)
 	int s, d;
 
 	(void)state;
-	snprintf(path, sizeof(path), "%s/cluster.ini", tmpdir);
-	write_text(path, good);
+	snprintf(path, sizeof(path), "%s/cluster.ini", unit_dir);
+	unit_write_text(path, good);
 	assert_int_equal(cfg_load(path, &c, &e), 0);
 	assert_string_equal(c->path, path);
-	snprintf(want, sizeof(want), "%s/sockets", tmpdir);
+	snprintf(want, sizeof(want), "%s/sockets", unit_dir);
 	assert_string_equal(c->run_dir, want);
 	assert_int_equal(c->nagents, 3);
 	assert_string_equal(c->agents[0].name, "A");
-	snprintf(want, sizeof(want), "%s/a.data", tmpdir);
+	snprintf(want, sizeof(want), "%s/a.data", unit_dir);
 	assert_string_equal(c->agents[0].data, want);
-	snprintf(want, sizeof(want), "%s/sockets/A.sock", tmpdir);
+	snprintf(want, sizeof(want), "%s/sockets/A.sock", unit_dir);
 	assert_string_equal(c->agents[0].sock, want);
 	assert_string_equal(c->agents[1].name, "B");
-	snprintf(want, sizeof(want), "%s/data/b.data", tmpdir);
+	snprintf(want, sizeof(want), "%s/data/b.data", unit_dir);
 	assert_string_equal(c->agents[1].data, want);
 	assert_string_equal(c->agents[2].name, "C.x-1_");
 	assert_string_equal(c->agents[2].data, "/srv/c.data");
-	snprintf(want, sizeof(want), "%s/sockets/C.x-1_.sock", tmpdir);
+	snprintf(want, sizeof(want), "%s/sockets/C.x-1_.sock", unit_dir);
 	assert_string_equal(c->agents[2].sock, want);
 	/* text holds the file's bytes. */
 	assert_string_equal(c->text, good);
@@ -125,12 +83,12 @@ relative_paths_resolve_against_the_config_dir(void **state)
 	char want[PATH_MAX + 64];
 
 	(void)state;
-	snprintf(sub, sizeof(sub), "%s/etc", tmpdir);
+	snprintf(sub, sizeof(sub), "%s/etc", unit_dir);
 	assert_int_equal(mkdir(sub, 0700), 0);
 	snprintf(path, sizeof(path), "%s/cluster.ini", sub);
-	write_text(path, "[agent A]\ndata = ../var/a.data\n");
+	unit_write_text(path, "[agent A]\ndata = ../var/a.data\n");
 	assert_non_null(getcwd(cwd, sizeof(cwd)));
-	assert_int_equal(chdir(tmpdir), 0);
+	assert_int_equal(chdir(unit_dir), 0);
 	assert_int_equal(cfg_load("etc/cluster.ini", &c, &e), 0);
 	assert_int_equal(chdir(cwd), 0);
 	assert_string_equal(c->path, path);
@@ -338,7 +296,7 @@ names_lines_and_files_are_bounded(void **state)
 	assert_int_equal(cfg_parse(text, "c.ini", &c, &e), -1);
 	assert_non_null(strstr(e.msg, "c.ini:2: line longer than"));
 
-	snprintf(path, sizeof(path), "%s/missing.ini", tmpdir);
+	snprintf(path, sizeof(path), "%s/missing.ini", unit_dir);
 	assert_int_equal(cfg_load(path, &c, &e), -1);
 	assert_non_null(strstr(e.msg, "No such file or directory"));
 	assert_non_null(strstr(e.msg, path));
@@ -451,5 +409,5 @@ main(void)
 		cmocka_unit_test(snapshot_max_rate_is_a_rate),
 	};
 
-	return cmocka_run_group_tests(tests, setup, teardown);
+	return cmocka_run_group_tests(tests, unit_setup, unit_teardown);
 }

@@ -12,6 +12,7 @@
 
 #include "../../coordinator/coordinator.h"
 #include "../../store/store.h"
+#include "unit.h"
 
 static struct cfg *
 parse(const char *text)
@@ -19,7 +20,7 @@ parse(const char *text)
 	struct cfg *c;
 	struct cs_err e;
 
-	if (cfg_parse(text, "/tmp/cs-coord-test/c.conf", &c, &e) < 0)
+	if (cfg_parse(text, unit_path("c.conf"), &c, &e) < 0)
 		fail_msg("%s", e.msg);
 	return c;
 }
@@ -56,13 +57,15 @@ reachability(void **state)
 static void
 refusals_before_any_snapshot(void **state)
 {
-	struct coord_opts o = { .repo = "/tmp/cs-coord-test/none",
+	char repo[128];
+	struct coord_opts o = { .repo = repo,
 	    .initiator = "Z", .timeout_s = 5, .recheck_age_s = -1 };
 	struct cfg *c;
 	struct cs_err e;
 	uint64_t id = 7;
 
 	(void)state;
+	snprintf(repo, sizeof(repo), "%s", unit_path("none"));
 	c = parse("[cluster]\nchannels = A>B\n[agent A]\ndata = a\n"
 	    "[agent B]\ndata = b\n[agent C]\ndata = c\n");
 	assert_int_equal(coord_snapshot(c, &o, &id, &e), -1);
@@ -83,7 +86,7 @@ refusals_before_any_snapshot(void **state)
 static void
 agents_not_running_create_nothing(void **state)
 {
-	char dir[] = "/tmp/cs-coord-XXXXXX", repo[64], conf[128], cmd[64];
+	char dir[64], repo[128], conf[128];
 	struct coord_opts o = { .repo = repo, .timeout_s = 5,
 	    .recheck_age_s = -1 };
 	struct cfg *c;
@@ -91,7 +94,7 @@ agents_not_running_create_nothing(void **state)
 	uint64_t id;
 
 	(void)state;
-	assert_non_null(mkdtemp(dir));
+	assert_int_equal(unit_mkdtemp(dir, sizeof(dir)), 0);
 	snprintf(repo, sizeof(repo), "%s/repo", dir);
 	snprintf(conf, sizeof(conf), "%s/c.conf", dir);
 	assert_int_equal(cfg_parse("[agent A]\ndata = a\n[agent B]\n"
@@ -102,8 +105,7 @@ agents_not_running_create_nothing(void **state)
 	assert_non_null(strstr(e.msg, "agent A is not running"));
 	assert_int_equal(access(repo, F_OK), -1);
 	cfg_free(c);
-	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
-	assert_int_equal(system(cmd), 0);
+	assert_int_equal(unit_rmtree(dir), 0);
 }
 
 int
@@ -115,5 +117,5 @@ main(void)
 		cmocka_unit_test(agents_not_running_create_nothing),
 	};
 
-	return cmocka_run_group_tests(tests, NULL, NULL);
+	return cmocka_run_group_tests(tests, unit_setup, unit_teardown);
 }

@@ -10,33 +10,19 @@
 #include <cmocka.h>
 
 #include "../../store/cutcheck.h"
-
-struct probs {
-	int n;
-	char line[16][512];
-};
-
-static void
-collect(void *ctx, const char *line)
-{
-	struct probs *p = ctx;
-
-	if (p->n < 16)
-		snprintf(p->line[p->n], sizeof(p->line[0]), "%s", line);
-	p->n++;
-}
+#include "unit.h"
 
 /* Run cut_check on A->B and check the count it returns equals the lines
  * it reported. */
 static int
 check(uint64_t sent, uint64_t applied, const uint64_t *seqs, size_t n,
-    struct probs *p)
+    struct unit_probs *p)
 {
 	struct cut_channel ch = { "A", "B", sent, applied, seqs, n };
 	int rc;
 
 	memset(p, 0, sizeof(*p));
-	rc = cut_check(&ch, collect, p);
+	rc = cut_check(&ch, unit_collect, p);
 	assert_int_equal(rc, p->n);
 	return rc;
 }
@@ -44,7 +30,7 @@ check(uint64_t sent, uint64_t applied, const uint64_t *seqs, size_t n,
 static void
 consistent_empty_channel(void **state)
 {
-	struct probs p;
+	struct unit_probs p;
 
 	(void)state;
 	assert_int_equal(check(0, 0, NULL, 0, &p), 0);
@@ -55,7 +41,7 @@ static void
 consistent_with_in_flight_messages(void **state)
 {
 	const uint64_t one[] = { 1 }, three[] = { 5, 3, 4 };
-	struct probs p;
+	struct unit_probs p;
 
 	(void)state;
 	/* The seed: A sent 1, B applied 0, seq 1 recorded in flight. */
@@ -67,7 +53,7 @@ consistent_with_in_flight_messages(void **state)
 static void
 receive_without_send_is_the_160(void **state)
 {
-	struct probs p;
+	struct unit_probs p;
 
 	(void)state;
 	/* A recorded before its debit (sent 0), B after the credit. */
@@ -82,7 +68,7 @@ receive_without_send_is_the_160(void **state)
 static void
 missing_in_flight_message_is_the_140(void **state)
 {
-	struct probs p;
+	struct unit_probs p;
 
 	(void)state;
 	assert_int_equal(check(1, 0, NULL, 0, &p), 1);
@@ -97,7 +83,7 @@ static void
 duplicated_message(void **state)
 {
 	const uint64_t seqs[] = { 1, 2, 2, 3 };
-	struct probs p;
+	struct unit_probs p;
 
 	(void)state;
 	assert_int_equal(check(3, 0, seqs, 4, &p), 1);
@@ -109,7 +95,7 @@ static void
 gaps_in_seqs(void **state)
 {
 	const uint64_t seqs[] = { 7, 3, 5 };
-	struct probs p;
+	struct unit_probs p;
 
 	(void)state;
 	/* Expected 3..8: 4 and 6 are missing, and 8 at the end. */
@@ -126,7 +112,7 @@ static void
 seqs_out_of_range(void **state)
 {
 	const uint64_t seqs[] = { 1, 2, 3, 5 }, old[] = { 1 };
-	struct probs p;
+	struct unit_probs p;
 
 	(void)state;
 	assert_int_equal(check(3, 0, seqs, 4, &p), 1);
@@ -142,7 +128,7 @@ static void
 mixed_moments_and_extremes(void **state)
 {
 	const uint64_t seqs[] = { UINT64_MAX, 0 };
-	struct probs p;
+	struct unit_probs p;
 
 	(void)state;
 	/* applied > sent and a recorded message: two problems. */
@@ -163,24 +149,24 @@ mixed_moments_and_extremes(void **state)
 static void
 unlisted_pair(void **state)
 {
-	struct probs p;
+	struct unit_probs p;
 
 	(void)state;
 	memset(&p, 0, sizeof(p));
-	assert_int_equal(cut_check_unlisted("A", "B", 0, 0, collect, &p), 0);
-	assert_int_equal(cut_check_unlisted("A", "B", 4, 4, collect, &p), 0);
+	assert_int_equal(cut_check_unlisted("A", "B", 0, 0, unit_collect, &p), 0);
+	assert_int_equal(cut_check_unlisted("A", "B", 4, 4, unit_collect, &p), 0);
 	assert_int_equal(p.n, 0);
-	assert_int_equal(cut_check_unlisted("A", "B", 1, 0, collect, &p), 1);
+	assert_int_equal(cut_check_unlisted("A", "B", 1, 0, unit_collect, &p), 1);
 	assert_string_equal(p.line[0], "channel A->B: not a channel of the "
 	    "config, but 1 message is in flight on it (sent 1, applied 0) "
 	    "that the cut does not hold: restore the channel in the config, "
 	    "or drain it first");
-	assert_int_equal(cut_check_unlisted("A", "B", 5, 2, collect, &p), 1);
+	assert_int_equal(cut_check_unlisted("A", "B", 5, 2, unit_collect, &p), 1);
 	assert_string_equal(p.line[1], "channel A->B: not a channel of the "
 	    "config, but 3 messages are in flight on it (sent 5, applied 2) "
 	    "that the cut does not hold: restore the channel in the config, "
 	    "or drain it first");
-	assert_int_equal(cut_check_unlisted("A", "B", 0, 2, collect, &p), 1);
+	assert_int_equal(cut_check_unlisted("A", "B", 0, 2, unit_collect, &p), 1);
 	assert_string_equal(p.line[2], "channel A->B: not a channel of the "
 	    "config, but applied 2 > sent 0 (receive without send)");
 	assert_int_equal(p.n, 3);

@@ -3,7 +3,6 @@
 #include <sys/stat.h>
 
 #include <fcntl.h>
-#include <ftw.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -19,44 +18,7 @@
 #include "../../common/datalog.h"
 #include "../../common/fsutil.h"
 #include "../../common/sha.h"
-
-static char tmpdir[256];
-
-static int
-setup(void **state)
-{
-	const char *t = getenv("TMPDIR");
-
-	(void)state;
-	snprintf(tmpdir, sizeof(tmpdir), "%s/cutsnap-datalog-XXXXXX",
-	    t && *t ? t : "/tmp");
-	return mkdtemp(tmpdir) == NULL ? -1 : 0;
-}
-
-static int
-rm_one(const char *p, const struct stat *sb, int flag, struct FTW *f)
-{
-	(void)sb;
-	(void)flag;
-	(void)f;
-	return remove(p);
-}
-
-static int
-teardown(void **state)
-{
-	(void)state;
-	return nftw(tmpdir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
-}
-
-static const char *
-tpath(const char *name)
-{
-	static char buf[512];
-
-	snprintf(buf, sizeof(buf), "%s/%s", tmpdir, name);
-	return buf;
-}
+#include "unit.h"
 
 /* --- record builders ------------------------------------------------------ */
 
@@ -208,26 +170,6 @@ expect_absent(const struct dl_state *st, const char *k)
 	size_t n;
 
 	assert_int_equal(kvmap_get(st->kv, k, strlen(k), &v, &n), 0);
-}
-
-static void
-write_bytes(const char *path, const void *p, size_t n)
-{
-	FILE *f = fopen(path, "wb");
-
-	assert_non_null(f);
-	if (n > 0)
-		assert_int_equal(fwrite(p, 1, n, f), n);
-	assert_int_equal(fclose(f), 0);
-}
-
-static uint64_t
-file_size(const char *path)
-{
-	struct stat sb;
-
-	assert_int_equal(stat(path, &sb), 0);
-	return (uint64_t)sb.st_size;
 }
 
 /* The bank story used by several tests: A=100, B=50 on this agent's side,
@@ -551,7 +493,7 @@ torn_tail_at_every_offset_is_cut(void **state)
 	struct cs_err e;
 	struct wbuf w;
 	size_t offs[5], L, valid;
-	const char *path = tpath("torn.data");
+	const char *path = unit_path("torn.data");
 
 	(void)state;
 	rs[0] = rec_put("a", "100");
@@ -560,12 +502,12 @@ torn_tail_at_every_offset_is_cut(void **state)
 	rs[3] = rec_put("last", "a value long enough to tear in many places");
 	build(&w, rs, 4, offs);
 	for (L = offs[3] + 1; L < offs[4]; L++) {
-		write_bytes(path, w.data, L);
+		unit_write_file(path, w.data, L);
 		assert_int_equal(datalog_open(path, &dl, &e), 0);
 		assert_int_equal(datalog_end(dl), offs[3]);
 		assert_int_equal(datalog_synced(dl), offs[3]);
 		assert_int_equal(datalog_cut_bytes(dl), L - offs[3]);
-		assert_int_equal(file_size(path), offs[3]);
+		assert_int_equal(unit_file_size(path), offs[3]);
 		st = datalog_state(dl);
 		assert_int_equal(st->records, 3);
 		expect_val(st, "a", "90");
@@ -587,10 +529,10 @@ torn_tail_at_every_offset_is_cut(void **state)
 	}
 	/* A complete final record whose checksum fails is torn as well. */
 	w.data[offs[4] - 1] ^= 0x01;
-	write_bytes(path, w.data, w.len);
+	unit_write_file(path, w.data, w.len);
 	assert_int_equal(datalog_open(path, &dl, &e), 0);
 	assert_int_equal(datalog_cut_bytes(dl), offs[4] - offs[3]);
-	assert_int_equal(file_size(path), offs[3]);
+	assert_int_equal(unit_file_size(path), offs[3]);
 	datalog_close(dl);
 	/* After the cut the file appends and reopens cleanly. */
 	assert_int_equal(datalog_open(path, &dl, &e), 0);
@@ -615,7 +557,7 @@ all_zero_tail_is_cut(void **state)
 	struct cs_err e;
 	struct wbuf w;
 	size_t offs[3], i, full;
-	const char *path = tpath("zero.data");
+	const char *path = unit_path("zero.data");
 
 	(void)state;
 	rs[0] = rec_put("a", "1");
@@ -626,11 +568,11 @@ all_zero_tail_is_cut(void **state)
 		w.len = full;
 		while (w.len < full + tails[i])
 			wbuf_put_u8(&w, 0);
-		write_bytes(path, w.data, w.len);
+		unit_write_file(path, w.data, w.len);
 		assert_int_equal(datalog_open(path, &dl, &e), 0);
 		assert_int_equal(datalog_cut_bytes(dl), tails[i]);
 		assert_int_equal(datalog_end(dl), full);
-		assert_int_equal(file_size(path), full);
+		assert_int_equal(unit_file_size(path), full);
 		assert_int_equal(datalog_state(dl)->records, 2);
 		datalog_close(dl);
 	}
@@ -650,7 +592,7 @@ flipped_byte_in_middle_record_is_corruption(void **state)
 	uint8_t *img;
 	size_t offs[7], b;
 	char want[1024];
-	const char *path = tpath("flip.data");
+	const char *path = unit_path("flip.data");
 
 	(void)state;
 	rs[0] = rec_put("a", "100");
@@ -664,35 +606,35 @@ flipped_byte_in_middle_record_is_corruption(void **state)
 	for (b = offs[1]; b < offs[2]; b++) {
 		memcpy(img, w.data, w.len);
 		img[b] ^= 0xff;
-		write_bytes(path, img, w.len);
+		unit_write_file(path, img, w.len);
 		assert_int_equal(datalog_open(path, &dl, &e), -1);
 		assert_null(dl);
 		snprintf(want, sizeof(want), "%s: corrupt record at offset %zu",
 		    path, offs[1]);
 		assert_memory_equal(e.msg, want, strlen(want));
-		assert_int_equal(file_size(path), w.len);
+		assert_int_equal(unit_file_size(path), w.len);
 	}
 	/* Each kind of damage names itself. */
 	memcpy(img, w.data, w.len);
 	img[offs[3] + 3] = 0x7f;		/* length beyond any record */
-	write_bytes(path, img, w.len);
+	unit_write_file(path, img, w.len);
 	assert_int_equal(datalog_open(path, &dl, &e), -1);
 	snprintf(want, sizeof(want), "%s: corrupt record at offset %zu (bad "
 	    "length)", path, offs[3]);
 	assert_string_equal(e.msg, want);
 	memcpy(img, w.data, w.len);
 	img[offs[3] + 1] ^= 0x01;		/* length past EOF */
-	write_bytes(path, img, w.len);
+	unit_write_file(path, img, w.len);
 	assert_int_equal(datalog_open(path, &dl, &e), -1);
 	assert_string_equal(e.msg, want);
 	memcpy(img, w.data, w.len);
 	img[offs[4] - 1] ^= 0x01;		/* payload */
-	write_bytes(path, img, w.len);
+	unit_write_file(path, img, w.len);
 	assert_int_equal(datalog_open(path, &dl, &e), -1);
 	snprintf(want, sizeof(want), "%s: corrupt record at offset %zu "
 	    "(checksum mismatch)", path, offs[3]);
 	assert_string_equal(e.msg, want);
-	assert_int_equal(file_size(path), w.len);
+	assert_int_equal(unit_file_size(path), w.len);
 	free(img);
 	unlink(path);
 	wbuf_free(&w);
@@ -805,7 +747,7 @@ live_appends_sync_reopen_and_hash(void **state)
 	struct stat sb;
 	struct wbuf w;
 	size_t n, i, offs[8];
-	const char *path = tpath("live.data");
+	const char *path = unit_path("live.data");
 
 	(void)state;
 	assert_int_equal(datalog_open(path, &dl, &e), 0);
@@ -821,9 +763,9 @@ live_appends_sync_reopen_and_hash(void **state)
 		assert_int_equal(datalog_append(dl, &rs[i], &e), 0);
 		assert_int_equal(datalog_end(dl), offs[i + 1]);
 		/* Staged in memory until a flush writes it. */
-		assert_int_equal(file_size(path), offs[i]);
+		assert_int_equal(unit_file_size(path), offs[i]);
 		assert_int_equal(datalog_flush(dl, &e), 0);
-		assert_int_equal(file_size(path), offs[i + 1]);
+		assert_int_equal(unit_file_size(path), offs[i + 1]);
 		expect_prefix_sha_is_file_sha(dl, path);
 	}
 	/* Appends are written but not yet durable until the sync. */
@@ -847,7 +789,7 @@ live_appends_sync_reopen_and_hash(void **state)
 	assert_int_equal(datalog_append(dl, &bad, &e), -1);
 	assert_string_equal(e.msg, "send seq 5 to B, expected 3");
 	assert_int_equal(datalog_end(dl), w.len);
-	assert_int_equal(file_size(path), w.len);
+	assert_int_equal(unit_file_size(path), w.len);
 	assert_int_equal(datalog_state(dl)->records, n);
 	datalog_close(dl);
 
@@ -895,7 +837,7 @@ note_until(void *ctx, uint64_t seq, const uint8_t *msg, size_t len,
 static void
 sends_are_read_back_from_the_file(void **state)
 {
-	const char *path = tpath("sends.data");
+	const char *path = unit_path("sends.data");
 	struct dl_record r;
 	struct datalog *dl;
 	struct stop_at s;
@@ -973,7 +915,7 @@ sends_are_read_back_from_the_file(void **state)
 static void
 chains_of_unacknowledged_sends_are_read_back(void **state)
 {
-	const char *path = tpath("chains.data");
+	const char *path = unit_path("chains.data");
 	uint8_t ch[6][DL_CHAIN_LEN];
 	const uint8_t *got;
 	struct dl_record r;
@@ -1024,7 +966,7 @@ lock_excludes_a_second_open(void **state)
 	struct datalog *dl, *dl2 = (struct datalog *)1;
 	struct cs_err e;
 	char want[1024];
-	const char *p = tpath("lock.data");
+	const char *p = unit_path("lock.data");
 	char path[512];
 
 	(void)state;
@@ -1055,24 +997,24 @@ open_refuses_symlinks_and_foreign_files(void **state)
 	char target[512];
 
 	(void)state;
-	snprintf(target, sizeof(target), "%s", tpath("target.data"));
-	write_bytes(target, "", 0);
-	assert_int_equal(symlink(target, tpath("link.data")), 0);
-	assert_int_equal(datalog_open(tpath("link.data"), &dl, &e), -1);
+	snprintf(target, sizeof(target), "%s", unit_path("target.data"));
+	unit_write_file(target, "", 0);
+	assert_int_equal(symlink(target, unit_path("link.data")), 0);
+	assert_int_equal(datalog_open(unit_path("link.data"), &dl, &e), -1);
 	assert_non_null(strstr(e.msg, "is a symbolic link"));
 	assert_non_null(strstr(e.msg, "real path"));
-	unlink(tpath("link.data"));
+	unlink(unit_path("link.data"));
 
-	write_bytes(target, "#!/bin/sh\necho not a data file\n", 31);
+	unit_write_file(target, "#!/bin/sh\necho not a data file\n", 31);
 	assert_int_equal(datalog_open(target, &dl, &e), -1);
 	assert_non_null(strstr(e.msg, "not a cutsnap data file"));
-	assert_int_equal(file_size(target), 31);
+	assert_int_equal(unit_file_size(target), 31);
 
 	/* A header torn short is a file whose creation was cut short. */
-	write_bytes(target, "CUTSN", 5);
+	unit_write_file(target, "CUTSN", 5);
 	assert_int_equal(datalog_open(target, &dl, &e), 0);
 	assert_int_equal(datalog_end(dl), DL_HEADER_LEN);
-	assert_int_equal(file_size(target), DL_HEADER_LEN);
+	assert_int_equal(unit_file_size(target), DL_HEADER_LEN);
 	datalog_close(dl);
 	unlink(target);
 }
@@ -1218,14 +1160,14 @@ torn_dead_letter_records_are_cut(void **state)
 	struct wbuf w;
 	size_t n, offs[8], L;
 	int which;
-	const char *path = tpath("torndead.data");
+	const char *path = unit_path("torndead.data");
 
 	(void)state;
 	rs = dead_story(&n);
 	build(&w, rs, n, offs);
 	for (which = 2; which <= 6; which += 4) {	/* DEAD, then RESOLVE */
 		for (L = offs[which] + 1; L < offs[which + 1]; L++) {
-			write_bytes(path, w.data, L);
+			unit_write_file(path, w.data, L);
 			assert_int_equal(datalog_open(path, &dl, &e), 0);
 			assert_int_equal(datalog_end(dl), offs[which]);
 			st = datalog_state(dl);
@@ -1243,7 +1185,7 @@ torn_dead_letter_records_are_cut(void **state)
 		}
 	}
 	/* The cut file takes the record again and reopens with it. */
-	write_bytes(path, w.data, offs[6] + 3);
+	unit_write_file(path, w.data, offs[6] + 3);
 	assert_int_equal(datalog_open(path, &dl, &e), 0);
 	assert_int_equal(datalog_append(dl, &rs[6], &e), 0);
 	assert_int_equal(datalog_sync(dl, &e), 0);
@@ -1308,7 +1250,7 @@ live_file_reads_a_refund_back(void **state)
 	struct seen sn;
 	struct cs_err e;
 	uint64_t off = DL_HEADER_LEN;
-	const char *path = tpath("refund.data");
+	const char *path = unit_path("refund.data");
 
 	memset(&sn, 0, sizeof(sn));
 
@@ -1414,7 +1356,7 @@ new_files_are_version_2(void **state)
 	struct cs_err e;
 	uint8_t hdr[DL_HEADER_LEN];
 	FILE *f;
-	const char *path = tpath("v2.data");
+	const char *path = unit_path("v2.data");
 
 	(void)state;
 	assert_int_equal(datalog_open(path, &dl, &e), 0);
@@ -1439,13 +1381,13 @@ version_1_files_open_and_take_dead_letters(void **state)
 	struct cs_err e;
 	struct wbuf w;
 	size_t n;
-	const char *path = tpath("v1.data");
+	const char *path = unit_path("v1.data");
 
 	(void)state;
 	rs = bank(&n);
 	build(&w, rs, n, NULL);
 	w.data[8] = 1;
-	write_bytes(path, w.data, w.len);
+	unit_write_file(path, w.data, w.len);
 	assert_int_equal(datalog_open(path, &dl, &e), 0);
 	expect_val(datalog_state(dl), "a", "85");
 	d = rec_dead("C", 2, "a", 3, DL_DEAD_OVERFLOW, "k");
@@ -1493,5 +1435,5 @@ main(void)
 	};
 
 	umask(022);
-	return cmocka_run_group_tests(tests, setup, teardown);
+	return cmocka_run_group_tests(tests, unit_setup, unit_teardown);
 }

@@ -16,31 +16,7 @@
 
 #include "../../common/datalog.h"
 #include "../../common/sha.h"
-
-static char tmpdir[256];
-static char path[512];
-
-static int
-setup(void **state)
-{
-	const char *t = getenv("TMPDIR");
-
-	(void)state;
-	snprintf(tmpdir, sizeof(tmpdir), "%s/cutsnap-dlref-XXXXXX",
-	    t && *t ? t : "/tmp");
-	if (mkdtemp(tmpdir) == NULL)
-		return -1;
-	snprintf(path, sizeof(path), "%s/a.data", tmpdir);
-	return 0;
-}
-
-static int
-teardown(void **state)
-{
-	(void)state;
-	unlink(path);
-	return rmdir(tmpdir);
-}
+#include "unit.h"
 
 /* Deterministic, distinct contents for value i. */
 static void
@@ -104,7 +80,7 @@ expect_prefix_sha_is_file_sha(struct datalog *dl)
 
 	assert_int_equal(datalog_flush(dl, &e), 0);
 	assert_int_equal(datalog_prefix_sha(dl, a), 0);
-	assert_true((fd = open(path, O_RDONLY)) >= 0);
+	assert_true((fd = open(unit_data, O_RDONLY)) >= 0);
 	assert_int_equal(sha256_fd(fd, datalog_end(dl), b, &e), 0);
 	close(fd);
 	assert_memory_equal(a, b, SHA_LEN);
@@ -126,10 +102,10 @@ large_values_stay_on_disk_across_reopen(void **state)
 	unsigned i, round;
 
 	(void)state;
-	unlink(path);
+	unlink(unit_data);
 	for (i = 0; i < NBIG; i++)
 		fill(big[i], BIG, i);
-	assert_int_equal(datalog_open(path, &dl, &e), 0);
+	assert_int_equal(datalog_open(unit_data, &dl, &e), 0);
 	for (i = 0; i < NBIG; i++) {
 		snprintf(key, sizeof(key), "k%u", i);
 		put(dl, key, big[i], BIG);
@@ -149,7 +125,7 @@ large_values_stay_on_disk_across_reopen(void **state)
 		expect_prefix_sha_is_file_sha(dl);
 		assert_int_equal(datalog_sync(dl, &e), 0);
 		datalog_close(dl);
-		assert_int_equal(datalog_open(path, &dl, &e), 0);
+		assert_int_equal(datalog_open(unit_data, &dl, &e), 0);
 		assert_int_equal(datalog_cut_bytes(dl), 0);
 	}
 	/* Rewrite: a large key becomes small and a small one large. */
@@ -159,7 +135,7 @@ large_values_stay_on_disk_across_reopen(void **state)
 	check_value(dl, "small", big[7], BIG, 1);
 	assert_int_equal(datalog_sync(dl, &e), 0);
 	datalog_close(dl);
-	assert_int_equal(datalog_open(path, &dl, &e), 0);
+	assert_int_equal(datalog_open(unit_data, &dl, &e), 0);
 	check_value(dl, "k3", (const uint8_t *)"tiny", 4, 0);
 	check_value(dl, "small", big[7], BIG, 1);
 	expect_prefix_sha_is_file_sha(dl);
@@ -179,8 +155,8 @@ torn_large_record_is_cut(void **state)
 	unsigned i;
 
 	(void)state;
-	unlink(path);
-	assert_int_equal(datalog_open(path, &dl, &e), 0);
+	unlink(unit_data);
+	assert_int_equal(datalog_open(unit_data, &dl, &e), 0);
 	for (i = 0; i < 5; i++) {
 		fill(v, BIG, i);
 		snprintf(key, sizeof(key), "k%u", i);
@@ -191,9 +167,9 @@ torn_large_record_is_cut(void **state)
 	put(dl, "last", v, BIG);
 	assert_int_equal(datalog_sync(dl, &e), 0);
 	datalog_close(dl);
-	assert_int_equal(truncate(path, (off_t)(good + BIG / 2)), 0);
+	assert_int_equal(truncate(unit_data, (off_t)(good + BIG / 2)), 0);
 
-	assert_int_equal(datalog_open(path, &dl, &e), 0);
+	assert_int_equal(datalog_open(unit_data, &dl, &e), 0);
 	assert_int_equal(datalog_end(dl), good);
 	assert_int_equal(datalog_cut_bytes(dl), BIG / 2);
 	assert_null(kvmap_entry(datalog_state(dl)->kv, "last", 4));
@@ -217,15 +193,15 @@ offline_replay_keeps_values_inline(void **state)
 	FILE *f;
 
 	(void)state;
-	unlink(path);
+	unlink(unit_data);
 	fill(v, BIG, 5);
-	assert_int_equal(datalog_open(path, &dl, &e), 0);
+	assert_int_equal(datalog_open(unit_data, &dl, &e), 0);
 	put(dl, "k", v, BIG);
 	assert_int_equal(datalog_sync(dl, &e), 0);
 	datalog_close(dl);
-	assert_int_equal(stat(path, &sb), 0);
+	assert_int_equal(stat(unit_data, &sb), 0);
 	assert_non_null(img = malloc((size_t)sb.st_size));
-	assert_non_null(f = fopen(path, "rb"));
+	assert_non_null(f = fopen(unit_data, "rb"));
 	assert_int_equal(fread(img, 1, (size_t)sb.st_size, f), sb.st_size);
 	fclose(f);
 	assert_int_equal(dl_state_init(&st, 0), 0);
@@ -247,5 +223,5 @@ main(void)
 		cmocka_unit_test(offline_replay_keeps_values_inline),
 	};
 
-	return cmocka_run_group_tests(tests, setup, teardown);
+	return cmocka_run_group_tests(tests, unit_setup_data, unit_teardown);
 }

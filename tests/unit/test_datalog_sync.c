@@ -13,31 +13,7 @@
 #include <cmocka.h>
 
 #include "../../common/datalog.h"
-
-static char tmpdir[256];
-static char path[512];
-
-static int
-setup(void **state)
-{
-	const char *t = getenv("TMPDIR");
-
-	(void)state;
-	snprintf(tmpdir, sizeof(tmpdir), "%s/cutsnap-dlsync-XXXXXX",
-	    t && *t ? t : "/tmp");
-	if (mkdtemp(tmpdir) == NULL)
-		return -1;
-	snprintf(path, sizeof(path), "%s/a.data", tmpdir);
-	return 0;
-}
-
-static int
-teardown(void **state)
-{
-	(void)state;
-	unlink(path);
-	return rmdir(tmpdir);
-}
+#include "unit.h"
 
 static void
 append(struct datalog *dl, const struct dl_record *r)
@@ -69,7 +45,7 @@ ack_records_do_not_raise_the_durable_need(void **state)
 	uint64_t after_send;
 
 	(void)state;
-	assert_int_equal(datalog_open(path, &dl, &e), 0);
+	assert_int_equal(datalog_open(unit_data, &dl, &e), 0);
 	assert_int_equal(datalog_need(dl), DL_HEADER_LEN);
 	assert_int_equal(datalog_syncs(dl), 0);
 
@@ -124,8 +100,8 @@ one_sync_covers_a_batch(void **state)
 	int i;
 
 	(void)state;
-	unlink(path);
-	assert_int_equal(datalog_open(path, &dl, &e), 0);
+	unlink(unit_data);
+	assert_int_equal(datalog_open(unit_data, &dl, &e), 0);
 	put.key = (const uint8_t *)"k";
 	put.klen = 1;
 	put.val = (const uint8_t *)"v";
@@ -146,5 +122,5 @@ main(void)
 		cmocka_unit_test(one_sync_covers_a_batch),
 	};
 
-	return cmocka_run_group_tests(tests, setup, teardown);
+	return cmocka_run_group_tests(tests, unit_setup_data, unit_teardown);
 }

@@ -7,7 +7,6 @@
  * nothing; base records outside a base section are corruption. */
 #include <sys/stat.h>
 
-#include <ftw.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -22,39 +21,7 @@
 #include "../../common/datalog.h"
 #include "../../common/dlrewrite.h"
 #include "../../common/fsutil.h"
-
-static char tmpdir[256];
-static char path[512];
-
-static int
-setup(void **state)
-{
-	const char *t = getenv("TMPDIR");
-
-	(void)state;
-	snprintf(tmpdir, sizeof(tmpdir), "%s/cutsnap-rewrite-XXXXXX",
-	    t && *t ? t : "/tmp");
-	if (mkdtemp(tmpdir) == NULL)
-		return -1;
-	snprintf(path, sizeof(path), "%s/a.data", tmpdir);
-	return 0;
-}
-
-static int
-rm_one(const char *p, const struct stat *sb, int flag, struct FTW *f)
-{
-	(void)sb;
-	(void)flag;
-	(void)f;
-	return remove(p);
-}
-
-static int
-teardown(void **state)
-{
-	(void)state;
-	return nftw(tmpdir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
-}
+#include "unit.h"
 
 /* --- building a history ----------------------------------------------------- */
 
@@ -384,15 +351,6 @@ do_rewrite(struct datalog *dl, int tail_rounds,
 	return 0;
 }
 
-static off_t
-fsize(const char *p)
-{
-	struct stat sb;
-
-	assert_int_equal(stat(p, &sb), 0);
-	return sb.st_size;
-}
-
 /* --- cases ------------------------------------------------------------------ */
 
 static void
@@ -405,7 +363,7 @@ test_rewrite_keeps_state(void **state)
 	uint64_t big;
 
 	(void)state;
-	assert_int_equal(datalog_open(path, &dl, &e), 0);
+	assert_int_equal(datalog_open(unit_data, &dl, &e), 0);
 	history(dl, 300);
 	assert_int_equal(datalog_sync(dl, &e), 0);
 	big = datalog_end(dl);
@@ -417,7 +375,7 @@ test_rewrite_keeps_state(void **state)
 	assert_true(res.before > big);
 	assert_true(res.after < res.before / 10);
 	assert_true(res.base <= res.after);
-	assert_int_equal((uint64_t)fsize(path), res.after);
+	assert_int_equal(unit_file_size(unit_data), res.after);
 	assert_int_equal(datalog_state(dl)->gen, 1);
 	assert_int_equal(wm_get(&datalog_state(dl)->sent, "B") -
 	    wm_get(&datalog_state(dl)->acked, "B"), 3);
@@ -432,14 +390,14 @@ test_rewrite_keeps_state(void **state)
 	free(after);
 	before = canon(dl);
 	datalog_close(dl);
-	assert_int_equal(datalog_open(path, &dl, &e), 0);
+	assert_int_equal(datalog_open(unit_data, &dl, &e), 0);
 	reopened = canon(dl);
 	assert_string_equal(before, reopened);
 	assert_int_equal(datalog_state(dl)->gen, 1);
 	datalog_close(dl);
 	free(before);
 	free(reopened);
-	(void)unlink(path);
+	(void)unlink(unit_data);
 }
 
 static void
@@ -451,7 +409,7 @@ test_state_equal_without_tail(void **state)
 	char *before, *after, *reopened;
 
 	(void)state;
-	assert_int_equal(datalog_open(path, &dl, &e), 0);
+	assert_int_equal(datalog_open(unit_data, &dl, &e), 0);
 	history(dl, 120);
 	before = canon(dl);
 	assert_int_equal(do_rewrite(dl, 0, &res, NULL), 0);
@@ -463,14 +421,14 @@ test_state_equal_without_tail(void **state)
 	assert_true(dl_live_size(datalog_state(dl)) >= res.after / 2 &&
 	    dl_live_size(datalog_state(dl)) <= res.after * 2);
 	datalog_close(dl);
-	assert_int_equal(datalog_open(path, &dl, &e), 0);
+	assert_int_equal(datalog_open(unit_data, &dl, &e), 0);
 	reopened = canon(dl);
 	assert_string_equal(before, reopened);
 	datalog_close(dl);
 	free(before);
 	free(after);
 	free(reopened);
-	(void)unlink(path);
+	(void)unlink(unit_data);
 }
 
 static void
@@ -483,7 +441,7 @@ test_generations_and_tails(void **state)
 	int g;
 
 	(void)state;
-	assert_int_equal(datalog_open(path, &dl, &e), 0);
+	assert_int_equal(datalog_open(unit_data, &dl, &e), 0);
 	history(dl, 50);
 	for (g = 1; g <= 3; g++) {
 		assert_int_equal(do_rewrite(dl, 7, &res, &want), 0);
@@ -497,7 +455,7 @@ test_generations_and_tails(void **state)
 	want = canon(dl);
 	assert_int_equal(datalog_sync(dl, &e), 0);
 	datalog_close(dl);
-	assert_int_equal(datalog_open(path, &dl, &e), 0);
+	assert_int_equal(datalog_open(unit_data, &dl, &e), 0);
 	got = canon(dl);
 	assert_string_equal(want, got);
 	assert_int_equal(datalog_state(dl)->gen, 3);
@@ -505,7 +463,7 @@ test_generations_and_tails(void **state)
 	datalog_close(dl);
 	free(want);
 	free(got);
-	(void)unlink(path);
+	(void)unlink(unit_data);
 }
 
 static void
@@ -518,27 +476,27 @@ test_abort_changes_nothing(void **state)
 	off_t size;
 
 	(void)state;
-	snprintf(tmp, sizeof(tmp), "%s%s", path, DL_REWRITE_SUFFIX);
-	assert_int_equal(datalog_open(path, &dl, &e), 0);
+	snprintf(tmp, sizeof(tmp), "%s%s", unit_data, DL_REWRITE_SUFFIX);
+	assert_int_equal(datalog_open(unit_data, &dl, &e), 0);
 	history(dl, 40);
 	assert_int_equal(datalog_sync(dl, &e), 0);
 	before = canon(dl);
-	size = fsize(path);
+	size = unit_file_size(unit_data);
 	assert_int_equal(dl_rewrite_start(dl, &rw, &e), 0);
 	dl_rewrite_abort(rw);
 	assert_int_equal(access(tmp, F_OK), -1);
-	assert_int_equal(fsize(path), size);
+	assert_int_equal(unit_file_size(unit_data), size);
 	after = canon(dl);
 	assert_string_equal(before, after);
 	datalog_close(dl);
 	/* A new file a killed compaction left is removed by the next open. */
 	assert_int_equal(atomic_write_file(tmp, "junk", 4, 0600, &e), 0);
-	assert_int_equal(datalog_open(path, &dl, &e), 0);
+	assert_int_equal(datalog_open(unit_data, &dl, &e), 0);
 	assert_int_equal(access(tmp, F_OK), -1);
 	datalog_close(dl);
 	free(before);
 	free(after);
-	(void)unlink(path);
+	(void)unlink(unit_data);
 }
 
 static void
@@ -594,5 +552,5 @@ main(void)
 		cmocka_unit_test(test_base_records_only_in_base),
 	};
 
-	return cmocka_run_group_tests(tests, setup, teardown);
+	return cmocka_run_group_tests(tests, unit_setup_data, unit_teardown);
 }

@@ -16,30 +16,7 @@
 #include <cmocka.h>
 
 #include "../../common/fsutil.h"
-
-static char dir[256];	/* a fresh directory per run */
-
-static int
-setup(void **state)
-{
-	const char *t = getenv("TMPDIR");
-
-	(void)state;
-	if (t == NULL || *t == '\0' || strlen(t) > 200)
-		t = "/tmp";
-	snprintf(dir, sizeof(dir), "%s/cutsnap-test-fsutil-XXXXXX", t);
-	return mkdtemp(dir) == NULL ? -1 : 0;
-}
-
-static int
-teardown(void **state)
-{
-	char cmd[sizeof(dir) + 16];
-
-	(void)state;
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
-	return system(cmd) == 0 ? 0 : -1;
-}
+#include "unit.h"
 
 static void
 slurp(const char *path, char *out, size_t outsz)
@@ -53,7 +30,7 @@ slurp(const char *path, char *out, size_t outsz)
 	free(p);
 }
 
-/* How many entries of dir start with prefix. */
+/* How many entries of unit_dir start with prefix. */
 static int
 count_prefixed(const char *prefix)
 {
@@ -61,7 +38,7 @@ count_prefixed(const char *prefix)
 	DIR *dp;
 	int n = 0;
 
-	assert_non_null(dp = opendir(dir));
+	assert_non_null(dp = opendir(unit_dir));
 	while ((d = readdir(dp)) != NULL)
 		if (strncmp(d->d_name, prefix, strlen(prefix)) == 0)
 			n++;
@@ -77,7 +54,7 @@ atomic_write_creates_and_replaces(void **state)
 	struct stat st;
 
 	(void)state;
-	snprintf(path, sizeof(path), "%s/f", dir);
+	snprintf(path, sizeof(path), "%s/f", unit_dir);
 	assert_int_equal(atomic_write_file(path, "first", 5, 0600, &e), 0);
 	slurp(path, got, sizeof(got));
 	assert_string_equal(got, "first");
@@ -104,8 +81,8 @@ atomic_write_never_follows_a_planted_temp_link(void **state)
 	struct cs_err e;
 
 	(void)state;
-	snprintf(path, sizeof(path), "%s/g", dir);
-	snprintf(victim, sizeof(victim), "%s/victim", dir);
+	snprintf(path, sizeof(path), "%s/g", unit_dir);
+	snprintf(victim, sizeof(victim), "%s/victim", unit_dir);
 	snprintf(tmp, sizeof(tmp), "%s.tmp.%ld", path, (long)getpid());
 	assert_int_equal(atomic_write_file(victim, "keep", 4, 0600, &e), 0);
 	assert_int_equal(symlink(victim, tmp), 0);
@@ -128,14 +105,14 @@ remove_stale_temps_removes_only_its_own(void **state)
 	struct cs_err e;
 
 	(void)state;
-	snprintf(path, sizeof(path), "%s/h", dir);
-	snprintf(victim, sizeof(victim), "%s/victim2", dir);
+	snprintf(path, sizeof(path), "%s/h", unit_dir);
+	snprintf(victim, sizeof(victim), "%s/victim2", unit_dir);
 	assert_int_equal(atomic_write_file(victim, "keep", 4, 0600, &e), 0);
 	snprintf(p, sizeof(p), "%s.tmp.123", path);
 	assert_int_equal(atomic_write_file(p, "x", 1, 0600, &e), 0);
 	snprintf(p, sizeof(p), "%s.tmp.aB3xYz", path);
 	assert_int_equal(symlink(victim, p), 0);
-	snprintf(p, sizeof(p), "%s/hx.tmp.1", dir);
+	snprintf(p, sizeof(p), "%s/hx.tmp.1", unit_dir);
 	assert_int_equal(atomic_write_file(p, "x", 1, 0600, &e), 0);
 	snprintf(p, sizeof(p), "%s.tmpx", path);
 	assert_int_equal(atomic_write_file(p, "x", 1, 0600, &e), 0);
@@ -146,7 +123,7 @@ remove_stale_temps_removes_only_its_own(void **state)
 	slurp(victim, got, sizeof(got));
 	assert_string_equal(got, "keep");
 	/* A missing directory has nothing to clean. */
-	snprintf(p, sizeof(p), "%s/none/h", dir);
+	snprintf(p, sizeof(p), "%s/none/h", unit_dir);
 	assert_int_equal(remove_stale_temps(p, &e), 0);
 }
 
@@ -157,7 +134,7 @@ atomic_write_into_missing_dir_fails(void **state)
 	struct cs_err e;
 
 	(void)state;
-	snprintf(path, sizeof(path), "%s/nope/f", dir);
+	snprintf(path, sizeof(path), "%s/nope/f", unit_dir);
 	assert_int_equal(atomic_write_file(path, "x", 1, 0600, &e), -1);
 	assert_non_null(strstr(e.msg, "No such file or directory"));
 }
@@ -170,16 +147,16 @@ mkdir_p_creates_nested_and_is_idempotent(void **state)
 	struct stat st;
 
 	(void)state;
-	snprintf(path, sizeof(path), "%s/a/b//c/", dir);
+	snprintf(path, sizeof(path), "%s/a/b//c/", unit_dir);
 	assert_int_equal(mkdir_p(path, 0700, &e), 0);
 	assert_int_equal(stat(path, &st), 0);
 	assert_true(S_ISDIR(st.st_mode));
 	assert_int_equal(st.st_mode & 0777, 0700);
 	assert_int_equal(mkdir_p(path, 0700, &e), 0);
 	/* A component that is a file. */
-	snprintf(file, sizeof(file), "%s/a/file", dir);
+	snprintf(file, sizeof(file), "%s/a/file", unit_dir);
 	assert_int_equal(atomic_write_file(file, "x", 1, 0600, &e), 0);
-	snprintf(path, sizeof(path), "%s/a/file/d", dir);
+	snprintf(path, sizeof(path), "%s/a/file/d", unit_dir);
 	assert_int_equal(mkdir_p(path, 0700, &e), -1);
 	assert_int_equal(mkdir_p(file, 0700, &e), -1);
 	assert_non_null(strstr(e.msg, "not a directory"));
@@ -198,7 +175,7 @@ read_file_enforces_cap(void **state)
 	big = malloc(10000);
 	assert_non_null(big);
 	memset(big, 'z', 10000);
-	snprintf(path, sizeof(path), "%s/r", dir);
+	snprintf(path, sizeof(path), "%s/r", unit_dir);
 	assert_int_equal(atomic_write_file(path, big, 10000, 0600, &e), 0);
 	assert_int_equal(read_file(path, 10000, &p, &n, &e), 0);
 	assert_int_equal(n, 10000);
@@ -213,7 +190,7 @@ read_file_enforces_cap(void **state)
 	assert_int_equal(read_file(path, 0, &p, &n, &e), 0);
 	assert_int_equal(n, 0);
 	free(p);
-	snprintf(path, sizeof(path), "%s/missing", dir);
+	snprintf(path, sizeof(path), "%s/missing", unit_dir);
 	assert_int_equal(read_file(path, 10, &p, &n, &e), -1);
 	assert_non_null(strstr(e.msg, "No such file or directory"));
 	free(big);
@@ -228,7 +205,7 @@ pread_all_fails_at_eof(void **state)
 	int fd;
 
 	(void)state;
-	snprintf(path, sizeof(path), "%s/p", dir);
+	snprintf(path, sizeof(path), "%s/p", unit_dir);
 	assert_int_equal(atomic_write_file(path, "0123456789", 10, 0600, &e),
 	    0);
 	fd = open(path, O_RDONLY);
@@ -272,5 +249,5 @@ main(void)
 	};
 
 	umask(022);
-	return cmocka_run_group_tests(tests, setup, teardown);
+	return cmocka_run_group_tests(tests, unit_setup, unit_teardown);
 }

@@ -17,6 +17,7 @@
 #include <cmocka.h>
 
 #include "../../store/store.h"
+#include "unit.h"
 
 struct fix {
 	char dir[64];
@@ -25,16 +26,6 @@ struct fix {
 };
 
 
-/* A fresh snapshot identity for store_begin_snapshot. */
-static const struct snapuid *
-test_uid(void)
-{
-	static struct snapuid u;
-
-	assert_int_equal(snapuid_new(&u, NULL), 0);
-	return &u;
-}
-
 static int
 setup(void **state)
 {
@@ -42,8 +33,7 @@ setup(void **state)
 	struct cs_err e;
 
 	assert_non_null(f);
-	snprintf(f->dir, sizeof(f->dir), "/tmp/cs-lock-XXXXXX");
-	assert_non_null(mkdtemp(f->dir));
+	assert_int_equal(unit_mkdtemp(f->dir, sizeof(f->dir)), 0);
 	snprintf(f->repo, sizeof(f->repo), "%s/repo", f->dir);
 	/* Two handles on one repository: flocks are per open file, so they
 	 * conflict with each other like two processes. */
@@ -57,12 +47,10 @@ static int
 teardown(void **state)
 {
 	struct fix *f = *state;
-	char cmd[128];
 
 	store_close(f->a);
 	store_close(f->b);
-	snprintf(cmd, sizeof(cmd), "rm -rf %s", f->dir);
-	assert_int_equal(system(cmd), 0);
+	assert_int_equal(unit_rmtree(f->dir), 0);
 	free(f);
 	return 0;
 }
@@ -136,7 +124,7 @@ shared_refused_while_exclusive(void **state)
 	assert_non_null(strstr(e.msg, "is locked exclusively by host="));
 	assert_non_null(strstr(e.msg, want));
 	/* A snapshot takes a shared lock: refused as well, and no row. */
-	assert_int_equal(store_begin_snapshot(f->b, "A", "", test_uid(), &id,
+	assert_int_equal(store_begin_snapshot(f->b, "A", "", unit_uid(), &id,
 	    &e), -1);
 	assert_non_null(strstr(e.msg, "locked exclusively"));
 	assert_int_equal(store_lock(f->b, 1, &e), -1);
@@ -237,7 +225,7 @@ running_snapshot_holds_a_shared_lock(void **state)
 	struct cs_err e;
 	uint64_t id;
 
-	assert_int_equal(store_begin_snapshot(f->a, "A", "", test_uid(), &id,
+	assert_int_equal(store_begin_snapshot(f->a, "A", "", unit_uid(), &id,
 	    &e), 0);
 	assert_int_equal(nlocks(f), 1);
 	assert_int_equal(store_lock(f->b, 0, &e), 0);

@@ -1,4 +1,5 @@
 /* test_log.c - daemon log lines: format, level filter, one line per event. */
+#include <fcntl.h>
 #include <regex.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -11,17 +12,18 @@
 #include <cmocka.h>
 
 #include "../../common/log.h"
+#include "unit.h"
 
 /* Runs fn with stderr sent to a temp file; returns what it wrote. */
 static char *
 capture(void (*fn)(void))
 {
-	char path[] = "/tmp/cutsnap-test-log-XXXXXX";
+	const char *path = unit_path("stderr");
 	static char out[4096];
 	int fd, saved;
 	ssize_t n;
 
-	fd = mkstemp(path);
+	fd = open(path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
 	assert_true(fd != -1);
 	unlink(path);
 	fflush(stderr);
@@ -96,5 +98,5 @@ main(void)
 		cmocka_unit_test(control_characters_cannot_split_a_line),
 	};
 
-	return cmocka_run_group_tests(tests, NULL, NULL);
+	return cmocka_run_group_tests(tests, unit_setup, unit_teardown);
 }

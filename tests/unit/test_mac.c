@@ -12,6 +12,7 @@
 
 #include "../../common/mac.h"
 #include "../../common/sha.h"
+#include "unit.h"
 
 static void
 mac_hex(const void *key, size_t klen, const void *msg, size_t n,
@@ -77,15 +78,12 @@ write_key(const char *path, size_t n)
 static void
 test_key_files(void **state)
 {
-	char path[] = "/tmp/cs-mac-test.XXXXXX";
+	const char *path = unit_path("key");
 	struct cs_err e;
 	uint8_t *key = NULL;
 	size_t klen = 0;
-	int fd;
 
 	(void)state;
-	assert_true((fd = mkstemp(path)) >= 0);
-	close(fd);
 	write_key(path, MAC_KEY_MIN - 1);
 	assert_int_equal(mac_key_load(path, &key, &klen, &e), -1);
 	assert_null(key);
@@ -113,5 +111,5 @@ main(void)
 		cmocka_unit_test(test_key_files),
 	};
 
-	return cmocka_run_group_tests(tests, NULL, NULL);
+	return cmocka_run_group_tests(tests, unit_setup, unit_teardown);
 }

@@ -17,6 +17,7 @@
 
 #include "../../common/chmsg.h"
 #include "../../store/store.h"
+#include "unit.h"
 
 struct fix {
 	char dir[64];
@@ -24,42 +25,6 @@ struct fix {
 	struct cfg *cfg;
 };
 
-struct probs {
-	int n;
-	char line[32][512];
-};
-
-
-/* A fresh snapshot identity for store_begin_snapshot. */
-static const struct snapuid *
-test_uid(void)
-{
-	static struct snapuid u;
-
-	assert_int_equal(snapuid_new(&u, NULL), 0);
-	return &u;
-}
-
-static void
-collect(void *ctx, const char *line)
-{
-	struct probs *p = ctx;
-
-	if (p->n < 32)
-		snprintf(p->line[p->n], sizeof(p->line[0]), "%s", line);
-	p->n++;
-}
-
-static int
-has(const struct probs *p, const char *needle)
-{
-	int i;
-
-	for (i = 0; i < p->n && i < 32; i++)
-		if (strstr(p->line[i], needle) != NULL)
-			return 1;
-	return 0;
-}
 
 static int
 setup(void **state)
@@ -69,8 +34,7 @@ setup(void **state)
 	struct cs_err e;
 
 	assert_non_null(f);
-	snprintf(f->dir, sizeof(f->dir), "/tmp/cs-manifest-XXXXXX");
-	assert_non_null(mkdtemp(f->dir));
+	assert_int_equal(unit_mkdtemp(f->dir, sizeof(f->dir)), 0);
 	snprintf(f->repo, sizeof(f->repo), "%s/repo", f->dir);
 	snprintf(path, sizeof(path), "%s/c.conf", f->dir);
 	assert_int_equal(cfg_parse("[agent A]\ndata = a.data\n"
@@ -83,11 +47,9 @@ static int
 teardown(void **state)
 {
 	struct fix *f = *state;
-	char cmd[128];
 
 	cfg_free(f->cfg);
-	snprintf(cmd, sizeof(cmd), "rm -rf %s", f->dir);
-	assert_int_equal(system(cmd), 0);
+	assert_int_equal(unit_rmtree(f->dir), 0);
 	free(f);
 	return 0;
 }
@@ -129,18 +91,6 @@ seed_reports(struct report r[2], uint64_t id)
 	r[0].channels = &a_in;
 	r[1].nchannels = 1;
 	r[1].channels = &b_in;
-}
-
-static void
-sql(const char *repo, const char *stmt)
-{
-	char path[256];
-	sqlite3 *db;
-
-	snprintf(path, sizeof(path), "%s/manifest.db", repo);
-	assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
-	assert_int_equal(sqlite3_exec(db, stmt, NULL, NULL, NULL), SQLITE_OK);
-	assert_int_equal(sqlite3_close(db), SQLITE_OK);
 }
 
 static void
@@ -200,7 +150,7 @@ schema_version_mismatch(void **state)
 
 	assert_int_equal(store_open(f->repo, 1, &st, &e), 0);
 	store_close(st);
-	sql(f->repo, "PRAGMA user_version = 7");
+	unit_sql(f->repo, "PRAGMA user_version = 7");
 	snprintf(want, sizeof(want), "repository %s: unsupported manifest "
 	    "schema version 7 (expected 3)", f->repo);
 	assert_int_equal(store_open(f->repo, 0, &st, &e), -1);
@@ -247,7 +197,7 @@ begin_commit_list_abort(void **state)
 
 	assert_int_equal(store_open(f->repo, 1, &st, &e), 0);
 	assert_int_equal(store_begin_snapshot(st, "A", f->cfg->text,
-	    test_uid(), &id1, &e),
+	    unit_uid(), &id1, &e),
 	    0);
 	assert_int_equal(id1, 1);
 	assert_int_equal(store_list(st, &v, &n, &e), 0);
@@ -261,7 +211,7 @@ begin_commit_list_abort(void **state)
 	seed_reports(r, id1);
 	assert_int_equal(store_commit_snapshot(st, id1, f->cfg, r, 2, &e), 0);
 	assert_int_equal(store_begin_snapshot(st, "B", f->cfg->text,
-	    test_uid(), &id2, &e),
+	    unit_uid(), &id2, &e),
 	    0);
 	assert_int_equal(id2, 2);
 	assert_int_equal(store_abort_snapshot(st, id2, "lost agent B", &e), 0);
@@ -306,7 +256,7 @@ refused_commit_changes_nothing(void **state)
 
 	assert_int_equal(store_open(f->repo, 1, &st, &e), 0);
 	assert_int_equal(store_begin_snapshot(st, "A", f->cfg->text,
-	    test_uid(), &id, &e),
+	    unit_uid(), &id, &e),
 	    0);
 	seed_reports(r, id);
 	assert_int_equal(store_commit_snapshot(st, id, f->cfg, r, 1, &e), -1);
@@ -339,7 +289,7 @@ verify_resolves_ids(void **state)
 {
 	struct fix *f = *state;
 	struct store *st;
-	struct probs p;
+	struct unit_probs p;
 	struct cs_err e;
 	uint64_t id, got;
 	char want[256];
@@ -347,35 +297,35 @@ verify_resolves_ids(void **state)
 	memset(&p, 0, sizeof(p));
 	assert_int_equal(store_open(f->repo, 1, &st, &e), 0);
 	snprintf(want, sizeof(want), "no complete snapshot in %s", f->repo);
-	assert_int_equal(store_verify(st, 0, &got, collect, &p, &e), -1);
+	assert_int_equal(store_verify(st, 0, &got, unit_collect, &p, &e), -1);
 	assert_string_equal(e.msg, want);
-	assert_int_equal(store_verify(st, 9, &got, collect, &p, &e), -1);
+	assert_int_equal(store_verify(st, 9, &got, unit_collect, &p, &e), -1);
 	assert_string_equal(e.msg, "snapshot 9 does not exist");
 	assert_int_equal(store_begin_snapshot(st, "A", f->cfg->text,
-	    test_uid(), &id, &e),
+	    unit_uid(), &id, &e),
 	    0);
 	assert_int_equal(store_abort_snapshot(st, id, "timed out", &e), 0);
-	assert_int_equal(store_verify(st, id, &got, collect, &p, &e), 1);
+	assert_int_equal(store_verify(st, id, &got, unit_collect, &p, &e), 1);
 	assert_int_equal(got, id);
 	assert_string_equal(p.line[0], "snapshot 1: status is aborted, not "
 	    "complete");
-	assert_int_equal(store_verify(st, 0, &got, collect, &p, &e), -1);
+	assert_int_equal(store_verify(st, 0, &got, unit_collect, &p, &e), -1);
 	store_close(st);
 }
 
 /* Verify problems of snapshot 1 after the manifest statement stmt. */
 static void
-verify_after(struct fix *f, const char *stmt, struct probs *p)
+verify_after(struct fix *f, const char *stmt, struct unit_probs *p)
 {
 	struct store *st;
 	struct cs_err e;
 	uint64_t got;
 
 	if (stmt != NULL)
-		sql(f->repo, stmt);
+		unit_sql(f->repo, stmt);
 	memset(p, 0, sizeof(*p));
 	assert_int_equal(store_open(f->repo, 0, &st, &e), 0);
-	assert_true(store_verify(st, 1, &got, collect, p, &e) >= 0);
+	assert_true(store_verify(st, 1, &got, unit_collect, p, &e) >= 0);
 	store_close(st);
 }
 
@@ -385,7 +335,7 @@ digest_catches_edited_and_deleted_rows(void **state)
 	struct fix *f = *state;
 	struct store *st;
 	struct report r[2];
-	struct probs p;
+	struct unit_probs p;
 	struct cs_err e;
 	uint64_t id;
 	const char *digest = "snapshot 1: manifest digest mismatch: rows "
@@ -393,7 +343,7 @@ digest_catches_edited_and_deleted_rows(void **state)
 
 	assert_int_equal(store_open(f->repo, 1, &st, &e), 0);
 	assert_int_equal(store_begin_snapshot(st, "A", f->cfg->text,
-	    test_uid(), &id, &e),
+	    unit_uid(), &id, &e),
 	    0);
 	seed_reports(r, id);
 	assert_int_equal(store_commit_snapshot(st, id, f->cfg, r, 2, &e), 0);
@@ -402,27 +352,27 @@ digest_catches_edited_and_deleted_rows(void **state)
 	/* The chunks were never stored: those are problems, the rows are
 	 * not. */
 	verify_after(f, NULL, &p);
-	assert_true(has(&p, "agent A: chunk 0 (cccccccccccc): missing"));
-	assert_true(has(&p, "agent B: chunk 0 (dddddddddddd): missing"));
-	assert_false(has(&p, "digest"));
+	assert_true(unit_has(&p, "agent A: chunk 0 (cccccccccccc): missing"));
+	assert_true(unit_has(&p, "agent B: chunk 0 (dddddddddddd): missing"));
+	assert_false(unit_has(&p, "digest"));
 	/* The chunk rows are covered by the digest. */
 	verify_after(f, "UPDATE agent_chunks SET sha256 = replace(sha256, "
 	    "'c', 'e') WHERE agent = 'A'", &p);
-	assert_true(has(&p, digest));
+	assert_true(unit_has(&p, digest));
 	verify_after(f, "UPDATE agent_chunks SET sha256 = replace(sha256, "
 	    "'e', 'c') WHERE agent = 'A'", &p);
-	assert_false(has(&p, "digest"));
+	assert_false(unit_has(&p, "digest"));
 	verify_after(f, "UPDATE watermarks SET seq = 2", &p);
-	assert_true(has(&p, digest));
+	assert_true(unit_has(&p, digest));
 	verify_after(f, "UPDATE watermarks SET seq = 1", &p);
-	assert_false(has(&p, "digest"));
+	assert_false(unit_has(&p, "digest"));
 	verify_after(f, "DELETE FROM channels WHERE src = 'B'", &p);
-	assert_true(has(&p, digest));
+	assert_true(unit_has(&p, digest));
 	/* A changed type is a changed row, too. */
 	verify_after(f, "INSERT INTO channels VALUES (1, 'B', 'A', 0, 0)", &p);
-	assert_false(has(&p, "digest"));
+	assert_false(unit_has(&p, "digest"));
 	verify_after(f, "UPDATE channels SET sent = 'zero' WHERE src = 'B'", &p);
-	assert_true(has(&p, digest));
+	assert_true(unit_has(&p, digest));
 }
 
 /* The names in dir, sorted, joined by spaces, into out. */
@@ -455,7 +405,7 @@ reader_writes_nothing(void **state)
 	size_t n;
 
 	assert_int_equal(store_open(f->repo, STORE_CREATE, &st, &e), 0);
-	assert_int_equal(store_begin_snapshot(st, "A", "", test_uid(), &id,
+	assert_int_equal(store_begin_snapshot(st, "A", "", unit_uid(), &id,
 	    &e), 0);
 	assert_int_equal(store_abort_snapshot(st, id, "test", &e), 0);
 	assert_string_not_equal(store_repo_id(st), "");

@@ -1,5 +1,6 @@
 /* test_sha.c - SHA-256 through EVP: known vectors, peek, files, hex. */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -12,6 +13,7 @@
 
 #include "../../common/fsutil.h"
 #include "../../common/sha.h"
+#include "unit.h"
 
 #define SHA_EMPTY \
 	"e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
@@ -96,10 +98,10 @@ peek_equals_final_of_same_prefix(void **state)
 static int
 tmpfile_with(const void *p, size_t n)
 {
-	char path[] = "/tmp/cutsnap-test-sha-XXXXXX";
+	const char *path = unit_path("data");
 	int fd;
 
-	fd = mkstemp(path);
+	fd = open(path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
 	assert_true(fd != -1);
 	unlink(path);
 	assert_int_equal(write_all(fd, p, n), 0);
@@ -181,5 +183,5 @@ main(void)
 		cmocka_unit_test(hex_roundtrip_and_bad_input),
 	};
 
-	return cmocka_run_group_tests(tests, NULL, NULL);
+	return cmocka_run_group_tests(tests, unit_setup, unit_teardown);
 }

@@ -24,6 +24,7 @@
 #include "../../common/fsutil.h"
 #include "../../common/sha.h"
 #include "../../store/store_int.h"
+#include "unit.h"
 
 struct fix {
 	char dir[64];
@@ -36,51 +37,6 @@ struct fix {
 	size_t nchunks[2];
 };
 
-struct probs {
-	int n;
-	char line[32][512];
-};
-
-
-/* A fresh snapshot identity for store_begin_snapshot. */
-static const struct snapuid *
-test_uid(void)
-{
-	static struct snapuid u;
-
-	assert_int_equal(snapuid_new(&u, NULL), 0);
-	return &u;
-}
-
-static void
-collect(void *ctx, const char *line)
-{
-	struct probs *p = ctx;
-
-	if (getenv("CUTSNAP_TEST_SHOW") != NULL)	/* for debugging */
-		fprintf(stderr, "problem: %s\n", line);
-	if (p->n < 32)
-		snprintf(p->line[p->n], sizeof(p->line[0]), "%s", line);
-	p->n++;
-}
-
-static int
-has(const struct probs *p, const char *needle)
-{
-	int i;
-
-	for (i = 0; i < p->n && i < 32; i++)
-		if (strstr(p->line[i], needle) != NULL)
-			return 1;
-	return 0;
-}
-
-static void
-write_text(const char *path, const char *text)
-{
-	assert_int_equal(atomic_write_file(path, text, strlen(text), 0600,
-	    NULL), 0);
-}
 
 /* History chains in the seed's files (chain.h): CHAIN_NONE as older
  * versions wrote them; CHAIN_SAME: SEND and APPLY carry the chain; CHAIN_OTHER:
@@ -232,7 +188,7 @@ build(struct fix *f, int a_sent, int b_applied, int64_t amount)
 	}
 	assert_int_equal(store_open(f->repo, 1, &st, &e), 0);
 	assert_int_equal(store_begin_snapshot(st, "B", f->cfg->text,
-	    test_uid(), &id, &e),
+	    unit_uid(), &id, &e),
 	    0);
 	for (i = 0; i < 2; i++) {
 		r[i].snap_id = id;
@@ -259,16 +215,16 @@ setup(void **state)
 	assert_non_null(f);
 	/* Small chunks: the recorded files span several. */
 	setenv("CUTSNAP_CHUNK_SIZE", "4096", 1);
-	snprintf(f->dir, sizeof(f->dir), "/tmp/cs-verify-XXXXXX");
-	assert_non_null(mkdtemp(f->dir));
+	assert_int_equal(unit_mkdtemp(f->dir, sizeof(f->dir)), 0);
 	snprintf(f->repo, sizeof(f->repo), "%s/repo", f->dir);
 	snprintf(path, sizeof(path), "%s/c.conf", f->dir);
-	write_text(path, "[agent A]\ndata = a.data\n[agent B]\ndata = b.data\n");
+	unit_write_text(path, "[agent A]\ndata = a.data\n"
+	    "[agent B]\ndata = b.data\n");
 	assert_int_equal(cfg_load(path, &f->cfg, &e), 0);
 	snprintf(path, sizeof(path), "%s/r", f->dir);
 	assert_int_equal(mkdir(path, 0700), 0);
 	snprintf(f->rconf, sizeof(f->rconf), "%s/r/c.conf", f->dir);
-	write_text(f->rconf, "[agent A]\ndata = d/a.data\n"
+	unit_write_text(f->rconf, "[agent A]\ndata = d/a.data\n"
 	    "[agent B]\ndata = d/b.data\n");
 	snprintf(f->ra, sizeof(f->ra), "%s/r/d/a.data", f->dir);
 	snprintf(f->rb, sizeof(f->rb), "%s/r/d/b.data", f->dir);
@@ -288,25 +244,11 @@ static int
 teardown(void **state)
 {
 	struct fix *f = *state;
-	char cmd[128];
 
 	cfg_free(f->cfg);
-	snprintf(cmd, sizeof(cmd), "rm -rf %s", f->dir);
-	assert_int_equal(system(cmd), 0);
+	assert_int_equal(unit_rmtree(f->dir), 0);
 	free(f);
 	return 0;
-}
-
-static void
-sql(const struct fix *f, const char *stmt)
-{
-	char path[256];
-	sqlite3 *db;
-
-	snprintf(path, sizeof(path), "%s/manifest.db", f->repo);
-	assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
-	assert_int_equal(sqlite3_exec(db, stmt, NULL, NULL, NULL), SQLITE_OK);
-	assert_int_equal(sqlite3_close(db), SQLITE_OK);
 }
 
 /* The blob of chunk k of the agent's recorded file. */
@@ -322,7 +264,7 @@ chunk_of(const struct fix *f, int agent, size_t k, char *out, size_t outsz)
 
 /* Verify snapshot 0 (the newest complete); the result, problems in p. */
 static int
-verify(const struct fix *f, struct probs *p)
+verify(const struct fix *f, struct unit_probs *p)
 {
 	struct store *st;
 	struct cs_err e;
@@ -331,7 +273,7 @@ verify(const struct fix *f, struct probs *p)
 
 	memset(p, 0, sizeof(*p));
 	assert_int_equal(store_open(f->repo, 0, &st, &e), 0);
-	n = store_verify(st, 0, &got, collect, p, &e);
+	n = store_verify(st, 0, &got, unit_collect, p, &e);
 	store_close(st);
 	return n;
 }
@@ -342,14 +284,14 @@ restore(const struct fix *f, struct cs_err *e)
 {
 	struct store *st;
 	struct cfg *c;
-	struct probs p;
+	struct unit_probs p;
 	uint64_t got;
 	int rc;
 
 	memset(&p, 0, sizeof(p));
 	assert_int_equal(cfg_load(f->rconf, &c, e), 0);
 	assert_int_equal(store_open(f->repo, 0, &st, e), 0);
-	rc = store_restore(st, 0, c, &got, collect, &p, e);
+	rc = store_restore(st, 0, c, &got, unit_collect, &p, e);
 	store_close(st);
 	cfg_free(c);
 	return rc;
@@ -391,7 +333,7 @@ expect_refused(const struct fix *f, const char *needle)
 static void
 good_snapshot_verifies(void **state)
 {
-	struct probs p;
+	struct unit_probs p;
 
 	assert_int_equal(verify(*state, &p), 0);
 	assert_int_equal(p.n, 0);
@@ -401,7 +343,7 @@ static void
 flipped_byte_in_chunk(void **state)
 {
 	struct fix *f = *state;
-	struct probs p;
+	struct unit_probs p;
 	char path[256], want[128];
 	uint8_t c;
 	int fd;
@@ -417,7 +359,7 @@ flipped_byte_in_chunk(void **state)
 	assert_int_equal(verify(f, &p), 1);
 	snprintf(want, sizeof(want), "snapshot 1: agent A: chunk 1 (%.12s) "
 	    "sha256 mismatch", strrchr(path, '/') + 1);
-	assert_true(has(&p, want));
+	assert_true(unit_has(&p, want));
 	expect_refused(f, "snapshot 1 failed verification; nothing was "
 	    "restored");
 }
@@ -426,7 +368,7 @@ static void
 truncated_chunk(void **state)
 {
 	struct fix *f = *state;
-	struct probs p;
+	struct unit_probs p;
 	char path[256], want[128];
 	struct stat sb;
 
@@ -436,8 +378,8 @@ truncated_chunk(void **state)
 	snprintf(want, sizeof(want), "size mismatch: expected %lld bytes, "
 	    "found 10", (long long)sb.st_size);
 	assert_int_equal(verify(f, &p), 1);
-	assert_true(has(&p, "agent B: chunk 0 ("));
-	assert_true(has(&p, want));
+	assert_true(unit_has(&p, "agent B: chunk 0 ("));
+	assert_true(unit_has(&p, want));
 	expect_refused(f, "failed verification");
 }
 
@@ -445,14 +387,14 @@ static void
 deleted_chunk(void **state)
 {
 	struct fix *f = *state;
-	struct probs p;
+	struct unit_probs p;
 	char path[256];
 
 	chunk_of(f, 0, 2, path, sizeof(path));
 	assert_int_equal(unlink(path), 0);
 	assert_int_equal(verify(f, &p), 1);
-	assert_true(has(&p, "agent A: chunk 2 ("));
-	assert_true(has(&p, "missing"));
+	assert_true(unit_has(&p, "agent A: chunk 2 ("));
+	assert_true(unit_has(&p, "missing"));
 	expect_refused(f, "failed verification");
 }
 
@@ -576,7 +518,7 @@ fetched_chunks_are_checked(void **state)
 	assert_int_equal(fc.calls, 1);
 	assert_true(cs.fetched == 0);
 	store_close(st);
-	assert_int_equal(verify(f, &(struct probs){ 0 }), 0);
+	assert_int_equal(verify(f, &(struct unit_probs){ 0 }), 0);
 }
 
 /* A stored chunk whose blob rotted: with a recheck age of 0 the next
@@ -616,20 +558,20 @@ recheck_heals_a_bad_blob(void **state)
 	snprintf(q, sizeof(q), "%s/quarantine/%s", f->repo,
 	    strrchr(blob, '/') + 1);
 	assert_int_equal(access(q, F_OK), 0);
-	assert_int_equal(verify(f, &(struct probs){ 0 }), 0);
+	assert_int_equal(verify(f, &(struct unit_probs){ 0 }), 0);
 }
 
 static void
 deleted_messages_row(void **state)
 {
 	struct fix *f = *state;
-	struct probs p;
+	struct unit_probs p;
 
-	sql(f, "DELETE FROM messages");
+	unit_sql(f->repo, "DELETE FROM messages");
 	assert_int_equal(verify(f, &p), 2);
-	assert_true(has(&p, "snapshot 1: manifest digest mismatch: rows were "
+	assert_true(unit_has(&p, "snapshot 1: manifest digest mismatch: rows were "
 	    "edited or deleted"));
-	assert_true(has(&p, "snapshot 1: channel A->B: message seq 1 missing "
+	assert_true(unit_has(&p, "snapshot 1: channel A->B: message seq 1 missing "
 	    "(expected seqs 1..1, in flight)"));
 	expect_refused(f, "failed verification");
 }
@@ -638,18 +580,19 @@ static void
 tampered_types_and_sizes(void **state)
 {
 	struct fix *f = *state;
-	struct probs p;
+	struct unit_probs p;
 
-	sql(f, "UPDATE messages SET seq = 'one', data = 'text'");
-	sql(f, "UPDATE agents SET size = 1e300 WHERE name = 'A'");
-	sql(f, "UPDATE agents SET size = 9223372036854775807, sha256 = x'00'"
-	    " WHERE name = 'B'");
-	sql(f, "UPDATE snapshots SET config = 'nonsense', digest = NULL");
+	unit_sql(f->repo, "UPDATE messages SET seq = 'one', data = 'text'");
+	unit_sql(f->repo, "UPDATE agents SET size = 1e300 WHERE name = 'A'");
+	unit_sql(f->repo, "UPDATE agents SET size = 9223372036854775807, "
+	    "sha256 = x'00' WHERE name = 'B'");
+	unit_sql(f->repo, "UPDATE snapshots SET config = 'nonsense', "
+	    "digest = NULL");
 	assert_true(verify(f, &p) >= 4);
-	assert_true(has(&p, "message row 1: malformed"));
-	assert_true(has(&p, "agent A: malformed manifest row"));
-	assert_true(has(&p, "manifest digest mismatch"));
-	assert_true(has(&p, "config does not parse"));
+	assert_true(unit_has(&p, "message row 1: malformed"));
+	assert_true(unit_has(&p, "agent A: malformed manifest row"));
+	assert_true(unit_has(&p, "manifest digest mismatch"));
+	assert_true(unit_has(&p, "config does not parse"));
 	expect_refused(f, "failed verification");
 }
 
@@ -660,7 +603,7 @@ schema_version_changed(void **state)
 	struct store *st = NULL;
 	struct cs_err e;
 
-	sql(f, "PRAGMA user_version = 4");
+	unit_sql(f->repo, "PRAGMA user_version = 4");
 	assert_int_equal(store_open(f->repo, 0, &st, &e), -1);
 	assert_non_null(strstr(e.msg, "unsupported manifest schema version 4 "
 	    "(expected 3)"));
@@ -671,7 +614,7 @@ garbage_manifest(void **state)
 {
 	struct fix *f = *state;
 	struct store *st = NULL;
-	struct probs p;
+	struct unit_probs p;
 	struct cs_err e;
 	char path[256], junk[4096];
 	uint64_t got;
@@ -685,7 +628,7 @@ garbage_manifest(void **state)
 	close(fd);
 	memset(&p, 0, sizeof(p));
 	if (store_open(f->repo, 0, &st, &e) == 0) {
-		rc = store_verify(st, 1, &got, collect, &p, &e);
+		rc = store_verify(st, 1, &got, unit_collect, &p, &e);
 		assert_true(rc != 0);
 		store_close(st);
 	}
@@ -760,13 +703,13 @@ make_version_1(struct fix *f, const char *digest)
 		assert_int_equal(f->nchunks[i], 1);
 		assert_memory_equal(f->chunks[i][0], f->sha[i], 32);
 	}
-	sql(f, "DROP TABLE agent_chunks");
+	unit_sql(f->repo, "DROP TABLE agent_chunks");
 	assert_int_equal(store_open(f->repo, 0, &st, &e), 0);
 	assert_int_equal(store_digest_v(st, 1, 1, hex, &e), 0);
 	store_close(st);
 	snprintf(stmt, sizeof(stmt), "UPDATE snapshots SET digest = '%s'; "
 	    "PRAGMA user_version = 1", digest ? digest : hex);
-	sql(f, stmt);
+	unit_sql(f->repo, stmt);
 }
 
 /* A writer's open upgrades a version 1 repository (a reader refuses it):
@@ -787,7 +730,7 @@ static void
 version_1_repository_is_migrated(void **state)
 {
 	struct fix *f = *state;
-	struct probs p;
+	struct unit_probs p;
 	struct cs_err e;
 
 	setenv("CUTSNAP_CHUNK_SIZE", "4194304", 1);
@@ -811,7 +754,7 @@ static void
 version_1_tampering_survives_migration(void **state)
 {
 	struct fix *f = *state;
-	struct probs p;
+	struct unit_probs p;
 
 	setenv("CUTSNAP_CHUNK_SIZE", "4194304", 1);
 	build(f, 1, 0, 10);
@@ -819,7 +762,7 @@ version_1_tampering_survives_migration(void **state)
 	    "000000000000");
 	upgrade(f);
 	assert_int_equal(verify(f, &p), 1);
-	assert_true(has(&p, "manifest digest mismatch: rows were edited or "
+	assert_true(unit_has(&p, "manifest digest mismatch: rows were edited or "
 	    "deleted (expected 0000000000000000"));
 }
 
@@ -878,7 +821,7 @@ restore_needs_the_same_agents(void **state)
 {
 	struct fix *f = *state;
 
-	write_text(f->rconf, "[agent A]\ndata = d/a.data\n"
+	unit_write_text(f->rconf, "[agent A]\ndata = d/a.data\n"
 	    "[agent C]\ndata = d/c.data\n");
 	expect_refused(f, "has agent C, which snapshot 1 does not have");
 }
@@ -887,7 +830,7 @@ restore_needs_the_same_agents(void **state)
 static void
 receive_without_send_from_files(void **state)
 {
-	struct probs p;
+	struct unit_probs p;
 
 	setup(state);
 	lie = 1;
@@ -904,7 +847,7 @@ receive_without_send_from_files(void **state)
 static void
 dropped_in_flight_from_files(void **state)
 {
-	struct probs p;
+	struct unit_probs p;
 
 	setup(state);
 	lie = 1;
@@ -921,7 +864,7 @@ dropped_in_flight_from_files(void **state)
 static void
 commit_refuses_inconsistent_reports(void **state)
 {
-	struct probs p;
+	struct unit_probs p;
 
 	setup(state);
 	commit_want = -1;
@@ -945,7 +888,7 @@ commit_refuses_inconsistent_reports(void **state)
 static void
 message_differs_from_send(void **state)
 {
-	struct probs p;
+	struct unit_probs p;
 
 	for (a_acked = 0; a_acked < 2; a_acked++) {
 		setup(state);
@@ -965,7 +908,7 @@ static void
 chains_of_one_history(void **state)
 {
 	struct fix *f;
-	struct probs p;
+	struct unit_probs p;
 	struct cs_err e;
 	struct dl_state st;
 	uint8_t *buf;
@@ -995,7 +938,7 @@ static void
 chains_of_two_histories(void **state)
 {
 	struct fix *f;
-	struct probs p;
+	struct unit_probs p;
 	struct cs_err e;
 
 	setup(state);
@@ -1016,7 +959,7 @@ chains_of_two_histories(void **state)
 static void
 delivered_message_is_consistent(void **state)
 {
-	struct probs p;
+	struct unit_probs p;
 	struct cs_err e;
 
 	setup(state);
