@@ -14,7 +14,7 @@
 struct store;
 struct snap_info;
 
-/* Exit statuses (DESIGN.md, "Command line"). */
+/* Exit statuses (README.md "Command line", the manual's EXIT STATUS). */
 #define EXIT_OK 0
 #define EXIT_FAILED 1	/* the operation or the check failed */
 #define EXIT_USAGE 2	/* bad usage, bad config or unreadable input */

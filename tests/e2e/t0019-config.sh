@@ -1,6 +1,6 @@
 #!/bin/bash
-# Config files as users write them: the DESIGN example verbatim (inline
-# comments), the default run_dir, paths relative to the config whatever the
+# Config files as users write them: the example of the product's design
+# verbatim (inline comments), the default run_dir, paths relative to the config whatever the
 # working directory, a directory name with a space.
 . "$(dirname "$0")/lib.sh"
 
