@@ -6,7 +6,6 @@
 #include <string.h>
 
 #include "../common/mac.h"
-#include "../common/ratelimit.h"
 #include "../coordinator/coordinator.h"
 #include "../store/store.h"
 #include "cmd.h"
@@ -270,8 +269,8 @@ cmd_snapshot(int argc, char **argv)
 		o.key = key;
 		o.keylen = klen;
 	}
-	if (rate != NULL && rate_parse(rate, &o.max_rate) == -1) {
-		rc = cmd_usage_error("bad --max-rate '%s': " RATE_EXPECTED,
+	if (rate != NULL && cfg_parse_rate(rate, &o.max_rate) == -1) {
+		rc = cmd_usage_error("bad --max-rate '%s': " CFG_RATE_EXPECTED,
 		    rate);
 		goto out;
 	}

@@ -30,7 +30,6 @@
 #include "config.h"
 #include "xport.h"
 #include "fsutil.h"
-#include "ratelimit.h"
 
 #define CFG_MAX_FILE (1u << 20)
 #define SUN_PATH_LEN sizeof(((struct sockaddr_un *)0)->sun_path)
@@ -278,18 +277,18 @@ set_once(struct pctx *p, char *dst, size_t dstsz, int *line,
 	*line = p->lineno;
 }
 
-/* A size: decimal digits, then optionally K, M, G or T (powers of 1024),
- * from 1 byte to CFG_COMPACT_MIN_MAX. 0 / -1. */
+/* A quantity: decimal digits, then optionally one of units ("KMG...",
+ * powers of 1024, either case), from min to max. 0 / -1. */
 static int
-parse_size(const char *s, uint64_t *out)
+parse_suffixed(const char *s, const char *units, uint64_t min, uint64_t max,
+    uint64_t *out)
 {
-	static const char units[] = "KMGT";
 	const char *suf;
 	uint64_t v = 0, mul = 1;
 	size_t i;
 
 	for (i = 0; s[i] >= '0' && s[i] <= '9'; i++) {
-		if (v > CFG_COMPACT_MIN_MAX)
+		if (v > max)
 			return -1;
 		v = v * 10 + (uint64_t)(s[i] - '0');
 	}
@@ -297,16 +296,32 @@ parse_size(const char *s, uint64_t *out)
 		return -1;
 	if (s[i] != '\0') {
 		if ((s[i] & ~0x20) == 0 ||
-		    (suf = strchr(units, s[i] & ~0x20)) == NULL)
+		    (suf = strchr(units, s[i] & ~0x20)) == NULL ||
+		    s[i + 1] != '\0')
 			return -1;
 		mul = 1ull << (10 * (suf - units + 1));
 	}
-	if (s[i] != '\0' && s[i + 1] != '\0')
-		return -1;
-	if (v == 0 || v > CFG_COMPACT_MIN_MAX / mul)
+	if (v > max / mul || v * mul < min)
 		return -1;
 	*out = v * mul;
 	return 0;
+}
+
+/* compact_min_size: 1 byte to CFG_COMPACT_MIN_MAX, suffix K, M, G or T. */
+static int
+parse_size(const char *s, uint64_t *out)
+{
+	return parse_suffixed(s, "KMGT", 1, CFG_COMPACT_MIN_MAX, out);
+}
+
+int
+cfg_parse_rate(const char *s, uint64_t *out)
+{
+	if (strcmp(s, "0") == 0) {
+		*out = 0;
+		return 0;
+	}
+	return parse_suffixed(s, "KMG", CFG_RATE_MIN, CFG_RATE_MAX, out);
 }
 
 /* libinih's handler: one "key = value" line; nonzero means ok. */
@@ -373,8 +388,8 @@ handler(void *user, const char *section_name, const char *key,
 		if (p->rate_line != 0)
 			perr(p, "duplicate key '%s' (first at line %d)", key,
 			    p->rate_line);
-		else if (rate_parse(value, &p->c->snapshot_max_rate) == -1)
-			perr(p, "snapshot_max_rate '%s': " RATE_EXPECTED, value);
+		else if (cfg_parse_rate(value, &p->c->snapshot_max_rate) == -1)
+			perr(p, "snapshot_max_rate '%s': " CFG_RATE_EXPECTED, value);
 		else
 			p->rate_line = p->lineno;
 	} else if (p->sect == S_CLUSTER) {

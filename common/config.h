@@ -51,6 +51,15 @@ struct cfg {
 /* Largest compact_min_size accepted: 1T. */
 #define CFG_COMPACT_MIN_MAX (1ull << 40)
 
+/* A rate in bytes per second (snapshot_max_rate, snapshot --max-rate):
+ * decimal digits, then optionally K, M or G (powers of 1024), from
+ * CFG_RATE_MIN to CFG_RATE_MAX, or "0" (no limit). 0 / -1. */
+#define CFG_RATE_MIN (32ull << 10)
+#define CFG_RATE_MAX (1ull << 40)
+#define CFG_RATE_EXPECTED "expected bytes per second from 32K to 1024G, " \
+	"with an optional suffix K, M or G (e.g. 50M), or 0 for no limit"
+int cfg_parse_rate(const char *s, uint64_t *out);
+
 /* Load and validate (unknown sections/keys, duplicate agents, bad names,
  * missing data, channels naming unknown agents or self-loops, socket path
  * too long, fewer than 1 agent). Error lines name the file and line. */

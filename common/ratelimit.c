@@ -52,35 +52,3 @@ ratelimit_take(struct ratelimit *rl, uint64_t n)
 	    EINTR)
 		;
 }
-
-int
-rate_parse(const char *s, uint64_t *out)
-{
-	static const char units[] = "KMG";
-	const char *suf;
-	uint64_t v = 0, mul = 1;
-	size_t i;
-
-	if (strcmp(s, "0") == 0) {
-		*out = 0;
-		return 0;
-	}
-	for (i = 0; s[i] >= '0' && s[i] <= '9'; i++) {
-		if (v > RATE_MAX)
-			return -1;
-		v = v * 10 + (uint64_t)(s[i] - '0');
-	}
-	if (i == 0)
-		return -1;
-	if (s[i] != '\0') {
-		if ((s[i] & ~0x20) == 0 ||
-		    (suf = strchr(units, s[i] & ~0x20)) == NULL ||
-		    s[i + 1] != '\0')
-			return -1;
-		mul = 1ull << (10 * (suf - units + 1));
-	}
-	if (v > RATE_MAX / mul || v * mul < RATE_MIN)
-		return -1;
-	*out = v * mul;
-	return 0;
-}

@@ -1,5 +1,6 @@
 /* ratelimit.h - pace work to a number of bytes per second: the copy and
- * hashing of a snapshot (snapshot --max-rate, [cluster] snapshot_max_rate).
+ * hashing of a snapshot (snapshot --max-rate, [cluster] snapshot_max_rate;
+ * the syntax of a rate is cfg_parse_rate's, config.h).
  *
  * A token bucket without a burst: every caller reserves its bytes on one
  * virtual clock before doing the work, which starts no earlier than the
@@ -13,10 +14,6 @@
 #include <pthread.h>
 #include <stdint.h>
 
-/* The bounds of a rate (bytes per second); 0 means no limit. */
-#define RATE_MIN (32ull << 10)
-#define RATE_MAX (1ull << 40)
-
 struct ratelimit {
 	pthread_mutex_t mu;
 	uint64_t rate;		/* bytes per second; 0: no limit */
@@ -29,13 +26,5 @@ int ratelimit_init(struct ratelimit *rl, uint64_t rate);
 void ratelimit_destroy(struct ratelimit *rl);
 /* Reserve n bytes and sleep until they may be worked on. */
 void ratelimit_take(struct ratelimit *rl, uint64_t n);
-
-/* Parse a rate: decimal digits, then optionally K, M or G (powers of
- * 1024), from RATE_MIN to RATE_MAX bytes per second, or "0" (no limit).
- * 0 / -1. */
-int rate_parse(const char *s, uint64_t *out);
-/* What rate_parse wants, for error lines. */
-#define RATE_EXPECTED "expected bytes per second from 32K to 1024G, " \
-	"with an optional suffix K, M or G (e.g. 50M), or 0 for no limit"
 
 #endif

@@ -14,7 +14,6 @@
 #include <cmocka.h>
 
 #include "../../common/config.h"
-#include "../../common/ratelimit.h"
 #include "unit.h"
 
 static const char good[] =
@@ -368,6 +367,37 @@ shared_data_is_yes_or_no(void **state)
 }
 
 static void
+rates_parse_with_suffixes_and_bounds(void **state)
+{
+	static const struct {
+		const char *s;
+		int ok;
+		uint64_t want;
+	} cases[] = {
+		{ "0", 1, 0 }, { "32K", 1, 32768 }, { "32k", 1, 32768 },
+		{ "50M", 1, 50ull << 20 }, { "1G", 1, 1ull << 30 },
+		{ "1024G", 1, 1ull << 40 }, { "1048576", 1, 1048576 },
+		{ "32768", 1, 32768 },
+		{ "31K", 0, 0 }, { "32767", 0, 0 }, { "1025G", 0, 0 },
+		{ "1T", 0, 0 }, { "", 0, 0 }, { "M", 0, 0 }, { "5MB", 0, 0 },
+		{ "1.5M", 0, 0 }, { "-1", 0, 0 }, { " 5M", 0, 0 },
+		{ "5 M", 0, 0 }, { "00", 0, 0 }, { "0K", 0, 0 },
+		{ "99999999999999999999", 0, 0 },
+	};
+	uint64_t v;
+	size_t i;
+
+	(void)state;
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		v = 12345;
+		assert_int_equal(cfg_parse_rate(cases[i].s, &v),
+		    cases[i].ok ? 0 : -1);
+		assert_int_equal(v, cases[i].ok ? cases[i].want : 12345);
+	}
+	assert_int_equal(i, 22);
+}
+
+static void
 snapshot_max_rate_is_a_rate(void **state)
 {
 	struct cfg *c;
@@ -385,7 +415,7 @@ snapshot_max_rate_is_a_rate(void **state)
 	assert_int_equal(cfg_parse("[cluster]\nsnapshot_max_rate = 10Q\n"
 	    "[agent A]\ndata = a\n", "c.ini", &c, &e), -1);
 	assert_string_equal(e.msg, "c.ini:2: snapshot_max_rate '10Q': "
-	    RATE_EXPECTED);
+	    CFG_RATE_EXPECTED);
 	assert_int_equal(cfg_parse("[cluster]\nsnapshot_max_rate = 0\n"
 	    "snapshot_max_rate = 1M\n[agent A]\ndata = a\n", "c.ini", &c,
 	    &e), -1);
@@ -406,6 +436,7 @@ main(void)
 		cmocka_unit_test(names_lines_and_files_are_bounded),
 		cmocka_unit_test(compact_min_size_accepts_suffixes),
 		cmocka_unit_test(shared_data_is_yes_or_no),
+		cmocka_unit_test(rates_parse_with_suffixes_and_bounds),
 		cmocka_unit_test(snapshot_max_rate_is_a_rate),
 	};
 

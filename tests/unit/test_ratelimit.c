@@ -1,7 +1,7 @@
-/* test_ratelimit.c - the rate syntax of --max-rate and snapshot_max_rate,
- * and the token bucket's pace: n bytes take at least n / rate, also when
- * threads share it (only lower bounds on time: a loaded machine can only
- * make a run longer). */
+/* test_ratelimit.c - the token bucket's pace: n bytes take at least
+ * n / rate, also when threads share it (only lower bounds on time: a
+ * loaded machine can only make a run longer). The rate syntax is
+ * test_config.c's. */
 #include <pthread.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -19,37 +19,6 @@ mono_ms(void)
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-static void
-rates_parse_with_suffixes_and_bounds(void **state)
-{
-	static const struct {
-		const char *s;
-		int ok;
-		uint64_t want;
-	} cases[] = {
-		{ "0", 1, 0 }, { "32K", 1, 32768 }, { "32k", 1, 32768 },
-		{ "50M", 1, 50ull << 20 }, { "1G", 1, 1ull << 30 },
-		{ "1024G", 1, 1ull << 40 }, { "1048576", 1, 1048576 },
-		{ "32768", 1, 32768 },
-		{ "31K", 0, 0 }, { "32767", 0, 0 }, { "1025G", 0, 0 },
-		{ "1T", 0, 0 }, { "", 0, 0 }, { "M", 0, 0 }, { "5MB", 0, 0 },
-		{ "1.5M", 0, 0 }, { "-1", 0, 0 }, { " 5M", 0, 0 },
-		{ "5 M", 0, 0 }, { "00", 0, 0 }, { "0K", 0, 0 },
-		{ "99999999999999999999", 0, 0 },
-	};
-	uint64_t v;
-	size_t i;
-
-	(void)state;
-	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-		v = 12345;
-		assert_int_equal(rate_parse(cases[i].s, &v),
-		    cases[i].ok ? 0 : -1);
-		assert_int_equal(v, cases[i].ok ? cases[i].want : 12345);
-	}
-	assert_int_equal(i, 22);
 }
 
 /* 10 takes of 64K at 1M/s: at least 625 ms, the first one included (no
@@ -104,7 +73,6 @@ int
 main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(rates_parse_with_suffixes_and_bounds),
 		cmocka_unit_test(takes_last_at_least_bytes_over_rate),
 		cmocka_unit_test(threads_share_one_pace),
 	};
