@@ -67,6 +67,7 @@ $(BIN): $(CMD_OBJ) $(LIBA)
 # Every unit-test program links tests/unit/unit.c (unit.h: temp
 # directories, file helpers, report fixtures).
 UNIT_OBJ := $(BUILD)/tests/unit/unit.o
+.SECONDARY: $(UNIT_OBJ)
 $(BUILD)/tests/unit/test_%: tests/unit/test_%.c $(UNIT_OBJ) $(LIBA) | $(DEPS_OK)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(PKG_CFLAGS) -o $@ $< $(UNIT_OBJ) $(LIBA) $(PKG_LIBS) $(CMOCKA_LIBS) $(LDFLAGS) -lpthread
