@@ -6,9 +6,11 @@
 # shorten it, so the check cannot flake (an unpaced copy of these few MiB
 # takes milliseconds). The option wins over the config, 0 lifts the limit,
 # two paced snapshots at once each keep their own pace, the snapshots
-# verify and keep the total, and a bad rate is refused with exit 2 before
-# anything is created.
+# verify and keep the total, a snapshot whose agents stream their chunks
+# over TLS (agents with addr) is paced the same way, and a bad rate is
+# refused with exit 2 before anything is created.
 . "$(dirname "$0")/lib.sh"
+. "$_lib_dir/lib-tls.sh"
 
 # Many chunks per file, so the workers share the pace.
 export CUTSNAP_CHUNK_SIZE=65536
@@ -120,6 +122,23 @@ test_expect_success 'two paced snapshots at once each keep their pace and verify
 
 test_expect_success 'the live cluster still holds 150' '
 	total_is 150
+'
+
+test_expect_success 'agents with addr stream their chunks over TLS: paced the same' '
+	stop_cluster &&
+	ports=$(free_ports 2) &&
+	make_tls_config A=127.0.0.1:$(echo "$ports" | sed -n 1p) \
+	    B=127.0.0.1:$(echo "$ports" | sed -n 2p) &&
+	expect_ok cert -c "$CONF" &&
+	start_cluster &&
+	clock_start &&
+	expect_ok snapshot -c "$CONF" -r "$TEST_DIR/r3" --max-rate 1M --json &&
+	clock_stop &&
+	paced_at_least 1048576 &&
+	json_check "d[\"chunks\"][\"streamed_bytes\"] == d[\"chunks\"][\"bytes\"]" &&
+	ID=$(json_get "d[\"id\"]") &&
+	expect_ok verify -r "$TEST_DIR/r3" "$ID" &&
+	expect_eq "$(cut_total "$TEST_DIR/r3" "$ID")" 150 "total"
 '
 
 test_done
