@@ -333,31 +333,3 @@ lock_is_stale(struct store *st, const char *name)
 	return stale;
 }
 
-int
-store_reap_stale(struct store *st, struct cs_err *e)
-{
-	sqlite3_stmt *s = NULL;
-	uint64_t ids[64];
-	size_t n = 0, i;
-	int rc = -1;
-
-	if (db_prepare(st, "SELECT id, lock FROM snapshots WHERE status = "
-	    "'running' ORDER BY id", &s, e) < 0)
-		return -1;
-	while (n < sizeof(ids) / sizeof(ids[0]) && sqlite3_step(s) ==
-	    SQLITE_ROW) {
-		if (sqlite3_column_type(s, 0) != SQLITE_INTEGER)
-			continue;
-		if (lock_is_stale(st, col_text(s, 1)))
-			ids[n++] = (uint64_t)sqlite3_column_int64(s, 0);
-	}
-	sqlite3_finalize(s);
-	s = NULL;
-	for (i = 0; i < n; i++)
-		/* "not running any more" is fine: someone else reaped it. */
-		(void)store_abort_snapshot(st, ids[i], "coordinator exited "
-		    "before the snapshot completed (killed or interrupted)",
-		    NULL);
-	rc = 0;
-	return rc;
-}

@@ -74,272 +74,6 @@ static const char schema_sql[] =
     REPO_ID_TABLE_SQL
     "PRAGMA user_version = " STR(STORE_SCHEMA_VERSION) ";";
 
-int
-db_fail(struct store *st, struct cs_err *e, const char *what)
-{
-	return cs_errf(e, "repository %s: %s: %s", st->repo, what,
-	    st->db ? sqlite3_errmsg(st->db) : "out of memory");
-}
-
-int
-db_prepare(struct store *st, const char *sql, sqlite3_stmt **out,
-    struct cs_err *e)
-{
-	*out = NULL;
-	if (sqlite3_prepare_v2(st->db, sql, -1, out, NULL) != SQLITE_OK)
-		return db_fail(st, e, "reading the manifest");
-	return 0;
-}
-
-int
-db_exec(struct store *st, const char *sql, struct cs_err *e)
-{
-	if (sqlite3_exec(st->db, sql, NULL, NULL, NULL) != SQLITE_OK)
-		return db_fail(st, e, "manifest");
-	return 0;
-}
-
-int
-db_has_table(struct store *st, const char *name, struct cs_err *e)
-{
-	sqlite3_stmt *s = NULL;
-	int step;
-
-	if (db_prepare(st, "SELECT 1 FROM sqlite_master WHERE type = 'table' "
-	    "AND name = ?1", &s, e) < 0)
-		return -1;
-	sqlite3_bind_text(s, 1, name, -1, SQLITE_STATIC);
-	step = sqlite3_step(s);
-	sqlite3_finalize(s);
-	if (step != SQLITE_ROW && step != SQLITE_DONE)
-		return db_fail(st, e, "reading the manifest");
-	return step == SQLITE_ROW;
-}
-
-int
-db_begin(struct store *st, struct cs_err *e)
-{
-	return db_exec(st, "BEGIN IMMEDIATE", e);
-}
-
-int
-db_commit(struct store *st, struct cs_err *e)
-{
-	return db_exec(st, "COMMIT", e);
-}
-
-void
-db_rollback(struct store *st)
-{
-	if (!sqlite3_get_autocommit(st->db))
-		sqlite3_exec(st->db, "ROLLBACK", NULL, NULL, NULL);
-}
-
-void
-store_now(char out[32])
-{
-	time_t t = time(NULL);
-	struct tm tm;
-
-	if (gmtime_r(&t, &tm) == NULL ||
-	    strftime(out, 32, "%Y-%m-%dT%H:%M:%SZ", &tm) == 0)
-		snprintf(out, 32, "1970-01-01T00:00:00Z");
-}
-
-const char *
-col_text(sqlite3_stmt *s, int i)
-{
-	const unsigned char *t = sqlite3_column_text(s, i);
-
-	return t ? (const char *)t : "";
-}
-
-int
-col_u64(sqlite3_stmt *s, int i, uint64_t *out)
-{
-	sqlite3_int64 v;
-
-	*out = 0;
-	if (sqlite3_column_type(s, i) != SQLITE_INTEGER)
-		return -1;
-	v = sqlite3_column_int64(s, i);
-	if (v < 0)
-		return -1;
-	*out = (uint64_t)v;
-	return 0;
-}
-
-int
-schema_version(struct store *st, int *version, struct cs_err *e)
-{
-	sqlite3_stmt *s = NULL;
-	int rc = -1;
-
-	if (sqlite3_prepare_v2(st->db, "PRAGMA user_version", -1, &s,
-	    NULL) != SQLITE_OK || sqlite3_step(s) != SQLITE_ROW) {
-		cs_errf(e, "repository %s: manifest.db is not a usable "
-		    "manifest: %s", st->repo, sqlite3_errmsg(st->db));
-		goto out;
-	}
-	*version = sqlite3_column_int(s, 0);
-	rc = 0;
-out:
-	sqlite3_finalize(s);
-	return rc;
-}
-
-/* blobs/.repository-id: the identity, 32 hex digits and a newline. */
-#define REPO_ID_FILE ".repository-id"
-#define REPO_ID_HEX 32
-
-static int
-valid_repo_id(const char *s)
-{
-	size_t i;
-
-	for (i = 0; i < REPO_ID_HEX; i++)
-		if (!((s[i] >= '0' && s[i] <= '9') ||
-		    (s[i] >= 'a' && s[i] <= 'f')))
-			return 0;
-	return s[REPO_ID_HEX] == '\0';
-}
-
-/* The identity blobs/ carries: 0 and id set, 1 when there is none, -1
- * with e set when it cannot be read or is malformed. */
-static int
-repo_id_file(struct store *st, char id[40], struct cs_err *e)
-{
-	char path[PATH_MAX];
-	uint8_t *p = NULL;
-	size_t n;
-	int rc = -1;
-
-	id[0] = '\0';
-	if (snprintf(path, sizeof(path), "%s/" REPO_ID_FILE, st->blobs) >=
-	    (int)sizeof(path))
-		return cs_errf(e, "repository path too long: %s", st->repo);
-	if (access(path, F_OK) < 0 && errno == ENOENT)
-		return 1;
-	if (read_file(path, 64, &p, &n, e) < 0)
-		return cs_errctx(e, "repository %s", st->repo);
-	while (n > 0 && (p[n - 1] == '\n' || p[n - 1] == '\r'))
-		n--;
-	if (n == REPO_ID_HEX) {
-		memcpy(id, p, n);
-		id[n] = '\0';
-	}
-	if (!valid_repo_id(id)) {
-		id[0] = '\0';
-		cs_errf(e, "repository %s: blobs/" REPO_ID_FILE " is not a "
-		    "repository identity (32 lowercase hex digits)", st->repo);
-		goto out;
-	}
-	rc = 0;
-out:
-	free(p);
-	return rc;
-}
-
-int
-repo_id_ensure(struct store *st, char id[40], struct cs_err *e)
-{
-	char path[PATH_MAX], text[REPO_ID_HEX + 2];
-	uint8_t raw[REPO_ID_HEX / 2];
-	size_t i;
-	int rc;
-
-	if ((rc = repo_id_file(st, id, e)) <= 0)
-		return rc;	/* adopted (a crash after writing it), or bad */
-	if (getrandom(raw, sizeof(raw), 0) != (ssize_t)sizeof(raw))
-		return cs_errno(e, "repository %s: getrandom", st->repo);
-	for (i = 0; i < sizeof(raw); i++)
-		snprintf(id + 2 * i, 3, "%02x", raw[i]);
-	snprintf(text, sizeof(text), "%s\n", id);
-	if (snprintf(path, sizeof(path), "%s/" REPO_ID_FILE, st->blobs) >=
-	    (int)sizeof(path))
-		return cs_errf(e, "repository path too long: %s", st->repo);
-	if (mkdir_p(st->blobs, 0700, e) < 0 ||
-	    atomic_write_file(path, text, strlen(text), 0400, e) < 0)
-		return cs_errctx(e, "repository %s: write its identity",
-		    st->repo);
-	return 0;
-}
-
-/* The manifest's identity (version 3) into st->repo_id. */
-static int
-manifest_id(struct store *st, struct cs_err *e)
-{
-	sqlite3_stmt *s = NULL;
-	int rc = -1;
-
-	st->repo_id[0] = '\0';
-	if (db_prepare(st, "SELECT id FROM repository", &s, e) < 0)
-		return -1;
-	if (sqlite3_step(s) == SQLITE_ROW && sqlite3_column_type(s, 0) ==
-	    SQLITE_TEXT)
-		snprintf(st->repo_id, sizeof(st->repo_id), "%s",
-		    col_text(s, 0));
-	/* Exactly one row. */
-	if (!valid_repo_id(st->repo_id) || sqlite3_step(s) != SQLITE_DONE) {
-		st->repo_id[0] = '\0';
-		cs_errf(e, "repository %s: the manifest's identity is missing "
-		    "or malformed (table repository)", st->repo);
-		goto out;
-	}
-	rc = 0;
-out:
-	sqlite3_finalize(s);
-	return rc;
-}
-
-/* The manifest and blobs/ must be of one repository: a manifest copied
- * from elsewhere would make prune delete every blob it does not name. */
-static int
-check_identity(struct store *st, struct cs_err *e)
-{
-	char blobs_id[40];
-	int rc;
-
-	if (st->version < 3)
-		return 0;	/* read without an upgrade: no identity yet */
-	if (manifest_id(st, e) < 0)
-		return -1;
-	/* A reader that may not look into blobs/ can read no snapshot's
-	 * data either: ls then shows the manifest's identity unchecked. */
-	if (st->mode == STORE_READ && access(st->blobs, X_OK) < 0 &&
-	    errno == EACCES)
-		return 0;
-	if ((rc = repo_id_file(st, blobs_id, e)) < 0)
-		return -1;
-	if (rc == 1)
-		return cs_errf(e, "repository %s: blobs/" REPO_ID_FILE " is "
-		    "missing, but the manifest belongs to repository %s: if "
-		    "blobs/ is this repository's, write that identity into it",
-		    st->repo, st->repo_id);
-	if (strcmp(blobs_id, st->repo_id) != 0)
-		return cs_errf(e, "repository %s: manifest.db belongs to "
-		    "repository %s but blobs/ to repository %s: the manifest "
-		    "was copied from another repository; refusing to use it",
-		    st->repo, st->repo_id, blobs_id);
-	return 0;
-}
-
-int
-repo_id_store(struct store *st, const char *id, struct cs_err *e)
-{
-	sqlite3_stmt *s = NULL;
-	int rc = 0;
-
-	if (db_exec(st, "DELETE FROM repository", e) < 0 ||
-	    db_prepare(st, "INSERT INTO repository(id) VALUES (?)", &s, e) < 0)
-		return -1;
-	sqlite3_bind_text(s, 1, id, -1, SQLITE_STATIC);
-	if (sqlite3_step(s) != SQLITE_DONE)
-		rc = db_fail(st, e, "storing the repository identity");
-	sqlite3_finalize(s);
-	return rc;
-}
-
 /* Repository settings (object.c): a side table written once, in the
  * transaction that creates the schema; repositories made before it have
  * none and keep raw chunks. */
@@ -762,7 +496,7 @@ open_repo(const char *repo, int mode, const struct store_settings *init,
 			goto fail;
 	}
 	if (pragma(st, "PRAGMA foreign_keys=ON", e) < 0 ||
-	    check_identity(st, e) < 0 ||
+	    repo_id_check(st, e) < 0 ||
 	    settings_load(st, e) < 0 ||
 	    crypt_unlock(st, e) < 0 ||
 	    (mode != STORE_READ && store_reap_stale(st, e) < 0))
@@ -946,6 +680,35 @@ fail:
 	sqlite3_finalize(s);
 	db_rollback(st);
 	return -1;
+}
+
+int
+store_reap_stale(struct store *st, struct cs_err *e)
+{
+	sqlite3_stmt *s = NULL;
+	uint64_t ids[64];
+	size_t n = 0, i;
+	int rc = -1;
+
+	if (db_prepare(st, "SELECT id, lock FROM snapshots WHERE status = "
+	    "'running' ORDER BY id", &s, e) < 0)
+		return -1;
+	while (n < sizeof(ids) / sizeof(ids[0]) && sqlite3_step(s) ==
+	    SQLITE_ROW) {
+		if (sqlite3_column_type(s, 0) != SQLITE_INTEGER)
+			continue;
+		if (lock_is_stale(st, col_text(s, 1)))
+			ids[n++] = (uint64_t)sqlite3_column_int64(s, 0);
+	}
+	sqlite3_finalize(s);
+	s = NULL;
+	for (i = 0; i < n; i++)
+		/* "not running any more" is fine: someone else reaped it. */
+		(void)store_abort_snapshot(st, ids[i], "coordinator exited "
+		    "before the snapshot completed (killed or interrupted)",
+		    NULL);
+	rc = 0;
+	return rc;
 }
 
 static void

@@ -81,14 +81,15 @@ struct store {
  * the repository its identity (repo_id_ensure's). */
 int migrate_v1(struct store *st, struct cs_err *e);
 int migrate_v2(struct store *st, struct cs_err *e);
-/* manifest.c: the identity in blobs/.repository-id, created (atomically,
+/* repoid.c: the identity in blobs/.repository-id, created (atomically,
  * random) unless it is there already; called inside the transaction
  * that stores it in the manifest. */
 int repo_id_ensure(struct store *st, char id[40], struct cs_err *e);
 /* Store id as the manifest's identity (inside a write transaction). */
 int repo_id_store(struct store *st, const char *id, struct cs_err *e);
-/* PRAGMA user_version; -1 with e set when the file is not a database. */
-int schema_version(struct store *st, int *version, struct cs_err *e);
+/* The manifest and blobs/ are of one repository (schema 3 on): 0, or -1
+ * with e saying which is missing or whose they are. Sets st->repo_id. */
+int repo_id_check(struct store *st, struct cs_err *e);
 #define REPO_ID_TABLE_SQL \
     "CREATE TABLE IF NOT EXISTS repository(id TEXT NOT NULL);"
 
@@ -99,7 +100,8 @@ void store_progress_start(struct store *st, uint64_t total);
 void progress_grow(struct store *st, uint64_t n);
 void progress_add(struct store *st, const char *agent, uint64_t n);
 
-/* manifest.c: SQLite helpers. Each returns 0 or -1 with e set to
+/* db.c: SQLite helpers, the layer under every other file (it calls
+ * none of them). Each returns 0 or -1 with e set to
  * "repository R: what: sqlite's message". */
 int db_fail(struct store *st, struct cs_err *e, const char *what);
 int db_prepare(struct store *st, const char *sql, sqlite3_stmt **out,
@@ -116,6 +118,12 @@ void store_now(char out[32]);
 const char *col_text(sqlite3_stmt *s, int i);
 /* A column that must be a non-negative INTEGER: 0, or -1 if it is not. */
 int col_u64(sqlite3_stmt *s, int i, uint64_t *out);
+/* PRAGMA user_version; -1 with e set when the file is not a database. */
+int schema_version(struct store *st, int *version, struct cs_err *e);
+
+/* manifest.c: mark aborted every 'running' snapshot whose coordinator
+ * is gone (its lock is free: lock_is_stale). */
+int store_reap_stale(struct store *st, struct cs_err *e);
 
 /* lock.c: the running snapshot's lock (see there): a shared repository
  * lock. lock_acquire takes one unless one is held; lock_release unlinks
@@ -123,8 +131,6 @@ int col_u64(sqlite3_stmt *s, int i, uint64_t *out);
 int lock_acquire(struct store *st, struct cs_err *e);
 /* Releases only if the lock stands for snapshot id. */
 void lock_release(struct store *st, uint64_t id);
-/* Mark aborted every 'running' snapshot whose coordinator is gone. */
-int store_reap_stale(struct store *st, struct cs_err *e);
 /* 1 if the lock named in a running row is no longer held by anyone;
  * a reader (STORE_READ) only looks, a writer removes the file. */
 int lock_is_stale(struct store *st, const char *name);
