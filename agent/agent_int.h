@@ -25,6 +25,7 @@
 #include "../common/err.h"
 #include "../common/report.h"
 #include "../common/snapuid.h"
+#include "../common/util.h"
 #include "../common/wire.h"
 
 #define OUT_HIGH_WATER	(64u << 20)	/* stop reading a client above this */
@@ -238,9 +239,6 @@ struct agent {
 	int fatal;		/* shut down with an error */
 };
 
-/* loop.c */
-int64_t now_ms(void);
-void printable(const void *p, size_t n, char *out, size_t outsz);
 /* Append r; any failure is fatal for the agent (logged). 0 / -1. */
 int agent_append(struct agent *a, const struct dl_record *r);
 /* Append r, a record that emits message seq with payload msg[0, len) on

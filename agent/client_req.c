@@ -145,7 +145,8 @@ req_add(struct agent *a, struct conn *c, struct rbuf *r)
 		return;
 	}
 	if (dl_int_add(st(a), k, kl, delta, out, &res, &e) == -1) {
-		printable(k, kl, kp, sizeof(kp));
+		cs_printable(k, kl, kp, sizeof(kp),
+		    CS_PRINT_ASCII | CS_PRINT_ELLIPSIS);
 		conn_replyf(a, c, REPLY_FAIL, "%s:%s: %s", a->name, kp, e.msg);
 		return;
 	}
@@ -199,7 +200,8 @@ req_transfer(struct agent *a, struct conn *c, struct rbuf *r)
 		    a->out[d].why);
 		return;
 	}
-	printable(sk, skl, kp, sizeof(kp));
+	cs_printable(sk, skl, kp, sizeof(kp),
+	    CS_PRINT_ASCII | CS_PRINT_ELLIPSIS);
 	if (dl_int_add(st(a), sk, skl, 0, cur, &have, &e) == -1) {
 		conn_replyf(a, c, REPLY_FAIL, "%s:%s: %s", a->name, kp, e.msg);
 		return;

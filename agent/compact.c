@@ -79,7 +79,7 @@ start(struct agent *a, const char *why)
 		a->rw = NULL;
 		return -1;
 	}
-	a->rw_start_ms = now_ms();
+	a->rw_start_ms = cs_now_ms();
 	log_info("compaction (%s) started at %" PRIu64 " bytes", why,
 	    datalog_end(a->dl));
 	return 0;
@@ -142,7 +142,7 @@ finish(struct agent *a)
 	a->compactions++;
 	a->cbefore = res.before;
 	a->cafter = res.after;
-	a->cms = (uint64_t)(now_ms() - a->rw_start_ms);
+	a->cms = (uint64_t)(cs_now_ms() - a->rw_start_ms);
 	a->compact_ref = res.after;
 	log_info("compaction: %" PRIu64 " -> %" PRIu64 " bytes (live state "
 	    "%" PRIu64 ", generation %" PRIu64 ") in %" PRIu64 " ms",

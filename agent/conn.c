@@ -540,7 +540,7 @@ conn_tls(struct agent *a, struct conn *c, int server)
 	}
 	c->hs = 1;
 	c->hs_want = server ? EPOLLIN : EPOLLOUT;
-	c->hs_deadline = now_ms() + XPORT_HS_TIMEOUT_MS;
+	c->hs_deadline = cs_now_ms() + XPORT_HS_TIMEOUT_MS;
 	if (!c->connecting)
 		conn_set_events(a, c);
 	return 0;

@@ -72,7 +72,8 @@ retry(struct agent *a, struct conn *c, const struct dl_dead *d)
 	struct cs_err e;
 	char nv[24], kp[80];
 
-	printable(d->key, d->klen, kp, sizeof(kp));
+	cs_printable(d->key, d->klen, kp, sizeof(kp),
+	    CS_PRINT_ASCII | CS_PRINT_ELLIPSIS);
 	if (dl_int_add(st(a), d->key, d->klen, d->amount, nv, NULL,
 	    &e) == -1) {
 		conn_replyf(a, c, REPLY_FAIL, "cannot retry dead letter %s->%s "

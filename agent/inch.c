@@ -146,7 +146,8 @@ inch_apply(struct agent *a, int s, uint64_t seq, const uint8_t *p, size_t n)
 	if (agent_append(a, &rec) == -1)
 		return -1;
 	if (rec.type == DL_DEAD) {
-		printable(rec.key, rec.klen, kp, sizeof(kp));
+		cs_printable(rec.key, rec.klen, kp, sizeof(kp),
+		    CS_PRINT_ASCII | CS_PRINT_ELLIPSIS);
 		log_warn("channel %s>%s: seq %llu: dead letter: cannot add "
 		    "%lld to %s (%s); resolve it with cutsnap deadletter",
 		    sname(a, s), a->name, (unsigned long long)seq,
@@ -248,7 +249,8 @@ inch_verdict(struct agent *a, struct conn *c, const uint8_t *p, size_t n)
 		conn_close(a, c, NULL);
 		return;
 	}
-	printable(why, wlen, text, sizeof(text));
+	cs_printable(why, wlen, text, sizeof(text),
+	    CS_PRINT_ASCII | CS_PRINT_ELLIPSIS);
 	if (!ok && !ic->diverged)
 		log_error("channel %s>%s diverged: the sender refused this "
 		    "end's history (%s): finish the restore (run it again) "

@@ -22,35 +22,6 @@
 
 #define MAX_EVENTS 128
 
-int64_t
-now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-void
-printable(const void *p, size_t n, char *out, size_t outsz)
-{
-	const uint8_t *b = p;
-	size_t i, j = 0;
-
-	if (outsz == 0)
-		return;
-	for (i = 0; i < n && j + 1 < outsz; i++)
-		out[j++] = (b[i] >= 0x20 && b[i] < 0x7f) ? (char)b[i] : '?';
-	if (i < n && outsz >= 4) {
-		if (j > outsz - 4)
-			j = outsz - 4;
-		out[j++] = '.';
-		out[j++] = '.';
-		out[j++] = '.';
-	}
-	out[j] = '\0';
-}
-
 int
 agent_append(struct agent *a, const struct dl_record *r)
 {
@@ -83,20 +54,6 @@ agent_append_send(struct agent *a, int d, const struct dl_record *r,
 		return -1;
 	}
 	return 0;
-}
-
-/* Raise the soft open-file limit to the hard one: every peer and client
- * costs a descriptor. */
-static void
-raise_nofile(void)
-{
-	struct rlimit rl;
-
-	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
-		rl.rlim_cur = rl.rlim_max;
-		if (setrlimit(RLIMIT_NOFILE, &rl) == -1)
-			log_warn("setrlimit nofile: %s", strerror(errno));
-	}
 }
 
 static int
@@ -207,7 +164,7 @@ run_loop(struct agent *a)
 		conn_reap(a);
 		if (a->stop || a->fatal)
 			break;
-		now = now_ms();
+		now = cs_now_ms();
 		timeout = outch_timeout(a, now);
 		k = snap_timeout(a, now);
 		if (k >= 0 && (timeout < 0 || k < timeout))
@@ -236,7 +193,7 @@ run_loop(struct agent *a)
 				conn_event(a, evs[i].data.ptr, evs[i].events);
 		}
 		tls_more = conn_tls_pending(a);
-		outch_timers(a, now_ms());
+		outch_timers(a, cs_now_ms());
 	}
 }
 
@@ -271,8 +228,10 @@ agent_run(const struct cfg *c, int self, struct cs_err *e)
 	a.name = c->agents[self].name;
 	a.n = c->nagents;
 	a.ep = a.lfd = a.sfd = a.spare = -1;
-	a.start_ms = now_ms();
-	raise_nofile();
+	a.start_ms = cs_now_ms();
+	/* Every peer and client costs a descriptor. */
+	if (cs_raise_nofile(0) == -1)
+		log_warn("setrlimit nofile: %s", strerror(errno));
 	/* Buffers of 256 KiB and more (a large value on its way in or out,
 	 * a record waiting for its write) come from mmap and go back to the
 	 * system when freed. glibc would otherwise raise the threshold to

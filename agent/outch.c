@@ -351,7 +351,7 @@ outch_unacked(const struct agent *a, int dst)
 static void
 schedule_retry(struct agent *a, struct outch *o)
 {
-	o->retry_at = now_ms() + o->backoff_ms;
+	o->retry_at = cs_now_ms() + o->backoff_ms;
 	o->backoff_ms *= 2;
 	if (o->backoff_ms > BACKOFF_MAX_MS)
 		o->backoff_ms = BACKOFF_MAX_MS;
@@ -427,7 +427,7 @@ outch_peer_alive(struct agent *a, int d)
 	if (!o->configured || o->conn != NULL || o->retry_at == 0)
 		return;
 	o->backoff_ms = BACKOFF_MIN_MS;
-	o->retry_at = now_ms();
+	o->retry_at = cs_now_ms();
 }
 
 void

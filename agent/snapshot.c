@@ -140,7 +140,7 @@ snap_arm(struct snap *sn, uint32_t timeout_s)
 {
 	uint32_t t = timeout_s ? timeout_s : SNAP_DEFAULT_TIMEOUT_S;
 
-	sn->deadline = now_ms() + (int64_t)t * 1000 + SNAP_GRACE_MS;
+	sn->deadline = cs_now_ms() + (int64_t)t * 1000 + SNAP_GRACE_MS;
 }
 
 /* Forget the snapshot; markers already queued still leave. */

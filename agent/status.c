@@ -21,7 +21,7 @@ collect(struct agent *a, struct agstat *st)
 
 	memset(st, 0, sizeof(*st));
 	st->pid = (int)getpid();
-	st->uptime_s = (now_ms() - a->start_ms) / 1000;
+	st->uptime_s = (cs_now_ms() - a->start_ms) / 1000;
 	st->size = datalog_end(a->dl);
 	st->records = s->records;
 	st->syncs = datalog_syncs(a->dl);

@@ -10,6 +10,7 @@
 #include "../common/config.h"
 #include "../common/err.h"
 #include "../common/json.h"
+#include "../common/util.h"
 
 struct store;
 struct snap_info;
@@ -138,9 +139,6 @@ void cmd_dead_json(struct json *j, const struct dl_dead *d,
 void cmd_dead_text(FILE *f, const char *indent, const struct dl_dead *d,
     const char *self);
 
-/* Copy at most n bytes of p into out as one printable line (control bytes
- * become '?'), NUL-terminated. */
-void cmd_printable(const void *p, size_t n, char *out, size_t outsz);
 
 /* Rewrite coord_snapshot's error for snapshot id (0: none was created)
  * as "snapshot N aborted: REASON" in out. */
@@ -182,7 +180,6 @@ void cmd_json_snap_info(struct json *j, const struct snap_info *s);
 int cmd_parse_duration(const char *s, int64_t *out);
 
 /* Milliseconds from a monotonic clock. */
-int64_t cmd_now_ms(void);
 void cmd_sleep_ms(int ms);
 
 /* Start every agent of c that does not answer yet (spawned like

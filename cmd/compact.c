@@ -60,7 +60,7 @@ compact_one(const struct cfg *c, int i, int timeout_ms, struct result *res,
 		return -1;
 	}
 	if (r.code != REPLY_OK) {
-		cmd_printable(r.body, r.blen, text, sizeof(text));
+		cs_printable(r.body, r.blen, text, sizeof(text), 0);
 		snprintf(msg, msgsz, "%s", text[0] ? text :
 		    "compaction refused");
 		goto out;

@@ -224,8 +224,8 @@ cmd_dead_text(FILE *f, const char *indent, const struct dl_dead *d,
 {
 	char key[80], from[80];
 
-	cmd_printable(d->key, d->klen, key, sizeof(key));
-	cmd_printable(d->from, d->flen, from, sizeof(from));
+	cs_printable(d->key, d->klen, key, sizeof(key), 0);
+	cs_printable(d->from, d->flen, from, sizeof(from), 0);
 	fprintf(f, "%sdead letter %s->%s  seq=%llu  key=%s  amount=%lld  "
 	    "from=%s  (%s)", indent, d->peer, self,
 	    (unsigned long long)d->seq, key, (long long)d->amount,

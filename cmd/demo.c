@@ -204,7 +204,7 @@ request(struct demo *d, int i, uint8_t type, const struct wbuf *req,
 	if (cmd_call(d->c, i, type, req, &r, CMD_REQ_TIMEOUT_MS, e) == -1)
 		return -1;
 	if (r.code != REPLY_OK) {
-		cmd_printable(r.body, r.blen, msg, sizeof(msg));
+		cs_printable(r.body, r.blen, msg, sizeof(msg), 0);
 		cs_errf(e, "agent %s refused request %u: %s",
 		    d->c->agents[i].name, type, msg);
 		cmd_reply_free(&r);
@@ -246,7 +246,7 @@ get_int(struct demo *d, int i, int64_t *v, struct cs_err *e)
 	wbuf_put_bytes(&w, KEY, strlen(KEY));
 	if (request(d, i, W_REQ_GET, &w, &r, e) == -1)
 		goto out;
-	cmd_printable(r.body, r.blen, num, sizeof(num));
+	cs_printable(r.body, r.blen, num, sizeof(num), 0);
 	cmd_reply_free(&r);
 	if (cmd_parse_i64(num, "value", v) == -1) {
 		cs_errf(e, "agent %s: %s is not an integer",
@@ -386,7 +386,7 @@ out:
 static int
 wait_marker(struct demo *d, int src, struct cs_err *e)
 {
-	int64_t deadline = cmd_now_ms() + WAIT_MARKER_MS;
+	int64_t deadline = cs_now_ms() + WAIT_MARKER_MS;
 	struct agstat st;
 	long n;
 	int status;
@@ -405,7 +405,7 @@ wait_marker(struct demo *d, int src, struct cs_err *e)
 			return cs_errf(e, "the snapshot ended before its "
 			    "marker reached %s", d->c->agents[src].name);
 		}
-		if (cmd_now_ms() >= deadline)
+		if (cs_now_ms() >= deadline)
 			return cs_errf(e, "no marker queued at %s after %d ms "
 			    "(%ld entries queued to %s)",
 			    d->c->agents[src].name, WAIT_MARKER_MS, n,
@@ -418,14 +418,14 @@ wait_marker(struct demo *d, int src, struct cs_err *e)
 static int
 wait_value(struct demo *d, int i, int64_t want, struct cs_err *e)
 {
-	int64_t deadline = cmd_now_ms() + WAIT_CREDIT_MS, v = 0;
+	int64_t deadline = cs_now_ms() + WAIT_CREDIT_MS, v = 0;
 
 	for (;;) {
 		if (check_interrupted(e) == -1 || get_int(d, i, &v, e) == -1)
 			return -1;
 		if (v == want)
 			return 0;
-		if (cmd_now_ms() >= deadline)
+		if (cs_now_ms() >= deadline)
 			return cs_errf(e, "%s at %s is %lld after %d ms, "
 			    "expected %lld", KEY, d->c->agents[i].name,
 			    (long long)v, WAIT_CREDIT_MS, (long long)want);

@@ -115,14 +115,14 @@ cluster_status(const struct cfg *c, struct cluster_stat *st,
 static int
 drain(const struct cfg *c, struct cluster_stat *st, struct cs_err *e)
 {
-	int64_t end = cmd_now_ms() + DRAIN_TIMEOUT_MS;
+	int64_t end = cs_now_ms() + DRAIN_TIMEOUT_MS;
 
 	for (;;) {
 		if (cluster_status(c, st, e) == -1)
 			return -1;
 		if (st->drained)
 			return 0;
-		if (cmd_now_ms() >= end)
+		if (cs_now_ms() >= end)
 			return cs_errf(e, "channels did not drain within %d s "
 			    "(is a channel held?)", DRAIN_TIMEOUT_MS / 1000);
 		cmd_sleep_ms(20);
@@ -149,7 +149,7 @@ get_bal(const struct cfg *c, int i, int64_t *v, int *found,
 		rc = 0;
 		goto out;
 	}
-	cmd_printable(r.body, r.blen, txt, sizeof(txt));
+	cs_printable(r.body, r.blen, txt, sizeof(txt), 0);
 	if (r.code != REPLY_OK || r.blen == 0 || r.blen >= sizeof(txt) ||
 	    (*v = strtoll(txt, &end, 10), *end != '\0')) {
 		cs_errf(e, "agent %s: %s is not an integer: '%s'",

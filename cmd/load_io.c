@@ -368,7 +368,7 @@ on_reply(struct load_worker *w, int ci, uint8_t type, const uint8_t *p,
 		if (record(w, cl, end) == -1)
 			cl->oom = 1;
 	} else {
-		cmd_printable(body, blen, msg, sizeof(msg));
+		cs_printable(body, blen, msg, sizeof(msg), 0);
 		if (code == REPLY_FAIL &&
 		    strncmp(msg, "insufficient funds", 18) == 0)
 			cl->insufficient++;

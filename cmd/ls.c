@@ -125,8 +125,8 @@ print_table(const struct snap_info *v, size_t n)
 		    (unsigned long long)v[i].bytes);
 		snprintf(r[7], sizeof(r[7]), "%llu",
 		    (unsigned long long)v[i].nmsgs);
-		cmd_printable(v[i].reason, strlen(v[i].reason), r[8],
-		    sizeof(r[8]));
+		cs_printable(v[i].reason, strlen(v[i].reason), r[8],
+		    sizeof(r[8]), 0);
 	}
 	/* The REASON column only when a snapshot has one. */
 	last = NCOL - 1;

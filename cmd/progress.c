@@ -34,7 +34,7 @@ cmd_progress_init(struct cmd_progress *p, const char *verb, int verbosity)
 	p->verbosity = verbosity;
 	/* Only a person watching a terminal wants a line redrawn in place. */
 	p->on = verbosity >= 0 && isatty(STDERR_FILENO);
-	p->start_ms = cmd_now_ms();
+	p->start_ms = cs_now_ms();
 }
 
 static void
@@ -80,7 +80,7 @@ cmd_progress_fn(void *ctx, const char *agent, uint64_t done, uint64_t total)
 	snprintf(p->agent, sizeof(p->agent), "%s", agent ? agent : "");
 	if (!p->on)
 		return;
-	now = cmd_now_ms();
+	now = cs_now_ms();
 	/* The first frame at once, the last one always, others at most
 	 * every PROGRESS_EVERY_MS. */
 	if (p->drawn && done < total && now - p->last_ms < PROGRESS_EVERY_MS)
@@ -92,7 +92,7 @@ void
 cmd_progress_end(struct cmd_progress *p)
 {
 	char d[32], r[32];
-	double secs = (double)(cmd_now_ms() - p->start_ms) / 1000.0;
+	double secs = (double)(cs_now_ms() - p->start_ms) / 1000.0;
 
 	if (p->drawn) {
 		fputs("\r\033[K", stderr);

@@ -318,7 +318,8 @@ print_text(const struct view *v)
 			const struct store_msg *sm = &v->ct.msgs[i];
 
 			if (chmsg_decode(sm->data, sm->len, &m) == 0) {
-				cmd_printable(m.key, m.klen, key, sizeof(key));
+				cs_printable(m.key, m.klen, key, sizeof(key),
+				    0);
 				printf("%s seq %" PRIu64 " add %s %" PRId64,
 				    i == c->first ? ":" : ",", sm->seq, key,
 				    m.amount);

@@ -99,7 +99,7 @@ cmd_start_cluster(const struct cfg *c, int timeout_s, pid_t *pids,
 		}
 		left++;
 	}
-	deadline = cmd_now_ms() + (int64_t)timeout_s * 1000;
+	deadline = cs_now_ms() + (int64_t)timeout_s * 1000;
 	while (left > 0) {
 		for (i = 0; i < c->nagents; i++) {
 			if (ready[i])
@@ -117,7 +117,7 @@ cmd_start_cluster(const struct cfg *c, int timeout_s, pid_t *pids,
 		}
 		if (left == 0)
 			break;
-		if (cmd_now_ms() >= deadline) {
+		if (cs_now_ms() >= deadline) {
 			for (i = 0; ready[i]; i++)
 				;
 			cs_errf(e, "agent %s did not answer within %d s; "

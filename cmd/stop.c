@@ -205,7 +205,7 @@ cmd_stop_cluster(const struct cfg *c, int timeout_s, struct cs_err *e)
 			cmd_reply_free(&r);
 		left++;
 	}
-	deadline = cmd_now_ms() + (int64_t)timeout_s * 1000;
+	deadline = cs_now_ms() + (int64_t)timeout_s * 1000;
 	while (left > 0) {
 		for (i = 0; i < c->nagents; i++) {
 			if (pid[i] != 0 && agent_gone(c, i, pid[i])) {
@@ -215,7 +215,7 @@ cmd_stop_cluster(const struct cfg *c, int timeout_s, struct cs_err *e)
 		}
 		if (left == 0)
 			break;
-		if (cmd_now_ms() >= deadline) {
+		if (cs_now_ms() >= deadline) {
 			for (i = 0; pid[i] == 0; i++)
 				;
 			if (proc_state(pid[i]) == 'T')

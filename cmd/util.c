@@ -287,7 +287,7 @@ cmd_request(const struct cfg *c, int i, uint8_t type, const struct wbuf *req,
 	case REPLY_BADREQ:
 		/* The agent's message says what failed; the user named the
 		 * agent on the command line. */
-		cmd_printable(r->body, r->blen, msg, sizeof(msg));
+		cs_printable(r->body, r->blen, msg, sizeof(msg), 0);
 		if (msg[0] == '\0')
 			return cmd_fail(EXIT_FAILED, "agent %s: request failed",
 			    c->agents[i].name);
@@ -373,28 +373,6 @@ cmd_snapshot_error(uint64_t id, const char *msg, char *out, size_t outsz)
 }
 
 void
-cmd_printable(const void *p, size_t n, char *out, size_t outsz)
-{
-	const uint8_t *s = p;
-	size_t i;
-
-	if (outsz == 0)
-		return;
-	for (i = 0; i < n && i < outsz - 1; i++)
-		out[i] = (s[i] < 0x20 || s[i] == 0x7f) ? '?' : (char)s[i];
-	out[i] = '\0';
-}
-
-int64_t
-cmd_now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-void
 cmd_sleep_ms(int ms)
 {
 	struct timespec ts = { ms / 1000, (long)(ms % 1000) * 1000000L };
@@ -472,7 +450,7 @@ cmd_last_line(const char *path, char *out, size_t outsz)
 	start = end;
 	while (start > buf && start[-1] != '\n')
 		start--;
-	cmd_printable(start, strlen(start), out, outsz);
+	cs_printable(start, strlen(start), out, outsz, 0);
 }
 
 int

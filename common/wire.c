@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "fsutil.h"
+#include "util.h"
 #include "wire.h"
 
 /* Validates the u32 length of a frame; 0, or -1 with e set. */
@@ -124,15 +125,6 @@ wire_send(int fd, uint8_t type, const void *payload, size_t plen,
 	return 0;
 }
 
-static int64_t
-now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 /* Reads exactly n bytes before the deadline (-1: none). */
 static int
 recv_full(int fd, void *p, size_t n, int64_t deadline, struct cs_err *e)
@@ -149,7 +141,7 @@ recv_full(int fd, void *p, size_t n, int64_t deadline, struct cs_err *e)
 		pfd.revents = 0;
 		left = -1;
 		if (deadline >= 0) {
-			left = deadline - now_ms();
+			left = deadline - cs_now_ms();
 			if (left < 0)
 				left = 0;
 		}
@@ -188,7 +180,7 @@ wire_recv(int fd, uint8_t *type, uint8_t **payload, size_t *plen,
 	*payload = NULL;
 	*plen = 0;
 	if (timeout_ms >= 0)
-		deadline = now_ms() + timeout_ms;
+		deadline = cs_now_ms() + timeout_ms;
 	if (recv_full(fd, hdr, sizeof(hdr), deadline, e) == -1)
 		goto out;
 	if (wire_check_header(hdr, &len, e) == -1)

@@ -22,8 +22,6 @@ void stream_free(struct stream *s);	/* NULL ok */
 /* A chunk_fetch_fn (store.h) whose ctx is a struct stream. */
 int stream_fetch(void *ctx, size_t i, uint64_t off, uint8_t *buf,
     size_t len, struct cs_err *e);
-/* CLOCK_MONOTONIC in ms. */
-int64_t coord_now_ms(void);
 /* Test hooks: the MS of CUTSNAP_FAULT=name:MS (0 when not set, or
  * outside 1..60000); sleep that long. */
 long coord_fault_ms(const char *name);

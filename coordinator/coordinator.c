@@ -20,6 +20,7 @@
 #include "../common/client.h"
 #include "../common/report.h"
 #include "../common/snapuid.h"
+#include "../common/util.h"
 #include "../common/wire.h"
 #include "../store/store.h"
 
@@ -67,7 +68,7 @@ interrupted(struct run *r)
 static int
 left_ms(const struct run *r)
 {
-	int64_t left = r->deadline - coord_now_ms();
+	int64_t left = r->deadline - cs_now_ms();
 
 	return left < 0 ? 0 : left > 86400000 ? 86400000 : (int)left;
 }
@@ -318,7 +319,7 @@ all_alive(struct run *r)
 		if (poll(&p, 1, 0) == 0)
 			continue;
 		name = r->c->agents[i].name;
-		if (coord_now_ms() >= r->deadline && answers(r, i))
+		if (cs_now_ms() >= r->deadline && answers(r, i))
 			fail(r, "agent %s gave up the snapshot: it was not "
 			    "committed within its %d s timeout (was this "
 			    "process paused or starved of CPU while the "
@@ -430,21 +431,6 @@ check_reach(const struct cfg *c, int init, struct cs_err *e)
 	return 0;
 }
 
-/* The run holds a connection to every agent and, while storing, every
- * data file open: two descriptors per agent. Raise the soft limit to the
- * hard one when that may not fit (best effort: opening fails cleanly). */
-static void
-raise_nofile(int nagents)
-{
-	struct rlimit rl;
-
-	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max &&
-	    rl.rlim_cur < 2 * (rlim_t)nagents + 64) {
-		rl.rlim_cur = rl.rlim_max;
-		(void)setrlimit(RLIMIT_NOFILE, &rl);
-	}
-}
-
 int
 coord_snapshot(const struct cfg *c, const struct coord_opts *o,
     uint64_t *id, struct cs_err *e)
@@ -453,12 +439,15 @@ coord_snapshot(const struct cfg *c, const struct coord_opts *o,
 	int i, init, rc = -1;
 
 	*id = 0;
-	raise_nofile(c->nagents);
+	/* A connection to every agent and, while storing, every data
+	 * file open: two descriptors per agent (best effort: opening
+	 * fails cleanly). */
+	(void)cs_raise_nofile(2 * (uint64_t)c->nagents + 64);
 	memset(&r, 0, sizeof(r));
 	r.c = c;
 	r.timeout_s = o->timeout_s > 0 ? o->timeout_s : 60;
 	r.interrupted = o->interrupted;
-	r.deadline = coord_now_ms() + (int64_t)r.timeout_s * 1000;
+	r.deadline = cs_now_ms() + (int64_t)r.timeout_s * 1000;
 	init = o->initiator ? cfg_find(c, o->initiator) : 0;
 	if (c->nagents <= 0)
 		return cs_errf(e, "the config has no agents");

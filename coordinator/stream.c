@@ -23,6 +23,7 @@
 #include "coord_int.h"
 #include "../common/buf.h"
 #include "../common/client.h"
+#include "../common/util.h"
 #include "../common/wire.h"
 
 struct stream_agent {
@@ -44,15 +45,6 @@ struct stream {
 	int corrupt;		/* test hook coord-stream-corrupt: flip a
 				 * bit of the next piece, once */
 };
-
-int64_t
-coord_now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 long
 coord_fault_ms(const char *name)
@@ -126,7 +118,7 @@ stream_free(struct stream *s)
 static int
 left(const struct stream *s)
 {
-	int64_t l = s->deadline - coord_now_ms();
+	int64_t l = s->deadline - cs_now_ms();
 
 	return l < 0 ? 0 : l > 86400000 ? 86400000 : (int)l;
 }

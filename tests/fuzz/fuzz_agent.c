@@ -86,7 +86,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	a.name = cfg->agents[1].name;
 	a.n = cfg->nagents;
 	a.ep = a.lfd = a.sfd = a.spare = -1;
-	a.start_ms = now_ms();
+	a.start_ms = cs_now_ms();
 	unlink(datapath);
 	if (datalog_open(datapath, &a.dl, &e) < 0) {
 		fprintf(stderr, "fuzz_agent: %s\n", e.msg);

@@ -11,15 +11,7 @@
 #include <cmocka.h>
 
 #include "../../common/ratelimit.h"
-
-static int64_t
-mono_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
+#include "../../common/util.h"
 
 /* 10 takes of 64K at 1M/s: at least 625 ms, the first one included (no
  * burst). */
@@ -32,10 +24,10 @@ takes_last_at_least_bytes_over_rate(void **state)
 
 	(void)state;
 	assert_int_equal(ratelimit_init(&rl, 1u << 20), 0);
-	t0 = mono_ms();
+	t0 = cs_now_ms();
 	for (i = 0; i < 10; i++)
 		ratelimit_take(&rl, 65536);
-	assert_true(mono_ms() - t0 >= 625);
+	assert_true(cs_now_ms() - t0 >= 625);
 	ratelimit_destroy(&rl);
 }
 
@@ -60,12 +52,12 @@ threads_share_one_pace(void **state)
 
 	(void)state;
 	assert_int_equal(ratelimit_init(&rl, 2u << 20), 0);
-	t0 = mono_ms();
+	t0 = cs_now_ms();
 	for (i = 0; i < 4; i++)
 		assert_int_equal(pthread_create(&th[i], NULL, taker, &rl), 0);
 	for (i = 0; i < 4; i++)
 		assert_int_equal(pthread_join(th[i], NULL), 0);
-	assert_true(mono_ms() - t0 >= 500);
+	assert_true(cs_now_ms() - t0 >= 500);
 	ratelimit_destroy(&rl);
 }
 

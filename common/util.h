@@ -1,0 +1,27 @@
+/* util.h - small helpers every part shares: a monotonic clock in
+ * milliseconds, the open-file limit, printable copies of outside bytes
+ * for messages and logs. */
+#ifndef CUTSNAP_UTIL_H
+#define CUTSNAP_UTIL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* CLOCK_MONOTONIC in milliseconds (for deadlines and durations). */
+int64_t cs_now_ms(void);
+
+/* Raise the soft RLIMIT_NOFILE to the hard one when it is below need
+ * (0: whatever it is). 0, or -1 with errno when setrlimit refused. */
+int cs_raise_nofile(uint64_t need);
+
+/* Copy n bytes of p into out (outsz bytes, NUL-terminated), a control
+ * byte (below 0x20, 0x7f) as '?'. With CS_PRINT_ASCII a byte >= 0x80 is
+ * '?' too (logs: pure ASCII); without it such bytes are copied (a UTF-8
+ * key stays readable on a terminal). With CS_PRINT_ELLIPSIS a copy that
+ * does not fit ends in "..."; without it, it is cut silently. */
+#define CS_PRINT_ASCII		1
+#define CS_PRINT_ELLIPSIS	2
+void cs_printable(const void *p, size_t n, char *out, size_t outsz,
+    int flags);
+
+#endif
