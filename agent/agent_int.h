@@ -22,6 +22,7 @@
 #include "../common/buf.h"
 #include "../common/config.h"
 #include "../common/datalog.h"
+#include "../common/dlfile.h"
 #include "../common/err.h"
 #include "../common/report.h"
 #include "../common/snapuid.h"

@@ -1,21 +1,9 @@
-/* datalog.c - an agent's data file: record codec, replay, recovery, appends. */
+/* datalog.c - the records of a data file: their codec, the state they
+ * build (values, watermarks and chains, sends, dead letters), the rules a
+ * record must keep, and replay from a memory image or an open file (the
+ * engine dlfile.c's recovery uses, dl_int.h). No file is written here:
+ * the live file, its recovery and appends, is dlfile.c. */
 /*
- * Invariants (see datalog.h for the format):
- * - The file is [header | record*]; dl->end is its length and always lies
- *   on a record boundary; bytes are only ever appended at dl->end.
- * - dl->sha and dl->chunks have been fed exactly the bytes [0, dl->end) of
- *   the file, so the hash and the chunk digests of any snapshot prefix are
- *   copies of them taken at that moment.
- * - dl->synced <= dl->end; [0, dl->synced) is durable.
- * - dl->need <= dl->end: ACK records (recovery hints) after dl->need need
- *   no fsync of their own; they become durable with the next real batch.
- * - dl->st is the replay of [0, dl->end): a record reaches the state only
- *   after it is in the file, and a record that fails dl_state_check never
- *   reaches either.
- * - After an error that leaves file and memory possibly out of step (a
- *   failed truncate-back, an fsync error), dl->failed is set and every later
- *   append or sync fails: the agent must restart and recover from the file.
- *
  * Recovery follows datalog.h. One refinement: a record whose length runs
  * to or past EOF is not taken for a torn write when its fields end earlier
  * and a checksummed record starts right there; that is a damaged length in
@@ -39,6 +27,7 @@
 #include "chmsg.h"
 #include "chunkhash.h"
 #include "datalog.h"
+#include "dl_int.h"
 #include "fsutil.h"
 #include "sha.h"
 
@@ -48,38 +37,12 @@
 /* A SEND's channel message is "op | key | amount" (chmsg.h); this cap
  * keeps every valid record below DL_MAX_RECORD. */
 #define DL_MAX_MSG CHMSG_MAX
-/* Appended records wait in memory until the next sync (or until this much
- * has gathered): one write system call per group commit instead of one
- * per record. */
-#define DL_PEND_MAX (1u << 20)
-/* After a flush, keep the staging buffer only if it is no larger than
- * this (a huge PUT grows it once). */
-#define DL_PEND_KEEP (2u << 20)
-
-struct datalog {
-	int fd;			/* O_RDWR, flock'ed exclusively */
-	char *path;		/* as given to datalog_open */
-	struct dl_state st;	/* replay of [0, end) */
-	struct sha_ctx *sha;	/* running hash of [0, end) */
-	struct chunkhash *chunks;	/* per-chunk hashes of [0, end) */
-	struct wbuf pend;	/* records [written, end), encoded here by
-				 * append, not yet written */
-	uint64_t written;	/* file length: [0, written) is in the file */
-	uint64_t end;		/* log length, a record boundary */
-	uint64_t synced;	/* durable prefix length */
-	uint64_t need;		/* end of the last record that must be made
-				 * durable (not a recovery hint) */
-	uint64_t syncs;		/* fdatasync calls by datalog_sync */
-	uint64_t cut;		/* torn-tail bytes cut on open */
-	int failed;		/* 1: refuse further appends and syncs */
-};
-
 /* A record's checksum: CRC-32 with the gzip/zlib polynomial (what zlib's
  * crc32() computes), from ISA-L, whose folding code is 7-14 times faster
  * than zlib's on this project's machine; replay (verify, recovery) checks
  * every byte of the log with it. */
-static uint32_t
-rec_crc(const uint8_t *p, size_t n)
+uint32_t
+dl_rec_crc(const uint8_t *p, size_t n)
 {
 	return crc32_gzip_refl(0, p, (uint64_t)n);
 }
@@ -985,7 +948,7 @@ dl_encode(struct wbuf *out, const struct dl_record *r)
 	len = out->len - start - DL_REC_HDR_LEN;
 	assert(len <= DL_MAX_RECORD);
 	le32_put(p, (uint32_t)len);
-	le32_put(p + 4, rec_crc(p + DL_REC_HDR_LEN, len));
+	le32_put(p + 4, dl_rec_crc(p + DL_REC_HDR_LEN, len));
 }
 
 /* n raw bytes at the reader's position, or NULL (and rb->err). */
@@ -1108,7 +1071,7 @@ known_type(unsigned t)
 }
 
 /* Decode type+payload p[0, n) into r. 0, or -1 with a reason in e. */
-static int
+int
 dl_decode(const uint8_t *p, size_t n, struct dl_record *r,
     char peer[NAME_MAX_LEN + 1], struct cs_err *e)
 {
@@ -1147,7 +1110,7 @@ valid_record_at(const uint8_t *buf, size_t len, size_t off)
 	if (rlen == 0 || rlen > DL_MAX_RECORD ||
 	    rlen > len - off - DL_REC_HDR_LEN)
 		return 0;
-	return rec_crc(buf + off + DL_REC_HDR_LEN, rlen) ==
+	return dl_rec_crc(buf + off + DL_REC_HDR_LEN, rlen) ==
 	    le32_get(buf + off + 4);
 }
 
@@ -1202,31 +1165,10 @@ torn_header(const uint8_t *buf, size_t len)
 	return 0;
 }
 
-/*
- * Where a replay reads from: a whole image in memory (offline tools), or
- * the open file through a bounded window (an agent's recovery), so that
- * replaying a large file needs memory for one record, not for the file.
- */
-#define SRC_WINDOW (1u << 20)
-
-struct src {
-	const uint8_t *buf;	/* the image, or NULL: read fd */
-	int fd;
-	dl_read_fn read;	/* with fd -1: reads the image instead */
-	void *rctx;
-	size_t len;		/* bytes in the image or file */
-	size_t start;		/* 0, or a record boundary to start at (the
-				 * state holds the replay of [0, start)) */
-	uint8_t *win;		/* fd: window holding [woff, woff + wlen) */
-	size_t woff, wlen, wcap;
-	struct sha_ctx *sha;	/* fd: fed every accepted byte, or NULL */
-	struct chunkhash *chunks;	/* the same for the chunk digests */
-};
-
 /* n bytes at off (off + n <= len): a pointer valid until the next call, or
  * NULL with errno set (a read error, or the file shrank). */
-static const uint8_t *
-src_at(struct src *s, size_t off, size_t n)
+const uint8_t *
+dl_src_at(struct dl_src *s, size_t off, size_t n)
 {
 	uint8_t *w;
 	size_t want, got = 0;
@@ -1237,7 +1179,7 @@ src_at(struct src *s, size_t off, size_t n)
 		return s->buf + off;
 	if (off >= s->woff && n <= s->wlen && off - s->woff <= s->wlen - n)
 		return s->win + (off - s->woff);
-	want = n > SRC_WINDOW ? n : SRC_WINDOW;
+	want = n > DL_SRC_WINDOW ? n : DL_SRC_WINDOW;
 	if (want > s->len - off)
 		want = s->len - off;
 	if (want > s->wcap) {
@@ -1272,14 +1214,14 @@ src_at(struct src *s, size_t off, size_t n)
 
 /* 1 if [off, len) is all zeros, 0 if not, -1 on a read error. */
 static int
-src_zero_tail(struct src *s, size_t off)
+src_zero_tail(struct dl_src *s, size_t off)
 {
 	const uint8_t *p;
 	size_t n;
 
 	while (off < s->len) {
-		n = s->len - off < SRC_WINDOW ? s->len - off : SRC_WINDOW;
-		if ((p = src_at(s, off, n)) == NULL)
+		n = s->len - off < DL_SRC_WINDOW ? s->len - off : DL_SRC_WINDOW;
+		if ((p = dl_src_at(s, off, n)) == NULL)
 			return -1;
 		if (!all_zero(p, n))
 			return 0;
@@ -1290,7 +1232,7 @@ src_zero_tail(struct src *s, size_t off)
 
 /* Feed accepted bytes to the running hash and chunk digests, if any. */
 static int
-src_hash(struct src *s, const uint8_t *p, size_t n)
+src_hash(struct dl_src *s, const uint8_t *p, size_t n)
 {
 	if (s->sha != NULL && sha_update(s->sha, p, n) == -1)
 		return -1;
@@ -1299,8 +1241,8 @@ src_hash(struct src *s, const uint8_t *p, size_t n)
 	return 0;
 }
 
-static int
-replay_src(struct src *s, const char *what, int allow_torn,
+int
+dl_replay_src(struct dl_src *s, const char *what, int allow_torn,
     struct dl_state *st, size_t *valid_len, struct cs_err *e)
 {
 	char peer[NAME_MAX_LEN + 1];
@@ -1320,7 +1262,7 @@ replay_src(struct src *s, const char *what, int allow_torn,
 		goto out;
 	}
 	if (len < DL_HEADER_LEN) {
-		if ((p = src_at(s, 0, len)) == NULL)
+		if ((p = dl_src_at(s, 0, len)) == NULL)
 			goto rerr;
 		if (allow_torn && torn_header(p, len)) {
 			off = 0;
@@ -1329,7 +1271,7 @@ replay_src(struct src *s, const char *what, int allow_torn,
 		cs_errf(e, "%s: not a cutsnap data file", what);
 		goto out;
 	}
-	if ((p = src_at(s, 0, DL_HEADER_LEN)) == NULL)
+	if ((p = dl_src_at(s, 0, DL_HEADER_LEN)) == NULL)
 		goto rerr;
 	if (memcmp(p, DL_MAGIC, 8) != 0 || le32_get(p + 12) != 0) {
 		cs_errf(e, "%s: not a cutsnap data file", what);
@@ -1349,7 +1291,7 @@ records:
 		rem = len - off;
 		if (rem < DL_REC_HDR_LEN)
 			goto torn;
-		if ((p = src_at(s, off, DL_REC_HDR_LEN)) == NULL)
+		if ((p = dl_src_at(s, off, DL_REC_HDR_LEN)) == NULL)
 			goto rerr;
 		/* Zeros where a record should start: the file was extended
 		 * but the data never reached the disk. */
@@ -1358,7 +1300,7 @@ records:
 				goto rerr;
 			if (z)
 				goto torn;
-			if ((p = src_at(s, off, DL_REC_HDR_LEN)) == NULL)
+			if ((p = dl_src_at(s, off, DL_REC_HDR_LEN)) == NULL)
 				goto rerr;
 		}
 		rlen = le32_get(p);
@@ -1372,7 +1314,7 @@ records:
 		 * (unless its length field is what is broken). The tail is
 		 * shorter than one record, so it fits the window. */
 		if (rlen > rem - DL_REC_HDR_LEN) {
-			if ((p = src_at(s, off, rem)) == NULL)
+			if ((p = dl_src_at(s, off, rem)) == NULL)
 				goto rerr;
 			if (!length_is_damaged(p, rem, 0))
 				goto torn;
@@ -1380,9 +1322,9 @@ records:
 			    what, off);
 			goto out;
 		}
-		if ((p = src_at(s, off, DL_REC_HDR_LEN + rlen)) == NULL)
+		if ((p = dl_src_at(s, off, DL_REC_HDR_LEN + rlen)) == NULL)
 			goto rerr;
-		if (rec_crc(p + DL_REC_HDR_LEN, rlen) != crc) {
+		if (dl_rec_crc(p + DL_REC_HDR_LEN, rlen) != crc) {
 			if (rlen == rem - DL_REC_HDR_LEN &&
 			    !length_is_damaged(p, rem, 0))
 				goto torn;
@@ -1433,623 +1375,11 @@ dl_replay(const uint8_t *buf, size_t len, const char *what,
     int allow_torn, struct dl_state *st, size_t *valid_len,
     struct cs_err *e)
 {
-	struct src s;
+	struct dl_src s;
 
 	memset(&s, 0, sizeof(s));
 	s.buf = buf;
 	s.fd = -1;
 	s.len = len;
-	return replay_src(&s, what, allow_torn, st, valid_len, e);
-}
-
-/* --- the live data file --------------------------------------------------- */
-
-/* Write the header into an empty file and make the file's existence
- * durable (the file and its directory entry). */
-static int
-write_header(struct datalog *dl, struct cs_err *e)
-{
-	uint8_t hdr[DL_HEADER_LEN];
-	char dir[PATH_MAX];
-
-	dl_header(hdr);
-	if (pwrite_all(dl->fd, hdr, sizeof(hdr), 0) == -1)
-		return cs_errno(e, "write %s", dl->path);
-	if (fsync(dl->fd) == -1)
-		return cs_errno(e, "fsync %s", dl->path);
-	path_dirname(dl->path, dir, sizeof(dir));
-	if (fsync_dir(dir, e) == -1)
-		return -1;
-	if (sha_update(dl->sha, hdr, sizeof(hdr)) == -1 ||
-	    chunkhash_update(dl->chunks, hdr, sizeof(hdr)) == -1)
-		return cs_errf(e, "sha256 failed");
-	dl->end = DL_HEADER_LEN;
-	return 0;
-}
-
-/* Replay the existing file (streamed, hashing as it goes), cut a torn
- * tail. */
-static int
-recover(struct datalog *dl, off_t size, struct cs_err *e)
-{
-	struct src s;
-	size_t valid = 0;
-	int rc = -1;
-
-	memset(&s, 0, sizeof(s));
-	if ((uint64_t)size > SIZE_MAX) {
-		cs_errf(e, "%s: file too large", dl->path);
-		goto out;
-	}
-	s.fd = dl->fd;
-	s.len = (size_t)size;
-	s.sha = dl->sha;
-	s.chunks = dl->chunks;
-	(void)posix_fadvise(dl->fd, 0, size, POSIX_FADV_SEQUENTIAL);
-	if (replay_src(&s, dl->path, 1, &dl->st, &valid, e) == -1)
-		goto out;
-	dl->end = valid;
-	if (valid < (size_t)size) {
-		dl->cut = (uint64_t)size - valid;
-		if (ftruncate(dl->fd, (off_t)valid) == -1) {
-			cs_errno(e, "truncate %s", dl->path);
-			goto out;
-		}
-		if (fsync(dl->fd) == -1) {
-			cs_errno(e, "fsync %s", dl->path);
-			goto out;
-		}
-	}
-	/* Only the header was torn: start over as with a new file (the
-	 * hash has been fed nothing). */
-	if (valid == 0 && write_header(dl, e) == -1)
-		goto out;
-	/* What a killed agent wrote may still sit in the page cache; make
-	 * it durable before anything is built on it. */
-	if (fdatasync(dl->fd) == -1) {
-		cs_errno(e, "fdatasync %s", dl->path);
-		goto out;
-	}
-	rc = 0;
-out:
-	free(s.win);
-	return rc;
-}
-
-static int send_chain_from_file(void *ctx, const char *dst, uint64_t seq,
-    uint8_t out[DL_CHAIN_LEN]);
-
-int
-datalog_open(const char *path, struct datalog **out, struct cs_err *e)
-{
-	struct datalog *dl;
-	struct stat sb;
-	char tmp[PATH_MAX];
-	int rc = -1;
-
-	*out = NULL;
-	if ((dl = calloc(1, sizeof(*dl))) == NULL) {
-		cs_errf(e, "out of memory");
-		goto out;
-	}
-	dl->fd = -1;
-	wbuf_init(&dl->pend);
-	if (dl_state_init(&dl->st, 0) == -1 ||
-	    (dl->path = strdup(path)) == NULL ||
-	    (dl->sha = sha_new()) == NULL ||
-	    (dl->chunks = chunkhash_new(chunk_size_default())) == NULL) {
-		cs_errf(e, "out of memory");
-		goto out;
-	}
-	dl->st.by_ref = 1;
-	dl->st.no_sends = 1;
-	dl->st.send_chain = send_chain_from_file;
-	dl->st.send_chain_ctx = dl;
-	dl->fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
-	if (dl->fd == -1 && errno == ELOOP) {
-		cs_errf(e, "data file %s is a symbolic link, which an agent "
-		    "does not follow (the link could be changed under it): "
-		    "give the file's real path in the config (realpath %s)",
-		    path, path);
-		goto out;
-	}
-	if (dl->fd == -1) {
-		cs_errno(e, "open %s", path);
-		goto out;
-	}
-	if (flock(dl->fd, LOCK_EX | LOCK_NB) == -1) {
-		if (errno == EWOULDBLOCK)
-			cs_errf(e, "data file %s is locked by another process "
-			    "(is its agent running?)", path);
-		else
-			cs_errno(e, "lock %s", path);
-		goto out;
-	}
-	if (fstat(dl->fd, &sb) == -1) {
-		cs_errno(e, "stat %s", path);
-		goto out;
-	}
-	if (!S_ISREG(sb.st_mode)) {
-		cs_errf(e, "%s: not a regular file", path);
-		goto out;
-	}
-	/* A compaction killed before its switch leaves its new file
-	 * behind; the old one (this) is whole. The lock makes it ours. */
-	if (snprintf(tmp, sizeof(tmp), "%s%s", path, DL_REWRITE_SUFFIX) <
-	    (int)sizeof(tmp) && unlink(tmp) == -1 && errno != ENOENT) {
-		cs_errno(e, "remove %s", tmp);
-		goto out;
-	}
-	if (sb.st_size == 0) {
-		if (write_header(dl, e) == -1)
-			goto out;
-	} else if (recover(dl, sb.st_size, e) == -1)
-		goto out;
-	dl->written = dl->synced = dl->need = dl->end;
-	*out = dl;
-	dl = NULL;
-	rc = 0;
-out:
-	datalog_close(dl);
-	return rc;
-}
-
-void
-datalog_close(struct datalog *dl)
-{
-	struct cs_err e;
-
-	if (dl == NULL)
-		return;
-	/* Records never synced were never promised to anyone (the agent
-	 * syncs before it closes); writing them is only the tidy end. */
-	if (dl->fd != -1 && !dl->failed)
-		(void)datalog_flush(dl, &e);
-	if (dl->fd != -1)
-		close(dl->fd);		/* releases the flock */
-	dl_state_free(&dl->st);
-	sha_free(dl->sha);
-	chunkhash_free(dl->chunks);
-	wbuf_free(&dl->pend);
-	free(dl->path);
-	free(dl);
-}
-
-const struct dl_state *
-datalog_state(const struct datalog *dl)
-{
-	return &dl->st;
-}
-
-/* The error of every call after a failed write or fsync. */
-static int
-refuse_failed(const struct datalog *dl, struct cs_err *e)
-{
-	return cs_errf(e, "data file %s: an earlier write failed; restart the "
-	    "agent to recover", dl->path);
-}
-
-int
-datalog_append(struct datalog *dl, const struct dl_record *r,
-    struct cs_err *e)
-{
-	struct cs_err why;
-	const uint8_t *rec;
-	size_t staged = dl->pend.len, n;
-
-	if (dl->failed)
-		return refuse_failed(dl, e);
-	if (dl_state_check(&dl->st, r, e) == -1)
-		return -1;
-	dl_encode(&dl->pend, r);
-	if (dl->pend.oom) {
-		/* Nothing of this record is staged for good: forget it. */
-		dl->pend.oom = 0;
-		dl->pend.len = staged;
-		return cs_errf(e, "out of memory");
-	}
-	rec = dl->pend.data + staged;
-	n = dl->pend.len - staged;
-	if (sha_update(dl->sha, rec, n) == -1 ||
-	    chunkhash_update(dl->chunks, rec, n) == -1) {
-		dl->failed = 1;
-		return cs_errf(e, "sha256 failed");
-	}
-	dl->st.rec_off = dl->end;
-	dl->end += n;
-	if (r->type != DL_ACK)
-		dl->need = dl->end;
-	if (dl_state_apply(&dl->st, r, &why) == -1) {
-		dl->failed = 1;
-		return cs_errf(e, "data file %s: %s", dl->path, why.msg);
-	}
-	return dl->pend.len >= DL_PEND_MAX ? datalog_flush(dl, e) : 0;
-}
-
-int
-datalog_flush(struct datalog *dl, struct cs_err *e)
-{
-	if (dl->failed)
-		return refuse_failed(dl, e);
-	if (dl->pend.len == 0)
-		return 0;
-	if (pwrite_all(dl->fd, dl->pend.data, dl->pend.len,
-	    (off_t)dl->written) == -1) {
-		cs_errno(e, "write %s", dl->path);
-		/* The staged records are already in the in-memory state, so
-		 * the agent cannot go on; and a partial record must not stay,
-		 * or a restart would see corruption instead of a torn tail. */
-		dl->failed = 1;
-		(void)ftruncate(dl->fd, (off_t)dl->written);
-		return -1;
-	}
-	dl->written = dl->end;
-	wbuf_reset(&dl->pend);
-	if (dl->pend.cap > DL_PEND_KEEP)
-		wbuf_free(&dl->pend);
-	return 0;
-}
-
-int
-datalog_sync(struct datalog *dl, struct cs_err *e)
-{
-	uint64_t end = dl->end;
-
-	if (dl->failed)
-		return refuse_failed(dl, e);
-	if (dl->synced == end)
-		return 0;
-	if (datalog_flush(dl, e) == -1)
-		return -1;
-	/* After a failed fsync the kernel may have dropped the dirty pages
-	 * and cleared the error: a retry could "succeed" without the data. */
-	if (fdatasync(dl->fd) == -1) {
-		dl->failed = 1;
-		return cs_errno(e, "fdatasync %s", dl->path);
-	}
-	dl->synced = end;
-	dl->syncs++;
-	return 0;
-}
-
-uint64_t
-datalog_end(const struct datalog *dl)
-{
-	return dl->end;
-}
-
-uint64_t
-datalog_need(const struct datalog *dl)
-{
-	return dl->need;
-}
-
-void
-datalog_require(struct datalog *dl, uint64_t off)
-{
-	assert(off <= dl->end);
-	if (off > dl->need)
-		dl->need = off;
-}
-
-uint64_t
-datalog_syncs(const struct datalog *dl)
-{
-	return dl->syncs;
-}
-
-uint64_t
-datalog_synced(const struct datalog *dl)
-{
-	return dl->synced;
-}
-
-uint64_t
-datalog_cut_bytes(const struct datalog *dl)
-{
-	return dl->cut;
-}
-
-int
-dl_read_at(int fd, const char *what, uint64_t off, size_t n, uint8_t **out,
-    struct cs_err *e)
-{
-	uint8_t *p;
-
-	*out = NULL;
-	if ((p = malloc(n + 1)) == NULL)
-		return cs_errf(e, "out of memory");
-	if (n > 0 && pread_all(fd, p, n, (off_t)off) == -1) {
-		cs_errno(e, "read %s", what);
-		free(p);
-		return -1;
-	}
-	*out = p;
-	return 0;
-}
-
-int
-datalog_read_value(const struct datalog *dl, const struct kv_entry *ent,
-    uint8_t **out, struct cs_err *e)
-{
-	uint8_t *p;
-
-	*out = NULL;
-	if ((p = malloc(ent->vlen + 1)) == NULL)
-		return cs_errf(e, "out of memory");
-	if (datalog_read_value_to(dl, ent, p, e) == -1) {
-		free(p);
-		return -1;
-	}
-	*out = p;
-	return 0;
-}
-
-int
-datalog_read_value_to(const struct datalog *dl, const struct kv_entry *ent,
-    uint8_t *dst, struct cs_err *e)
-{
-	if (ent->val != NULL || ent->voff > dl->end ||
-	    ent->vlen > dl->end - ent->voff)
-		return cs_errf(e, "%s: value reference out of range", dl->path);
-	if (ent->voff >= dl->written) {	/* still staged (a record is never
-					 * split between file and memory) */
-		memcpy(dst, dl->pend.data + (ent->voff - dl->written),
-		    ent->vlen);
-		return 0;
-	}
-	if (ent->vlen > 0 && pread_all(dl->fd, dst, ent->vlen,
-	    (off_t)ent->voff) == -1)
-		return cs_errno(e, "read %s", dl->path);
-	return 0;
-}
-
-struct chain_find {
-	uint64_t seq;
-	uint8_t *out;
-	int rc;			/* 1 found with a chain, 0 without, -1 not */
-};
-
-static int
-chain_found(void *ctx, uint64_t seq, const uint8_t *msg, size_t len,
-    const uint8_t *chain)
-{
-	struct chain_find *f = ctx;
-
-	(void)msg;
-	(void)len;
-	if (seq != f->seq)
-		return 0;
-	f->rc = chain != NULL;
-	if (chain != NULL)
-		memcpy(f->out, chain, DL_CHAIN_LEN);
-	return 1;
-}
-
-/* dl_state.send_chain of a live file: scan from dst's first
- * unacknowledged SEND (only a WELCOME asks, once per connection). */
-static int
-send_chain_from_file(void *ctx, const char *dst, uint64_t seq,
-    uint8_t out[DL_CHAIN_LEN])
-{
-	struct datalog *dl = ctx;
-	struct chain_find f = { seq, out, -1 };
-	uint64_t off = wm_get(&dl->st.sendoff, dst);
-	struct cs_err e;
-
-	if (off < DL_HEADER_LEN)
-		off = DL_HEADER_LEN;
-	if (datalog_read_sends(dl, dst, &off, seq, chain_found, &f, &e) == -1)
-		return -1;
-	return f.rc;
-}
-
-uint64_t
-datalog_last_off(const struct datalog *dl)
-{
-	return dl->st.rec_off;
-}
-
-/* Does r emit a message on self->r->peer: a SEND, a RESOLVE that
- * refunds a dead letter, or a KEPT send a compaction carried over? Its seq
- * on that channel in *seq. */
-static int
-emits_send(const struct dl_record *r, uint64_t *seq)
-{
-	if (r->type == DL_SEND || r->type == DL_KEPT) {
-		*seq = r->seq;
-		return 1;
-	}
-	if (r->type == DL_RESOLVE && r->code == DL_RESOLVE_REFUND) {
-		*seq = r->sseq;
-		return 1;
-	}
-	return 0;
-}
-
-int
-datalog_read_sends(struct datalog *dl, const char *dst, uint64_t *off,
-    uint64_t from, dl_send_fn fn, void *ctx, struct cs_err *e)
-{
-	char peer[NAME_MAX_LEN + 1];
-	const uint8_t *p;
-	struct dl_record r;
-	struct cs_err why;
-	struct src s;
-	size_t at = (size_t)*off, rlen;
-	uint64_t seq;
-	int rc = -1, k = 0;
-
-	memset(&s, 0, sizeof(s));
-	s.fd = dl->fd;
-	s.len = (size_t)dl->synced;
-	if (at < DL_HEADER_LEN || at > dl->end) {
-		cs_errf(e, "%s: send cursor %zu out of range", dl->path, at);
-		goto out;
-	}
-	/* A cursor at or past the durable end has nothing to read yet. */
-	while (k == 0 && at < s.len && s.len - at >= DL_REC_HDR_LEN) {
-		if ((p = src_at(&s, at, DL_REC_HDR_LEN)) == NULL)
-			goto rerr;
-		rlen = le32_get(p);
-		if (rlen == 0 || rlen > DL_MAX_RECORD ||
-		    rlen > s.len - at - DL_REC_HDR_LEN) {
-			cs_errf(e, "%s: corrupt record at offset %zu (bad "
-			    "length)", dl->path, at);
-			goto out;
-		}
-		if ((p = src_at(&s, at, DL_REC_HDR_LEN + rlen)) == NULL)
-			goto rerr;
-		if (rec_crc(p + DL_REC_HDR_LEN, rlen) != le32_get(p + 4) ||
-		    dl_decode(p + DL_REC_HDR_LEN, rlen, &r, peer, &why) == -1) {
-			cs_errf(e, "%s: corrupt record at offset %zu (read "
-			    "back)", dl->path, at);
-			goto out;
-		}
-		at += DL_REC_HDR_LEN + rlen;
-		if (emits_send(&r, &seq) && seq >= from &&
-		    strcmp(r.peer, dst) == 0 &&
-		    (k = fn(ctx, seq, r.msg, r.msglen, r.chain)) == -1) {
-			cs_errf(e, "%s: send to %s seq %llu read back at "
-			    "offset %zu could not be queued", dl->path, dst,
-			    (unsigned long long)seq,
-			    at - DL_REC_HDR_LEN - rlen);
-			goto out;
-		}
-		*off = at;
-	}
-	rc = 0;
-	goto out;
-rerr:
-	cs_errno(e, "read %s", dl->path);
-out:
-	free(s.win);
-	return rc;
-}
-
-int
-datalog_prefix_sha(const struct datalog *dl, uint8_t out[32])
-{
-	return sha_peek(dl->sha, out);
-}
-
-const struct chunkhash *
-datalog_chunks(const struct datalog *dl)
-{
-	return dl->chunks;
-}
-
-int
-datalog_check_unlocked(const char *path, struct cs_err *e)
-{
-	int fd, rc = -1;
-
-	if ((fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)) == -1) {
-		if (errno == ENOENT)
-			rc = 0;
-		else
-			cs_errno(e, "open %s", path);
-		goto out;
-	}
-	if (flock(fd, LOCK_EX | LOCK_NB) == -1) {
-		if (errno == EWOULDBLOCK)
-			cs_errf(e, "agent running: data file %s is locked",
-			    path);
-		else
-			cs_errno(e, "lock %s", path);
-		goto out;
-	}
-	(void)flock(fd, LOCK_UN);
-	rc = 0;
-out:
-	if (fd != -1)
-		close(fd);
-	return rc;
-}
-
-/* --- what a compaction (dlrewrite.c) needs ------------------------------- */
-
-int
-datalog_fd(const struct datalog *dl)
-{
-	return dl->fd;
-}
-
-const char *
-datalog_path(const struct datalog *dl)
-{
-	return dl->path;
-}
-
-int
-dl_replay_fd(int fd, uint64_t start, uint64_t len, const char *what,
-    struct dl_state *st, struct sha_ctx *sha, struct chunkhash *chunks,
-    struct cs_err *e)
-{
-	struct src s;
-	int rc;
-
-	memset(&s, 0, sizeof(s));
-	if (len > SIZE_MAX || start > len)
-		return cs_errf(e, "%s: file too large", what);
-	s.fd = fd;
-	s.len = (size_t)len;
-	s.start = (size_t)start;
-	s.sha = sha;
-	s.chunks = chunks;
-	rc = replay_src(&s, what, 0, st, NULL, e);
-	free(s.win);
-	return rc;
-}
-
-int
-dl_replay_read(uint64_t len, const char *what, dl_read_fn fn, void *ctx,
-    struct dl_state *st, struct sha_ctx *sha, struct cs_err *e)
-{
-	struct src s;
-	int rc;
-
-	memset(&s, 0, sizeof(s));
-	if (len > SIZE_MAX)
-		return cs_errf(e, "%s: file too large", what);
-	s.fd = -1;
-	s.read = fn;
-	s.rctx = ctx;
-	s.len = (size_t)len;
-	s.sha = sha;
-	rc = replay_src(&s, what, 0, st, NULL, e);
-	free(s.win);
-	return rc;
-}
-
-void
-datalog_adopt(struct datalog *dl, int fd, struct dl_state *st,
-    struct sha_ctx *sha, struct chunkhash *chunks, uint64_t end)
-{
-	assert(dl->pend.len == 0 && dl->written == dl->end);
-	close(dl->fd);
-	dl->fd = fd;
-	dl_state_free(&dl->st);
-	dl->st = *st;
-	memset(st, 0, sizeof(*st));
-	dl->st.no_sends = 1;
-	dl->st.send_chain = send_chain_from_file;
-	dl->st.send_chain_ctx = dl;
-	sha_free(dl->sha);
-	dl->sha = sha;
-	chunkhash_free(dl->chunks);
-	dl->chunks = chunks;
-	dl->written = dl->end = dl->synced = dl->need = end;
-}
-
-void
-datalog_fail(struct datalog *dl)
-{
-	dl->failed = 1;
-}
-
-int
-datalog_failed(const struct datalog *dl)
-{
-	return dl->failed;
+	return dl_replay_src(&s, what, allow_torn, st, valid_len, e);
 }

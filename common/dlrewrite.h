@@ -26,6 +26,7 @@
 
 #include <stdint.h>
 #include "datalog.h"
+#include "dlfile.h"
 #include "err.h"
 
 struct dl_rewrite;

@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "../../agent/agent_int.h"
+#include "../../common/dlfile.h"
 #include "../../common/log.h"
 
 #define NCONN 3

@@ -14,6 +14,7 @@
 
 #include "../../common/chunkhash.h"
 #include "../../common/datalog.h"
+#include "../../common/dlfile.h"
 #include "../../common/sha.h"
 #include "unit.h"
 

@@ -16,6 +16,7 @@
 #include "../../common/chain.h"
 #include "../../common/chmsg.h"
 #include "../../common/datalog.h"
+#include "../../common/dlfile.h"
 #include "../../common/fsutil.h"
 #include "../../common/sha.h"
 #include "unit.h"

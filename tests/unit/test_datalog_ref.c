@@ -15,6 +15,7 @@
 #include <cmocka.h>
 
 #include "../../common/datalog.h"
+#include "../../common/dlfile.h"
 #include "../../common/sha.h"
 #include "unit.h"
 

@@ -14,6 +14,7 @@
 
 #include "../../common/datalog.h"
 #include "unit.h"
+#include "../../common/dlfile.h"
 
 static void
 append(struct datalog *dl, const struct dl_record *r)

@@ -19,6 +19,7 @@
 #include <cmocka.h>
 
 #include "../../common/datalog.h"
+#include "../../common/dlfile.h"
 #include "../../common/dlrewrite.h"
 #include "../../common/fsutil.h"
 #include "unit.h"

@@ -21,6 +21,7 @@
 #include "../../common/chmsg.h"
 #include "../../common/chunkhash.h"
 #include "../../common/datalog.h"
+#include "../../common/dlfile.h"
 #include "../../common/fsutil.h"
 #include "../../common/sha.h"
 #include "../../store/store_int.h"

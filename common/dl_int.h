@@ -1,0 +1,43 @@
+/* dl_int.h - what datalog.c (records, state, replay) shares with
+ * dlfile.c (the live file) and no other file: the replay engine, which
+ * reads a memory image or an open file through a bounded window. */
+#ifndef CUTSNAP_DL_INT_H
+#define CUTSNAP_DL_INT_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "datalog.h"
+
+struct sha_ctx;
+struct chunkhash;
+
+/*
+ * Where a replay reads from: a whole image in memory (offline tools), or
+ * the open file through a bounded window (an agent's recovery), so that
+ * replaying a large file needs memory for one record, not for the file.
+ */
+#define DL_SRC_WINDOW (1u << 20)
+
+struct dl_src {
+	const uint8_t *buf;	/* the image, or NULL: read fd */
+	int fd;
+	dl_read_fn read;	/* with fd -1: reads the image instead */
+	void *rctx;
+	size_t len;		/* bytes in the image or file */
+	size_t start;		/* 0, or a record boundary to start at (the
+				 * state holds the replay of [0, start)) */
+	uint8_t *win;		/* fd: window holding [woff, woff + wlen) */
+	size_t woff, wlen, wcap;
+	struct sha_ctx *sha;	/* fd: fed every accepted byte, or NULL */
+	struct chunkhash *chunks;	/* the same for the chunk digests */
+};
+
+/* datalog.c */
+uint32_t dl_rec_crc(const uint8_t *p, size_t n);
+const uint8_t *dl_src_at(struct dl_src *s, size_t off, size_t n);
+int dl_replay_src(struct dl_src *s, const char *what, int allow_torn,
+    struct dl_state *st, size_t *valid_len, struct cs_err *e);
+int dl_decode(const uint8_t *p, size_t n, struct dl_record *r,
+    char peer[NAME_MAX_LEN + 1], struct cs_err *e);
+
+#endif
