@@ -74,6 +74,19 @@ int cmd_help(const char *text);
 int cmd_conf_opts(int argc, char **argv, const char *usage, int in_order,
     const char **conf);
 
+/* The options of start and stop: -c CONF, -t SEC (default 10), --help,
+ * and with log_level (start) -l LEVEL, which sets cmd_agent_log_level;
+ * no other argument. Returns -1 to go on, otherwise the exit status to
+ * return (the error or the help printed). */
+int cmd_cluster_opts(int argc, char **argv, const char *usage, int log_level,
+    const char **conf, uint64_t *timeout_s);
+/* Open the repository of -r REPO for a command: "missing -r REPO" when
+ * repo is NULL, store_open in mode (a bad repository is a usage error),
+ * then, with keyfile (--key), its key (cmd_key_set). EXIT_OK with *out to
+ * store_close, or the exit status after printing the error (*out NULL). */
+int cmd_open_repo(const char *repo, int mode, const char *keyfile,
+    struct store **out);
+
 /* Load the config at path (NULL: usage error "missing -c CONF"). Returns
  * 0, or EXIT_USAGE after printing the error. */
 int cmd_load_config(const char *path, struct cfg **out);

@@ -174,8 +174,8 @@ cmd_forget(int argc, char **argv)
 	    !p.dry_run)
 		return cmd_usage_error("--keep-last 0 forgets every complete "
 		    "snapshot: add --force if that is what you mean");
-	if (store_open(repo, STORE_WRITE, &st, &e) == -1)
-		return cmd_fail(EXIT_USAGE, "%s", e.msg);
+	if ((rc = cmd_open_repo(repo, STORE_WRITE, NULL, &st)) != EXIT_OK)
+		return rc;
 	/* The listing before the change, to name what goes. */
 	if (store_list(st, &v, &nv, &e) == -1 ||
 	    store_forget(st, &p, &res, &e) == -1) {

@@ -185,10 +185,8 @@ cmd_ls(int argc, char **argv)
 	if (optind < argc)
 		return cmd_usage_error("unexpected argument '%s'",
 		    argv[optind]);
-	if (repo == NULL)
-		return cmd_usage_error("missing -r REPO");
-	if (store_open(repo, STORE_READ, &st, &e) == -1)
-		return cmd_fail(EXIT_USAGE, "%s", e.msg);
+	if ((rc = cmd_open_repo(repo, STORE_READ, NULL, &st)) != EXIT_OK)
+		return rc;
 	if (store_lock(st, 0, &e) == -1 ||
 	    store_list(st, &v, &n, &e) == -1) {
 		rc = cmd_fail(EXIT_FAILED, "%s", e.msg);

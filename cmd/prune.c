@@ -87,10 +87,8 @@ cmd_prune(int argc, char **argv)
 	if (optind < argc)
 		return cmd_usage_error("unexpected argument '%s'",
 		    argv[optind]);
-	if (repo == NULL)
-		return cmd_usage_error("missing -r REPO");
-	if (store_open(repo, STORE_WRITE, &st, &e) == -1)
-		return cmd_fail(EXIT_USAGE, "%s", e.msg);
+	if ((rc = cmd_open_repo(repo, STORE_WRITE, NULL, &st)) != EXIT_OK)
+		return rc;
 	if (store_prune(st, dry_run, force, &r, &e) == -1) {
 		rc = cmd_fail(EXIT_FAILED, "%s", e.msg);
 		goto out;

@@ -208,11 +208,7 @@ cmd_restore(int argc, char **argv)
 		}
 	}
 	files = nonly > 0 ? (int)nonly : c->nagents;
-	if (store_open(repo, STORE_READ, &st, &e) == -1) {
-		rc = cmd_fail(EXIT_USAGE, "%s", e.msg);
-		goto out;
-	}
-	if ((rc = cmd_key_set(st, keyfile)) != 0)
+	if ((rc = cmd_open_repo(repo, STORE_READ, keyfile, &st)) != EXIT_OK)
 		goto out;
 	if (store_check_paths(st, c, &e) == -1) {
 		rc = cmd_fail(EXIT_USAGE, "%s", e.msg);

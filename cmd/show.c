@@ -510,8 +510,8 @@ cmd_show(int argc, char **argv)
 		return cmd_usage_error("missing -r REPO");
 	if (v.key != NULL && v.key[0] == '\0')
 		return cmd_usage_error("empty KEY for --sum");
-	if (store_open(repo, STORE_READ, &st, &e) == -1)
-		return cmd_fail(EXIT_USAGE, "%s", e.msg);
+	if ((rc = cmd_open_repo(repo, STORE_READ, NULL, &st)) != EXIT_OK)
+		return rc;
 	if (store_lock(st, 0, &e) == -1) {
 		rc = cmd_fail(EXIT_FAILED, "%s", e.msg);
 		goto out;

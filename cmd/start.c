@@ -32,14 +32,6 @@ static const char usage_text[] =
     "Exit status: 0 once all agents answer, 1 if one failed to start, 2 bad\n"
     "usage or bad config.\n";
 
-static const struct option opts[] = {
-	{ "config", required_argument, NULL, 'c' },
-	{ "timeout", required_argument, NULL, 't' },
-	{ "log-level", required_argument, NULL, 'l' },
-	{ "help", no_argument, NULL, 'h' },
-	{ NULL, 0, NULL, 0 },
-};
-
 /* Agent i was started here as pid; 1 if it has exited (e set), else 0. */
 static int
 exited_early(const struct cfg *c, int i, pid_t pid, struct cs_err *e)
@@ -140,43 +132,15 @@ int
 cmd_start(int argc, char **argv)
 {
 	const char *conf = NULL;
-	uint64_t timeout = 10;
+	uint64_t timeout;
 	struct cfg *c = NULL;
 	pid_t *pids = NULL, *running = NULL;
 	struct cs_err e;
-	int ch, rc, i;
+	int rc, i;
 
-	optind = 1;
-	opterr = 0;
-	while ((ch = getopt_long(argc, argv, ":c:t:l:h", opts, NULL)) != -1) {
-		switch (ch) {
-		case 'c':
-			conf = optarg;
-			break;
-		case 't':
-			if (cmd_parse_pos(optarg, "timeout", 86400, &timeout)
-			    == -1)
-				return EXIT_USAGE;
-			break;
-		case 'l':
-			if (strcmp(optarg, "error") != 0 &&
-			    strcmp(optarg, "warn") != 0 &&
-			    strcmp(optarg, "info") != 0 &&
-			    strcmp(optarg, "debug") != 0)
-				return cmd_usage_error("invalid log level '%s': "
-				    "expected error, warn, info or debug",
-				    optarg);
-			cmd_agent_log_level = optarg;
-			break;
-		case 'h':
-			return cmd_help(usage_text);
-		default:
-			return cmd_bad_option(argv, ch);
-		}
-	}
-	if (optind < argc)
-		return cmd_usage_error("unexpected argument '%s'",
-		    argv[optind]);
+	if ((rc = cmd_cluster_opts(argc, argv, usage_text, 1, &conf,
+	    &timeout)) >= 0)
+		return rc;
 	if ((rc = cmd_load_config(conf, &c)) != 0)
 		return rc;
 	if ((pids = calloc((size_t)c->nagents, sizeof(*pids))) == NULL ||

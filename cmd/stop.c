@@ -37,13 +37,6 @@ static const char usage_text[] =
     "Exit status: 0 once all agents have exited, 1 if one did not exit in\n"
     "time (named with its pid), 2 bad usage or bad config.\n";
 
-static const struct option opts[] = {
-	{ "config", required_argument, NULL, 'c' },
-	{ "timeout", required_argument, NULL, 't' },
-	{ "help", no_argument, NULL, 'h' },
-	{ NULL, 0, NULL, 0 },
-};
-
 /* The state letter of process pid ("pid (comm) S ..."; comm may hold
  * spaces and parentheses), or 0 if it cannot be read. */
 static char
@@ -242,32 +235,14 @@ int
 cmd_stop(int argc, char **argv)
 {
 	const char *conf = NULL;
-	uint64_t timeout = 10;
+	uint64_t timeout;
 	struct cfg *c = NULL;
 	struct cs_err e;
-	int ch, rc;
+	int rc;
 
-	optind = 1;
-	opterr = 0;
-	while ((ch = getopt_long(argc, argv, ":c:t:h", opts, NULL)) != -1) {
-		switch (ch) {
-		case 'c':
-			conf = optarg;
-			break;
-		case 't':
-			if (cmd_parse_pos(optarg, "timeout", 86400, &timeout)
-			    == -1)
-				return EXIT_USAGE;
-			break;
-		case 'h':
-			return cmd_help(usage_text);
-		default:
-			return cmd_bad_option(argv, ch);
-		}
-	}
-	if (optind < argc)
-		return cmd_usage_error("unexpected argument '%s'",
-		    argv[optind]);
+	if ((rc = cmd_cluster_opts(argc, argv, usage_text, 0, &conf,
+	    &timeout)) >= 0)
+		return rc;
 	if ((rc = cmd_load_config(conf, &c)) != 0)
 		return rc;
 	if (cmd_stop_cluster(c, (int)timeout, &e) == -1)

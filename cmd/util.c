@@ -17,6 +17,7 @@
 #include "../common/config.h"
 #include "../common/wire.h"
 #include "cmd.h"
+#include "../store/store.h"
 
 const char *cmd_name = "cutsnap";
 const char *cmd_agent_log_level;
@@ -488,4 +489,82 @@ out:
 	wbuf_free(&req);
 	cfg_free(c);
 	return rc;
+}
+
+int
+cmd_cluster_opts(int argc, char **argv, const char *usage, int log_level,
+    const char **conf, uint64_t *timeout_s)
+{
+	static const struct option opts[] = {	/* stop */
+		{ "config", required_argument, NULL, 'c' },
+		{ "timeout", required_argument, NULL, 't' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	static const struct option opts_l[] = {	/* start */
+		{ "config", required_argument, NULL, 'c' },
+		{ "timeout", required_argument, NULL, 't' },
+		{ "help", no_argument, NULL, 'h' },
+		{ "log-level", required_argument, NULL, 'l' },
+		{ NULL, 0, NULL, 0 },
+	};
+	int ch;
+
+	*conf = NULL;
+	*timeout_s = 10;
+	optind = 1;
+	opterr = 0;
+	while ((ch = getopt_long(argc, argv, log_level ? ":c:t:l:h" : ":c:t:h",
+	    log_level ? opts_l : opts, NULL)) != -1) {
+		switch (ch) {
+		case 'c':
+			*conf = optarg;
+			break;
+		case 't':
+			if (cmd_parse_pos(optarg, "timeout", 86400, timeout_s)
+			    == -1)
+				return EXIT_USAGE;
+			break;
+		case 'l':
+			if (strcmp(optarg, "error") != 0 &&
+			    strcmp(optarg, "warn") != 0 &&
+			    strcmp(optarg, "info") != 0 &&
+			    strcmp(optarg, "debug") != 0)
+				return cmd_usage_error("invalid log level '%s': "
+				    "expected error, warn, info or debug",
+				    optarg);
+			cmd_agent_log_level = optarg;
+			break;
+		case 'h':
+			return cmd_help(usage);
+		default:
+			return cmd_bad_option(argv, ch);
+		}
+	}
+	if (optind < argc)
+		return cmd_usage_error("unexpected argument '%s'",
+		    argv[optind]);
+	return -1;
+}
+
+int
+cmd_open_repo(const char *repo, int mode, const char *keyfile,
+    struct store **out)
+{
+	struct cs_err e;
+	int rc;
+
+	*out = NULL;
+	if (repo == NULL)
+		return cmd_usage_error("missing -r REPO");
+	if (store_open(repo, mode, out, &e) == -1) {
+		*out = NULL;
+		return cmd_fail(EXIT_USAGE, "%s", e.msg);
+	}
+	if (keyfile != NULL && (rc = cmd_key_set(*out, keyfile)) != 0) {
+		store_close(*out);
+		*out = NULL;
+		return rc;
+	}
+	return EXIT_OK;
 }

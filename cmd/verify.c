@@ -149,12 +149,8 @@ cmd_verify(int argc, char **argv)
 	if (argc - optind == 1 &&
 	    cmd_parse_pos(argv[optind], "snapshot id", INT64_MAX, &id) == -1)
 		return EXIT_USAGE;
-	if (repo == NULL)
-		return cmd_usage_error("missing -r REPO");
-	if (store_open(repo, STORE_READ, &st, &e) == -1)
-		return cmd_fail(EXIT_USAGE, "%s", e.msg);
-	if ((rc = cmd_key_set(st, keyfile)) != 0)
-		goto out;
+	if ((rc = cmd_open_repo(repo, STORE_READ, keyfile, &st)) != EXIT_OK)
+		return rc;
 	if (store_lock(st, 0, &e) == -1) {
 		rc = cmd_fail(EXIT_FAILED, "%s", e.msg);
 		goto out;
