@@ -76,7 +76,7 @@ struct conn {
 				 * (one per connection) */
 	int compact_wait;	/* asked for a compaction: answered when
 				 * the rewrite is durable */
-	int dead;		/* closed; freed by conn_reap */
+	int dead;		/* closed; freed by agent_conn_reap */
 	/* TCP + TLS (agents with an addr, xport.h); x is NULL on a Unix
 	 * socket. Nothing is read or written before the handshake is done
 	 * and the peer's CN is accepted. */
@@ -252,61 +252,61 @@ int agent_append_send(struct agent *a, int d, const struct dl_record *r,
 void agent_commit(struct agent *a);
 
 /* listen.c */
-int listen_open(struct agent *a, struct cs_err *e);
-void listen_accept(struct agent *a);
-void listen_close(struct agent *a);	/* idempotent */
+int agent_listen_open(struct agent *a, struct cs_err *e);
+void agent_listen_accept(struct agent *a);
+void agent_listen_close(struct agent *a);	/* idempotent */
 
 /* conn.c */
-struct conn *conn_new(struct agent *a, int fd, enum conn_role role,
+struct conn *agent_conn_new(struct agent *a, int fd, enum conn_role role,
     int connecting);
-void conn_close(struct agent *a, struct conn *c, const char *why);
-void conn_reap(struct agent *a);
+void agent_conn_close(struct agent *a, struct conn *c, const char *why);
+void agent_conn_reap(struct agent *a);
 /* Queue a frame that may leave once the log is durable up to off. */
-void conn_send(struct agent *a, struct conn *c, uint8_t type,
+void agent_conn_send(struct agent *a, struct conn *c, uint8_t type,
     const void *payload, size_t plen, uint64_t off);
-/* conn_reply(REPLY_OK, the value of ent) with the value read from the
+/* agent_conn_reply(REPLY_OK, the value of ent) with the value read from the
  * data file straight into the output buffer (one copy of a large value,
  * not three). */
-void conn_reply_value(struct agent *a, struct conn *c,
+void agent_conn_reply_value(struct agent *a, struct conn *c,
     const struct kv_entry *ent, uint64_t off);
-void conn_reply(struct agent *a, struct conn *c, uint8_t code,
+void agent_conn_reply(struct agent *a, struct conn *c, uint8_t code,
     const void *body, size_t blen, uint64_t off);
-void conn_replyf(struct agent *a, struct conn *c, uint8_t code,
+void agent_conn_replyf(struct agent *a, struct conn *c, uint8_t code,
     const char *fmt, ...) __attribute__((format(printf, 4, 5)));
-size_t conn_pending(const struct conn *c);
-void conn_release(struct agent *a, struct conn *c, uint64_t synced);
-void conn_flush(struct agent *a, struct conn *c);
-void conn_event(struct agent *a, struct conn *c, uint32_t ev);
+size_t agent_conn_pending(const struct conn *c);
+void agent_conn_release(struct agent *a, struct conn *c, uint64_t synced);
+void agent_conn_flush(struct agent *a, struct conn *c);
+void agent_conn_event(struct agent *a, struct conn *c, uint32_t ev);
 /* Make c a TLS connection (server: accepted here); 0 / -1 (closed). */
-int conn_tls(struct agent *a, struct conn *c, int server);
+int agent_conn_tls(struct agent *a, struct conn *c, int server);
 /* Close handshakes past their deadline; ms until the next, or -1. */
-int conn_hs_timeout(struct agent *a, int64_t now);
+int agent_conn_hs_timeout(struct agent *a, int64_t now);
 /* Read what TLS holds decrypted (epoll cannot see it); 1 if some is
  * still held after that (budget), so the loop must not sleep. */
-int conn_tls_pending(struct agent *a);
+int agent_conn_tls_pending(struct agent *a);
 
 /* client_req.c */
-void client_frame(struct agent *a, struct conn *c, uint8_t type,
+void agent_client_frame(struct agent *a, struct conn *c, uint8_t type,
     const uint8_t *p, size_t n);
 
 /* deadletter.c: W_REQ_DEAD_LIST and W_REQ_DEAD_RESOLVE */
-void dead_list_reply(struct agent *a, struct conn *c, struct rbuf *r);
-void dead_resolve(struct agent *a, struct conn *c, struct rbuf *r);
+void agent_dead_list_reply(struct agent *a, struct conn *c, struct rbuf *r);
+void agent_dead_resolve(struct agent *a, struct conn *c, struct rbuf *r);
 
 /* compact.c */
-void compact_init(struct agent *a);
+void agent_compact_init(struct agent *a);
 /* Start an automatic rewrite when due; finish one whose thread is done
  * once no snapshot's recorded prefix is being read. */
-void compact_tick(struct agent *a);
+void agent_compact_tick(struct agent *a);
 /* The epoll tag of a rewrite's wake-up descriptor. */
-void compact_event(struct agent *a);
-void compact_request(struct agent *a, struct conn *c);
-void compact_free(struct agent *a);
+void agent_compact_event(struct agent *a);
+void agent_compact_request(struct agent *a, struct conn *c);
+void agent_compact_free(struct agent *a);
 /* 1 while a snapshot holds a recorded prefix of the data file. */
-int snap_holds_prefix(const struct agent *a);
+int agent_snap_holds_prefix(const struct agent *a);
 
 /* status.c */
-void status_reply(struct agent *a, struct conn *c);
+void agent_status_reply(struct agent *a, struct conn *c);
 /* A channel of this agent, either way, whose two ends come from different
  * histories: 1 with a one-line description in why, else 0. */
 int agent_diverged(const struct agent *a, char *why, size_t whysz);
@@ -318,56 +318,57 @@ int agent_check_dropped(const struct cfg *c, int self,
     const struct dl_state *st, struct cs_err *e);
 
 /* outch.c */
-int outch_init(struct agent *a, struct cs_err *e);
-void outch_free(struct agent *a);
-int outch_enqueue(struct agent *a, int dst, enum qkind kind, uint64_t seq,
+int agent_outch_init(struct agent *a, struct cs_err *e);
+void agent_outch_free(struct agent *a);
+int agent_outch_enqueue(struct agent *a, int dst, enum qkind kind, uint64_t seq,
     const struct snapuid *snap, uint64_t off, const uint8_t *payload,
     size_t len);
-void outch_pump(struct agent *a, int dst);
-void outch_frame(struct agent *a, struct conn *c, uint8_t type,
+void agent_outch_pump(struct agent *a, int dst);
+void agent_outch_frame(struct agent *a, struct conn *c, uint8_t type,
     const uint8_t *p, size_t n);
 /* Peer d connected to us: retry a channel to it that waits for backoff. */
-void outch_peer_alive(struct agent *a, int d);
-void outch_connected(struct agent *a, struct conn *c);
-void outch_closed(struct agent *a, struct conn *c);
-void outch_timers(struct agent *a, int64_t now);
-int outch_timeout(struct agent *a, int64_t now);
+void agent_outch_peer_alive(struct agent *a, int d);
+void agent_outch_connected(struct agent *a, struct conn *c);
+void agent_outch_closed(struct agent *a, struct conn *c);
+void agent_outch_timers(struct agent *a, int64_t now);
+int agent_outch_timeout(struct agent *a, int64_t now);
 /* Hold, or release with mode (enum release_mode); -1 out of memory. */
-int outch_hold(struct agent *a, int dst, int hold, int mode);
-size_t outch_queued(const struct agent *a, int dst);
-size_t outch_unacked(const struct agent *a, int dst);	/* messages */
+int agent_outch_hold(struct agent *a, int dst, int hold, int mode);
+size_t agent_outch_queued(const struct agent *a, int dst);
+size_t agent_outch_unacked(const struct agent *a, int dst);	/* messages */
 
 /* inch.c */
-int inch_init(struct agent *a);
-void inch_free(struct agent *a);
-void inch_hello(struct agent *a, struct conn *c, const uint8_t *p, size_t n);
-void inch_frame(struct agent *a, struct conn *c, uint8_t type,
+int agent_inch_init(struct agent *a);
+void agent_inch_free(struct agent *a);
+void agent_inch_hello(struct agent *a, struct conn *c, const uint8_t *p,
+    size_t n);
+void agent_inch_frame(struct agent *a, struct conn *c, uint8_t type,
     const uint8_t *p, size_t n);
-void inch_closed(struct agent *a, struct conn *c);
-void inch_batch_done(struct agent *a, struct conn *c);
+void agent_inch_closed(struct agent *a, struct conn *c);
+void agent_inch_batch_done(struct agent *a, struct conn *c);
 
 /* snapshot.c */
 /* timeout_s: the coordinator's; 0 for the default. label: the snapshot's
  * id in its repository, for messages (0: unknown). */
-void snap_join(struct agent *a, struct conn *c, const struct snapuid *id,
+void agent_snap_join(struct agent *a, struct conn *c, const struct snapuid *id,
     uint32_t timeout_s, uint64_t label);
-void snap_start(struct agent *a, const struct snapuid *id);
-void snap_done(struct agent *a, const struct snapuid *id, int committed);
+void agent_snap_start(struct agent *a, const struct snapuid *id);
+void agent_snap_done(struct agent *a, const struct snapuid *id, int committed);
 /* W_SNAP_FETCH on c: bytes [off, off + len) of the recorded prefix of a
  * snapshot c coordinates and that is reported, as W_SNAP_DATA. */
-void snap_fetch(struct agent *a, struct conn *c, const struct snapuid *id,
+void agent_snap_fetch(struct agent *a, struct conn *c, const struct snapuid *id,
     uint64_t off, uint32_t len);
-void snap_marker(struct agent *a, int src, const struct snapuid *id,
+void agent_snap_marker(struct agent *a, int src, const struct snapuid *id,
     uint64_t s);
 /* A message seq from src was applied (its chmsg bytes p[0, n)): recorded
  * in every snapshot whose window on src->self holds it. */
-int snap_applied(struct agent *a, int src, uint64_t seq, const uint8_t *p,
+int agent_snap_applied(struct agent *a, int src, uint64_t seq, const uint8_t *p,
     size_t n);
-void snap_conn_closed(struct agent *a, struct conn *c);
-void snap_tick(struct agent *a);
+void agent_snap_conn_closed(struct agent *a, struct conn *c);
+void agent_snap_tick(struct agent *a);
 /* Forget snapshots past their deadline; ms until the next, or -1. */
-int snap_timeout(struct agent *a, int64_t now);
-void snap_free(struct agent *a);
-const char *snap_phase_name(enum snap_phase p);	/* "recording" */
+int agent_snap_timeout(struct agent *a, int64_t now);
+void agent_snap_free(struct agent *a);
+const char *agent_snap_phase_name(enum snap_phase p);	/* "recording" */
 
 #endif

@@ -24,7 +24,7 @@ st(const struct agent *a)
 static void
 badreq(struct agent *a, struct conn *c, const char *what)
 {
-	conn_replyf(a, c, REPLY_BADREQ, "malformed %s request", what);
+	agent_conn_replyf(a, c, REPLY_BADREQ, "malformed %s request", what);
 }
 
 /* The agent index of a channel peer named by a request, or -1 after
@@ -35,11 +35,12 @@ req_dst(struct agent *a, struct conn *c, const char *dst)
 	int d = cfg_find(a->c, dst);
 
 	if (d == -1) {
-		conn_replyf(a, c, REPLY_BADREQ, "unknown agent %s", dst);
+		agent_conn_replyf(a, c, REPLY_BADREQ, "unknown agent %s", dst);
 		return -1;
 	}
 	if (d == a->self || !cfg_has_channel(a->c, a->self, d)) {
-		conn_replyf(a, c, REPLY_BADREQ, "no channel %s->%s", a->name, dst);
+		agent_conn_replyf(a, c, REPLY_BADREQ, "no channel %s->%s",
+		    a->name, dst);
 		return -1;
 	}
 	return d;
@@ -59,7 +60,8 @@ req_put(struct agent *a, struct conn *c, struct rbuf *r)
 		return;
 	}
 	if (kl > WIRE_MAX_KEY || vl > WIRE_MAX_VALUE) {
-		conn_replyf(a, c, REPLY_BADREQ, "%s is %zu bytes, at most %u",
+		agent_conn_replyf(a, c, REPLY_BADREQ,
+		    "%s is %zu bytes, at most %u",
 		    kl > WIRE_MAX_KEY ? "key" : "value",
 		    kl > WIRE_MAX_KEY ? kl : vl,
 		    kl > WIRE_MAX_KEY ? WIRE_MAX_KEY : WIRE_MAX_VALUE);
@@ -73,7 +75,7 @@ req_put(struct agent *a, struct conn *c, struct rbuf *r)
 	rec.vlen = vl;
 	if (agent_append(a, &rec) == -1)
 		return;
-	conn_reply(a, c, REPLY_OK, NULL, 0, datalog_need(a->dl));
+	agent_conn_reply(a, c, REPLY_OK, NULL, 0, datalog_need(a->dl));
 }
 
 /* A large value stays in the data file; it is read back (pread, through
@@ -91,16 +93,16 @@ req_get(struct agent *a, struct conn *c, struct rbuf *r)
 		return;
 	}
 	if ((ent = kvmap_entry(st(a)->kv, k, kl)) == NULL) {
-		conn_reply(a, c, REPLY_NOTFOUND, NULL, 0,
+		agent_conn_reply(a, c, REPLY_NOTFOUND, NULL, 0,
 		    datalog_need(a->dl));
 		return;
 	}
 	if (ent->val != NULL) {
-		conn_reply(a, c, REPLY_OK, ent->val, ent->vlen,
+		agent_conn_reply(a, c, REPLY_OK, ent->val, ent->vlen,
 		    datalog_need(a->dl));
 		return;
 	}
-	conn_reply_value(a, c, ent, datalog_need(a->dl));
+	agent_conn_reply_value(a, c, ent, datalog_need(a->dl));
 }
 
 static void
@@ -116,7 +118,8 @@ req_del(struct agent *a, struct conn *c, struct rbuf *r)
 		return;
 	}
 	if (!kvmap_get(st(a)->kv, k, kl, &v, &vl)) {
-		conn_reply(a, c, REPLY_NOTFOUND, NULL, 0, datalog_need(a->dl));
+		agent_conn_reply(a, c, REPLY_NOTFOUND, NULL, 0,
+		    datalog_need(a->dl));
 		return;
 	}
 	memset(&rec, 0, sizeof(rec));
@@ -125,7 +128,7 @@ req_del(struct agent *a, struct conn *c, struct rbuf *r)
 	rec.klen = kl;
 	if (agent_append(a, &rec) == -1)
 		return;
-	conn_reply(a, c, REPLY_OK, NULL, 0, datalog_need(a->dl));
+	agent_conn_reply(a, c, REPLY_OK, NULL, 0, datalog_need(a->dl));
 }
 
 static void
@@ -147,7 +150,8 @@ req_add(struct agent *a, struct conn *c, struct rbuf *r)
 	if (dl_int_add(st(a), k, kl, delta, out, &res, &e) == -1) {
 		cs_printable(k, kl, kp, sizeof(kp),
 		    CS_PRINT_ASCII | CS_PRINT_ELLIPSIS);
-		conn_replyf(a, c, REPLY_FAIL, "%s:%s: %s", a->name, kp, e.msg);
+		agent_conn_replyf(a, c, REPLY_FAIL, "%s:%s: %s", a->name, kp,
+		    e.msg);
 		return;
 	}
 	memset(&rec, 0, sizeof(rec));
@@ -158,7 +162,7 @@ req_add(struct agent *a, struct conn *c, struct rbuf *r)
 	rec.vlen = strlen(out);
 	if (agent_append(a, &rec) == -1)
 		return;
-	conn_reply(a, c, REPLY_OK, out, strlen(out), datalog_need(a->dl));
+	agent_conn_reply(a, c, REPLY_OK, out, strlen(out), datalog_need(a->dl));
 }
 
 /* Debit srckey and emit "add n to dstkey" on self->dst, in one SEND
@@ -186,14 +190,16 @@ req_transfer(struct agent *a, struct conn *c, struct rbuf *r)
 		return;
 	}
 	if (n <= 0) {
-		conn_replyf(a, c, REPLY_BADREQ, "transfer amount must be > 0, "
+		agent_conn_replyf(a, c, REPLY_BADREQ,
+		    "transfer amount must be > 0, "
 		    "not %lld", (long long)n);
 		return;
 	}
 	if ((d = req_dst(a, c, dst)) == -1)
 		return;
 	if (a->out[d].diverged) {
-		conn_replyf(a, c, REPLY_FAIL, "channel %s>%s diverged (%s); "
+		agent_conn_replyf(a, c, REPLY_FAIL,
+		    "channel %s>%s diverged (%s); "
 		    "nothing was transferred: its two ends come from different "
 		    "histories, so finish the restore (run it again) or "
 		    "restore every agent from one snapshot", a->name, dst,
@@ -203,33 +209,36 @@ req_transfer(struct agent *a, struct conn *c, struct rbuf *r)
 	cs_printable(sk, skl, kp, sizeof(kp),
 	    CS_PRINT_ASCII | CS_PRINT_ELLIPSIS);
 	if (dl_int_add(st(a), sk, skl, 0, cur, &have, &e) == -1) {
-		conn_replyf(a, c, REPLY_FAIL, "%s:%s: %s", a->name, kp, e.msg);
+		agent_conn_replyf(a, c, REPLY_FAIL, "%s:%s: %s", a->name, kp,
+		    e.msg);
 		return;
 	}
 	if (have < n) {
-		conn_replyf(a, c, REPLY_FAIL, "insufficient funds: %s:%s is %lld, "
+		agent_conn_replyf(a, c, REPLY_FAIL,
+		    "insufficient funds: %s:%s is %lld, "
 		    "transfer needs %lld", a->name, kp, (long long)have,
 		    (long long)n);
 		return;
 	}
 	if (dl_int_add(st(a), sk, skl, -n, nv, &left, &e) == -1) {
-		conn_replyf(a, c, REPLY_FAIL, "%s:%s: %s", a->name, kp, e.msg);
+		agent_conn_replyf(a, c, REPLY_FAIL, "%s:%s: %s", a->name, kp,
+		    e.msg);
 		return;
 	}
 	wbuf_init(&msg);
 	if (chmsg_new_id(id) == -1) {
-		conn_replyf(a, c, REPLY_FAIL, "getrandom failed");
+		agent_conn_replyf(a, c, REPLY_FAIL, "getrandom failed");
 		goto out;
 	}
 	chmsg_encode_from(&msg, dk, dkl, n, id, sk, skl);
 	if (msg.oom) {
-		conn_replyf(a, c, REPLY_FAIL, "out of memory");
+		agent_conn_replyf(a, c, REPLY_FAIL, "out of memory");
 		goto out;
 	}
-	seq = wm_get(&st(a)->sent, a->c->agents[d].name) + 1;
-	if (chain_next(wm_chain(&st(a)->sent, a->c->agents[d].name), seq,
+	seq = dl_wm_get(&st(a)->sent, a->c->agents[d].name) + 1;
+	if (chain_next(dl_wm_chain(&st(a)->sent, a->c->agents[d].name), seq,
 	    msg.data, msg.len, chain) == -1) {
-		conn_replyf(a, c, REPLY_FAIL, "sha256 failed");
+		agent_conn_replyf(a, c, REPLY_FAIL, "sha256 failed");
 		goto out;
 	}
 	memset(&rec, 0, sizeof(rec));
@@ -245,7 +254,7 @@ req_transfer(struct agent *a, struct conn *c, struct rbuf *r)
 	rec.chain = chain;
 	if (agent_append_send(a, d, &rec, seq, msg.data, msg.len) == -1)
 		goto out;
-	conn_reply(a, c, REPLY_OK, nv, strlen(nv), datalog_need(a->dl));
+	agent_conn_reply(a, c, REPLY_OK, nv, strlen(nv), datalog_need(a->dl));
 out:
 	wbuf_free(&msg);
 }
@@ -265,15 +274,15 @@ req_hold(struct agent *a, struct conn *c, struct rbuf *r, int hold)
 	}
 	if ((d = req_dst(a, c, dst)) == -1)
 		return;
-	if (outch_hold(a, d, hold, mode) == -1) {
-		conn_replyf(a, c, REPLY_FAIL, "out of memory");
+	if (agent_outch_hold(a, d, hold, mode) == -1) {
+		agent_conn_replyf(a, c, REPLY_FAIL, "out of memory");
 		return;
 	}
 	log_info("channel %s>%s %s", a->name, dst,
 	    hold ? "held" : mode == RELEASE_REVERSE ?
 	    "released in reverse order" : mode == RELEASE_OVERTAKE ?
 	    "released, a message overtaking each marker" : "released");
-	conn_reply(a, c, REPLY_OK, NULL, 0, 0);
+	agent_conn_reply(a, c, REPLY_OK, NULL, 0, 0);
 }
 
 static void
@@ -302,26 +311,27 @@ req_snap(struct agent *a, struct conn *c, uint8_t type, struct rbuf *r)
 		if (type == W_SNAP_JOIN)
 			badreq(a, c, "snapshot join");
 		else
-			conn_close(a, c, "malformed snapshot frame");
+			agent_conn_close(a, c, "malformed snapshot frame");
 		return;
 	}
 	/* Markers could not cross a diverged channel: refuse at once rather
 	 * than let the snapshot run into its timeout. */
 	if (type == W_SNAP_JOIN && agent_diverged(a, why, sizeof(why)))
-		conn_replyf(a, c, REPLY_FAIL, "%s; no snapshot until both "
+		agent_conn_replyf(a, c, REPLY_FAIL,
+		    "%s; no snapshot until both "
 		    "ends share one history", why);
 	else if (type == W_SNAP_JOIN)
-		snap_join(a, c, &id, timeout_s, label);
+		agent_snap_join(a, c, &id, timeout_s, label);
 	else if (type == W_SNAP_START)
-		snap_start(a, &id);
+		agent_snap_start(a, &id);
 	else if (type == W_SNAP_FETCH)
-		snap_fetch(a, c, &id, off, len);
+		agent_snap_fetch(a, c, &id, off, len);
 	else
-		snap_done(a, &id, committed);
+		agent_snap_done(a, &id, committed);
 }
 
 void
-client_frame(struct agent *a, struct conn *c, uint8_t type,
+agent_client_frame(struct agent *a, struct conn *c, uint8_t type,
     const uint8_t *p, size_t n)
 {
 	struct rbuf r;
@@ -335,7 +345,7 @@ client_frame(struct agent *a, struct conn *c, uint8_t type,
 		if (!rbuf_done(&r))
 			badreq(a, c, "status");
 		else
-			status_reply(a, c);
+			agent_status_reply(a, c);
 		break;
 	case W_REQ_PUT:
 		req_put(a, c, &r);
@@ -357,20 +367,20 @@ client_frame(struct agent *a, struct conn *c, uint8_t type,
 		req_hold(a, c, &r, type == W_REQ_HOLD);
 		break;
 	case W_REQ_DEAD_LIST:
-		dead_list_reply(a, c, &r);
+		agent_dead_list_reply(a, c, &r);
 		break;
 	case W_REQ_DEAD_RESOLVE:
-		dead_resolve(a, c, &r);
+		agent_dead_resolve(a, c, &r);
 		break;
 	case W_REQ_COMPACT:
 		if (!rbuf_done(&r))
 			badreq(a, c, "compact");
 		else
-			compact_request(a, c);
+			agent_compact_request(a, c);
 		break;
 	case W_REQ_STOP:
 		log_info("stop requested");
-		conn_reply(a, c, REPLY_OK, NULL, 0, datalog_need(a->dl));
+		agent_conn_reply(a, c, REPLY_OK, NULL, 0, datalog_need(a->dl));
 		a->stop = 1;
 		break;
 	case W_SNAP_JOIN:
@@ -382,7 +392,7 @@ client_frame(struct agent *a, struct conn *c, uint8_t type,
 	default:
 		log_warn("client fd %d: unexpected frame type %u; closing it",
 		    c->fd, type);
-		conn_close(a, c, NULL);
+		agent_conn_close(a, c, NULL);
 		break;
 	}
 }

@@ -25,7 +25,7 @@
 #include "agent_int.h"
 
 void
-compact_init(struct agent *a)
+agent_compact_init(struct agent *a)
 {
 	a->compact_ref = dl_live_size(datalog_state(a->dl));
 }
@@ -50,10 +50,11 @@ answer_waiters(struct agent *a, const struct dl_rewrite_result *res,
 			continue;
 		c->compact_wait = 0;
 		if (err != NULL || w.oom)
-			conn_replyf(a, c, REPLY_FAIL, "agent %s: compaction "
+			agent_conn_replyf(a, c, REPLY_FAIL,
+			    "agent %s: compaction "
 			    "failed: %s", a->name, err ? err : "out of memory");
 		else
-			conn_reply(a, c, REPLY_OK, w.data, w.len, 0);
+			agent_conn_reply(a, c, REPLY_OK, w.data, w.len, 0);
 	}
 	wbuf_free(&w);
 }
@@ -110,7 +111,7 @@ offsets_durable(struct agent *a)
 			o->fm[i].off = 0;
 		if (o->f_lo == 0)
 			continue;
-		o->f_off = wm_get(&st->sendoff, a->c->agents[d].name);
+		o->f_off = dl_wm_get(&st->sendoff, a->c->agents[d].name);
 		if (o->f_off < DL_HEADER_LEN)
 			o->f_off = DL_HEADER_LEN;	/* scan it all */
 	}
@@ -151,7 +152,7 @@ finish(struct agent *a)
 }
 
 int
-snap_holds_prefix(const struct agent *a)
+agent_snap_holds_prefix(const struct agent *a)
 {
 	size_t i;
 
@@ -163,14 +164,14 @@ snap_holds_prefix(const struct agent *a)
 }
 
 void
-compact_tick(struct agent *a)
+agent_compact_tick(struct agent *a)
 {
 	uint64_t end, min = a->c->compact_min_size;
 
 	if (a->fatal)
 		return;
 	if (a->rw != NULL) {
-		if (dl_rewrite_done(a->rw) && !snap_holds_prefix(a))
+		if (dl_rewrite_done(a->rw) && !agent_snap_holds_prefix(a))
 			finish(a);
 		return;
 	}
@@ -181,7 +182,7 @@ compact_tick(struct agent *a)
 }
 
 void
-compact_event(struct agent *a)
+agent_compact_event(struct agent *a)
 {
 	uint64_t v;
 
@@ -190,10 +191,10 @@ compact_event(struct agent *a)
 }
 
 void
-compact_request(struct agent *a, struct conn *c)
+agent_compact_request(struct agent *a, struct conn *c)
 {
 	if (a->rw == NULL && start(a, "requested") == -1) {
-		conn_replyf(a, c, REPLY_FAIL, "agent %s: compaction not "
+		agent_conn_replyf(a, c, REPLY_FAIL, "agent %s: compaction not "
 		    "started (see its log)", a->name);
 		return;
 	}
@@ -201,7 +202,7 @@ compact_request(struct agent *a, struct conn *c)
 }
 
 void
-compact_free(struct agent *a)
+agent_compact_free(struct agent *a)
 {
 	if (a->rw != NULL) {
 		(void)epoll_ctl(a->ep, EPOLL_CTL_DEL,

@@ -49,7 +49,7 @@ conn_set_events(struct agent *a, struct conn *c)
 	else if (c->hs)
 		want = c->hs_want;
 	else {
-		if (!c->eof && conn_pending(c) < OUT_HIGH_WATER)
+		if (!c->eof && agent_conn_pending(c) < OUT_HIGH_WATER)
 			want |= EPOLLIN;
 		if (c->rel > c->outoff)
 			want |= EPOLLOUT;
@@ -69,7 +69,7 @@ conn_set_events(struct agent *a, struct conn *c)
 }
 
 struct conn *
-conn_new(struct agent *a, int fd, enum conn_role role, int connecting)
+agent_conn_new(struct agent *a, int fd, enum conn_role role, int connecting)
 {
 	struct epoll_event ev;
 	struct conn *c;
@@ -99,7 +99,7 @@ conn_new(struct agent *a, int fd, enum conn_role role, int connecting)
 }
 
 void
-conn_close(struct agent *a, struct conn *c, const char *why)
+agent_conn_close(struct agent *a, struct conn *c, const char *why)
 {
 	char nm[160];
 
@@ -119,16 +119,16 @@ conn_close(struct agent *a, struct conn *c, const char *why)
 	c->dead = 1;
 	/* Detach from whoever points at this connection. */
 	if (c->role == ROLE_PEER_IN)
-		inch_closed(a, c);
+		agent_inch_closed(a, c);
 	else if (c->role == ROLE_PEER_OUT)
-		outch_closed(a, c);
-	snap_conn_closed(a, c);
+		agent_outch_closed(a, c);
+	agent_snap_conn_closed(a, c);
 }
 
 /* Free the connections closed during this loop iteration: pointers to
  * them stay valid until every event of the iteration is handled. */
 void
-conn_reap(struct agent *a)
+agent_conn_reap(struct agent *a)
 {
 	struct conn **pp = &a->conns, *c;
 
@@ -146,7 +146,7 @@ conn_reap(struct agent *a)
 }
 
 size_t
-conn_pending(const struct conn *c)
+agent_conn_pending(const struct conn *c)
 {
 	return c->out.len - c->outoff;
 }
@@ -160,7 +160,7 @@ conn_queued(struct agent *a, struct conn *c, uint64_t off)
 
 	if (c->out.oom) {
 		log_error("out of memory queueing a reply");
-		conn_close(a, c, "out of memory");
+		agent_conn_close(a, c, "out of memory");
 		return;
 	}
 	if (c->mhead == c->mtail && off <= datalog_synced(a->dl)) {
@@ -179,7 +179,7 @@ conn_queued(struct agent *a, struct conn *c, uint64_t off)
 			if ((m = realloc(c->marks, ncap * sizeof(*m))) ==
 			    NULL) {
 				log_error("out of memory queueing a reply");
-				conn_close(a, c, "out of memory");
+				agent_conn_close(a, c, "out of memory");
 				return;
 			}
 			c->marks = m;
@@ -192,8 +192,8 @@ conn_queued(struct agent *a, struct conn *c, uint64_t off)
 }
 
 void
-conn_send(struct agent *a, struct conn *c, uint8_t type, const void *payload,
-    size_t plen, uint64_t off)
+agent_conn_send(struct agent *a, struct conn *c, uint8_t type,
+    const void *payload, size_t plen, uint64_t off)
 {
 	if (c->dead)
 		return;
@@ -202,10 +202,10 @@ conn_send(struct agent *a, struct conn *c, uint8_t type, const void *payload,
 }
 
 void
-conn_reply_value(struct agent *a, struct conn *c, const struct kv_entry *ent,
-    uint64_t off)
+agent_conn_reply_value(struct agent *a, struct conn *c,
+    const struct kv_entry *ent, uint64_t off)
 {
-	/* The reply as conn_reply(REPLY_OK, value) builds it: code, then
+	/* The reply as agent_conn_reply(REPLY_OK, value) builds it: code, then
 	 * the value as length-prefixed bytes. */
 	const size_t plen = 1 + 4 + ent->vlen;
 	struct cs_err e;
@@ -221,20 +221,20 @@ conn_reply_value(struct agent *a, struct conn *c, const struct kv_entry *ent,
 	}
 	wire_header(p, W_REPLY, plen);
 	p[WIRE_HDR_LEN] = REPLY_OK;
-	le32_put(p + WIRE_HDR_LEN + 1, (uint32_t)ent->vlen);
+	buf_le32_put(p + WIRE_HDR_LEN + 1, (uint32_t)ent->vlen);
 	if (datalog_read_value_to(a->dl, ent, p + WIRE_HDR_LEN + 5,
 	    &e) == -1) {
 		c->out.len -= WIRE_HDR_LEN + plen;
 		log_error("get: %s", e.msg);
-		conn_replyf(a, c, REPLY_FAIL, "%s", e.msg);
+		agent_conn_replyf(a, c, REPLY_FAIL, "%s", e.msg);
 		return;
 	}
 	conn_queued(a, c, off);
 }
 
 void
-conn_reply(struct agent *a, struct conn *c, uint8_t code, const void *body,
-    size_t blen, uint64_t off)
+agent_conn_reply(struct agent *a, struct conn *c, uint8_t code,
+    const void *body, size_t blen, uint64_t off)
 {
 	struct wbuf w;
 
@@ -243,15 +243,15 @@ conn_reply(struct agent *a, struct conn *c, uint8_t code, const void *body,
 	wbuf_put_bytes(&w, body, blen);
 	if (w.oom) {
 		log_error("out of memory building a reply");
-		conn_close(a, c, "out of memory");
+		agent_conn_close(a, c, "out of memory");
 	} else
-		conn_send(a, c, W_REPLY, w.data, w.len, off);
+		agent_conn_send(a, c, W_REPLY, w.data, w.len, off);
 	wbuf_free(&w);
 }
 
 void
-conn_replyf(struct agent *a, struct conn *c, uint8_t code, const char *fmt,
-    ...)
+agent_conn_replyf(struct agent *a, struct conn *c, uint8_t code,
+    const char *fmt, ...)
 {
 	char msg[CS_ERR_MAX];
 	va_list ap;
@@ -261,11 +261,11 @@ conn_replyf(struct agent *a, struct conn *c, uint8_t code, const char *fmt,
 	va_end(ap);
 	/* Failures and refusals depend on nothing unsynced in general, but
 	 * the state they describe may: wait for the current end. */
-	conn_reply(a, c, code, msg, strlen(msg), datalog_need(a->dl));
+	agent_conn_reply(a, c, code, msg, strlen(msg), datalog_need(a->dl));
 }
 
 void
-conn_release(struct agent *a, struct conn *c, uint64_t synced)
+agent_conn_release(struct agent *a, struct conn *c, uint64_t synced)
 {
 	(void)a;
 	while (c->mhead < c->mtail && c->marks[c->mhead].off <= synced) {
@@ -306,7 +306,7 @@ conn_compact(struct conn *c)
 }
 
 void
-conn_flush(struct agent *a, struct conn *c)
+agent_conn_flush(struct agent *a, struct conn *c)
 {
 	ssize_t k;
 
@@ -327,7 +327,7 @@ conn_flush(struct agent *a, struct conn *c)
 				c->wr_want_r = 1;
 				break;
 			}
-			conn_close(a, c, "TLS write failed");
+			agent_conn_close(a, c, "TLS write failed");
 			return;
 		}
 		k = send(c->fd, c->out.data + c->outoff, c->rel - c->outoff,
@@ -340,12 +340,13 @@ conn_flush(struct agent *a, struct conn *c)
 			continue;
 		if (k == -1 && (errno == EAGAIN || errno == EWOULDBLOCK))
 			break;
-		conn_close(a, c, k == -1 ? strerror(errno) : "short write");
+		agent_conn_close(a, c,
+		    k == -1 ? strerror(errno) : "short write");
 		return;
 	}
 	conn_compact(c);
-	if (c->eof && conn_pending(c) == 0 && c->mhead == c->mtail) {
-		conn_close(a, c, "end of input");
+	if (c->eof && agent_conn_pending(c) == 0 && c->mhead == c->mtail) {
+		agent_conn_close(a, c, "end of input");
 		return;
 	}
 	conn_set_events(a, c);
@@ -358,7 +359,7 @@ conn_dispatch(struct agent *a, struct conn *c, uint8_t type,
 	switch (c->role) {
 	case ROLE_NEW:
 		/* Over TLS each certificate has one part: "client" sends
-		 * requests, an agent's opens its own channel (inch_hello
+		 * requests, an agent's opens its own channel (agent_inch_hello
 		 * checks the name). */
 		if (c->x != NULL && (type == W_PEER_HELLO) !=
 		    (strcmp(c->cn, XPORT_CLIENT_CN) != 0)) {
@@ -368,24 +369,24 @@ conn_dispatch(struct agent *a, struct conn *c, uint8_t type,
 			log_warn("refused %s: certificate '%s' may not %s",
 			    who, c->cn, type == W_PEER_HELLO ?
 			    "open a channel" : "send client requests");
-			conn_close(a, c, NULL);
+			agent_conn_close(a, c, NULL);
 			return;
 		}
 		if (type == W_PEER_HELLO) {
-			inch_hello(a, c, p, n);
+			agent_inch_hello(a, c, p, n);
 			return;
 		}
 		c->role = ROLE_CLIENT;
-		client_frame(a, c, type, p, n);
+		agent_client_frame(a, c, type, p, n);
 		break;
 	case ROLE_CLIENT:
-		client_frame(a, c, type, p, n);
+		agent_client_frame(a, c, type, p, n);
 		break;
 	case ROLE_PEER_IN:
-		inch_frame(a, c, type, p, n);
+		agent_inch_frame(a, c, type, p, n);
 		break;
 	case ROLE_PEER_OUT:
-		outch_frame(a, c, type, p, n);
+		agent_outch_frame(a, c, type, p, n);
 		break;
 	}
 }
@@ -402,7 +403,8 @@ conn_input(struct agent *a, struct conn *c)
 	char nm[160];
 	int r;
 
-	while (!c->dead && !a->fatal && conn_pending(c) < OUT_HIGH_WATER) {
+	while (!c->dead && !a->fatal &&
+	    agent_conn_pending(c) < OUT_HIGH_WATER) {
 		r = wire_parse(c->in + c->inoff, c->inlen - c->inoff, &type,
 		    &p, &plen, &used, &e);
 		if (r == 0)
@@ -410,7 +412,7 @@ conn_input(struct agent *a, struct conn *c)
 		if (r == -1) {
 			log_warn("%s: %s; closing it",
 			    role_name(a, c, nm, sizeof(nm)), e.msg);
-			conn_close(a, c, NULL);
+			agent_conn_close(a, c, NULL);
 			return;
 		}
 		c->inoff += used;
@@ -419,7 +421,7 @@ conn_input(struct agent *a, struct conn *c)
 	if (c->dead)
 		return;
 	if (c->role == ROLE_PEER_IN)
-		inch_batch_done(a, c);
+		agent_inch_batch_done(a, c);
 	if (c->inoff == c->inlen) {
 		c->inoff = c->inlen = 0;
 		/* Nor does the buffer a large request (a put) grew. */
@@ -469,7 +471,7 @@ conn_read(struct agent *a, struct conn *c)
 		want = c->inlen - c->inoff < 4096 ? 4096 : READ_CHUNK;
 		if (conn_room(c, want) == -1) {
 			log_error("out of memory reading a frame");
-			conn_close(a, c, "out of memory");
+			agent_conn_close(a, c, "out of memory");
 			return;
 		}
 		if (c->inlen == c->incap)
@@ -490,7 +492,7 @@ conn_read(struct agent *a, struct conn *c)
 				break;
 			}
 			if (k == XP_ERR) {
-				conn_close(a, c, "TLS read failed");
+				agent_conn_close(a, c, "TLS read failed");
 				return;
 			}
 			k = 0;	/* XP_EOF */
@@ -511,7 +513,7 @@ conn_read(struct agent *a, struct conn *c)
 		if (k == -1 && (errno == EAGAIN || errno == EWOULDBLOCK))
 			break;
 		if (k == -1) {
-			conn_close(a, c, strerror(errno));
+			agent_conn_close(a, c, strerror(errno));
 			return;
 		}
 		/* EOF: answer what was asked, then close. A coordinator or
@@ -520,22 +522,22 @@ conn_read(struct agent *a, struct conn *c)
 		if (c->dead)
 			return;
 		if (c->role != ROLE_CLIENT || c->is_coord) {
-			conn_close(a, c, "closed by peer");
+			agent_conn_close(a, c, "closed by peer");
 			return;
 		}
 		c->eof = 1;
-		conn_flush(a, c);
+		agent_conn_flush(a, c);
 		return;
 	}
 	conn_input(a, c);
 }
 
 int
-conn_tls(struct agent *a, struct conn *c, int server)
+agent_conn_tls(struct agent *a, struct conn *c, int server)
 {
 	if ((c->x = xconn_new(a->tls, c->fd, server)) == NULL) {
 		log_error("out of memory for a TLS connection");
-		conn_close(a, c, NULL);
+		agent_conn_close(a, c, NULL);
 		return -1;
 	}
 	c->hs = 1;
@@ -584,7 +586,7 @@ conn_handshake(struct agent *a, struct conn *c)
 		c->hs = 0;
 		snprintf(c->cn, sizeof(c->cn), "%s", xconn_peer_cn(c->x));
 		if (c->role == ROLE_PEER_OUT)
-			outch_connected(a, c);
+			agent_outch_connected(a, c);
 		conn_set_events(a, c);
 		return;
 	}
@@ -594,11 +596,11 @@ conn_handshake(struct agent *a, struct conn *c)
 		    who, why);
 	else
 		log_warn("refused a connection from %s: %s", who, why);
-	conn_close(a, c, NULL);
+	agent_conn_close(a, c, NULL);
 }
 
 int
-conn_hs_timeout(struct agent *a, int64_t now)
+agent_conn_hs_timeout(struct agent *a, int64_t now)
 {
 	struct conn *c;
 	char who[64], nm[160];
@@ -611,7 +613,7 @@ conn_hs_timeout(struct agent *a, int64_t now)
 			log_info("%s: not connected within %d ms; retrying",
 			    role_name(a, c, nm, sizeof(nm)),
 			    XPORT_HS_TIMEOUT_MS);
-			conn_close(a, c, NULL);
+			agent_conn_close(a, c, NULL);
 			continue;
 		}
 		if (c->hs_deadline <= now) {
@@ -619,7 +621,7 @@ conn_hs_timeout(struct agent *a, int64_t now)
 			log_warn("refused a connection from %s: no TLS "
 			    "handshake within %d ms", who,
 			    XPORT_HS_TIMEOUT_MS);
-			conn_close(a, c, NULL);
+			agent_conn_close(a, c, NULL);
 			continue;
 		}
 		left = c->hs_deadline - now;
@@ -630,7 +632,7 @@ conn_hs_timeout(struct agent *a, int64_t now)
 }
 
 int
-conn_tls_pending(struct agent *a)
+agent_conn_tls_pending(struct agent *a)
 {
 	struct conn *c;
 	int more = 0;
@@ -639,7 +641,7 @@ conn_tls_pending(struct agent *a)
 		if (c->dead || c->x == NULL || c->hs ||
 		    !(c->events & EPOLLIN) || xconn_pending(c->x) <= 0)
 			continue;
-		conn_event(a, c, EPOLLIN);
+		agent_conn_event(a, c, EPOLLIN);
 		if (!c->dead && (c->events & EPOLLIN) &&
 		    xconn_pending(c->x) > 0)
 			more = 1;
@@ -648,7 +650,7 @@ conn_tls_pending(struct agent *a)
 }
 
 void
-conn_event(struct agent *a, struct conn *c, uint32_t ev)
+agent_conn_event(struct agent *a, struct conn *c, uint32_t ev)
 {
 	int err = 0;
 	socklen_t elen = sizeof(err);
@@ -658,12 +660,12 @@ conn_event(struct agent *a, struct conn *c, uint32_t ev)
 	if (c->connecting) {
 		if (getsockopt(c->fd, SOL_SOCKET, SO_ERROR, &err, &elen) ==
 		    -1 || err != 0) {
-			conn_close(a, c, strerror(err ? err : errno));
+			agent_conn_close(a, c, strerror(err ? err : errno));
 			return;
 		}
 		c->connecting = 0;
 		if (c->x == NULL) {
-			outch_connected(a, c);
+			agent_outch_connected(a, c);
 			conn_set_events(a, c);
 			return;
 		}
@@ -676,12 +678,12 @@ conn_event(struct agent *a, struct conn *c, uint32_t ev)
 	    (c->rd_want_w && (ev & EPOLLOUT)))
 		conn_read(a, c);
 	if (!c->dead && c->wr_want_r && (ev & EPOLLIN))
-		conn_flush(a, c);
+		agent_conn_flush(a, c);
 	if (!c->dead && (ev & EPOLLOUT)) {
-		conn_flush(a, c);
+		agent_conn_flush(a, c);
 		/* Output drained below the mark: resume buffered input. */
 		if (!c->dead && !c->eof && c->inoff < c->inlen &&
-		    conn_pending(c) < OUT_HIGH_WATER)
+		    agent_conn_pending(c) < OUT_HIGH_WATER)
 			conn_input(a, c);
 	}
 	if (!c->dead)

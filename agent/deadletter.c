@@ -21,7 +21,7 @@ st(const struct agent *a)
 }
 
 void
-dead_list_reply(struct agent *a, struct conn *c, struct rbuf *r)
+agent_dead_list_reply(struct agent *a, struct conn *c, struct rbuf *r)
 {
 	const struct dl_state *s = st(a);
 	const struct dl_dead *d;
@@ -32,7 +32,8 @@ dead_list_reply(struct agent *a, struct conn *c, struct rbuf *r)
 
 	all = rbuf_u8(r);
 	if (!rbuf_done(r) || all > 1) {
-		conn_replyf(a, c, REPLY_BADREQ, "malformed dead letter list "
+		agent_conn_replyf(a, c, REPLY_BADREQ,
+		    "malformed dead letter list "
 		    "request");
 		return;
 	}
@@ -55,11 +56,11 @@ dead_list_reply(struct agent *a, struct conn *c, struct rbuf *r)
 		n++;
 	}
 	if (w.oom) {
-		conn_replyf(a, c, REPLY_FAIL, "out of memory");
+		agent_conn_replyf(a, c, REPLY_FAIL, "out of memory");
 		goto out;
 	}
-	le32_put(w.data + at, n);
-	conn_reply(a, c, REPLY_OK, w.data, w.len, datalog_need(a->dl));
+	buf_le32_put(w.data + at, n);
+	agent_conn_reply(a, c, REPLY_OK, w.data, w.len, datalog_need(a->dl));
 out:
 	wbuf_free(&w);
 }
@@ -76,7 +77,8 @@ retry(struct agent *a, struct conn *c, const struct dl_dead *d)
 	    CS_PRINT_ASCII | CS_PRINT_ELLIPSIS);
 	if (dl_int_add(st(a), d->key, d->klen, d->amount, nv, NULL,
 	    &e) == -1) {
-		conn_replyf(a, c, REPLY_FAIL, "cannot retry dead letter %s->%s "
+		agent_conn_replyf(a, c, REPLY_FAIL,
+		    "cannot retry dead letter %s->%s "
 		    "seq %llu into %s:%s: %s; it stays a dead letter (fix the "
 		    "key, or refund it)", d->peer, a->name,
 		    (unsigned long long)d->seq, a->name, kp, e.msg);
@@ -95,7 +97,7 @@ retry(struct agent *a, struct conn *c, const struct dl_dead *d)
 		return;
 	log_info("dead letter %s>%s seq %llu retried: %s:%s = %s", rec.peer,
 	    a->name, (unsigned long long)rec.seq, a->name, kp, nv);
-	conn_reply(a, c, REPLY_OK, nv, strlen(nv), datalog_need(a->dl));
+	agent_conn_reply(a, c, REPLY_OK, nv, strlen(nv), datalog_need(a->dl));
 }
 
 /* Send the credit back to the sending key over self->src. */
@@ -111,14 +113,16 @@ refund(struct agent *a, struct conn *c, const struct dl_dead *d)
 
 	s = cfg_find(a->c, d->peer);
 	if (s == -1 || !a->out[s].configured) {
-		conn_replyf(a, c, REPLY_FAIL, "cannot refund dead letter %s->%s "
+		agent_conn_replyf(a, c, REPLY_FAIL,
+		    "cannot refund dead letter %s->%s "
 		    "seq %llu: there is no channel %s->%s back to the sender; "
 		    "retry it instead", d->peer, a->name,
 		    (unsigned long long)d->seq, a->name, d->peer);
 		return;
 	}
 	if (a->out[s].diverged) {
-		conn_replyf(a, c, REPLY_FAIL, "cannot refund dead letter %s->%s "
+		agent_conn_replyf(a, c, REPLY_FAIL,
+		    "cannot refund dead letter %s->%s "
 		    "seq %llu: channel %s->%s diverged (%s); it stays a dead "
 		    "letter until the restore is finished", d->peer, a->name,
 		    (unsigned long long)d->seq, a->name, d->peer,
@@ -126,7 +130,8 @@ refund(struct agent *a, struct conn *c, const struct dl_dead *d)
 		return;
 	}
 	if (d->flen == 0) {
-		conn_replyf(a, c, REPLY_FAIL, "cannot refund dead letter %s->%s "
+		agent_conn_replyf(a, c, REPLY_FAIL,
+		    "cannot refund dead letter %s->%s "
 		    "seq %llu: its message does not name the sending key "
 		    "(sent by an older version); retry it instead", d->peer,
 		    a->name, (unsigned long long)d->seq);
@@ -135,7 +140,7 @@ refund(struct agent *a, struct conn *c, const struct dl_dead *d)
 	wbuf_init(&msg);
 	wbuf_init(&body);
 	if (chmsg_new_id(id) == -1) {
-		conn_replyf(a, c, REPLY_FAIL, "getrandom failed");
+		agent_conn_replyf(a, c, REPLY_FAIL, "getrandom failed");
 		goto out;
 	}
 	/* The refund names this dead letter's key as its own sending key:
@@ -143,14 +148,14 @@ refund(struct agent *a, struct conn *c, const struct dl_dead *d)
 	chmsg_encode_from(&msg, d->from, d->flen, d->amount, id, d->key,
 	    d->klen);
 	if (msg.oom) {
-		conn_replyf(a, c, REPLY_FAIL, "out of memory");
+		agent_conn_replyf(a, c, REPLY_FAIL, "out of memory");
 		goto out;
 	}
 	snprintf(src, sizeof(src), "%s", d->peer);
-	sseq = wm_get(&st(a)->sent, src) + 1;
-	if (chain_next(wm_chain(&st(a)->sent, src), sseq, msg.data, msg.len,
+	sseq = dl_wm_get(&st(a)->sent, src) + 1;
+	if (chain_next(dl_wm_chain(&st(a)->sent, src), sseq, msg.data, msg.len,
 	    chain) == -1) {
-		conn_replyf(a, c, REPLY_FAIL, "sha256 failed");
+		agent_conn_replyf(a, c, REPLY_FAIL, "sha256 failed");
 		goto out;
 	}
 	memset(&rec, 0, sizeof(rec));
@@ -168,14 +173,15 @@ refund(struct agent *a, struct conn *c, const struct dl_dead *d)
 	    "%llu", src, a->name, (unsigned long long)rec.seq, a->name, src,
 	    (unsigned long long)sseq);
 	wbuf_put_u64(&body, sseq);
-	conn_reply(a, c, REPLY_OK, body.data, body.len, datalog_need(a->dl));
+	agent_conn_reply(a, c, REPLY_OK, body.data, body.len,
+	    datalog_need(a->dl));
 out:
 	wbuf_free(&msg);
 	wbuf_free(&body);
 }
 
 void
-dead_resolve(struct agent *a, struct conn *c, struct rbuf *r)
+agent_dead_resolve(struct agent *a, struct conn *c, struct rbuf *r)
 {
 	char src[NAME_MAX_LEN + 1];
 	const struct dl_dead *d;
@@ -187,18 +193,20 @@ dead_resolve(struct agent *a, struct conn *c, struct rbuf *r)
 	how = rbuf_u8(r);
 	if (!rbuf_done(r) || (how != DL_RESOLVE_RETRY &&
 	    how != DL_RESOLVE_REFUND)) {
-		conn_replyf(a, c, REPLY_BADREQ, "malformed dead letter "
+		agent_conn_replyf(a, c, REPLY_BADREQ, "malformed dead letter "
 		    "request");
 		return;
 	}
 	if ((d = dl_dead_find(st(a), src, seq)) == NULL) {
-		conn_replyf(a, c, REPLY_FAIL, "agent %s has no dead letter "
+		agent_conn_replyf(a, c, REPLY_FAIL,
+		    "agent %s has no dead letter "
 		    "%s->%s seq %llu", a->name, src, a->name,
 		    (unsigned long long)seq);
 		return;
 	}
 	if (d->resolved) {
-		conn_replyf(a, c, REPLY_FAIL, "dead letter %s->%s seq %llu is "
+		agent_conn_replyf(a, c, REPLY_FAIL,
+		    "dead letter %s->%s seq %llu is "
 		    "already %s", src, a->name, (unsigned long long)seq,
 		    dl_resolve_name(d->resolved));
 		return;

@@ -20,7 +20,7 @@ agent_check_dropped(const struct cfg *c, int self, const struct dl_state *st,
 	for (k = 0; k < st->sent.n; k++) {
 		peer = st->sent.v[k].peer;
 		sent = st->sent.v[k].seq;
-		acked = wm_get(&st->acked, peer);
+		acked = dl_wm_get(&st->acked, peer);
 		d = cfg_find(c, peer);
 		if (sent <= acked || (d >= 0 && d != self &&
 		    cfg_has_channel(c, self, d)))

@@ -20,7 +20,7 @@ sname(const struct agent *a, int s)
 }
 
 int
-inch_init(struct agent *a)
+agent_inch_init(struct agent *a)
 {
 	int s;
 
@@ -47,7 +47,7 @@ inch_drop_held(struct inch *ic)
 }
 
 void
-inch_free(struct agent *a)
+agent_inch_free(struct agent *a)
 {
 	int s;
 
@@ -60,7 +60,7 @@ inch_free(struct agent *a)
 }
 
 void
-inch_hello(struct agent *a, struct conn *c, const uint8_t *p, size_t n)
+agent_inch_hello(struct agent *a, struct conn *c, const uint8_t *p, size_t n)
 {
 	char src[NAME_MAX_LEN + 1];
 	static const uint8_t none[DL_CHAIN_LEN];
@@ -73,46 +73,47 @@ inch_hello(struct agent *a, struct conn *c, const uint8_t *p, size_t n)
 	rbuf_str(&r, src, sizeof(src));
 	if (!rbuf_done(&r)) {
 		log_warn("malformed HELLO; closing the connection");
-		conn_close(a, c, NULL);
+		agent_conn_close(a, c, NULL);
 		return;
 	}
 	/* Over TLS the HELLO must name the agent of the certificate. */
 	if (c->x != NULL && strcmp(src, c->cn) != 0) {
 		log_warn("refused a HELLO as %s from the certificate of %s: "
 		    "a CN that is not the agent it claims to be", src, c->cn);
-		conn_close(a, c, NULL);
+		agent_conn_close(a, c, NULL);
 		return;
 	}
 	s = cfg_find(a->c, src);
 	if (s == -1 || !a->in[s].configured) {
 		log_warn("HELLO from %s: no channel %s>%s in the config; "
 		    "closing it", src, src, a->name);
-		conn_close(a, c, NULL);
+		agent_conn_close(a, c, NULL);
 		return;
 	}
 	if (a->in[s].conn != NULL) {
 		log_info("channel %s>%s: peer reconnected; dropping the old "
 		    "connection", src, a->name);
-		conn_close(a, a->in[s].conn, NULL);
+		agent_conn_close(a, a->in[s].conn, NULL);
 	}
 	c->role = ROLE_PEER_IN;
 	c->peer = s;
 	a->in[s].conn = c;
 	log_info("channel %s>%s up", src, a->name);
-	outch_peer_alive(a, s);
+	agent_outch_peer_alive(a, s);
 	/* Announce only what is durable: the sender resends from here, once
 	 * it holds the same history chain at that seq. */
-	chain = wm_chain(&datalog_state(a->dl)->applied, src);
+	chain = dl_wm_chain(&datalog_state(a->dl)->applied, src);
 	wbuf_init(&w);
-	wbuf_put_u64(&w, wm_get(&datalog_state(a->dl)->applied, src));
+	wbuf_put_u64(&w, dl_wm_get(&datalog_state(a->dl)->applied, src));
 	wbuf_put_u8(&w, chain != NULL);
 	wbuf_put_raw(&w, chain != NULL ? chain : none, DL_CHAIN_LEN);
-	conn_send(a, c, W_PEER_WELCOME, w.data, w.len, datalog_need(a->dl));
+	agent_conn_send(a, c, W_PEER_WELCOME, w.data, w.len,
+	    datalog_need(a->dl));
 	wbuf_free(&w);
 }
 
 void
-inch_closed(struct agent *a, struct conn *c)
+agent_inch_closed(struct agent *a, struct conn *c)
 {
 	struct inch *ic = &a->in[c->peer];
 
@@ -153,7 +154,7 @@ inch_apply(struct agent *a, int s, uint64_t seq, const uint8_t *p, size_t n)
 		    sname(a, s), a->name, (unsigned long long)seq,
 		    (long long)rec.amount, kp, dl_dead_reason_name(rec.code));
 	}
-	if (snap_applied(a, s, seq, p, n) == -1) {
+	if (agent_snap_applied(a, s, seq, p, n) == -1) {
 		log_error("out of memory recording channel %s>%s",
 		    sname(a, s), a->name);
 		a->fatal = 1;
@@ -188,7 +189,7 @@ inch_msg(struct agent *a, struct conn *c, uint64_t seq, const uint8_t *p,
 {
 	struct inch *ic = &a->in[c->peer];
 	const char *src = sname(a, c->peer);
-	uint64_t applied = wm_get(&datalog_state(a->dl)->applied, src);
+	uint64_t applied = dl_wm_get(&datalog_state(a->dl)->applied, src);
 	struct held *h;
 	int rc;
 
@@ -201,15 +202,15 @@ inch_msg(struct agent *a, struct conn *c, uint64_t seq, const uint8_t *p,
 			    "ahead of applied %llu; closing it", src, a->name,
 			    (unsigned long long)seq, HOLD_CAP,
 			    (unsigned long long)applied);
-			conn_close(a, c, NULL);
+			agent_conn_close(a, c, NULL);
 		} else if (inch_hold(ic, seq, p, n) == -1) {
 			log_error("out of memory holding back a message");
-			conn_close(a, c, NULL);
+			agent_conn_close(a, c, NULL);
 		}
 		return;
 	}
 	if (inch_apply(a, c->peer, seq, p, n) == -1) {
-		conn_close(a, c, NULL);
+		agent_conn_close(a, c, NULL);
 		return;
 	}
 	/* Drain what waited for this one. */
@@ -223,7 +224,7 @@ inch_msg(struct agent *a, struct conn *c, uint64_t seq, const uint8_t *p,
 		h->seq = 0;
 		ic->nheld--;
 		if (rc == -1) {
-			conn_close(a, c, NULL);
+			agent_conn_close(a, c, NULL);
 			return;
 		}
 	}
@@ -246,7 +247,7 @@ inch_verdict(struct agent *a, struct conn *c, const uint8_t *p, size_t n)
 	if (!rbuf_done(&r) || ok > 1) {
 		log_warn("channel %s>%s: malformed VERDICT; closing it",
 		    sname(a, c->peer), a->name);
-		conn_close(a, c, NULL);
+		agent_conn_close(a, c, NULL);
 		return;
 	}
 	cs_printable(why, wlen, text, sizeof(text),
@@ -263,7 +264,7 @@ inch_verdict(struct agent *a, struct conn *c, const uint8_t *p, size_t n)
 }
 
 void
-inch_frame(struct agent *a, struct conn *c, uint8_t type,
+agent_inch_frame(struct agent *a, struct conn *c, uint8_t type,
     const uint8_t *p, size_t n)
 {
 	const uint8_t *body = NULL;
@@ -288,19 +289,19 @@ inch_frame(struct agent *a, struct conn *c, uint8_t type,
 	    (type == W_PEER_MSG ? x == 0 : snapuid_is_zero(&id))) {
 		log_warn("channel %s>%s: unexpected or malformed frame type "
 		    "%u; closing it", sname(a, c->peer), a->name, type);
-		conn_close(a, c, NULL);
+		agent_conn_close(a, c, NULL);
 		return;
 	}
 	if (type == W_PEER_MSG)
 		inch_msg(a, c, x, body, blen);
 	else
-		snap_marker(a, c->peer, &id, y);
+		agent_snap_marker(a, c->peer, &id, y);
 }
 
 /* After a batch of frames: one cumulative ACK, sent once the APPLY
  * records of the batch are durable. */
 void
-inch_batch_done(struct agent *a, struct conn *c)
+agent_inch_batch_done(struct agent *a, struct conn *c)
 {
 	struct wbuf w;
 
@@ -308,8 +309,8 @@ inch_batch_done(struct agent *a, struct conn *c)
 		return;
 	c->ack_due = 0;
 	wbuf_init(&w);
-	wbuf_put_u64(&w, wm_get(&datalog_state(a->dl)->applied,
+	wbuf_put_u64(&w, dl_wm_get(&datalog_state(a->dl)->applied,
 	    sname(a, c->peer)));
-	conn_send(a, c, W_PEER_ACK, w.data, w.len, datalog_need(a->dl));
+	agent_conn_send(a, c, W_PEER_ACK, w.data, w.len, datalog_need(a->dl));
 	wbuf_free(&w);
 }

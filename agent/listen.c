@@ -43,7 +43,7 @@ run_dir_open(const char *dir, struct cs_err *e)
 	}
 	if (errno != ENOENT)
 		return cs_errno(e, "stat %s", dir);
-	if (mkdir_p(dir, 0700, e) == -1)
+	if (fs_mkdir_p(dir, 0700, e) == -1)
 		return -1;
 	/* mkdir honours the umask; the sockets' directory must be ours. */
 	if (chmod(dir, 0700) == -1)
@@ -74,7 +74,7 @@ sock_alive(const struct sockaddr_un *sun, struct cs_err *e)
 }
 
 int
-listen_open(struct agent *a, struct cs_err *e)
+agent_listen_open(struct agent *a, struct cs_err *e)
 {
 	const char *path = a->c->agents[a->self].sock;
 	struct sockaddr_un sun;
@@ -150,12 +150,12 @@ listen_open(struct agent *a, struct cs_err *e)
 fail:
 	if (a->lfd == -1 && fd != -1)
 		close(fd);
-	listen_close(a);
+	agent_listen_close(a);
 	return -1;
 }
 
 void
-listen_close(struct agent *a)
+agent_listen_close(struct agent *a)
 {
 	const char *path = a->c->agents[a->self].sock;
 	struct stat st;
@@ -189,7 +189,7 @@ accept_emfile(struct agent *a)
 }
 
 void
-listen_accept(struct agent *a)
+agent_listen_accept(struct agent *a)
 {
 	struct ucred cred;
 	struct conn *c;
@@ -213,8 +213,8 @@ listen_accept(struct agent *a)
 			 * leave at once, as they do on a Unix socket. */
 			(void)setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one,
 			    sizeof(one));
-			if ((c = conn_new(a, fd, ROLE_NEW, 0)) != NULL)
-				(void)conn_tls(a, c, 1);
+			if ((c = agent_conn_new(a, fd, ROLE_NEW, 0)) != NULL)
+				(void)agent_conn_tls(a, c, 1);
 			continue;
 		}
 		memset(&cred, 0, sizeof(cred));
@@ -227,6 +227,6 @@ listen_accept(struct agent *a)
 			close(fd);
 			continue;
 		}
-		conn_new(a, fd, ROLE_NEW, 0);
+		agent_conn_new(a, fd, ROLE_NEW, 0);
 	}
 }

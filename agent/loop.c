@@ -45,8 +45,8 @@ agent_append_send(struct agent *a, int d, const struct dl_record *r,
 {
 	if (agent_append(a, r) == -1)
 		return -1;
-	if (outch_enqueue(a, d, Q_MSG, seq, NULL, datalog_need(a->dl), msg,
-	    len) == -1) {
+	if (agent_outch_enqueue(a, d, Q_MSG, seq, NULL, datalog_need(a->dl),
+	    msg, len) == -1) {
 		/* The record is in the log: only a restart could resend. */
 		log_error("out of memory queueing message %s>%s seq %llu",
 		    a->name, a->c->agents[d].name, (unsigned long long)seq);
@@ -120,15 +120,15 @@ commit(struct agent *a, int all)
 	if (a->fatal)
 		return;
 	synced = datalog_synced(a->dl);
-	snap_tick(a);
+	agent_snap_tick(a);
 	for (d = 0; d < a->n; d++)
 		if (a->out[d].configured)
-			outch_pump(a, d);
+			agent_outch_pump(a, d);
 	for (c = a->conns; c != NULL; c = c->next) {
 		if (c->dead)
 			continue;
-		conn_release(a, c, synced);
-		conn_flush(a, c);
+		agent_conn_release(a, c, synced);
+		agent_conn_flush(a, c);
 	}
 }
 
@@ -159,17 +159,17 @@ run_loop(struct agent *a)
 	int64_t now;
 
 	while (!a->stop && !a->fatal) {
-		compact_tick(a);
+		agent_compact_tick(a);
 		agent_commit(a);
-		conn_reap(a);
+		agent_conn_reap(a);
 		if (a->stop || a->fatal)
 			break;
 		now = cs_now_ms();
-		timeout = outch_timeout(a, now);
-		k = snap_timeout(a, now);
+		timeout = agent_outch_timeout(a, now);
+		k = agent_snap_timeout(a, now);
 		if (k >= 0 && (timeout < 0 || k < timeout))
 			timeout = k;
-		k = conn_hs_timeout(a, now);
+		k = agent_conn_hs_timeout(a, now);
 		if (k >= 0 && (timeout < 0 || k < timeout))
 			timeout = k;
 		if (tls_more)
@@ -184,16 +184,17 @@ run_loop(struct agent *a)
 		}
 		for (i = 0; i < k && !a->fatal; i++) {
 			if (evs[i].data.ptr == &a->lfd)
-				listen_accept(a);
+				agent_listen_accept(a);
 			else if (evs[i].data.ptr == &a->sfd)
 				signals_read(a);
 			else if (evs[i].data.ptr == &a->rw)
-				compact_event(a);
+				agent_compact_event(a);
 			else
-				conn_event(a, evs[i].data.ptr, evs[i].events);
+				agent_conn_event(a, evs[i].data.ptr,
+				    evs[i].events);
 		}
-		tls_more = conn_tls_pending(a);
-		outch_timers(a, cs_now_ms());
+		tls_more = agent_conn_tls_pending(a);
+		agent_outch_timers(a, cs_now_ms());
 	}
 }
 
@@ -204,15 +205,15 @@ shutdown_agent(struct agent *a)
 {
 	struct conn *c;
 
-	compact_free(a);
+	agent_compact_free(a);
 	if (!a->fatal)
 		commit(a, 1);
 	for (c = a->conns; c != NULL; c = c->next)
 		if (!c->dead)
-			conn_close(a, c, NULL);
-	conn_reap(a);
-	snap_free(a);
-	listen_close(a);
+			agent_conn_close(a, c, NULL);
+	agent_conn_reap(a);
+	agent_snap_free(a);
+	agent_listen_close(a);
 }
 
 int
@@ -272,20 +273,20 @@ agent_run(const struct cfg *c, int self, struct cs_err *e)
 	masked = 1;
 	if (ep_add(&a, a.sfd, &a.sfd, e) == -1)
 		goto out;
-	if (inch_init(&a) == -1) {
+	if (agent_inch_init(&a) == -1) {
 		cs_errf(e, "out of memory");
 		goto out;
 	}
-	if (outch_init(&a, e) == -1)
+	if (agent_outch_init(&a, e) == -1)
 		goto out;
-	if (listen_open(&a, e) == -1)
+	if (agent_listen_open(&a, e) == -1)
 		goto out;
 	if (ep_add(&a, a.lfd, &a.lfd, e) == -1)
 		goto out;
 	log_info("agent %s listening on %s%s", a.name, a.tcp ?
 	    c->agents[self].addr : c->agents[self].sock, a.tcp ?
 	    " (TCP, mutual TLS 1.3)" : "");
-	compact_init(&a);
+	agent_compact_init(&a);
 
 	run_loop(&a);
 	rc = a.fatal ? -1 : 0;
@@ -296,9 +297,9 @@ agent_run(const struct cfg *c, int self, struct cs_err *e)
 	log_info("agent %s stopped", a.name);
 out:
 	if (rc == -1 && a.lfd != -1)
-		listen_close(&a);
-	outch_free(&a);
-	inch_free(&a);
+		agent_listen_close(&a);
+	agent_outch_free(&a);
+	agent_inch_free(&a);
 	xport_ctx_free(a.tls);
 	if (a.sfd != -1)
 		close(a.sfd);

@@ -112,9 +112,9 @@ sent_chain(const struct agent *a, int d, uint64_t seq)
 {
 	const struct dl_state *st = datalog_state(a->dl);
 
-	if (wm_get(&st->sent, dname(a, d)) != seq)
+	if (dl_wm_get(&st->sent, dname(a, d)) != seq)
 		return NULL;
-	return wm_chain(&st->sent, dname(a, d));
+	return dl_wm_chain(&st->sent, dname(a, d));
 }
 
 /* The chain at seq k of the channel to d, for the ACK record of k: the
@@ -145,7 +145,7 @@ acked_chain(struct agent *a, int d, uint64_t k, uint8_t out[DL_CHAIN_LEN])
 /* A message whose SEND record is the one appended last (its offset starts
  * the file part when the window is full), or a marker. */
 int
-outch_enqueue(struct agent *a, int dst, enum qkind kind, uint64_t seq,
+agent_outch_enqueue(struct agent *a, int dst, enum qkind kind, uint64_t seq,
     const struct snapuid *snap, uint64_t off, const uint8_t *payload,
     size_t len)
 {
@@ -267,7 +267,7 @@ outch_fill(struct agent *a, int d, int force)
 }
 
 int
-outch_init(struct agent *a, struct cs_err *e)
+agent_outch_init(struct agent *a, struct cs_err *e)
 {
 	const struct dl_state *st = datalog_state(a->dl);
 	const struct wm *s;
@@ -288,7 +288,7 @@ outch_init(struct agent *a, struct cs_err *e)
 	 * backlog starts as the file part and is read in as it is sent. */
 	for (i = 0; i < st->sent.n; i++) {
 		s = &st->sent.v[i];
-		acked = wm_get(&st->acked, s->peer);
+		acked = dl_wm_get(&st->acked, s->peer);
 		if (s->seq <= acked)
 			continue;
 		if ((d = cfg_find(a->c, s->peer)) == -1 ||
@@ -300,7 +300,7 @@ outch_init(struct agent *a, struct cs_err *e)
 		}
 		a->out[d].f_lo = acked + 1;
 		a->out[d].f_hi = s->seq;
-		a->out[d].f_off = wm_get(&st->sendoff, s->peer);
+		a->out[d].f_off = dl_wm_get(&st->sendoff, s->peer);
 		if (a->out[d].f_off < DL_HEADER_LEN)
 			a->out[d].f_off = DL_HEADER_LEN;	/* scan it all */
 		log_info("channel %s>%s: %llu unacknowledged messages to "
@@ -311,7 +311,7 @@ outch_init(struct agent *a, struct cs_err *e)
 }
 
 void
-outch_free(struct agent *a)
+agent_outch_free(struct agent *a)
 {
 	size_t i;
 	int d;
@@ -329,7 +329,7 @@ outch_free(struct agent *a)
 }
 
 size_t
-outch_queued(const struct agent *a, int dst)
+agent_outch_queued(const struct agent *a, int dst)
 {
 	const struct outch *o = &a->out[dst];
 
@@ -338,7 +338,7 @@ outch_queued(const struct agent *a, int dst)
 }
 
 size_t
-outch_unacked(const struct agent *a, int dst)
+agent_outch_unacked(const struct agent *a, int dst)
 {
 	const struct outch *o = &a->out[dst];
 	size_t i, n = 0;
@@ -404,15 +404,16 @@ outch_connect(struct agent *a, int d)
 		return;
 	}
 conn:
-	if ((o->conn = conn_new(a, fd, ROLE_PEER_OUT, inprog)) == NULL) {
+	if ((o->conn = agent_conn_new(a, fd, ROLE_PEER_OUT, inprog)) == NULL) {
 		schedule_retry(a, o);
 		return;
 	}
 	o->conn->peer = d;
 	if (tls)
-		(void)conn_tls(a, o->conn, 0);	/* on failure closed: retried */
+		(void)agent_conn_tls(a, o->conn,
+		    0);	/* on failure closed: retried */
 	else if (!inprog)
-		outch_connected(a, o->conn);
+		agent_outch_connected(a, o->conn);
 }
 
 /* Peer d just connected to us, so it is listening again: if our channel
@@ -420,7 +421,7 @@ conn:
  * restart of d), connect now instead. A snapshot taken right after a
  * restart would otherwise wait for that backoff, its markers queued. */
 void
-outch_peer_alive(struct agent *a, int d)
+agent_outch_peer_alive(struct agent *a, int d)
 {
 	struct outch *o = &a->out[d];
 
@@ -431,18 +432,18 @@ outch_peer_alive(struct agent *a, int d)
 }
 
 void
-outch_connected(struct agent *a, struct conn *c)
+agent_outch_connected(struct agent *a, struct conn *c)
 {
 	struct wbuf w;
 
 	wbuf_init(&w);
 	wbuf_put_str(&w, a->name);
-	conn_send(a, c, W_PEER_HELLO, w.data, w.len, 0);
+	agent_conn_send(a, c, W_PEER_HELLO, w.data, w.len, 0);
 	wbuf_free(&w);
 }
 
 void
-outch_closed(struct agent *a, struct conn *c)
+agent_outch_closed(struct agent *a, struct conn *c)
 {
 	struct outch *o = &a->out[c->peer];
 
@@ -530,15 +531,15 @@ outch_acked(struct agent *a, int d, uint64_t k, int welcome)
 	struct dl_record rec;
 	int known = 0;
 
-	if (k > wm_get(&st->sent, dname(a, d))) {
+	if (k > dl_wm_get(&st->sent, dname(a, d))) {
 		log_error("channel %s>%s: peer claims seq %llu applied but "
 		    "only %llu were sent; closing it (restored from another "
 		    "history?)", a->name, dname(a, d), (unsigned long long)k,
-		    (unsigned long long)wm_get(&st->sent, dname(a, d)));
+		    (unsigned long long)dl_wm_get(&st->sent, dname(a, d)));
 		return -1;
 	}
 	/* Before the acknowledged messages leave the window. */
-	if (k > wm_get(&st->acked, dname(a, d)))
+	if (k > dl_wm_get(&st->acked, dname(a, d)))
 		known = acked_chain(a, d, k, chain);
 	if (welcome) {
 		outch_drop(a, o, k, 1);
@@ -558,7 +559,7 @@ outch_acked(struct agent *a, int d, uint64_t k, int welcome)
 		a->fatal = 1;
 		return -1;
 	}
-	if (k > wm_get(&st->acked, dname(a, d))) {
+	if (k > dl_wm_get(&st->acked, dname(a, d))) {
 		memset(&rec, 0, sizeof(rec));
 		rec.type = DL_ACK;
 		rec.peer = dname(a, d);
@@ -592,7 +593,7 @@ outch_check(struct agent *a, struct conn *c, uint64_t k,
 		wbuf_init(&w);
 		wbuf_put_u8(&w, (uint8_t)ok);
 		wbuf_put_str(&w, why);
-		conn_send(a, c, W_PEER_VERDICT, w.data, w.len, 0);
+		agent_conn_send(a, c, W_PEER_VERDICT, w.data, w.len, 0);
 		wbuf_free(&w);
 	}
 	if (!ok) {
@@ -606,7 +607,7 @@ outch_check(struct agent *a, struct conn *c, uint64_t k,
 		o->diverged = 1;
 		o->refused = 1;
 		snprintf(o->why, sizeof(o->why), "%s", why);
-		conn_flush(a, c);
+		agent_conn_flush(a, c);
 		return -1;
 	}
 	if (o->diverged)
@@ -620,7 +621,7 @@ outch_check(struct agent *a, struct conn *c, uint64_t k,
 }
 
 void
-outch_frame(struct agent *a, struct conn *c, uint8_t type,
+agent_outch_frame(struct agent *a, struct conn *c, uint8_t type,
     const uint8_t *p, size_t n)
 {
 	struct outch *o = &a->out[c->peer];
@@ -648,14 +649,14 @@ outch_frame(struct agent *a, struct conn *c, uint8_t type,
 	    (type == W_PEER_WELCOME && o->up)) {
 		log_warn("channel %s>%s: unexpected or malformed frame type "
 		    "%u; closing it", a->name, dname(a, c->peer), type);
-		conn_close(a, c, NULL);
+		agent_conn_close(a, c, NULL);
 		return;
 	}
 	if (type == W_PEER_WELCOME &&
 	    outch_check(a, c, k, known ? chain : NULL, told) == -1)
 		return;
 	if (outch_acked(a, c->peer, k, type == W_PEER_WELCOME) == -1) {
-		conn_close(a, c, NULL);
+		agent_conn_close(a, c, NULL);
 		return;
 	}
 	if (type == W_PEER_WELCOME) {
@@ -666,7 +667,7 @@ outch_frame(struct agent *a, struct conn *c, uint8_t type,
 		    a->name, dname(a, c->peer), (unsigned long long)k,
 		    o->qt - o->qh);
 	}
-	outch_pump(a, c->peer);
+	agent_outch_pump(a, c->peer);
 }
 
 /* Test hook: CUTSNAP_FAULT=break-channel-at-marker makes the agent drop
@@ -738,7 +739,7 @@ outch_arrange(struct agent *a, int d)
 /* Write the queue's head entries that may leave now, reading the backlog
  * in from the data file as the window drains. */
 void
-outch_pump(struct agent *a, int d)
+agent_outch_pump(struct agent *a, int d)
 {
 	struct outch *o = &a->out[d];
 	uint64_t synced = datalog_synced(a->dl);
@@ -749,7 +750,7 @@ outch_pump(struct agent *a, int d)
 		return;
 	outch_fill(a, d, 0);
 	wbuf_init(&w);
-	while (conn_pending(o->conn) < CH_PUMP_LIMIT && !a->fatal) {
+	while (agent_conn_pending(o->conn) < CH_PUMP_LIMIT && !a->fatal) {
 		if (o->qh + o->w == o->qt)
 			outch_fill(a, d, 1);
 		if (o->qh + o->w == o->qt)
@@ -784,13 +785,13 @@ outch_pump(struct agent *a, int d)
 			    a->name, dname(a, d));
 			break;
 		}
-		conn_send(a, o->conn, q->kind == Q_MSG ? W_PEER_MSG :
+		agent_conn_send(a, o->conn, q->kind == Q_MSG ? W_PEER_MSG :
 		    W_PEER_MARKER, w.data, w.len, 0);
 		if (o->conn == NULL || o->conn->dead)
 			break;
 		o->w++;
 		if (q->kind == Q_MARKER && fault_break_at_marker()) {
-			conn_close(a, o->conn, "channel broken by "
+			agent_conn_close(a, o->conn, "channel broken by "
 			    "CUTSNAP_FAULT after a marker");
 			break;
 		}
@@ -800,7 +801,7 @@ outch_pump(struct agent *a, int d)
 	}
 	wbuf_free(&w);
 	if (o->conn != NULL)
-		conn_flush(a, o->conn);
+		agent_conn_flush(a, o->conn);
 }
 
 /* The overtaking drill: the first message queued after each unwritten
@@ -828,7 +829,7 @@ outch_overtake(struct outch *o)
 }
 
 int
-outch_hold(struct agent *a, int dst, int hold, int mode)
+agent_outch_hold(struct agent *a, int dst, int hold, int mode)
 {
 	struct outch *o = &a->out[dst];
 
@@ -842,16 +843,16 @@ outch_hold(struct agent *a, int dst, int hold, int mode)
 	if (!hold) {
 		/* Reverse what is queued now; later sends go in order. */
 		o->rev_upto = 0;
-		if (mode == RELEASE_REVERSE && outch_queued(a, dst) > 0)
-			o->rev_upto = wm_get(&datalog_state(a->dl)->sent,
+		if (mode == RELEASE_REVERSE && agent_outch_queued(a, dst) > 0)
+			o->rev_upto = dl_wm_get(&datalog_state(a->dl)->sent,
 			    dname(a, dst));
-		outch_pump(a, dst);
+		agent_outch_pump(a, dst);
 	}
 	return 0;
 }
 
 void
-outch_timers(struct agent *a, int64_t now)
+agent_outch_timers(struct agent *a, int64_t now)
 {
 	int d;
 
@@ -862,7 +863,7 @@ outch_timers(struct agent *a, int64_t now)
 }
 
 int
-outch_timeout(struct agent *a, int64_t now)
+agent_outch_timeout(struct agent *a, int64_t now)
 {
 	int64_t best = -1, t;
 	int d;

@@ -44,7 +44,7 @@ wm_copy(struct wm_set *dst, const struct wm_set *src)
 	size_t i;
 
 	for (i = 0; i < src->n; i++)
-		if (wm_put(dst, src->v[i].peer, src->v[i].seq) == -1)
+		if (dl_wm_put(dst, src->v[i].peer, src->v[i].seq) == -1)
 			return -1;
 	return 0;
 }
@@ -157,7 +157,7 @@ snap_forget(struct agent *a, struct snap *sn, const char *why)
 }
 
 void
-snap_free(struct agent *a)
+agent_snap_free(struct agent *a)
 {
 	size_t i;
 
@@ -166,7 +166,7 @@ snap_free(struct agent *a)
 }
 
 const char *
-snap_phase_name(enum snap_phase p)
+agent_snap_phase_name(enum snap_phase p)
 {
 	static const char *const name[] = { "none", "joined", "recording",
 	    "recorded", "reported" };
@@ -175,29 +175,31 @@ snap_phase_name(enum snap_phase p)
 }
 
 void
-snap_join(struct agent *a, struct conn *c, const struct snapuid *id,
+agent_snap_join(struct agent *a, struct conn *c, const struct snapuid *id,
     uint32_t timeout_s, uint64_t label)
 {
 	struct snap *sn;
 	size_t i;
 
 	if (snapuid_is_zero(id)) {
-		conn_replyf(a, c, REPLY_BADREQ, "snapshot id 0 is invalid");
+		agent_conn_replyf(a, c, REPLY_BADREQ,
+		    "snapshot id 0 is invalid");
 		return;
 	}
 	sn = snap_find(a, id);
 	if (sn != NULL && sn->coord != NULL && sn->coord != c) {
-		conn_replyf(a, c, REPLY_FAIL, "snapshot %s already has a "
+		agent_conn_replyf(a, c, REPLY_FAIL, "snapshot %s already has a "
 		    "coordinator", SNAME(sn));
 		return;
 	}
 	if (sn == NULL && c->is_coord) {
-		conn_replyf(a, c, REPLY_BADREQ, "this connection already "
+		agent_conn_replyf(a, c, REPLY_BADREQ, "this connection already "
 		    "coordinates another snapshot; use one per snapshot");
 		return;
 	}
 	if (sn == NULL && done_has(a, id)) {
-		conn_replyf(a, c, REPLY_FAIL, "snapshot %s is already finished "
+		agent_conn_replyf(a, c, REPLY_FAIL,
+		    "snapshot %s is already finished "
 		    "here", idname(&(struct sname){ { 0 } }, id, label));
 		return;
 	}
@@ -208,7 +210,8 @@ snap_join(struct agent *a, struct conn *c, const struct snapuid *id,
 			sn->id = *id;
 		}
 	if (sn == NULL) {
-		conn_replyf(a, c, REPLY_FAIL, "agent %s already takes part in "
+		agent_conn_replyf(a, c, REPLY_FAIL,
+		    "agent %s already takes part in "
 		    "%d snapshots, the most it runs at once; try again once "
 		    "one has finished", a->name, SNAP_MAX);
 		return;
@@ -221,7 +224,7 @@ snap_join(struct agent *a, struct conn *c, const struct snapuid *id,
 	log_info("snapshot %s: joined (timeout %us, %zu in progress)",
 	    SNAME(sn), (unsigned)(timeout_s ? timeout_s :
 	    SNAP_DEFAULT_TIMEOUT_S), snap_count(a));
-	conn_reply(a, c, REPLY_OK, NULL, 0, 0);
+	agent_conn_reply(a, c, REPLY_OK, NULL, 0, 0);
 }
 
 static void
@@ -274,7 +277,7 @@ snap_chan_marker(struct agent *a, struct snap *sn, int src, uint64_t s)
 		    " below applied %" PRIu64 " at recording: the sender let "
 		    "a later message overtake its marker", SNAME(sn),
 		    nm(a, src), a->name, s, rc->a);
-	if (wm_get(&st->applied, nm(a, src)) >= s)
+	if (dl_wm_get(&st->applied, nm(a, src)) >= s)
 		snap_close_chan(a, sn, rc);
 }
 
@@ -292,8 +295,8 @@ snap_send_markers(struct agent *a, const struct snapuid *id, uint64_t L)
 	for (i = 0; i < a->n; i++) {
 		if (!a->out[i].configured)
 			continue;
-		if (outch_enqueue(a, i, Q_MARKER, wm_get(&st->sent, nm(a, i)),
-		    id, L, NULL, 0) == -1)
+		if (agent_outch_enqueue(a, i, Q_MARKER, dl_wm_get(&st->sent,
+		    nm(a, i)), id, L, NULL, 0) == -1)
 			return -1;
 	}
 	return 0;
@@ -323,7 +326,7 @@ snap_record(struct agent *a, struct snap *sn, int first_src, uint64_t s)
 			continue;
 		rc = &sn->ch[sn->nch++];
 		rc->src = i;
-		rc->a = wm_get(&st->applied, nm(a, i));
+		rc->a = dl_wm_get(&st->applied, nm(a, i));
 	}
 	sn->nopen = sn->nch;
 	sn->phase = SNAP_RECORDING;
@@ -346,7 +349,7 @@ oom:
 }
 
 void
-snap_start(struct agent *a, const struct snapuid *id)
+agent_snap_start(struct agent *a, const struct snapuid *id)
 {
 	struct snap *sn = snap_find(a, id);
 
@@ -360,7 +363,7 @@ snap_start(struct agent *a, const struct snapuid *id)
 }
 
 void
-snap_done(struct agent *a, const struct snapuid *id, int committed)
+agent_snap_done(struct agent *a, const struct snapuid *id, int committed)
 {
 	struct snap *sn = snap_find(a, id);
 
@@ -373,44 +376,48 @@ snap_done(struct agent *a, const struct snapuid *id, int committed)
 }
 
 void
-snap_fetch(struct agent *a, struct conn *c, const struct snapuid *id,
+agent_snap_fetch(struct agent *a, struct conn *c, const struct snapuid *id,
     uint64_t off, uint32_t len)
 {
 	struct snap *sn = snap_find(a, id);
 	uint8_t *p = NULL;
 
 	if (sn == NULL || sn->coord != c || sn->phase != SNAP_REPORTED) {
-		conn_replyf(a, c, REPLY_FAIL, "snapshot %s is not reported "
+		agent_conn_replyf(a, c, REPLY_FAIL,
+		    "snapshot %s is not reported "
 		    "here on this connection", UNAME(id));
 		return;
 	}
 	if (len == 0 || len > WIRE_MAX_PIECE || off > sn->L ||
 	    len > sn->L - off) {
-		conn_replyf(a, c, REPLY_BADREQ, "bytes %" PRIu64 "+%" PRIu32
+		agent_conn_replyf(a, c, REPLY_BADREQ,
+		    "bytes %" PRIu64 "+%" PRIu32
 		    " are not within the recorded %" PRIu64, off, len, sn->L);
 		return;
 	}
 	/* [0, L) is durable, so on the file; a compaction does not switch
-	 * files while a recorded prefix is held (snap_holds_prefix). */
+	 * files while a recorded prefix is held (agent_snap_holds_prefix). */
 	if ((p = malloc(8 + (size_t)len)) == NULL) {
-		conn_replyf(a, c, REPLY_FAIL, "out of memory");
+		agent_conn_replyf(a, c, REPLY_FAIL, "out of memory");
 		return;
 	}
-	le32_put(p, (uint32_t)off);	/* u64, little-endian (buf.h) */
-	le32_put(p + 4, (uint32_t)(off >> 32));
-	if (pread_all(datalog_fd(a->dl), p + 8, len, (off_t)off) < 0) {
+	buf_le32_put(p, (uint32_t)off);	/* u64, little-endian (buf.h) */
+	buf_le32_put(p + 4, (uint32_t)(off >> 32));
+	if (fs_pread_all(datalog_fd(a->dl), p + 8, len, (off_t)off) < 0) {
 		log_error("snapshot %s: read of the recorded file at %" PRIu64
 		    ": %s", SNAME(sn), off, strerror(errno));
-		conn_replyf(a, c, REPLY_FAIL, "agent %s: read of its data file "
+		agent_conn_replyf(a, c, REPLY_FAIL,
+		    "agent %s: read of its data file "
 		    "at %" PRIu64 " failed: %s", a->name, off, strerror(errno));
 	} else {
-		conn_send(a, c, W_SNAP_DATA, p, 8 + (size_t)len, 0);
+		agent_conn_send(a, c, W_SNAP_DATA, p, 8 + (size_t)len, 0);
 	}
 	free(p);
 }
 
 void
-snap_marker(struct agent *a, int src, const struct snapuid *id, uint64_t s)
+agent_snap_marker(struct agent *a, int src, const struct snapuid *id,
+    uint64_t s)
 {
 	struct snap *sn = snap_find(a, id);
 
@@ -439,7 +446,7 @@ snap_marker(struct agent *a, int src, const struct snapuid *id, uint64_t s)
 }
 
 int
-snap_applied(struct agent *a, int src, uint64_t seq, const uint8_t *p,
+agent_snap_applied(struct agent *a, int src, uint64_t seq, const uint8_t *p,
     size_t n)
 {
 	struct snap *sn;
@@ -474,7 +481,7 @@ snap_applied(struct agent *a, int src, uint64_t seq, const uint8_t *p,
 }
 
 void
-snap_conn_closed(struct agent *a, struct conn *c)
+agent_snap_conn_closed(struct agent *a, struct conn *c)
 {
 	size_t i;
 
@@ -549,7 +556,7 @@ snap_report(struct agent *a, struct snap *sn)
 	report_encode(&w, &r);
 	if (w.oom)
 		goto oom;
-	conn_send(a, sn->coord, W_SNAP_REPORT, w.data, w.len, 0);
+	agent_conn_send(a, sn->coord, W_SNAP_REPORT, w.data, w.len, 0);
 	sn->phase = SNAP_REPORTED;
 	log_info("snapshot %s: reported (%" PRIu64 " bytes)", SNAME(sn),
 	    sn->L);
@@ -590,7 +597,7 @@ snaps_check(const struct agent *a)
 
 /* Called after each group commit. */
 void
-snap_tick(struct agent *a)
+agent_snap_tick(struct agent *a)
 {
 	size_t i;
 
@@ -600,7 +607,7 @@ snap_tick(struct agent *a)
 }
 
 int
-snap_timeout(struct agent *a, int64_t now)
+agent_snap_timeout(struct agent *a, int64_t now)
 {
 	struct snap *sn;
 	struct conn *coord;
@@ -622,7 +629,7 @@ snap_timeout(struct agent *a, int64_t now)
 		coord = sn->coord;
 		snap_forget(a, sn, "timed out; forgotten");
 		if (coord != NULL)
-			conn_close(a, coord, "snapshot timed out");
+			agent_conn_close(a, coord, "snapshot timed out");
 	}
 	return next < 0 ? -1 : next > 86400000 ? 86400000 : (int)next;
 }

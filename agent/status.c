@@ -46,7 +46,7 @@ collect(struct agent *a, struct agstat *st)
 		as->id = sn->label;
 		snapuid_hex(&sn->id, as->uid);
 		snprintf(as->phase, sizeof(as->phase), "%s",
-		    snap_phase_name(sn->phase));
+		    agent_snap_phase_name(sn->phase));
 		if (st->nsnaps == 1) {
 			st->snap_id = sn->label ? sn->label : 1;
 			snprintf(st->phase, sizeof(st->phase), "%s",
@@ -63,10 +63,10 @@ collect(struct agent *a, struct agstat *st)
 			struct agstat_ch *c = &st->out[st->nout++];
 
 			snprintf(c->peer, sizeof(c->peer), "%s", nm);
-			c->seq = wm_get(&s->sent, nm);
-			c->acked = wm_get(&s->acked, nm);
-			c->queued = outch_queued(a, d);
-			c->unacked = outch_unacked(a, d);
+			c->seq = dl_wm_get(&s->sent, nm);
+			c->acked = dl_wm_get(&s->acked, nm);
+			c->queued = agent_outch_queued(a, d);
+			c->unacked = agent_outch_unacked(a, d);
 			c->up = a->out[d].up;
 			c->held = a->out[d].held;
 			c->diverged = a->out[d].diverged;
@@ -75,7 +75,7 @@ collect(struct agent *a, struct agstat *st)
 			struct agstat_ch *c = &st->in[st->nin++];
 
 			snprintf(c->peer, sizeof(c->peer), "%s", nm);
-			c->seq = wm_get(&s->applied, nm);
+			c->seq = dl_wm_get(&s->applied, nm);
 			c->queued = a->in[d].nheld;
 			c->up = a->in[d].conn != NULL;
 			c->diverged = a->in[d].diverged;
@@ -106,14 +106,14 @@ agent_diverged(const struct agent *a, char *why, size_t whysz)
 }
 
 void
-status_reply(struct agent *a, struct conn *c)
+agent_status_reply(struct agent *a, struct conn *c)
 {
 	struct agstat st;
 	struct wbuf w;
 
 	wbuf_init(&w);
 	if (collect(a, &st) == -1) {
-		conn_replyf(a, c, REPLY_FAIL, "out of memory");
+		agent_conn_replyf(a, c, REPLY_FAIL, "out of memory");
 		goto out;
 	}
 	wbuf_put_u32(&w, (uint32_t)getpid());
@@ -122,11 +122,11 @@ status_reply(struct agent *a, struct conn *c)
 	wbuf_put_u32(&w, 0);
 	agstat_format(&st, a->name, &w);
 	if (w.oom) {
-		conn_replyf(a, c, REPLY_FAIL, "out of memory");
+		agent_conn_replyf(a, c, REPLY_FAIL, "out of memory");
 		goto out;
 	}
-	le32_put(w.data + 4, (uint32_t)(w.len - 8));
-	conn_reply(a, c, REPLY_OK, w.data, w.len, datalog_need(a->dl));
+	buf_le32_put(w.data + 4, (uint32_t)(w.len - 8));
+	agent_conn_reply(a, c, REPLY_OK, w.data, w.len, datalog_need(a->dl));
 out:
 	agstat_free(&st);
 	wbuf_free(&w);

@@ -99,7 +99,7 @@ write_pem(const char *path, EVP_PKEY *key, X509 *crt, struct cs_err *e)
 		goto out;
 	}
 	n = BIO_get_mem_data(b, &data);
-	rc = atomic_write_file(path, data, (size_t)n, key ? 0600 : 0644, e);
+	rc = fs_atomic_write_file(path, data, (size_t)n, key ? 0600 : 0644, e);
 out:
 	BIO_free(b);
 	return rc;
@@ -113,7 +113,7 @@ read_pem(const char *path, EVP_PKEY **key, X509 **crt, struct cs_err *e)
 	BIO *b = NULL;
 	int rc = -1;
 
-	if (read_file(path, CERT_PEM_MAX, &data, &len, e) == -1)
+	if (fs_read_file(path, CERT_PEM_MAX, &data, &len, e) == -1)
 		goto out;
 	if ((b = BIO_new_mem_buf(data, (int)len)) == NULL) {
 		ossl_fail(e, "BIO_new_mem_buf");
@@ -308,7 +308,7 @@ run(const struct cfg *c, long days, struct cs_err *e)
 	X509 *ca = NULL;
 	int i, made, n = 0, rc = -1;
 
-	if (mkdir_p(dir, 0700, e) == -1)
+	if (fs_mkdir_p(dir, 0700, e) == -1)
 		goto out;
 	if (path_in(dir, "ca", "key", kp, sizeof(kp), e) == -1 ||
 	    path_in(dir, "ca", "crt", cp, sizeof(cp), e) == -1)

@@ -147,7 +147,7 @@ file_value(const char *path, int64_t *v, struct cs_err *e)
 	size_t len;
 	int rc;
 
-	if (read_file(path, MAX_COPY, &buf, &len, e) == -1)
+	if (fs_read_file(path, MAX_COPY, &buf, &len, e) == -1)
 		return -1;
 	rc = image_value(buf, len, path, v, e);
 	free(buf);
@@ -164,11 +164,11 @@ copy_data(struct demo *d, int i, const char *label, struct cs_err *e)
 	size_t len;
 	int rc = -1;
 
-	if (read_file(d->c->agents[i].data, MAX_COPY, &buf, &len, e) == -1)
+	if (fs_read_file(d->c->agents[i].data, MAX_COPY, &buf, &len, e) == -1)
 		return -1;
 	snprintf(path, sizeof(path), "%s/copies/%s.%s", d->dir,
 	    d->c->agents[i].name, label);
-	rc = atomic_write_file(path, buf, len, 0600, e);
+	rc = fs_atomic_write_file(path, buf, len, 0600, e);
 	free(buf);
 	return rc;
 }
@@ -600,10 +600,10 @@ write_config(struct demo *d, struct cs_err *e)
 	char path[PATH_MAX + 32];
 
 	snprintf(path, sizeof(path), "%s/copies", d->dir);
-	if (mkdir_p(path, 0700, e) == -1)
+	if (fs_mkdir_p(path, 0700, e) == -1)
 		return -1;
 	snprintf(path, sizeof(path), "%s/cluster.ini", d->dir);
-	if (atomic_write_file(path, text, sizeof(text) - 1, 0600, e) == -1)
+	if (fs_atomic_write_file(path, text, sizeof(text) - 1, 0600, e) == -1)
 		return -1;
 	return cfg_load(path, &d->c, e);
 }

@@ -165,7 +165,7 @@ cmd_dump(int argc, char **argv)
 		return cmd_usage_error("expected DATAFILE, got %d arguments",
 		    argc - optind);
 	path = argv[optind];
-	if (read_file(path, DUMP_MAX_FILE, &buf, &len, &e) == -1) {
+	if (fs_read_file(path, DUMP_MAX_FILE, &buf, &len, &e) == -1) {
 		cmd_warn("%s", e.msg);
 		goto out;
 	}

@@ -69,7 +69,7 @@ list_keys(struct store *st, int json)
 	size_t i, n;
 	int rc = EXIT_OK;
 
-	if (crypt_list_keys(st, &k, &n, &e) < 0)
+	if (store_crypt_list_keys(st, &k, &n, &e) < 0)
 		return cmd_fail(EXIT_USAGE, "%s", e.msg);
 	if (json) {
 		json_init(&j, stdout);

@@ -89,7 +89,7 @@ from_tty(const char *prompt, char *buf, size_t sz, size_t *len,
 		quiet.c_lflag |= ICANON;
 		restore = tcsetattr(fd, TCSAFLUSH, &quiet) == 0;
 	}
-	(void)write_all(fd, prompt, strlen(prompt));
+	(void)fs_write_all(fd, prompt, strlen(prompt));
 	for (;;) {
 		n = read(fd, &c, 1);
 		if (n < 0 && errno == EINTR)
@@ -112,7 +112,7 @@ from_tty(const char *prompt, char *buf, size_t sz, size_t *len,
 out:
 	if (restore)
 		(void)tcsetattr(fd, TCSAFLUSH, &old);
-	(void)write_all(fd, "\n", 1);
+	(void)fs_write_all(fd, "\n", 1);
 	c = 0;
 	close(fd);
 	return rc;

@@ -156,10 +156,10 @@ build_channels(struct view *v)
 	for (k = 0; k < v->nch; k++) {
 		for (i = 0; i < v->nag; i++) {
 			if (strcmp(v->ag[i].f->agent, v->ch[k].src) == 0)
-				v->ch[k].sent = wm_get(&v->ag[i].st.sent,
+				v->ch[k].sent = dl_wm_get(&v->ag[i].st.sent,
 				    v->ch[k].dst);
 			if (strcmp(v->ag[i].f->agent, v->ch[k].dst) == 0)
-				v->ch[k].applied = wm_get(
+				v->ch[k].applied = dl_wm_get(
 				    &v->ag[i].st.applied, v->ch[k].src);
 		}
 	}

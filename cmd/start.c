@@ -72,7 +72,7 @@ cmd_start_cluster(const struct cfg *c, int timeout_s, pid_t *pids,
 		cs_errf(e, "out of memory");
 		goto out;
 	}
-	if (mkdir_p(c->run_dir, 0700, e) == -1)
+	if (fs_mkdir_p(c->run_dir, 0700, e) == -1)
 		goto out;
 	left = 0;
 	for (i = 0; i < c->nagents; i++) {

@@ -6,7 +6,7 @@
 #include "buf.h"
 
 void
-le32_put(uint8_t *p, uint32_t v)
+buf_le32_put(uint8_t *p, uint32_t v)
 {
 	p[0] = v & 0xff;
 	p[1] = (v >> 8) & 0xff;
@@ -15,7 +15,7 @@ le32_put(uint8_t *p, uint32_t v)
 }
 
 uint32_t
-le32_get(const uint8_t *p)
+buf_le32_get(const uint8_t *p)
 {
 	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 |
 	    (uint32_t)p[3] << 24;
@@ -113,7 +113,7 @@ wbuf_put_u32(struct wbuf *b, uint32_t v)
 {
 	uint8_t t[4];
 
-	le32_put(t, v);
+	buf_le32_put(t, v);
 	wbuf_put_raw(b, t, 4);
 }
 
@@ -122,8 +122,8 @@ wbuf_put_u64(struct wbuf *b, uint64_t v)
 {
 	uint8_t t[8];
 
-	le32_put(t, (uint32_t)v);
-	le32_put(t + 4, (uint32_t)(v >> 32));
+	buf_le32_put(t, (uint32_t)v);
+	buf_le32_put(t + 4, (uint32_t)(v >> 32));
 	wbuf_put_raw(b, t, 8);
 }
 
@@ -190,7 +190,7 @@ rbuf_u32(struct rbuf *r)
 {
 	const uint8_t *p = rbuf_take(r, 4);
 
-	return p ? le32_get(p) : 0;
+	return p ? buf_le32_get(p) : 0;
 }
 
 uint64_t
@@ -200,7 +200,7 @@ rbuf_u64(struct rbuf *r)
 
 	if (p == NULL)
 		return 0;
-	return (uint64_t)le32_get(p) | (uint64_t)le32_get(p + 4) << 32;
+	return (uint64_t)buf_le32_get(p) | (uint64_t)buf_le32_get(p + 4) << 32;
 }
 
 int64_t

@@ -54,7 +54,7 @@ void rbuf_str(struct rbuf *r, char *out, size_t outsz);
 int rbuf_done(const struct rbuf *r);
 
 /* Raw little-endian helpers for fixed headers. */
-void le32_put(uint8_t *p, uint32_t v);
-uint32_t le32_get(const uint8_t *p);
+void buf_le32_put(uint8_t *p, uint32_t v);
+uint32_t buf_le32_get(const uint8_t *p);
 
 #endif

@@ -45,14 +45,14 @@ chain_sent_at(const struct dl_state *st, const char *dst, uint64_t seq,
 	size_t i;
 
 	*chain = NULL;
-	if (seq > wm_get(&st->sent, dst))
+	if (seq > dl_wm_get(&st->sent, dst))
 		return 0;
-	if (seq == wm_get(&st->sent, dst)) {
-		*chain = wm_chain(&st->sent, dst);
+	if (seq == dl_wm_get(&st->sent, dst)) {
+		*chain = dl_wm_chain(&st->sent, dst);
 		return 1;
 	}
-	if (seq == wm_get(&st->acked, dst)) {
-		*chain = wm_chain(&st->acked, dst);
+	if (seq == dl_wm_get(&st->acked, dst)) {
+		*chain = dl_wm_chain(&st->acked, dst);
 		return 1;
 	}
 	/* Kept sends: those after the acknowledged seq (all of them in a
@@ -67,7 +67,7 @@ chain_sent_at(const struct dl_state *st, const char *dst, uint64_t seq,
 	/* A live data file keeps none in memory: read the SEND back. The
 	 * buffer lives until the next call (the agent has one thread). */
 	if (st->no_sends && st->send_chain != NULL &&
-	    seq > wm_get(&st->acked, dst)) {
+	    seq > dl_wm_get(&st->acked, dst)) {
 		static uint8_t buf[DL_CHAIN_LEN];
 
 		switch (st->send_chain(st->send_chain_ctx, dst, seq, buf)) {
@@ -88,7 +88,8 @@ chain_check(const struct dl_state *st, const char *dst, uint64_t applied,
     const uint8_t *chain, char *why, size_t whysz)
 {
 	const uint8_t *mine;
-	uint64_t sent = wm_get(&st->sent, dst), acked = wm_get(&st->acked, dst);
+	uint64_t sent = dl_wm_get(&st->sent, dst), acked = dl_wm_get(&st->acked,
+	    dst);
 
 	if (applied > sent) {
 		snprintf(why, whysz, "the receiver applied seq %" PRIu64

@@ -425,7 +425,7 @@ config_dir(const char *path, char out[PATH_MAX], struct cs_err *e)
 	char dir[PATH_MAX], cwd[PATH_MAX];
 	int n;
 
-	path_dirname(path, dir, sizeof(dir));
+	fs_path_dirname(path, dir, sizeof(dir));
 	if (realpath(dir, out) != NULL)
 		return 0;
 	if (dir[0] == '/') {

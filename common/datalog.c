@@ -71,7 +71,7 @@ valid_name(const char *s)
 }
 
 uint64_t
-wm_get(const struct wm_set *s, const char *peer)
+dl_wm_get(const struct wm_set *s, const char *peer)
 {
 	size_t i;
 
@@ -121,7 +121,7 @@ wm_slot(struct wm_set *s, const char *peer)
 }
 
 int
-wm_put(struct wm_set *s, const char *peer, uint64_t seq)
+dl_wm_put(struct wm_set *s, const char *peer, uint64_t seq)
 {
 	struct wm *w;
 
@@ -131,8 +131,9 @@ wm_put(struct wm_set *s, const char *peer, uint64_t seq)
 	return 0;
 }
 
-int
-wm_put_chain(struct wm_set *s, const char *peer, uint64_t seq,
+/* Set seq and the chain at seq (NULL: unknown). 0 / -1. */
+static int
+dl_wm_put_chain(struct wm_set *s, const char *peer, uint64_t seq,
     const uint8_t *chain)
 {
 	struct wm *w;
@@ -149,7 +150,7 @@ wm_put_chain(struct wm_set *s, const char *peer, uint64_t seq,
 }
 
 const uint8_t *
-wm_chain(const struct wm_set *s, const char *peer)
+dl_wm_chain(const struct wm_set *s, const char *peer)
 {
 	static const uint8_t genesis[DL_CHAIN_LEN];
 	size_t i;
@@ -247,7 +248,7 @@ check_dead(const struct dl_state *st, const struct dl_record *r,
 		if (r->code != DL_DEAD_NOT_INT && r->code != DL_DEAD_OVERFLOW)
 			return cs_errf(e, "dead letter with unknown reason %d",
 			    r->code);
-		cur = wm_get(&st->applied, r->peer);
+		cur = dl_wm_get(&st->applied, r->peer);
 		if (cur == UINT64_MAX || r->seq != cur + 1)
 			return cs_errf(e, "dead letter seq %" PRIu64 " from %s, "
 			    "expected %" PRIu64, r->seq, r->peer, cur + 1);
@@ -275,7 +276,7 @@ check_dead(const struct dl_state *st, const struct dl_record *r,
 	if (r->msglen > DL_MAX_MSG)
 		return cs_errf(e, "message of %zu bytes exceeds %u", r->msglen,
 		    DL_MAX_MSG);
-	cur = wm_get(&st->sent, r->peer);
+	cur = dl_wm_get(&st->sent, r->peer);
 	if (cur == UINT64_MAX || r->sseq != cur + 1)
 		return cs_errf(e, "refund seq %" PRIu64 " to %s, expected %"
 		    PRIu64, r->sseq, r->peer, cur + 1);
@@ -313,7 +314,7 @@ letter_check(const struct dl_state *st, const struct dl_record *r,
 	if (r->flen > WIRE_MAX_KEY)
 		return cs_errf(e, "key of %zu bytes exceeds %u", r->flen,
 		    WIRE_MAX_KEY);
-	if (r->seq == 0 || r->seq > wm_get(&st->applied, r->peer) ||
+	if (r->seq == 0 || r->seq > dl_wm_get(&st->applied, r->peer) ||
 	    dl_dead_find(st, r->peer, r->seq) != NULL)
 		return cs_errf(e, "dead letter %s seq %" PRIu64 " not "
 		    "applied or listed twice", r->peer, r->seq);
@@ -348,14 +349,14 @@ base_check(const struct dl_state *st, const struct dl_record *r,
 		if (ws == NULL)
 			return cs_errf(e, "unknown watermark kind %u",
 			    (unsigned)r->wm_kind);
-		if (wm_get(ws, r->peer) != 0 || r->seq == 0)
+		if (dl_wm_get(ws, r->peer) != 0 || r->seq == 0)
 			return cs_errf(e, "watermark of %s set twice or to 0",
 			    r->peer);
 		if (r->wm_kind == DL_WM_ACKED &&
-		    r->seq > wm_get(&st->sent, r->peer))
+		    r->seq > dl_wm_get(&st->sent, r->peer))
 			return cs_errf(e, "acked seq %" PRIu64 " of %s beyond "
 			    "sent seq %" PRIu64, r->seq, r->peer,
-			    wm_get(&st->sent, r->peer));
+			    dl_wm_get(&st->sent, r->peer));
 		return 0;
 	default:
 		return 0;
@@ -405,19 +406,19 @@ dl_state_check(const struct dl_state *st, const struct dl_record *r,
 		if (r->msglen > DL_MAX_MSG)
 			return cs_errf(e, "message of %zu bytes exceeds %u",
 			    r->msglen, DL_MAX_MSG);
-		cur = wm_get(&st->sent, r->peer);
+		cur = dl_wm_get(&st->sent, r->peer);
 		if (cur == UINT64_MAX || r->seq != cur + 1)
 			return cs_errf(e, "send seq %" PRIu64 " to %s, expected %"
 			    PRIu64, r->seq, r->peer, cur + 1);
 		break;
 	case DL_APPLY:
-		cur = wm_get(&st->applied, r->peer);
+		cur = dl_wm_get(&st->applied, r->peer);
 		if (cur == UINT64_MAX || r->seq != cur + 1)
 			return cs_errf(e, "apply seq %" PRIu64 " from %s, "
 			    "expected %" PRIu64, r->seq, r->peer, cur + 1);
 		break;
 	case DL_ACK:
-		cur = wm_get(&st->sent, r->peer);
+		cur = dl_wm_get(&st->sent, r->peer);
 		if (r->seq > cur)
 			return cs_errf(e, "ack seq %" PRIu64 " from %s beyond "
 			    "sent seq %" PRIu64, r->seq, r->peer, cur);
@@ -457,7 +458,7 @@ drop_acked(struct dl_state *st, const char *dst, uint64_t ack)
 static int
 keep_send(const struct wm_set *from, const char *dst, uint64_t seq)
 {
-	uint64_t lo = wm_get(from, dst);
+	uint64_t lo = dl_wm_get(from, dst);
 
 	return lo != 0 && seq >= lo;
 }
@@ -479,9 +480,9 @@ apply_send(struct dl_state *st, const struct dl_record *r, uint64_t seq)
 		    tracked(st, r) &&
 		    kvmap_put(st->kv, r->key, r->klen, r->val, r->vlen) == -1))
 			goto out;
-		if (seq == wm_get(&st->acked, r->peer) + 1)
-			(void)wm_put(&st->sendoff, r->peer, st->rec_off);
-		(void)wm_put_chain(&st->sent, r->peer, seq, r->chain);
+		if (seq == dl_wm_get(&st->acked, r->peer) + 1)
+			(void)dl_wm_put(&st->sendoff, r->peer, st->rec_off);
+		(void)dl_wm_put_chain(&st->sent, r->peer, seq, r->chain);
 		rc = 0;
 		goto out;
 	}
@@ -490,7 +491,7 @@ apply_send(struct dl_state *st, const struct dl_record *r, uint64_t seq)
 		    tracked(st, r) &&
 		    kvmap_put(st->kv, r->key, r->klen, r->val, r->vlen) == -1))
 			goto out;
-		(void)wm_put_chain(&st->sent, r->peer, seq, r->chain);
+		(void)dl_wm_put_chain(&st->sent, r->peer, seq, r->chain);
 		rc = 0;
 		goto out;
 	}
@@ -511,7 +512,7 @@ apply_send(struct dl_state *st, const struct dl_record *r, uint64_t seq)
 	    kvmap_put(st->kv, r->key, r->klen, r->val, r->vlen) == -1)
 		goto out;
 	/* Cannot fail now: the peer is valid and there is room. */
-	(void)wm_put_chain(&st->sent, r->peer, seq, r->chain);
+	(void)dl_wm_put_chain(&st->sent, r->peer, seq, r->chain);
 	s = &st->sends[st->nsends++];
 	memcpy(s->peer, r->peer, strlen(r->peer) + 1);
 	s->seq = seq;
@@ -535,8 +536,8 @@ chain_for_ack(const struct dl_state *st, const char *dst, uint64_t k)
 {
 	size_t i;
 
-	if (k == wm_get(&st->sent, dst))
-		return wm_chain(&st->sent, dst);
+	if (k == dl_wm_get(&st->sent, dst))
+		return dl_wm_chain(&st->sent, dst);
 	for (i = 0; i < st->nsends; i++)
 		if (st->sends[i].seq == k && strcmp(st->sends[i].peer, dst) == 0)
 			return st->sends[i].chain_known ? st->sends[i].chain :
@@ -551,7 +552,7 @@ static int
 advance_applied(struct dl_state *st, const char *src, uint64_t seq,
     const uint8_t *chain)
 {
-	return wm_put_chain(&st->applied, src, seq, chain);
+	return dl_wm_put_chain(&st->applied, src, seq, chain);
 }
 
 static uint8_t *
@@ -684,14 +685,14 @@ dl_state_apply(struct dl_state *st, const struct dl_record *r,
 	case DL_ACK:
 		/* An older ACK than the one already recorded is harmless: acks
 		 * are cumulative, so it says nothing new. */
-		if (r->seq <= wm_get(&st->acked, r->peer))
+		if (r->seq <= dl_wm_get(&st->acked, r->peer))
 			break;
 		/* The record's own chain, else a kept SEND's. A copy: the
 		 * sent entry's chain may move with the set. */
 		if ((ac = r->chain) != NULL ||
 		    (ac = chain_for_ack(st, r->peer, r->seq)) != NULL)
 			memcpy(ack_chain, ac, sizeof(ack_chain));
-		if (wm_put_chain(&st->acked, r->peer, r->seq,
+		if (dl_wm_put_chain(&st->acked, r->peer, r->seq,
 		    ac != NULL ? ack_chain : NULL) == -1)
 			goto oom;
 		if (!st->keep_all_sends && !st->no_sends)
@@ -704,8 +705,8 @@ dl_state_apply(struct dl_state *st, const struct dl_record *r,
 		st->gen_time = r->gen_time;
 		break;
 	case DL_WM:
-		if (wm_put_chain(wm_kind_set(st, r->wm_kind), r->peer, r->seq,
-		    r->chain) == -1)
+		if (dl_wm_put_chain(wm_kind_set(st, r->wm_kind), r->peer,
+		    r->seq, r->chain) == -1)
 			goto oom;
 		break;
 	case DL_KEPT:
@@ -816,7 +817,7 @@ dl_credit(const struct dl_state *st, const char *src, uint64_t seq,
 	if (chmsg_decode(msg, n, &m) == -1)
 		return cs_errf(e, "seq %" PRIu64 " from %s is not a valid "
 		    "channel message", seq, src);
-	if (chain_after(wm_chain(&st->applied, src), seq, msg, n, buf->chain,
+	if (chain_after(dl_wm_chain(&st->applied, src), seq, msg, n, buf->chain,
 	    &known) == -1)
 		return cs_errf(e, "sha256 failed");
 	memset(out, 0, sizeof(*out));
@@ -947,8 +948,8 @@ dl_encode(struct wbuf *out, const struct dl_record *r)
 	p = out->data + start;
 	len = out->len - start - DL_REC_HDR_LEN;
 	assert(len <= DL_MAX_RECORD);
-	le32_put(p, (uint32_t)len);
-	le32_put(p + 4, dl_rec_crc(p + DL_REC_HDR_LEN, len));
+	buf_le32_put(p, (uint32_t)len);
+	buf_le32_put(p + 4, dl_rec_crc(p + DL_REC_HDR_LEN, len));
 }
 
 /* n raw bytes at the reader's position, or NULL (and rb->err). */
@@ -1106,12 +1107,12 @@ valid_record_at(const uint8_t *buf, size_t len, size_t off)
 
 	if (off > len || len - off < DL_REC_HDR_LEN)
 		return 0;
-	rlen = le32_get(buf + off);
+	rlen = buf_le32_get(buf + off);
 	if (rlen == 0 || rlen > DL_MAX_RECORD ||
 	    rlen > len - off - DL_REC_HDR_LEN)
 		return 0;
 	return dl_rec_crc(buf + off + DL_REC_HDR_LEN, rlen) ==
-	    le32_get(buf + off + 4);
+	    buf_le32_get(buf + off + 4);
 }
 
 /*
@@ -1131,7 +1132,7 @@ length_is_damaged(const uint8_t *buf, size_t len, size_t off)
 
 	rbuf_init(&rb, buf + off + DL_REC_HDR_LEN, len - off - DL_REC_HDR_LEN);
 	read_fields(&rb, &r, peer);
-	if (rb.err || rb.off == le32_get(buf + off))
+	if (rb.err || rb.off == buf_le32_get(buf + off))
 		return 0;
 	next = off + DL_REC_HDR_LEN + rb.off;
 	return valid_record_at(buf, len, next);
@@ -1141,8 +1142,8 @@ void
 dl_header(uint8_t hdr[DL_HEADER_LEN])
 {
 	memcpy(hdr, DL_MAGIC, 8);
-	le32_put(hdr + 8, DL_VERSION);
-	le32_put(hdr + 12, 0);
+	buf_le32_put(hdr + 8, DL_VERSION);
+	buf_le32_put(hdr + 12, 0);
 }
 
 /* A file shorter than its header: torn iff it is a prefix of a header we
@@ -1156,9 +1157,9 @@ torn_header(const uint8_t *buf, size_t len)
 	if (all_zero(buf, len))
 		return 1;
 	memcpy(hdr, DL_MAGIC, 8);
-	le32_put(hdr + 12, 0);
+	buf_le32_put(hdr + 12, 0);
 	for (v = DL_VERSION_MIN; v <= DL_VERSION; v++) {
-		le32_put(hdr + 8, v);
+		buf_le32_put(hdr + 8, v);
 		if (memcmp(buf, hdr, len) == 0)
 			return 1;
 	}
@@ -1273,14 +1274,15 @@ dl_replay_src(struct dl_src *s, const char *what, int allow_torn,
 	}
 	if ((p = dl_src_at(s, 0, DL_HEADER_LEN)) == NULL)
 		goto rerr;
-	if (memcmp(p, DL_MAGIC, 8) != 0 || le32_get(p + 12) != 0) {
+	if (memcmp(p, DL_MAGIC, 8) != 0 || buf_le32_get(p + 12) != 0) {
 		cs_errf(e, "%s: not a cutsnap data file", what);
 		goto out;
 	}
-	if (le32_get(p + 8) < DL_VERSION_MIN || le32_get(p + 8) > DL_VERSION) {
+	if (buf_le32_get(p + 8) < DL_VERSION_MIN ||
+	    buf_le32_get(p + 8) > DL_VERSION) {
 		cs_errf(e, "%s: unsupported version %" PRIu32
 		    " (this build reads versions %d to %d)", what,
-		    le32_get(p + 8), DL_VERSION_MIN, DL_VERSION);
+		    buf_le32_get(p + 8), DL_VERSION_MIN, DL_VERSION);
 		goto out;
 	}
 	if (src_hash(s, p, DL_HEADER_LEN) == -1)
@@ -1303,8 +1305,8 @@ records:
 			if ((p = dl_src_at(s, off, DL_REC_HDR_LEN)) == NULL)
 				goto rerr;
 		}
-		rlen = le32_get(p);
-		crc = le32_get(p + 4);
+		rlen = buf_le32_get(p);
+		crc = buf_le32_get(p + 4);
 		if (rlen == 0 || rlen > DL_MAX_RECORD) {
 			cs_errf(e, "%s: corrupt record at offset %zu (bad length)",
 			    what, off);

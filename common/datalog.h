@@ -58,7 +58,7 @@
  * is the channel's chain value after that message (of DEAD too, which
  * consumes a message as APPLY does, and of a REFUND, which sends one). Files written before
  * it existed lack it; a channel whose last SEND (or APPLY) lacks it has an
- * unknown chain (wm_chain() == NULL) until its next message, whose chain
+ * unknown chain (dl_wm_chain() == NULL) until its next message, whose chain
  * then starts again from the all-zero genesis value.
  *
  * Every prefix [0, L) that ends on a record boundary is itself a valid data
@@ -160,14 +160,13 @@ struct wm_set {
 	struct wm *v;
 	size_t n, cap;
 };
-uint64_t wm_get(const struct wm_set *s, const char *peer);	/* 0 if absent */
-int wm_put(struct wm_set *s, const char *peer, uint64_t seq);	/* 0 / -1 */
-/* Set seq and the chain at seq (NULL: unknown). 0 / -1. */
-int wm_put_chain(struct wm_set *s, const char *peer, uint64_t seq,
-    const uint8_t *chain);
+uint64_t dl_wm_get(const struct wm_set *s,
+    const char *peer);	/* 0 if absent */
+int dl_wm_put(struct wm_set *s, const char *peer,
+    uint64_t seq);	/* 0 / -1 */
 /* The chain at the peer's seq: the all-zero genesis value for a peer not
  * in s (seq 0), NULL when unknown. Borrowed, valid until s changes. */
-const uint8_t *wm_chain(const struct wm_set *s, const char *peer);
+const uint8_t *dl_wm_chain(const struct wm_set *s, const char *peer);
 
 /* A message this agent sent: kept while unacknowledged (or always, with
  * keep_all_sends, for verify's cross-check) by offline replays. A live

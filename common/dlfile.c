@@ -88,8 +88,8 @@ write_header(struct datalog *dl, struct cs_err *e)
 		return cs_errno(e, "write %s", dl->path);
 	if (fsync(dl->fd) == -1)
 		return cs_errno(e, "fsync %s", dl->path);
-	path_dirname(dl->path, dir, sizeof(dir));
-	if (fsync_dir(dir, e) == -1)
+	fs_path_dirname(dl->path, dir, sizeof(dir));
+	if (fs_fsync_dir(dir, e) == -1)
 		return -1;
 	if (sha_update(dl->sha, hdr, sizeof(hdr)) == -1 ||
 	    chunkhash_update(dl->chunks, hdr, sizeof(hdr)) == -1)
@@ -390,7 +390,7 @@ dl_read_at(int fd, const char *what, uint64_t off, size_t n, uint8_t **out,
 	*out = NULL;
 	if ((p = malloc(n + 1)) == NULL)
 		return cs_errf(e, "out of memory");
-	if (n > 0 && pread_all(fd, p, n, (off_t)off) == -1) {
+	if (n > 0 && fs_pread_all(fd, p, n, (off_t)off) == -1) {
 		cs_errno(e, "read %s", what);
 		free(p);
 		return -1;
@@ -429,7 +429,7 @@ datalog_read_value_to(const struct datalog *dl, const struct kv_entry *ent,
 		    ent->vlen);
 		return 0;
 	}
-	if (ent->vlen > 0 && pread_all(dl->fd, dst, ent->vlen,
+	if (ent->vlen > 0 && fs_pread_all(dl->fd, dst, ent->vlen,
 	    (off_t)ent->voff) == -1)
 		return cs_errno(e, "read %s", dl->path);
 	return 0;
@@ -465,7 +465,7 @@ send_chain_from_file(void *ctx, const char *dst, uint64_t seq,
 {
 	struct datalog *dl = ctx;
 	struct chain_find f = { seq, out, -1 };
-	uint64_t off = wm_get(&dl->st.sendoff, dst);
+	uint64_t off = dl_wm_get(&dl->st.sendoff, dst);
 	struct cs_err e;
 
 	if (off < DL_HEADER_LEN)
@@ -522,7 +522,7 @@ datalog_read_sends(struct datalog *dl, const char *dst, uint64_t *off,
 	while (k == 0 && at < s.len && s.len - at >= DL_REC_HDR_LEN) {
 		if ((p = dl_src_at(&s, at, DL_REC_HDR_LEN)) == NULL)
 			goto rerr;
-		rlen = le32_get(p);
+		rlen = buf_le32_get(p);
 		if (rlen == 0 || rlen > DL_MAX_RECORD ||
 		    rlen > s.len - at - DL_REC_HDR_LEN) {
 			cs_errf(e, "%s: corrupt record at offset %zu (bad "
@@ -531,7 +531,8 @@ datalog_read_sends(struct datalog *dl, const char *dst, uint64_t *off,
 		}
 		if ((p = dl_src_at(&s, at, DL_REC_HDR_LEN + rlen)) == NULL)
 			goto rerr;
-		if (dl_rec_crc(p + DL_REC_HDR_LEN, rlen) != le32_get(p + 4) ||
+		if (dl_rec_crc(p + DL_REC_HDR_LEN,
+		    rlen) != buf_le32_get(p + 4) ||
 		    dl_decode(p + DL_REC_HDR_LEN, rlen, &r, peer, &why) == -1) {
 			cs_errf(e, "%s: corrupt record at offset %zu (read "
 			    "back)", dl->path, at);

@@ -103,7 +103,7 @@ out_flush(struct out *o, struct cs_err *e)
 {
 	if (o->b.oom)
 		return cs_errf(e, "out of memory");
-	if (o->b.len > 0 && write_all(o->fd, o->b.data, o->b.len) == -1)
+	if (o->b.len > 0 && fs_write_all(o->fd, o->b.data, o->b.len) == -1)
 		return cs_errno(e, "write %s", o->what);
 	o->off += o->b.len;
 	wbuf_reset(&o->b);
@@ -280,7 +280,10 @@ out:
 	return rc;
 }
 
-int
+/* Write st as a base section of generation gen (header, GEN, WM, KEPT,
+ * PUTs) to fd from offset 0; values by reference are read from src_fd
+ * (named src for messages). *len: bytes written. 0 / -1. */
+static int
 dl_write_base(int fd, const char *what, const struct dl_state *st,
     int src_fd, const char *src, uint64_t gen, uint64_t prev_size,
     uint64_t *len, struct cs_err *e)
@@ -333,7 +336,7 @@ dl_live_size(const struct dl_state *st)
 	/* A live file keeps its unacknowledged sends on disk only: count
 	 * them at a typical message's size. */
 	for (i = 0; st->no_sends && i < st->sent.n; i++)
-		n += (st->sent.v[i].seq - wm_get(&st->acked,
+		n += (st->sent.v[i].seq - dl_wm_get(&st->acked,
 		    st->sent.v[i].peer)) * REC(STR(st->sent.v[i].peer) + 8 +
 		    4 + LIVE_MSG_LEN + DL_CHAIN_LEN);
 	for (i = 0; i < st->ndead; i++)
@@ -523,7 +526,7 @@ copy_tail(struct dl_rewrite *rw, uint64_t end, struct cs_err *e)
 		return cs_errf(e, "out of memory");
 	while (off < end) {
 		n = end - off < RW_COPY ? (size_t)(end - off) : RW_COPY;
-		if (pread_all(rw->old_fd, buf, n, (off_t)off) == -1) {
+		if (fs_pread_all(rw->old_fd, buf, n, (off_t)off) == -1) {
 			cs_errno(e, "read %s", rw->path);
 			goto out;
 		}
@@ -582,8 +585,8 @@ dl_rewrite_finish(struct datalog *dl, struct dl_rewrite *rw,
 	rw->sha = NULL;
 	rw->chunks = NULL;
 	fault_kill("rename");
-	path_dirname(rw->path, dir, sizeof(dir));
-	if (fsync_dir(dir, e) == -1) {
+	fs_path_dirname(rw->path, dir, sizeof(dir));
+	if (fs_fsync_dir(dir, e) == -1) {
 		datalog_fail(dl);
 		goto out;
 	}

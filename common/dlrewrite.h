@@ -65,11 +65,5 @@ void dl_rewrite_abort(struct dl_rewrite *rw);
  * count at a typical message's size, so the figure is an estimate. */
 uint64_t dl_live_size(const struct dl_state *st);
 
-/* Write st as a base section of generation gen (header, GEN, WM, KEPT,
- * PUTs) to fd from offset 0; values by reference are read from src_fd
- * (named src for messages). *len: bytes written. 0 / -1. */
-int dl_write_base(int fd, const char *what, const struct dl_state *st,
-    int src_fd, const char *src, uint64_t gen, uint64_t prev_size,
-    uint64_t *len, struct cs_err *e);
 
 #endif

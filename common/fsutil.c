@@ -15,7 +15,7 @@
 #include "fsutil.h"
 
 int
-write_all(int fd, const void *p, size_t n)
+fs_write_all(int fd, const void *p, size_t n)
 {
 	const uint8_t *q = p;
 	ssize_t w;
@@ -34,7 +34,7 @@ write_all(int fd, const void *p, size_t n)
 }
 
 int
-pread_all(int fd, void *p, size_t n, off_t off)
+fs_pread_all(int fd, void *p, size_t n, off_t off)
 {
 	uint8_t *q = p;
 	ssize_t r;
@@ -81,7 +81,7 @@ pwrite_all(int fd, const void *p, size_t n, off_t off)
 }
 
 int
-fsync_dir(const char *dir, struct cs_err *e)
+fs_fsync_dir(const char *dir, struct cs_err *e)
 {
 	int fd, rc = -1;
 
@@ -101,7 +101,7 @@ out:
 }
 
 void
-path_dirname(const char *path, char *out, size_t outsz)
+fs_path_dirname(const char *path, char *out, size_t outsz)
 {
 	const char *slash = strrchr(path, '/');
 	size_t n;
@@ -126,7 +126,7 @@ path_dirname(const char *path, char *out, size_t outsz)
 }
 
 int
-mkdir_p(const char *path, mode_t mode, struct cs_err *e)
+fs_mkdir_p(const char *path, mode_t mode, struct cs_err *e)
 {
 	char buf[PATH_MAX];
 	struct stat st;
@@ -162,10 +162,10 @@ mkdir_p(const char *path, mode_t mode, struct cs_err *e)
 }
 
 int
-atomic_write_file(const char *path, const void *data, size_t len,
+fs_atomic_write_file(const char *path, const void *data, size_t len,
     mode_t mode, struct cs_err *e)
 {
-	return atomic_write_file2(path, data, len, NULL, 0, mode, e);
+	return fs_atomic_write_file2(path, data, len, NULL, 0, mode, e);
 }
 
 int
@@ -203,12 +203,12 @@ atomic_tmp_commit(const char *tmp, const char *path, struct cs_err *e)
 		unlink(tmp);
 		return -1;
 	}
-	path_dirname(path, dir, sizeof(dir));
-	return fsync_dir(dir, e);
+	fs_path_dirname(path, dir, sizeof(dir));
+	return fs_fsync_dir(dir, e);
 }
 
 int
-atomic_write_file2(const char *path, const void *data, size_t len,
+fs_atomic_write_file2(const char *path, const void *data, size_t len,
     const void *data2, size_t len2, mode_t mode, struct cs_err *e)
 {
 	char tmp[PATH_MAX];
@@ -216,8 +216,8 @@ atomic_write_file2(const char *path, const void *data, size_t len,
 
 	if ((fd = atomic_tmp_open(path, mode, tmp, sizeof(tmp), e)) == -1)
 		return -1;
-	if (write_all(fd, data, len) == -1 ||
-	    (len2 > 0 && write_all(fd, data2, len2) == -1)) {
+	if (fs_write_all(fd, data, len) == -1 ||
+	    (len2 > 0 && fs_write_all(fd, data2, len2) == -1)) {
 		cs_errno(e, "write %s", tmp);
 		goto out;
 	}
@@ -246,7 +246,7 @@ out:
 }
 
 int
-remove_stale_temps(const char *path, struct cs_err *e)
+fs_remove_stale_temps(const char *path, struct cs_err *e)
 {
 	char dir[PATH_MAX], prefix[PATH_MAX];
 	const char *base;
@@ -254,7 +254,7 @@ remove_stale_temps(const char *path, struct cs_err *e)
 	DIR *dp;
 	int dfd, rc = 0;
 
-	path_dirname(path, dir, sizeof(dir));
+	fs_path_dirname(path, dir, sizeof(dir));
 	base = strrchr(path, '/');
 	base = base != NULL ? base + 1 : path;
 	if ((size_t)snprintf(prefix, sizeof(prefix), "%s" ATOMIC_TMP_INFIX,
@@ -280,7 +280,7 @@ remove_stale_temps(const char *path, struct cs_err *e)
 }
 
 int
-read_file(const char *path, size_t max, uint8_t **out, size_t *len,
+fs_read_file(const char *path, size_t max, uint8_t **out, size_t *len,
     struct cs_err *e)
 {
 	uint8_t *p = NULL, *np;

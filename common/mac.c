@@ -12,7 +12,7 @@
 #include "mac.h"
 
 int
-hmac_sha256(const void *key, size_t klen, const void *msg, size_t n,
+mac_hmac_sha256(const void *key, size_t klen, const void *msg, size_t n,
     uint8_t out[MAC_LEN], struct cs_err *e)
 {
 	EVP_MAC *mac = NULL;
@@ -62,7 +62,7 @@ mac_key_load(const char *path, uint8_t **key, size_t *klen,
 
 	*key = NULL;
 	*klen = 0;
-	if (read_file(path, MAC_KEY_MAX, &p, &n, e) < 0)
+	if (fs_read_file(path, MAC_KEY_MAX, &p, &n, e) < 0)
 		return cs_errctx(e, "key file");
 	if (n < MAC_KEY_MIN) {
 		mac_key_free(p, n);

@@ -13,7 +13,7 @@
 #define MAC_KEY_MAX 4096
 
 /* HMAC-SHA256 of msg[0, n) under key[0, klen). 0, or -1 with e set. */
-int hmac_sha256(const void *key, size_t klen, const void *msg, size_t n,
+int mac_hmac_sha256(const void *key, size_t klen, const void *msg, size_t n,
     uint8_t out[MAC_LEN], struct cs_err *e);
 
 /* 1 if a and b are equal, 0 if not; the time taken does not depend on

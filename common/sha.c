@@ -113,7 +113,7 @@ sha256_fd(int fd, uint64_t len, uint8_t out[SHA_LEN], struct cs_err *e)
 	while (off < len) {
 		n = len - off < SHA_FD_CHUNK ? (size_t)(len - off) :
 		    SHA_FD_CHUNK;
-		if (pread_all(fd, buf, n, (off_t)off) == -1) {
+		if (fs_pread_all(fd, buf, n, (off_t)off) == -1) {
 			if (errno == ENODATA)
 				cs_errf(e, "sha256: file shorter than %llu "
 				    "bytes", (unsigned long long)len);

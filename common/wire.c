@@ -31,7 +31,7 @@ wire_check_len(uint32_t len, struct cs_err *e)
 static int
 wire_check_header(const uint8_t *hdr, uint32_t *lenp, struct cs_err *e)
 {
-	uint32_t len = le32_get(hdr);
+	uint32_t len = buf_le32_get(hdr);
 
 	if (wire_check_len(len, e) == -1)
 		return -1;
@@ -53,7 +53,7 @@ wire_parse(const uint8_t *buf, size_t len, uint8_t *type,
 
 	/* Reject a bad length as soon as its four bytes are in, so a peer
 	 * cannot make us wait for (or buffer) a frame we will refuse. */
-	if (len >= 4 && wire_check_len(le32_get(buf), e) == -1)
+	if (len >= 4 && wire_check_len(buf_le32_get(buf), e) == -1)
 		return -1;
 	if (len < WIRE_HDR_LEN)
 		return 0;
@@ -71,7 +71,7 @@ wire_parse(const uint8_t *buf, size_t len, uint8_t *type,
 void
 wire_header(uint8_t hdr[WIRE_HDR_LEN], uint8_t type, size_t plen)
 {
-	le32_put(hdr, (uint32_t)(plen + 2));
+	buf_le32_put(hdr, (uint32_t)(plen + 2));
 	hdr[4] = WIRE_VERSION;
 	hdr[5] = type;
 }
@@ -98,7 +98,7 @@ send_all(int fd, const void *p, size_t n)
 	while (n > 0) {
 		w = send(fd, q, n, MSG_NOSIGNAL);
 		if (w == -1 && errno == ENOTSOCK)
-			return write_all(fd, q, n);
+			return fs_write_all(fd, q, n);
 		if (w == -1) {
 			if (errno == EINTR)
 				continue;

@@ -10,17 +10,17 @@
 
 /* Mark in seen[] (nagents bytes) every agent that markers sent from
  * `from` reach over c's channels, `from` included. 0, or -1 on OOM. */
-int reach_mark(const struct cfg *c, int from, unsigned char *seen);
+int coord_reach_mark(const struct cfg *c, int from, unsigned char *seen);
 
 /* stream.c: fetching recorded files over the snapshot's connections
  * (fds: per agent, borrowed for the stream's life). NULL on OOM. */
 struct stream;
-int stream_new(const struct cfg *c, const int *fds, const struct snapuid *uid,
-    int64_t deadline, volatile sig_atomic_t *interrupted,
-    struct stream **out);
-void stream_free(struct stream *s);	/* NULL ok */
+int coord_stream_new(const struct cfg *c, const int *fds,
+    const struct snapuid *uid, int64_t deadline,
+    volatile sig_atomic_t *interrupted, struct stream **out);
+void coord_stream_free(struct stream *s);	/* NULL ok */
 /* A chunk_fetch_fn (store.h) whose ctx is a struct stream. */
-int stream_fetch(void *ctx, size_t i, uint64_t off, uint8_t *buf,
+int coord_stream_fetch(void *ctx, size_t i, uint64_t off, uint8_t *buf,
     size_t len, struct cs_err *e);
 /* Test hooks: the MS of CUTSNAP_FAULT=name:MS (0 when not set, or
  * outside 1..60000); sleep that long. */

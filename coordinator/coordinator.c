@@ -352,7 +352,7 @@ store_all(struct run *r)
 	if (interrupted(r))
 		return -1;
 	if ((paths = calloc((size_t)r->c->nagents, sizeof(*paths))) == NULL ||
-	    stream_new(r->c, r->fds, &r->uid, r->deadline, r->interrupted,
+	    coord_stream_new(r->c, r->fds, &r->uid, r->deadline, r->interrupted,
 	    &sm) < 0) {
 		free(paths);
 		fail(r, "out of memory");
@@ -360,11 +360,11 @@ store_all(struct run *r)
 	}
 	for (i = 0; i < r->c->nagents; i++)
 		paths[i] = streamed(r->c, i) ? NULL : r->c->agents[i].data;
-	store_set_fetch(r->st, stream_fetch, sm);
+	store_set_fetch(r->st, coord_stream_fetch, sm);
 	rc = store_put_chunks(r->st, paths, r->reps, (size_t)r->c->nagents,
 	    &r->stats, &e);
 	store_set_fetch(r->st, NULL, NULL);
-	stream_free(sm);
+	coord_stream_free(sm);
 	free(paths);
 	if (rc < 0) {
 		if (!interrupted(r))
@@ -409,7 +409,7 @@ check_reach(const struct cfg *c, int init, struct cs_err *e)
 	int i, n, rc = 0;
 
 	if ((seen = malloc((size_t)c->nagents)) == NULL ||
-	    reach_mark(c, init, seen) < 0) {
+	    coord_reach_mark(c, init, seen) < 0) {
 		free(seen);
 		return cs_errf(e, "out of memory");
 	}

@@ -6,7 +6,7 @@
 #include "coord_int.h"
 
 int
-reach_mark(const struct cfg *c, int from, unsigned char *seen)
+coord_reach_mark(const struct cfg *c, int from, unsigned char *seen)
 {
 	int *queue, head = 0, tail = 0, s, d;
 
@@ -40,7 +40,7 @@ coord_reachable(const struct cfg *c, int from)
 		return 0;
 	if ((seen = malloc((size_t)c->nagents)) == NULL)
 		return 0;
-	if (reach_mark(c, from, seen) == 0) {
+	if (coord_reach_mark(c, from, seen) == 0) {
 		all = 1;
 		for (i = 0; i < c->nagents; i++)
 			if (!seen[i])

@@ -73,7 +73,7 @@ coord_sleep_ms(long ms)
 }
 
 int
-stream_new(const struct cfg *c, const int *fds, const struct snapuid *uid,
+coord_stream_new(const struct cfg *c, const int *fds, const struct snapuid *uid,
     int64_t deadline, volatile sig_atomic_t *interrupted,
     struct stream **out)
 {
@@ -102,7 +102,7 @@ stream_new(const struct cfg *c, const int *fds, const struct snapuid *uid,
 }
 
 void
-stream_free(struct stream *s)
+coord_stream_free(struct stream *s)
 {
 	int i;
 
@@ -212,7 +212,7 @@ pull(struct stream *s, size_t i, uint64_t off, uint8_t *buf, size_t len,
 }
 
 int
-stream_fetch(void *ctx, size_t i, uint64_t off, uint8_t *buf, size_t len,
+coord_stream_fetch(void *ctx, size_t i, uint64_t off, uint8_t *buf, size_t len,
     struct cs_err *e)
 {
 	struct stream *s = ctx;

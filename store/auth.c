@@ -61,14 +61,14 @@ compute(struct store *st, uint64_t id, char hex[SHA_HEX_LEN],
 		msg[n++] = (uint8_t)(id >> (8 * i));
 	memcpy(msg + n, digest, SHA_HEX_LEN - 1);
 	n += SHA_HEX_LEN - 1;
-	if (hmac_sha256(st->key, st->keylen, msg, n, tag, e) < 0)
+	if (mac_hmac_sha256(st->key, st->keylen, msg, n, tag, e) < 0)
 		return -1;
 	sha_hex(tag, hex);
 	return 0;
 }
 
 int
-auth_put(struct store *st, uint64_t id, struct cs_err *e)
+store_auth_put(struct store *st, uint64_t id, struct cs_err *e)
 {
 	sqlite3_stmt *s = NULL;
 	char hex[SHA_HEX_LEN];
@@ -76,14 +76,15 @@ auth_put(struct store *st, uint64_t id, struct cs_err *e)
 
 	if (st->key == NULL)
 		return 0;
-	if (compute(st, id, hex, e) < 0 || db_exec(st, macs_sql, e) < 0 ||
-	    db_prepare(st, "INSERT OR REPLACE INTO snapshot_macs(snapshot_id, "
+	if (compute(st, id, hex, e) < 0 || store_db_exec(st, macs_sql, e) < 0 ||
+	    store_db_prepare(st,
+	    "INSERT OR REPLACE INTO snapshot_macs(snapshot_id, "
 	    "mac) VALUES (?, ?)", &s, e) < 0)
 		goto out;
 	sqlite3_bind_int64(s, 1, (sqlite3_int64)id);
 	sqlite3_bind_text(s, 2, hex, -1, SQLITE_TRANSIENT);
 	if (sqlite3_step(s) != SQLITE_DONE) {
-		db_fail(st, e, "storing the snapshot's hmac");
+		store_db_fail(st, e, "storing the snapshot's hmac");
 		goto out;
 	}
 	rc = 0;
@@ -101,12 +102,13 @@ stored_tag(struct store *st, uint64_t id, char *hex, size_t hexsz,
 	int step, rc = -1;
 
 	hex[0] = '\0';
-	if (db_prepare(st, "SELECT count(*) FROM sqlite_master WHERE type = "
+	if (store_db_prepare(st,
+	    "SELECT count(*) FROM sqlite_master WHERE type = "
 	    "'table' AND name = 'snapshot_macs'", &s, e) < 0)
 		return -1;
 	step = sqlite3_step(s);
 	if (step != SQLITE_ROW) {
-		db_fail(st, e, "reading the manifest");
+		store_db_fail(st, e, "reading the manifest");
 		goto out;
 	}
 	if (sqlite3_column_int(s, 0) == 0) {
@@ -114,15 +116,16 @@ stored_tag(struct store *st, uint64_t id, char *hex, size_t hexsz,
 		goto out;
 	}
 	sqlite3_finalize(s);
-	if (db_prepare(st, "SELECT mac FROM snapshot_macs WHERE snapshot_id "
+	if (store_db_prepare(st,
+	    "SELECT mac FROM snapshot_macs WHERE snapshot_id "
 	    "= ?", &s, e) < 0)
 		return -1;
 	sqlite3_bind_int64(s, 1, (sqlite3_int64)id);
 	step = sqlite3_step(s);
 	if (step == SQLITE_ROW)
-		snprintf(hex, hexsz, "%s", col_text(s, 0));
+		snprintf(hex, hexsz, "%s", store_col_text(s, 0));
 	else if (step != SQLITE_DONE) {
-		db_fail(st, e, "reading the snapshot's hmac");
+		store_db_fail(st, e, "reading the snapshot's hmac");
 		goto out;
 	}
 	rc = 0;
@@ -145,7 +148,7 @@ store_snapshot_keyed(struct store *st, uint64_t id, int *keyed,
 }
 
 void
-auth_check(struct vrun *v)
+store_auth_check(struct vrun *v)
 {
 	char want[80], got[SHA_HEX_LEN];
 	uint8_t a[MAC_LEN], b[MAC_LEN];
@@ -154,21 +157,23 @@ auth_check(struct vrun *v)
 	if (v->st->key == NULL)
 		return;
 	if (stored_tag(v->st, v->id, want, sizeof(want), &e) < 0) {
-		vproblem(v, "hmac could not be read: %s", e.msg);
+		store_vproblem(v, "hmac could not be read: %s", e.msg);
 		return;
 	}
 	if (want[0] == '\0') {
-		vproblem(v, "not authenticated: no hmac-sha256 tag (it was "
+		store_vproblem(v,
+		    "not authenticated: no hmac-sha256 tag (it was "
 		    "not taken with --key), so it cannot be checked");
 		return;
 	}
 	if (compute(v->st, v->id, got, &e) < 0) {
-		vproblem(v, "hmac could not be computed: %s", e.msg);
+		store_vproblem(v, "hmac could not be computed: %s", e.msg);
 		return;
 	}
 	if (sha_unhex(want, a) < 0 || sha_unhex(got, b) < 0 ||
 	    !mac_equal(a, b, MAC_LEN))
-		vproblem(v, "hmac-sha256 mismatch: the manifest was changed "
+		store_vproblem(v,
+		    "hmac-sha256 mismatch: the manifest was changed "
 		    "after the snapshot was taken, or the key is not the one "
 		    "it was taken with");
 }

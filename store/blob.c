@@ -6,8 +6,8 @@
 #include "store_int.h"
 
 int
-blob_path(const struct store *st, const char *hex, char *out, size_t outsz,
-    struct cs_err *e)
+store_blob_path(const struct store *st, const char *hex, char *out,
+    size_t outsz, struct cs_err *e)
 {
 	if (strlen(hex) != SHA_HEX_LEN - 1)
 		return cs_errf(e, "bad blob name %.80s", hex);

@@ -25,7 +25,7 @@
  * the good bytes, or the snapshot fails: it is never committed over a
  * blob known bad.
  *
- * The copy is background work (pool_run_background): the agents keep
+ * The copy is background work (store_pool_run_background): the agents keep
  * serving requests, each waiting for an fdatasync, while it runs. So the
  * temp files are written with O_DIRECT, in pieces of DIRECT_PIECE bytes:
  * buffered writes would leave hundreds of MiB to the kernel's writeback,
@@ -183,7 +183,7 @@ write_chunk(int tfd, int direct, uint8_t *buf, size_t len)
 	ssize_t k;
 
 	if (!direct)
-		return write_all(tfd, buf, len);
+		return fs_write_all(tfd, buf, len);
 	memset(buf + len, 0, align_up(len) - len);
 	while (off < len) {
 		n = align_up(len - off) < DIRECT_PIECE ? align_up(len - off) :
@@ -195,7 +195,7 @@ write_chunk(int tfd, int direct, uint8_t *buf, size_t len)
 			if (fcntl(tfd, F_SETFL, fcntl(tfd, F_GETFL) &
 			    ~O_DIRECT) == -1)
 				return -1;
-			return write_all(tfd, buf, len);
+			return fs_write_all(tfd, buf, len);
 		}
 		if (k <= 0) {
 			if (k == 0)
@@ -226,7 +226,7 @@ copy_chunk(struct crun *r, struct cjob *j, uint8_t *buf, uint8_t *obuf,
 		if (r->st->ffn(r->st->fctx, (size_t)j->src, j->off, buf,
 		    (size_t)j->len, e) < 0)
 			goto out;
-	} else if (pread_all(r->fds[j->src], buf, (size_t)j->len,
+	} else if (fs_pread_all(r->fds[j->src], buf, (size_t)j->len,
 	    (off_t)j->off) < 0) {
 		cs_errno(e, "read %s at %llu", path,
 		    (unsigned long long)j->off);
@@ -251,8 +251,8 @@ copy_chunk(struct crun *r, struct cjob *j, uint8_t *buf, uint8_t *obuf,
 		goto out;
 	}
 	if (obuf != NULL) {
-		if (obj_encode(r->st, j->name, buf, (size_t)j->len, obuf,
-		    obj_bound(r->st, r->maxchunk), &bloblen, e) < 0)
+		if (store_obj_encode(r->st, j->name, buf, (size_t)j->len, obuf,
+		    store_obj_bound(r->st, r->maxchunk), &bloblen, e) < 0)
 			goto out;
 		blob = obuf;
 	}
@@ -295,7 +295,7 @@ seal_chunk(struct crun *r, struct cjob *j, struct cs_err *e)
 
 	sha_hex(j->name, hex);
 	if (tmp_path(r, j, tmp, sizeof(tmp), e) < 0 ||
-	    blob_path(r->st, hex, dst, sizeof(dst), e) < 0)
+	    store_blob_path(r->st, hex, dst, sizeof(dst), e) < 0)
 		return -1;
 	if ((fd = open(tmp, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)) < 0)
 		return cs_errno(e, "open %s", tmp);
@@ -336,10 +336,10 @@ worker_obuf(struct crun *r, int w, int *failed)
 	struct cs_err e;
 
 	*failed = 0;
-	if (!obj_framed(r->st))
+	if (!store_obj_framed(r->st))
 		return NULL;
 	if (r->obufs[w] == NULL && posix_memalign((void **)&r->obufs[w],
-	    DIRECT_ALIGN, align_up(obj_bound(r->st, r->maxchunk))) != 0) {
+	    DIRECT_ALIGN, align_up(store_obj_bound(r->st, r->maxchunk))) != 0) {
 		r->obufs[w] = NULL;
 		*failed = 1;
 		cs_errf(&e, "out of memory");
@@ -361,11 +361,11 @@ recheck_chunk(struct crun *r, struct cjob *j, uint8_t *buf, struct cs_err *e)
 	int good;
 
 	sha_hex(j->name, hex);
-	if (blob_path(r->st, hex, path, sizeof(path), e) < 0)
+	if (store_blob_path(r->st, hex, path, sizeof(path), e) < 0)
 		return -1;
 	ratelimit_take(&r->pace, j->len);
-	good = obj_load(r->st, j->name, path, buf, (size_t)j->len, &le) == 0 &&
-	    sha256_buf(buf, (size_t)j->len, got) == 0 &&
+	good = store_obj_load(r->st, j->name, path, buf, (size_t)j->len,
+	    &le) == 0 && sha256_buf(buf, (size_t)j->len, got) == 0 &&
 	    memcmp(got, j->sha, SHA_LEN) == 0;
 	j->recheck = 0;
 	if (good) {
@@ -374,7 +374,7 @@ recheck_chunk(struct crun *r, struct cjob *j, uint8_t *buf, struct cs_err *e)
 		j->reuse = 1;
 		return 0;
 	}
-	if (blob_quarantine(r->st, hex, e) < 0)
+	if (store_blob_quarantine(r->st, hex, e) < 0)
 		return cs_errctx(e, "blob %s is bad and could not be "
 		    "quarantined", hex);
 	pthread_mutex_lock(&r->mu);
@@ -408,7 +408,7 @@ recheck_all(struct crun *r, struct cs_err *e)
 		n += r->jobs[i].recheck;
 	if (n == 0)
 		return 0;
-	pool_run_background(r->njobs, recheck_task, r);
+	store_pool_run_background(r->njobs, recheck_task, r);
 	if (r->failed) {
 		*e = r->err;
 		return -1;
@@ -445,7 +445,8 @@ copy_task(void *ctx, size_t t, int w)
 	if (r->paths[r->jobs[t].src] == NULL)
 		r->fetched += r->jobs[t].len;
 	pthread_mutex_unlock(&r->mu);
-	progress_add(r->st, r->reps[r->jobs[t].src].agent, r->jobs[t].len);
+	store_progress_add(r->st, r->reps[r->jobs[t].src].agent,
+	    r->jobs[t].len);
 }
 
 /* pool.c task: pass 2 of job t. */
@@ -484,12 +485,12 @@ stored(struct store *st, const uint8_t name[SHA_LEN], uint64_t len,
 	struct stat sb;
 
 	sha_hex(name, hex);
-	if (blob_path(st, hex, path, sizeof(path), e) < 0)
+	if (store_blob_path(st, hex, path, sizeof(path), e) < 0)
 		return -1;
 	if (lstat(path, &sb) < 0 || !S_ISREG(sb.st_mode))
 		return 0;
-	if (obj_framed(st) ? (uint64_t)sb.st_size < OBJ_HDR_LEN ||
-	    (uint64_t)sb.st_size > obj_bound(st, (size_t)len) :
+	if (store_obj_framed(st) ? (uint64_t)sb.st_size < OBJ_HDR_LEN ||
+	    (uint64_t)sb.st_size > store_obj_bound(st, (size_t)len) :
 	    (uint64_t)sb.st_size != len)
 		return 0;
 	return age == 0 || (int64_t)now - (int64_t)sb.st_mtime >= age ? 2 : 1;
@@ -635,7 +636,7 @@ make_dirs(struct crun *r, unsigned char dirs[256], struct cs_err *e)
 		    r->jobs[i].name[0]) >= (int)sizeof(path))
 			return cs_errf(e, "repository path too long: %s",
 			    r->st->repo);
-		if (mkdir_p(path, 0700, e) < 0)
+		if (fs_mkdir_p(path, 0700, e) < 0)
 			return -1;
 	}
 	return 0;
@@ -751,10 +752,10 @@ copy_jobs(struct crun *r, struct cs_err *e)
 	size_t i;
 
 	for (i = 0; i < r->njobs; i++)
-		progress_grow(r->st, r->jobs[i].len);
-	pool_run_background(r->njobs, copy_task, r);
+		store_progress_grow(r->st, r->jobs[i].len);
+	store_pool_run_background(r->njobs, copy_task, r);
 	if (!r->failed)
-		pool_run_background(r->njobs, seal_task, r);
+		store_pool_run_background(r->njobs, seal_task, r);
 	if (r->failed) {
 		*e = r->err;
 		return -1;
@@ -813,10 +814,10 @@ store_put_chunks(struct store *st, const char *const *paths,
 		if (!dirs[i])
 			continue;
 		if (snprintf(path, sizeof(path), "%s/%02zx", st->blobs, i) >=
-		    (int)sizeof(path) || fsync_dir(path, e) < 0)
+		    (int)sizeof(path) || fs_fsync_dir(path, e) < 0)
 			goto out;
 	}
-	if (copied > 0 && fsync_dir(st->blobs, e) < 0)
+	if (copied > 0 && fs_fsync_dir(st->blobs, e) < 0)
 		goto out;
 	if (all_there(&r, n, e) < 0)
 		goto out;

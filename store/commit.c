@@ -23,7 +23,7 @@ step_done(struct commit *k, sqlite3_stmt *s, const char *what,
 	sqlite3_reset(s);
 	sqlite3_clear_bindings(s);
 	if (rc != SQLITE_DONE)
-		return db_fail(k->st, e, what);
+		return store_db_fail(k->st, e, what);
 	return 0;
 }
 
@@ -38,7 +38,7 @@ fits(uint64_t v, const char *what, struct cs_err *e)
 }
 
 const struct report *
-find_report(const struct report *reps, size_t n, const char *name)
+store_find_report(const struct report *reps, size_t n, const char *name)
 {
 	size_t i;
 
@@ -71,7 +71,7 @@ check_reports(uint64_t id, const struct cfg *c, const struct report *reps,
 				    reps[i].agent);
 	}
 	for (i = 0; i < (size_t)c->nagents; i++)
-		if (find_report(reps, nreps, c->agents[i].name) == NULL)
+		if (store_find_report(reps, nreps, c->agents[i].name) == NULL)
 			return cs_errf(e, "no report from agent %s",
 			    c->agents[i].name);
 	return 0;
@@ -182,8 +182,8 @@ put_channel(struct commit *k, const char *src, const char *dst,
 		store_name(k->st, sha, name);
 		sha_hex(name, hex);
 		/* Encrypted: the payload sealed, bound to its row. */
-		if (k->st->enc && crypt_msg(k->st, 1, name, src, dst, m->seq,
-		    m->data, m->len, &sealed, &slen, e) < 0)
+		if (k->st->enc && store_crypt_msg(k->st, 1, name, src, dst,
+		    m->seq, m->data, m->len, &sealed, &slen, e) < 0)
 			return -1;
 		sqlite3_bind_int64(k->msg, 1, k->id);
 		sqlite3_bind_text(k->msg, 2, src, -1, SQLITE_STATIC);
@@ -218,7 +218,7 @@ put_channels(struct commit *k, const struct cfg *c,
 	size_t i;
 
 	for (d = 0; d < c->nagents; d++) {
-		r = find_report(reps, nreps, c->agents[d].name);
+		r = store_find_report(reps, nreps, c->agents[d].name);
 		for (i = 0; i < r->nchannels; i++) {
 			s = cfg_find(c, r->channels[i].src);
 			if (s < 0 || !cfg_has_channel(c, s, d))
@@ -253,8 +253,8 @@ check_running(struct store *st, uint64_t id, struct cs_err *e)
 	sqlite3_stmt *s = NULL;
 	int rc = -1, step;
 
-	if (db_prepare(st, "SELECT status FROM snapshots WHERE id = ?", &s,
-	    e) < 0)
+	if (store_db_prepare(st, "SELECT status FROM snapshots WHERE id = ?",
+	    &s, e) < 0)
 		return -1;
 	sqlite3_bind_int64(s, 1, (sqlite3_int64)id);
 	step = sqlite3_step(s);
@@ -262,10 +262,10 @@ check_running(struct store *st, uint64_t id, struct cs_err *e)
 		cs_errf(e, "snapshot %llu does not exist",
 		    (unsigned long long)id);
 	else if (step != SQLITE_ROW)
-		db_fail(st, e, "reading the snapshot");
-	else if (strcmp(col_text(s, 0), "running") != 0)
+		store_db_fail(st, e, "reading the snapshot");
+	else if (strcmp(store_col_text(s, 0), "running") != 0)
 		cs_errf(e, "snapshot %llu is %s, not running; it cannot be "
-		    "committed", (unsigned long long)id, col_text(s, 0));
+		    "committed", (unsigned long long)id, store_col_text(s, 0));
 	else
 		rc = 0;
 	sqlite3_finalize(s);
@@ -282,7 +282,7 @@ finish(struct store *st, uint64_t id, struct cs_err *e)
 	if (store_digest(st, id, hex, e) < 0)
 		return -1;
 	store_now(now);
-	if (db_prepare(st, "UPDATE snapshots SET status = 'complete', "
+	if (store_db_prepare(st, "UPDATE snapshots SET status = 'complete', "
 	    "finished_at = ?, digest = ? WHERE id = ? AND status = 'running'",
 	    &s, e) < 0)
 		return -1;
@@ -290,12 +290,12 @@ finish(struct store *st, uint64_t id, struct cs_err *e)
 	sqlite3_bind_text(s, 2, hex, -1, SQLITE_TRANSIENT);
 	sqlite3_bind_int64(s, 3, (sqlite3_int64)id);
 	if (sqlite3_step(s) != SQLITE_DONE)
-		db_fail(st, e, "completing the snapshot");
+		store_db_fail(st, e, "completing the snapshot");
 	else if (sqlite3_changes(st->db) != 1)
 		cs_errf(e, "snapshot %llu changed while it was committed",
 		    (unsigned long long)id);
 	else
-		rc = auth_put(st, id, e);
+		rc = store_auth_put(st, id, e);
 	sqlite3_finalize(s);
 	return rc;
 }
@@ -315,26 +315,30 @@ store_commit_snapshot(struct store *st, uint64_t id, const struct cfg *c,
 		    (unsigned long long)id);
 	if (store_need_key(st, e) < 0 ||
 	    check_reports(id, c, reps, nreps, e) < 0 ||
-	    commit_check_cut(c, reps, nreps, e) < 0)
+	    store_commit_check_cut(c, reps, nreps, e) < 0)
 		return -1;
-	if (db_begin(st, e) < 0)
+	if (store_db_begin(st, e) < 0)
 		return -1;
 	if (check_running(st, id, e) < 0 ||
-	    db_prepare(st, "INSERT INTO agents(snapshot_id, name, data_path, "
+	    store_db_prepare(st,
+	    "INSERT INTO agents(snapshot_id, name, data_path, "
 	    "size, sha256) VALUES (?, ?, ?, ?, ?)", &k.agent, e) < 0 ||
-	    db_prepare(st, "INSERT INTO agent_chunks(snapshot_id, agent, idx, "
+	    store_db_prepare(st,
+	    "INSERT INTO agent_chunks(snapshot_id, agent, idx, "
 	    "offset, size, sha256) VALUES (?, ?, ?, ?, ?, ?)", &k.chunk,
 	    e) < 0 ||
-	    db_prepare(st, "INSERT INTO watermarks(snapshot_id, agent, kind, "
+	    store_db_prepare(st,
+	    "INSERT INTO watermarks(snapshot_id, agent, kind, "
 	    "peer, seq) VALUES (?, ?, ?, ?, ?)", &k.wm, e) < 0 ||
-	    db_prepare(st, "INSERT INTO channels(snapshot_id, src, dst, "
+	    store_db_prepare(st, "INSERT INTO channels(snapshot_id, src, dst, "
 	    "applied, sent) VALUES (?, ?, ?, ?, ?)", &k.chan, e) < 0 ||
-	    db_prepare(st, "INSERT INTO messages(snapshot_id, src, dst, seq, "
+	    store_db_prepare(st,
+	    "INSERT INTO messages(snapshot_id, src, dst, seq, "
 	    "data, sha256) VALUES (?, ?, ?, ?, ?, ?)", &k.msg, e) < 0)
 		goto out;
 	for (i = 0; i < c->nagents; i++)
 		if (put_agent(&k, &c->agents[i],
-		    find_report(reps, nreps, c->agents[i].name), e) < 0)
+		    store_find_report(reps, nreps, c->agents[i].name), e) < 0)
 			goto out;
 	if (put_channels(&k, c, reps, nreps, e) < 0 || finish(st, id, e) < 0)
 		goto out;
@@ -344,9 +348,9 @@ store_commit_snapshot(struct store *st, uint64_t id, const struct cfg *c,
 	sqlite3_finalize(k.chan);
 	sqlite3_finalize(k.msg);
 	k.agent = k.chunk = k.wm = k.chan = k.msg = NULL;
-	if (db_commit(st, e) < 0)
+	if (store_db_commit(st, e) < 0)
 		goto out;
-	lock_release(st, id);
+	store_lock_release(st, id);
 	rc = 0;
 out:
 	sqlite3_finalize(k.agent);
@@ -355,6 +359,6 @@ out:
 	sqlite3_finalize(k.chan);
 	sqlite3_finalize(k.msg);
 	if (rc < 0)
-		db_rollback(st);
+		store_db_rollback(st);
 	return rc;
 }

@@ -65,13 +65,13 @@ check_channel(const struct report *rs, const struct report *rd,
 	cc.sent = wm_of(rs->sent, rs->nsent, rd->agent);
 	cc.applied = wm_of(rd->applied, rd->napplied, rs->agent);
 	cc.seqs = seqs;
-	cut_check(&cc, note, p);
+	store_cut_check(&cc, note, p);
 	free(seqs);
 	return 0;
 }
 
 int
-commit_check_cut(const struct cfg *c, const struct report *reps,
+store_commit_check_cut(const struct cfg *c, const struct report *reps,
     size_t nreps, struct cs_err *e)
 {
 	const struct report *rs, *rd;
@@ -80,13 +80,13 @@ commit_check_cut(const struct cfg *c, const struct report *reps,
 
 	memset(&p, 0, sizeof(p));
 	for (s = 0; s < c->nagents; s++) {
-		rs = find_report(reps, nreps, c->agents[s].name);
+		rs = store_find_report(reps, nreps, c->agents[s].name);
 		for (d = 0; d < c->nagents && rs != NULL; d++) {
-			rd = find_report(reps, nreps, c->agents[d].name);
+			rd = store_find_report(reps, nreps, c->agents[d].name);
 			if (d == s || rd == NULL)
 				continue;
 			if (!cfg_has_channel(c, s, d))
-				cut_check_unlisted(rs->agent, rd->agent,
+				store_cut_check_unlisted(rs->agent, rd->agent,
 				    wm_of(rs->sent, rs->nsent, rd->agent),
 				    wm_of(rd->applied, rd->napplied,
 				    rs->agent), note, &p);

@@ -29,7 +29,7 @@ read_file_row(struct store *st, const struct row_agent *a,
 	if (!a->ok || copy_name(f->agent, a->name) < 0 ||
 	    sha_unhex(a->sha, want) < 0)
 		return cs_errf(e, "agent row %.64s is malformed", a->name);
-	if (fview_open(st, a, &v, NULL, NULL, e) < 0) {
+	if (store_fview_open(st, a, &v, NULL, NULL, e) < 0) {
 		cs_errctx(e, "recorded file of agent %s", a->name);
 		return -1;
 	}
@@ -48,7 +48,7 @@ read_file_row(struct store *st, const struct row_agent *a,
 	f->len = (size_t)v.len;
 	rc = 0;
 out:
-	fview_close(&v);
+	store_fview_close(&v);
 	return rc;
 }
 
@@ -62,8 +62,8 @@ store_read_contents(struct store *st, uint64_t id, uint64_t *resolved,
 
 	memset(out, 0, sizeof(*out));
 	memset(&r, 0, sizeof(r));
-	if (snap_resolve(st, id, resolved, e) < 0 ||
-	    rows_load(st, *resolved, &r, e) < 0)
+	if (store_snap_resolve(st, id, resolved, e) < 0 ||
+	    store_rows_load(st, *resolved, &r, e) < 0)
 		return -1;
 	if (r.nagents > 0 &&
 	    (out->files = calloc(r.nagents, sizeof(*out->files))) == NULL)
@@ -99,7 +99,7 @@ store_read_contents(struct store *st, uint64_t id, uint64_t *resolved,
 oom:
 	cs_errf(e, "out of memory");
 out:
-	rows_free(&r);
+	store_rows_free(&r);
 	if (rc < 0)
 		store_contents_free(out);
 	return rc;

@@ -113,13 +113,13 @@ row_mac(const struct store *st, uint64_t n, uint64_t r, uint64_t p,
 	memcpy(q, salt, SALT_LEN);
 	q += SALT_LEN;
 	memcpy(q, sealed, AEAD_KEY_LEN + AEAD_OVERHEAD);
-	rc = hmac_sha256(k, sizeof(k), msg, sizeof(msg), out, e);
+	rc = mac_hmac_sha256(k, sizeof(k), msg, sizeof(msg), out, e);
 	mac_cleanse(k, sizeof(k));
 	return rc;
 }
 
-int
-crypt_add_key(struct store *st, const void *pass, size_t passlen,
+static int
+store_crypt_add_key(struct store *st, const void *pass, size_t passlen,
     int64_t *id, struct cs_err *e)
 {
 	uint8_t mac[MAC_LEN];
@@ -143,8 +143,9 @@ crypt_add_key(struct store *st, const void *pass, size_t passlen,
 	    e) < 0)
 		goto out;
 	store_now(now);
-	if (db_exec(st, keys_sql, e) < 0 ||
-	    db_prepare(st, "INSERT INTO repo_keys(created, kdf, n, r, p, salt, "
+	if (store_db_exec(st, keys_sql, e) < 0 ||
+	    store_db_prepare(st,
+	    "INSERT INTO repo_keys(created, kdf, n, r, p, salt, "
 	    "sealed, mac) VALUES (?1, 'scrypt', ?2, ?3, ?4, ?5, ?6, ?7)", &s,
 	    e) < 0)
 		goto out;
@@ -156,7 +157,7 @@ crypt_add_key(struct store *st, const void *pass, size_t passlen,
 	sqlite3_bind_blob(s, 6, sealed, sizeof(sealed), SQLITE_TRANSIENT);
 	sqlite3_bind_blob(s, 7, mac, sizeof(mac), SQLITE_TRANSIENT);
 	if (sqlite3_step(s) != SQLITE_DONE) {
-		db_fail(st, e, "storing a key");
+		store_db_fail(st, e, "storing a key");
 		goto out;
 	}
 	if (id != NULL)
@@ -198,7 +199,7 @@ load_id(struct store *st, struct cs_err *e)
 }
 
 int
-crypt_create(struct store *st, const void *pass, size_t passlen,
+store_crypt_create(struct store *st, const void *pass, size_t passlen,
     struct cs_err *e)
 {
 	if (load_id(st, e) < 0 ||
@@ -206,11 +207,11 @@ crypt_create(struct store *st, const void *pass, size_t passlen,
 	    derive(st, e) < 0)
 		return -1;
 	st->enc = 1;
-	return crypt_add_key(st, pass, passlen, NULL, e);
+	return store_crypt_add_key(st, pass, passlen, NULL, e);
 }
 
-int
-crypt_unlock_with(struct store *st, const void *pass, size_t passlen,
+static int
+store_crypt_unlock_with(struct store *st, const void *pass, size_t passlen,
     struct cs_err *e)
 {
 	uint8_t kek[AEAD_KEY_LEN], master[AEAD_KEY_LEN];
@@ -220,14 +221,15 @@ crypt_unlock_with(struct store *st, const void *pass, size_t passlen,
 	uint64_t n, r, p;
 	int step, rc = -1, nkeys = 0;
 
-	if (db_prepare(st, "SELECT id, n, r, p, salt, sealed FROM repo_keys "
+	if (store_db_prepare(st,
+	    "SELECT id, n, r, p, salt, sealed FROM repo_keys "
 	    "WHERE kdf = 'scrypt' ORDER BY id", &s, e) < 0)
 		return -1;
 	while ((step = sqlite3_step(s)) == SQLITE_ROW) {
 		nkeys++;
-		if (col_u64(s, 1, &n) < 0 || col_u64(s, 2, &r) < 0 ||
-		    col_u64(s, 3, &p) < 0 || r > 32 || p > 32 ||
-		    !aead_scrypt_valid(n, (uint32_t)r, (uint32_t)p) ||
+		if (store_col_u64(s, 1, &n) < 0 || store_col_u64(s, 2,
+		    &r) < 0 || store_col_u64(s, 3, &p) < 0 || r > 32 ||
+		    p > 32 || !aead_scrypt_valid(n, (uint32_t)r, (uint32_t)p) ||
 		    sqlite3_column_bytes(s, 4) != SALT_LEN ||
 		    sqlite3_column_bytes(s, 5) != AEAD_KEY_LEN + AEAD_OVERHEAD)
 			continue;	/* a malformed row opens nothing */
@@ -244,7 +246,7 @@ crypt_unlock_with(struct store *st, const void *pass, size_t passlen,
 		}
 	}
 	if (step != SQLITE_DONE) {
-		db_fail(st, e, "reading the keys");
+		store_db_fail(st, e, "reading the keys");
 		goto out;
 	}
 	if (nkeys == 0)
@@ -262,7 +264,7 @@ out:
 }
 
 int
-crypt_unlock(struct store *st, struct cs_err *e)
+store_crypt_unlock(struct store *st, struct cs_err *e)
 {
 	char pass[STORE_PASSWORD_MAX];
 	size_t len = 0;
@@ -276,7 +278,7 @@ crypt_unlock(struct store *st, struct cs_err *e)
 		return 0;
 	if (pw_fn(pw_ctx, st->repo, pass, sizeof(pass), &len, e) < 0)
 		return -1;
-	rc = crypt_unlock_with(st, pass, len, e);
+	rc = store_crypt_unlock_with(st, pass, len, e);
 	mac_cleanse(pass, sizeof(pass));
 	return rc;
 }
@@ -304,7 +306,8 @@ store_name(const struct store *st, const uint8_t sha[SHA_LEN],
 	/* Without the key (never reached: callers check store_need_key)
 	 * the name matches nothing. */
 	if (!st->unlocked ||
-	    hmac_sha256(st->namekey, AEAD_KEY_LEN, sha, SHA_LEN, out, &e) < 0)
+	    mac_hmac_sha256(st->namekey, AEAD_KEY_LEN, sha, SHA_LEN, out,
+	    &e) < 0)
 		memset(out, 0, SHA_LEN);
 }
 
@@ -357,7 +360,7 @@ crypt_obj(const struct store *st, int seal, char kind, const void *ctx,
 }
 
 int
-crypt_seal(const struct store *st, char kind, const void *ctx,
+store_crypt_seal(const struct store *st, char kind, const void *ctx,
     size_t ctxlen, const uint8_t *in, size_t n, uint8_t *out,
     struct cs_err *e)
 {
@@ -365,7 +368,7 @@ crypt_seal(const struct store *st, char kind, const void *ctx,
 }
 
 int
-crypt_open(const struct store *st, char kind, const void *ctx,
+store_crypt_open(const struct store *st, char kind, const void *ctx,
     size_t ctxlen, const uint8_t *in, size_t n, uint8_t *out,
     struct cs_err *e)
 {
@@ -393,7 +396,7 @@ msg_ctx(const uint8_t name[SHA_LEN], const char *src, const char *dst,
 }
 
 int
-crypt_msg(const struct store *st, int seal, const uint8_t name[SHA_LEN],
+store_crypt_msg(const struct store *st, int seal, const uint8_t name[SHA_LEN],
     const char *src, const char *dst, uint64_t seq, const uint8_t *in,
     size_t n, uint8_t **out, size_t *outlen, struct cs_err *e)
 {
@@ -423,7 +426,7 @@ out:
 }
 
 int
-crypt_list_keys(struct store *st, struct store_key **out, size_t *n,
+store_crypt_list_keys(struct store *st, struct store_key **out, size_t *n,
     struct cs_err *e)
 {
 	sqlite3_stmt *s = NULL;
@@ -435,7 +438,8 @@ crypt_list_keys(struct store *st, struct store_key **out, size_t *n,
 	*n = 0;
 	if (!st->enc)
 		return cs_errf(e, "repository %s is not encrypted", st->repo);
-	if (db_prepare(st, "SELECT id, created, kdf, n, r, p FROM repo_keys "
+	if (store_db_prepare(st,
+	    "SELECT id, created, kdf, n, r, p FROM repo_keys "
 	    "ORDER BY id", &s, e) < 0)
 		return -1;
 	while ((step = sqlite3_step(s)) == SQLITE_ROW) {
@@ -450,8 +454,9 @@ crypt_list_keys(struct store *st, struct store_key **out, size_t *n,
 		memset(&v[*n], 0, sizeof(v[*n]));
 		v[*n].id = sqlite3_column_int64(s, 0);
 		snprintf(v[*n].created, sizeof(v[*n].created), "%s",
-		    col_text(s, 1));
-		snprintf(v[*n].kdf, sizeof(v[*n].kdf), "%s", col_text(s, 2));
+		    store_col_text(s, 1));
+		snprintf(v[*n].kdf, sizeof(v[*n].kdf), "%s", store_col_text(s,
+		    2));
 		v[*n].n = (uint64_t)sqlite3_column_int64(s, 3);
 		v[*n].r = (uint32_t)sqlite3_column_int64(s, 4);
 		v[*n].p = (uint32_t)sqlite3_column_int64(s, 5);
@@ -459,7 +464,7 @@ crypt_list_keys(struct store *st, struct store_key **out, size_t *n,
 		(*n)++;
 	}
 	if (step != SQLITE_DONE) {
-		db_fail(st, e, "reading the keys");
+		store_db_fail(st, e, "reading the keys");
 		goto out;
 	}
 	*out = v;
@@ -484,28 +489,28 @@ store_key_add(struct store *st, const void *pass, size_t passlen,
 		return -1;
 	if (!st->enc)
 		return cs_errf(e, "repository %s is not encrypted", st->repo);
-	if (db_begin(st, e) < 0)
+	if (store_db_begin(st, e) < 0)
 		return -1;
-	if (crypt_add_key(st, pass, passlen, id, e) < 0)
+	if (store_crypt_add_key(st, pass, passlen, id, e) < 0)
 		goto out;
 	if (remove_current) {
-		if (db_prepare(st, "DELETE FROM repo_keys WHERE id = ?1", &s,
-		    e) < 0)
+		if (store_db_prepare(st, "DELETE FROM repo_keys WHERE id = ?1",
+		    &s, e) < 0)
 			goto out;
 		sqlite3_bind_int64(s, 1, st->key_id);
 		if (sqlite3_step(s) != SQLITE_DONE) {
-			db_fail(st, e, "removing a key");
+			store_db_fail(st, e, "removing a key");
 			goto out;
 		}
 		st->key_id = *id;
 	}
-	if (db_commit(st, e) < 0)
+	if (store_db_commit(st, e) < 0)
 		goto out;
 	rc = 0;
 out:
 	sqlite3_finalize(s);
 	if (rc < 0)
-		db_rollback(st);
+		store_db_rollback(st);
 	return rc;
 }
 
@@ -523,13 +528,14 @@ store_key_remove(struct store *st, int64_t id, struct cs_err *e)
 		return cs_errf(e, "key %lld is the one this password opens: "
 		    "remove it with another key's password, or use key passwd",
 		    (long long)id);
-	if (db_begin(st, e) < 0)
+	if (store_db_begin(st, e) < 0)
 		return -1;
-	if (db_prepare(st, "DELETE FROM repo_keys WHERE id = ?1", &s, e) < 0)
+	if (store_db_prepare(st, "DELETE FROM repo_keys WHERE id = ?1", &s,
+	    e) < 0)
 		goto out;
 	sqlite3_bind_int64(s, 1, id);
 	if (sqlite3_step(s) != SQLITE_DONE) {
-		db_fail(st, e, "removing a key");
+		store_db_fail(st, e, "removing a key");
 		goto out;
 	}
 	if (sqlite3_changes(st->db) == 0) {
@@ -537,18 +543,18 @@ store_key_remove(struct store *st, int64_t id, struct cs_err *e)
 		    (long long)id);
 		goto out;
 	}
-	if (db_commit(st, e) < 0)
+	if (store_db_commit(st, e) < 0)
 		goto out;
 	rc = 0;
 out:
 	sqlite3_finalize(s);
 	if (rc < 0)
-		db_rollback(st);
+		store_db_rollback(st);
 	return rc;
 }
 
 int
-crypt_check_keys(struct store *st, void (*fn)(void *ctx, int64_t id),
+store_crypt_check_keys(struct store *st, void (*fn)(void *ctx, int64_t id),
     void *ctx, struct cs_err *e)
 {
 	sqlite3_stmt *s = NULL;
@@ -559,12 +565,12 @@ crypt_check_keys(struct store *st, void (*fn)(void *ctx, int64_t id),
 	if (!st->enc)
 		return 0;
 	if (store_need_key(st, e) < 0 ||
-	    db_prepare(st, "SELECT id, n, r, p, salt, sealed, mac FROM "
+	    store_db_prepare(st, "SELECT id, n, r, p, salt, sealed, mac FROM "
 	    "repo_keys ORDER BY id", &s, e) < 0)
 		return -1;
 	while ((step = sqlite3_step(s)) == SQLITE_ROW) {
-		bad = col_u64(s, 1, &n) < 0 || col_u64(s, 2, &r) < 0 ||
-		    col_u64(s, 3, &p) < 0 ||
+		bad = store_col_u64(s, 1, &n) < 0 || store_col_u64(s, 2,
+		    &r) < 0 || store_col_u64(s, 3, &p) < 0 ||
 		    sqlite3_column_bytes(s, 4) != SALT_LEN ||
 		    sqlite3_column_bytes(s, 5) != AEAD_KEY_LEN + AEAD_OVERHEAD ||
 		    sqlite3_column_bytes(s, 6) != MAC_LEN;
@@ -579,7 +585,7 @@ crypt_check_keys(struct store *st, void (*fn)(void *ctx, int64_t id),
 			fn(ctx, sqlite3_column_int64(s, 0));
 	}
 	if (step != SQLITE_DONE) {
-		db_fail(st, e, "reading the keys");
+		store_db_fail(st, e, "reading the keys");
 		goto out;
 	}
 	rc = 0;

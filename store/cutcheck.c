@@ -59,7 +59,7 @@ missing(const struct cut_channel *ch, problem_fn fn, void *ctx, uint64_t lo,
 }
 
 int
-cut_check(const struct cut_channel *ch, problem_fn fn, void *ctx)
+store_cut_check(const struct cut_channel *ch, problem_fn fn, void *ctx)
 {
 	uint64_t *v = NULL, lo = 0, hi = 0, next = 0;
 	char want[48];
@@ -117,7 +117,7 @@ cut_check(const struct cut_channel *ch, problem_fn fn, void *ctx)
 }
 
 int
-cut_check_unlisted(const char *src, const char *dst, uint64_t sent,
+store_cut_check_unlisted(const char *src, const char *dst, uint64_t sent,
     uint64_t applied, problem_fn fn, void *ctx)
 {
 	struct cut_channel ch;

@@ -19,13 +19,13 @@ struct cut_channel {
 
 /* Checks applied <= sent and that seqs are exactly applied+1..sent, each
  * once (any order). Reports each problem through fn; returns how many. */
-int cut_check(const struct cut_channel *ch, problem_fn fn, void *ctx);
+int store_cut_check(const struct cut_channel *ch, problem_fn fn, void *ctx);
 
 /* A pair S->D of the cut's agents that is not one of its channels: no
  * message may be in flight on it, since the cut records none there (a
  * channel dropped from the config while it held messages). Checks
  * applied == sent; one problem, or 0. */
-int cut_check_unlisted(const char *src, const char *dst, uint64_t sent,
+int store_cut_check_unlisted(const char *src, const char *dst, uint64_t sent,
     uint64_t applied, problem_fn fn, void *ctx);
 
 #endif

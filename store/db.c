@@ -9,68 +9,69 @@
 #include "store_int.h"
 
 int
-db_fail(struct store *st, struct cs_err *e, const char *what)
+store_db_fail(struct store *st, struct cs_err *e, const char *what)
 {
 	return cs_errf(e, "repository %s: %s: %s", st->repo, what,
 	    st->db ? sqlite3_errmsg(st->db) : "out of memory");
 }
 
 int
-db_prepare(struct store *st, const char *sql, sqlite3_stmt **out,
+store_db_prepare(struct store *st, const char *sql, sqlite3_stmt **out,
     struct cs_err *e)
 {
 	*out = NULL;
 	if (sqlite3_prepare_v2(st->db, sql, -1, out, NULL) != SQLITE_OK)
-		return db_fail(st, e, "reading the manifest");
+		return store_db_fail(st, e, "reading the manifest");
 	return 0;
 }
 
 int
-db_exec(struct store *st, const char *sql, struct cs_err *e)
+store_db_exec(struct store *st, const char *sql, struct cs_err *e)
 {
 	if (sqlite3_exec(st->db, sql, NULL, NULL, NULL) != SQLITE_OK)
-		return db_fail(st, e, "manifest");
+		return store_db_fail(st, e, "manifest");
 	return 0;
 }
 
 int
-db_has_table(struct store *st, const char *name, struct cs_err *e)
+store_db_has_table(struct store *st, const char *name, struct cs_err *e)
 {
 	sqlite3_stmt *s = NULL;
 	int step;
 
-	if (db_prepare(st, "SELECT 1 FROM sqlite_master WHERE type = 'table' "
+	if (store_db_prepare(st,
+	    "SELECT 1 FROM sqlite_master WHERE type = 'table' "
 	    "AND name = ?1", &s, e) < 0)
 		return -1;
 	sqlite3_bind_text(s, 1, name, -1, SQLITE_STATIC);
 	step = sqlite3_step(s);
 	sqlite3_finalize(s);
 	if (step != SQLITE_ROW && step != SQLITE_DONE)
-		return db_fail(st, e, "reading the manifest");
+		return store_db_fail(st, e, "reading the manifest");
 	return step == SQLITE_ROW;
 }
 
 int
-db_begin(struct store *st, struct cs_err *e)
+store_db_begin(struct store *st, struct cs_err *e)
 {
-	return db_exec(st, "BEGIN IMMEDIATE", e);
+	return store_db_exec(st, "BEGIN IMMEDIATE", e);
 }
 
 int
-db_commit(struct store *st, struct cs_err *e)
+store_db_commit(struct store *st, struct cs_err *e)
 {
-	return db_exec(st, "COMMIT", e);
+	return store_db_exec(st, "COMMIT", e);
 }
 
 void
-db_rollback(struct store *st)
+store_db_rollback(struct store *st)
 {
 	if (!sqlite3_get_autocommit(st->db))
 		sqlite3_exec(st->db, "ROLLBACK", NULL, NULL, NULL);
 }
 
 const char *
-col_text(sqlite3_stmt *s, int i)
+store_col_text(sqlite3_stmt *s, int i)
 {
 	const unsigned char *t = sqlite3_column_text(s, i);
 
@@ -78,7 +79,7 @@ col_text(sqlite3_stmt *s, int i)
 }
 
 int
-col_u64(sqlite3_stmt *s, int i, uint64_t *out)
+store_col_u64(sqlite3_stmt *s, int i, uint64_t *out)
 {
 	sqlite3_int64 v;
 
@@ -93,7 +94,7 @@ col_u64(sqlite3_stmt *s, int i, uint64_t *out)
 }
 
 int
-schema_version(struct store *st, int *version, struct cs_err *e)
+store_schema_version(struct store *st, int *version, struct cs_err *e)
 {
 	sqlite3_stmt *s = NULL;
 	int rc = -1;

@@ -84,7 +84,7 @@ put_table(struct store *st, struct sha_ctx *c, size_t t, uint64_t id,
 
 	if (put_field(c, 0, tables[t].table, strlen(tables[t].table)) < 0)
 		goto hash;
-	if (db_prepare(st, tables[t].sql, &s, e) < 0)
+	if (store_db_prepare(st, tables[t].sql, &s, e) < 0)
 		goto out;
 	sqlite3_bind_int64(s, 1, (sqlite3_int64)id);
 	n = sqlite3_column_count(s);
@@ -96,7 +96,7 @@ put_table(struct store *st, struct sha_ctx *c, size_t t, uint64_t id,
 				goto hash;
 	}
 	if (step != SQLITE_DONE) {
-		db_fail(st, e, "reading the manifest");
+		store_db_fail(st, e, "reading the manifest");
 		goto out;
 	}
 	rc = 0;

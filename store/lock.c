@@ -73,7 +73,7 @@ lock_create(struct store *st, int exclusive, struct cs_err *e)
 	    || snprintf(path, sizeof(path), "%s/%s", st->repo, st->lock_name)
 	    >= (int)sizeof(path))
 		return cs_errf(e, "repository path too long: %s", st->repo);
-	if (mkdir_p(dir, 0700, e) < 0)
+	if (fs_mkdir_p(dir, 0700, e) < 0)
 		return -1;
 	fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
 	    0600);
@@ -87,7 +87,7 @@ lock_create(struct store *st, int exclusive, struct cs_err *e)
 	store_now(now);
 	n = snprintf(text, sizeof(text), "host=%s pid=%ld mode=%s started=%s\n",
 	    host, (long)getpid(), exclusive ? "exclusive" : "shared", now);
-	if (write_all(fd, text, (size_t)n) < 0 || fsync(fd) < 0) {
+	if (fs_write_all(fd, text, (size_t)n) < 0 || fsync(fd) < 0) {
 		cs_errno(e, "repository %s: write lock %s", st->repo, tmp);
 		goto fail;
 	}
@@ -96,7 +96,7 @@ lock_create(struct store *st, int exclusive, struct cs_err *e)
 		    st->lock_name);
 		goto fail;
 	}
-	if (fsync_dir(dir, e) < 0) {
+	if (fs_fsync_dir(dir, e) < 0) {
 		unlink(path);
 		close(fd);
 		return -1;
@@ -230,8 +230,10 @@ lock_dir(struct store *st, int op, struct cs_err *e)
 	    "restore); try again once it has finished", st->repo);
 }
 
-int
-lock_read(struct store *st, struct cs_err *e)
+/* A reader's hold on REPO: a shared flock on the directory, and no live
+ * exclusive lock file. 0, or -1 with e naming the holder. */
+static int
+store_lock_read(struct store *st, struct cs_err *e)
 {
 	/* The lock files first, to name a holder when there is one. */
 	if (lock_conflicts(st, NULL, e) < 0 || lock_dir(st, LOCK_SH, e) < 0)
@@ -251,7 +253,7 @@ store_lock(struct store *st, int exclusive, struct cs_err *e)
 			    "only", st->repo);
 		if (st->dir_fd >= 0)
 			return 0;
-		return lock_read(st, e);
+		return store_lock_read(st, e);
 	}
 	exclusive = exclusive != 0;
 	if (st->lock_fd >= 0 && st->lock_excl >= exclusive) {
@@ -291,7 +293,7 @@ store_unlock(struct store *st)
 }
 
 int
-lock_acquire(struct store *st, struct cs_err *e)
+store_lock_acquire(struct store *st, struct cs_err *e)
 {
 	if (st->lock_fd >= 0)
 		return 0;
@@ -305,7 +307,7 @@ lock_acquire(struct store *st, struct cs_err *e)
 }
 
 void
-lock_release(struct store *st, uint64_t id)
+store_lock_release(struct store *st, uint64_t id)
 {
 	if (st->lock_fd < 0 || (id != 0 && id != st->lock_snap))
 		return;
@@ -316,7 +318,7 @@ lock_release(struct store *st, uint64_t id)
 }
 
 int
-lock_is_stale(struct store *st, const char *name)
+store_lock_is_stale(struct store *st, const char *name)
 {
 	char path[PATH_MAX];
 	int fd, stale;

@@ -129,11 +129,11 @@ settings_write(struct store *st, struct cs_err *e)
 		set = &def;
 	}
 	vals[0][1] = store_compress_name(set->compress);
-	if (set->encrypt && crypt_create(st, set->password, set->passlen,
+	if (set->encrypt && store_crypt_create(st, set->password, set->passlen,
 	    e) < 0)
 		return -1;
-	if (db_exec(st, settings_sql, e) < 0 ||
-	    db_prepare(st, "INSERT INTO repo_settings(name, value) "
+	if (store_db_exec(st, settings_sql, e) < 0 ||
+	    store_db_prepare(st, "INSERT INTO repo_settings(name, value) "
 	    "VALUES (?1, ?2)", &s, e) < 0)
 		goto out;
 	for (i = 0; i < (set->encrypt ? 2u : 1u); i++) {
@@ -141,7 +141,7 @@ settings_write(struct store *st, struct cs_err *e)
 		sqlite3_bind_text(s, 1, vals[i][0], -1, SQLITE_STATIC);
 		sqlite3_bind_text(s, 2, vals[i][1], -1, SQLITE_STATIC);
 		if (sqlite3_step(s) != SQLITE_DONE) {
-			db_fail(st, e, "write the repository settings");
+			store_db_fail(st, e, "write the repository settings");
 			goto out;
 		}
 	}
@@ -162,13 +162,15 @@ settings_load(struct store *st, struct cs_err *e)
 	int step, rc = -1, i, found;
 
 	st->compress = STORE_COMPRESS_NONE;
-	if ((st->have_settings = db_has_table(st, "repo_settings", e)) <= 0)
+	if ((st->have_settings = store_db_has_table(st, "repo_settings",
+	    e)) <= 0)
 		return st->have_settings;
-	if (db_prepare(st, "SELECT name, value FROM repo_settings", &s, e) < 0)
+	if (store_db_prepare(st, "SELECT name, value FROM repo_settings", &s,
+	    e) < 0)
 		goto out;
 	while ((step = sqlite3_step(s)) == SQLITE_ROW) {
-		name = col_text(s, 0);
-		val = col_text(s, 1);
+		name = store_col_text(s, 0);
+		val = store_col_text(s, 1);
 		found = 0;
 		if (strcmp(name, "compression") == 0) {
 			for (i = 0; i <= STORE_COMPRESS_ZSTD; i++)
@@ -191,7 +193,7 @@ settings_load(struct store *st, struct cs_err *e)
 		}
 	}
 	if (step != SQLITE_DONE) {
-		db_fail(st, e, "reading the repository settings");
+		store_db_fail(st, e, "reading the repository settings");
 		goto out;
 	}
 	rc = 0;
@@ -207,15 +209,15 @@ create_schema(struct store *st, struct cs_err *e)
 	char id[40];
 	int v;
 
-	if (db_begin(st, e) < 0)
+	if (store_db_begin(st, e) < 0)
 		return -1;
 	/* Another process may have created it while we waited for the lock. */
-	if (schema_version(st, &v, e) < 0)
+	if (store_schema_version(st, &v, e) < 0)
 		goto fail;
 	if (v == 0) {
-		if (db_exec(st, schema_sql, e) < 0 ||
-		    repo_id_ensure(st, id, e) < 0 ||
-		    repo_id_store(st, id, e) < 0)
+		if (store_db_exec(st, schema_sql, e) < 0 ||
+		    store_repo_id_ensure(st, id, e) < 0 ||
+		    store_repo_id_store(st, id, e) < 0)
 			goto fail;
 		/* The identity an encrypted repository binds its keys to. */
 		snprintf(st->repo_id, sizeof(st->repo_id), "%s", id);
@@ -225,11 +227,11 @@ create_schema(struct store *st, struct cs_err *e)
 		cs_errf(e, "repository %s exists already", st->repo);
 		goto fail;
 	}
-	if (db_commit(st, e) < 0)
+	if (store_db_commit(st, e) < 0)
 		goto fail;
 	return 0;
 fail:
-	db_rollback(st);
+	store_db_rollback(st);
 	return -1;
 }
 
@@ -240,7 +242,7 @@ setup_schema(struct store *st, struct cs_err *e)
 {
 	int v;
 
-	if (schema_version(st, &v, e) < 0)
+	if (store_schema_version(st, &v, e) < 0)
 		return -1;
 	if (st->init != NULL && v != 0)
 		return cs_errf(e, "repository %s exists already", st->repo);
@@ -260,14 +262,14 @@ setup_schema(struct store *st, struct cs_err *e)
 		    "version %d (expected %d)", st->repo, v,
 		    STORE_SCHEMA_VERSION);
 	if (v == 1) {
-		if (migrate_v1(st, e) < 0)
+		if (store_migrate_v1(st, e) < 0)
 			return -1;
 		v = 2;
 	}
 	/* Version 2 reads as it is; only a writer gives it ids that never
 	 * come back and an identity. */
 	if (v == 2 && st->mode != STORE_READ) {
-		if (migrate_v2(st, e) < 0)
+		if (store_migrate_v2(st, e) < 0)
 			return -1;
 		v = STORE_SCHEMA_VERSION;
 	}
@@ -414,7 +416,7 @@ open_reader(struct store *st, const char *dbpath, struct cs_err *e)
 		return cs_errf(e, "repository path too long: %s", st->repo);
 	if (sqlite3_open_v2(uri, &st->db, flags | SQLITE_OPEN_URI |
 	    SQLITE_OPEN_NOFOLLOW, NULL) != SQLITE_OK)
-		return db_fail(st, e, "open manifest.db");
+		return store_db_fail(st, e, "open manifest.db");
 	return 0;
 }
 
@@ -446,7 +448,8 @@ open_repo(const char *repo, int mode, const struct store_settings *init,
 		goto fail;
 	}
 	if (mode == STORE_CREATE) {
-		if (mkdir_p(repo, 0700, e) < 0 || mkdir_p(st->blobs, 0700, e) < 0)
+		if (fs_mkdir_p(repo, 0700, e) < 0 || fs_mkdir_p(st->blobs, 0700,
+		    e) < 0)
 			goto fail;
 	} else if (stat(dbpath, &sb) < 0) {
 		if (errno == ENOENT || errno == ENOTDIR)
@@ -474,7 +477,7 @@ open_repo(const char *repo, int mode, const struct store_settings *init,
 		    (mode == STORE_CREATE ? SQLITE_OPEN_CREATE : 0);
 		if (sqlite3_open_v2(dbpath, &st->db, flags, NULL) !=
 		    SQLITE_OK) {
-			db_fail(st, e, "open manifest.db");
+			store_db_fail(st, e, "open manifest.db");
 			goto fail;
 		}
 	}
@@ -488,17 +491,17 @@ open_repo(const char *repo, int mode, const struct store_settings *init,
 	} else {
 		/* journal_mode first: it is the first statement that reads
 		 * the file, so it is where a non-database is noticed. Foreign
-		 * keys go on after setup_schema: migrate_v2 rebuilds the table
-		 * the others refer to. */
+		 * keys go on after setup_schema: store_migrate_v2 rebuilds the
+		 * table the others refer to. */
 		if (pragma(st, "PRAGMA journal_mode=WAL", e) < 0 ||
 		    pragma(st, "PRAGMA synchronous=FULL", e) < 0 ||
 		    setup_schema(st, e) < 0)
 			goto fail;
 	}
 	if (pragma(st, "PRAGMA foreign_keys=ON", e) < 0 ||
-	    repo_id_check(st, e) < 0 ||
+	    store_repo_id_check(st, e) < 0 ||
 	    settings_load(st, e) < 0 ||
-	    crypt_unlock(st, e) < 0 ||
+	    store_crypt_unlock(st, e) < 0 ||
 	    (mode != STORE_READ && store_reap_stale(st, e) < 0))
 		goto fail;
 	st->init = NULL;
@@ -535,7 +538,7 @@ store_close(struct store *st)
 		return;
 	/* A snapshot still running here is abandoned: the next open reaps
 	 * it as aborted. */
-	lock_release(st, 0);
+	store_lock_release(st, 0);
 	sqlite3_close_v2(st->db);
 	if (st->dir_fd >= 0)
 		close(st->dir_fd);	/* drops its flock */
@@ -560,7 +563,8 @@ store_has_snapshot(struct store *st, uint64_t id, struct cs_err *e)
 
 	if (id == 0 || id > (uint64_t)INT64_MAX)
 		return 0;
-	if (db_prepare(st, "SELECT 1 FROM snapshots WHERE id = ?", &s, e) < 0)
+	if (store_db_prepare(st, "SELECT 1 FROM snapshots WHERE id = ?", &s,
+	    e) < 0)
 		return -1;
 	sqlite3_bind_int64(s, 1, (sqlite3_int64)id);
 	step = sqlite3_step(s);
@@ -569,7 +573,7 @@ store_has_snapshot(struct store *st, uint64_t id, struct cs_err *e)
 		return 1;
 	if (step == SQLITE_DONE)
 		return 0;
-	return db_fail(st, e, "reading snapshots");
+	return store_db_fail(st, e, "reading snapshots");
 }
 
 /* Snapshot identities (snapuid.h): a side table, so that repositories
@@ -584,7 +588,7 @@ static const char uids_sql[] =
 static int
 have_uids(struct store *st, struct cs_err *e)
 {
-	return db_has_table(st, "snapshot_uids", e);
+	return store_db_has_table(st, "snapshot_uids", e);
 }
 
 int
@@ -599,11 +603,11 @@ store_begin_snapshot(struct store *st, const char *initiator,
 	store_now(now);
 	/* The lock exists before the row does, so a reaper never sees this
 	 * snapshot running without a live lock. */
-	if (lock_acquire(st, e) < 0)
+	if (store_lock_acquire(st, e) < 0)
 		return -1;
-	if (db_begin(st, e) < 0)
+	if (store_db_begin(st, e) < 0)
 		return -1;
-	if (db_prepare(st, "INSERT INTO snapshots(started_at, status, "
+	if (store_db_prepare(st, "INSERT INTO snapshots(started_at, status, "
 	    "initiator, config, lock) VALUES (?, 'running', ?, ?, ?)", &s,
 	    e) < 0)
 		goto fail;
@@ -612,33 +616,33 @@ store_begin_snapshot(struct store *st, const char *initiator,
 	sqlite3_bind_text(s, 3, config_text, -1, SQLITE_STATIC);
 	sqlite3_bind_text(s, 4, st->lock_name, -1, SQLITE_STATIC);
 	if (sqlite3_step(s) != SQLITE_DONE) {
-		db_fail(st, e, "creating the snapshot");
+		store_db_fail(st, e, "creating the snapshot");
 		goto fail;
 	}
 	sqlite3_finalize(s);
 	s = NULL;
 	*id = (uint64_t)sqlite3_last_insert_rowid(st->db);
 	snapuid_hex(uid, hex);
-	if (db_exec(st, uids_sql, e) < 0 ||
-	    db_prepare(st, "INSERT INTO snapshot_uids(snapshot_id, uid) "
+	if (store_db_exec(st, uids_sql, e) < 0 ||
+	    store_db_prepare(st, "INSERT INTO snapshot_uids(snapshot_id, uid) "
 	    "VALUES (?, ?)", &s, e) < 0)
 		goto fail;
 	sqlite3_bind_int64(s, 1, (sqlite3_int64)*id);
 	sqlite3_bind_text(s, 2, hex, -1, SQLITE_STATIC);
 	if (sqlite3_step(s) != SQLITE_DONE) {
-		db_fail(st, e, "creating the snapshot");
+		store_db_fail(st, e, "creating the snapshot");
 		goto fail;
 	}
 	sqlite3_finalize(s);
 	s = NULL;
-	if (db_commit(st, e) < 0)
+	if (store_db_commit(st, e) < 0)
 		goto fail;
 	st->lock_snap = *id;
 	return 0;
 fail:
 	*id = 0;
 	sqlite3_finalize(s);
-	db_rollback(st);
+	store_db_rollback(st);
 	return -1;
 }
 
@@ -651,9 +655,9 @@ store_abort_snapshot(struct store *st, uint64_t id, const char *reason,
 	int changed;
 
 	store_now(now);
-	if (db_begin(st, e) < 0)
+	if (store_db_begin(st, e) < 0)
 		return -1;
-	if (db_prepare(st, "UPDATE snapshots SET status = 'aborted', "
+	if (store_db_prepare(st, "UPDATE snapshots SET status = 'aborted', "
 	    "finished_at = ?, reason = ? WHERE id = ? AND status = 'running'",
 	    &s, e) < 0)
 		goto fail;
@@ -661,7 +665,7 @@ store_abort_snapshot(struct store *st, uint64_t id, const char *reason,
 	sqlite3_bind_text(s, 2, reason ? reason : "", -1, SQLITE_STATIC);
 	sqlite3_bind_int64(s, 3, (sqlite3_int64)id);
 	if (sqlite3_step(s) != SQLITE_DONE) {
-		db_fail(st, e, "aborting the snapshot");
+		store_db_fail(st, e, "aborting the snapshot");
 		goto fail;
 	}
 	changed = sqlite3_changes(st->db);
@@ -672,13 +676,13 @@ store_abort_snapshot(struct store *st, uint64_t id, const char *reason,
 		    (unsigned long long)id);
 		goto fail;
 	}
-	if (db_commit(st, e) < 0)
+	if (store_db_commit(st, e) < 0)
 		goto fail;
-	lock_release(st, id);
+	store_lock_release(st, id);
 	return 0;
 fail:
 	sqlite3_finalize(s);
-	db_rollback(st);
+	store_db_rollback(st);
 	return -1;
 }
 
@@ -690,14 +694,15 @@ store_reap_stale(struct store *st, struct cs_err *e)
 	size_t n = 0, i;
 	int rc = -1;
 
-	if (db_prepare(st, "SELECT id, lock FROM snapshots WHERE status = "
+	if (store_db_prepare(st,
+	    "SELECT id, lock FROM snapshots WHERE status = "
 	    "'running' ORDER BY id", &s, e) < 0)
 		return -1;
 	while (n < sizeof(ids) / sizeof(ids[0]) && sqlite3_step(s) ==
 	    SQLITE_ROW) {
 		if (sqlite3_column_type(s, 0) != SQLITE_INTEGER)
 			continue;
-		if (lock_is_stale(st, col_text(s, 1)))
+		if (store_lock_is_stale(st, store_col_text(s, 1)))
 			ids[n++] = (uint64_t)sqlite3_column_int64(s, 0);
 	}
 	sqlite3_finalize(s);
@@ -714,7 +719,7 @@ store_reap_stale(struct store *st, struct cs_err *e)
 static void
 copy_col(char *dst, size_t dsz, sqlite3_stmt *s, int i)
 {
-	snprintf(dst, dsz, "%s", col_text(s, i));
+	snprintf(dst, dsz, "%s", store_col_text(s, i));
 }
 
 /* total() is a float, and a tampered size may be anything. */
@@ -751,11 +756,12 @@ stored_bytes(struct store *st, sqlite3_stmt *s, uint64_t id, uint64_t *out,
 	sqlite3_reset(s);
 	sqlite3_bind_int64(s, 1, (sqlite3_int64)id);
 	while ((step = sqlite3_step(s)) == SQLITE_ROW)
-		if (blob_path(st, col_text(s, 0), path, sizeof(path),
-		    &le) == 0 && lstat(path, &sb) == 0 && S_ISREG(sb.st_mode))
+		if (store_blob_path(st, store_col_text(s, 0), path,
+		    sizeof(path), &le) == 0 && lstat(path, &sb) == 0 &&
+		    S_ISREG(sb.st_mode))
 			*out += (uint64_t)sb.st_size;
 	if (step != SQLITE_DONE)
-		return db_fail(st, e, "listing chunks");
+		return store_db_fail(st, e, "listing chunks");
 	return 0;
 }
 
@@ -774,7 +780,8 @@ store_list(struct store *st, struct snap_info **out, size_t *n,
 	*out = NULL;
 	*n = 0;
 	if ((uids = have_uids(st, e)) < 0 ||
-	    db_prepare(st, uids ? LIST_SQL("(SELECT uid FROM snapshot_uids x "
+	    store_db_prepare(st,
+	    uids ? LIST_SQL("(SELECT uid FROM snapshot_uids x "
 	    "WHERE x.snapshot_id = s.id)") : LIST_SQL("NULL"), &s, e) < 0)
 		goto out;
 	while ((step = sqlite3_step(s)) == SQLITE_ROW) {
@@ -796,26 +803,27 @@ store_list(struct store *st, struct snap_info **out, size_t *n,
 		copy_col(si->reason, sizeof(si->reason), s, 5);
 		si->nagents = sqlite3_column_int(s, 6);
 		si->bytes = total_u64(sqlite3_column_double(s, 7));
-		si->nmsgs = col_u64(s, 8, &u) == 0 ? u : 0;
+		si->nmsgs = store_col_u64(s, 8, &u) == 0 ? u : 0;
 		/* A tampered row is shown as no identity, never as text. */
-		if (snapuid_parse(col_text(s, 9), &uid) == 0)
+		if (snapuid_parse(store_col_text(s, 9), &uid) == 0)
 			snapuid_hex(&uid, si->uid);
 		snprintf(si->repo_id, sizeof(si->repo_id), "%s", st->repo_id);
 		/* A writer reaped these at open; a reader only says so. */
 		if (strcmp(si->status, "running") == 0 &&
-		    lock_is_stale(st, col_text(s, 10))) {
+		    store_lock_is_stale(st, store_col_text(s, 10))) {
 			si->stale = 1;
 			snprintf(si->reason, sizeof(si->reason), "%s",
 			    STALE_REASON);
 		}
 	}
 	if (step != SQLITE_DONE) {
-		db_fail(st, e, "listing snapshots");
+		store_db_fail(st, e, "listing snapshots");
 		goto out;
 	}
 	sqlite3_finalize(s);
 	s = NULL;
-	if (db_prepare(st, "SELECT DISTINCT sha256 FROM agent_chunks WHERE "
+	if (store_db_prepare(st,
+	    "SELECT DISTINCT sha256 FROM agent_chunks WHERE "
 	    "snapshot_id = ?1", &s, e) < 0)
 		goto out;
 	for (i = 0; i < cnt; i++)

@@ -34,29 +34,30 @@ reseal(struct store *st, struct cs_err *e)
 	int64_t id;
 	int step, rc = -1;
 
-	if (db_prepare(st, "SELECT id, digest FROM snapshots WHERE digest IS "
+	if (store_db_prepare(st,
+	    "SELECT id, digest FROM snapshots WHERE digest IS "
 	    "NOT NULL ORDER BY id", &s, e) < 0 ||
-	    db_prepare(st, "UPDATE snapshots SET digest = ? WHERE id = ?", &u,
-	    e) < 0)
+	    store_db_prepare(st, "UPDATE snapshots SET digest = ? WHERE id = ?",
+	    &u, e) < 0)
 		goto out;
 	while ((step = sqlite3_step(s)) == SQLITE_ROW) {
 		id = sqlite3_column_int64(s, 0);
 		if (id <= 0 || store_digest_v(st, (uint64_t)id, 1, old, e) < 0)
 			goto out;
-		if (strcmp(old, col_text(s, 1)) != 0)
+		if (strcmp(old, store_col_text(s, 1)) != 0)
 			continue;	/* already broken: leave it so */
 		if (store_digest(st, (uint64_t)id, now, e) < 0)
 			goto out;
 		sqlite3_bind_text(u, 1, now, -1, SQLITE_TRANSIENT);
 		sqlite3_bind_int64(u, 2, id);
 		if (sqlite3_step(u) != SQLITE_DONE) {
-			db_fail(st, e, "migrating the manifest");
+			store_db_fail(st, e, "migrating the manifest");
 			goto out;
 		}
 		sqlite3_reset(u);
 	}
 	if (step != SQLITE_DONE) {
-		db_fail(st, e, "migrating the manifest");
+		store_db_fail(st, e, "migrating the manifest");
 		goto out;
 	}
 	rc = 0;
@@ -67,33 +68,34 @@ out:
 }
 
 int
-migrate_v1(struct store *st, struct cs_err *e)
+store_migrate_v1(struct store *st, struct cs_err *e)
 {
 	int v = -1;
 
-	if (db_begin(st, e) < 0)
+	if (store_db_begin(st, e) < 0)
 		return -1;
 	/* Another process may have migrated it while we waited. */
-	if (schema_version(st, &v, e) < 0)
+	if (store_schema_version(st, &v, e) < 0)
 		goto fail;
 	if (v >= 2)
-		return db_commit(st, e);
+		return store_db_commit(st, e);
 	if (v != 1) {
 		cs_errf(e, "repository %s: unsupported manifest schema version "
 		    "%d (expected %d)", st->repo, v, STORE_SCHEMA_VERSION);
 		goto fail;
 	}
-	if (db_exec(st, CHUNKS_SCHEMA_SQL, e) < 0 ||
-	    db_exec(st, "INSERT INTO agent_chunks(snapshot_id, agent, idx, "
+	if (store_db_exec(st, CHUNKS_SCHEMA_SQL, e) < 0 ||
+	    store_db_exec(st,
+	    "INSERT INTO agent_chunks(snapshot_id, agent, idx, "
 	    "offset, size, sha256) SELECT snapshot_id, name, 0, 0, size, "
 	    "sha256 FROM agents WHERE size > 0", e) < 0 ||
 	    reseal(st, e) < 0 ||
-	    db_exec(st, "PRAGMA user_version = 2", e) < 0 ||
-	    db_commit(st, e) < 0)
+	    store_db_exec(st, "PRAGMA user_version = 2", e) < 0 ||
+	    store_db_commit(st, e) < 0)
 		goto fail;
 	return 0;
 fail:
-	db_rollback(st);
+	store_db_rollback(st);
 	return -1;
 }
 
@@ -112,25 +114,25 @@ fail:
     " lock TEXT);"
 
 int
-migrate_v2(struct store *st, struct cs_err *e)
+store_migrate_v2(struct store *st, struct cs_err *e)
 {
 	char id[40];
 	int v = -1;
 
-	if (db_begin(st, e) < 0)
+	if (store_db_begin(st, e) < 0)
 		return -1;
-	if (schema_version(st, &v, e) < 0)
+	if (store_schema_version(st, &v, e) < 0)
 		goto fail;
 	if (v == STORE_SCHEMA_VERSION)
-		return db_commit(st, e);	/* another process did it */
+		return store_db_commit(st, e);	/* another process did it */
 	if (v != 2) {
 		cs_errf(e, "repository %s: unsupported manifest schema version "
 		    "%d (expected %d)", st->repo, v, STORE_SCHEMA_VERSION);
 		goto fail;
 	}
 	/* Under the write lock: two writers upgrading at once agree. */
-	if (repo_id_ensure(st, id, e) < 0 ||
-	    db_exec(st, SNAPSHOTS_V3_SQL
+	if (store_repo_id_ensure(st, id, e) < 0 ||
+	    store_db_exec(st, SNAPSHOTS_V3_SQL
 	    "INSERT INTO snapshots_v3(id, started_at, finished_at, status, "
 	    "initiator, config, reason, digest, lock) SELECT id, started_at, "
 	    "finished_at, status, initiator, config, reason, digest, lock "
@@ -138,12 +140,13 @@ migrate_v2(struct store *st, struct cs_err *e)
 	    "DROP TABLE snapshots;"
 	    "ALTER TABLE snapshots_v3 RENAME TO snapshots;"
 	    REPO_ID_TABLE_SQL, e) < 0 ||
-	    repo_id_store(st, id, e) < 0 ||
-	    db_exec(st, "PRAGMA user_version = " STR(STORE_SCHEMA_VERSION),
-	    e) < 0 || db_commit(st, e) < 0)
+	    store_repo_id_store(st, id, e) < 0 ||
+	    store_db_exec(st,
+	    "PRAGMA user_version = " STR(STORE_SCHEMA_VERSION),
+	    e) < 0 || store_db_commit(st, e) < 0)
 		goto fail;
 	return 0;
 fail:
-	db_rollback(st);
+	store_db_rollback(st);
 	return -1;
 }

@@ -60,7 +60,7 @@ get_le64(const uint8_t *p)
 }
 
 int
-obj_framed(const struct store *st)
+store_obj_framed(const struct store *st)
 {
 	return st->compress != STORE_COMPRESS_NONE || st->enc;
 }
@@ -73,9 +73,9 @@ sealing(const struct store *st)
 }
 
 size_t
-obj_bound(const struct store *st, size_t len)
+store_obj_bound(const struct store *st, size_t len)
 {
-	if (!obj_framed(st))
+	if (!store_obj_framed(st))
 		return len;
 	return sealing(st) + OBJ_HDR_LEN + ZSTD_compressBound(len);
 }
@@ -125,26 +125,26 @@ frame(const struct store *st, const uint8_t *plain, size_t len, uint8_t *out,
 }
 
 int
-obj_encode(const struct store *st, const uint8_t name[SHA_LEN],
+store_obj_encode(const struct store *st, const uint8_t name[SHA_LEN],
     const uint8_t *plain, size_t len, uint8_t *out, size_t outsz,
     size_t *outlen, struct cs_err *e)
 {
 	size_t n, hdr = sealing(st) - AEAD_TAG_LEN;
 
 	*outlen = 0;
-	if (outsz < obj_bound(st, len))
+	if (outsz < store_obj_bound(st, len))
 		return cs_errf(e, "object buffer too small");
 	if (st->enc) {
 		/* Framed after the header and nonce, sealed in place. */
 		frame(st, plain, len, out + hdr, outsz - sealing(st), &n);
-		if (crypt_seal(st, 'C', name, SHA_LEN, out + hdr, n,
+		if (store_crypt_seal(st, 'C', name, SHA_LEN, out + hdr, n,
 		    out + SEALED_HDR, e) < 0)
 			return -1;
 		memcpy(out, SEALED_MAGIC, SEALED_HDR);
 		*outlen = sealing(st) + n;
 		return 0;
 	}
-	if (!obj_framed(st)) {
+	if (!store_obj_framed(st)) {
 		memcpy(out, plain, len);
 		*outlen = len;
 		return 0;
@@ -166,8 +166,10 @@ check_header(const uint8_t *obj, size_t objlen, size_t len, struct cs_err *e)
 	return 0;
 }
 
-int
-obj_decode(const struct store *st, const uint8_t name[SHA_LEN],
+/* Blob name's bytes back into its len plain bytes (obj is overwritten
+ * when it is opened in place); e names what is wrong. */
+static int
+store_obj_decode(const struct store *st, const uint8_t name[SHA_LEN],
     uint8_t *obj, size_t objlen, uint8_t *plain, size_t len,
     struct cs_err *e)
 {
@@ -179,7 +181,7 @@ obj_decode(const struct store *st, const uint8_t name[SHA_LEN],
 			return cs_errf(e, "not a sealed chunk object (bad "
 			    "header)");
 		/* Opened in place: the object follows the nonce. */
-		if (crypt_open(st, 'C', name, SHA_LEN, obj + SEALED_HDR,
+		if (store_crypt_open(st, 'C', name, SHA_LEN, obj + SEALED_HDR,
 		    objlen - SEALED_HDR, obj + SEALED_HDR + AEAD_NONCE_LEN,
 		    e) < 0)
 			return -1;
@@ -187,7 +189,7 @@ obj_decode(const struct store *st, const uint8_t name[SHA_LEN],
 		objlen -= sealing(st);
 	}
 
-	if (!obj_framed(st)) {
+	if (!store_obj_framed(st)) {
 		if (objlen != len)
 			return cs_errf(e, "size mismatch: expected %zu bytes, "
 			    "found %zu", len, objlen);
@@ -218,19 +220,19 @@ obj_decode(const struct store *st, const uint8_t name[SHA_LEN],
 }
 
 int
-obj_load(const struct store *st, const uint8_t name[SHA_LEN],
+store_obj_load(const struct store *st, const uint8_t name[SHA_LEN],
     const char *path, uint8_t *plain, size_t len, struct cs_err *e)
 {
 	struct objbuf b = { NULL, 0 };
 	int rc;
 
-	rc = obj_load_buf(st, name, path, plain, len, &b, e);
+	rc = store_obj_load_buf(st, name, path, plain, len, &b, e);
 	free(b.p);
 	return rc;
 }
 
 int
-obj_load_buf(const struct store *st, const uint8_t name[SHA_LEN],
+store_obj_load_buf(const struct store *st, const uint8_t name[SHA_LEN],
     const char *path, uint8_t *plain, size_t len, struct objbuf *b,
     struct cs_err *e)
 {
@@ -251,25 +253,25 @@ obj_load_buf(const struct store *st, const uint8_t name[SHA_LEN],
 	}
 	objlen = (size_t)sb.st_size;
 	rc = -2;
-	if (objlen > obj_bound(st, len)) {
+	if (objlen > store_obj_bound(st, len)) {
 		cs_errf(e, "size mismatch: expected %s%zu bytes, found %zu",
-		    obj_framed(st) ? "at most " : "", obj_bound(st, len),
-		    objlen);
+		    store_obj_framed(st) ? "at most " : "", store_obj_bound(st,
+		    len), objlen);
 		goto out;
 	}
 	/* A chunk stored as it is (zstd did not help: random data) is read
 	 * straight to its place, with no copy. */
-	if (!st->enc && obj_framed(st) && objlen == OBJ_HDR_LEN + len) {
+	if (!st->enc && store_obj_framed(st) && objlen == OBJ_HDR_LEN + len) {
 		uint8_t hdr[OBJ_HDR_LEN];
 
-		if (pread_all(fd, hdr, sizeof(hdr), 0) < 0) {
+		if (fs_pread_all(fd, hdr, sizeof(hdr), 0) < 0) {
 			rc = cs_errno(e, "read %s", path);
 			goto out;
 		}
 		if (hdr[4] == CODEC_STORED) {
 			if (check_header(hdr, sizeof(hdr), len, e) < 0)
 				goto out;	/* damaged: -2 */
-			if (pread_all(fd, plain, len, OBJ_HDR_LEN) < 0) {
+			if (fs_pread_all(fd, plain, len, OBJ_HDR_LEN) < 0) {
 				rc = cs_errno(e, "read %s", path);
 				goto out;
 			}
@@ -287,12 +289,12 @@ obj_load_buf(const struct store *st, const uint8_t name[SHA_LEN],
 		b->p = np;
 		b->cap = objlen + 1;
 	}
-	if (pread_all(fd, b->p, objlen, 0) < 0) {
+	if (fs_pread_all(fd, b->p, objlen, 0) < 0) {
 		rc = cs_errno(e, "read %s", path);
 		goto out;
 	}
 	(void)posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
-	if (obj_decode(st, name, b->p, objlen, plain, len, e) == 0)
+	if (store_obj_decode(st, name, b->p, objlen, plain, len, e) == 0)
 		rc = 0;
 out:
 	close(fd);

@@ -55,8 +55,8 @@ worker(void *arg)
 	return NULL;
 }
 
-int
-pool_threads(void)
+static int
+store_pool_threads(void)
 {
 	long n = sysconf(_SC_NPROCESSORS_ONLN);
 
@@ -83,7 +83,7 @@ run(size_t ntasks, void (*fn)(void *ctx, size_t task, int worker),
 	/* Background work reads, hashes and writes with direct I/O, which
 	 * blocks its thread until the disk has the bytes: two threads per
 	 * core keep the cores hashing while the others wait on the disk. */
-	n = pool_threads() * (background ? 2 : 1);
+	n = store_pool_threads() * (background ? 2 : 1);
 	if (n > POOL_MAX_THREADS)
 		n = POOL_MAX_THREADS;
 	if ((size_t)n > ntasks)
@@ -108,14 +108,14 @@ run(size_t ntasks, void (*fn)(void *ctx, size_t task, int worker),
 }
 
 void
-pool_run(size_t ntasks, void (*fn)(void *ctx, size_t task, int worker),
+store_pool_run(size_t ntasks, void (*fn)(void *ctx, size_t task, int worker),
     void *ctx)
 {
 	run(ntasks, fn, ctx, 0);
 }
 
 void
-pool_run_background(size_t ntasks,
+store_pool_run_background(size_t ntasks,
     void (*fn)(void *ctx, size_t task, int worker), void *ctx)
 {
 	run(ntasks, fn, ctx, 1);

@@ -36,7 +36,7 @@ store_progress_start(struct store *st, uint64_t total)
 }
 
 void
-progress_grow(struct store *st, uint64_t n)
+store_progress_grow(struct store *st, uint64_t n)
 {
 	pthread_mutex_lock(&mu);
 	st->ptotal += n;
@@ -44,7 +44,7 @@ progress_grow(struct store *st, uint64_t n)
 }
 
 void
-progress_add(struct store *st, const char *agent, uint64_t n)
+store_progress_add(struct store *st, const char *agent, uint64_t n)
 {
 	pthread_mutex_lock(&mu);
 	st->pdone += n;

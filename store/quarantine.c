@@ -13,7 +13,7 @@
 #include "../common/fsutil.h"
 
 int
-blob_quarantine(struct store *st, const char *hex, struct cs_err *e)
+store_blob_quarantine(struct store *st, const char *hex, struct cs_err *e)
 {
 	char src[PATH_MAX], dir[PATH_MAX], dst[PATH_MAX], sub[PATH_MAX];
 
@@ -21,7 +21,7 @@ blob_quarantine(struct store *st, const char *hex, struct cs_err *e)
 		errno = EROFS;
 		return cs_errno(e, "repository %s", st->repo);
 	}
-	if (blob_path(st, hex, src, sizeof(src), e) < 0)
+	if (store_blob_path(st, hex, src, sizeof(src), e) < 0)
 		return -1;
 	if (snprintf(dir, sizeof(dir), "%s/quarantine", st->repo) >=
 	    (int)sizeof(dir) || snprintf(dst, sizeof(dst), "%s/%s", dir,
@@ -34,8 +34,8 @@ blob_quarantine(struct store *st, const char *hex, struct cs_err *e)
 			return 0;	/* moved already (another chunk) */
 		return cs_errno(e, "move %s to %s", src, dst);
 	}
-	path_dirname(src, sub, sizeof(sub));
-	if (fsync_dir(dir, e) < 0 || fsync_dir(sub, e) < 0)
+	fs_path_dirname(src, sub, sizeof(sub));
+	if (fs_fsync_dir(dir, e) < 0 || fs_fsync_dir(sub, e) < 0)
 		return -1;
 	return 0;
 }

@@ -35,7 +35,7 @@ cmp_chmsg(const void *a, const void *b)
 }
 
 int
-keyset_has(void *ctx, const uint8_t *key, size_t klen)
+store_keyset_has(void *ctx, const uint8_t *key, size_t klen)
 {
 	const struct keyset *ks = ctx;
 	size_t lo = 0, hi = ks->n, mid;
@@ -54,14 +54,15 @@ keyset_has(void *ctx, const uint8_t *key, size_t klen)
 }
 
 int
-keyset_build(struct keyset *ks, const struct snap_rows *r, const char *dst)
+store_keyset_build(struct keyset *ks, const struct snap_rows *r,
+    const char *dst)
 {
 	size_t i;
 
 	ks->n = 0;
 	if ((ks->v = malloc((r->nmsgs + 1) * sizeof(*ks->v))) == NULL)
 		return -1;
-	/* An undecodable message is refused later by replay_msgs. */
+	/* An undecodable message is refused later by store_replay_msgs. */
 	for (i = 0; i < r->nmsgs; i++)
 		if (r->msgs[i].ok && strcmp(r->msgs[i].dst, dst) == 0 &&
 		    chmsg_decode(r->msgs[i].data, r->msgs[i].len,
@@ -73,7 +74,7 @@ keyset_build(struct keyset *ks, const struct snap_rows *r, const char *dst)
 }
 
 void
-keyset_free(struct keyset *ks)
+store_keyset_free(struct keyset *ks)
 {
 	free(ks->v);
 	ks->v = NULL;
@@ -101,8 +102,9 @@ dead_note(const struct dl_record *rec, const char *dst, problem_fn note,
 }
 
 int
-replay_msgs(struct dl_state *ds, const struct snap_rows *r, const char *dst,
-    struct wbuf *out, problem_fn note, void *ctx, struct cs_err *e)
+store_replay_msgs(struct dl_state *ds, const struct snap_rows *r,
+    const char *dst, struct wbuf *out, problem_fn note, void *ctx,
+    struct cs_err *e)
 {
 	struct dl_credit_buf buf;
 	const struct row_msg *m;
@@ -114,7 +116,7 @@ replay_msgs(struct dl_state *ds, const struct snap_rows *r, const char *dst,
 		m = &r->msgs[i];
 		if (!m->ok || strcmp(m->dst, dst) != 0)
 			continue;
-		if (m->seq != wm_get(&ds->applied, m->src) + 1)
+		if (m->seq != dl_wm_get(&ds->applied, m->src) + 1)
 			continue;
 		if (dl_credit(ds, m->src, m->seq, m->data, m->len, &rec, &buf,
 		    e) < 0)

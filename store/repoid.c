@@ -45,7 +45,7 @@ repo_id_file(struct store *st, char id[40], struct cs_err *e)
 		return cs_errf(e, "repository path too long: %s", st->repo);
 	if (access(path, F_OK) < 0 && errno == ENOENT)
 		return 1;
-	if (read_file(path, 64, &p, &n, e) < 0)
+	if (fs_read_file(path, 64, &p, &n, e) < 0)
 		return cs_errctx(e, "repository %s", st->repo);
 	while (n > 0 && (p[n - 1] == '\n' || p[n - 1] == '\r'))
 		n--;
@@ -66,7 +66,7 @@ out:
 }
 
 int
-repo_id_ensure(struct store *st, char id[40], struct cs_err *e)
+store_repo_id_ensure(struct store *st, char id[40], struct cs_err *e)
 {
 	char path[PATH_MAX], text[REPO_ID_HEX + 2];
 	uint8_t raw[REPO_ID_HEX / 2];
@@ -83,8 +83,8 @@ repo_id_ensure(struct store *st, char id[40], struct cs_err *e)
 	if (snprintf(path, sizeof(path), "%s/" REPO_ID_FILE, st->blobs) >=
 	    (int)sizeof(path))
 		return cs_errf(e, "repository path too long: %s", st->repo);
-	if (mkdir_p(st->blobs, 0700, e) < 0 ||
-	    atomic_write_file(path, text, strlen(text), 0400, e) < 0)
+	if (fs_mkdir_p(st->blobs, 0700, e) < 0 ||
+	    fs_atomic_write_file(path, text, strlen(text), 0400, e) < 0)
 		return cs_errctx(e, "repository %s: write its identity",
 		    st->repo);
 	return 0;
@@ -98,12 +98,12 @@ manifest_id(struct store *st, struct cs_err *e)
 	int rc = -1;
 
 	st->repo_id[0] = '\0';
-	if (db_prepare(st, "SELECT id FROM repository", &s, e) < 0)
+	if (store_db_prepare(st, "SELECT id FROM repository", &s, e) < 0)
 		return -1;
 	if (sqlite3_step(s) == SQLITE_ROW && sqlite3_column_type(s, 0) ==
 	    SQLITE_TEXT)
 		snprintf(st->repo_id, sizeof(st->repo_id), "%s",
-		    col_text(s, 0));
+		    store_col_text(s, 0));
 	/* Exactly one row. */
 	if (!valid_repo_id(st->repo_id) || sqlite3_step(s) != SQLITE_DONE) {
 		st->repo_id[0] = '\0';
@@ -120,7 +120,7 @@ out:
 /* The manifest and blobs/ must be of one repository: a manifest copied
  * from elsewhere would make prune delete every blob it does not name. */
 int
-repo_id_check(struct store *st, struct cs_err *e)
+store_repo_id_check(struct store *st, struct cs_err *e)
 {
 	char blobs_id[40];
 	int rc;
@@ -150,17 +150,18 @@ repo_id_check(struct store *st, struct cs_err *e)
 }
 
 int
-repo_id_store(struct store *st, const char *id, struct cs_err *e)
+store_repo_id_store(struct store *st, const char *id, struct cs_err *e)
 {
 	sqlite3_stmt *s = NULL;
 	int rc = 0;
 
-	if (db_exec(st, "DELETE FROM repository", e) < 0 ||
-	    db_prepare(st, "INSERT INTO repository(id) VALUES (?)", &s, e) < 0)
+	if (store_db_exec(st, "DELETE FROM repository", e) < 0 ||
+	    store_db_prepare(st, "INSERT INTO repository(id) VALUES (?)", &s,
+	    e) < 0)
 		return -1;
 	sqlite3_bind_text(s, 1, id, -1, SQLITE_STATIC);
 	if (sqlite3_step(s) != SQLITE_DONE)
-		rc = db_fail(st, e, "storing the repository identity");
+		rc = store_db_fail(st, e, "storing the repository identity");
 	sqlite3_finalize(s);
 	return rc;
 }

@@ -66,8 +66,8 @@ open_for_lock(const char *path, int *made, struct cs_err *e)
 	int fd;
 
 	*made = 0;
-	path_dirname(path, dir, sizeof(dir));
-	if (mkdir_p(dir, 0700, e) < 0)
+	fs_path_dirname(path, dir, sizeof(dir));
+	if (fs_mkdir_p(dir, 0700, e) < 0)
 		return -1;
 	for (;;) {
 		if ((fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)) >= 0)
@@ -156,8 +156,8 @@ open_temp(const char *path, char *tmp, size_t tmpsz, struct cs_err *e)
 {
 	char dir[PATH_MAX];
 
-	path_dirname(path, dir, sizeof(dir));
-	if (mkdir_p(dir, 0700, e) < 0 || remove_stale_temps(path, e) < 0)
+	fs_path_dirname(path, dir, sizeof(dir));
+	if (fs_mkdir_p(dir, 0700, e) < 0 || fs_remove_stale_temps(path, e) < 0)
 		return -1;
 	return atomic_tmp_open(path, 0600, tmp, tmpsz, e);
 }
@@ -284,13 +284,13 @@ store_restore_agents(struct store *st, uint64_t id, const struct cfg *c,
 	memset(&r, 0, sizeof(r));
 	if (resolved != NULL)
 		*resolved = 0;
-	if (snap_resolve(st, id, &rid, e) < 0)
+	if (store_snap_resolve(st, id, &rid, e) < 0)
 		return -1;
 	if (resolved != NULL)
 		*resolved = rid;
 	/* One progress count: each chunk is hashed and written together. */
 	store_progress_start(st, 0);
-	if (rows_load(st, rid, &r, e) < 0)
+	if (store_rows_load(st, rid, &r, e) < 0)
 		return -1;
 	rowof = calloc((size_t)c->nagents, sizeof(*rowof));
 	fds = malloc((size_t)c->nagents * sizeof(*fds));
@@ -342,7 +342,7 @@ store_restore_agents(struct store *st, uint64_t id, const struct cfg *c,
 		    &tails[i] };
 	}
 	st->pnested = 1;
-	n = verify_restore(st, rid, sinks, fn, ctx, e);
+	n = store_verify_restore(st, rid, sinks, fn, ctx, e);
 	st->pnested = 0;
 	if (n < 0)
 		goto out;
@@ -352,7 +352,7 @@ store_restore_agents(struct store *st, uint64_t id, const struct cfg *c,
 		goto out;
 	}
 	fin = (struct finish){ c, want, tfd, tmp, dfd, size, tails, err };
-	pool_run((size_t)c->nagents, finish_task, &fin);
+	store_pool_run((size_t)c->nagents, finish_task, &fin);
 	for (i = 0; i < c->nagents; i++)
 		if (err[i][0] != '\0') {
 			cs_errf(e, "%s", err[i]);
@@ -396,6 +396,6 @@ out:
 		wbuf_free(&tails[i]);
 	free(tails);
 	free(sinks);
-	rows_free(&r);
+	store_rows_free(&r);
 	return rc;
 }

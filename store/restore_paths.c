@@ -102,7 +102,7 @@ place_of(const char *path, struct place *p, struct cs_err *e)
 		return cs_errf(e, "data path %.200s does not name a file",
 		    path);
 	name++;
-	path_dirname(path, dir, sizeof(dir));
+	fs_path_dirname(path, dir, sizeof(dir));
 	if (canon(dir, p->dir, e) < 0)
 		return -1;
 	if (snprintf(p->loc, sizeof(p->loc), "%s%s%s", p->dir,

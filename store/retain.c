@@ -34,7 +34,8 @@ blob_referenced(struct store *st, char ***out, size_t *n, struct cs_err *e)
 
 	*out = NULL;
 	*n = 0;
-	if (db_prepare(st, "SELECT DISTINCT lower(sha256) FROM agent_chunks "
+	if (store_db_prepare(st,
+	    "SELECT DISTINCT lower(sha256) FROM agent_chunks "
 	    "ORDER BY 1", &s, e) < 0)
 		return -1;
 	while ((step = sqlite3_step(s)) == SQLITE_ROW) {
@@ -46,14 +47,14 @@ blob_referenced(struct store *st, char ***out, size_t *n, struct cs_err *e)
 			}
 			v = nv;
 		}
-		if ((v[*n] = strdup(col_text(s, 0))) == NULL) {
+		if ((v[*n] = strdup(store_col_text(s, 0))) == NULL) {
 			cs_errf(e, "out of memory");
 			goto out;
 		}
 		(*n)++;
 	}
 	if (step != SQLITE_DONE) {
-		db_fail(st, e, "list referenced blobs");
+		store_db_fail(st, e, "list referenced blobs");
 		goto out;
 	}
 	*out = v;
@@ -160,10 +161,10 @@ store_forget(struct store *st, const struct store_forget_policy *p,
 		return cs_errf(e, "no retention rule given");
 	if (store_lock(st, 1, e) < 0)
 		return -1;
-	if (db_begin(st, e) < 0)
+	if (store_db_begin(st, e) < 0)
 		return -1;
 	in_tx = 1;
-	if (db_prepare(st, "SELECT id, status, started_at FROM snapshots "
+	if (store_db_prepare(st, "SELECT id, status, started_at FROM snapshots "
 	    "ORDER BY id DESC", &s, e) < 0)
 		goto out;
 	while ((step = sqlite3_step(s)) == SQLITE_ROW) {
@@ -175,18 +176,18 @@ store_forget(struct store *st, const struct store_forget_policy *p,
 			}
 			v = nv;
 		}
-		if (col_u64(s, 0, &v[n].id) < 0) {
+		if (store_col_u64(s, 0, &v[n].id) < 0) {
 			cs_errf(e, "repository %s: malformed snapshot id",
 			    st->repo);
 			goto out;
 		}
 		snprintf(v[n].status, sizeof(v[n].status), "%s",
-		    col_text(s, 1));
-		v[n].started = parse_utc(col_text(s, 2));
+		    store_col_text(s, 1));
+		v[n].started = parse_utc(store_col_text(s, 2));
 		n++;
 	}
 	if (step != SQLITE_DONE) {
-		db_fail(st, e, "list snapshots");
+		store_db_fail(st, e, "list snapshots");
 		goto out;
 	}
 	if ((res->forgotten = calloc(n + 1, sizeof(uint64_t))) == NULL ||
@@ -201,7 +202,8 @@ store_forget(struct store *st, const struct store_forget_policy *p,
 		    st->repo, forgets_all(v, n));
 		goto out;
 	}
-	if (db_prepare(st, "DELETE FROM snapshots WHERE id = ?", &del, e) < 0)
+	if (store_db_prepare(st, "DELETE FROM snapshots WHERE id = ?", &del,
+	    e) < 0)
 		goto out;
 	/* Oldest first in the result. */
 	for (i = n; i-- > 0;) {
@@ -215,7 +217,7 @@ store_forget(struct store *st, const struct store_forget_policy *p,
 		sqlite3_reset(del);
 		sqlite3_bind_int64(del, 1, (sqlite3_int64)v[i].id);
 		if (sqlite3_step(del) != SQLITE_DONE) {
-			db_fail(st, e, "delete snapshot");
+			store_db_fail(st, e, "delete snapshot");
 			goto out;
 		}
 	}
@@ -223,7 +225,7 @@ store_forget(struct store *st, const struct store_forget_policy *p,
 	del = NULL;
 	sqlite3_finalize(s);
 	s = NULL;
-	if (db_commit(st, e) < 0)
+	if (store_db_commit(st, e) < 0)
 		goto out;
 	in_tx = 0;
 	rc = 0;
@@ -231,7 +233,7 @@ out:
 	sqlite3_finalize(del);
 	sqlite3_finalize(s);
 	if (in_tx)
-		db_rollback(st);
+		store_db_rollback(st);
 	if (rc < 0)
 		store_forget_result_free(res);
 	free(v);
@@ -327,7 +329,7 @@ prune_dir(struct store *st, const char *dir, char **ref, size_t nref,
 		cs_errno(e, "read %s", dir);
 		goto out;
 	}
-	if (removed && !dry_run && fsync_dir(dir, e) < 0)
+	if (removed && !dry_run && fs_fsync_dir(dir, e) < 0)
 		goto out;
 	rc = 0;
 out:
@@ -377,7 +379,7 @@ prune_walk(struct store *st, char **ref, size_t nref, int dry_run,
 		cs_errno(e, "read %s", st->blobs);
 		goto out;
 	}
-	if (r->temps > 0 && !dry_run && fsync_dir(st->blobs, e) < 0)
+	if (r->temps > 0 && !dry_run && fs_fsync_dir(st->blobs, e) < 0)
 		goto out;
 	rc = 0;
 out:

@@ -7,7 +7,7 @@
 #include "store_int.h"
 
 int
-snap_resolve(struct store *st, uint64_t id, uint64_t *resolved,
+store_snap_resolve(struct store *st, uint64_t id, uint64_t *resolved,
     struct cs_err *e)
 {
 	sqlite3_stmt *s = NULL;
@@ -17,7 +17,7 @@ snap_resolve(struct store *st, uint64_t id, uint64_t *resolved,
 	if (id > (uint64_t)INT64_MAX)
 		return cs_errf(e, "snapshot %llu does not exist",
 		    (unsigned long long)id);
-	if (db_prepare(st, id == 0 ?
+	if (store_db_prepare(st, id == 0 ?
 	    "SELECT id FROM snapshots WHERE status = 'complete' "
 	    "ORDER BY id DESC LIMIT 1" :
 	    "SELECT id FROM snapshots WHERE id = ?", &s, e) < 0)
@@ -35,7 +35,7 @@ snap_resolve(struct store *st, uint64_t id, uint64_t *resolved,
 			cs_errf(e, "snapshot %llu does not exist",
 			    (unsigned long long)id);
 	} else
-		db_fail(st, e, "reading snapshots");
+		store_db_fail(st, e, "reading snapshots");
 	sqlite3_finalize(s);
 	return rc;
 }
@@ -43,7 +43,7 @@ snap_resolve(struct store *st, uint64_t id, uint64_t *resolved,
 static char *
 dup_col(sqlite3_stmt *s, int i)
 {
-	return strdup(col_text(s, i));
+	return strdup(store_col_text(s, i));
 }
 
 static int
@@ -60,7 +60,7 @@ load_snapshot(struct store *st, struct snap_rows *r, struct cs_err *e)
 	sqlite3_stmt *s = NULL;
 	int step, rc = -1;
 
-	if (db_prepare(st, "SELECT status, config, digest FROM snapshots "
+	if (store_db_prepare(st, "SELECT status, config, digest FROM snapshots "
 	    "WHERE id = ?", &s, e) < 0)
 		return -1;
 	sqlite3_bind_int64(s, 1, (sqlite3_int64)r->id);
@@ -71,10 +71,10 @@ load_snapshot(struct store *st, struct snap_rows *r, struct cs_err *e)
 		goto out;
 	}
 	if (step != SQLITE_ROW) {
-		db_fail(st, e, "reading the snapshot");
+		store_db_fail(st, e, "reading the snapshot");
 		goto out;
 	}
-	snprintf(r->status, sizeof(r->status), "%s", col_text(s, 0));
+	snprintf(r->status, sizeof(r->status), "%s", store_col_text(s, 0));
 	if ((r->config = dup_col(s, 1)) == NULL ||
 	    (r->digest = dup_col(s, 2)) == NULL) {
 		cs_errf(e, "out of memory");
@@ -112,7 +112,7 @@ load_agents(struct store *st, struct snap_rows *r, struct cs_err *e)
 	size_t cap = 0;
 	int step, rc = -1;
 
-	if (db_prepare(st, "SELECT name, size, sha256 FROM agents "
+	if (store_db_prepare(st, "SELECT name, size, sha256 FROM agents "
 	    "WHERE snapshot_id = ? ORDER BY name", &s, e) < 0)
 		return -1;
 	sqlite3_bind_int64(s, 1, (sqlite3_int64)r->id);
@@ -124,11 +124,11 @@ load_agents(struct store *st, struct snap_rows *r, struct cs_err *e)
 		if ((a->name = dup_col(s, 0)) == NULL ||
 		    (a->sha = dup_col(s, 2)) == NULL)
 			goto oom;
-		a->ok = col_u64(s, 1, &a->size) == 0 &&
+		a->ok = store_col_u64(s, 1, &a->size) == 0 &&
 		    cfg_valid_name(a->name) && hex_ok(a->sha);
 	}
 	if (step != SQLITE_DONE) {
-		db_fail(st, e, "reading agents");
+		store_db_fail(st, e, "reading agents");
 		goto out;
 	}
 	rc = 0;
@@ -150,18 +150,18 @@ load_chunks(struct store *st, struct snap_rows *r, struct cs_err *e)
 	size_t k = 0, cap = 0;
 	int step, rc = -1;
 
-	if (db_prepare(st, "SELECT agent, idx, offset, size, sha256 FROM "
+	if (store_db_prepare(st, "SELECT agent, idx, offset, size, sha256 FROM "
 	    "agent_chunks WHERE snapshot_id = ? ORDER BY agent, idx", &s,
 	    e) < 0)
 		return -1;
 	sqlite3_bind_int64(s, 1, (sqlite3_int64)r->id);
 	while ((step = sqlite3_step(s)) == SQLITE_ROW) {
-		if (a == NULL || strcmp(a->name, col_text(s, 0)) != 0) {
+		if (a == NULL || strcmp(a->name, store_col_text(s, 0)) != 0) {
 			a = NULL;
 			cap = 0;
 			for (; k < r->nagents && a == NULL; k++)
 				if (strcmp(r->agents[k].name,
-				    col_text(s, 0)) == 0)
+				    store_col_text(s, 0)) == 0)
 					a = &r->agents[k];
 			if (a == NULL)
 				break;	/* no agent row: foreign_key_check */
@@ -172,12 +172,12 @@ load_chunks(struct store *st, struct snap_rows *r, struct cs_err *e)
 		c = &a->chunks[a->nchunks++];
 		if ((c->sha = dup_col(s, 4)) == NULL)
 			goto oom;
-		c->ok = col_u64(s, 1, &c->idx) == 0 &&
-		    col_u64(s, 2, &c->off) == 0 &&
-		    col_u64(s, 3, &c->size) == 0 && hex_ok(c->sha);
+		c->ok = store_col_u64(s, 1, &c->idx) == 0 &&
+		    store_col_u64(s, 2, &c->off) == 0 &&
+		    store_col_u64(s, 3, &c->size) == 0 && hex_ok(c->sha);
 	}
 	if (step != SQLITE_DONE && step != SQLITE_ROW) {
-		db_fail(st, e, "reading chunks");
+		store_db_fail(st, e, "reading chunks");
 		goto out;
 	}
 	rc = 0;
@@ -200,8 +200,8 @@ open_msg(struct store *st, struct row_msg *m)
 
 	e.msg[0] = '\0';
 	if (sha_unhex(m->sha, name) < 0 ||
-	    crypt_msg(st, 0, name, m->src, m->dst, m->seq, m->data, m->len,
-	    &plain, &len, &e) < 0) {
+	    store_crypt_msg(st, 0, name, m->src, m->dst, m->seq, m->data,
+	    m->len, &plain, &len, &e) < 0) {
 		m->damaged = 1;
 		return strstr(e.msg, "out of memory") != NULL ? -1 : 0;
 	}
@@ -220,7 +220,7 @@ load_msgs(struct store *st, struct snap_rows *r, struct cs_err *e)
 	size_t cap = 0;
 	int step, rc = -1;
 
-	if (db_prepare(st, "SELECT id, src, dst, seq, data, sha256 "
+	if (store_db_prepare(st, "SELECT id, src, dst, seq, data, sha256 "
 	    "FROM messages WHERE snapshot_id = ? ORDER BY src, dst, seq, id",
 	    &s, e) < 0)
 		return -1;
@@ -243,13 +243,13 @@ load_msgs(struct store *st, struct snap_rows *r, struct cs_err *e)
 				goto oom;
 			memcpy(m->data, p, m->len);
 		}
-		m->ok = col_u64(s, 3, &m->seq) == 0 &&
+		m->ok = store_col_u64(s, 3, &m->seq) == 0 &&
 		    cfg_valid_name(m->src) && cfg_valid_name(m->dst);
 		if (st->enc && m->ok && open_msg(st, m) < 0)
 			goto oom;
 	}
 	if (step != SQLITE_DONE) {
-		db_fail(st, e, "reading messages");
+		store_db_fail(st, e, "reading messages");
 		goto out;
 	}
 	rc = 0;
@@ -285,7 +285,7 @@ cmp_msg(const void *a, const void *b)
 }
 
 size_t
-rows_channel(const struct snap_rows *r, const char *src, const char *dst,
+store_rows_channel(const struct snap_rows *r, const char *src, const char *dst,
     size_t *n)
 {
 	size_t lo = 0, hi = r->nmsgs, end;
@@ -306,7 +306,7 @@ rows_channel(const struct snap_rows *r, const char *src, const char *dst,
 }
 
 int
-rows_load(struct store *st, uint64_t id, struct snap_rows *r,
+store_rows_load(struct store *st, uint64_t id, struct snap_rows *r,
     struct cs_err *e)
 {
 	memset(r, 0, sizeof(*r));
@@ -315,7 +315,7 @@ rows_load(struct store *st, uint64_t id, struct snap_rows *r,
 		return -1;
 	if (load_snapshot(st, r, e) < 0 || load_agents(st, r, e) < 0 ||
 	    load_chunks(st, r, e) < 0 || load_msgs(st, r, e) < 0) {
-		rows_free(r);
+		store_rows_free(r);
 		return -1;
 	}
 	/* Sorted here rather than trusted from SQL: a tampered column of
@@ -326,7 +326,7 @@ rows_load(struct store *st, uint64_t id, struct snap_rows *r,
 }
 
 void
-rows_free(struct snap_rows *r)
+store_rows_free(struct snap_rows *r)
 {
 	size_t i, j;
 

@@ -92,7 +92,7 @@ struct store_key {
 	uint32_t r, p;
 	int current;		/* the key the password opened */
 };
-int crypt_list_keys(struct store *st, struct store_key **out, size_t *n,
+int store_crypt_list_keys(struct store *st, struct store_key **out, size_t *n,
     struct cs_err *e);
 /* Seal the master key under a new password as a new key (*id); with
  * remove_current, drop the key that opened the repository in the same

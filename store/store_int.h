@@ -77,19 +77,19 @@ struct store {
     "CREATE INDEX IF NOT EXISTS agent_chunks_by_sha ON agent_chunks(sha256);"
 
 /* migrate.c: upgrade a version 1 manifest to 2, and 2 to 3, in place
- * (one transaction each). migrate_v2 needs foreign keys off; it gives
- * the repository its identity (repo_id_ensure's). */
-int migrate_v1(struct store *st, struct cs_err *e);
-int migrate_v2(struct store *st, struct cs_err *e);
+ * (one transaction each). store_migrate_v2 needs foreign keys off; it gives
+ * the repository its identity (store_repo_id_ensure's). */
+int store_migrate_v1(struct store *st, struct cs_err *e);
+int store_migrate_v2(struct store *st, struct cs_err *e);
 /* repoid.c: the identity in blobs/.repository-id, created (atomically,
  * random) unless it is there already; called inside the transaction
  * that stores it in the manifest. */
-int repo_id_ensure(struct store *st, char id[40], struct cs_err *e);
+int store_repo_id_ensure(struct store *st, char id[40], struct cs_err *e);
 /* Store id as the manifest's identity (inside a write transaction). */
-int repo_id_store(struct store *st, const char *id, struct cs_err *e);
+int store_repo_id_store(struct store *st, const char *id, struct cs_err *e);
 /* The manifest and blobs/ are of one repository (schema 3 on): 0, or -1
  * with e saying which is missing or whose they are. Sets st->repo_id. */
-int repo_id_check(struct store *st, struct cs_err *e);
+int store_repo_id_check(struct store *st, struct cs_err *e);
 #define REPO_ID_TABLE_SQL \
     "CREATE TABLE IF NOT EXISTS repository(id TEXT NOT NULL);"
 
@@ -97,74 +97,66 @@ int repo_id_check(struct store *st, struct cs_err *e);
  * to the total; count n more bytes done on agent's file and tell the
  * callback. */
 void store_progress_start(struct store *st, uint64_t total);
-void progress_grow(struct store *st, uint64_t n);
-void progress_add(struct store *st, const char *agent, uint64_t n);
+void store_progress_grow(struct store *st, uint64_t n);
+void store_progress_add(struct store *st, const char *agent, uint64_t n);
 
 /* db.c: SQLite helpers, the layer under every other file (it calls
  * none of them). Each returns 0 or -1 with e set to
  * "repository R: what: sqlite's message". */
-int db_fail(struct store *st, struct cs_err *e, const char *what);
-int db_prepare(struct store *st, const char *sql, sqlite3_stmt **out,
+int store_db_fail(struct store *st, struct cs_err *e, const char *what);
+int store_db_prepare(struct store *st, const char *sql, sqlite3_stmt **out,
     struct cs_err *e);
-int db_exec(struct store *st, const char *sql, struct cs_err *e);
+int store_db_exec(struct store *st, const char *sql, struct cs_err *e);
 /* 1 if the manifest has table name, 0 if not. */
-int db_has_table(struct store *st, const char *name, struct cs_err *e);
-int db_begin(struct store *st, struct cs_err *e);	/* BEGIN IMMEDIATE */
-int db_commit(struct store *st, struct cs_err *e);
-void db_rollback(struct store *st);
+int store_db_has_table(struct store *st, const char *name, struct cs_err *e);
+int store_db_begin(struct store *st, struct cs_err *e);	/* BEGIN IMMEDIATE */
+int store_db_commit(struct store *st, struct cs_err *e);
+void store_db_rollback(struct store *st);
 /* The current time as ISO 8601 UTC ("2024-05-01T12:00:00Z"). */
 void store_now(char out[32]);
 /* A column as a string: "" for NULL, never NULL itself. */
-const char *col_text(sqlite3_stmt *s, int i);
+const char *store_col_text(sqlite3_stmt *s, int i);
 /* A column that must be a non-negative INTEGER: 0, or -1 if it is not. */
-int col_u64(sqlite3_stmt *s, int i, uint64_t *out);
+int store_col_u64(sqlite3_stmt *s, int i, uint64_t *out);
 /* PRAGMA user_version; -1 with e set when the file is not a database. */
-int schema_version(struct store *st, int *version, struct cs_err *e);
+int store_schema_version(struct store *st, int *version, struct cs_err *e);
 
 /* manifest.c: mark aborted every 'running' snapshot whose coordinator
- * is gone (its lock is free: lock_is_stale). */
+ * is gone (its lock is free: store_lock_is_stale). */
 int store_reap_stale(struct store *st, struct cs_err *e);
 
 /* lock.c: the running snapshot's lock (see there): a shared repository
- * lock. lock_acquire takes one unless one is held; lock_release unlinks
- * and closes it unless it was taken with store_lock. */
-int lock_acquire(struct store *st, struct cs_err *e);
+ * lock. store_lock_acquire takes one unless one is held; store_lock_release
+ * unlinks and closes it unless it was taken with store_lock. */
+int store_lock_acquire(struct store *st, struct cs_err *e);
 /* Releases only if the lock stands for snapshot id. */
-void lock_release(struct store *st, uint64_t id);
+void store_lock_release(struct store *st, uint64_t id);
 /* 1 if the lock named in a running row is no longer held by anyone;
  * a reader (STORE_READ) only looks, a writer removes the file. */
-int lock_is_stale(struct store *st, const char *name);
-/* A reader's hold on REPO: a shared flock on the directory, and no live
- * exclusive lock file. 0, or -1 with e naming the holder. */
-int lock_read(struct store *st, struct cs_err *e);
+int store_lock_is_stale(struct store *st, const char *name);
 /* Why a stale running snapshot is not finished, as ls shows it. */
 #define STALE_REASON "no coordinator: it exited before the snapshot " \
     "completed; the next snapshot, forget or prune marks it aborted"
 
 /* blob.c: "REPO/blobs/ab/<hex>" for a 64-digit hex name. */
-int blob_path(const struct store *st, const char *hex, char *out,
+int store_blob_path(const struct store *st, const char *hex, char *out,
     size_t outsz, struct cs_err *e);
 /* object.c: a chunk blob's bytes. Without framing (a repository without
  * settings, or compression none) the blob is the chunk; with it, a
  * header of OBJ_HDR_LEN bytes and the chunk, zstd-compressed or stored. */
 #define OBJ_HDR_LEN 16
-int obj_framed(const struct store *st);
+int store_obj_framed(const struct store *st);
 /* The largest blob a chunk of len bytes may become. */
-size_t obj_bound(const struct store *st, size_t len);
+size_t store_obj_bound(const struct store *st, size_t len);
 /* plain[0, len), the chunk of blob name, as its blob into out (outsz >=
- * obj_bound); sealed when the repository is encrypted. */
-int obj_encode(const struct store *st, const uint8_t name[SHA_LEN],
+ * store_obj_bound); sealed when the repository is encrypted. */
+int store_obj_encode(const struct store *st, const uint8_t name[SHA_LEN],
     const uint8_t *plain, size_t len, uint8_t *out, size_t outsz,
     size_t *outlen, struct cs_err *e);
-/* Blob name's bytes back into its len plain bytes (obj is overwritten
- * when it is opened in place); e names what is wrong. */
-int obj_decode(const struct store *st, const uint8_t name[SHA_LEN],
-    uint8_t *obj, size_t objlen, uint8_t *plain, size_t len,
-    struct cs_err *e);
 /* Read the blob at path and decode it into plain[0, len). -1: it cannot
  * be read (e: "missing (...)", "not a regular file", ...); -2: it is
  * there but damaged (e: "size mismatch: ...", a decode error). */
-int obj_load(const struct store *st, const uint8_t name[SHA_LEN],
+int store_obj_load(const struct store *st, const uint8_t name[SHA_LEN],
     const char *path, uint8_t *plain, size_t len, struct cs_err *e);
 /* The same, reading the blob into b (grown as needed, kept for the next
  * call; free b->p when done). */
@@ -172,24 +164,21 @@ struct objbuf {
 	uint8_t *p;
 	size_t cap;
 };
-int obj_load_buf(const struct store *st, const uint8_t name[SHA_LEN],
+int store_obj_load_buf(const struct store *st, const uint8_t name[SHA_LEN],
     const char *path, uint8_t *plain, size_t len, struct objbuf *b,
     struct cs_err *e);
-/* crypt.c: an encrypted repository's keys and seals. crypt_create
+/* crypt.c: an encrypted repository's keys and seals. store_crypt_create
  * draws the master key and stores the first key (inside the creating
- * transaction, the identity made); crypt_unlock asks the password callback and
- * opens a key (a no-op unless encrypted and locked); crypt_add_key seals
- * the master key under a new password into a new repo_keys row. */
-int crypt_create(struct store *st, const void *pass, size_t passlen,
+ * transaction, the identity made); store_crypt_unlock asks the password
+ * callback and opens a key (a no-op unless encrypted and locked);
+ * store_crypt_add_key seals the master key under a new password into a new
+ * repo_keys row. */
+int store_crypt_create(struct store *st, const void *pass, size_t passlen,
     struct cs_err *e);
-int crypt_unlock(struct store *st, struct cs_err *e);
-int crypt_unlock_with(struct store *st, const void *pass, size_t passlen,
-    struct cs_err *e);
-int crypt_add_key(struct store *st, const void *pass, size_t passlen,
-    int64_t *id, struct cs_err *e);
+int store_crypt_unlock(struct store *st, struct cs_err *e);
 /* Call fn with the id of every key row whose check (a MAC under the
  * master key over the row) does not match: a damaged row. */
-int crypt_check_keys(struct store *st, void (*fn)(void *ctx, int64_t id),
+int store_crypt_check_keys(struct store *st, void (*fn)(void *ctx, int64_t id),
     void *ctx, struct cs_err *e);
 /* 0, or -1 with e "repository R is encrypted: a password is needed". */
 int store_need_key(struct store *st, struct cs_err *e);
@@ -202,21 +191,22 @@ void store_name_hex(const struct store *st, const uint8_t sha[SHA_LEN],
     char hex[SHA_HEX_LEN]);
 /* AES-256-GCM under the object key, bound to kind, the repository and
  * ctx: out holds n + 28 bytes (seal) or n - 28 (open). */
-int crypt_seal(const struct store *st, char kind, const void *ctx,
+int store_crypt_seal(const struct store *st, char kind, const void *ctx,
     size_t ctxlen, const uint8_t *in, size_t n, uint8_t *out,
     struct cs_err *e);
-int crypt_open(const struct store *st, char kind, const void *ctx,
+int store_crypt_open(const struct store *st, char kind, const void *ctx,
     size_t ctxlen, const uint8_t *in, size_t n, uint8_t *out,
     struct cs_err *e);
 /* A recorded message sealed (seal=1) or opened, bound to its name,
  * channel and seq; *out malloc'ed. */
-int crypt_msg(const struct store *st, int seal, const uint8_t name[SHA_LEN],
-    const char *src, const char *dst, uint64_t seq, const uint8_t *in,
-    size_t n, uint8_t **out, size_t *outlen, struct cs_err *e);
+int store_crypt_msg(const struct store *st, int seal,
+    const uint8_t name[SHA_LEN], const char *src, const char *dst, uint64_t seq,
+    const uint8_t *in, size_t n, uint8_t **out, size_t *outlen,
+    struct cs_err *e);
 /* quarantine.c: move blob hex (its bytes do not hash to its name) to
  * REPO/quarantine/hex, directories fsync'ed; 0 also when it is gone
  * already. -1 with e set (a read-only repository: nothing moved). */
-int blob_quarantine(struct store *st, const char *hex, struct cs_err *e);
+int store_blob_quarantine(struct store *st, const char *hex, struct cs_err *e);
 struct row_chunk;
 struct row_agent;
 /* view.c: an agent's recorded file, its chunks mapped one after the
@@ -236,32 +226,31 @@ typedef void (*chunk_problem_fn)(void *ctx, const struct row_chunk *c,
 /* Map agent row a's chunks. Returns 0 when all of them are there with
  * their sizes and cover exactly a->size bytes; otherwise -1 with e set to
  * the first problem, after passing every problem to fn (NULL ok). */
-int fview_open(struct store *st, const struct row_agent *a,
+int store_fview_open(struct store *st, const struct row_agent *a,
     struct fview *v, chunk_problem_fn fn, void *ctx, struct cs_err *e);
-void fview_close(struct fview *v);	/* accepts a zeroed view */
+void store_fview_close(struct fview *v);	/* accepts a zeroed view */
 /* Whether row i of a's chunks is well formed and starts at off (the rows
  * must tile [0, size): consecutive, page-aligned). */
-int fview_row_ok(const struct row_agent *a, size_t i, uint64_t off);
+int store_fview_row_ok(const struct row_agent *a, size_t i, uint64_t off);
 /* Read chunk c's bytes (decoded, in a framed repository, with b as the
  * read buffer) into buf, which holds c->size bytes: 0; -2 its object is
  * there but does not decode; -1 unusable, e says why ("missing (...)",
  * "size mismatch: ..."). Safe on distinct buffers at once. */
-int fview_read_chunk(struct store *st, const struct row_chunk *c,
+int store_fview_read_chunk(struct store *st, const struct row_chunk *c,
     uint8_t *buf, struct objbuf *b, struct cs_err *e);
 
 
 /* pool.c: run fn(ctx, task, worker) for every task in [0, ntasks) on up
- * to pool_threads() threads (one per core, the caller being worker 0);
+ * to store_pool_threads() threads (one per core, the caller being worker 0);
  * returns when all are done. worker < POOL_MAX_THREADS. */
 #define POOL_MAX_THREADS 8
-int pool_threads(void);
-void pool_run(size_t ntasks, void (*fn)(void *ctx, size_t task, int worker),
-    void *ctx);
+void store_pool_run(size_t ntasks, void (*fn)(void *ctx, size_t task,
+    int worker), void *ctx);
 /* The same, as background work: every worker is a new thread whose I/O
  * is in the idle class (served when the disk has nothing else queued)
  * and whose CPU share yields to the agents (nice 10). The caller only
  * waits, so its own priority is never lowered. */
-void pool_run_background(size_t ntasks,
+void store_pool_run_background(size_t ntasks,
     void (*fn)(void *ctx, size_t task, int worker), void *ctx);
 
 /* digest.c: the snapshot's digest, hex, recomputed from its rows in the
@@ -310,13 +299,13 @@ struct snap_rows {
 };
 /* Resolve id (0: newest complete) into *resolved. -1 with e set:
  * "no complete snapshot in R", "snapshot N does not exist". */
-int snap_resolve(struct store *st, uint64_t id, uint64_t *resolved,
+int store_snap_resolve(struct store *st, uint64_t id, uint64_t *resolved,
     struct cs_err *e);
-int rows_load(struct store *st, uint64_t id, struct snap_rows *r,
+int store_rows_load(struct store *st, uint64_t id, struct snap_rows *r,
     struct cs_err *e);
-void rows_free(struct snap_rows *r);	/* accepts a zeroed struct */
+void store_rows_free(struct snap_rows *r);	/* accepts a zeroed struct */
 /* The messages of channel src->dst: index of the first, count in *n. */
-size_t rows_channel(const struct snap_rows *r, const char *src,
+size_t store_rows_channel(const struct snap_rows *r, const char *src,
     const char *dst, size_t *n);
 
 /* replay.c: the recorded messages replayed onto their receivers. */
@@ -327,27 +316,28 @@ struct keyset {
 	struct chmsg *v;	/* keys borrowed from the rows' messages */
 	size_t n;
 };
-int keyset_build(struct keyset *ks, const struct snap_rows *r,
+int store_keyset_build(struct keyset *ks, const struct snap_rows *r,
     const char *dst);				/* 0 / -1 out of memory */
-int keyset_has(void *ctx, const uint8_t *key, size_t klen);	/* a keep */
-void keyset_free(struct keyset *ks);
+int store_keyset_has(void *ctx, const uint8_t *key,
+    size_t klen);	/* a keep */
+void store_keyset_free(struct keyset *ks);
 /* Replay onto ds (the replayed recorded file of agent dst, tracking its
  * keyset's keys) every recorded message to dst whose seq is applied+1 of
  * its channel, by the agents' dead-letter rule (dl_credit); append each
  * record to out when out is not NULL, and pass a line for each dead
  * letter to note when not NULL. 0, or -1 with e set: a message that is
  * not a valid channel message, or out of memory. */
-int replay_msgs(struct dl_state *ds, const struct snap_rows *r,
+int store_replay_msgs(struct dl_state *ds, const struct snap_rows *r,
     const char *dst, struct wbuf *out, problem_fn note, void *ctx,
     struct cs_err *e);
 
-/* verify.c and verify_cut.c: one verify run. */
+/* verify.c and store_verify_cut.c: one verify run. */
 /* verify.c: replay agent row i's recorded file again, keeping its sends
  * from the seqs from names on (dl_state's send_from): those a channel's
  * recorded messages are compared with, when the first replay dropped
  * them as acknowledged. 0, or -1 (the first replay's state kept). */
 struct vrun;
-int verify_resend(struct vrun *v, size_t i, const struct wm_set *from);
+int store_verify_resend(struct vrun *v, size_t i, const struct wm_set *from);
 struct fcheck {			/* one agent row's recorded file */
 	int mapped;		/* its chunk rows tile the file */
 	int ok;			/* and every chunk hashes to its sha256 */
@@ -410,27 +400,27 @@ struct vsink {
  * decoded, hashed and written to its row's sink together. The number of
  * problems (0: every sink holds its file's verified bytes), or -1 with e
  * set. */
-int verify_restore(struct store *st, uint64_t id, const struct vsink *sinks,
-    problem_fn fn, void *ctx, struct cs_err *e);
+int store_verify_restore(struct store *st, uint64_t id,
+    const struct vsink *sinks, problem_fn fn, void *ctx, struct cs_err *e);
 /* Report one problem, prefixed with "snapshot N: ". */
-void vproblem(struct vrun *v, const char *fmt, ...)
+void store_vproblem(struct vrun *v, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 /* The cut's consistency, derived from the recorded files. */
-void verify_cut(struct vrun *v);
+void store_verify_cut(struct vrun *v);
 
 /* commit.c: the report of agent name among reps[0, n), or NULL. */
-const struct report *find_report(const struct report *reps, size_t n,
+const struct report *store_find_report(const struct report *reps, size_t n,
     const char *name);
 /* commit_cut.c: verify's cut check (cutcheck.c) on the agents' reports,
  * before a commit: 0, or -1 with e set to the first problem and how many
  * more. Every agent of c has one report (check_reports). */
-int commit_check_cut(const struct cfg *c, const struct report *reps,
+int store_commit_check_cut(const struct cfg *c, const struct report *reps,
     size_t nreps, struct cs_err *e);
 
 /* auth.c: with a key set, store snapshot id's hmac tag (inside the commit
  * transaction, after its digest), and check it in verify. */
-int auth_put(struct store *st, uint64_t id, struct cs_err *e);
-void auth_check(struct vrun *v);
+int store_auth_put(struct store *st, uint64_t id, struct cs_err *e);
+void store_auth_check(struct vrun *v);
 
 /* A shortened sha for messages: the first 12 hex digits. */
 #define SHORT_SHA(hex) 12, (hex)

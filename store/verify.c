@@ -1,6 +1,6 @@
 /* verify.c - the integrity half of verify: the manifest database, the
  * recorded files' chunks, the messages' hashes and the snapshot's digest. The consistency
- * of the cut is in verify_cut.c. Every problem is one line; nothing in a
+ * of the cut is in store_verify_cut.c. Every problem is one line; nothing in a
  * tampered repository may crash it. */
 #include <errno.h>
 #include <fcntl.h>
@@ -15,7 +15,7 @@
 #include "../common/fsutil.h"
 
 void
-vproblem(struct vrun *v, const char *fmt, ...)
+store_vproblem(struct vrun *v, const char *fmt, ...)
 {
 	char msg[700], line[800];
 	va_list ap;
@@ -39,32 +39,33 @@ check_db(struct vrun *v)
 
 	if (sqlite3_prepare_v2(v->st->db, "PRAGMA integrity_check", -1, &s,
 	    NULL) != SQLITE_OK) {
-		vproblem(v, "manifest integrity_check failed: %s",
+		store_vproblem(v, "manifest integrity_check failed: %s",
 		    sqlite3_errmsg(v->st->db));
 		goto fk;
 	}
 	while ((step = sqlite3_step(s)) == SQLITE_ROW)
-		if (strcmp(col_text(s, 0), "ok") != 0)
-			vproblem(v, "manifest integrity_check: %s",
-			    col_text(s, 0));
+		if (strcmp(store_col_text(s, 0), "ok") != 0)
+			store_vproblem(v, "manifest integrity_check: %s",
+			    store_col_text(s, 0));
 	if (step != SQLITE_DONE)
-		vproblem(v, "manifest integrity_check failed: %s",
+		store_vproblem(v, "manifest integrity_check failed: %s",
 		    sqlite3_errmsg(v->st->db));
 fk:
 	sqlite3_finalize(s);
 	s = NULL;
 	if (sqlite3_prepare_v2(v->st->db, "PRAGMA foreign_key_check", -1, &s,
 	    NULL) != SQLITE_OK) {
-		vproblem(v, "manifest foreign_key_check failed: %s",
+		store_vproblem(v, "manifest foreign_key_check failed: %s",
 		    sqlite3_errmsg(v->st->db));
 		goto out;
 	}
 	while ((step = sqlite3_step(s)) == SQLITE_ROW)
-		vproblem(v, "manifest: row %lld of table %s has no matching "
+		store_vproblem(v,
+		    "manifest: row %lld of table %s has no matching "
 		    "row in table %s", (long long)sqlite3_column_int64(s, 1),
-		    col_text(s, 0), col_text(s, 2));
+		    store_col_text(s, 0), store_col_text(s, 2));
 	if (step != SQLITE_DONE)
-		vproblem(v, "manifest foreign_key_check failed: %s",
+		store_vproblem(v, "manifest foreign_key_check failed: %s",
 		    sqlite3_errmsg(v->st->db));
 out:
 	sqlite3_finalize(s);
@@ -83,27 +84,31 @@ open_file(struct vrun *v, size_t i)
 	size_t k;
 
 	if (!a->ok) {
-		vproblem(v, "agent %.64s: malformed manifest row (name, size "
+		store_vproblem(v,
+		    "agent %.64s: malformed manifest row (name, size "
 		    "or sha256)", a->name);
 		return;
 	}
 	if (a->nchunks == 0) {
-		vproblem(v, "agent %s: no chunks recorded for its %llu-byte "
+		store_vproblem(v,
+		    "agent %s: no chunks recorded for its %llu-byte "
 		    "file", a->name, (unsigned long long)a->size);
 		return;
 	}
 	if (store_need_key(v->st, &e) < 0) {
-		vproblem(v, "agent %s: %s", a->name, e.msg);
+		store_vproblem(v, "agent %s: %s", a->name, e.msg);
 		return;
 	}
 	if (a->size > SIZE_MAX / 2) {
-		vproblem(v, "agent %s: recorded file of %llu bytes is too "
+		store_vproblem(v,
+		    "agent %s: recorded file of %llu bytes is too "
 		    "large", a->name, (unsigned long long)a->size);
 		return;
 	}
 	for (k = 0; k < a->nchunks; k++) {
-		if (!fview_row_ok(a, k, off)) {
-			vproblem(v, "agent %s: chunk %llu (%.*s): malformed chunk "
+		if (!store_fview_row_ok(a, k, off)) {
+			store_vproblem(v,
+			    "agent %s: chunk %llu (%.*s): malformed chunk "
 			    "row (idx, offset, size or sha256)", a->name,
 			    (unsigned long long)a->chunks[k].idx,
 			    SHORT_SHA(a->chunks[k].sha));
@@ -112,14 +117,15 @@ open_file(struct vrun *v, size_t i)
 		off += a->chunks[k].size;
 	}
 	if (off != a->size) {
-		vproblem(v, "agent %s: chunks cover %llu bytes, expected %llu",
+		store_vproblem(v,
+		    "agent %s: chunks cover %llu bytes, expected %llu",
 		    a->name, (unsigned long long)off,
 		    (unsigned long long)a->size);
 		return;
 	}
 	if ((f->bad = calloc(a->nchunks, 1)) == NULL ||
 	    (f->lerr = calloc(a->nchunks, sizeof(*f->lerr))) == NULL) {
-		vproblem(v, "agent %s: out of memory", a->name);
+		store_vproblem(v, "agent %s: out of memory", a->name);
 		return;
 	}
 	f->mapped = 1;
@@ -221,7 +227,7 @@ hash_chunk(struct vrun *v, size_t i, size_t k, int worker)
 		return;
 	}
 	buf = v->wbuf[worker];
-	rc = fview_read_chunk(v->st, c, buf, &v->bufs[worker], &e);
+	rc = store_fview_read_chunk(v->st, c, buf, &v->bufs[worker], &e);
 	if (rc == -1) {
 		if ((f->lerr[k] = strdup(e.msg)) == NULL)
 			f->hash_failed = 1;
@@ -230,7 +236,7 @@ hash_chunk(struct vrun *v, size_t i, size_t k, int worker)
 	}
 	if (rc == -2) {
 		f->bad[k] = 2;	/* its object does not decode */
-		progress_add(v->st, a->name, c->size);
+		store_progress_add(v->st, a->name, c->size);
 		return;
 	}
 	if (sha256_buf(buf, (size_t)c->size, sha) < 0) {
@@ -245,7 +251,7 @@ hash_chunk(struct vrun *v, size_t i, size_t k, int worker)
 			sink_failed(f, strerror(errno));
 		fault_after_chunks(v);
 	}
-	progress_add(v->st, a->name, c->size);
+	store_progress_add(v->st, a->name, c->size);
 }
 
 /* Whether restore wrote every chunk of agent row i to its temp file
@@ -317,7 +323,7 @@ reader_load(struct reader *r, size_t k)
 		r->buf = p;
 		r->cap = (size_t)c->size;
 	}
-	if (fview_read_chunk(r->v->st, c, r->buf, &r->ob, &e) != 0) {
+	if (store_fview_read_chunk(r->v->st, c, r->buf, &r->ob, &e) != 0) {
 		errno = EIO;
 		return -1;
 	}
@@ -335,7 +341,7 @@ read_at(void *ctx, uint64_t off, size_t n, uint8_t *dst)
 	size_t k, take;
 
 	if (r->fd >= 0)
-		return pread_all(r->fd, dst, n, (off_t)off);
+		return fs_pread_all(r->fd, dst, n, (off_t)off);
 	while (n > 0) {
 		k = chunk_at(a, off);
 		if (reader_load(r, k) < 0)
@@ -376,7 +382,7 @@ replay_into(struct vrun *v, size_t i, const struct wm_set *from,
 		return -1;
 	}
 	st->send_from = from;
-	st->keep = keyset_has;
+	st->keep = store_keyset_has;
 	st->keep_ctx = &f->ks;
 	snprintf(what, sizeof(what), "recorded file of agent %s", a->name);
 	if (dl_replay_read(a->size, what, read_at, &r, st, sha, &e) < 0) {
@@ -395,7 +401,7 @@ out:
 /* Replay the recorded file for the cut check and the message replay;
  * whether it may be used is decided once its hash is known. Its sends
  * are kept only while not acknowledged, so that memory does not grow
- * with the file's history; verify_resend brings back older ones the cut
+ * with the file's history; store_verify_resend brings back older ones the cut
  * needs. For a file restore writes it also takes the file's own sha256
  * (agents.sha256, the digest the agent kept of its log) from the same
  * stream: the chunks already prove the bytes; this proves the row agrees
@@ -410,7 +416,7 @@ replay_file(struct vrun *v, size_t i)
 		f->hash_failed = 1;
 		return;
 	}
-	/* A replay that fails is verify_cut's problem ("unreadable"). */
+	/* A replay that fails is store_verify_cut's problem ("unreadable"). */
 	if (replay_into(v, i, NULL, &f->st, sha, f->err,
 	    sizeof(f->err)) == 0) {
 		f->have = 1;
@@ -423,7 +429,7 @@ replay_file(struct vrun *v, size_t i)
 }
 
 int
-verify_resend(struct vrun *v, size_t i, const struct wm_set *from)
+store_verify_resend(struct vrun *v, size_t i, const struct wm_set *from)
 {
 	struct fcheck *f = &v->fc[i];
 	struct dl_state st;
@@ -474,11 +480,11 @@ static void
 run_tasks(struct vrun *v, int restoring)
 {
 	if (!restoring) {
-		pool_run(v->ntasks, any_task, v);
+		store_pool_run(v->ntasks, any_task, v);
 		return;
 	}
-	pool_run(v->ntasks - v->nfiletasks, chunk_task, v);
-	pool_run(v->nfiletasks, file_task, v);
+	store_pool_run(v->ntasks - v->nfiletasks, chunk_task, v);
+	store_pool_run(v->nfiletasks, file_task, v);
 }
 
 static int
@@ -537,15 +543,17 @@ report_file(struct vrun *v, size_t i)
 	if (!f->mapped)
 		return;
 	if (f->hash_failed) {
-		vproblem(v, "agent %s: sha256 of the recorded file failed",
+		store_vproblem(v,
+		    "agent %s: sha256 of the recorded file failed",
 		    a->name);
 		return;
 	}
 	for (k = 0; k < a->nchunks; k++)
 		if (f->bad[k] == 3) {
 			/* Not its bytes: the chunk could not be read. */
-			vproblem(v, "agent %s: chunk %zu (%.*s): %s", a->name,
-			    k, SHORT_SHA(a->chunks[k].sha), f->lerr[k]);
+			store_vproblem(v, "agent %s: chunk %zu (%.*s): %s",
+			    a->name, k, SHORT_SHA(a->chunks[k].sha),
+			    f->lerr[k]);
 			nbad++;
 		}
 	if (nbad > 0)
@@ -556,14 +564,14 @@ report_file(struct vrun *v, size_t i)
 		nbad++;
 		/* Keep what was learnt: the next snapshot stores the chunk
 		 * again from the live file (quarantine.c). */
-		if (blob_quarantine(v->st, a->chunks[k].sha, &e) == 0)
+		if (store_blob_quarantine(v->st, a->chunks[k].sha, &e) == 0)
 			snprintf(what, sizeof(what), "moved to %.300s/quarantine/; "
 			    "the next snapshot stores it again from the live "
 			    "file", v->st->repo);
 		else
 			snprintf(what, sizeof(what), "not quarantined: %s",
 			    e.msg);
-		vproblem(v, "agent %s: chunk %zu (%.*s) %s; blob %s %s",
+		store_vproblem(v, "agent %s: chunk %zu (%.*s) %s; blob %s %s",
 		    a->name, k, SHORT_SHA(a->chunks[k].sha),
 		    f->bad[k] == 2 ? "damaged: its object no longer decodes" :
 		    "sha256 mismatch: its bytes no longer hash to its name",
@@ -572,7 +580,8 @@ report_file(struct vrun *v, size_t i)
 	if (nbad == 0 && f->hashed) {
 		store_name_hex(v->st, f->got, hex);
 		if (strcmp(hex, a->sha) != 0) {
-			vproblem(v, "agent %s: recorded file sha256 mismatch: "
+			store_vproblem(v,
+			    "agent %s: recorded file sha256 mismatch: "
 			    "expected %s, found %s", a->name, a->sha, hex);
 			nbad++;
 		}
@@ -591,27 +600,30 @@ check_msgs(struct vrun *v)
 	for (i = 0; i < v->rows.nmsgs; i++) {
 		m = &v->rows.msgs[i];
 		if (!m->ok) {
-			vproblem(v, "message row %lld: malformed (src %.64s, "
+			store_vproblem(v,
+			    "message row %lld: malformed (src %.64s, "
 			    "dst %.64s, seq)", (long long)m->rowid, m->src,
 			    m->dst);
 			continue;
 		}
 		if (m->damaged) {
-			vproblem(v, "channel %s->%s: message seq %llu "
+			store_vproblem(v, "channel %s->%s: message seq %llu "
 			    "damaged: its sealed payload does not open",
 			    m->src, m->dst, (unsigned long long)m->seq);
 			continue;
 		}
 		if (sha256_buf(m->data ? m->data : (const uint8_t *)"",
 		    m->len, sha) < 0) {
-			vproblem(v, "channel %s->%s: message seq %llu: sha256 "
+			store_vproblem(v,
+			    "channel %s->%s: message seq %llu: sha256 "
 			    "failed", m->src, m->dst,
 			    (unsigned long long)m->seq);
 			continue;
 		}
 		store_name_hex(v->st, sha, hex);
 		if (strcmp(hex, m->sha) != 0)
-			vproblem(v, "channel %s->%s: message seq %llu sha256 "
+			store_vproblem(v,
+			    "channel %s->%s: message seq %llu sha256 "
 			    "mismatch: expected %.64s, found %s", m->src,
 			    m->dst, (unsigned long long)m->seq, m->sha, hex);
 	}
@@ -624,10 +636,11 @@ check_digest(struct vrun *v)
 	struct cs_err e;
 
 	if (store_digest(v->st, v->id, hex, &e) < 0)
-		vproblem(v, "manifest digest could not be computed: %s",
+		store_vproblem(v, "manifest digest could not be computed: %s",
 		    e.msg);
 	else if (strcmp(hex, v->rows.digest) != 0)
-		vproblem(v, "manifest digest mismatch: rows were edited or "
+		store_vproblem(v,
+		    "manifest digest mismatch: rows were edited or "
 		    "deleted (expected %.64s, found %s)",
 		    v->rows.digest[0] ? v->rows.digest : "none", hex);
 }
@@ -664,11 +677,12 @@ replay_all(struct vrun *v)
 			continue;
 		/* Under restore, a file it writes gets the records here, and
 		 * restore's notes as restore gives them. */
-		if (v->fc[i].tail != NULL ? replay_msgs(&v->fc[i].st, &v->rows,
-		    a->name, v->fc[i].tail, v->st->nfn, v->st->nctx, &e) < 0 :
-		    replay_msgs(&v->fc[i].st, &v->rows, a->name, NULL, note, v,
-		    &e) < 0)
-			vproblem(v, "agent %s: the replay of its recorded "
+		if (v->fc[i].tail != NULL ? store_replay_msgs(&v->fc[i].st,
+		    &v->rows, a->name, v->fc[i].tail, v->st->nfn, v->st->nctx,
+		    &e) < 0 : store_replay_msgs(&v->fc[i].st, &v->rows, a->name,
+		    NULL, note, v, &e) < 0)
+			store_vproblem(v,
+			    "agent %s: the replay of its recorded "
 			    "messages fails: %s", a->name, e.msg);
 	}
 }
@@ -676,7 +690,8 @@ replay_all(struct vrun *v)
 static void
 bad_key(void *ctx, int64_t id)
 {
-	vproblem(ctx, "key %lld damaged: its row no longer matches its check "
+	store_vproblem(ctx,
+	    "key %lld damaged: its row no longer matches its check "
 	    "(remove it with cutsnap key remove)", (long long)id);
 }
 
@@ -687,8 +702,8 @@ check_keys(struct vrun *v)
 {
 	struct cs_err e;
 
-	if (crypt_check_keys(v->st, bad_key, v, &e) < 0)
-		vproblem(v, "keys: %s", e.msg);
+	if (store_crypt_check_keys(v->st, bad_key, v, &e) < 0)
+		store_vproblem(v, "keys: %s", e.msg);
 }
 
 static int run(struct store *st, uint64_t id, uint64_t *resolved,
@@ -702,7 +717,7 @@ store_verify(struct store *st, uint64_t id, uint64_t *resolved,
 }
 
 int
-verify_restore(struct store *st, uint64_t id, const struct vsink *sinks,
+store_verify_restore(struct store *st, uint64_t id, const struct vsink *sinks,
     problem_fn fn, void *ctx, struct cs_err *e)
 {
 	return run(st, id, NULL, sinks, fn, ctx, e);
@@ -732,7 +747,7 @@ run(struct store *st, uint64_t id, uint64_t *resolved,
 	memset(&v, 0, sizeof(v));
 	if (resolved != NULL)
 		*resolved = 0;
-	if (snap_resolve(st, id, &rid, e) < 0)
+	if (store_snap_resolve(st, id, &rid, e) < 0)
 		return -1;
 	if (resolved != NULL)
 		*resolved = rid;
@@ -741,10 +756,10 @@ run(struct store *st, uint64_t id, uint64_t *resolved,
 	v.fn = fn;
 	v.ctx = ctx;
 	atomic_init(&v.nwritten, 0);
-	if (rows_load(st, rid, &v.rows, e) < 0)
+	if (store_rows_load(st, rid, &v.rows, e) < 0)
 		return -1;
 	if (strcmp(v.rows.status, "complete") != 0) {
-		vproblem(&v, "status is %s, not complete",
+		store_vproblem(&v, "status is %s, not complete",
 		    v.rows.status[0] ? v.rows.status : "empty");
 		rc = v.nproblems;
 		goto out;
@@ -769,14 +784,14 @@ run(struct store *st, uint64_t id, uint64_t *resolved,
 	if (!st->pnested)
 		store_progress_start(st, 0);
 	for (i = 0; i < v.rows.nagents; i++)
-		progress_grow(st, v.rows.agents[i].size);
+		store_progress_grow(st, v.rows.agents[i].size);
 	if (plan_tasks(&v) < 0) {
 		cs_errf(e, "out of memory");
 		rc = -1;
 		goto out;
 	}
 	for (i = 0; i < v.rows.nagents; i++)
-		if (v.fc[i].mapped && keyset_build(&v.fc[i].ks, &v.rows,
+		if (v.fc[i].mapped && store_keyset_build(&v.fc[i].ks, &v.rows,
 		    v.rows.agents[i].name) < 0) {
 			cs_errf(e, "out of memory");
 			rc = -1;
@@ -790,8 +805,8 @@ run(struct store *st, uint64_t id, uint64_t *resolved,
 	check_msgs(&v);
 	check_keys(&v);
 	check_digest(&v);
-	auth_check(&v);
-	verify_cut(&v);
+	store_auth_check(&v);
+	store_verify_cut(&v);
 	replay_all(&v);
 	rc = v.nproblems;
 out:
@@ -803,7 +818,7 @@ out:
 		if (v.fc[i].have)
 			dl_state_free(&v.fc[i].st);
 		free(v.fc[i].bad);
-		keyset_free(&v.fc[i].ks);
+		store_keyset_free(&v.fc[i].ks);
 	}
 	free(v.fc);
 	free(v.tasks);
@@ -811,6 +826,6 @@ out:
 		free(v.bufs[i].p);
 		free(v.wbuf[i]);
 	}
-	rows_free(&v.rows);
+	store_rows_free(&v.rows);
 	return rc;
 }

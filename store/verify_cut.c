@@ -1,4 +1,4 @@
-/* verify_cut.c - the consistency half of verify, derived from the
+/* store_verify_cut.c - the consistency half of verify, derived from the
  * recorded files themselves: take every file's replay (done in verify.c's
  * pool), then for every channel S->D of the snapshot's config take sent
  * from S's file and applied from D's, and check the recorded messages
@@ -36,7 +36,7 @@ struct cut_agent {
 static void
 prefix_problem(void *ctx, const char *line)
 {
-	vproblem(ctx, "%s", line);
+	store_vproblem(ctx, "%s", line);
 }
 
 static struct peer_sends *
@@ -105,8 +105,8 @@ replay(struct vrun *v, struct cut_agent *a, const char *name)
 	const struct fcheck *f = &v->fc[a->row];
 
 	if (!f->have) {
-		vproblem(v, "agent %s: recorded file unreadable: %s", name,
-		    f->err);
+		store_vproblem(v, "agent %s: recorded file unreadable: %s",
+		    name, f->err);
 		return;
 	}
 	a->st = &f->st;
@@ -133,19 +133,19 @@ need_sends(struct vrun *v, const struct cfg *c, struct cut_agent *ag, int s)
 		if (d == s || !ag[d].have || !cfg_has_channel(c, s, d))
 			continue;
 		dn = c->agents[d].name;
-		applied = wm_get(&ag[d].st->applied, sn);
-		if (wm_put(&from, dn, applied + 1) < 0) {
-			vproblem(v, "agent %s: out of memory", sn);
+		applied = dl_wm_get(&ag[d].st->applied, sn);
+		if (dl_wm_put(&from, dn, applied + 1) < 0) {
+			store_vproblem(v, "agent %s: out of memory", sn);
 			goto out;
 		}
-		if (applied < wm_get(&ag[s].st->acked, dn))
+		if (applied < dl_wm_get(&ag[s].st->acked, dn))
 			again = 1;
 	}
-	if (again && verify_resend(v, (size_t)ag[s].row, &from) < 0)
-		vproblem(v, "agent %s: replaying its recorded file again "
+	if (again && store_verify_resend(v, (size_t)ag[s].row, &from) < 0)
+		store_vproblem(v, "agent %s: replaying its recorded file again "
 		    "failed: %s", sn, v->fc[ag[s].row].err);
 	if (index_sends(&ag[s]) < 0)
-		vproblem(v, "agent %s: out of memory", sn);
+		store_vproblem(v, "agent %s: out of memory", sn);
 out:
 	free(from.v);
 }
@@ -164,14 +164,16 @@ match_agents(struct vrun *v, const struct cfg *c, struct cut_agent *ag)
 			    c->agents[i].name) == 0)
 				ag[i].row = (int)r;
 		if (ag[i].row < 0)
-			vproblem(v, "agent %s of the snapshot's config has no "
+			store_vproblem(v,
+			    "agent %s of the snapshot's config has no "
 			    "recorded file", c->agents[i].name);
 	}
 	for (r = 0; r < v->rows.nagents; r++) {
 		found = v->rows.agents[r].ok &&
 		    cfg_find(c, v->rows.agents[r].name) >= 0;
 		if (!found)
-			vproblem(v, "agent %.64s is recorded but not in the "
+			store_vproblem(v,
+			    "agent %.64s is recorded but not in the "
 			    "snapshot's config", v->rows.agents[r].name);
 	}
 }
@@ -183,10 +185,10 @@ static void
 check_chain(struct vrun *v, const struct cut_agent *ag, int s, int d,
     const char *sn, const char *dn, size_t first, size_t n)
 {
-	const uint8_t *rc = wm_chain(&ag[d].st->applied, sn);
-	const uint8_t *sc = wm_chain(&ag[s].st->sent, dn);
-	uint64_t applied = wm_get(&ag[d].st->applied, sn);
-	uint64_t sent = wm_get(&ag[s].st->sent, dn), want = applied + 1;
+	const uint8_t *rc = dl_wm_chain(&ag[d].st->applied, sn);
+	const uint8_t *sc = dl_wm_chain(&ag[s].st->sent, dn);
+	uint64_t applied = dl_wm_get(&ag[d].st->applied, sn);
+	uint64_t sent = dl_wm_get(&ag[s].st->sent, dn), want = applied + 1;
 	const struct row_msg *m;
 	uint8_t c[DL_CHAIN_LEN];
 	size_t i;
@@ -202,12 +204,14 @@ check_chain(struct vrun *v, const struct cut_agent *ag, int s, int d,
 			return;
 		if (chain_after(known ? c : NULL, m->seq, m->data, m->len,
 		    c, &known) < 0) {
-			vproblem(v, "channel %s->%s: out of memory", sn, dn);
+			store_vproblem(v, "channel %s->%s: out of memory", sn,
+			    dn);
 			return;
 		}
 	}
 	if (known && memcmp(c, sc, sizeof(c)) != 0)
-		vproblem(v, "channel %s->%s: %s's history at applied seq %llu "
+		store_vproblem(v,
+		    "channel %s->%s: %s's history at applied seq %llu "
 		    "and the recorded messages do not lead to %s's at sent seq "
 		    "%llu: the recorded files come from different histories",
 		    sn, dn, dn, (unsigned long long)applied, sn,
@@ -227,9 +231,9 @@ check_channel(struct vrun *v, const struct cfg *c, struct cut_agent *ag,
 
 	if (!ag[s].have || !ag[d].have)
 		return;		/* already reported */
-	first = rows_channel(&v->rows, sn, dn, &n);
+	first = store_rows_channel(&v->rows, sn, dn, &n);
 	if (n > 0 && (seqs = malloc(n * sizeof(*seqs))) == NULL) {
-		vproblem(v, "channel %s->%s: out of memory", sn, dn);
+		store_vproblem(v, "channel %s->%s: out of memory", sn, dn);
 		return;
 	}
 	for (i = first; i < first + n; i++) {
@@ -240,18 +244,19 @@ check_channel(struct vrun *v, const struct cfg *c, struct cut_agent *ag,
 		snd = find_send(&ag[s], dn, m->seq);
 		if (snd != NULL && (snd->len != m->len || (m->len > 0 &&
 		    memcmp(snd->msg, m->data, m->len) != 0)))
-			vproblem(v, "channel %s->%s: message seq %llu differs "
+			store_vproblem(v,
+			    "channel %s->%s: message seq %llu differs "
 			    "from the SEND record in %s's recorded file", sn,
 			    dn, (unsigned long long)m->seq, sn);
 	}
 	memset(&ch, 0, sizeof(ch));
 	ch.src = sn;
 	ch.dst = dn;
-	ch.sent = wm_get(&ag[s].st->sent, dn);
-	ch.applied = wm_get(&ag[d].st->applied, sn);
+	ch.sent = dl_wm_get(&ag[s].st->sent, dn);
+	ch.applied = dl_wm_get(&ag[d].st->applied, sn);
 	ch.seqs = seqs;
 	ch.nseqs = k;
-	cut_check(&ch, prefix_problem, v);
+	store_cut_check(&ch, prefix_problem, v);
 	check_chain(v, ag, s, d, sn, dn, first, n);
 	free(seqs);
 }
@@ -276,17 +281,18 @@ unlisted(struct vrun *v, const struct cfg *c, const struct cut_agent *ag)
 		st = ag[s].st;
 		for (d = 0; d < c->nagents; d++)
 			if (d != s && ag[d].have && !cfg_has_channel(c, s, d))
-				cut_check_unlisted(c->agents[s].name,
+				store_cut_check_unlisted(c->agents[s].name,
 				    c->agents[d].name,
-				    wm_get(&st->sent, c->agents[d].name),
-				    wm_get(&ag[d].st->applied,
+				    dl_wm_get(&st->sent, c->agents[d].name),
+				    dl_wm_get(&ag[d].st->applied,
 				    c->agents[s].name), prefix_problem, v);
 		for (k = 0; k < st->sent.n; k++) {
 			peer = st->sent.v[k].peer;
 			sent = st->sent.v[k].seq;
-			acked = wm_get(&st->acked, peer);
+			acked = dl_wm_get(&st->acked, peer);
 			if (cfg_find(c, peer) < 0 && sent > acked)
-				vproblem(v, "agent %s: %llu unacknowledged "
+				store_vproblem(v,
+				    "agent %s: %llu unacknowledged "
 				    "messages to %.64s, which is not an agent "
 				    "of the snapshot's config: the cut does "
 				    "not hold them", c->agents[s].name,
@@ -305,20 +311,21 @@ stray_msgs(struct vrun *v, const struct cfg *c)
 
 	for (i = 0; i < v->rows.nmsgs; i += n ? n : 1) {
 		m = &v->rows.msgs[i];
-		rows_channel(&v->rows, m->src, m->dst, &n);
+		store_rows_channel(&v->rows, m->src, m->dst, &n);
 		if (!m->ok)
 			continue;
 		s = cfg_find(c, m->src);
 		d = cfg_find(c, m->dst);
 		if (s < 0 || d < 0 || !cfg_has_channel(c, s, d))
-			vproblem(v, "channel %s->%s: %zu recorded messages, "
+			store_vproblem(v,
+			    "channel %s->%s: %zu recorded messages, "
 			    "but it is not a channel of the snapshot's config",
 			    m->src, m->dst, n);
 	}
 }
 
 void
-verify_cut(struct vrun *v)
+store_verify_cut(struct vrun *v)
 {
 	struct cut_agent *ag = NULL;
 	struct cfg *c = NULL;
@@ -329,11 +336,12 @@ verify_cut(struct vrun *v)
 	/* The stored config is parsed only for its agents and channels; the
 	 * path gives relative paths a short, harmless base. */
 	if (cfg_parse(v->rows.config, "/snapshot.conf", &c, &e) < 0) {
-		vproblem(v, "the snapshot's config does not parse: %s", e.msg);
+		store_vproblem(v, "the snapshot's config does not parse: %s",
+		    e.msg);
 		return;
 	}
 	if ((ag = calloc((size_t)c->nagents, sizeof(*ag))) == NULL) {
-		vproblem(v, "out of memory checking the cut");
+		store_vproblem(v, "out of memory checking the cut");
 		goto out;
 	}
 	match_agents(v, c, ag);

@@ -68,8 +68,8 @@ load_into(struct store *st, const struct row_chunk *c, uint8_t *base,
 		return cs_errno(e, "mmap");
 	if (sha_unhex(c->sha, name) < 0)
 		return cs_errf(e, "bad blob name");
-	rc = obj_load_buf(st, name, path, base + c->off, (size_t)c->size, b,
-	    e);
+	rc = store_obj_load_buf(st, name, path, base + c->off, (size_t)c->size,
+	    b, e);
 	if (rc == -2 && damaged != NULL) {
 		damaged[c->idx] = 1;
 		memset(base + c->off, 0, (size_t)c->size);
@@ -103,11 +103,11 @@ map_chunk(struct store *st, struct vopen *o, const struct row_chunk *c,
 	struct stat sb;
 	int fd;
 
-	if (blob_path(st, c->sha, path, sizeof(path), &e) < 0) {
+	if (store_blob_path(st, c->sha, path, sizeof(path), &e) < 0) {
 		problem(o, c, "%s", e.msg);
 		return;
 	}
-	if (obj_framed(st)) {
+	if (store_obj_framed(st)) {
 		load_chunk(st, o, c, base, path);
 		return;
 	}
@@ -131,21 +131,21 @@ map_chunk(struct store *st, struct vopen *o, const struct row_chunk *c,
 }
 
 int
-fview_read_chunk(struct store *st, const struct row_chunk *c, uint8_t *buf,
-    struct objbuf *b, struct cs_err *e)
+store_fview_read_chunk(struct store *st, const struct row_chunk *c,
+    uint8_t *buf, struct objbuf *b, struct cs_err *e)
 {
 	char path[PATH_MAX];
 	uint8_t name[SHA_LEN];
 	struct stat sb;
 	int fd, rc = -1;
 
-	if (blob_path(st, c->sha, path, sizeof(path), e) < 0)
+	if (store_blob_path(st, c->sha, path, sizeof(path), e) < 0)
 		return -1;
-	if (obj_framed(st)) {
+	if (store_obj_framed(st)) {
 		if (sha_unhex(c->sha, name) < 0)
 			return cs_errf(e, "bad blob name");
-		return obj_load_buf(st, name, path, buf, (size_t)c->size, b,
-		    e);
+		return store_obj_load_buf(st, name, path, buf, (size_t)c->size,
+		    b, e);
 	}
 	if ((fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)) < 0) {
 		if (errno == ENOENT)
@@ -158,7 +158,7 @@ fview_read_chunk(struct store *st, const struct row_chunk *c, uint8_t *buf,
 	else if ((uint64_t)sb.st_size != c->size)
 		cs_errf(e, "size mismatch: expected %llu bytes, found %lld",
 		    (unsigned long long)c->size, (long long)sb.st_size);
-	else if (pread_all(fd, buf, (size_t)c->size, 0) < 0)
+	else if (fs_pread_all(fd, buf, (size_t)c->size, 0) < 0)
 		cs_errno(e, "read %s", path);
 	else
 		rc = 0;
@@ -167,7 +167,7 @@ fview_read_chunk(struct store *st, const struct row_chunk *c, uint8_t *buf,
 }
 
 int
-fview_row_ok(const struct row_agent *a, size_t i, uint64_t off)
+store_fview_row_ok(const struct row_agent *a, size_t i, uint64_t off)
 {
 	const struct row_chunk *c = &a->chunks[i];
 	uint64_t page = (uint64_t)sysconf(_SC_PAGESIZE);
@@ -177,7 +177,7 @@ fview_row_ok(const struct row_agent *a, size_t i, uint64_t off)
 }
 
 int
-fview_open(struct store *st, const struct row_agent *a, struct fview *v,
+store_fview_open(struct store *st, const struct row_agent *a, struct fview *v,
     chunk_problem_fn fn, void *ctx, struct cs_err *e)
 {
 	struct vopen o = { fn, ctx, e, 0, NULL };
@@ -206,16 +206,16 @@ fview_open(struct store *st, const struct row_agent *a, struct fview *v,
 		    (unsigned long long)a->size);
 	}
 	v->p = p;
-	if (fn != NULL && obj_framed(st) &&
+	if (fn != NULL && store_obj_framed(st) &&
 	    (v->damaged = calloc(a->nchunks + 1, 1)) == NULL) {
-		fview_close(v);
+		store_fview_close(v);
 		return cs_errf(e, "out of memory");
 	}
 	o.damaged = v->damaged;
 	/* The rows must tile [0, size): consecutive, page-aligned. */
 	for (i = 0; i < a->nchunks; i++) {
 		c = &a->chunks[i];
-		if (!fview_row_ok(a, i, off)) {
+		if (!store_fview_row_ok(a, i, off)) {
 			problem(&o, c, "malformed chunk row (idx, offset, size "
 			    "or sha256)");
 			break;
@@ -230,14 +230,14 @@ fview_open(struct store *st, const struct row_agent *a, struct fview *v,
 			    (unsigned long long)a->size);
 	}
 	if (o.nproblems > 0) {
-		fview_close(v);
+		store_fview_close(v);
 		return -1;
 	}
 	return 0;
 }
 
 void
-fview_close(struct fview *v)
+store_fview_close(struct fview *v)
 {
 	if (v->p != NULL)
 		munmap(v->p, v->maplen);

@@ -93,8 +93,8 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		fprintf(stderr, "fuzz_agent: %s\n", e.msg);
 		abort();
 	}
-	if ((a.ep = epoll_create1(EPOLL_CLOEXEC)) < 0 || inch_init(&a) < 0 ||
-	    outch_init(&a, &e) < 0)
+	if ((a.ep = epoll_create1(EPOLL_CLOEXEC)) < 0 ||
+	    agent_inch_init(&a) < 0 || agent_outch_init(&a, &e) < 0)
 		abort();
 	/* No real connects: the channels' sockets are the pairs below. */
 	for (d = 0; d < a.n; d++)
@@ -104,14 +104,14 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		    SOCK_CLOEXEC, 0, sv) < 0)
 			abort();
 		far[i] = sv[1];
-		c[i] = conn_new(&a, sv[0], i == 2 ? ROLE_PEER_OUT : ROLE_NEW,
-		    0);
+		c[i] = agent_conn_new(&a, sv[0],
+		    i == 2 ? ROLE_PEER_OUT : ROLE_NEW, 0);
 		if (c[i] == NULL)
 			abort();
 	}
 	c[2]->peer = 2;
 	a.out[2].conn = c[2];
-	outch_connected(&a, c[2]);
+	agent_outch_connected(&a, c[2]);
 
 	while (off + 2 <= size && !a.stop && !a.fatal) {
 		i = data[off] % NCONN;
@@ -123,7 +123,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			w = write(far[i], data + off, n);
 			if (w < 0 && errno != EAGAIN)
 				abort();
-			conn_event(&a, c[i], EPOLLIN);
+			agent_conn_event(&a, c[i], EPOLLIN);
 		}
 		off += n;
 		agent_commit(&a);
@@ -136,11 +136,11 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		agent_commit(&a);
 	for (i = 0; i < NCONN; i++)
 		if (!c[i]->dead)
-			conn_close(&a, c[i], NULL);
-	conn_reap(&a);
-	snap_free(&a);
-	outch_free(&a);
-	inch_free(&a);
+			agent_conn_close(&a, c[i], NULL);
+	agent_conn_reap(&a);
+	agent_snap_free(&a);
+	agent_outch_free(&a);
+	agent_inch_free(&a);
 	close(a.ep);
 	datalog_close(a.dl);
 	for (i = 0; i < NCONN; i++)

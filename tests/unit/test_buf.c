@@ -61,10 +61,10 @@ encoding_is_little_endian(void **state)
 	wbuf_put_u64(&w, 0x0102030405060708ull);
 	assert_int_equal(w.len, sizeof(want));
 	assert_memory_equal(w.data, want, sizeof(want));
-	le32_put(t, 0xa1b2c3d4);
+	buf_le32_put(t, 0xa1b2c3d4);
 	assert_int_equal(t[0], 0xd4);
 	assert_int_equal(t[3], 0xa1);
-	assert_int_equal(le32_get(t), 0xa1b2c3d4);
+	assert_int_equal(buf_le32_get(t), 0xa1b2c3d4);
 	wbuf_free(&w);
 }
 

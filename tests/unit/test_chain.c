@@ -186,11 +186,11 @@ records_carry_the_chain(void **state)
 	memset(r1, 0x77, sizeof(r1));
 	add_apply(&w, "C", 1, r1);
 	replay(&w, &st);
-	assert_memory_equal(wm_chain(&st.sent, "B"), c2, DL_CHAIN_LEN);
-	assert_memory_equal(wm_chain(&st.applied, "C"), r1, DL_CHAIN_LEN);
+	assert_memory_equal(dl_wm_chain(&st.sent, "B"), c2, DL_CHAIN_LEN);
+	assert_memory_equal(dl_wm_chain(&st.applied, "C"), r1, DL_CHAIN_LEN);
 	/* A channel without records is at its genesis. */
-	assert_memory_equal(wm_chain(&st.sent, "Z"), zeros, DL_CHAIN_LEN);
-	assert_memory_equal(wm_chain(&st.applied, "Z"), zeros, DL_CHAIN_LEN);
+	assert_memory_equal(dl_wm_chain(&st.sent, "Z"), zeros, DL_CHAIN_LEN);
+	assert_memory_equal(dl_wm_chain(&st.applied, "Z"), zeros, DL_CHAIN_LEN);
 	assert_int_equal(st.nsends, 2);
 	assert_memory_equal(st.sends[0].chain, c1, DL_CHAIN_LEN);
 	dl_state_free(&st);
@@ -215,16 +215,16 @@ old_records_without_chain_still_open(void **state)
 	add_send(&w, "B", 1, &m, NULL);
 	add_apply(&w, "C", 1, NULL);
 	replay(&w, &st);
-	assert_null(wm_chain(&st.sent, "B"));
-	assert_null(wm_chain(&st.applied, "C"));
-	assert_int_equal(wm_get(&st.sent, "B"), 1);
+	assert_null(dl_wm_chain(&st.sent, "B"));
+	assert_null(dl_wm_chain(&st.applied, "C"));
+	assert_int_equal(dl_wm_get(&st.sent, "B"), 1);
 	dl_state_free(&st);
 	/* The next SEND, with a chain from genesis, makes it known again. */
 	msg(&m, "bal", 1, 9);
 	assert_int_equal(chain_next(NULL, 2, m.data, m.len, c2), 0);
 	add_send(&w, "B", 2, &m, c2);
 	replay(&w, &st);
-	assert_memory_equal(wm_chain(&st.sent, "B"), c2, DL_CHAIN_LEN);
+	assert_memory_equal(dl_wm_chain(&st.sent, "B"), c2, DL_CHAIN_LEN);
 	dl_state_free(&st);
 	wbuf_free(&w);
 	wbuf_free(&m);
@@ -254,8 +254,8 @@ add_send_tail(struct wbuf *w, const struct wbuf *m, size_t tail)
 		wbuf_put_u8(&p, 0);
 	assert_false(p.oom);
 	n = p.len - DL_REC_HDR_LEN;
-	le32_put(hdr, (uint32_t)n);
-	le32_put(hdr + 4, crc32_gzip_refl(0, p.data + DL_REC_HDR_LEN, n));
+	buf_le32_put(hdr, (uint32_t)n);
+	buf_le32_put(hdr + 4, crc32_gzip_refl(0, p.data + DL_REC_HDR_LEN, n));
 	wbuf_put_raw(w, hdr, sizeof(hdr));
 	wbuf_put_raw(w, p.data + DL_REC_HDR_LEN, n);
 	wbuf_free(&p);
@@ -289,7 +289,7 @@ trailing_bytes_other_than_a_chain_are_corrupt(void **state)
 	image_init(&w);
 	add_send_tail(&w, &m, DL_CHAIN_LEN);
 	replay(&w, &st);
-	assert_memory_equal(wm_chain(&st.sent, "B"), zeros, DL_CHAIN_LEN);
+	assert_memory_equal(dl_wm_chain(&st.sent, "B"), zeros, DL_CHAIN_LEN);
 	dl_state_free(&st);
 	wbuf_free(&w);
 	wbuf_free(&m);
@@ -313,7 +313,7 @@ ack_keeps_the_chain_at_the_acknowledged_seq(void **state)
 	add_ack(&w, "B", 1);
 	replay(&w, &st);
 	assert_int_equal(st.nsends, 2);
-	assert_memory_equal(wm_chain(&st.acked, "B"), c[1], DL_CHAIN_LEN);
+	assert_memory_equal(dl_wm_chain(&st.acked, "B"), c[1], DL_CHAIN_LEN);
 	assert_int_equal(chain_sent_at(&st, "B", 0, &got), 0);
 	for (s = 1; s <= 3; s++) {
 		assert_int_equal(chain_sent_at(&st, "B", s, &got), 1);
@@ -362,8 +362,8 @@ receiver_replay_meets_the_sender(void **state)
 	}
 	replay(&ws, &snd);
 	replay(&wr, &rcv);
-	assert_int_equal(chain_check(&snd, "B", wm_get(&rcv.applied, "A"),
-	    wm_chain(&rcv.applied, "A"), why, sizeof(why)), CHAIN_OK);
+	assert_int_equal(chain_check(&snd, "B", dl_wm_get(&rcv.applied, "A"),
+	    dl_wm_chain(&rcv.applied, "A"), why, sizeof(why)), CHAIN_OK);
 	dl_state_free(&snd);
 	dl_state_free(&rcv);
 	wbuf_free(&ws);
@@ -408,8 +408,8 @@ upgrade_mid_channel_ends_agree(void **state)
 	add_apply(&wr, "A", 3, r3);
 	replay(&ws, &snd);
 	replay(&wr, &rcv);
-	assert_int_equal(chain_check(&snd, "B", wm_get(&rcv.applied, "A"),
-	    wm_chain(&rcv.applied, "A"), why, sizeof(why)), CHAIN_OK);
+	assert_int_equal(chain_check(&snd, "B", dl_wm_get(&rcv.applied, "A"),
+	    dl_wm_chain(&rcv.applied, "A"), why, sizeof(why)), CHAIN_OK);
 	dl_state_free(&snd);
 	dl_state_free(&rcv);
 	wbuf_free(&ws);

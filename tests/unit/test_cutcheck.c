@@ -12,7 +12,7 @@
 #include "../../store/cutcheck.h"
 #include "unit.h"
 
-/* Run cut_check on A->B and check the count it returns equals the lines
+/* Run store_cut_check on A->B and check the count it returns equals the lines
  * it reported. */
 static int
 check(uint64_t sent, uint64_t applied, const uint64_t *seqs, size_t n,
@@ -22,7 +22,7 @@ check(uint64_t sent, uint64_t applied, const uint64_t *seqs, size_t n,
 	int rc;
 
 	memset(p, 0, sizeof(*p));
-	rc = cut_check(&ch, unit_collect, p);
+	rc = store_cut_check(&ch, unit_collect, p);
 	assert_int_equal(rc, p->n);
 	return rc;
 }
@@ -141,7 +141,7 @@ mixed_moments_and_extremes(void **state)
 	{
 		struct cut_channel ch = { "A", "B", 1, 0, NULL, 0 };
 
-		assert_int_equal(cut_check(&ch, NULL, NULL), 1);
+		assert_int_equal(store_cut_check(&ch, NULL, NULL), 1);
 	}
 }
 
@@ -153,20 +153,25 @@ unlisted_pair(void **state)
 
 	(void)state;
 	memset(&p, 0, sizeof(p));
-	assert_int_equal(cut_check_unlisted("A", "B", 0, 0, unit_collect, &p), 0);
-	assert_int_equal(cut_check_unlisted("A", "B", 4, 4, unit_collect, &p), 0);
+	assert_int_equal(store_cut_check_unlisted("A", "B", 0, 0, unit_collect,
+	    &p), 0);
+	assert_int_equal(store_cut_check_unlisted("A", "B", 4, 4, unit_collect,
+	    &p), 0);
 	assert_int_equal(p.n, 0);
-	assert_int_equal(cut_check_unlisted("A", "B", 1, 0, unit_collect, &p), 1);
+	assert_int_equal(store_cut_check_unlisted("A", "B", 1, 0, unit_collect,
+	    &p), 1);
 	assert_string_equal(p.line[0], "channel A->B: not a channel of the "
 	    "config, but 1 message is in flight on it (sent 1, applied 0) "
 	    "that the cut does not hold: restore the channel in the config, "
 	    "or drain it first");
-	assert_int_equal(cut_check_unlisted("A", "B", 5, 2, unit_collect, &p), 1);
+	assert_int_equal(store_cut_check_unlisted("A", "B", 5, 2, unit_collect,
+	    &p), 1);
 	assert_string_equal(p.line[1], "channel A->B: not a channel of the "
 	    "config, but 3 messages are in flight on it (sent 5, applied 2) "
 	    "that the cut does not hold: restore the channel in the config, "
 	    "or drain it first");
-	assert_int_equal(cut_check_unlisted("A", "B", 0, 2, unit_collect, &p), 1);
+	assert_int_equal(store_cut_check_unlisted("A", "B", 0, 2, unit_collect,
+	    &p), 1);
 	assert_string_equal(p.line[2], "channel A->B: not a channel of the "
 	    "config, but applied 2 > sent 0 (receive without send)");
 	assert_int_equal(p.n, 3);

@@ -129,8 +129,8 @@ put_header(struct wbuf *w)
 	uint8_t h[DL_HEADER_LEN];
 
 	memcpy(h, "CUTSNAPL", 8);
-	le32_put(h + 8, 2);
-	le32_put(h + 12, 0);
+	buf_le32_put(h + 8, 2);
+	buf_le32_put(h + 12, 0);
 	wbuf_put_raw(w, h, sizeof(h));
 }
 
@@ -213,10 +213,10 @@ replay_round_trips_every_record_type(void **state)
 	assert_int_equal(kvmap_count(st.kv), 1);
 	expect_val(&st, "a", "85");
 	expect_absent(&st, "tmp");
-	assert_int_equal(wm_get(&st.sent, "B"), 2);
-	assert_int_equal(wm_get(&st.applied, "C"), 1);
-	assert_int_equal(wm_get(&st.acked, "B"), 1);
-	assert_int_equal(wm_get(&st.sent, "C"), 0);
+	assert_int_equal(dl_wm_get(&st.sent, "B"), 2);
+	assert_int_equal(dl_wm_get(&st.applied, "C"), 1);
+	assert_int_equal(dl_wm_get(&st.acked, "B"), 1);
+	assert_int_equal(dl_wm_get(&st.sent, "C"), 0);
 	/* The ACK dropped send 1; send 2 is still unacknowledged. */
 	assert_int_equal(st.nsends, 1);
 	assert_string_equal(st.sends[0].peer, "B");
@@ -247,9 +247,9 @@ encoding_matches_the_documented_layout(void **state)
 	dl_encode(&w, &r);
 	/* len = type(1) + str "B"(4+1) + u64(8) = 14 */
 	assert_int_equal(w.len, DL_REC_HDR_LEN + 14);
-	assert_int_equal(le32_get(w.data), 14);
+	assert_int_equal(buf_le32_get(w.data), 14);
 	assert_int_equal(w.data[8], DL_ACK);
-	assert_int_equal(le32_get(w.data + 9), 1);
+	assert_int_equal(buf_le32_get(w.data + 9), 1);
 	assert_int_equal(w.data[13], 'B');
 	assert_int_equal(w.data[14], 7);
 	wbuf_free(&w);
@@ -334,7 +334,7 @@ state_check_enforces_names_and_caps(void **state)
 	assert_int_equal(dl_state_apply(&st, &r, &e), -1);
 	assert_int_equal(st.records, 0);
 	assert_int_equal(kvmap_count(st.kv), 0);
-	assert_int_equal(wm_get(&st.applied, "C"), 0);
+	assert_int_equal(dl_wm_get(&st.applied, "C"), 0);
 	dl_state_free(&st);
 }
 
@@ -358,7 +358,7 @@ older_ack_is_accepted_and_ignored(void **state)
 	assert_int_equal(st.sends[0].seq, 3);
 	r = rec_ack("B", 1);
 	assert_int_equal(dl_state_apply(&st, &r, &e), 0);
-	assert_int_equal(wm_get(&st.acked, "B"), 2);
+	assert_int_equal(dl_wm_get(&st.acked, "B"), 2);
 	assert_int_equal(st.nsends, 1);
 	assert_int_equal(st.records, 5);
 	dl_state_free(&st);
@@ -514,7 +514,7 @@ torn_tail_at_every_offset_is_cut(void **state)
 		expect_val(st, "a", "90");
 		expect_val(st, "b", "5");
 		expect_absent(st, "last");
-		assert_int_equal(wm_get(&st->sent, "B"), 1);
+		assert_int_equal(dl_wm_get(&st->sent, "B"), 1);
 		datalog_close(dl);
 
 		assert_int_equal(dl_state_init(&off_st, 0), 0);
@@ -675,7 +675,7 @@ every_record_boundary_prefix_replays(void **state)
 	assert_int_equal(dl_replay(w.data, offs[3], "p", 0, &st, NULL, &e), 0);
 	expect_val(&st, "a", "90");
 	expect_val(&st, "tmp", "x");
-	assert_int_equal(wm_get(&st.sent, "B"), 1);
+	assert_int_equal(dl_wm_get(&st.sent, "B"), 1);
 	assert_int_equal(st.nsends, 1);
 	dl_state_free(&st);
 	wbuf_free(&w);
@@ -709,7 +709,7 @@ expect_sends_read_back(struct datalog *dl, const char *dst, uint64_t lo,
     uint64_t hi)
 {
 	const struct dl_state *st = datalog_state(dl);
-	uint64_t off = wm_get(&st->sendoff, dst), seq;
+	uint64_t off = dl_wm_get(&st->sendoff, dst), seq;
 	struct seen s = { { 0 }, 0 };
 	struct cs_err e;
 
@@ -729,7 +729,7 @@ expect_prefix_sha_is_file_sha(struct datalog *dl, const char *path)
 	struct cs_err e;
 	size_t len;
 
-	assert_int_equal(read_file(path, 1u << 24, &data, &len, &e), 0);
+	assert_int_equal(fs_read_file(path, 1u << 24, &data, &len, &e), 0);
 	assert_int_equal(len, datalog_end(dl));
 	assert_int_equal(sha256_buf(data, len, want), 0);
 	assert_int_equal(datalog_prefix_sha(dl, got), 0);
@@ -779,7 +779,8 @@ live_appends_sync_reopen_and_hash(void **state)
 		uint8_t *data;
 		size_t len;
 
-		assert_int_equal(read_file(path, 1u << 20, &data, &len, &e), 0);
+		assert_int_equal(fs_read_file(path, 1u << 20, &data, &len, &e),
+		    0);
 		assert_int_equal(len, w.len);
 		assert_memory_equal(data, w.data, len);
 		free(data);
@@ -801,8 +802,8 @@ live_appends_sync_reopen_and_hash(void **state)
 	assert_int_equal(datalog_end(dl), w.len);
 	assert_int_equal(st->records, n);
 	expect_val(st, "a", "85");
-	assert_int_equal(wm_get(&st->sent, "B"), 2);
-	assert_int_equal(wm_get(&st->applied, "C"), 1);
+	assert_int_equal(dl_wm_get(&st->sent, "B"), 2);
+	assert_int_equal(dl_wm_get(&st->applied, "C"), 1);
 	/* A live file keeps no sends in memory: they are read back. */
 	assert_int_equal(st->nsends, 0);
 	expect_sends_read_back(dl, "B", 2, 2);
@@ -859,7 +860,7 @@ sends_are_read_back_from_the_file(void **state)
 		r = rec_send("C", (uint64_t)i, "a", "80", m);
 		assert_int_equal(datalog_append(dl, &r, &e), 0);
 	}
-	off = wm_get(&datalog_state(dl)->sendoff, "B");
+	off = dl_wm_get(&datalog_state(dl)->sendoff, "B");
 	assert_int_equal(datalog_state(dl)->nsends, 0);
 
 	/* Not durable yet: nothing is read, the cursor stays. */
@@ -867,7 +868,7 @@ sends_are_read_back_from_the_file(void **state)
 	assert_int_equal(datalog_read_sends(dl, "B", &off, 1, note_until, &s,
 	    &e), 0);
 	assert_int_equal(s.n, 0);
-	assert_int_equal(off, wm_get(&datalog_state(dl)->sendoff, "B"));
+	assert_int_equal(off, dl_wm_get(&datalog_state(dl)->sendoff, "B"));
 
 	/* Durable: B's sends from 2 on, two at a time. */
 	assert_int_equal(datalog_sync(dl, &e), 0);
@@ -893,7 +894,7 @@ sends_are_read_back_from_the_file(void **state)
 	r = rec_send("B", 5, "a", "70", "msg-5");
 	assert_int_equal(datalog_append(dl, &r, &e), 0);
 	assert_int_equal(datalog_sync(dl, &e), 0);
-	assert_int_equal(wm_get(&datalog_state(dl)->sendoff, "B"),
+	assert_int_equal(dl_wm_get(&datalog_state(dl)->sendoff, "B"),
 	    datalog_last_off(dl));
 
 	/* A damaged record is an error, never skipped. */
@@ -939,7 +940,7 @@ chains_of_unacknowledged_sends_are_read_back(void **state)
 	r.chain = ch[2];
 	assert_int_equal(datalog_append(dl, &r, &e), 0);
 	assert_int_equal(datalog_sync(dl, &e), 0);
-	assert_memory_equal(wm_chain(&datalog_state(dl)->acked, "B"), ch[2],
+	assert_memory_equal(dl_wm_chain(&datalog_state(dl)->acked, "B"), ch[2],
 	    DL_CHAIN_LEN);
 	for (i = 2; i <= 5; i++) {
 		assert_int_equal(chain_sent_at(datalog_state(dl), "B",
@@ -953,7 +954,7 @@ chains_of_unacknowledged_sends_are_read_back(void **state)
 
 	/* Reopened, the ACK record's chain comes back with it. */
 	assert_int_equal(datalog_open(path, &dl, &e), 0);
-	assert_memory_equal(wm_chain(&datalog_state(dl)->acked, "B"), ch[2],
+	assert_memory_equal(dl_wm_chain(&datalog_state(dl)->acked, "B"), ch[2],
 	    DL_CHAIN_LEN);
 	assert_int_equal(chain_sent_at(datalog_state(dl), "B", 3, &got), 1);
 	assert_memory_equal(got, ch[3], DL_CHAIN_LEN);
@@ -1061,7 +1062,7 @@ dead_letters_round_trip_and_replay(void **state)
 		assert_int_equal(st.ndead, k < 3 ? 0 : k < 4 ? 1 : 2);
 		assert_int_equal(st.nopen, k < 3 ? 0 : k < 4 ? 1 : k < 6 ? 2 :
 		    k < 7 ? 1 : 0);
-		assert_int_equal(wm_get(&st.applied, "C"),
+		assert_int_equal(dl_wm_get(&st.applied, "C"),
 		    k < 2 ? 0 : k < 3 ? 1 : k < 4 ? 2 : 3);
 		dl_state_free(&st);
 	}
@@ -1088,7 +1089,7 @@ dead_letters_round_trip_and_replay(void **state)
 	assert_null(dl_dead_find(&st, "C", 1));
 	assert_null(dl_dead_find(&st, "B", 2));
 	/* The refund is a send on self->C, kept until acknowledged. */
-	assert_int_equal(wm_get(&st.sent, "C"), 1);
+	assert_int_equal(dl_wm_get(&st.sent, "C"), 1);
 	assert_int_equal(st.nsends, 1);
 	assert_string_equal(st.sends[0].peer, "C");
 	assert_int_equal(st.sends[0].seq, 1);
@@ -1174,13 +1175,14 @@ torn_dead_letter_records_are_cut(void **state)
 			st = datalog_state(dl);
 			if (which == 2) {
 				assert_int_equal(st->ndead, 0);
-				assert_int_equal(wm_get(&st->applied, "C"), 1);
+				assert_int_equal(dl_wm_get(&st->applied, "C"),
+				    1);
 			} else {
 				assert_int_equal(st->ndead, 2);
 				assert_int_equal(st->nopen, 1);
 				assert_int_equal(dl_dead_find(st, "C",
 				    3)->resolved, 0);
-				assert_int_equal(wm_get(&st->sent, "C"), 0);
+				assert_int_equal(dl_wm_get(&st->sent, "C"), 0);
 			}
 			datalog_close(dl);
 		}
@@ -1224,10 +1226,10 @@ dead_letter_records_carry_the_chain(void **state)
 	assert_memory_equal(w.data + offs[2] - DL_CHAIN_LEN, c2, DL_CHAIN_LEN);
 	assert_int_equal(dl_state_init(&st, 0), 0);
 	assert_int_equal(dl_replay(w.data, w.len, "c", 0, &st, NULL, &e), 0);
-	assert_non_null(wm_chain(&st.applied, "C"));
-	assert_memory_equal(wm_chain(&st.applied, "C"), c1, DL_CHAIN_LEN);
-	assert_non_null(wm_chain(&st.sent, "C"));
-	assert_memory_equal(wm_chain(&st.sent, "C"), c2, DL_CHAIN_LEN);
+	assert_non_null(dl_wm_chain(&st.applied, "C"));
+	assert_memory_equal(dl_wm_chain(&st.applied, "C"), c1, DL_CHAIN_LEN);
+	assert_non_null(dl_wm_chain(&st.sent, "C"));
+	assert_memory_equal(dl_wm_chain(&st.sent, "C"), c2, DL_CHAIN_LEN);
 	assert_int_equal(st.sends[0].chain_known, 1);
 	dl_state_free(&st);
 	/* Without it (as an older writer would), the chain is unknown. */
@@ -1236,7 +1238,7 @@ dead_letter_records_carry_the_chain(void **state)
 	build(&w, rs, 1, NULL);
 	assert_int_equal(dl_state_init(&st, 0), 0);
 	assert_int_equal(dl_replay(w.data, w.len, "c", 0, &st, NULL, &e), 0);
-	assert_null(wm_chain(&st.applied, "C"));
+	assert_null(dl_wm_chain(&st.applied, "C"));
 	dl_state_free(&st);
 	wbuf_free(&w);
 }
@@ -1262,7 +1264,7 @@ live_file_reads_a_refund_back(void **state)
 	assert_int_equal(datalog_append(dl, &d, &e), 0);
 	assert_int_equal(datalog_append(dl, &r, &e), 0);
 	assert_int_equal(datalog_sync(dl, &e), 0);
-	assert_int_equal(wm_get(&datalog_state(dl)->sent, "C"), 1);
+	assert_int_equal(dl_wm_get(&datalog_state(dl)->sent, "C"), 1);
 	assert_int_equal(datalog_read_sends(dl, "C", &off, 1, note_send, &sn,
 	    &e), 0);
 	assert_int_equal(sn.n, 1);
@@ -1270,7 +1272,7 @@ live_file_reads_a_refund_back(void **state)
 	datalog_close(dl);
 	assert_int_equal(datalog_open(path, &dl, &e), 0);
 	assert_int_equal(datalog_state(dl)->nopen, 0);
-	off = wm_get(&datalog_state(dl)->sendoff, "C");
+	off = dl_wm_get(&datalog_state(dl)->sendoff, "C");
 	assert_true(off >= DL_HEADER_LEN);
 	sn.n = 0;
 	assert_int_equal(datalog_read_sends(dl, "C", &off, 1, note_send, &sn,
@@ -1367,7 +1369,7 @@ new_files_are_version_2(void **state)
 	assert_int_equal(fread(hdr, 1, sizeof(hdr), f), sizeof(hdr));
 	fclose(f);
 	assert_memory_equal(hdr, "CUTSNAPL", 8);
-	assert_int_equal(le32_get(hdr + 8), 2);
+	assert_int_equal(buf_le32_get(hdr + 8), 2);
 	unlink(path);
 }
 
@@ -1397,7 +1399,7 @@ version_1_files_open_and_take_dead_letters(void **state)
 	datalog_close(dl);
 	assert_int_equal(datalog_open(path, &dl, &e), 0);
 	assert_int_equal(datalog_state(dl)->nopen, 1);
-	assert_int_equal(wm_get(&datalog_state(dl)->applied, "C"), 2);
+	assert_int_equal(dl_wm_get(&datalog_state(dl)->applied, "C"), 2);
 	assert_int_equal(datalog_state(dl)->records, n + 1);
 	datalog_close(dl);
 	unlink(path);

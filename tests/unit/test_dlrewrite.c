@@ -89,7 +89,7 @@ static void
 dead_letter(struct datalog *dl, int how)
 {
 	const struct dl_state *st = datalog_state(dl);
-	uint64_t seq = wm_get(&st->applied, "C") + 1;
+	uint64_t seq = dl_wm_get(&st->applied, "C") + 1;
 	uint8_t chain[DL_CHAIN_LEN];
 	struct dl_record r = { .type = DL_DEAD };
 	struct cs_err e;
@@ -119,7 +119,7 @@ dead_letter(struct datalog *dl, int how)
 		r.val = (const uint8_t *)"7";
 		r.vlen = 1;
 	} else {
-		r.sseq = wm_get(&st->sent, "C") + 1;
+		r.sseq = dl_wm_get(&st->sent, "C") + 1;
 		snprintf(msg, sizeof(msg), "refund %llu",
 		    (unsigned long long)seq);
 		r.msg = (const uint8_t *)msg;
@@ -136,10 +136,10 @@ static void
 history(struct datalog *dl, int rounds)
 {
 	char k[32], v[256];
-	uint64_t s = datalog_state(dl)->sent.n ? wm_get(&datalog_state(dl)->sent,
+	uint64_t s = datalog_state(dl)->sent.n ? dl_wm_get(&datalog_state(dl)->sent,
 	    "B") : 0;
-	uint64_t sc = wm_get(&datalog_state(dl)->sent, "C");
-	uint64_t ab = wm_get(&datalog_state(dl)->applied, "B");
+	uint64_t sc = dl_wm_get(&datalog_state(dl)->sent, "C");
+	uint64_t ab = dl_wm_get(&datalog_state(dl)->applied, "B");
 	int i;
 
 	for (i = 0; i < rounds; i++) {
@@ -158,13 +158,13 @@ history(struct datalog *dl, int rounds)
 		if (i % 9 == 0)
 			dead_letter(dl, i % 27 == 0 ? DL_RESOLVE_REFUND :
 			    i % 27 == 9 ? DL_RESOLVE_RETRY : 0);
-		sc = wm_get(&datalog_state(dl)->sent, "C");
+		sc = dl_wm_get(&datalog_state(dl)->sent, "C");
 	}
 	put(dl, "gone", "x");
 	del(dl, "gone");
 	chan(dl, DL_ACK, "B", s - 3, NULL, NULL);	/* 3 unacknowledged */
 	chan(dl, DL_ACK, "C", sc, NULL, NULL);
-	chan(dl, DL_APPLY, "C", wm_get(&datalog_state(dl)->applied, "C") + 1,
+	chan(dl, DL_APPLY, "C", dl_wm_get(&datalog_state(dl)->applied, "C") + 1,
 	    "from_c", "1");
 }
 
@@ -251,10 +251,10 @@ add_sends(struct datalog *dl, char **s, size_t *n)
 
 	assert_int_equal(datalog_sync(dl, &e), 0);
 	for (i = 0; i < st->sent.n; i++) {
-		acked = wm_get(&st->acked, st->sent.v[i].peer);
+		acked = dl_wm_get(&st->acked, st->sent.v[i].peer);
 		if (st->sent.v[i].seq <= acked)
 			continue;
-		off = wm_get(&st->sendoff, st->sent.v[i].peer);
+		off = dl_wm_get(&st->sendoff, st->sent.v[i].peer);
 		if (off < DL_HEADER_LEN)
 			off = DL_HEADER_LEN;
 		c.s = s;
@@ -378,8 +378,8 @@ test_rewrite_keeps_state(void **state)
 	assert_true(res.base <= res.after);
 	assert_int_equal(unit_file_size(unit_data), res.after);
 	assert_int_equal(datalog_state(dl)->gen, 1);
-	assert_int_equal(wm_get(&datalog_state(dl)->sent, "B") -
-	    wm_get(&datalog_state(dl)->acked, "B"), 3);
+	assert_int_equal(dl_wm_get(&datalog_state(dl)->sent, "B") -
+	    dl_wm_get(&datalog_state(dl)->acked, "B"), 3);
 	assert_non_null(strstr(after, "send B "));
 	/* Dead letters of every kind made it: one every 9 rounds (34, and
 	 * one in the tail), 13 refunded and 11 retried. */
@@ -491,7 +491,7 @@ test_abort_changes_nothing(void **state)
 	assert_string_equal(before, after);
 	datalog_close(dl);
 	/* A new file a killed compaction left is removed by the next open. */
-	assert_int_equal(atomic_write_file(tmp, "junk", 4, 0600, &e), 0);
+	assert_int_equal(fs_atomic_write_file(tmp, "junk", 4, 0600, &e), 0);
 	assert_int_equal(datalog_open(unit_data, &dl, &e), 0);
 	assert_int_equal(access(tmp, F_OK), -1);
 	datalog_close(dl);
@@ -532,7 +532,7 @@ test_base_records_only_in_base(void **state)
 	assert_int_equal(dl_state_check(&st, &r, &e), -1);	/* gap */
 	r.seq = 6;
 	assert_int_equal(dl_state_apply(&st, &r, &e), 0);
-	assert_int_equal(wm_get(&st.sent, "B"), 6);
+	assert_int_equal(dl_wm_get(&st.sent, "B"), 6);
 	r = (struct dl_record){ .type = DL_DEL, .key = (const uint8_t *)"x",
 	    .klen = 1 };
 	assert_int_equal(dl_state_apply(&st, &r, &e), 0);	/* closes */

@@ -24,7 +24,7 @@ slurp(const char *path, char *out, size_t outsz)
 	uint8_t *p;
 	size_t n;
 
-	assert_int_equal(read_file(path, outsz - 1, &p, &n, NULL), 0);
+	assert_int_equal(fs_read_file(path, outsz - 1, &p, &n, NULL), 0);
 	memcpy(out, p, n);
 	out[n] = '\0';
 	free(p);
@@ -55,15 +55,15 @@ atomic_write_creates_and_replaces(void **state)
 
 	(void)state;
 	snprintf(path, sizeof(path), "%s/f", unit_dir);
-	assert_int_equal(atomic_write_file(path, "first", 5, 0600, &e), 0);
+	assert_int_equal(fs_atomic_write_file(path, "first", 5, 0600, &e), 0);
 	slurp(path, got, sizeof(got));
 	assert_string_equal(got, "first");
 	assert_int_equal(stat(path, &st), 0);
 	assert_int_equal(st.st_mode & 0777, 0600);
-	assert_int_equal(atomic_write_file(path, "second!", 7, 0600, &e), 0);
+	assert_int_equal(fs_atomic_write_file(path, "second!", 7, 0600, &e), 0);
 	slurp(path, got, sizeof(got));
 	assert_string_equal(got, "second!");
-	assert_int_equal(atomic_write_file(path, "", 0, 0600, &e), 0);
+	assert_int_equal(fs_atomic_write_file(path, "", 0, 0600, &e), 0);
 	slurp(path, got, sizeof(got));
 	assert_string_equal(got, "");
 	/* No temp file is left behind. */
@@ -84,9 +84,9 @@ atomic_write_never_follows_a_planted_temp_link(void **state)
 	snprintf(path, sizeof(path), "%s/g", unit_dir);
 	snprintf(victim, sizeof(victim), "%s/victim", unit_dir);
 	snprintf(tmp, sizeof(tmp), "%s.tmp.%ld", path, (long)getpid());
-	assert_int_equal(atomic_write_file(victim, "keep", 4, 0600, &e), 0);
+	assert_int_equal(fs_atomic_write_file(victim, "keep", 4, 0600, &e), 0);
 	assert_int_equal(symlink(victim, tmp), 0);
-	assert_int_equal(atomic_write_file(path, "mine", 4, 0600, &e), 0);
+	assert_int_equal(fs_atomic_write_file(path, "mine", 4, 0600, &e), 0);
 	slurp(path, got, sizeof(got));
 	assert_string_equal(got, "mine");
 	slurp(victim, got, sizeof(got));
@@ -95,7 +95,7 @@ atomic_write_never_follows_a_planted_temp_link(void **state)
 	assert_int_equal(unlink(tmp), 0);
 }
 
-/* remove_stale_temps removes PATH.tmp.* (a link itself, never what it
+/* fs_remove_stale_temps removes PATH.tmp.* (a link itself, never what it
  * names) and nothing else. */
 static void
 remove_stale_temps_removes_only_its_own(void **state)
@@ -107,16 +107,16 @@ remove_stale_temps_removes_only_its_own(void **state)
 	(void)state;
 	snprintf(path, sizeof(path), "%s/h", unit_dir);
 	snprintf(victim, sizeof(victim), "%s/victim2", unit_dir);
-	assert_int_equal(atomic_write_file(victim, "keep", 4, 0600, &e), 0);
+	assert_int_equal(fs_atomic_write_file(victim, "keep", 4, 0600, &e), 0);
 	snprintf(p, sizeof(p), "%s.tmp.123", path);
-	assert_int_equal(atomic_write_file(p, "x", 1, 0600, &e), 0);
+	assert_int_equal(fs_atomic_write_file(p, "x", 1, 0600, &e), 0);
 	snprintf(p, sizeof(p), "%s.tmp.aB3xYz", path);
 	assert_int_equal(symlink(victim, p), 0);
 	snprintf(p, sizeof(p), "%s/hx.tmp.1", unit_dir);
-	assert_int_equal(atomic_write_file(p, "x", 1, 0600, &e), 0);
+	assert_int_equal(fs_atomic_write_file(p, "x", 1, 0600, &e), 0);
 	snprintf(p, sizeof(p), "%s.tmpx", path);
-	assert_int_equal(atomic_write_file(p, "x", 1, 0600, &e), 0);
-	assert_int_equal(remove_stale_temps(path, &e), 0);
+	assert_int_equal(fs_atomic_write_file(p, "x", 1, 0600, &e), 0);
+	assert_int_equal(fs_remove_stale_temps(path, &e), 0);
 	assert_int_equal(count_prefixed("h.tmp."), 0);
 	assert_int_equal(count_prefixed("hx.tmp.1"), 1);
 	assert_int_equal(count_prefixed("h.tmpx"), 1);
@@ -124,7 +124,7 @@ remove_stale_temps_removes_only_its_own(void **state)
 	assert_string_equal(got, "keep");
 	/* A missing directory has nothing to clean. */
 	snprintf(p, sizeof(p), "%s/none/h", unit_dir);
-	assert_int_equal(remove_stale_temps(p, &e), 0);
+	assert_int_equal(fs_remove_stale_temps(p, &e), 0);
 }
 
 static void
@@ -135,7 +135,7 @@ atomic_write_into_missing_dir_fails(void **state)
 
 	(void)state;
 	snprintf(path, sizeof(path), "%s/nope/f", unit_dir);
-	assert_int_equal(atomic_write_file(path, "x", 1, 0600, &e), -1);
+	assert_int_equal(fs_atomic_write_file(path, "x", 1, 0600, &e), -1);
 	assert_non_null(strstr(e.msg, "No such file or directory"));
 }
 
@@ -148,19 +148,19 @@ mkdir_p_creates_nested_and_is_idempotent(void **state)
 
 	(void)state;
 	snprintf(path, sizeof(path), "%s/a/b//c/", unit_dir);
-	assert_int_equal(mkdir_p(path, 0700, &e), 0);
+	assert_int_equal(fs_mkdir_p(path, 0700, &e), 0);
 	assert_int_equal(stat(path, &st), 0);
 	assert_true(S_ISDIR(st.st_mode));
 	assert_int_equal(st.st_mode & 0777, 0700);
-	assert_int_equal(mkdir_p(path, 0700, &e), 0);
+	assert_int_equal(fs_mkdir_p(path, 0700, &e), 0);
 	/* A component that is a file. */
 	snprintf(file, sizeof(file), "%s/a/file", unit_dir);
-	assert_int_equal(atomic_write_file(file, "x", 1, 0600, &e), 0);
+	assert_int_equal(fs_atomic_write_file(file, "x", 1, 0600, &e), 0);
 	snprintf(path, sizeof(path), "%s/a/file/d", unit_dir);
-	assert_int_equal(mkdir_p(path, 0700, &e), -1);
-	assert_int_equal(mkdir_p(file, 0700, &e), -1);
+	assert_int_equal(fs_mkdir_p(path, 0700, &e), -1);
+	assert_int_equal(fs_mkdir_p(file, 0700, &e), -1);
 	assert_non_null(strstr(e.msg, "not a directory"));
-	assert_int_equal(mkdir_p("", 0700, &e), -1);
+	assert_int_equal(fs_mkdir_p("", 0700, &e), -1);
 }
 
 static void
@@ -176,22 +176,22 @@ read_file_enforces_cap(void **state)
 	assert_non_null(big);
 	memset(big, 'z', 10000);
 	snprintf(path, sizeof(path), "%s/r", unit_dir);
-	assert_int_equal(atomic_write_file(path, big, 10000, 0600, &e), 0);
-	assert_int_equal(read_file(path, 10000, &p, &n, &e), 0);
+	assert_int_equal(fs_atomic_write_file(path, big, 10000, 0600, &e), 0);
+	assert_int_equal(fs_read_file(path, 10000, &p, &n, &e), 0);
 	assert_int_equal(n, 10000);
 	assert_memory_equal(p, big, 10000);
 	free(p);
-	assert_int_equal(read_file(path, 9999, &p, &n, &e), -1);
+	assert_int_equal(fs_read_file(path, 9999, &p, &n, &e), -1);
 	assert_null(p);
 	assert_non_null(strstr(e.msg, "larger than 9999 bytes"));
-	assert_int_equal(read_file(path, 0, &p, &n, &e), -1);
+	assert_int_equal(fs_read_file(path, 0, &p, &n, &e), -1);
 	/* An empty file under a zero cap is fine. */
-	assert_int_equal(atomic_write_file(path, "", 0, 0600, &e), 0);
-	assert_int_equal(read_file(path, 0, &p, &n, &e), 0);
+	assert_int_equal(fs_atomic_write_file(path, "", 0, 0600, &e), 0);
+	assert_int_equal(fs_read_file(path, 0, &p, &n, &e), 0);
 	assert_int_equal(n, 0);
 	free(p);
 	snprintf(path, sizeof(path), "%s/missing", unit_dir);
-	assert_int_equal(read_file(path, 10, &p, &n, &e), -1);
+	assert_int_equal(fs_read_file(path, 10, &p, &n, &e), -1);
 	assert_non_null(strstr(e.msg, "No such file or directory"));
 	free(big);
 }
@@ -206,14 +206,14 @@ pread_all_fails_at_eof(void **state)
 
 	(void)state;
 	snprintf(path, sizeof(path), "%s/p", unit_dir);
-	assert_int_equal(atomic_write_file(path, "0123456789", 10, 0600, &e),
+	assert_int_equal(fs_atomic_write_file(path, "0123456789", 10, 0600, &e),
 	    0);
 	fd = open(path, O_RDONLY);
 	assert_true(fd != -1);
-	assert_int_equal(pread_all(fd, b, 4, 6), 0);
+	assert_int_equal(fs_pread_all(fd, b, 4, 6), 0);
 	assert_memory_equal(b, "6789", 4);
 	errno = 0;
-	assert_int_equal(pread_all(fd, b, 5, 6), -1);
+	assert_int_equal(fs_pread_all(fd, b, 5, 6), -1);
 	assert_int_equal(errno, ENODATA);
 	close(fd);
 }
@@ -224,13 +224,13 @@ dirname_cases(void **state)
 	char out[PATH_MAX];
 
 	(void)state;
-	path_dirname("a.data", out, sizeof(out));
+	fs_path_dirname("a.data", out, sizeof(out));
 	assert_string_equal(out, ".");
-	path_dirname("/x.data", out, sizeof(out));
+	fs_path_dirname("/x.data", out, sizeof(out));
 	assert_string_equal(out, "/");
-	path_dirname("/srv/cs/a.data", out, sizeof(out));
+	fs_path_dirname("/srv/cs/a.data", out, sizeof(out));
 	assert_string_equal(out, "/srv/cs");
-	path_dirname("run//a.sock", out, sizeof(out));
+	fs_path_dirname("run//a.sock", out, sizeof(out));
 	assert_string_equal(out, "run");
 }
 

@@ -21,7 +21,7 @@ mac_hex(const void *key, size_t klen, const void *msg, size_t n,
 	uint8_t tag[MAC_LEN];
 	struct cs_err e;
 
-	assert_int_equal(hmac_sha256(key, klen, msg, n, tag, &e), 0);
+	assert_int_equal(mac_hmac_sha256(key, klen, msg, n, tag, &e), 0);
 	sha_hex(tag, hex);
 }
 

@@ -104,7 +104,7 @@ tmpfile_with(const void *p, size_t n)
 	fd = open(path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
 	assert_true(fd != -1);
 	unlink(path);
-	assert_int_equal(write_all(fd, p, n), 0);
+	assert_int_equal(fs_write_all(fd, p, n), 0);
 	return fd;
 }
 

@@ -309,13 +309,13 @@ expect_file(const char *path, const char *x, const char *src,
 	uint8_t *buf;
 	size_t len, vlen;
 
-	assert_int_equal(read_file(path, 1 << 20, &buf, &len, &e), 0);
+	assert_int_equal(fs_read_file(path, 1 << 20, &buf, &len, &e), 0);
 	assert_int_equal(dl_state_init(&st, 0), 0);
 	assert_int_equal(dl_replay(buf, len, path, 0, &st, NULL, &e), 0);
 	assert_int_equal(kvmap_get(st.kv, "x", 1, &v, &vlen), 1);
 	assert_int_equal(vlen, strlen(x));
 	assert_memory_equal(v, x, vlen);
-	assert_int_equal(wm_get(&st.applied, src), applied);
+	assert_int_equal(dl_wm_get(&st.applied, src), applied);
 	dl_state_free(&st);
 	free(buf);
 }
@@ -652,12 +652,12 @@ restore_replays_in_flight_message_once(void **state)
 	assert_int_equal(restore(f, &e), 0);
 	expect_file(f->ra, "90", "B", 0);
 	expect_file(f->rb, "60", "A", 1);
-	assert_int_equal(read_file(f->ra, 1 << 20, &a1, &la1, &e), 0);
-	assert_int_equal(read_file(f->rb, 1 << 20, &b1, &lb1, &e), 0);
+	assert_int_equal(fs_read_file(f->ra, 1 << 20, &a1, &la1, &e), 0);
+	assert_int_equal(fs_read_file(f->rb, 1 << 20, &b1, &lb1, &e), 0);
 	/* Again: the same bytes, the message still applied once. */
 	assert_int_equal(restore(f, &e), 0);
-	assert_int_equal(read_file(f->ra, 1 << 20, &a2, &la2, &e), 0);
-	assert_int_equal(read_file(f->rb, 1 << 20, &b2, &lb2, &e), 0);
+	assert_int_equal(fs_read_file(f->ra, 1 << 20, &a2, &la2, &e), 0);
+	assert_int_equal(fs_read_file(f->rb, 1 << 20, &b2, &lb2, &e), 0);
 	assert_int_equal(la1, la2);
 	assert_int_equal(lb1, lb2);
 	assert_memory_equal(a1, a2, la1);
@@ -923,11 +923,12 @@ chains_of_one_history(void **state)
 	assert_int_equal(verify(f, &p), 0);
 	assert_int_equal(restore(f, &e), 0);
 	expect_file(f->rb, "60", "A", 1);
-	assert_int_equal(read_file(f->rb, 1 << 20, &buf, &len, &e), 0);
+	assert_int_equal(fs_read_file(f->rb, 1 << 20, &buf, &len, &e), 0);
 	assert_int_equal(dl_state_init(&st, 0), 0);
 	assert_int_equal(dl_replay(buf, len, f->rb, 0, &st, NULL, &e), 0);
-	assert_non_null(wm_chain(&st.applied, "A"));
-	assert_memory_equal(wm_chain(&st.applied, "A"), seed_c1, DL_CHAIN_LEN);
+	assert_non_null(dl_wm_chain(&st.applied, "A"));
+	assert_memory_equal(dl_wm_chain(&st.applied, "A"), seed_c1,
+	    DL_CHAIN_LEN);
 	dl_state_free(&st);
 	free(buf);
 	teardown(state);

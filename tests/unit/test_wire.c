@@ -20,7 +20,7 @@
 static void
 hdr(uint8_t *b, uint32_t len, uint8_t version, uint8_t type)
 {
-	le32_put(b, len);
+	buf_le32_put(b, len);
 	b[4] = version;
 	b[5] = type;
 }
@@ -173,7 +173,7 @@ slow_writer(int fd, const uint8_t *buf, size_t n, size_t step)
 	if (pid == 0) {
 		for (off = 0; off < n; off += k) {
 			k = n - off < step ? n - off : step;
-			if (write_all(fd, buf + off, k) == -1)
+			if (fs_write_all(fd, buf + off, k) == -1)
 				_exit(1);
 			nanosleep(&ts, NULL);
 		}
@@ -256,7 +256,7 @@ recv_times_out(void **state)
 	(void)state;
 	assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
 	/* Half a header arrives, then nothing. */
-	assert_int_equal(write_all(sv[0], "\x05\x00\x00", 3), 0);
+	assert_int_equal(fs_write_all(sv[0], "\x05\x00\x00", 3), 0);
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	assert_int_equal(wire_recv(sv[1], &type, &pl, &plen, 100, &e), -1);
 	clock_gettime(CLOCK_MONOTONIC, &t1);
@@ -285,7 +285,7 @@ recv_reports_eof(void **state)
 
 	/* EOF in the middle of a payload. */
 	assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
-	assert_int_equal(write_all(sv[0], "\x0a\0\0\0\x01\x03" "abc", 9), 0);
+	assert_int_equal(fs_write_all(sv[0], "\x0a\0\0\0\x01\x03" "abc", 9), 0);
 	close(sv[0]);
 	assert_int_equal(wire_recv(sv[1], &type, &pl, &plen, 1000, &e), -1);
 	assert_string_equal(e.msg, "connection closed by peer");
@@ -304,11 +304,11 @@ recv_rejects_malformed_header(void **state)
 	(void)state;
 	assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
 	hdr(b, WIRE_MAX_FRAME + 1, WIRE_VERSION, W_REQ_PUT);
-	assert_int_equal(write_all(sv[0], b, sizeof(b)), 0);
+	assert_int_equal(fs_write_all(sv[0], b, sizeof(b)), 0);
 	assert_int_equal(wire_recv(sv[1], &type, &pl, &plen, 1000, &e), -1);
 	assert_non_null(strstr(e.msg, "malformed frame"));
 	hdr(b, 2, 9, W_REQ_PUT);
-	assert_int_equal(write_all(sv[0], b, sizeof(b)), 0);
+	assert_int_equal(fs_write_all(sv[0], b, sizeof(b)), 0);
 	assert_int_equal(wire_recv(sv[1], &type, &pl, &plen, 1000, &e), -1);
 	assert_non_null(strstr(e.msg, "version 9"));
 	close(sv[0]);
