@@ -26,6 +26,7 @@
 #include <unistd.h>
 
 #include "../common/client.h"
+#include "../common/util.h"
 #include "../common/wire.h"
 #include "../common/xport.h"
 #include "cmd.h"
@@ -35,15 +36,6 @@
 #define IN_MAX (4 + (size_t)WIRE_MAX_FRAME)	/* wire_parse refuses more */
 #define MAX_EVENTS 64
 #define TIMEOUT_US ((int64_t)CMD_REQ_TIMEOUT_MS * 1000)
-
-int64_t
-load_now_us(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
-}
 
 static uint64_t
 rnd(uint64_t *s)
@@ -292,7 +284,7 @@ client_next(struct load_worker *w, int ci)
 	uint8_t hdr[WIRE_HDR_LEN] = { 0 };
 	int64_t n;
 
-	if (cl->oom || load_now_us() >= w->end_us) {
+	if (cl->oom || (cs_now_ns() / 1000) >= w->end_us) {
 		if (!cl->done) {
 			cl->done = 1;
 			w->active--;
@@ -323,7 +315,7 @@ client_next(struct load_worker *w, int ci)
 	cl->sent = 0;
 	cl->pollout = 0;
 	cl->inlen = 0;
-	cl->start_us = load_now_us();
+	cl->start_us = (cs_now_ns() / 1000);
 	cl->deadline_us = cl->start_us + TIMEOUT_US;
 	flush(w, ci);
 }
@@ -353,7 +345,7 @@ on_reply(struct load_worker *w, int ci, uint8_t type, const uint8_t *p,
     size_t plen)
 {
 	struct load_client *cl = &w->cls[ci];
-	int64_t end = load_now_us();
+	int64_t end = (cs_now_ns() / 1000);
 	const uint8_t *body;
 	struct cs_err e;
 	size_t blen;
@@ -536,7 +528,7 @@ load_io_main(void *arg)
 		w->ready[i] = i;
 	w->nready = w->ncls;
 	for (;;) {
-		now = load_now_us();
+		now = (cs_now_ns() / 1000);
 		if (now >= check)
 			check = expire(w, now);
 		start_ready(w);

@@ -55,7 +55,6 @@ struct load_worker {
 	int nready;
 };
 
-int64_t load_now_us(void);
 /* Allocate a client's connections (all unconnected); 0 / -1 on no memory. */
 int load_client_init(struct load_client *cl, int nagents, uint64_t seed);
 void load_client_free(struct load_client *cl, int nagents);

@@ -13,6 +13,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "../common/util.h"
 #include "../coordinator/coordinator.h"
 #include "cmd.h"
 #include "load.h"
@@ -46,7 +47,7 @@ snapper_main(void *arg)
 		next += (int64_t)s->o->snap_every_ms * 1000;
 		/* Fixed rate; a snapshot that took longer than the period
 		 * is followed by the next one at once. */
-		while ((now = load_now_us()) < next && now < s->end_us)
+		while ((now = (cs_now_ns() / 1000)) < next && now < s->end_us)
 			cmd_sleep_ms(next - now > 50000 ? 50 :
 			    (int)((next - now) / 1000) + 1);
 		if (now >= s->end_us)
@@ -64,14 +65,14 @@ snapper_main(void *arg)
 		}
 		v = &s->v[s->n++];
 		memset(v, 0, sizeof(*v));
-		v->start_us = load_now_us() - s->t0_us;
+		v->start_us = (cs_now_ns() / 1000) - s->t0_us;
 		rc = coord_snapshot(s->o->c, &co, &v->id, &e);
 		if (rc == 0 && cmd_repo_published(&e) < 0) {
 			/* Taken, but not made visible in the object store. */
 			rc = -1;
 			v->id = 0;
 		}
-		v->end_us = load_now_us() - s->t0_us;
+		v->end_us = (cs_now_ns() / 1000) - s->t0_us;
 		v->ok = rc == 0;
 		if (rc < 0 && s->first_failure[0] == '\0')
 			cmd_snapshot_error(v->id, e.msg, s->first_failure,
@@ -162,7 +163,7 @@ load_run(const struct load_opts *o, struct load_result *r,
 		cs_errf(e, "out of memory");
 		goto out;
 	}
-	t0 = load_now_us();
+	t0 = (cs_now_ns() / 1000);
 	for (i = 0; i < o->clients; i++) {
 		seed = 0x9e3779b97f4a7c15ULL * (uint64_t)(i + 1) ^
 		    (uint64_t)t0 ^ (uint64_t)getpid();
@@ -211,7 +212,7 @@ join:
 	/* On a failed start, the running workers end at their deadline. */
 	for (i = 0; i < started; i++)
 		pthread_join(tids[i], NULL);
-	r->elapsed_us = load_now_us() - t0;
+	r->elapsed_us = (cs_now_ns() / 1000) - t0;
 	if (snap_started)
 		pthread_join(stid, NULL);
 	for (i = 0; i < o->clients; i++)

@@ -4,17 +4,9 @@
 #include <time.h>
 
 #include "ratelimit.h"
+#include "util.h"
 
 #define NS 1000000000ll
-
-static int64_t
-mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * NS + ts.tv_nsec;
-}
 
 int
 ratelimit_init(struct ratelimit *rl, uint64_t rate)
@@ -40,7 +32,7 @@ ratelimit_take(struct ratelimit *rl, uint64_t n)
 		return;
 	cost = (int64_t)((double)n * (double)NS / (double)rl->rate);
 	pthread_mutex_lock(&rl->mu);
-	now = mono_ns();
+	now = cs_now_ns();
 	if (rl->next_ns < now)
 		rl->next_ns = now;	/* idle time is not saved up */
 	rl->next_ns += cost;

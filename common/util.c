@@ -7,12 +7,18 @@
 #include "util.h"
 
 int64_t
-cs_now_ms(void)
+cs_now_ns(void)
 {
 	struct timespec ts;
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+int64_t
+cs_now_ms(void)
+{
+	return cs_now_ns() / 1000000;
 }
 
 int

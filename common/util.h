@@ -7,7 +7,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* CLOCK_MONOTONIC in milliseconds (for deadlines and durations). */
+/* CLOCK_MONOTONIC in nanoseconds and in milliseconds (for deadlines and
+ * durations). */
+int64_t cs_now_ns(void);
 int64_t cs_now_ms(void);
 
 /* Raise the soft RLIMIT_NOFILE to the hard one when it is below need
