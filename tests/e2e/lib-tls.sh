@@ -1,19 +1,7 @@
 # lib-tls.sh - helpers of the TCP + TLS tests (sourced after lib.sh; not
 # named t*.sh, so the suite does not run it as a test).
 
-# free_ports N: N TCP ports free on 127.0.0.1 now, one a line.
-free_ports () {
-	python3 - "$1" <<'PY'
-import socket, sys
-ss = []
-for _ in range(int(sys.argv[1])):
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    ss.append(s)
-for s in ss:
-    print(s.getsockname()[1])
-PY
-}
+. "$_lib_dir/../ports.sh"
 
 # make_tls_config NAME[=HOST:PORT]...: TEST_DIR/cluster.ini with tls_dir
 # tls; an agent given an address listens there, the others on run_dir.

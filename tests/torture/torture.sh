@@ -643,19 +643,7 @@ mkconf () {
 	done
 }
 
-# free_ports N: N TCP ports on 127.0.0.1 that are free now, one a line.
-free_ports () {
-	python3 - "$1" <<'PY'
-import socket, sys
-ss = []
-for _ in range(int(sys.argv[1])):
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    ss.append(s)
-for s in ss:
-    print(s.getsockname()[1])
-PY
-}
+. "$here/../ports.sh"
 
 mkdir -p "$W/restore"
 if [ "$TCP" = 1 ]; then
