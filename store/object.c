@@ -223,7 +223,7 @@ int
 store_obj_load(const struct store *st, const uint8_t name[SHA_LEN],
     const char *path, uint8_t *plain, size_t len, struct cs_err *e)
 {
-	struct objbuf b = { NULL, 0 };
+	struct objbuf b = { NULL, 0, 1 };
 	int rc;
 
 	rc = store_obj_load_buf(st, name, path, plain, len, &b, e);
@@ -293,7 +293,8 @@ store_obj_load_buf(const struct store *st, const uint8_t name[SHA_LEN],
 		rc = cs_errno(e, "read %s", path);
 		goto out;
 	}
-	(void)posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
+	if (b->drop_cache)
+		(void)posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
 	if (store_obj_decode(st, name, b->p, objlen, plain, len, e) == 0)
 		rc = 0;
 out:

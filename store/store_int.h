@@ -159,10 +159,14 @@ int store_obj_encode(const struct store *st, const uint8_t name[SHA_LEN],
 int store_obj_load(const struct store *st, const uint8_t name[SHA_LEN],
     const char *path, uint8_t *plain, size_t len, struct cs_err *e);
 /* The same, reading the blob into b (grown as needed, kept for the next
- * call; free b->p when done). */
+ * call; free b->p when done). drop_cache: drop the blob's pages from the
+ * page cache once read (store_obj_load: a snapshot's recheck, a scrub that
+ * must not flush the cache); zero for verify and restore, whose streamed
+ * replay reads each chunk a second time right after its hash task. */
 struct objbuf {
 	uint8_t *p;
 	size_t cap;
+	int drop_cache;
 };
 int store_obj_load_buf(const struct store *st, const uint8_t name[SHA_LEN],
     const char *path, uint8_t *plain, size_t len, struct objbuf *b,

@@ -85,7 +85,7 @@ static void
 load_chunk(struct store *st, struct vopen *o, const struct row_chunk *c,
     uint8_t *base, const char *path)
 {
-	struct objbuf b = { NULL, 0 };
+	struct objbuf b = { NULL, 0, 0 };
 	struct cs_err e;
 
 	if (load_into(st, c, base, path, o->damaged, &b, &e) == -1)
