@@ -1180,7 +1180,13 @@ dl_src_at(struct dl_src *s, size_t off, size_t n)
 		return s->buf + off;
 	if (off >= s->woff && n <= s->wlen && off - s->woff <= s->wlen - n)
 		return s->win + (off - s->woff);
+	/* A window that had to grow for a record larger than DL_SRC_WINDOW
+	 * is read whole from then on: with a read of DL_SRC_WINDOW, every
+	 * record a little larger (a 1 MiB value and its header) was read
+	 * twice, header window first, then the record again. */
 	want = n > DL_SRC_WINDOW ? n : DL_SRC_WINDOW;
+	if (want < s->wcap)
+		want = s->wcap;
 	if (want > s->len - off)
 		want = s->len - off;
 	if (want > s->wcap) {
