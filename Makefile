@@ -154,9 +154,9 @@ bench-deps:
 
 $(BUILD)/bench/%: bench/%.c | $(DEPS_OK)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -o $@ $<
+	$(CC) $(CFLAGS) -o $@ $< -lpthread -lcrypto
 
-bench: all bench-deps $(BUILD)/bench/syncw
+bench: all bench-deps $(BUILD)/bench/syncw $(BUILD)/bench/pingpong $(BUILD)/bench/shapar
 	bash bench/run.sh
 
 ROUNDS ?= 500
