@@ -483,6 +483,11 @@ conn_read(struct agent *a, struct conn *c)
 			if (k > 0) {
 				c->inlen += (size_t)k;
 				got += (size_t)k;
+				/* Like a short recv below: when TLS holds nothing
+				 * more, skip the read that would only say
+				 * EAGAIN (epoll reports the socket again). */
+				if (xconn_pending(c->x) <= 0)
+					break;
 				continue;
 			}
 			if (k == XP_WANT_READ)
