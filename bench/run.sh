@@ -173,7 +173,15 @@ load_checked () {
 	shift
 	"$CS" load --json "$@" >"$out" 2>>"$LOG"
 	rc=$?
-	if [ $rc -eq 0 ] && [ "$(field conserved "$out" 2>/dev/null)" = true ] &&
+	load_verify "$out" "$rc" "$@"
+}
+
+# load_verify OUT RC ARGS...: the checks of load_checked on a summary in
+# OUT of a load that exited RC.
+load_verify () {
+	local out=$1 rc=$2
+	shift 2
+	if [ "$rc" -eq 0 ] && [ "$(field conserved "$out" 2>/dev/null)" = true ] &&
 	    [ "$(field failures "$out" 2>/dev/null)" = 0 ] &&
 	    [ "$(field snapshot_failures "$out" 2>/dev/null)" = 0 ]; then
 		return 0
@@ -235,6 +243,8 @@ agent_pid () {
 
 # The rows of section 5 (compaction, concurrent snapshots).
 . "$ROOT/bench/compact_concurrent.sh"
+# The rows of section 4 (TCP + TLS against Unix sockets).
+. "$ROOT/bench/tls.sh"
 
 # commit_line: the exact commit measured (its full hash, as git describe
 # --always prints it) and, when the tree differs from it (like describe
@@ -918,62 +928,12 @@ row "snapshot ms, 32 agents (992 channels)" "$NS_32" "$NS_4 (4 agents)" \
     "$(calc "$NS_32 / $NS_4")" "<= 8x" "$(verdict "$NS_32 <= 8 * $NS_4")"
 
 # --- 4. TCP + mutual TLS (loopback) against Unix sockets ---------------------
-# The same three-agent cluster with every agent on 127.0.0.1:PORT; the
-# transfers/s at the K of the best Unix row, and a 4-agent snapshot.
+# The same three-agent cluster with every agent on 127.0.0.1:PORT against
+# one on Unix sockets, one run of each in turn: transfers/s at the K of the
+# best Unix row with the CPU time per transfer of both sides, and a 4-agent
+# snapshot (bench/tls.sh; "bash bench/tls.sh" runs it alone).
 
-# make_tls_cluster DIR N: like make_cluster, each agent with an addr on a
-# free loopback port, and its certificates.
-make_tls_cluster () {
-	local d=$1 n=$2 i p
-	make_cluster "$d" "$n"
-	sed -i 's/^run_dir = run$/run_dir = run\ntls_dir = tls/' "$d/c.ini"
-	i=0
-	for p in $(python3 -c "
-import socket
-ss = [socket.socket() for _ in range($n)]
-for s in ss: s.bind(('127.0.0.1', 0))
-print(' '.join(str(s.getsockname()[1]) for s in ss))"); do
-		i=$((i + 1))
-		sed -i "/^data = a$i.data\$/a addr = 127.0.0.1:$p" "$d/c.ini"
-	done
-	"$CS" cert -c "$d/c.ini" >>"$LOG" 2>&1
-}
-
-make_tls_cluster "$W/tls" 3
-if start "$W/tls/c.ini"; then
-	v=()
-	for r in $(seq 1 "$RUNS"); do
-		"$CS" load -c "$W/tls/c.ini" -s 5 -k "$PEAK_K" >"$W/tls.$r" 2>>"$LOG" ||
-		    say "load over TLS failed: $(cat "$W/tls.$r")"
-		v+=("$(field transfers/s "$W/tls.$r")")
-	done
-	TLS_TPS=$(median "${v[@]}")
-	stop "$W/tls/c.ini"
-else
-	TLS_TPS=error
-fi
-rm -rf "$W/tls"
-cmd "cutsnap load -c CONF -s 5 -k K      # 3 agents, each with addr = 127.0.0.1:PORT (TCP + TLS 1.3)"
-row "transfers/s over TCP+TLS, $PEAK_K clients" "$TLS_TPS" "$TPS (Unix sockets)" \
-    "$(calc "$TLS_TPS / $TPS")" ">= 0.7x" "$(verdict "$TLS_TPS >= 0.7 * $TPS")"
-
-make_tls_cluster "$W/tls4" 4
-if start "$W/tls4/c.ini"; then
-	"$CS" load -c "$W/tls4/c.ini" -s 1 -k 2 --initial 1000 >>"$LOG" 2>&1
-	v=()
-	for r in $(seq 1 "$RUNS"); do
-		fresh "$W/tls4/c.ini" "$W/tls4/repo"
-		v+=("$(ms_of "$CS" snapshot -c "$W/tls4/c.ini" -r "$W/tls4/repo")")
-	done
-	TLS_NS4=$(median "${v[@]}")
-	stop "$W/tls4/c.ini"
-else
-	TLS_NS4=error
-fi
-rm -rf "$W/tls4"
-cmd "cutsnap snapshot -c CONF -r FRESH_REPO    # 4 agents over TCP + TLS, small files"
-row "snapshot ms over TCP+TLS, 4 agents" "$TLS_NS4" "$NS_4 (Unix sockets)" \
-    "$(calc "$TLS_NS4 / $NS_4")" "-" "-"
+tls_rows
 
 # --- 4b. a recorded file streamed over TLS against read from the disk -------
 # Three agents with an addr on 127.0.0.1, a1's file filled to about 256 MiB:
