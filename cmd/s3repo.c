@@ -16,7 +16,14 @@
  * ~/.cache/cutsnap, one directory per bucket and prefix) to the newest
  * commit, runs the command there and publishes: the blobs the bucket
  * lacks (create-only, in parallel), then the manifest, then the commit
- * GEN+1, create-only and last. A reader (ls, show, verify, restore) needs
+ * GEN+1, create-only and last. The blobs a writer copies go up while it
+ * runs: the store hands each one, once written and checked, to an upload
+ * pipe (s3_pipe, its own thread and connections), so the command's wall
+ * time is about the longer of the copy and the upload, not their sum;
+ * publishing first waits for every queued upload to be acknowledged (a
+ * failed upload fails the copy, or at the latest the publishing, so
+ * nothing is committed), then sends what the bucket still lacks. A
+ * reader (ls, show, verify, restore) needs
  * no local state: it reads the newest commit, fetches the manifest it
  * names into a new temporary directory, checks its SHA-256, fetches the
  * blobs the manifest refers to, and runs the command there; verify and
@@ -31,6 +38,7 @@
  * than its grace period, while holding the lease. */
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <ftw.h>
 #include <limits.h>
 #include <pthread.h>
@@ -82,6 +90,9 @@ struct sess {
 	struct lease lease;
 	int leased;
 	uint64_t up_blobs, up_bytes, had_blobs;
+	struct s3_pipe *pipe;	/* a writer's uploads during the command */
+	struct s3_pipe_stats piped;	/* its counts at the last drain */
+	uint64_t fresh;		/* blobs it created since the drain before */
 };
 
 /* The writing command's session, for cmd_repo_published (load). */
@@ -629,6 +640,7 @@ put_blobs(struct sess *ss, struct cs_err *e)
 	char **have = NULL, **names = NULL, **keys = NULL, **paths = NULL;
 	char man[PATH_MAX + 16];
 	size_t no = 0, nn = 0, nx = 0, i;
+	uint64_t listed = 0;
 	int rc = -1;
 
 	snprintf(man, sizeof(man), "%s/manifest.db", ss->dir);
@@ -654,7 +666,7 @@ put_blobs(struct sess *ss, struct cs_err *e)
 		else
 			snprintf(key, sizeof(key), "blobs/.repository-id");
 		if (bsearch(&kp, have, no, sizeof(*have), cmp_str) != NULL) {
-			ss->had_blobs += i < nn;
+			listed += i < nn;
 			continue;
 		}
 		if ((keys[nx] = strdup(key)) == NULL ||
@@ -672,6 +684,8 @@ put_blobs(struct sess *ss, struct cs_err *e)
 		x[nx].path = paths[nx];
 		nx++;
 	}
+	/* Those the pipe created were not there before this command. */
+	ss->had_blobs += listed > ss->fresh ? listed - ss->fresh : 0;
 	if (s3_put_files(ss->s, x, nx, 1, e) < 0)
 		goto out;
 	for (i = 0; i < nx; i++) {
@@ -799,6 +813,35 @@ out:
 
 /* ---- publishing ---- */
 
+/* blob_sink_fn: queues a blob the command just wrote for upload. */
+static int
+sink(void *ctx, const char *hex, const char *path, struct cs_err *e)
+{
+	struct sess *ss = ctx;
+	char key[96];
+	int fd;
+
+	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
+		return cs_errno(e, "open %s", path);
+	snprintf(key, sizeof(key), "blobs/%.2s/%s", hex, hex);
+	return s3_pipe_put(ss->pipe, key, fd, e);
+}
+
+/* Waits for the pipe's uploads: every one acknowledged, or -1. */
+static int
+drain(struct sess *ss, struct cs_err *e)
+{
+	struct s3_pipe_stats st;
+
+	if (s3_pipe_drain(ss->pipe, &st, e) < 0)
+		return -1;
+	ss->fresh = st.put - ss->piped.put;
+	ss->up_blobs += ss->fresh;
+	ss->up_bytes += st.bytes - ss->piped.bytes;
+	ss->piped = st;
+	return 0;
+}
+
 /* New blobs, then the manifest, then commit gen+1: the snapshot (or the
  * forget, ...) becomes visible only at that last create-only write. */
 static int
@@ -813,7 +856,7 @@ publish(struct sess *ss, struct cs_err *e)
 	int st, rc = -1;
 	FILE *f = NULL;
 
-	if (put_blobs(ss, e) < 0)
+	if ((ss->pipe != NULL && drain(ss, e) < 0) || put_blobs(ss, e) < 0)
 		return -1;
 	snprintf(man, sizeof(man), "%s/manifest.db", ss->dir);
 	snprintf(tmp, sizeof(tmp), "%s/.s3-upload.db", ss->dir);
@@ -1217,12 +1260,15 @@ cmd_s3_run(const char *name, int (*fn)(int, char **), int argc, char **argv)
 	sprintf(rep, "%.*s%s", (int)off, av[ri], ss.dir);
 	av[ri] = rep;
 	if (ss.kind == K_WRITE) {
-		if (hold_stdout(&saved, &held, &e) < 0)
+		if (hold_stdout(&saved, &held, &e) < 0 ||
+		    s3_pipe_start(ss.s, &ss.pipe, &e) < 0)
 			goto fail;
+		store_set_blob_sink(sink, &ss);
 		active = &ss;
 	}
 	cmd_repo_alias(ss.dir, s3_url(ss.s));
 	rc = fn(argc, av);
+	store_set_blob_sink(NULL, NULL);
 	active = NULL;
 	fflush(stdout);
 	if (rc != EXIT_OK)
@@ -1248,7 +1294,9 @@ out:
 	/* A failed command's own output (a --json error object) still shows. */
 	release_stdout(saved, held, rc != EXIT_OK && e.msg[0] == '\0');
 	cmd_repo_alias(NULL, NULL);
+	store_set_blob_sink(NULL, NULL);
 	active = NULL;
+	s3_pipe_stop(ss.pipe);
 	lease_drop(&ss);
 	if (ss.temp) {
 		chmod(ss.dir, 0700);

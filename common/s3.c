@@ -10,6 +10,7 @@
  * body that does not match it). */
 #include <curl/curl.h>
 #include <errno.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -60,6 +61,8 @@ struct req {
 	int status;		/* HTTP status, or -1 */
 	CURLcode cerr;
 	int tries;
+	int used;		/* the slot holds a request (pump) */
+	char key[S3_KEY_MAX];	/* a fed request's key, for messages */
 	struct timespec not_before;
 	CURL *h;
 	struct curl_slist *hdrs;
@@ -436,29 +439,62 @@ keep_code(struct s3 *s, const struct req *r)
 	s->code[b - a] = '\0';
 }
 
-/* Runs every request of rs to an answer (or to a failure that is not
- * worth retrying). 0 when each got an HTTP status, -1 with e set at the
- * first that got none. */
+/* Where pump() gets more requests from, beyond the ones it was given: a
+ * stream of uploads that are queued while earlier ones run (s3_pipe). */
+struct feed {
+	/* Fills r (a zeroed, free slot): 1 when it did, 0 when nothing is
+	 * queued yet, -1 when nothing more will come, -2 to stop at once
+	 * (the requests in flight are abandoned). With r NULL only says
+	 * whether to stop: -2, else 0. */
+	int (*next)(void *ctx, struct req *r);
+	/* r got its final answer (or failed without one, status -1); the
+	 * callee frees what r holds and zeroes it, making the slot free. */
+	void (*done)(void *ctx, struct req *r);
+	void *ctx;
+};
+
+/* Runs the n requests of rs (or, with a feed, those it hands out in
+ * the n slots of rs) to an answer or to a failure not worth retrying,
+ * at most s->parallel at a time. 0 when each got an HTTP status; -1
+ * with e set at the first that got none (a fed request that got none
+ * is handed to done first). */
 static int
-run(struct s3 *s, struct req *rs, size_t n, struct cs_err *e)
+pump(struct s3 *s, struct req *rs, size_t n, const struct feed *f,
+    struct cs_err *e)
 {
-	size_t active = 0, done = 0, i;
-	int still, msgs, rc = 0;
+	size_t active = 0, live = 0, i;
+	int still, msgs, rc = 0, ended = f == NULL, k;
 	CURLMsg *m;
 
-	for (i = 0; i < n; i++) {
+	for (i = 0; f == NULL && i < n; i++) {
+		rs[i].used = 1;
 		rs[i].tries = 0;
 		rs[i].status = 0;
 		rs[i].not_before.tv_sec = 0;
 		rs[i].not_before.tv_nsec = 0;
+		live++;
 	}
-	while (done < n) {
+	while (live > 0 || !ended) {
+		if (f != NULL && f->next(f->ctx, NULL) == -2)
+			goto out;
+		/* Fill the free slots from the feed. */
+		for (i = 0; !ended && i < n; i++) {
+			if (rs[i].used)
+				continue;
+			if ((k = f->next(f->ctx, &rs[i])) == -2)
+				goto out;
+			if (k < 0)
+				ended = 1;
+			if (k <= 0)
+				break;
+			rs[i].used = 1;
+			live++;
+		}
 		/* Start what is due, up to the parallel limit. */
 		for (i = 0; i < n && active < (size_t)s->parallel; i++) {
 			struct req *r = &rs[i];
 
-			if (r->status != 0 || r->tries < 0 ||
-			    !due(&r->not_before))
+			if (!r->used || r->status != 0 || !due(&r->not_before))
 				continue;
 			if (prepare(s, r) < 0) {
 				rc = cs_errf(e, "out of memory");
@@ -494,26 +530,35 @@ run(struct s3 *s, struct req *rs, size_t n, struct cs_err *e)
 				r->status = 0;
 				continue;
 			}
-			done++;
-			if (r->status == -1 && rc == 0) {
+			live--;
+			if (r->status == -1 && rc == 0)
 				rc = cs_errf(e, "%s: endpoint %s: %s (%s, after "
 				    "%d %s)", s->url, s->endpoint,
 				    r->overflow ? "answer too large" :
 				    curl_easy_strerror(r->cerr), r->method,
 				    r->tries, r->tries == 1 ? "try" : "tries");
+			if (f != NULL)
+				f->done(f->ctx, r);
+			if (rc < 0)
 				goto out;
-			}
 		}
-		if (done < n)
-			curl_multi_poll(s->multi, NULL, 0, 50, NULL);
+		if (live > 0 || !ended)
+			curl_multi_poll(s->multi, NULL, 0, live > 0 ? 50 : 200,
+			    NULL);
 	}
 out:
 	for (i = 0; i < n; i++)
-		if (rs[i].status == -2) {
+		if (rs[i].used && rs[i].status == -2) {
 			curl_multi_remove_handle(s->multi, rs[i].h);
 			rs[i].status = -1;
 		}
 	return rc;
+}
+
+static int
+run(struct s3 *s, struct req *rs, size_t n, struct cs_err *e)
+{
+	return pump(s, rs, n, NULL, e);
 }
 
 static void
@@ -946,4 +991,269 @@ s3_status_err(struct s3 *s, const char *what, const char *key, int status,
 		    key, s->code[0] ? s->code : "403");
 	return cs_errf(e, "%s: %s %s: HTTP %d%s%s", s->url, what, key, status,
 	    s->code[0] ? " " : "", s->code);
+}
+
+/* ---- the upload pipe ---- */
+
+struct pipe_item {
+	char key[S3_KEY_MAX];
+	int fd;
+};
+
+struct s3_pipe {
+	struct s3 *s;		/* the thread's own handle */
+	pthread_t th;
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	struct pipe_item *q;	/* a ring of qcap items */
+	size_t qcap, qhead, qn;
+	size_t inflight;	/* taken from q, not yet answered */
+	int closing;		/* s3_pipe_stop: no more items */
+	int abort;		/* ... and drop what is queued or in flight */
+	int failed;
+	struct cs_err err;	/* the first failure */
+	uint64_t put, bytes, had;
+};
+
+static void
+pipe_fail(struct s3_pipe *p, const struct cs_err *e)
+{
+	if (!p->failed) {
+		p->failed = 1;
+		p->err = *e;
+	}
+	pthread_cond_broadcast(&p->cv);
+}
+
+/* feed.next: the oldest queued blob, as a create-only PUT read from its
+ * file and hashed first (x-amz-content-sha256). */
+static int
+pipe_next(void *ctx, struct req *r)
+{
+	struct s3_pipe *p = ctx;
+	struct pipe_item it;
+	struct cs_err e;
+	struct stat sb;
+	uint8_t d[SHA_LEN];
+	int rc = -2, have = 0;
+
+	pthread_mutex_lock(&p->mu);
+	if (p->abort || p->failed)
+		rc = -2;
+	else if (r == NULL || p->qn == 0)
+		rc = r == NULL || !p->closing ? 0 : -1;
+	else {
+		it = p->q[p->qhead];
+		p->qhead = (p->qhead + 1) % p->qcap;
+		p->qn--;
+		p->inflight++;
+		have = 1;
+		pthread_cond_broadcast(&p->cv);	/* room in the queue */
+	}
+	pthread_mutex_unlock(&p->mu);
+	if (!have)
+		goto out;
+	memset(r, 0, sizeof(*r));
+	r->method = "PUT";
+	set_cond(r, "*");
+	snprintf(r->key, sizeof(r->key), "%s", it.key);
+	if ((r->in = fdopen(it.fd, "r")) == NULL) {
+		close(it.fd);
+		cs_errno(&e, "open the blob %s", it.key);
+		goto fail;
+	}
+	if (fstat(fileno(r->in), &sb) < 0 ||
+	    (uint64_t)sb.st_size > S3_FILE_CAP) {
+		cs_errf(&e, "the blob %s: unreadable or too large", it.key);
+		goto fail;
+	}
+	r->body_len = (size_t)sb.st_size;
+	if (sha256_fd(fileno(r->in), (uint64_t)sb.st_size, d, &e) < 0)
+		goto fail;
+	sha_hex(d, r->sha);
+	if ((r->url = obj_url(p->s, it.key, NULL)) == NULL) {
+		cs_errf(&e, "out of memory");
+		goto fail;
+	}
+	rc = 1;
+	goto out;
+fail:
+	if (r->in != NULL)
+		fclose(r->in);
+	req_free(r);
+	memset(r, 0, sizeof(*r));
+	pthread_mutex_lock(&p->mu);
+	p->inflight--;
+	pipe_fail(p, &e);
+	pthread_mutex_unlock(&p->mu);
+	rc = -2;
+out:
+	return rc;
+}
+
+/* feed.done: counts the answer (412: the blob was there already), or
+ * fails the pipe on any other. */
+static void
+pipe_done(void *ctx, struct req *r)
+{
+	struct s3_pipe *p = ctx;
+	struct cs_err e;
+
+	pthread_mutex_lock(&p->mu);
+	p->inflight--;
+	if (r->status == 200) {
+		p->put++;
+		p->bytes += r->body_len;
+	} else if (r->status == 412) {
+		p->had++;
+	} else if (r->status > 0) {
+		s3_status_err(p->s, "put", r->key, r->status, &e);
+		pipe_fail(p, &e);
+	}	/* -1: pump returns it */
+	pthread_cond_broadcast(&p->cv);
+	pthread_mutex_unlock(&p->mu);
+	if (r->in != NULL)
+		fclose(r->in);
+	req_free(r);
+	memset(r, 0, sizeof(*r));
+}
+
+static void *
+pipe_thread(void *arg)
+{
+	struct s3_pipe *p = arg;
+	struct feed f = { pipe_next, pipe_done, p };
+	struct req *rs;
+	struct cs_err e;
+	size_t i, n = (size_t)p->s->parallel;
+
+	if ((rs = calloc(n, sizeof(*rs))) == NULL)
+		cs_errf(&e, "out of memory");
+	if (rs == NULL || pump(p->s, rs, n, &f, &e) < 0) {
+		pthread_mutex_lock(&p->mu);
+		pipe_fail(p, &e);
+		pthread_mutex_unlock(&p->mu);
+	}
+	/* Requests abandoned in flight (a stop, a failure). */
+	for (i = 0; rs != NULL && i < n; i++) {
+		if (!rs[i].used)
+			continue;
+		if (rs[i].in != NULL)
+			fclose(rs[i].in);
+		req_free(&rs[i]);
+	}
+	free(rs);
+	pthread_mutex_lock(&p->mu);
+	p->inflight = 0;
+	pthread_cond_broadcast(&p->cv);
+	pthread_mutex_unlock(&p->mu);
+	return NULL;
+}
+
+int
+s3_pipe_start(const struct s3 *s, struct s3_pipe **out, struct cs_err *e)
+{
+	struct s3_pipe *p;
+	int rc = -1;
+
+	*out = NULL;
+	if ((p = calloc(1, sizeof(*p))) == NULL)
+		return cs_errf(e, "out of memory");
+	if (s3_open(s->url, &p->s, e) < 0)
+		goto out;
+	p->s->parallel = s->parallel;
+	p->qcap = (size_t)s->parallel * 4;
+	if ((p->q = calloc(p->qcap, sizeof(*p->q))) == NULL) {
+		cs_errf(e, "out of memory");
+		goto out;
+	}
+	if (pthread_mutex_init(&p->mu, NULL) != 0 ||
+	    pthread_cond_init(&p->cv, NULL) != 0 ||
+	    pthread_create(&p->th, NULL, pipe_thread, p) != 0) {
+		cs_errf(e, "cannot start the upload thread");
+		goto out;
+	}
+	*out = p;
+	p = NULL;
+	rc = 0;
+out:
+	if (p != NULL) {
+		s3_close(p->s);
+		free(p->q);
+		free(p);
+	}
+	return rc;
+}
+
+int
+s3_pipe_put(struct s3_pipe *p, const char *key, int fd, struct cs_err *e)
+{
+	int rc = -1;
+
+	pthread_mutex_lock(&p->mu);
+	while (p->qn == p->qcap && !p->failed && !p->closing)
+		pthread_cond_wait(&p->cv, &p->mu);
+	if (p->failed) {
+		*e = p->err;
+	} else if (p->closing || strlen(key) >= S3_KEY_MAX) {
+		cs_errf(e, "the upload of %s was not queued", key);
+	} else {
+		struct pipe_item *it = &p->q[(p->qhead + p->qn) % p->qcap];
+
+		snprintf(it->key, sizeof(it->key), "%s", key);
+		it->fd = fd;
+		fd = -1;
+		p->qn++;
+		rc = 0;
+	}
+	pthread_mutex_unlock(&p->mu);
+	if (fd >= 0)
+		close(fd);
+	else
+		curl_multi_wakeup(p->s->multi);
+	return rc;
+}
+
+int
+s3_pipe_drain(struct s3_pipe *p, struct s3_pipe_stats *st, struct cs_err *e)
+{
+	int rc = 0;
+
+	pthread_mutex_lock(&p->mu);
+	while ((p->qn > 0 || p->inflight > 0) && !p->failed)
+		pthread_cond_wait(&p->cv, &p->mu);
+	if (p->failed) {
+		*e = p->err;
+		rc = -1;
+	}
+	if (st != NULL) {
+		st->put = p->put;
+		st->bytes = p->bytes;
+		st->had = p->had;
+	}
+	pthread_mutex_unlock(&p->mu);
+	return rc;
+}
+
+void
+s3_pipe_stop(struct s3_pipe *p)
+{
+	size_t i;
+
+	if (p == NULL)
+		return;
+	pthread_mutex_lock(&p->mu);
+	p->closing = 1;
+	p->abort = 1;
+	pthread_cond_broadcast(&p->cv);
+	pthread_mutex_unlock(&p->mu);
+	curl_multi_wakeup(p->s->multi);
+	pthread_join(p->th, NULL);
+	for (i = 0; i < p->qn; i++)
+		close(p->q[(p->qhead + i) % p->qcap].fd);
+	pthread_cond_destroy(&p->cv);
+	pthread_mutex_destroy(&p->mu);
+	s3_close(p->s);
+	free(p->q);
+	free(p);
 }

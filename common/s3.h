@@ -17,6 +17,7 @@
 #include "err.h"
 
 #define S3_ETAG_MAX 128
+#define S3_KEY_MAX 256	/* of an object key given to the pipe */
 
 struct s3;	/* opaque */
 
@@ -73,5 +74,29 @@ int s3_get_files(struct s3 *s, struct s3_xfer *x, size_t n, struct cs_err *e);
  * AWS_SECRET_ACCESS_KEY", ...) from the last answer's error code; -1. */
 int s3_status_err(struct s3 *s, const char *what, const char *key, int status,
     struct cs_err *e);
+
+/* An upload pipe: blobs queued while earlier ones upload, on a thread
+ * of its own with its own handle (from s's URL and the environment), up
+ * to s3_parallel() at a time, create-only (412: already there). */
+struct s3_pipe;	/* opaque */
+struct s3_pipe_stats {
+	uint64_t put, bytes;	/* created, their body bytes */
+	uint64_t had;		/* were there already (412) */
+};
+int s3_pipe_start(const struct s3 *s, struct s3_pipe **out,
+    struct cs_err *e);
+/* Queues the upload of fd's whole contents (an open file, taken over:
+ * closed by the pipe) as key; waits while the queue is full. -1 with e
+ * set (the pipe's first failure) once an upload failed: the caller
+ * stops what it was doing. */
+int s3_pipe_put(struct s3_pipe *p, const char *key, int fd,
+    struct cs_err *e);
+/* Waits until every queued upload got its answer: 0 when each was
+ * stored (or there already); -1 with e set at the first failure.
+ * st (may be NULL) gets the counts so far. */
+int s3_pipe_drain(struct s3_pipe *p, struct s3_pipe_stats *st,
+    struct cs_err *e);
+/* Stops the thread at once, abandoning what is queued or in flight. */
+void s3_pipe_stop(struct s3_pipe *p);	/* accepts NULL */
 
 #endif

@@ -14,7 +14,9 @@
  * no path) comes through the fetch function (store_set_fetch) instead,
  * chunk by chunk, only the chunks planned for copying, and is checked the
  * same way: a chunk damaged on the way fails the run before any temp file
- * of it exists.
+ * of it exists. A blob sink (store_set_blob_sink: an object store's
+ * uploads) gets each temp file once its bytes are written and checked,
+ * so that the upload runs alongside the rest of the copy.
  * A chunk already stored is reused by its name, but a blob's bytes can
  * rot after they were checked: a reused chunk whose last check is older
  * than the recheck age (store_set_recheck_age, default 7 days) is read
@@ -73,6 +75,9 @@
 #define DIRECT_PIECE (1u << 20)
 #define CLAIM_WAIT_MS 120000	/* for a chunk another run claimed */
 #define CLAIM_POLL_MS 10
+
+static blob_sink_fn sink_fn;	/* store_set_blob_sink */
+static void *sink_ctx;
 
 /* One chunk to copy. */
 struct cjob {
@@ -279,6 +284,13 @@ copy_chunk(struct crun *r, struct cjob *j, uint8_t *buf, uint8_t *obuf,
 		goto out;
 	}
 	tfd = -1;
+	if (sink_fn != NULL) {
+		char hex[SHA_HEX_LEN];
+
+		sha_hex(j->name, hex);
+		if (sink_fn(sink_ctx, hex, tmp, e) < 0)
+			goto out;
+	}
 	rc = 0;
 out:
 	if (tfd >= 0)
@@ -501,6 +513,13 @@ store_set_fetch(struct store *st, chunk_fetch_fn fn, void *ctx)
 {
 	st->ffn = fn;
 	st->fctx = ctx;
+}
+
+void
+store_set_blob_sink(blob_sink_fn fn, void *ctx)
+{
+	sink_fn = fn;
+	sink_ctx = ctx;
 }
 
 void

@@ -215,6 +215,15 @@ void store_set_fetch(struct store *st, chunk_fetch_fn fn, void *ctx);
  * rechecks, all workers together) to rate bytes per second
  * (ratelimit.h); 0, the default: no limit. */
 void store_set_max_rate(struct store *st, uint64_t rate);
+/* Where store_put_chunks hands each blob it wrote, for the whole process
+ * (a repository on an object store uploads them while the copy goes on):
+ * fn gets the blob's name and the path of its complete, checked bytes,
+ * which stays valid only during the call (a sink that needs the bytes
+ * later opens it). Called from several threads at once. -1 with e set
+ * fails the copy. NULL: none. */
+typedef int (*blob_sink_fn)(void *ctx, const char *hex, const char *path,
+    struct cs_err *e);
+void store_set_blob_sink(blob_sink_fn fn, void *ctx);
 /* Store the recorded prefix of reps[i]'s data file paths[i] as chunks
  * (chunkstore.c): every chunk whose digest is not yet a blob (or whose
  * blob a recheck found bad) is read from the file (paths[i] NULL: from
