@@ -346,6 +346,7 @@ CMDS=$W/cmds.md
 
 cleanup () {
 	local c
+	tls_ns_down
 	for c in $CONFS; do
 		timeout 60 "$CS" stop -c "$c" >/dev/null 2>&1
 	done

@@ -4,6 +4,12 @@
 # minute and a half), it prints only its rows:
 #   bash bench/tls.sh          (BENCH_RUNS, CUTSNAP as for run.sh)
 #
+# The TLS agents run as hosts of their own: each agent in a network
+# namespace of its own, joined to a hub namespace (where load, snapshot and
+# stop run) by a veth pair and a bridge, so their traffic crosses veth
+# links as between hosts; this needs root (ip netns), and without it the
+# rows say they ran over loopback instead.
+#
 # Both sides are measured in this section, one run of each in turn, so a
 # machine that is busier for a while slows both alike. Besides the wall
 # figure each row shows the CPU time per transfer of the agents (their
@@ -13,8 +19,58 @@
 # free_ports N (tests/ports.sh): N free TCP ports on 127.0.0.1.
 . "$(dirname "${BASH_SOURCE[0]}")/../tests/ports.sh"
 
-# make_tls_cluster DIR N: like make_cluster, each agent with an addr on a
-# free loopback port, and its certificates.
+# --- hosts: network namespaces --------------------------------------------
+# TLS_NS: the namespaces made (deleted by tls_ns_down); TLS_HUB: the hub's
+# name, empty when namespaces were refused (then everything is loopback).
+TLS_NS=""
+TLS_HUB=""
+TLS_PIDS=""
+tls_ip () { echo "10.79.0.$1"; }
+
+# tls_ns_up N: the hub (a bridge at 10.79.0.254/24) and N namespaces
+# cs-bench-aI-PID with eth0 at tls_ip I; returns 1 when refused.
+tls_ns_up () {
+	local n=$1 i ns hub=cs-bench-hub-$$
+	ip netns add "$hub" 2>>"$LOG" || return 1
+	TLS_NS=$hub
+	ip -n "$hub" link add br0 type bridge &&
+	ip -n "$hub" addr add 10.79.0.254/24 dev br0 &&
+	ip -n "$hub" link set br0 up &&
+	ip -n "$hub" link set lo up || return 1
+	for i in $(seq 1 "$n"); do
+		ns=cs-bench-a$i-$$
+		ip netns add "$ns" && TLS_NS="$TLS_NS $ns" &&
+		ip -n "$hub" link add "va$i" type veth peer name eth0 netns "$ns" &&
+		ip -n "$hub" link set "va$i" master br0 &&
+		ip -n "$hub" link set "va$i" up &&
+		ip -n "$ns" addr add "$(tls_ip "$i")/24" dev eth0 &&
+		ip -n "$ns" link set eth0 up &&
+		ip -n "$ns" link set lo up || return 1
+	done
+	TLS_HUB=$hub
+}
+
+# tls_ns_down: kill the agents started in the namespaces, delete them.
+tls_ns_down () {
+	local p n
+	for p in $TLS_PIDS; do kill "$p" 2>/dev/null; done
+	tls_ns_reap
+	for n in $TLS_NS; do ip netns del "$n" 2>/dev/null; done
+	TLS_NS="" TLS_HUB=""
+}
+
+# on_hub CMD...: CMD in the hub namespace (or here, without namespaces).
+on_hub () {
+	if [ -n "$TLS_HUB" ]; then
+		ip netns exec "$TLS_HUB" "$@"
+	else
+		"$@"
+	fi
+}
+
+# make_tls_cluster DIR N: like make_cluster, each agent with an addr (at
+# tls_ip I:7400 in its namespace, or a free loopback port), and its
+# certificates.
 make_tls_cluster () {
 	local d=$1 n=$2 i p
 	make_cluster "$d" "$n"
@@ -22,9 +78,55 @@ make_tls_cluster () {
 	i=0
 	for p in $(free_ports "$n"); do
 		i=$((i + 1))
-		sed -i "/^data = a$i.data\$/a addr = 127.0.0.1:$p" "$d/c.ini"
+		[ -n "$TLS_HUB" ] && p="$(tls_ip "$i"):7400" || p="127.0.0.1:$p"
+		sed -i "/^data = a$i.data\$/a addr = $p" "$d/c.ini"
 	done
 	"$CS" cert -c "$d/c.ini" >>"$LOG" 2>&1
+}
+
+# tls_start CONF N: the N agents of a TLS cluster, each in its namespace
+# (cutsnap start, without namespaces); waits until load can reach them.
+tls_start () {
+	local c=$1 n=$2 i t
+	if [ -z "$TLS_HUB" ]; then
+		start "$c"
+		return
+	fi
+	for i in $(seq 1 "$n"); do
+		ip netns exec "cs-bench-a$i-$$" setsid "$CS" agent -c "$c" \
+		    -n "a$i" >>"$LOG" 2>&1 </dev/null &
+		TLS_PIDS="$TLS_PIDS $!"
+	done
+	for t in $(seq 1 100); do
+		# status exits 0 only when every agent answered.
+		on_hub "$CS" status -c "$c" --json >/dev/null 2>&1 && return 0
+		sleep 0.1
+	done
+	fail "the agents of $c did not come up in their namespaces"
+}
+
+# tls_stop CONF: stop a TLS cluster's agents.
+tls_stop () {
+	if [ -z "$TLS_HUB" ]; then
+		stop "$1"
+	else
+		on_hub "$CS" stop -c "$1" >>"$LOG" 2>&1
+		tls_ns_reap
+	fi
+}
+
+# tls_ns_reap: wait up to 10 s for the agents started in the namespaces to
+# exit, then kill what is left.
+tls_ns_reap () {
+	local p n
+	for p in $TLS_PIDS; do
+		n=0
+		while kill -0 "$p" 2>/dev/null && [ $n -lt 100 ]; do
+			sleep 0.1; n=$((n + 1))
+		done
+		kill -9 "$p" 2>/dev/null
+	done
+	TLS_PIDS=""
 }
 
 # agents_ticks CONF N: CPU clock ticks (utime + stime) used so far by the
@@ -39,13 +141,14 @@ agents_ticks () {
 	echo "$t"
 }
 
-# tls_load CONF K OUT: one checked 5 s load with K clients; prints
+# tls_load CONF K OUT [on_hub]: one checked 5 s load with K clients (in
+# the hub namespace with on_hub); prints
 # "TRANSFERS_PER_S AGENT_US LOAD_US": the CPU microseconds per transfer
 # of the three agents together and of the load client.
 tls_load () {
 	local c=$1 k=$2 out=$3 a0 a1 cpu rc n TIMEFORMAT='%U %S'
 	a0=$(agents_ticks "$c" 3)
-	cpu=$({ time "$CS" load --json -c "$c" -s 5 -k "$k" >"$out" \
+	cpu=$({ time ${4:-} "$CS" load --json -c "$c" -s 5 -k "$k" >"$out" \
 	    2>>"$LOG"; } 2>&1)
 	rc=$?
 	a1=$(agents_ticks "$c" 3)
@@ -61,26 +164,33 @@ tls_load () {
 
 tls_rows () {
 	local k=${PEAK_K:-32} r o u_t=() u_a=() u_l=() t_t=() t_a=() t_l=()
-	local vu=() vt=() ut ua ul tt ta tl
+	local vu=() vt=() ut ua ul tt ta tl where
 
+	if tls_ns_up 4; then
+		where="each agent in a network namespace of its own, joined by veth to the hub where load and snapshot run"
+	else
+		tls_ns_down
+		where="on 127.0.0.1 (network namespaces refused: not root?)"
+		say "TLS rows over loopback: ip netns add refused"
+	fi
 	make_cluster "$W/tlsu" 3
 	make_tls_cluster "$W/tls" 3
 	start "$W/tlsu/c.ini"
-	start "$W/tls/c.ini"
+	tls_start "$W/tls/c.ini" 3
 	for r in $(seq 1 "$RUNS"); do
 		read -r o ua ul < <(tls_load "$W/tlsu/c.ini" "$k" "$W/tlsu.$r") ||
 		    fail "load over Unix sockets"
 		u_t+=("$o"); u_a+=("$ua"); u_l+=("$ul")
-		read -r o ta tl < <(tls_load "$W/tls/c.ini" "$k" "$W/tls.$r") ||
+		read -r o ta tl < <(tls_load "$W/tls/c.ini" "$k" "$W/tls.$r" on_hub) ||
 		    fail "load over TLS"
 		t_t+=("$o"); t_a+=("$ta"); t_l+=("$tl")
 	done
 	stop "$W/tlsu/c.ini"
-	stop "$W/tls/c.ini"
+	tls_stop "$W/tls/c.ini"
 	rm -rf "$W/tlsu" "$W/tls"
 	ut=$(median "${u_t[@]}"); ua=$(median "${u_a[@]}"); ul=$(median "${u_l[@]}")
 	tt=$(median "${t_t[@]}"); ta=$(median "${t_a[@]}"); tl=$(median "${t_l[@]}")
-	cmd "cutsnap load -c CONF -s 5 -k K      # 3 agents, each with addr = 127.0.0.1:PORT (TCP + TLS 1.3), one run in turn with the same over Unix sockets"
+	cmd "cutsnap load -c CONF -s 5 -k K      # 3 agents, each with addr = HOST:PORT (TCP + TLS 1.3), $where; one run in turn with the same over Unix sockets"
 	row "transfers/s over TCP+TLS, $k clients" "$tt" "$ut (Unix sockets)" \
 	    "$(calc "$tt / $ut")" ">= 0.7x" "$(verdict "$tt >= 0.7 * $ut")"
 	row "CPU us/transfer over TCP+TLS: agents $ta + load $tl" \
@@ -90,21 +200,26 @@ tls_rows () {
 
 	make_cluster "$W/tlsu4" 4
 	make_tls_cluster "$W/tls4" 4
-	for o in tlsu4 tls4; do
-		start "$W/$o/c.ini"
-		load_checked "$W/$o/load" -c "$W/$o/c.ini" -s 1 -k 2 --initial 1000
-	done
+	start "$W/tlsu4/c.ini"
+	load_checked "$W/tlsu4/load" -c "$W/tlsu4/c.ini" -s 1 -k 2 --initial 1000
+	tls_start "$W/tls4/c.ini" 4
+	on_hub "$CS" load --json -c "$W/tls4/c.ini" -s 1 -k 2 --initial 1000 \
+	    >"$W/tls4/load" 2>>"$LOG"
+	load_verify "$W/tls4/load" $? -c "$W/tls4/c.ini" -s 1 -k 2 --initial 1000
 	for r in $(seq 1 "$RUNS"); do
 		fresh "$W/tlsu4/c.ini" "$W/tlsu4/repo"
 		timed vu "$CS" snapshot -c "$W/tlsu4/c.ini" -r "$W/tlsu4/repo"
-		fresh "$W/tls4/c.ini" "$W/tls4/repo"
-		timed vt "$CS" snapshot -c "$W/tls4/c.ini" -r "$W/tls4/repo"
+		tls_stop "$W/tls4/c.ini"
+		tls_start "$W/tls4/c.ini" 4
+		rm -rf "$W/tls4/repo"; sync
+		timed vt on_hub "$CS" snapshot -c "$W/tls4/c.ini" -r "$W/tls4/repo"
 	done
 	stop "$W/tlsu4/c.ini"
-	stop "$W/tls4/c.ini"
+	tls_stop "$W/tls4/c.ini"
+	tls_ns_down
 	rm -rf "$W/tlsu4" "$W/tls4"
 	ut=$(median "${vu[@]}"); tt=$(median "${vt[@]}")
-	cmd "cutsnap snapshot -c CONF -r FRESH_REPO    # 4 agents over TCP + TLS, small files, one run in turn with the same over Unix sockets"
+	cmd "cutsnap snapshot -c CONF -r FRESH_REPO    # 4 agents over TCP + TLS, $where, small files; one run in turn with the same over Unix sockets"
 	row "snapshot ms over TCP+TLS, 4 agents" "$tt" "$ut (Unix sockets)" \
 	    "$(calc "$tt / $ut")" "-" "-"
 }
@@ -119,7 +234,7 @@ if [ "${BASH_SOURCE[0]}" = "$0" ] && [ -z "${TLS_ALONE:-}" ]; then
 	ROWS=$W/rows.md	# row () appends to it
 	export ROWS
 	: >"$CMDS"
-	trap 'for c in $CONFS; do timeout 60 "$CS" stop -c "$c" >/dev/null 2>&1; done; [ "${BENCH_KEEP:-0}" = 1 ] && echo "bench: kept $W" >&2 || rm -rf "$W"' EXIT
+	trap 'tls_ns_down; for c in $CONFS; do timeout 60 "$CS" stop -c "$c" >/dev/null 2>&1; done; [ "${BENCH_KEEP:-0}" = 1 ] && echo "bench: kept $W" >&2 || rm -rf "$W"' EXIT
 	trap 'exit 130' INT TERM
 	tls_rows
 fi
