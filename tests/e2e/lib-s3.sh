@@ -104,3 +104,26 @@ REPO_URL=s3://$BUCKET/repo
 
 # s3keys_has BUCKET KEY: the object KEY exists.
 s3keys_has () { s3keys "$1" "$2" | grep -qx -- "$2"; }
+
+# newest_refs: the blobs the newest committed manifest of repo/ in BUCKET
+# refers to (its manifest is left in newest.db).
+newest_refs () {
+	local k
+	k=$(s3keys "$BUCKET" repo/manifests/ | tail -n 1) &&
+	s3req GET "$BUCKET/$k" -o newest.db | tail -n 1 | grep -q "^200$" &&
+	sqlite3 newest.db "select count(distinct sha256) from agent_chunks"
+}
+
+# add_data N: N values of 300 KB of random text into agents A and B.
+add_data () {
+	local i
+	for i in $(seq 1 "$1"); do
+		head -c 220000 /dev/urandom | base64 -w 0 | cs put -c "$CONF" A "v$RANDOM$i" - >/dev/null || return 1
+		head -c 220000 /dev/urandom | base64 -w 0 | cs put -c "$CONF" B "v$RANDOM$i" - >/dev/null || return 1
+	done
+}
+
+# keys_of FILE: a data file's keys and values (offline), as JSON.
+keys_of () {
+	cs dump "$1" --json | python3 -c 'import json, sys; print(json.dumps(json.load(sys.stdin)["keys"], sort_keys=True))'
+}

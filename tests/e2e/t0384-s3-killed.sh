@@ -13,23 +13,6 @@ export CUTSNAP_CHUNK_SIZE=4096
 # shellcheck disable=SC2034 # used inside the test bodies
 NB0='' NC0='' ORPH='' REF=''
 
-# newest_refs: the blobs the newest committed manifest refers to.
-newest_refs () {
-	local k
-	k=$(s3keys "$BUCKET" repo/manifests/ | tail -n 1) &&
-	s3req GET "$BUCKET/$k" -o newest.db | tail -n 1 | grep -q "^200$" &&
-	sqlite3 newest.db "select count(distinct sha256) from agent_chunks"
-}
-
-# add_data N: N values of 300 KB of random text into A and B.
-add_data () {
-	local i
-	for i in $(seq 1 "$1"); do
-		head -c 220000 /dev/urandom | base64 -w 0 | cs put -c "$CONF" A "v$RANDOM$i" - >/dev/null || return 1
-		head -c 220000 /dev/urandom | base64 -w 0 | cs put -c "$CONF" B "v$RANDOM$i" - >/dev/null || return 1
-	done
-}
-
 # kill_mid_upload: start a snapshot, stop it once some of its blobs are in
 # the bucket but before its commit, then kill it with -9. Fails (so the
 # caller tries again with more data) when the snapshot committed first.
