@@ -13,6 +13,7 @@
 #include "store_int.h"
 #include "../common/fsutil.h"
 #include "../common/mac.h"
+#include "../common/util.h"
 
 #define STR_(x) #x
 #define STR(x) STR_(x)
@@ -277,13 +278,35 @@ setup_schema(struct store *st, struct cs_err *e)
 	return 0;
 }
 
+/* A connection-level PRAGMA. "journal_mode=WAL" on a manifest that
+ * another process is creating or converting at the same moment can fail
+ * with SQLITE_BUSY without SQLite calling the busy handler (two
+ * connections that both hold a shared lock and both want the exclusive
+ * one: SQLite refuses one at once rather than deadlock). Snapshots
+ * started together into a new repository meet exactly that, so a busy
+ * PRAGMA is retried, for as long as the busy timeout would have waited. */
 static int
 pragma(struct store *st, const char *sql, struct cs_err *e)
 {
-	if (sqlite3_exec(st->db, sql, NULL, NULL, NULL) != SQLITE_OK)
-		return cs_errf(e, "repository %s: manifest.db is not a usable "
-		    "manifest: %s", st->repo, sqlite3_errmsg(st->db));
-	return 0;
+	struct timespec nap = { 0, 0 };
+	int64_t deadline = cs_now_ms() + 10000;
+	int rc;
+
+	while ((rc = sqlite3_exec(st->db, sql, NULL, NULL, NULL)) != SQLITE_OK
+	    && (rc & 0xff) == SQLITE_BUSY && cs_now_ms() < deadline) {
+		/* 1, 2, 4 ... 64 ms, then 64 ms at a time. */
+		nap.tv_nsec = nap.tv_nsec == 0 ? 1000000 :
+		    nap.tv_nsec < 64000000 ? nap.tv_nsec * 2 : nap.tv_nsec;
+		(void)nanosleep(&nap, NULL);
+	}
+	if (rc == SQLITE_OK)
+		return 0;
+	if ((rc & 0xff) == SQLITE_BUSY)
+		return cs_errf(e, "repository %s: manifest.db stayed locked by "
+		    "another process for 10 s: %s", st->repo,
+		    sqlite3_errmsg(st->db));
+	return cs_errf(e, "repository %s: manifest.db is not a usable "
+	    "manifest: %s", st->repo, sqlite3_errmsg(st->db));
 }
 
 /* "scheme://..." (s3://, https://): an object store, not a directory. */

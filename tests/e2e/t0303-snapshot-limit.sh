@@ -85,7 +85,7 @@ test_expect_success 'the slots are free again: a snapshot completes, status show
 
 test_expect_success 'restore one of the eight: 150' '
 	stop_cluster &&
-	expect_ok restore -r "$REPO" "${ID_OF[s5]}" -c "$CONF" &&
+	expect_ok restore -r "$REPO" "${ID_OF[s5]:-}" -c "$CONF" &&
 	expect_eq "$(dump_total bal)" 150 "restored total"
 '
 
