@@ -31,6 +31,9 @@ struct xport_ctx {
 
 struct xconn {
 	SSL *ssl;
+	/* The last read wanted more from the socket: what TLS read ahead
+	 * (if anything) is part of a record, not a record. */
+	int starved;
 	char cn[NAME_MAX_LEN + 8];
 };
 
@@ -243,6 +246,7 @@ io_rc(struct xconn *t, int r)
 static ssize_t
 xio(struct xconn *t, void *rbuf, const void *wbuf, size_t n)
 {
+	ssize_t rc;
 	int r;
 
 	if (n > INT32_MAX)
@@ -251,9 +255,15 @@ xio(struct xconn *t, void *rbuf, const void *wbuf, size_t n)
 	ERR_clear_error();
 	r = rbuf != NULL ? SSL_read(t->ssl, rbuf, (int)n) :
 	    SSL_write(t->ssl, wbuf, (int)n);
-	if (r > 0)
+	if (r > 0) {
+		if (rbuf != NULL)
+			t->starved = 0;
 		return r;
-	return io_rc(t, r);
+	}
+	rc = io_rc(t, r);
+	if (rbuf != NULL)
+		t->starved = rc == XP_WANT_READ;
+	return rc;
 }
 
 ssize_t
@@ -271,6 +281,12 @@ xconn_write(struct xconn *t, const void *buf, size_t n)
 int
 xconn_pending(struct xconn *t)
 {
+	/* SSL_has_pending is also true of a record's first bytes: counting
+	 * those made the agent poll with a zero timeout, over every
+	 * connection, until the rest arrived (a busy loop that grew with
+	 * the number of clients). */
+	if (t->starved)
+		return 0;	/* SSL_read gave all it had decrypted */
 	return SSL_pending(t->ssl) > 0 || SSL_has_pending(t->ssl);
 }
 

@@ -47,8 +47,10 @@ int xconn_handshake(struct xconn *t, char *why, size_t whysz);
 /* > 0 bytes moved, or XP_WANT_READ/XP_WANT_WRITE, XP_EOF, XP_ERR. */
 ssize_t xconn_read(struct xconn *t, void *buf, size_t n);
 ssize_t xconn_write(struct xconn *t, const void *buf, size_t n);
-/* 1 when TLS holds bytes that epoll cannot see (decrypted, or read
- * ahead from the socket), else 0. */
+/* 1 when a read could return bytes that epoll cannot announce: TLS
+ * holds decrypted bytes, or read ahead from the socket and has not yet
+ * found them to be only part of a record; else 0. A partial record
+ * waits for the rest of it to reach the socket, which epoll reports. */
 int xconn_pending(struct xconn *t);
 /* The verified peer certificate's CN ("" when none). */
 const char *xconn_peer_cn(struct xconn *t);
