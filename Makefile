@@ -154,7 +154,7 @@ bench-deps:
 
 $(BUILD)/bench/%: bench/%.c | $(DEPS_OK)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -o $@ $< -lpthread -lcrypto
+	$(CC) $(CFLAGS) -o $@ $< -lpthread -lssl -lcrypto
 
 bench: all bench-deps $(BUILD)/bench/syncw $(BUILD)/bench/pingpong $(BUILD)/bench/shapar
 	bash bench/run.sh

@@ -6,11 +6,26 @@
  * 64-byte request outstanding each), spread over the servers and
  * multiplexed by THREADS threads with one epoll each (as load does).
  * Prints round trips per second.
- * Usage: pingpong DIR SECONDS CLIENTS [SERVERS [THREADS]] */
+ * Usage: pingpong DIR SECONDS CLIENTS [SERVERS [THREADS]]
+ *
+ * With PINGPONG_TLS=DIR the same ping-pong runs over TCP and mutual TLS
+ * 1.3, as agents with an addr talk (the transport floor of the TCP+TLS
+ * rows): DIR is a cluster's tls_dir (ca.crt; the servers use a1.crt and
+ * a1.key, the clients client.crt and client.key). Server I (from 1)
+ * listens on PINGPONG_ADDR ("HOST:PORT" where a "%d" stands for I;
+ * default 127.0.0.1, port 17400 + I), inside the network namespace
+ * PINGPONG_NETNS (a file such as /run/netns/NAME, "%d" standing for I)
+ * when that is set. */
 #include <sys/epoll.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <sys/wait.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+
+#include <fcntl.h>
+#include <sched.h>
 
 #include <errno.h>
 #include <pthread.h>
@@ -21,12 +36,157 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <openssl/err.h>
+#include <openssl/ssl.h>
+
 #define MSG 64
+#define MAX_FD 65536
 #define MAX_EVENTS 64
 
 static double secs;
 static int nclients, nservers, nthreads;
 static char sock_dir[80];
+/* TLS mode: the contexts (NULL over Unix sockets) and each fd's TLS. */
+static SSL_CTX *srv_ctx, *cli_ctx;
+static SSL *tls_of[MAX_FD];
+
+static SSL_CTX *
+tls_ctx(const char *dir, const char *me, int server)
+{
+	char ca[512], crt[512], key[512];
+	SSL_CTX *x;
+
+	snprintf(ca, sizeof(ca), "%s/ca.crt", dir);
+	snprintf(crt, sizeof(crt), "%s/%s.crt", dir, me);
+	snprintf(key, sizeof(key), "%s/%s.key", dir, me);
+	if ((x = SSL_CTX_new(server ? TLS_server_method() :
+	    TLS_client_method())) == NULL)
+		return NULL;
+	/* As cutsnap's transport sets it up (common/xport.c). */
+	SSL_CTX_set_min_proto_version(x, TLS1_3_VERSION);
+	SSL_CTX_set_num_tickets(x, 0);
+	SSL_CTX_set_read_ahead(x, 1);
+	SSL_CTX_set_verify(x, SSL_VERIFY_PEER |
+	    SSL_VERIFY_FAIL_IF_NO_PEER_CERT, NULL);
+	if (SSL_CTX_load_verify_locations(x, ca, NULL) != 1 ||
+	    SSL_CTX_use_certificate_chain_file(x, crt) != 1 ||
+	    SSL_CTX_use_PrivateKey_file(x, key, SSL_FILETYPE_PEM) != 1) {
+		ERR_print_errors_fp(stderr);
+		SSL_CTX_free(x);
+		return NULL;
+	}
+	return x;
+}
+
+/* fmt with its first "%d" replaced by n (the environment's formats are
+ * not handed to printf). */
+static void
+fmt_n(const char *fmt, int n, char *out, size_t sz)
+{
+	const char *p = strstr(fmt, "%d");
+
+	if (p == NULL)
+		snprintf(out, sz, "%s", fmt);
+	else
+		snprintf(out, sz, "%.*s%d%s", (int)(p - fmt), fmt, n, p + 2);
+}
+
+/* Server i's TCP address (TLS mode). */
+static int
+tcp_addr(int i, struct sockaddr_in *sin)
+{
+	const char *fmt = getenv("PINGPONG_ADDR");
+	char a[128], *colon;
+
+	if (fmt != NULL)
+		fmt_n(fmt, i + 1, a, sizeof(a));
+	else
+		snprintf(a, sizeof(a), "127.0.0.1:%d", 17400 + i + 1);
+	if ((colon = strrchr(a, ':')) == NULL)
+		return -1;
+	*colon = '\0';
+	memset(sin, 0, sizeof(*sin));
+	sin->sin_family = AF_INET;
+	sin->sin_port = htons((uint16_t)atoi(colon + 1));
+	return inet_pton(AF_INET, a, &sin->sin_addr) == 1 ? 0 : -1;
+}
+
+/* Move into server i's network namespace, if one is named. */
+static int
+enter_netns(int i)
+{
+	const char *fmt = getenv("PINGPONG_NETNS");
+	char path[256];
+	int fd, rc;
+
+	if (fmt == NULL || *fmt == '\0')
+		return 0;
+	fmt_n(fmt, i + 1, path, sizeof(path));
+	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) == -1) {
+		perror(path);
+		return -1;
+	}
+	rc = setns(fd, CLONE_NEWNET);
+	if (rc == -1)
+		perror("setns");
+	close(fd);
+	return rc;
+}
+
+/* A connected socket of either kind: TLS on it (blocking), or nothing to
+ * do. 0 / -1. */
+static int
+tls_start(int fd, int server)
+{
+	int one = 1;
+	SSL *t;
+
+	if (srv_ctx == NULL && cli_ctx == NULL)
+		return 0;
+	if (fd >= MAX_FD)
+		return -1;
+	(void)setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	if ((t = SSL_new(server ? srv_ctx : cli_ctx)) == NULL ||
+	    SSL_set_fd(t, fd) != 1 ||
+	    (server ? SSL_accept(t) : SSL_connect(t)) != 1) {
+		SSL_free(t);
+		return -1;
+	}
+	tls_of[fd] = t;
+	return 0;
+}
+
+static ssize_t
+xread(int fd, char *buf, size_t n)
+{
+	int r;
+
+	if (tls_of[fd] == NULL)
+		return read(fd, buf, n);
+	r = SSL_read(tls_of[fd], buf, (int)n);
+	return r > 0 ? r : -1;
+}
+
+static ssize_t
+xwrite(int fd, const char *buf, size_t n)
+{
+	int r;
+
+	if (tls_of[fd] == NULL)
+		return write(fd, buf, n);
+	r = SSL_write(tls_of[fd], buf, (int)n);
+	return r > 0 ? r : -1;
+}
+
+static void
+xclose(int fd)
+{
+	if (fd < MAX_FD && tls_of[fd] != NULL) {
+		SSL_free(tls_of[fd]);
+		tls_of[fd] = NULL;
+	}
+	close(fd);
+}
 
 static double
 now_s(void)
@@ -55,7 +215,7 @@ read_msg(int fd, char *buf)
 	ssize_t n;
 
 	while (got < MSG) {
-		n = read(fd, buf + got, MSG - got);
+		n = xread(fd, buf + got, MSG - got);
 		if (n <= 0)
 			return -1;
 		got += (size_t)n;
@@ -87,6 +247,10 @@ serve(int lfd)
 			if (fd == lfd) {
 				if ((fd = accept(lfd, NULL, NULL)) == -1)
 					continue;
+				if (tls_start(fd, 1) == -1) {
+					xclose(fd);
+					continue;
+				}
 				ev.events = EPOLLIN;
 				ev.data.fd = fd;
 				if (epoll_ctl(ep, EPOLL_CTL_ADD, fd, &ev) == -1)
@@ -94,9 +258,9 @@ serve(int lfd)
 				continue;
 			}
 			if (read_msg(fd, buf) == -1 ||
-			    write(fd, buf, MSG) != MSG) {
+			    xwrite(fd, buf, MSG) != MSG) {
 				epoll_ctl(ep, EPOLL_CTL_DEL, fd, NULL);
-				close(fd);
+				xclose(fd);
 			}
 		}
 	}
@@ -114,6 +278,7 @@ client_thread(void *arg)
 	struct worker *w = arg;
 	struct epoll_event ev, evs[MAX_EVENTS];
 	struct sockaddr_un sa;
+	struct sockaddr_in sin;
 	char buf[MSG];
 	double t0;
 	int ep, i, k, fd, c;
@@ -122,14 +287,23 @@ client_thread(void *arg)
 	if ((ep = epoll_create1(0)) == -1)
 		goto fail;
 	for (c = w->first; c < w->first + w->count; c++) {
-		sock_path(c % nservers, &sa);
-		if ((fd = socket(AF_UNIX, SOCK_STREAM, 0)) == -1 ||
-		    connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == -1)
-			goto fail;
+		if (cli_ctx != NULL) {
+			if (tcp_addr(c % nservers, &sin) == -1 ||
+			    (fd = socket(AF_INET, SOCK_STREAM, 0)) == -1 ||
+			    connect(fd, (struct sockaddr *)&sin,
+			    sizeof(sin)) == -1 || tls_start(fd, 0) == -1)
+				goto fail;
+		} else {
+			sock_path(c % nservers, &sa);
+			if ((fd = socket(AF_UNIX, SOCK_STREAM, 0)) == -1 ||
+			    connect(fd, (struct sockaddr *)&sa,
+			    sizeof(sa)) == -1)
+				goto fail;
+		}
 		ev.events = EPOLLIN;
 		ev.data.fd = fd;
 		if (epoll_ctl(ep, EPOLL_CTL_ADD, fd, &ev) == -1 ||
-		    write(fd, buf, MSG) != MSG)
+		    xwrite(fd, buf, MSG) != MSG)
 			goto fail;
 	}
 	t0 = now_s();
@@ -139,7 +313,8 @@ client_thread(void *arg)
 			goto fail;
 		for (i = 0; i < k; i++) {
 			fd = evs[i].data.fd;
-			if (read_msg(fd, buf) == -1 || write(fd, buf, MSG) != MSG)
+			if (read_msg(fd, buf) == -1 ||
+			    xwrite(fd, buf, MSG) != MSG)
 				goto fail;
 			w->trips++;
 		}
@@ -150,6 +325,38 @@ fail:
 	return NULL;
 }
 
+/* Server i's listening socket: a Unix socket in DIR, or (TLS mode) TCP at
+ * its address, in its namespace. -1 after saying why. */
+static int
+listen_on(int i)
+{
+	struct sockaddr_un sa;
+	struct sockaddr_in sin;
+	int fd, one = 1;
+
+	if (srv_ctx != NULL) {
+		if (enter_netns(i) == -1 || tcp_addr(i, &sin) == -1 ||
+		    (fd = socket(AF_INET, SOCK_STREAM, 0)) == -1 ||
+		    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one,
+		    sizeof(one)) == -1 ||
+		    bind(fd, (struct sockaddr *)&sin, sizeof(sin)) == -1 ||
+		    listen(fd, 1024) == -1) {
+			perror("pingpong: TCP listen");
+			return -1;
+		}
+		return fd;
+	}
+	sock_path(i, &sa);
+	unlink(sa.sun_path);
+	if ((fd = socket(AF_UNIX, SOCK_STREAM, 0)) == -1 ||
+	    bind(fd, (struct sockaddr *)&sa, sizeof(sa)) == -1 ||
+	    listen(fd, 1024) == -1) {
+		perror(sa.sun_path);
+		return -1;
+	}
+	return fd;
+}
+
 int
 main(int argc, char **argv)
 {
@@ -157,9 +364,11 @@ main(int argc, char **argv)
 	struct worker *ws = NULL;
 	pthread_t *tids = NULL;
 	pid_t *pids = NULL;
+	const char *tls_dir = getenv("PINGPONG_TLS");
 	double t0, t1;
 	long trips = 0;
-	int i, lfd, rc = 1, started = 0;
+	int i, lfd, rc = 1, started = 0, ready[2];
+	char c;
 
 	if (argc < 4 || argc > 6 || (secs = atof(argv[2])) <= 0 ||
 	    (nclients = atoi(argv[3])) <= 0 ||
@@ -179,22 +388,35 @@ main(int argc, char **argv)
 	    (ws = calloc((size_t)nthreads, sizeof(*ws))) == NULL ||
 	    (tids = calloc((size_t)nthreads, sizeof(*tids))) == NULL)
 		goto out;
+	if (tls_dir != NULL && ((srv_ctx = tls_ctx(tls_dir, "a1", 1)) == NULL ||
+	    (cli_ctx = tls_ctx(tls_dir, "client", 0)) == NULL)) {
+		fprintf(stderr, "pingpong: TLS files in %s unusable\n", tls_dir);
+		goto out;
+	}
 	for (i = 0; i < nservers; i++) {
-		sock_path(i, &sa);
-		unlink(sa.sun_path);
-		if ((lfd = socket(AF_UNIX, SOCK_STREAM, 0)) == -1 ||
-		    bind(lfd, (struct sockaddr *)&sa, sizeof(sa)) == -1 ||
-		    listen(lfd, 1024) == -1) {
-			perror(sa.sun_path);
-			goto out;
-		}
-		if ((pids[i] = fork()) == -1) {
+		/* Each server makes its listening socket itself, in its own
+		 * network namespace when there is one; it says it is ready
+		 * by closing its end of a pipe. */
+		if (pipe(ready) == -1 || (pids[i] = fork()) == -1) {
 			perror("fork");
 			goto out;
 		}
-		if (pids[i] == 0)
+		if (pids[i] == 0) {
+			close(ready[0]);
+			if ((lfd = listen_on(i)) == -1)
+				_exit(1);
+			close(ready[1]);
 			serve(lfd);
-		close(lfd);
+		}
+		close(ready[1]);
+		if (read(ready[0], &c, 1) != 0 || waitpid(pids[i], NULL,
+		    WNOHANG) != 0) {
+			fprintf(stderr, "pingpong: server %d did not start\n",
+			    i + 1);
+			close(ready[0]);
+			goto out;
+		}
+		close(ready[0]);
 	}
 	for (i = 0; i < nthreads; i++) {
 		ws[i].first = nclients * i / nthreads;
@@ -228,8 +450,10 @@ out:
 			kill(pids[i], SIGTERM);
 			waitpid(pids[i], NULL, 0);
 		}
-		sock_path(i, &sa);
-		unlink(sa.sun_path);
+		if (tls_dir == NULL) {
+			sock_path(i, &sa);
+			unlink(sa.sun_path);
+		}
 	}
 	free(pids);
 	free(ws);

@@ -162,9 +162,23 @@ tls_load () {
 	            (u[1] + u[2]) * 1e6 / n }'
 }
 
+# tls_pingpong TLS_DIR K: round trips/s of build/bench/pingpong over TCP +
+# TLS with K clients and 3 servers: the servers in the agents'
+# namespaces (at tls_ip I:7500), the clients in the hub; on loopback
+# without namespaces.
+tls_pingpong () {
+	if [ -n "$TLS_HUB" ]; then
+		PINGPONG_TLS=$1 PINGPONG_ADDR="$(tls_ip %d):7500" \
+		    PINGPONG_NETNS="/run/netns/cs-bench-a%d-$$" \
+		    on_hub "$PINGPONG" "$W" 3 "$2" 3 2>>"$LOG"
+	else
+		PINGPONG_TLS=$1 "$PINGPONG" "$W" 3 "$2" 3 2>>"$LOG"
+	fi
+}
+
 tls_rows () {
 	local k=${PEAK_K:-32} r o u_t=() u_a=() u_l=() t_t=() t_a=() t_l=()
-	local vu=() vt=() ut ua ul tt ta tl where
+	local vu=() vt=() t_p=() ut ua ul tt ta tl tp where
 
 	if tls_ns_up 4; then
 		where="each agent in a network namespace of its own, joined by veth to the hub where load and snapshot run"
@@ -187,12 +201,26 @@ tls_rows () {
 	done
 	stop "$W/tlsu/c.ini"
 	tls_stop "$W/tls/c.ini"
+	# The transport's floor: a transfer is at least one request/reply
+	# between a client and an agent over TCP+TLS, so transfers/s over
+	# TLS cannot pass the round trips/s of a trivial ping-pong over the
+	# same transport, links and certificates (servers where the agents
+	# were, clients where load was; no work, no fsync).
+	for r in $(seq 1 "$RUNS"); do
+		o=$(tls_pingpong "$W/tls/tls" "$k") || fail "pingpong over TLS"
+		t_p+=("$o")
+	done
 	rm -rf "$W/tlsu" "$W/tls"
 	ut=$(median "${u_t[@]}"); ua=$(median "${u_a[@]}"); ul=$(median "${u_l[@]}")
 	tt=$(median "${t_t[@]}"); ta=$(median "${t_a[@]}"); tl=$(median "${t_l[@]}")
+	tp=$(median "${t_p[@]}")
 	cmd "cutsnap load -c CONF -s 5 -k K      # 3 agents, each with addr = HOST:PORT (TCP + TLS 1.3), $where; one run in turn with the same over Unix sockets"
+	cmd "PINGPONG_TLS=TLS_DIR build/bench/pingpong DIR 3 K 3   # the ping-pong over TCP + mutual TLS 1.3, servers where the agents ran, clients where load ran"
+	row "transfers/s floor: TCP+TLS ping-pong, $k clients" "$tp" \
+	    "$ut (cutsnap over Unix sockets)" "$(calc "$tp / $ut")" "-" "-"
 	row "transfers/s over TCP+TLS, $k clients" "$tt" "$ut (Unix sockets)" \
-	    "$(calc "$tt / $ut")" ">= 0.7x" "$(verdict "$tt >= 0.7 * $ut")"
+	    "$(calc "$tt / $ut")" ">= 0.7x" \
+	    "$(floored "$(verdict "$tt >= 0.7 * $ut")" "$(calc "$tp / $ut")" ">=" 0.7 "round trips/s of a TCP+TLS ping-pong against transfers/s over Unix sockets")"
 	row "CPU us/transfer over TCP+TLS: agents $ta + load $tl" \
 	    "$(calc "$ta + $tl")" \
 	    "$(calc "$ua + $ul") (Unix: agents $ua + load $ul)" \
