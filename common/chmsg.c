@@ -2,6 +2,8 @@
 #include <sys/random.h>
 
 #include <errno.h>
+#include <pthread.h>
+#include <string.h>
 
 #include "chmsg.h"
 #include "wire.h"
@@ -36,20 +38,56 @@ chmsg_encode_from(struct wbuf *out, const void *key, size_t klen,
 	wbuf_put_bytes(out, from, flen);
 }
 
+/* Ids come from a per-thread pool of getrandom bytes, refilled a page at
+ * a time: an agent takes one per transfer, and a getrandom call each was
+ * one system call per transfer. A forked child starts with an empty pool
+ * (pthread_atfork), so parent and child never hand out the same bytes. */
+#define ID_POOL 4096
+
+static _Thread_local uint8_t id_pool[ID_POOL];
+static _Thread_local size_t id_left;
+static _Thread_local unsigned id_fork_gen;
+static unsigned fork_gen;	/* bumped in the child at every fork */
+static pthread_once_t fork_once = PTHREAD_ONCE_INIT;
+
+static void
+on_fork_child(void)
+{
+	fork_gen++;
+}
+
+static void
+fork_hook(void)
+{
+	(void)pthread_atfork(NULL, NULL, on_fork_child);
+}
+
 int
 chmsg_new_id(uint8_t id[CHMSG_ID_LEN])
 {
 	size_t got = 0;
 	ssize_t k;
 
-	while (got < CHMSG_ID_LEN) {
-		k = getrandom(id + got, CHMSG_ID_LEN - got, 0);
-		if (k == -1 && errno == EINTR)
-			continue;
-		if (k <= 0)
-			return -1;
-		got += (size_t)k;
+	pthread_once(&fork_once, fork_hook);
+	if (id_fork_gen != fork_gen) {
+		id_left = 0;
+		id_fork_gen = fork_gen;
 	}
+	if (id_left < CHMSG_ID_LEN) {
+		while (got < ID_POOL) {
+			k = getrandom(id_pool + got, ID_POOL - got, 0);
+			if (k == -1 && errno == EINTR)
+				continue;
+			if (k <= 0)
+				return -1;
+			got += (size_t)k;
+		}
+		id_left = ID_POOL;
+	}
+	memcpy(id, id_pool + ID_POOL - id_left, CHMSG_ID_LEN);
+	/* Handed out once: not left in memory for a core dump to repeat. */
+	memset(id_pool + ID_POOL - id_left, 0, CHMSG_ID_LEN);
+	id_left -= CHMSG_ID_LEN;
 	return 0;
 }
 

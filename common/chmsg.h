@@ -49,7 +49,8 @@ void chmsg_encode_id(struct wbuf *out, const void *key, size_t klen,
 void chmsg_encode_from(struct wbuf *out, const void *key, size_t klen,
     int64_t amount, const uint8_t id[CHMSG_ID_LEN], const void *from,
     size_t flen);
-/* A fresh random id (getrandom). 0, or -1 with errno set. */
+/* A fresh random id (getrandom, drawn a page at a time). 0, or -1 with
+ * errno set. */
 int chmsg_new_id(uint8_t id[CHMSG_ID_LEN]);
 /* 0, or -1 if malformed (wrong op, overrun, trailing bytes, a key too
  * long, an empty from key). */

@@ -5,7 +5,10 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <setjmp.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 #include <cmocka.h>
 #include <isa-l/crc.h>
 
@@ -485,6 +488,47 @@ decision_table(void **state)
 	wbuf_free(&m);
 }
 
+static int
+cmp_id(const void *a, const void *b)
+{
+	return memcmp(a, b, CHMSG_ID_LEN);
+}
+
+/* Ids come from a pool refilled a page at a time: a run across several
+ * refills never repeats one, and a forked child never hands out the ids
+ * its parent has yet to hand out. */
+static void
+message_ids_never_repeat(void **state)
+{
+	enum { N = 2000 };
+	static uint8_t ids[N + 1][CHMSG_ID_LEN];
+	uint8_t child_id[CHMSG_ID_LEN];
+	int fds[2], status, i;
+	pid_t pid;
+
+	(void)state;
+	for (i = 0; i < N; i++)
+		assert_int_equal(chmsg_new_id(ids[i]), 0);
+	assert_int_equal(pipe(fds), 0);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		_exit(chmsg_new_id(child_id) == 0 &&
+		    write(fds[1], child_id, CHMSG_ID_LEN) == CHMSG_ID_LEN ?
+		    0 : 1);
+	}
+	close(fds[1]);
+	assert_int_equal(read(fds[0], child_id, CHMSG_ID_LEN), CHMSG_ID_LEN);
+	close(fds[0]);
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	assert_int_equal(chmsg_new_id(ids[N]), 0);
+	assert_memory_not_equal(child_id, ids[N], CHMSG_ID_LEN);
+	qsort(ids, N + 1, CHMSG_ID_LEN, cmp_id);
+	for (i = 1; i <= N; i++)
+		assert_memory_not_equal(ids[i - 1], ids[i], CHMSG_ID_LEN);
+}
+
 int
 main(void)
 {
@@ -498,6 +542,7 @@ main(void)
 		cmocka_unit_test(receiver_replay_meets_the_sender),
 		cmocka_unit_test(upgrade_mid_channel_ends_agree),
 		cmocka_unit_test(decision_table),
+		cmocka_unit_test(message_ids_never_repeat),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
