@@ -170,7 +170,6 @@ struct finish {
 	const int *want;
 	int *tfd;
 	char (*tmp)[PATH_MAX];
-	int *dfd;
 	const uint64_t *size;	/* per config agent: its recorded size */
 	struct wbuf *tails;
 	char (*err)[CS_ERR_MAX];
@@ -186,9 +185,6 @@ finish_task(void *ctx, size_t i, int worker)
 	if (!f->want[i])
 		return;
 	f->tfd[i] = -1;
-	if (f->dfd[i] >= 0)
-		(void)close(f->dfd[i]);
-	f->dfd[i] = -1;
 	if (f->tails[i].len > 0 && pwrite_all(fd, f->tails[i].data,
 	    f->tails[i].len, (off_t)f->size[i]) < 0)
 		snprintf(f->err[i], CS_ERR_MAX, "write %s: %s", f->tmp[i],
@@ -276,7 +272,7 @@ store_restore_agents(struct store *st, uint64_t id, const struct cfg *c,
 	char (*tmp)[PATH_MAX] = NULL, (*err)[CS_ERR_MAX] = NULL;
 	uint64_t *size = NULL;
 	int *rowof = NULL, *fds = NULL, *want = NULL, *made = NULL;
-	int *tfd = NULL, *dfd = NULL;
+	int *tfd = NULL;
 	int i, n, k = 0, rc = -1;
 	size_t j;
 	uint64_t rid;
@@ -295,7 +291,6 @@ store_restore_agents(struct store *st, uint64_t id, const struct cfg *c,
 	rowof = calloc((size_t)c->nagents, sizeof(*rowof));
 	fds = malloc((size_t)c->nagents * sizeof(*fds));
 	tfd = malloc((size_t)c->nagents * sizeof(*tfd));
-	dfd = malloc((size_t)c->nagents * sizeof(*dfd));
 	want = calloc((size_t)c->nagents, sizeof(*want));
 	made = calloc((size_t)c->nagents, sizeof(*made));
 	tmp = calloc((size_t)c->nagents, sizeof(*tmp));
@@ -303,15 +298,14 @@ store_restore_agents(struct store *st, uint64_t id, const struct cfg *c,
 	size = calloc((size_t)c->nagents, sizeof(*size));
 	tails = calloc((size_t)c->nagents, sizeof(*tails));
 	sinks = calloc(r.nagents + 1, sizeof(*sinks));
-	if (rowof == NULL || fds == NULL || tfd == NULL || dfd == NULL ||
-	    want == NULL ||
+	if (rowof == NULL || fds == NULL || tfd == NULL || want == NULL ||
 	    made == NULL || tmp == NULL || err == NULL || size == NULL ||
 	    tails == NULL || sinks == NULL) {
 		cs_errf(e, "out of memory");
 		goto out;
 	}
 	for (i = 0; i < c->nagents; i++)
-		fds[i] = tfd[i] = dfd[i] = -1;
+		fds[i] = tfd[i] = -1;
 	for (j = 0; j < r.nagents; j++)
 		sinks[j].fd = -1;
 	if (pick_agents(c, only, nonly, want, e) < 0 ||
@@ -333,13 +327,8 @@ store_restore_agents(struct store *st, uint64_t id, const struct cfg *c,
 		if ((tfd[i] = open_temp(c->agents[i].data, tmp[i],
 		    sizeof(tmp[i]), e)) < 0)
 			goto out;
-		/* Where the filesystem has them, direct writes for the
-		 * chunks' whole pages (-1: all buffered). */
-		dfd[i] = open(tmp[i], O_WRONLY | O_DIRECT | O_NOFOLLOW |
-		    O_CLOEXEC);
 		size[i] = r.agents[rowof[i]].size;
-		sinks[rowof[i]] = (struct vsink){ tfd[i], dfd[i], tmp[i],
-		    &tails[i] };
+		sinks[rowof[i]] = (struct vsink){ tfd[i], tmp[i], &tails[i] };
 	}
 	st->pnested = 1;
 	n = store_verify_restore(st, rid, sinks, fn, ctx, e);
@@ -351,7 +340,7 @@ store_restore_agents(struct store *st, uint64_t id, const struct cfg *c,
 		    "was restored", (unsigned long long)rid);
 		goto out;
 	}
-	fin = (struct finish){ c, want, tfd, tmp, dfd, size, tails, err };
+	fin = (struct finish){ c, want, tfd, tmp, size, tails, err };
 	store_pool_run((size_t)c->nagents, finish_task, &fin);
 	for (i = 0; i < c->nagents; i++)
 		if (err[i][0] != '\0') {
@@ -374,9 +363,6 @@ out:
 	for (i = 0; tfd != NULL && i < c->nagents; i++)
 		if (tfd[i] >= 0)
 			close(tfd[i]);
-	for (i = 0; dfd != NULL && i < c->nagents; i++)
-		if (dfd[i] >= 0)
-			close(dfd[i]);
 	for (i = 0; tmp != NULL && i < c->nagents; i++)
 		if (tmp[i][0] != '\0')
 			(void)unlink(tmp[i]);
@@ -385,7 +371,6 @@ out:
 			close(fds[i]);
 	free(fds);
 	free(tfd);
-	free(dfd);
 	free(rowof);
 	free(want);
 	free(made);

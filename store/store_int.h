@@ -358,7 +358,6 @@ struct fcheck {			/* one agent row's recorded file */
 				 * (NULL: it was) */
 	int sink;		/* under restore: the temp file the verified
 				 * chunks are written to, or -1 */
-	int dsink;		/* it opened O_DIRECT, or -1 */
 	const char *sinkname;
 	atomic_int wfailed;	/* a write to sink failed: werr says how */
 	char werr[CS_ERR_MAX];
@@ -377,8 +376,8 @@ struct vrun {
 	size_t ntasks;
 	size_t nfiletasks;	/* the first ones: one replay per file */
 	atomic_size_t nwritten;	/* chunks written to restore's temp files */
-	/* Per worker: the chunk it works on (page-aligned, for direct
-	 * writes) and the blob it decodes that chunk from. */
+	/* Per worker: the chunk it works on (page-aligned) and the blob
+	 * it decodes that chunk from. */
 	uint8_t *wbuf[POOL_MAX_THREADS];
 	size_t wcap[POOL_MAX_THREADS];
 	struct objbuf bufs[POOL_MAX_THREADS];
@@ -396,7 +395,6 @@ struct vtask {
  * the replay's APPLY/DEAD records for it. */
 struct vsink {
 	int fd;
-	int dfd;	/* the same file opened O_DIRECT, or -1 */
 	const char *name;
 	struct wbuf *tail;
 };

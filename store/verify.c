@@ -140,29 +140,18 @@ sink_failed(struct fcheck *f, const char *what)
 		    f->sinkname, what);
 }
 
-/* Write a verified chunk to the restore's temp file: its whole pages
- * straight from the worker's buffer to the disk (O_DIRECT: no copy into
- * the page cache, nothing left for the final fsync; the buffer and the
- * offsets are page-aligned), the rest, if any, buffered with its write-back started
- * at once. A filesystem that refuses direct writes gets them buffered.
- * 0, or -1 with errno set. */
+/* Write a verified chunk to the restore's temp file, buffered: the
+ * bytes stay in the page cache, where the file's replay reads them back
+ * once every chunk is done, and their write-back is started at once
+ * (sync_file_range, which does not wait for it), so the disk writes
+ * while the workers go on hashing and the final fsync has little left
+ * to do. 0, or -1 with errno set. */
 static int
 sink_write(struct fcheck *f, const uint8_t *p, size_t len, uint64_t off)
 {
-	size_t page = (size_t)sysconf(_SC_PAGESIZE), n = 0;
-
-	if (f->dsink >= 0)
-		n = len / page * page;
-	if (n > 0 && pwrite_all(f->dsink, p, n, (off_t)off) < 0) {
-		if (errno != EINVAL)
-			return -1;
-		n = 0;
-	}
-	if (n == len)
-		return 0;
-	if (pwrite_all(f->sink, p + n, len - n, (off_t)(off + n)) < 0)
+	if (pwrite_all(f->sink, p, len, (off_t)off) < 0)
 		return -1;
-	(void)sync_file_range(f->sink, (off_t)(off + n), (off_t)(len - n),
+	(void)sync_file_range(f->sink, (off_t)off, (off_t)len,
 	    SYNC_FILE_RANGE_WRITE);
 	return 0;
 }
@@ -183,10 +172,9 @@ fault_after_chunks(struct vrun *v)
 		_exit(99);
 }
 
-/* Room for n bytes in worker w's chunk buffer. It is page-aligned, so
- * that restore writes a chunk's whole pages from it with O_DIRECT, and
- * it only grows, up to the largest chunk: one chunk per worker is all
- * the chunk pass holds, whatever the size of the files. 0 / -1. */
+/* Room for n bytes in worker w's chunk buffer (page-aligned). It only
+ * grows, up to the largest chunk: one chunk per worker is all the chunk
+ * pass holds, whatever the size of the files. 0 / -1. */
 static int
 worker_room(struct vrun *v, int w, size_t n)
 {
@@ -770,7 +758,6 @@ run(struct store *st, uint64_t id, uint64_t *resolved,
 	}
 	for (i = 0; i < v.rows.nagents; i++) {
 		v.fc[i].sink = sinks != NULL ? sinks[i].fd : -1;
-		v.fc[i].dsink = sinks != NULL ? sinks[i].dfd : -1;
 		v.fc[i].sinkname = sinks != NULL ? sinks[i].name : NULL;
 		v.fc[i].tail = sinks != NULL && sinks[i].fd >= 0 ?
 		    sinks[i].tail : NULL;
