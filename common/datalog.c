@@ -47,6 +47,12 @@ dl_rec_crc(const uint8_t *p, size_t n)
 	return crc32_gzip_refl(0, p, (uint64_t)n);
 }
 
+uint32_t
+dl_rec_crc_more(uint32_t crc, const uint8_t *p, size_t n)
+{
+	return crc32_gzip_refl(crc, p, (uint64_t)n);
+}
+
 /* --- watermarks and state ------------------------------------------------ */
 
 /* Same rule as cfg_valid_name; kept here so that offline tools replaying a
@@ -952,6 +958,29 @@ dl_encode(struct wbuf *out, const struct dl_record *r)
 	buf_le32_put(p + 4, dl_rec_crc(p + DL_REC_HDR_LEN, len));
 }
 
+void
+dl_encode_put_head(struct wbuf *out, const struct dl_record *r)
+{
+	size_t start = out->len, len;
+	uint8_t *p;
+
+	assert(r->type == DL_PUT);
+	wbuf_put_u32(out, 0);		/* len and crc, filled in below */
+	wbuf_put_u32(out, 0);
+	wbuf_put_u8(out, (uint8_t)r->type);
+	wbuf_put_bytes(out, r->key, r->klen);
+	if (r->vlen > UINT32_MAX)
+		out->oom = 1;
+	wbuf_put_u32(out, (uint32_t)r->vlen);
+	if (out->oom)
+		return;
+	p = out->data + start;
+	len = out->len - start - DL_REC_HDR_LEN;
+	assert(len + r->vlen <= DL_MAX_RECORD);
+	buf_le32_put(p, (uint32_t)(len + r->vlen));
+	buf_le32_put(p + 4, dl_rec_crc(p + DL_REC_HDR_LEN, len));
+}
+
 /* n raw bytes at the reader's position, or NULL (and rb->err). */
 static const uint8_t *
 raw_field(struct rbuf *rb, size_t n)
@@ -1248,6 +1277,70 @@ src_hash(struct dl_src *s, const uint8_t *p, size_t n)
 	return 0;
 }
 
+/* A PUT record of rlen bytes after its header at off, larger than the
+ * window, replayed into st (whose values are held by reference) without
+ * ever holding it whole: its checksum computed a window at a time, its
+ * head (type, key, value length) decoded and applied, then its bytes fed
+ * to the hashes a window at a time (read again, from the page cache).
+ * 1 done; 0 when the record is not such a PUT, or its checksum does not
+ * match (the caller then takes it whole, to tell a torn tail from
+ * damage); -1 with e set. */
+static int
+replay_large_put(struct dl_src *s, size_t off, size_t rlen, uint32_t crc,
+    const char *what, struct dl_state *st, struct cs_err *e)
+{
+	const uint8_t *p;
+	struct dl_record r;
+	struct cs_err why;
+	struct rbuf rb;
+	const char *bad = NULL;
+	size_t pos, n, end = off + DL_REC_HDR_LEN + rlen;
+	uint32_t sum = 0;
+
+	for (pos = off + DL_REC_HDR_LEN; pos < end; pos += n) {
+		n = end - pos < DL_SRC_WINDOW ? end - pos : DL_SRC_WINDOW;
+		if ((p = dl_src_at(s, pos, n)) == NULL)
+			return cs_errno(e, "read %s", what);
+		if (pos == off + DL_REC_HDR_LEN && p[0] != DL_PUT)
+			return 0;
+		sum = dl_rec_crc_more(sum, p, n);
+	}
+	if (sum != crc)
+		return 0;
+	n = rlen < DL_SRC_WINDOW ? rlen : DL_SRC_WINDOW;
+	if ((p = dl_src_at(s, off + DL_REC_HDR_LEN, n)) == NULL)
+		return cs_errno(e, "read %s", what);
+	/* The fields as read_fields reads a PUT, the value's bytes left in
+	 * the file: they must end the record exactly. */
+	memset(&r, 0, sizeof(r));
+	rbuf_init(&rb, p, n);
+	r.type = rbuf_u8(&rb);
+	r.key = rbuf_bytes(&rb, &r.klen, WIRE_MAX_KEY);
+	r.vlen = rbuf_u32(&rb);
+	if (rb.err || r.vlen > WIRE_MAX_VALUE || r.vlen > rlen - rb.off)
+		bad = "truncated or oversized field";
+	else if (r.vlen < rlen - rb.off)
+		bad = "trailing bytes";
+	if (bad != NULL)
+		return cs_errf(e, "%s: corrupt record at offset %zu (invalid "
+		    "record: malformed payload (%s))", what, off, bad);
+	if (dl_state_check(st, &r, &why) == -1)
+		return cs_errf(e, "%s: corrupt record at offset %zu (invalid "
+		    "record: %s)", what, off, why.msg);
+	st->rec_off = off;
+	if (dl_state_apply(st, &r, &why) == -1)
+		return cs_errf(e, "%s: record at offset %zu: %s", what, off,
+		    why.msg);
+	for (pos = off; pos < end; pos += n) {
+		n = end - pos < DL_SRC_WINDOW ? end - pos : DL_SRC_WINDOW;
+		if ((p = dl_src_at(s, pos, n)) == NULL)
+			return cs_errno(e, "read %s", what);
+		if (src_hash(s, p, n) == -1)
+			return cs_errf(e, "sha256 failed");
+	}
+	return 1;
+}
+
 int
 dl_replay_src(struct dl_src *s, const char *what, int allow_torn,
     struct dl_state *st, size_t *valid_len, struct cs_err *e)
@@ -1329,6 +1422,15 @@ records:
 			cs_errf(e, "%s: corrupt record at offset %zu (bad length)",
 			    what, off);
 			goto out;
+		}
+		/* A large value held by reference (an agent's file): never
+		 * the whole record in memory. */
+		if (s->buf == NULL && st->by_ref && rlen > DL_SRC_WINDOW) {
+			if ((z = replay_large_put(s, off, rlen, crc, what, st,
+			    e)) == -1)
+				goto out;
+			if (z == 1)
+				continue;
 		}
 		if ((p = dl_src_at(s, off, DL_REC_HDR_LEN + rlen)) == NULL)
 			goto rerr;

@@ -274,6 +274,16 @@ void dl_header(uint8_t hdr[DL_HEADER_LEN]);
 
 /* Append the on-disk form (record header + payload) of r to out. */
 void dl_encode(struct wbuf *out, const struct dl_record *r);
+/* The same for a PUT record but for its value's r->vlen bytes, which
+ * follow it in the file (r->val is not read): a large value is written
+ * from where it lies, not copied. The header's length covers the value;
+ * its checksum field holds the CRC-32 of the head's bytes after the
+ * record header only: the writer continues it over the value
+ * (dl_rec_crc_more) and stores the result there (le32, at offset 4). */
+void dl_encode_put_head(struct wbuf *out, const struct dl_record *r);
+/* The record checksum of the bytes before p and then p[0, n), crc being
+ * that of the bytes before (0 for none). */
+uint32_t dl_rec_crc_more(uint32_t crc, const uint8_t *p, size_t n);
 
 /* Offline: replay a whole data file image buf[0, len) into st (initialised
  * by the caller). With allow_torn, a torn tail is ignored and its offset

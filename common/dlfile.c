@@ -260,6 +260,69 @@ refuse_failed(const struct datalog *dl, struct cs_err *e)
 	    "agent to recover", dl->path);
 }
 
+/* The file failed at dl->written: no partial record may stay, or a
+ * restart would see corruption instead of a torn tail; the staged records
+ * are in the in-memory state already, so the agent cannot go on. */
+static int
+write_failed(struct datalog *dl, struct cs_err *e)
+{
+	cs_errno(e, "write %s", dl->path);
+	dl->failed = 1;
+	(void)ftruncate(dl->fd, (off_t)dl->written);
+	return -1;
+}
+
+/* Append PUT record r, whose value is at least DL_PEND_MAX bytes,
+ * straight from the caller's value (a put's receive buffer) to the file:
+ * the staged records first, then the record's head and its value, with
+ * no copy of the value into the staging buffer. It becomes durable with
+ * the next sync, as a staged one would. */
+static int
+append_large_put(struct datalog *dl, const struct dl_record *r,
+    struct cs_err *e)
+{
+	struct cs_err why;
+	struct wbuf head;
+	int rc = -1;
+
+	wbuf_init(&head);
+	if (datalog_flush(dl, e) == -1)
+		goto out;
+	dl_encode_put_head(&head, r);
+	if (head.oom) {
+		cs_errf(e, "out of memory");
+		goto out;
+	}
+	buf_le32_put(head.data + 4, dl_rec_crc_more(buf_le32_get(head.data +
+	    4), r->val, r->vlen));
+	if (pwrite_all(dl->fd, head.data, head.len, (off_t)dl->written) == -1 ||
+	    pwrite_all(dl->fd, r->val, r->vlen, (off_t)(dl->written +
+	    head.len)) == -1) {
+		write_failed(dl, e);
+		goto out;
+	}
+	if (sha_update(dl->sha, head.data, head.len) == -1 ||
+	    sha_update(dl->sha, r->val, r->vlen) == -1 ||
+	    chunkhash_update(dl->chunks, head.data, head.len) == -1 ||
+	    chunkhash_update(dl->chunks, r->val, r->vlen) == -1) {
+		dl->failed = 1;
+		cs_errf(e, "sha256 failed");
+		goto out;
+	}
+	dl->st.rec_off = dl->end;
+	dl->end += head.len + r->vlen;
+	dl->written = dl->need = dl->end;
+	if (dl_state_apply(&dl->st, r, &why) == -1) {
+		dl->failed = 1;
+		cs_errf(e, "data file %s: %s", dl->path, why.msg);
+		goto out;
+	}
+	rc = 0;
+out:
+	wbuf_free(&head);
+	return rc;
+}
+
 int
 datalog_append(struct datalog *dl, const struct dl_record *r,
     struct cs_err *e)
@@ -272,6 +335,8 @@ datalog_append(struct datalog *dl, const struct dl_record *r,
 		return refuse_failed(dl, e);
 	if (dl_state_check(&dl->st, r, e) == -1)
 		return -1;
+	if (r->type == DL_PUT && r->vlen >= DL_PEND_MAX)
+		return append_large_put(dl, r, e);
 	dl_encode(&dl->pend, r);
 	if (dl->pend.oom) {
 		/* Nothing of this record is staged for good: forget it. */
@@ -305,15 +370,8 @@ datalog_flush(struct datalog *dl, struct cs_err *e)
 	if (dl->pend.len == 0)
 		return 0;
 	if (pwrite_all(dl->fd, dl->pend.data, dl->pend.len,
-	    (off_t)dl->written) == -1) {
-		cs_errno(e, "write %s", dl->path);
-		/* The staged records are already in the in-memory state, so
-		 * the agent cannot go on; and a partial record must not stay,
-		 * or a restart would see corruption instead of a torn tail. */
-		dl->failed = 1;
-		(void)ftruncate(dl->fd, (off_t)dl->written);
-		return -1;
-	}
+	    (off_t)dl->written) == -1)
+		return write_failed(dl, e);
 	dl->written = dl->end;
 	wbuf_reset(&dl->pend);
 	if (dl->pend.cap > DL_PEND_KEEP)

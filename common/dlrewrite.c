@@ -240,7 +240,64 @@ out_marks(struct out *o, const struct dl_state *st, uint64_t gen,
 	return 0;
 }
 
-/* One PUT per key, in key order. */
+/* A PUT of a value of at least RW_COPY bytes held by reference, at voff
+ * in src_fd: its head (the checksum not known yet), then the value copied
+ * through a buffer of RW_COPY bytes while its checksum is computed, then
+ * the checksum written into the head. Never more than RW_COPY bytes of it
+ * in memory. 0 / -1. */
+static int
+out_large_value(struct out *o, const struct dl_record *r, int src_fd,
+    const char *src, uint64_t voff, struct cs_err *e)
+{
+	uint8_t *buf = NULL, crc[4];
+	uint64_t head_off, done = 0;
+	uint32_t sum;
+	size_t n;
+	int rc = -1;
+
+	if (out_flush(o, e) == -1)
+		goto out;
+	head_off = o->off;
+	dl_encode_put_head(&o->b, r);
+	if (o->b.oom) {
+		cs_errf(e, "out of memory");
+		goto out;
+	}
+	sum = buf_le32_get(o->b.data + 4);
+	if (out_flush(o, e) == -1)
+		goto out;
+	if ((buf = malloc(RW_COPY)) == NULL) {
+		cs_errf(e, "out of memory");
+		goto out;
+	}
+	while (done < r->vlen) {
+		n = r->vlen - done < RW_COPY ? (size_t)(r->vlen - done) :
+		    RW_COPY;
+		if (fs_pread_all(src_fd, buf, n, (off_t)(voff + done)) == -1) {
+			cs_errno(e, "read %s", src);
+			goto out;
+		}
+		sum = dl_rec_crc_more(sum, buf, n);
+		if (fs_write_all(o->fd, buf, n) == -1) {
+			cs_errno(e, "write %s", o->what);
+			goto out;
+		}
+		done += n;
+	}
+	o->off += r->vlen;
+	buf_le32_put(crc, sum);
+	if (pwrite_all(o->fd, crc, sizeof(crc), (off_t)(head_off + 4)) == -1) {
+		cs_errno(e, "write %s", o->what);
+		goto out;
+	}
+	rc = 0;
+out:
+	free(buf);
+	return rc;
+}
+
+/* One PUT per key, in key order; a large value held by reference is
+ * copied a piece at a time (out_large_value). */
 static int
 out_values(struct out *o, const struct dl_state *st, int src_fd,
     const char *src, struct cs_err *e)
@@ -262,6 +319,12 @@ out_values(struct out *o, const struct dl_state *st, int src_fd,
 		r.klen = v[i]->klen;
 		r.val = v[i]->val;
 		r.vlen = v[i]->vlen;
+		if (r.val == NULL && r.vlen >= RW_COPY) {
+			if (out_large_value(o, &r, src_fd, src, v[i]->voff,
+			    e) == -1)
+				goto out;
+			continue;
+		}
 		if (r.val == NULL) {
 			if (dl_read_at(src_fd, src, v[i]->voff, v[i]->vlen,
 			    &val, e) == -1)

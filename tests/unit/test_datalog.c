@@ -549,6 +549,78 @@ torn_tail_at_every_offset_is_cut(void **state)
 	wbuf_free(&w);
 }
 
+/* A PUT larger than the staging buffer and the replay window is written
+ * from the caller's value and recovered a window at a time: the file is
+ * byte for byte what dl_encode writes, the value is read back by
+ * reference, a flipped byte inside it is corruption and a record torn
+ * inside it is cut. */
+static void
+large_put_in_place_and_recovered_in_windows(void **state)
+{
+	static uint8_t big[3 * (1u << 20) + 7];
+	const struct kv_entry *ent;
+	struct dl_record rs[3];
+	struct datalog *dl;
+	struct cs_err e;
+	struct wbuf w;
+	uint8_t *got;
+	size_t offs[4], i, mid;
+	const char *path = unit_path("large.data");
+
+	(void)state;
+	for (i = 0; i < sizeof(big); i++)
+		big[i] = (uint8_t)(i * 131 + i / 4099);
+	rs[0] = rec_put("s", "1");
+	rs[1] = rec_put("big", "");
+	rs[1].val = big;
+	rs[1].vlen = sizeof(big);
+	rs[2] = rec_put("t", "2");
+	build(&w, rs, 3, offs);
+	unlink(path);
+	assert_int_equal(datalog_open(path, &dl, &e), 0);
+	for (i = 0; i < 3; i++)
+		assert_int_equal(datalog_append(dl, &rs[i], &e), 0);
+	assert_int_equal(datalog_sync(dl, &e), 0);
+	assert_int_equal(datalog_end(dl), w.len);
+	datalog_close(dl);
+	assert_int_equal(unit_file_size(path), w.len);
+	assert_int_equal(fs_read_file(path, 1u << 24, &got, &i, &e), 0);
+	assert_int_equal(i, w.len);
+	assert_memory_equal(got, w.data, w.len);
+	free(got);
+
+	assert_int_equal(datalog_open(path, &dl, &e), 0);
+	assert_int_equal(datalog_state(dl)->records, 3);
+	expect_val(datalog_state(dl), "s", "1");
+	expect_val(datalog_state(dl), "t", "2");
+	ent = kvmap_entry(datalog_state(dl)->kv, "big", 3);
+	assert_non_null(ent);
+	assert_null(ent->val);
+	assert_int_equal(datalog_read_value(dl, ent, &got, &e), 0);
+	assert_memory_equal(got, big, sizeof(big));
+	free(got);
+	datalog_close(dl);
+
+	/* A flipped byte in the middle of the value, a record after it. */
+	mid = offs[1] + (offs[2] - offs[1]) / 2;
+	w.data[mid] ^= 0x40;
+	unit_write_file(path, w.data, w.len);
+	assert_int_equal(datalog_open(path, &dl, &e), -1);
+	assert_non_null(strstr(e.msg, "checksum mismatch"));
+	w.data[mid] ^= 0x40;
+
+	/* Torn inside the value: cut back to the record's start. */
+	unit_write_file(path, w.data, mid);
+	assert_int_equal(datalog_open(path, &dl, &e), 0);
+	assert_int_equal(datalog_end(dl), offs[1]);
+	assert_int_equal(datalog_cut_bytes(dl), mid - offs[1]);
+	expect_val(datalog_state(dl), "s", "1");
+	expect_absent(datalog_state(dl), "big");
+	datalog_close(dl);
+	unlink(path);
+	wbuf_free(&w);
+}
+
 static void
 all_zero_tail_is_cut(void **state)
 {
@@ -1428,6 +1500,7 @@ main(void)
 		cmocka_unit_test(version_1_files_open_and_take_dead_letters),
 		cmocka_unit_test(torn_tail_at_every_offset_is_cut),
 		cmocka_unit_test(all_zero_tail_is_cut),
+		cmocka_unit_test(large_put_in_place_and_recovered_in_windows),
 		cmocka_unit_test(flipped_byte_in_middle_record_is_corruption),
 		cmocka_unit_test(every_record_boundary_prefix_replays),
 		cmocka_unit_test(live_appends_sync_reopen_and_hash),
