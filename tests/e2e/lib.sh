@@ -261,6 +261,25 @@ wait_for () {
 	done
 }
 
+# agent_kib NAME FIELD: FIELD (VmHWM, VmRSS) of agent NAME's
+# /proc/PID/status, KiB.
+agent_kib () {
+	awk -v f="$2:" '$1 == f { print $2 }' "/proc/$(agent_pid "$1")/status"
+}
+
+# kib_below KIB LIMIT WHAT: say WHAT is KIB KiB; fail when KIB is empty
+# or above LIMIT. Under AddressSanitizer (a binary named *-asan) sizes
+# measure its shadow memory and the quarantine of freed blocks, not the
+# agent: the bound is reported, not asserted.
+kib_below () {
+	say "$3: $1 KiB (limit $2 KiB)"
+	[ -n "$1" ] || return 1
+	case $(basename "$CUTSNAP") in
+	*-asan) return 0 ;;
+	esac
+	[ "$1" -le "$2" ]
+}
+
 # --- a cluster ---------------------------------------------------------
 
 # make_config NAMES...: TEST_DIR/cluster.ini, full mesh unless CHANNELS is

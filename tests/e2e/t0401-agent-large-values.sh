@@ -7,21 +7,9 @@
 . "$(dirname "$0")/lib.sh"
 
 MIB=1048576
-# Under AddressSanitizer the sizes measure its shadow memory and the
-# quarantine of freed blocks, not the agent: there the bounds are
-# reported but not asserted (the plain build asserts them).
-case $(basename "$CUTSNAP") in
-*-asan) SANITIZED=1 ;;
-*) SANITIZED=0 ;;
-esac
 # hwm / rss: the agent's peak and current resident size, KiB.
-hwm () { awk '/^VmHWM:/ { print $2 }' "/proc/$(agent_pid A)/status"; }
-rss () { awk '/^VmRSS:/ { print $2 }' "/proc/$(agent_pid A)/status"; }
-# below KIB LIMIT WHAT
-below () {
-	say "$3: $1 KiB (limit $2 KiB)"
-	[ -n "$1" ] && { [ $SANITIZED = 1 ] || [ "$1" -le "$2" ]; }
-}
+hwm () { agent_kib A VmHWM; }
+rss () { agent_kib A VmRSS; }
 
 test_expect_success 'setup: four values of 16 MiB (no compaction), agent restarted' '
 	make_config A B &&
@@ -47,15 +35,15 @@ test_expect_success 'gets of every value: the exact bytes; peak at most one valu
 		n=$((n + 1)) || return 1
 	done &&
 	expect_eq "$n" 6 "gets checked" &&
-	below "$(hwm)" $((REST + 16 * 1024 + 6 * 1024)) "peak after the gets" &&
-	below "$(rss)" $((REST + 4 * 1024)) "resident after the gets"
+	kib_below "$(hwm)" $((REST + 16 * 1024 + 6 * 1024)) "peak after the gets" &&
+	kib_below "$(rss)" $((REST + 4 * 1024)) "resident after the gets"
 '
 
 test_expect_success 'a put of a 16 MiB value: memory given back once it is written' '
 	cs put -c "$CONF" A v4 - <v0 &&
 	cs get -c "$CONF" A v4 >got &&
 	head -c $((16 * MIB)) got | cmp - v0 &&
-	below "$(rss)" $((REST + 4 * 1024)) "resident after the put"
+	kib_below "$(rss)" $((REST + 4 * 1024)) "resident after the put"
 '
 
 test_done
