@@ -236,6 +236,8 @@ struct agent {
 				 * once the file is twice as large */
 	uint64_t compactions;	/* rewrites since start */
 	uint64_t cbefore, cafter, cms;	/* the last one */
+	/* A snapshot's chunks going up to an object store (upload.c). */
+	struct upload *up;	/* the upload under way, or NULL */
 	int stop;		/* shut down cleanly */
 	int fatal;		/* shut down with an error */
 };
@@ -304,6 +306,19 @@ void agent_compact_request(struct agent *a, struct conn *c);
 void agent_compact_free(struct agent *a);
 /* 1 while a snapshot holds a recorded prefix of the data file. */
 int agent_snap_holds_prefix(const struct agent *a);
+
+/* upload.c: W_SNAP_UPLOAD. One upload at a time, on a thread of its
+ * own; its answer is sent from the loop once the thread is done. */
+void agent_snap_upload(struct agent *a, struct conn *c, struct rbuf *r);
+/* The epoll tag of the upload's wake-up descriptor (&a->up). */
+void agent_upload_event(struct agent *a);
+/* Stops and joins a running upload (shutdown). */
+void agent_upload_free(struct agent *a);
+/* snapshot.c: snapshot id when it has reported on connection c (the only
+ * state in which its recorded prefix may be read), its recorded length
+ * in *L; else NULL. */
+struct snap *agent_snap_reported(struct agent *a, struct conn *c,
+    const struct snapuid *id, uint64_t *L);
 
 /* status.c */
 void agent_status_reply(struct agent *a, struct conn *c);

@@ -389,6 +389,9 @@ agent_client_frame(struct agent *a, struct conn *c, uint8_t type,
 	case W_SNAP_FETCH:
 		req_snap(a, c, type, &r);
 		break;
+	case W_SNAP_UPLOAD:
+		agent_snap_upload(a, c, &r);
+		break;
 	default:
 		log_warn("client fd %d: unexpected frame type %u; closing it",
 		    c->fd, type);

@@ -189,6 +189,8 @@ run_loop(struct agent *a)
 				signals_read(a);
 			else if (evs[i].data.ptr == &a->rw)
 				agent_compact_event(a);
+			else if (evs[i].data.ptr == &a->up)
+				agent_upload_event(a);
 			else
 				agent_conn_event(a, evs[i].data.ptr,
 				    evs[i].events);
@@ -206,6 +208,7 @@ shutdown_agent(struct agent *a)
 	struct conn *c;
 
 	agent_compact_free(a);
+	agent_upload_free(a);
 	if (!a->fatal)
 		commit(a, 1);
 	for (c = a->conns; c != NULL; c = c->next)

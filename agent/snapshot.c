@@ -179,6 +179,7 @@ agent_snap_join(struct agent *a, struct conn *c, const struct snapuid *id,
     uint32_t timeout_s, uint64_t label)
 {
 	struct snap *sn;
+	uint8_t caps;
 	size_t i;
 
 	if (snapuid_is_zero(id)) {
@@ -224,7 +225,8 @@ agent_snap_join(struct agent *a, struct conn *c, const struct snapuid *id,
 	log_info("snapshot %s: joined (timeout %us, %zu in progress)",
 	    SNAME(sn), (unsigned)(timeout_s ? timeout_s :
 	    SNAP_DEFAULT_TIMEOUT_S), snap_count(a));
-	agent_conn_reply(a, c, REPLY_OK, NULL, 0, 0);
+	caps = SNAP_CAP_UPLOAD;
+	agent_conn_reply(a, c, REPLY_OK, &caps, 1, 0);
 }
 
 static void
@@ -373,6 +375,18 @@ agent_snap_done(struct agent *a, const struct snapuid *id, int committed)
 		return;
 	}
 	snap_forget(a, sn, committed ? "committed" : "aborted");
+}
+
+struct snap *
+agent_snap_reported(struct agent *a, struct conn *c, const struct snapuid *id,
+    uint64_t *L)
+{
+	struct snap *sn = snap_find(a, id);
+
+	if (sn == NULL || sn->coord != c || sn->phase != SNAP_REPORTED)
+		return NULL;
+	*L = sn->L;
+	return sn;
 }
 
 void

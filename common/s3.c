@@ -36,6 +36,7 @@ struct s3 {
 	char *userpwd;		/* "key:secret" */
 	char *token;		/* AWS_SESSION_TOKEN or NULL */
 	char sigv4[96];		/* "aws:amz:REGION:s3" */
+	char region[48];
 	int path_style;
 	int parallel;
 	char code[64];		/* <Code> of the last failed answer */
@@ -104,6 +105,13 @@ valid_prefix(const char *p)
 int
 s3_open(const char *url, struct s3 **out, struct cs_err *e)
 {
+	return s3_open_at(url, NULL, NULL, out, e);
+}
+
+int
+s3_open_at(const char *url, const char *def_endpoint, const char *def_region,
+    struct s3 **out, struct cs_err *e)
+{
 	struct s3 *s = NULL;
 	const char *b, *slash, *ep, *region, *key, *secret, *par;
 	size_t blen, plen;
@@ -130,6 +138,8 @@ s3_open(const char *url, struct s3 **out, struct cs_err *e)
 	if (strchr(key, ':') != NULL)
 		return cs_errf(e, "AWS_ACCESS_KEY_ID must not contain ':'");
 	region = getenv("AWS_REGION");
+	if (region == NULL || *region == '\0')
+		region = def_region;
 	if (region == NULL || *region == '\0')
 		region = "us-east-1";
 	if (strlen(region) > 40 || strchr(region, ':') != NULL)
@@ -159,12 +169,15 @@ s3_open(const char *url, struct s3 **out, struct cs_err *e)
 	    plen ? "/" : "", (int)plen, plen ? slash + 1 : "");
 	sprintf(s->userpwd, "%s:%s", key, secret);
 	snprintf(s->sigv4, sizeof(s->sigv4), "aws:amz:%s:s3", region);
+	snprintf(s->region, sizeof(s->region), "%s", region);
 	s->token = xstrdup(getenv("AWS_SESSION_TOKEN"));
 	if (s->token != NULL && *s->token == '\0') {
 		free(s->token);
 		s->token = NULL;
 	}
 	ep = getenv("AWS_ENDPOINT_URL");
+	if (ep == NULL || *ep == '\0')
+		ep = def_endpoint;
 	if (ep != NULL && *ep != '\0') {
 		if (strncmp(ep, "http://", 7) != 0 &&
 		    strncmp(ep, "https://", 8) != 0) {
@@ -223,6 +236,18 @@ const char *
 s3_url(const struct s3 *s)
 {
 	return s->url;
+}
+
+const char *
+s3_endpoint(const struct s3 *s)
+{
+	return s->path_style ? s->endpoint : "";
+}
+
+const char *
+s3_region(const struct s3 *s)
+{
+	return s->region;
 }
 
 /* The request URL of key (relative to the prefix) with query (may be

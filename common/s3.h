@@ -39,7 +39,14 @@ struct s3_xfer {
 /* Parses "s3://BUCKET[/PREFIX]" and reads the environment. -1 with e set
  * (a usage error: bad URL, no credentials). Free with s3_close. */
 int s3_open(const char *url, struct s3 **out, struct cs_err *e);
+/* The same, where endpoint and region (either may be NULL) stand in for
+ * AWS_ENDPOINT_URL and AWS_REGION when the environment has none. */
+int s3_open_at(const char *url, const char *endpoint, const char *region,
+    struct s3 **out, struct cs_err *e);
 void s3_close(struct s3 *s);	/* accepts NULL */
+/* The endpoint requests go to and the region they are signed for. */
+const char *s3_endpoint(const struct s3 *s);
+const char *s3_region(const struct s3 *s);
 const char *s3_url(const struct s3 *s);	/* "s3://bucket/prefix" */
 
 /* Single requests. Each returns the HTTP status (2xx, 404, 412, ...) or

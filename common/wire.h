@@ -68,6 +68,20 @@ enum wire_type {
 	 * that bounds what either end buffers. */
 	W_SNAP_FETCH = 24,
 	W_SNAP_DATA = 25,
+	/* coordinator -> agent, after the report, on the JOIN connection, only
+	 * to an agent whose JOIN reply carried SNAP_CAP_UPLOAD: {uid id, str
+	 * url (s3://BUCKET/PREFIX), str endpoint, str region (either may be
+	 * empty: the agent's own AWS_ENDPOINT_URL / AWS_REGION come first),
+	 * u32 n <= UPLOAD_MAX_BATCH, then n times {u64 off, u32 len, 32 bytes
+	 * sha256}}: upload these chunks of the recorded prefix as the blobs
+	 * named by their sha256, create-only, with the agent's own
+	 * credentials. The agent answers, once every upload got its answer,
+	 * with W_SNAP_UPLOADED {u32 n, n times u8 (enum upload_status), str
+	 * the first failure's message}, or with REPLY_FAIL and a message (no
+	 * credentials, busy, a bad range): the coordinator then fetches the
+	 * chunks itself (W_SNAP_FETCH). */
+	W_SNAP_UPLOAD = 26,
+	W_SNAP_UPLOADED = 27,
 	W_REPLY = 30,		/* {u8 code (enum reply_code), bytes body} */
 	/* peer S -> D on the channel S->D (S connects to D) */
 	W_PEER_HELLO = 40,	/* {str src}: first frame on a peer connection */
@@ -93,6 +107,17 @@ enum release_mode {
 	RELEASE_FIFO = 0,
 	RELEASE_REVERSE = 1,
 	RELEASE_OVERTAKE = 2,
+};
+
+/* The body of an agent's REPLY_OK to W_SNAP_JOIN: {u8 caps}, a set of
+ * these bits (an older agent's reply is empty: none). */
+#define SNAP_CAP_UPLOAD 1u	/* it understands W_SNAP_UPLOAD */
+#define UPLOAD_MAX_BATCH 65536u	/* chunks in one W_SNAP_UPLOAD */
+
+enum upload_status {
+	UPLOAD_CREATED = 0,	/* uploaded now */
+	UPLOAD_HAD = 1,		/* the bucket had it (412) */
+	UPLOAD_FAILED = 2,	/* not stored: the coordinator must */
 };
 
 enum reply_code {
