@@ -64,6 +64,13 @@
 
 enum kind { K_WRITE, K_META, K_BLOBS, K_PRUNE };
 
+/* A set of blob names: appended to, sorted when looked up. */
+struct shaset {
+	uint8_t (*v)[SHA_LEN];
+	size_t n, cap, sorted;
+	int oom;
+};
+
 struct lease {
 	char url[PATH_MAX];	/* for the renewing thread's own handle */
 	char etag[S3_ETAG_MAX];
@@ -93,6 +100,16 @@ struct sess {
 	struct s3_pipe *pipe;	/* a writer's uploads during the command */
 	struct s3_pipe_stats piped;	/* its counts at the last drain */
 	uint64_t fresh;		/* blobs it created since the drain before */
+	/* Agents' own uploads (blob_target): the bucket's blobs, listed at
+	 * the first question, and the names the coordinator did not store
+	 * through the cache (an agent stored them, or the bucket had them),
+	 * which the publishing finds in the bucket or commits nothing. */
+	struct blob_target target;
+	char **listed;
+	size_t nlisted;
+	int list_tried;
+	struct shaset vouched;	/* everything the publishing checks */
+	struct shaset put;	/* of those, what the agents stored */
 };
 
 /* The writing command's session, for cmd_repo_published (load). */
@@ -627,6 +644,111 @@ strs_free(char **v, size_t n)
 	free(v);
 }
 
+static int
+cmp_sha(const void *a, const void *b)
+{
+	return memcmp(a, b, SHA_LEN);
+}
+
+static void
+set_add(struct shaset *t, const uint8_t name[SHA_LEN])
+{
+	uint8_t (*nv)[SHA_LEN];
+	size_t cap;
+
+	if (t->n == t->cap) {
+		cap = t->cap ? t->cap * 2 : 256;
+		if ((nv = realloc(t->v, cap * SHA_LEN)) == NULL) {
+			t->oom = 1;
+			return;
+		}
+		t->v = nv;
+		t->cap = cap;
+	}
+	memcpy(t->v[t->n++], name, SHA_LEN);
+}
+
+static int
+set_has(struct shaset *t, const uint8_t name[SHA_LEN])
+{
+	if (t->sorted != t->n) {
+		qsort(t->v, t->n, SHA_LEN, cmp_sha);
+		t->sorted = t->n;
+	}
+	return t->n > 0 && bsearch(name, t->v, t->n, SHA_LEN, cmp_sha) != NULL;
+}
+
+/* blob_target.stored: an agent put blob name into the bucket. */
+static void
+target_stored(void *ctx, const uint8_t name[SHA_LEN])
+{
+	struct sess *ss = ctx;
+
+	set_add(&ss->put, name);
+	set_add(&ss->vouched, name);
+}
+
+/* blob_target.has: the bucket had blob name when first asked (one
+ * listing), or an agent stored it since (load takes several snapshots).
+ * A failed listing answers no: the agent then uploads it, and a 412
+ * says it was there. */
+static int
+target_has(void *ctx, const uint8_t name[SHA_LEN])
+{
+	struct sess *ss = ctx;
+	struct s3_obj *o = NULL;
+	struct cs_err e;
+	char hex[SHA_HEX_LEN], key[96], *kp = key;
+	size_t no = 0, i;
+
+	if (!ss->list_tried) {
+		ss->list_tried = 1;
+		if (s3_list(ss->s, "blobs/", &o, &no, &e) == 0 &&
+		    (ss->listed = calloc(no + 1, sizeof(*ss->listed))) != NULL) {
+			for (i = 0; i < no; i++) {
+				ss->listed[i] = o[i].key;
+				o[i].key = NULL;
+			}
+			ss->nlisted = no;
+			qsort(ss->listed, no, sizeof(*ss->listed), cmp_str);
+		}
+		s3_objs_free(o, no);
+	}
+	sha_hex(name, hex);
+	snprintf(key, sizeof(key), "blobs/%.2s/%s", hex, hex);
+	if ((ss->nlisted > 0 && bsearch(&kp, ss->listed, ss->nlisted,
+	    sizeof(*ss->listed), cmp_str) != NULL) || set_has(&ss->put, name)) {
+		set_add(&ss->vouched, name);
+		return 1;
+	}
+	return 0;
+}
+
+/* Every blob an agent stored, or the bucket had, that the manifest
+ * refers to is in the bucket's listing have[0, no) (sorted keys). */
+static int
+check_vouched(struct sess *ss, char **names, size_t nn, char **have,
+    size_t no, struct cs_err *e)
+{
+	uint8_t sha[SHA_LEN];
+	char key[96], *kp = key;
+	size_t i;
+
+	if (ss->vouched.oom || ss->put.oom)
+		return cs_errf(e, "out of memory");
+	for (i = 0; ss->vouched.n > 0 && i < nn; i++) {
+		if (sha_unhex(names[i], sha) < 0 ||
+		    !set_has(&ss->vouched, sha))
+			continue;
+		snprintf(key, sizeof(key), "blobs/%.2s/%s", names[i], names[i]);
+		if (bsearch(&kp, have, no, sizeof(*have), cmp_str) == NULL)
+			return cs_errf(e, "%s: blob %s, which an agent uploaded "
+			    "or the bucket had, is not in the bucket; nothing "
+			    "was committed", s3_url(ss->s), names[i]);
+	}
+	return 0;
+}
+
 /* Uploads what the manifest refers to and the bucket lacks, from the
  * cache, and the identity: blobs of a snapshot that was never committed
  * stay local (prune's business is only the bucket's). A blob that is in
@@ -657,6 +779,8 @@ put_blobs(struct sess *ss, struct cs_err *e)
 	for (i = 0; i < no; i++)
 		have[i] = o[i].key;
 	qsort(have, no, sizeof(*have), cmp_str);
+	if (check_vouched(ss, names, nn, have, no, e) < 0)
+		goto out;
 	for (i = 0; i <= nn; i++) {
 		char key[96], *kp = key;
 
@@ -1264,11 +1388,16 @@ cmd_s3_run(const char *name, int (*fn)(int, char **), int argc, char **argv)
 		    s3_pipe_start(ss.s, &ss.pipe, &e) < 0)
 			goto fail;
 		store_set_blob_sink(sink, &ss);
+		ss.target = (struct blob_target){ s3_url(ss.s),
+		    s3_endpoint(ss.s), s3_region(ss.s), target_has,
+		    target_stored, &ss };
+		store_set_blob_target(&ss.target);
 		active = &ss;
 	}
 	cmd_repo_alias(ss.dir, s3_url(ss.s));
 	rc = fn(argc, av);
 	store_set_blob_sink(NULL, NULL);
+	store_set_blob_target(NULL);
 	active = NULL;
 	fflush(stdout);
 	if (rc != EXIT_OK)
@@ -1295,8 +1424,13 @@ out:
 	release_stdout(saved, held, rc != EXIT_OK && e.msg[0] == '\0');
 	cmd_repo_alias(NULL, NULL);
 	store_set_blob_sink(NULL, NULL);
+	store_set_blob_target(NULL);
 	active = NULL;
 	s3_pipe_stop(ss.pipe);
+	if (ss.listed != NULL)
+		strs_free(ss.listed, ss.nlisted);
+	free(ss.vouched.v);
+	free(ss.put.v);
 	lease_drop(&ss);
 	if (ss.temp) {
 		chmod(ss.dir, 0700);

@@ -182,6 +182,8 @@ print_json(const char *repo, uint64_t id, const struct coord_copy *cp,
 		json_kuint(&j, "shared", cp->shared);
 		json_kuint(&j, "bytes", cp->bytes);
 		json_kuint(&j, "streamed_bytes", cp->streamed);
+		json_kuint(&j, "agent_uploaded", cp->put);
+		json_kuint(&j, "agent_uploaded_bytes", cp->put_bytes);
 		json_kuint(&j, "max_rate", max_rate);
 		json_obj_end(&j);
 	}
@@ -311,6 +313,8 @@ cmd_snapshot(int argc, char **argv)
 		goto out;
 	}
 	rc = EXIT_OK;
+	if (copy.note[0] != '\0')
+		cmd_warn("warning: %s", copy.note);
 	if (json) {
 		if (print_json(o.repo, id, &copy, o.max_rate, NULL) == -1)
 			rc = cmd_fail(EXIT_FAILED, "write stdout failed");

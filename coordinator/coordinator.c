@@ -36,6 +36,8 @@ struct run {
 	struct chunk_stats stats;	/* what store_all copied */
 	int *fds;		/* per agent, -1 when not connected */
 	int *have;		/* per agent: rep is filled */
+	uint8_t *caps;		/* per agent: its JOIN reply's SNAP_CAP_* */
+	char note[CS_ERR_MAX];	/* coord_copy.note */
 	struct report *reps;	/* per agent, in config order */
 	int nreports;		/* reports in so far */
 	const struct coord_opts *o;
@@ -120,6 +122,7 @@ join_all(struct run *r)
 			    body ? (const char *)body : "");
 			goto out;
 		}
+		r->caps[i] = blen > 0 && body != NULL ? body[0] : 0;
 		free(body);
 		body = NULL;
 	}
@@ -345,27 +348,41 @@ store_all(struct run *r)
 {
 	const char **paths;
 	struct stream *sm = NULL;
+	struct upctx *up = NULL;
 	struct cs_err e;
-	int i, rc;
+	int *str, i, rc;
 
 	fault_copy_delay();
 	if (interrupted(r))
 		return -1;
-	if ((paths = calloc((size_t)r->c->nagents, sizeof(*paths))) == NULL ||
+	paths = calloc((size_t)r->c->nagents, sizeof(*paths));
+	str = calloc((size_t)r->c->nagents, sizeof(*str));
+	if (paths == NULL || str == NULL ||
 	    coord_stream_new(r->c, r->fds, &r->uid, r->deadline, r->interrupted,
-	    &sm) < 0) {
+	    &sm) < 0 ||
+	    coord_upload_new(r->c, r->fds, r->caps, str, &r->uid, r->deadline,
+	    r->note, sizeof(r->note), &up) < 0) {
+		coord_stream_free(sm);
 		free(paths);
+		free(str);
 		fail(r, "out of memory");
 		return -1;
 	}
-	for (i = 0; i < r->c->nagents; i++)
-		paths[i] = streamed(r->c, i) ? NULL : r->c->agents[i].data;
+	for (i = 0; i < r->c->nagents; i++) {
+		str[i] = streamed(r->c, i);
+		paths[i] = str[i] ? NULL : r->c->agents[i].data;
+	}
 	store_set_fetch(r->st, coord_stream_fetch, sm);
+	if (up != NULL)
+		store_set_put(r->st, coord_upload, up);
 	rc = store_put_chunks(r->st, paths, r->reps, (size_t)r->c->nagents,
 	    &r->stats, &e);
+	store_set_put(r->st, NULL, NULL);
 	store_set_fetch(r->st, NULL, NULL);
+	coord_upload_free(up);
 	coord_stream_free(sm);
 	free(paths);
+	free(str);
 	if (rc < 0) {
 		if (!interrupted(r))
 			fail(r, "%s", e.msg);
@@ -457,8 +474,10 @@ coord_snapshot(const struct cfg *c, const struct coord_opts *o,
 		return -1;
 	r.fds = malloc((size_t)c->nagents * sizeof(*r.fds));
 	r.have = calloc((size_t)c->nagents, sizeof(*r.have));
+	r.caps = calloc((size_t)c->nagents, sizeof(*r.caps));
 	r.reps = calloc((size_t)c->nagents, sizeof(*r.reps));
-	if (r.fds == NULL || r.have == NULL || r.reps == NULL) {
+	if (r.fds == NULL || r.have == NULL || r.reps == NULL ||
+	    r.caps == NULL) {
 		cs_errf(e, "out of memory");
 		goto out;
 	}
@@ -495,6 +514,9 @@ coord_snapshot(const struct cfg *c, const struct coord_opts *o,
 		o->copy->shared = r.stats.shared;
 		o->copy->bytes = r.stats.bytes;
 		o->copy->streamed = r.stats.fetched;
+		o->copy->put = r.stats.put;
+		o->copy->put_bytes = r.stats.put_bytes;
+		snprintf(o->copy->note, sizeof(o->copy->note), "%s", r.note);
 	}
 	rc = 0;
 	goto out;
@@ -514,6 +536,7 @@ out:
 		report_free(&r.reps[i]);
 	free(r.fds);
 	free(r.have);
+	free(r.caps);
 	free(r.reps);
 	store_close(r.st);
 	return rc;

@@ -15,6 +15,12 @@ struct coord_copy {
 	uint64_t bytes;		/* bytes this snapshot copied */
 	uint64_t streamed;	/* of those, bytes agents sent over their
 				 * connections (files on other hosts) */
+	uint64_t put;		/* of the copied, chunks agents on other
+				 * hosts uploaded to the object store */
+	uint64_t put_bytes;	/* and their bytes */
+	/* When an agent could not upload its chunks and they came through
+	 * the coordinator instead: which and why (one line); else "". */
+	char note[CS_ERR_MAX];
 };
 
 struct coord_opts {

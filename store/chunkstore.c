@@ -116,6 +116,10 @@ struct crun {
 	uint64_t shared;	/* of those, stored by the other run */
 	struct ratelimit pace;	/* store_set_max_rate: every read and hash
 				 * of a copy or a recheck pays first */
+	uint8_t (*elsewhere)[SHA_LEN];	/* sorted: the names store_set_put's
+					 * function found in the object store */
+	size_t nelsewhere;
+	uint64_t put, put_bytes;	/* chunk_stats */
 };
 
 static void
@@ -516,6 +520,83 @@ store_set_fetch(struct store *st, chunk_fetch_fn fn, void *ctx)
 }
 
 void
+store_set_put(struct store *st, chunk_put_fn fn, void *ctx)
+{
+	st->putfn = fn;
+	st->putctx = ctx;
+}
+
+static int
+cmp_name(const void *a, const void *b)
+{
+	return memcmp(a, b, SHA_LEN);
+}
+
+/* The jobs of files the coordinator cannot read go to store_set_put's
+ * function first; those it reports in the object store are dropped
+ * (remembered in r->elsewhere for all_there), the rest are fetched. */
+static int
+put_elsewhere(struct crun *r, struct cs_err *e)
+{
+	struct chunk_put *v;
+	size_t i, n = 0, kept = 0;
+	int rc = -1;
+
+	if (r->st->putfn == NULL || store_obj_framed(r->st))
+		return 0;
+	for (i = 0; i < r->njobs; i++)
+		n += r->paths[r->jobs[i].src] == NULL;
+	if (n == 0)
+		return 0;
+	if ((v = calloc(n, sizeof(*v))) == NULL ||
+	    (r->elsewhere = malloc(n * sizeof(*r->elsewhere))) == NULL) {
+		free(v);
+		return cs_errf(e, "out of memory");
+	}
+	for (i = 0, n = 0; i < r->njobs; i++)
+		if (r->paths[r->jobs[i].src] == NULL)
+			v[n++] = (struct chunk_put){ (size_t)r->jobs[i].src,
+			    r->jobs[i].off, r->jobs[i].len, r->jobs[i].sha,
+			    0, 0 };
+	if (r->st->putfn(r->st->putctx, v, n, e) < 0)
+		goto out;
+	/* v is in the jobs' order. */
+	for (i = 0, n = 0; i < r->njobs; i++) {
+		if (r->paths[r->jobs[i].src] == NULL && v[n++].done) {
+			memcpy(r->elsewhere[r->nelsewhere++], r->jobs[i].name,
+			    SHA_LEN);
+			if (v[n - 1].put) {
+				r->put++;
+				r->put_bytes += r->jobs[i].len;
+			}
+			continue;
+		}
+		r->jobs[kept++] = r->jobs[i];
+	}
+	r->njobs = kept;
+	if (r->nelsewhere > 1)
+		qsort(r->elsewhere, r->nelsewhere, SHA_LEN, cmp_name);
+	rc = 0;
+out:
+	free(v);
+	return rc;
+}
+
+static const struct blob_target *target;	/* store_set_blob_target */
+
+void
+store_set_blob_target(const struct blob_target *t)
+{
+	target = t;
+}
+
+const struct blob_target *
+store_blob_target(void)
+{
+	return target;
+}
+
+void
 store_set_blob_sink(blob_sink_fn fn, void *ctx)
 {
 	sink_fn = fn;
@@ -625,6 +706,9 @@ all_there(struct crun *r, size_t n, struct cs_err *e)
 			if (len > rep->chunk_size)
 				len = rep->chunk_size;
 			store_name(r->st, rep->chunks[k], name);
+			if (r->nelsewhere > 0 && bsearch(name, r->elsewhere,
+			    r->nelsewhere, SHA_LEN, cmp_name) != NULL)
+				continue;
 			if ((s = stored(r->st, name, len, 0, e)) < 0)
 				return -1;
 			if (s == 0) {
@@ -815,13 +899,14 @@ store_put_chunks(struct store *st, const char *const *paths,
 	for (i = 0; i < n; i++)
 		r.fds[i] = -1;
 	if (plan(&r, n, e) < 0 || recheck_all(&r, e) < 0 ||
+	    put_elsewhere(&r, e) < 0 ||
 	    make_dirs(&r, dirs, e) < 0 || claim_jobs(&r, e) < 0)
 		goto out;
 	/* Progress counts the bytes of the chunks to copy. */
 	store_progress_start(st, 0);
 	if (copy_jobs(&r, e) < 0)
 		goto out;
-	copied = r.njobs;
+	copied = r.njobs + r.put;
 	/* The chunks other runs were copying: shared, or copied now. */
 	if (r.nwaiting > 0) {
 		if (wait_claims(&r, e) < 0 || copy_jobs(&r, e) < 0)
@@ -845,7 +930,9 @@ store_put_chunks(struct store *st, const char *const *paths,
 			stats->chunks += reps[i].nchunks;
 		stats->copied = copied;
 		stats->shared = r.shared;
-		stats->bytes = r.bytes;
+		stats->bytes = r.bytes + r.put_bytes;
+		stats->put = r.put;
+		stats->put_bytes = r.put_bytes;
 		stats->fetched = r.fetched;
 		stats->rechecked = r.rechecked;
 		stats->healed = r.healed;
@@ -868,6 +955,7 @@ out:
 	free(r.fds);
 	free(r.jobs);
 	free(r.waiting);
+	free(r.elsewhere);
 	ratelimit_destroy(&r.pace);
 	pthread_mutex_destroy(&r.mu);
 	return rc;

@@ -8,6 +8,7 @@
 #include "../common/config.h"
 #include "../common/err.h"
 #include "../common/report.h"
+#include "../common/sha.h"
 #include "../common/snapuid.h"
 
 /* Version 3: snapshot ids never come back (AUTOINCREMENT) and the
@@ -197,6 +198,9 @@ struct chunk_stats {
 				 * fetch function (store_set_fetch) */
 	uint64_t rechecked;	/* stored chunks hashed again before reuse */
 	uint64_t healed;	/* of those, found bad: quarantined, copied */
+	uint64_t put;		/* of the copied, chunks their agents put
+				 * into the object store (store_set_put) */
+	uint64_t put_bytes;	/* and their bytes (also in bytes) */
 };
 /* A stored chunk is reused by its name; one whose blob was last checked
  * more than age_s seconds ago is hashed again first (0: every reused
@@ -211,6 +215,24 @@ void store_set_recheck_age(struct store *st, int64_t age_s);
 typedef int (*chunk_fetch_fn)(void *ctx, size_t i, uint64_t off,
     uint8_t *buf, size_t len, struct cs_err *e);
 void store_set_fetch(struct store *st, chunk_fetch_fn fn, void *ctx);
+/* For a repository whose blobs live in an object store and are the
+ * chunks themselves (not framed: no compression, no encryption): fn gets
+ * the chunks of recorded files the coordinator cannot read (paths[i]
+ * NULL) that the repository lacks, before they are fetched, and marks
+ * each one the object store has now (done: it was there, or its agent
+ * put it there; put: the agent uploaded its bytes now). Those are not
+ * fetched, nor kept in the repository's directory; the rest are fetched
+ * as usual. -1 with e set fails the copy. Called once per
+ * store_put_chunks, on the calling thread. */
+struct chunk_put {
+	size_t src;		/* report index */
+	uint64_t off, len;
+	const uint8_t *sha;	/* its SHA-256 (borrowed), the blob's name */
+	int done, put;		/* out */
+};
+typedef int (*chunk_put_fn)(void *ctx, struct chunk_put *v, size_t n,
+    struct cs_err *e);
+void store_set_put(struct store *st, chunk_put_fn fn, void *ctx);
 /* Pace store_put_chunks' reads and hashing (the copies and the
  * rechecks, all workers together) to rate bytes per second
  * (ratelimit.h); 0, the default: no limit. */
@@ -224,6 +246,20 @@ void store_set_max_rate(struct store *st, uint64_t rate);
 typedef int (*blob_sink_fn)(void *ctx, const char *hex, const char *path,
     struct cs_err *e);
 void store_set_blob_sink(blob_sink_fn fn, void *ctx);
+/* Where the blobs go for the whole process, for a coordinator whose
+ * agents may upload their own chunks (store_set_put): the object store's
+ * s3://BUCKET/PREFIX URL, the endpoint and region this process uses (""
+ * when it has none of its own), has() (the store had the blob when the
+ * command began) and stored() (an agent says it stored the blob, which
+ * the object store's publishing then checks). NULL: none. */
+struct blob_target {
+	const char *url, *endpoint, *region;
+	int (*has)(void *ctx, const uint8_t name[SHA_LEN]);
+	void (*stored)(void *ctx, const uint8_t name[SHA_LEN]);
+	void *ctx;
+};
+void store_set_blob_target(const struct blob_target *t);
+const struct blob_target *store_blob_target(void);
 /* Store the recorded prefix of reps[i]'s data file paths[i] as chunks
  * (chunkstore.c): every chunk whose digest is not yet a blob (or whose
  * blob a recheck found bad) is read from the file (paths[i] NULL: from

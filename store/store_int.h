@@ -40,6 +40,8 @@ struct store {
 				 * verify adds the bytes restore will write */
 	int recheck_set;	/* store_set_recheck_age was called */
 	int64_t recheck_s;	/* its age; else RECHECK_DEFAULT_S */
+	chunk_put_fn putfn;	/* store_set_put, or NULL */
+	void *putctx;
 	chunk_fetch_fn ffn;	/* store_set_fetch, or NULL */
 	void *fctx;
 	uint64_t max_rate;	/* store_set_max_rate: bytes/s, 0: none */
