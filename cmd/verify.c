@@ -35,7 +35,12 @@ static const char usage_text[] =
     "                    s3://BUCKET/PREFIX (an object store)\n"
     "  -j, --json        {\"snapshot\":N,\"ok\":true|false,"
     "\"problems\":[...],\n"
-    "                    \"notes\":[...],\"agents\":N,\"bytes\":N,\"msgs\":N}\n"
+    "                    \"notes\":[...],\"agents\":N,\"bytes\":N,\"msgs\":N,\n"
+    "                    \"chunks\":N,\"chunks_decoded\":N}: chunks, the\n"
+    "                    chunk rows of the recorded files checked;\n"
+    "                    chunks_decoded, the chunks read from their blobs\n"
+    "                    (and decrypted and decompressed): each once, for\n"
+    "                    its hash and the replay together\n"
     "  -k, --key FILE    also check the snapshot's HMAC-SHA256 tag under\n"
     "                    the key in FILE: a missing or wrong tag is a\n"
     "                    problem. Without it, an authenticated snapshot\n"
@@ -114,7 +119,7 @@ cmd_verify(int argc, char **argv)
 	struct cs_err e;
 	struct cmd_progress prog;
 	struct snap_info si;
-	uint64_t id = 0, resolved = 0;
+	uint64_t id = 0, resolved = 0, nchunks, nreads;
 	int ch, found, rc, verbosity = 0;
 	size_t i;
 
@@ -188,6 +193,9 @@ cmd_verify(int argc, char **argv)
 			json_kuint(&j, "bytes", si.bytes);
 			json_kuint(&j, "msgs", si.nmsgs);
 		}
+		store_verify_work(st, &nchunks, &nreads);
+		json_kuint(&j, "chunks", nchunks);
+		json_kuint(&j, "chunks_decoded", nreads);
 		json_obj_end(&j);
 		if (json_end(&j) == -1) {
 			rc = cmd_fail(EXIT_FAILED, "write stdout failed");

@@ -461,6 +461,7 @@ open_repo(const char *repo, int mode, const struct store_settings *init,
 	st->dir_fd = -1;
 	st->mode = mode;
 	st->init = init;
+	atomic_init(&st->nchunk_reads, 0);
 	if (snprintf(st->repo, sizeof(st->repo), "%s", repo) >=
 	    (int)sizeof(st->repo) ||
 	    snprintf(st->blobs, sizeof(st->blobs), "%s/blobs", repo) >=

@@ -316,6 +316,12 @@ void store_set_notes(struct store *st, problem_fn fn, void *ctx);
  * could not verify at all (unknown id, no complete snapshot). */
 int store_verify(struct store *st, uint64_t id, uint64_t *resolved,
     problem_fn fn, void *ctx, struct cs_err *e);
+/* The last store_verify's work: *chunks the chunk rows of the snapshot's
+ * recorded files it checked, *reads the chunks it read from their blobs
+ * (each one decoded, in an encrypted or compressed repository). A chunk
+ * is read once: for its hash and the replay of its file together. */
+void store_verify_work(const struct store *st, uint64_t *chunks,
+    uint64_t *reads);
 
 /* Verify, then restore snapshot id into the data paths of c (whose agent
  * names must be the snapshot's, and whose agents must not be running),

@@ -57,6 +57,10 @@ struct store {
 					 * every sealed object */
 	uint8_t master[32], objkey[32], namekey[32];	/* cleansed at close */
 	int64_t key_id;		/* the repo_keys row that opened it */
+	atomic_ullong nchunk_reads;	/* chunks read from their blobs (and
+					 * decoded, if framed): view.c */
+	uint64_t vchunks, vreads;	/* the last verify's chunk rows and
+					 * the chunk reads it made */
 };
 
 /* How long a stored chunk's check is trusted before a snapshot that
@@ -365,7 +369,19 @@ struct fcheck {			/* one agent row's recorded file */
 	char werr[CS_ERR_MAX];
 	struct wbuf *tail;	/* under restore: receives the APPLY/DEAD
 				 * records of restore's replay */
+	/* Plain verify: the chunks its tasks decode handed to the replay
+	 * of the file (verify.c, "handoff"), under mu. */
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	int hinit;		/* mu and cv were initialised */
+	unsigned char *cstate;	/* per chunk: HO_* */
+	uint8_t **held;		/* per chunk: its decoded bytes, HO_READY
+				 * (the replay's until HO_TAKEN ends) */
+	int rdone;		/* the replay no longer reads the chunks */
+	int nready;		/* chunks HO_READY */
+	uint64_t rneed;		/* the end of the bytes it reads now */
 };
+#define VERIFY_SPARE_MAX 8	/* spare chunk buffers kept */
 struct vrun {
 	struct store *st;
 	uint64_t id;
@@ -377,12 +393,16 @@ struct vrun {
 	struct vtask *tasks;	/* the pool's work, see verify.c */
 	size_t ntasks;
 	size_t nfiletasks;	/* the first ones: one replay per file */
+	int handoff;		/* plain verify: chunks go to the replays */
 	atomic_size_t nwritten;	/* chunks written to restore's temp files */
-	/* Per worker: the chunk it works on (page-aligned) and the blob
-	 * it decodes that chunk from. */
+	/* Per worker: the chunk it works on (page-aligned; bufsz bytes,
+	 * the largest chunk) and the blob it decodes that chunk from. */
 	uint8_t *wbuf[POOL_MAX_THREADS];
-	size_t wcap[POOL_MAX_THREADS];
+	size_t bufsz;
 	struct objbuf bufs[POOL_MAX_THREADS];
+	pthread_mutex_t smu;	/* the spare chunk buffers (verify.c) */
+	uint8_t *spare[VERIFY_SPARE_MAX];
+	size_t nspare;
 };
 /* One unit of verify's pool: chunk >= 0 reads and hashes that chunk of
  * the agent row's file; TASK_REPLAY replays the whole file. */

@@ -172,74 +172,154 @@ fault_after_chunks(struct vrun *v)
 		_exit(99);
 }
 
-/* Room for n bytes in worker w's chunk buffer (page-aligned). It only
- * grows, up to the largest chunk: one chunk per worker is all the chunk
- * pass holds, whatever the size of the files. 0 / -1. */
-static int
-worker_room(struct vrun *v, int w, size_t n)
-{
-	void *p;
+/* Plain verify hands the chunks its tasks decode to the replay of their
+ * file, so that each chunk is read and decoded once (see "handoff" in
+ * docs/INTERNALS.md). Per chunk, under the file's mu: */
+enum {
+	HO_FREE,	/* nobody read it yet */
+	HO_BUSY,	/* a task or the replay reads and checks it */
+	HO_READY,	/* decoded, in held[k], for the replay to take */
+	HO_TAKEN,	/* the replay has it in held[k] (NULL once passed) */
+	HO_DROPPED,	/* decoded after the replay ended: not kept */
+	HO_BAD		/* unreadable: the replay fails on it, as before */
+};
+/* How many decoded chunks a file's tasks may keep ready for its replay
+ * beyond those it reads now: a task with one more waits. With the
+ * chunks under the replay's window and one per worker, verify holds a
+ * few chunks per file, whatever its size. */
+#define HANDOFF_READY 4
 
-	if (n <= v->wcap[w])
-		return 0;
-	if (posix_memalign(&p, (size_t)sysconf(_SC_PAGESIZE), n) != 0)
-		return -1;
-	free(v->wbuf[w]);
-	v->wbuf[w] = p;
-	v->wcap[w] = n;
-	return 0;
+/* A chunk buffer, or NULL: a spare one (those the replay passed, up to
+ * VERIFY_SPARE_MAX, are kept for the next chunks), else a new one,
+ * page-aligned and as large as the snapshot's largest chunk. */
+static uint8_t *
+buf_get(struct vrun *v)
+{
+	void *p = NULL;
+
+	pthread_mutex_lock(&v->smu);
+	if (v->nspare > 0)
+		p = v->spare[--v->nspare];
+	pthread_mutex_unlock(&v->smu);
+	if (p == NULL && posix_memalign(&p, (size_t)sysconf(_SC_PAGESIZE),
+	    v->bufsz) != 0)
+		return NULL;
+	return p;
+}
+
+static void
+buf_put(struct vrun *v, uint8_t *p)
+{
+	pthread_mutex_lock(&v->smu);
+	if (p != NULL && v->nspare < VERIFY_SPARE_MAX) {
+		v->spare[v->nspare++] = p;
+		p = NULL;
+	}
+	pthread_mutex_unlock(&v->smu);
+	free(p);
 }
 
 /* Chunk k of agent i: read (and decoded, in a framed repository: on the
- * pool's threads) into the worker's buffer and checked against its
- * recorded sha256; under restore, then written to the temp file at its
- * offset while its bytes are still in the cache, with the write-back
- * started at once so the final fsync has little left to do. Every byte
- * of a recorded file is in exactly one chunk (open_file checked the
- * tiling), and the chunk list is covered by the snapshot's digest, so
- * this checks the whole file; unlike one SHA-256 over the file, it runs
- * on every core. Progress counts each chunk once it is hashed. */
-static void
-hash_chunk(struct vrun *v, size_t i, size_t k, int worker)
+ * pool's threads) into worker w's buffer and checked against its
+ * recorded sha256 (f->bad[k] says how it fared). Every byte of a
+ * recorded file is in exactly one chunk (open_file checked the tiling),
+ * and the chunk list is covered by the snapshot's digest, so this checks
+ * the whole file; unlike one SHA-256 over the file, it runs on every
+ * core. Progress counts each chunk once it is hashed. 0: its bytes are
+ * in v->wbuf[w] (whether or not they hash to its name), or -1: they
+ * could not be read. */
+static int
+check_chunk(struct vrun *v, size_t i, size_t k, int w)
 {
 	const struct row_agent *a = &v->rows.agents[i];
 	const struct row_chunk *c = &a->chunks[k];
 	struct fcheck *f = &v->fc[i];
 	char hex[SHA_HEX_LEN];
-	uint8_t sha[SHA_LEN], *buf;
+	uint8_t sha[SHA_LEN];
 	struct cs_err e;
 	int rc;
 
-	if (worker_room(v, worker, (size_t)c->size) < 0) {
+	if (v->wbuf[w] == NULL && (v->wbuf[w] = buf_get(v)) == NULL) {
 		f->hash_failed = 1;	/* a benign race: only ever set */
-		return;
+		return -1;
 	}
-	buf = v->wbuf[worker];
-	rc = store_fview_read_chunk(v->st, c, buf, &v->bufs[worker], &e);
+	rc = store_fview_read_chunk(v->st, c, v->wbuf[w], &v->bufs[w], &e);
 	if (rc == -1) {
 		if ((f->lerr[k] = strdup(e.msg)) == NULL)
 			f->hash_failed = 1;
 		f->bad[k] = 3;
-		return;
+		return -1;
 	}
 	if (rc == -2) {
 		f->bad[k] = 2;	/* its object does not decode */
 		store_progress_add(v->st, a->name, c->size);
-		return;
+		return -1;
 	}
-	if (sha256_buf(buf, (size_t)c->size, sha) < 0) {
+	if (sha256_buf(v->wbuf[w], (size_t)c->size, sha) < 0) {
 		f->hash_failed = 1;
-		return;
+		return -1;
 	}
 	store_name_hex(v->st, sha, hex);
 	if (strcmp(hex, c->sha) != 0)
 		f->bad[k] = 1;
-	else if (f->sink >= 0 && !atomic_load(&f->wfailed)) {
-		if (sink_write(f, buf, (size_t)c->size, c->off) < 0)
-			sink_failed(f, strerror(errno));
-		fault_after_chunks(v);
-	}
 	store_progress_add(v->st, a->name, c->size);
+	return 0;
+}
+
+/* Chunk k of agent i checked; under restore, then written to the temp
+ * file at its offset while its bytes are still in the cache, with the
+ * write-back started at once so the final fsync has little left to do. */
+static void
+hash_chunk(struct vrun *v, size_t i, size_t k, int worker)
+{
+	const struct row_chunk *c = &v->rows.agents[i].chunks[k];
+	struct fcheck *f = &v->fc[i];
+
+	if (check_chunk(v, i, k, worker) < 0 || f->bad[k] != 0 ||
+	    f->sink < 0 || atomic_load(&f->wfailed))
+		return;
+	if (sink_write(f, v->wbuf[worker], (size_t)c->size, c->off) < 0)
+		sink_failed(f, strerror(errno));
+	fault_after_chunks(v);
+}
+
+/* Chunk k of agent i checked by worker w for the replay of its file
+ * (plain verify): a chunk the replay took or is reading is skipped; a
+ * checked one is handed over, once fewer than HANDOFF_READY wait there
+ * or the replay reads it now, or dropped when the replay has ended. The
+ * replay never waits on a task that waits on it: a chunk it reads now
+ * is always taken. */
+static void
+offer_chunk(struct vrun *v, size_t i, size_t k, int w)
+{
+	const struct row_chunk *c = &v->rows.agents[i].chunks[k];
+	struct fcheck *f = &v->fc[i];
+	int ok;
+
+	pthread_mutex_lock(&f->mu);
+	if (f->cstate[k] != HO_FREE) {
+		pthread_mutex_unlock(&f->mu);
+		return;
+	}
+	f->cstate[k] = HO_BUSY;
+	pthread_mutex_unlock(&f->mu);
+	ok = check_chunk(v, i, k, w) == 0;
+	pthread_mutex_lock(&f->mu);
+	while (ok && !f->rdone && c->off >= f->rneed &&
+	    f->nready >= HANDOFF_READY)
+		pthread_cond_wait(&f->cv, &f->mu);
+	if (!ok) {
+		f->cstate[k] = HO_BAD;
+	} else if (f->rdone) {
+		f->cstate[k] = HO_DROPPED;
+	} else {
+		f->held[k] = v->wbuf[w];
+		v->wbuf[w] = NULL;
+		f->cstate[k] = HO_READY;
+		f->nready++;
+	}
+	pthread_cond_broadcast(&f->cv);
+	pthread_mutex_unlock(&f->mu);
 }
 
 /* Whether restore wrote every chunk of agent row i to its temp file
@@ -259,15 +339,19 @@ sink_complete(const struct vrun *v, size_t i)
 	return 1;
 }
 
-/* dl_replay_read's reader of agent row i's recorded file, one chunk in
- * memory at a time: under restore, when the temp file holds every
- * verified chunk, the temp file read back (no blob decoded twice);
- * otherwise the chunk holding each byte, read from its blob when first
- * needed. */
+/* dl_replay_read's reader of agent row i's recorded file: under restore,
+ * when the temp file holds every verified chunk, the temp file read back
+ * (no blob decoded twice); in plain verify, the chunks its tasks decoded
+ * and handed over, or those it reads and checks itself, the few it reads
+ * now held (handoff); otherwise the chunk holding each byte, read from
+ * its blob when first needed, one in memory at a time. */
 struct reader {
 	struct vrun *v;
 	size_t i;
 	int fd;			/* the temp file, or -1: the blobs */
+	int handoff;		/* the chunks come through fc[i].held */
+	int worker;		/* the pool's worker running the replay */
+	size_t lo;		/* handoff: the chunks below lo were passed */
 	uint8_t *buf;		/* chunk k, if have */
 	size_t cap;
 	size_t k;
@@ -320,25 +404,125 @@ reader_load(struct reader *r, size_t k)
 	return 0;
 }
 
+/* Handoff: the replay reads from byte off to end now. The chunks wholly
+ * before off are passed (the replay reads on from the start of a record
+ * it already read: never before off again), their buffers spare. */
+static void
+reader_at(struct reader *r, uint64_t off, uint64_t end)
+{
+	struct fcheck *f = &r->v->fc[r->i];
+	size_t k = chunk_at(&r->v->rows.agents[r->i], off);
+
+	pthread_mutex_lock(&f->mu);
+	for (; r->lo < k; r->lo++)
+		if (f->cstate[r->lo] == HO_TAKEN && f->held[r->lo] != NULL) {
+			buf_put(r->v, f->held[r->lo]);
+			f->held[r->lo] = NULL;
+		}
+	f->rneed = end;
+	pthread_cond_broadcast(&f->cv);
+	pthread_mutex_unlock(&f->mu);
+}
+
+/* Handoff: chunk k's bytes for the replay: the decoded ones a task
+ * handed over, else read and checked here (for the verdict, as a task
+ * would: each chunk is decoded once), or NULL with errno set. */
+static const uint8_t *
+reader_take(struct reader *r, size_t k)
+{
+	struct fcheck *f = &r->v->fc[r->i];
+	int was, ok;
+
+	pthread_mutex_lock(&f->mu);
+	while (f->cstate[k] == HO_BUSY)
+		pthread_cond_wait(&f->cv, &f->mu);
+	was = f->cstate[k];
+	if (was == HO_FREE) {
+		f->cstate[k] = HO_BUSY;
+	} else if (was == HO_READY) {
+		f->cstate[k] = HO_TAKEN;
+		f->nready--;
+		pthread_cond_broadcast(&f->cv);
+	}
+	pthread_mutex_unlock(&f->mu);
+	switch (was) {
+	case HO_READY:
+		return f->held[k];
+	case HO_TAKEN:
+		/* Only the replay moves a chunk from HO_TAKEN; held[k] is
+		 * NULL once passed (not expected): then read it again. */
+		if (f->held[k] != NULL)
+			return f->held[k];
+		if (reader_load(r, k) < 0)
+			return NULL;
+		return r->buf;
+	case HO_FREE:
+		ok = check_chunk(r->v, r->i, k, r->worker) == 0;
+		pthread_mutex_lock(&f->mu);
+		if (ok) {
+			f->held[k] = r->v->wbuf[r->worker];
+			r->v->wbuf[r->worker] = NULL;
+		}
+		f->cstate[k] = ok ? HO_TAKEN : HO_BAD;
+		pthread_cond_broadcast(&f->cv);
+		pthread_mutex_unlock(&f->mu);
+		if (ok)
+			return f->held[k];
+		break;
+	default:
+		break;
+	}
+	errno = EIO;
+	return NULL;
+}
+
+/* Handoff: the replay of agent row i no longer reads: what a task
+ * handed over and the replay did not take is freed, and the tasks still
+ * to come check their chunks without keeping them. */
+static void
+reader_end(struct vrun *v, size_t i)
+{
+	struct fcheck *f = &v->fc[i];
+	size_t k;
+
+	pthread_mutex_lock(&f->mu);
+	f->rdone = 1;
+	f->nready = 0;
+	for (k = 0; k < v->rows.agents[i].nchunks; k++)
+		if (f->held[k] != NULL) {
+			buf_put(v, f->held[k]);
+			f->held[k] = NULL;
+		}
+	pthread_cond_broadcast(&f->cv);
+	pthread_mutex_unlock(&f->mu);
+}
+
 static int
 read_at(void *ctx, uint64_t off, size_t n, uint8_t *dst)
 {
 	struct reader *r = ctx;
 	const struct row_agent *a = &r->v->rows.agents[r->i];
 	const struct row_chunk *c;
+	const uint8_t *p;
 	size_t k, take;
 
 	if (r->fd >= 0)
 		return fs_pread_all(r->fd, dst, n, (off_t)off);
+	if (r->handoff)
+		reader_at(r, off, off + n);
 	while (n > 0) {
 		k = chunk_at(a, off);
-		if (reader_load(r, k) < 0)
+		if (r->handoff)
+			p = reader_take(r, k);
+		else
+			p = reader_load(r, k) < 0 ? NULL : r->buf;
+		if (p == NULL)
 			return -1;
 		c = &a->chunks[k];
 		take = (size_t)(c->off + c->size - off);
 		if (take > n)
 			take = n;
-		memcpy(dst, r->buf + (off - c->off), take);
+		memcpy(dst, p + (off - c->off), take);
 		dst += take;
 		off += take;
 		n -= take;
@@ -351,7 +535,7 @@ read_at(void *ctx, uint64_t off, size_t n, uint8_t *dst)
  * the sends as from says: NULL keeps those not acknowledged yet, see
  * dl_state), feeding sha when not NULL. 0, or -1 with err. */
 static int
-replay_into(struct vrun *v, size_t i, const struct wm_set *from,
+replay_into(struct vrun *v, size_t i, int worker, const struct wm_set *from,
     struct dl_state *st, struct sha_ctx *sha, char *err, size_t errsz)
 {
 	const struct row_agent *a = &v->rows.agents[i];
@@ -365,6 +549,8 @@ replay_into(struct vrun *v, size_t i, const struct wm_set *from,
 	r.v = v;
 	r.i = i;
 	r.fd = sink_complete(v, i) ? f->sink : -1;
+	r.handoff = worker >= 0 && v->handoff && r.fd < 0;
+	r.worker = worker;
 	if (dl_state_init(st, from != NULL) < 0) {
 		snprintf(err, errsz, "out of memory");
 		return -1;
@@ -395,17 +581,17 @@ out:
  * stream: the chunks already prove the bytes; this proves the row agrees
  * with them before the file is renamed into place. */
 static void
-replay_file(struct vrun *v, size_t i)
+replay_file(struct vrun *v, size_t i, int worker)
 {
 	struct fcheck *f = &v->fc[i];
 	struct sha_ctx *sha = NULL;
 
 	if (f->sink >= 0 && (sha = sha_new()) == NULL) {
 		f->hash_failed = 1;
-		return;
+		goto out;
 	}
 	/* A replay that fails is store_verify_cut's problem ("unreadable"). */
-	if (replay_into(v, i, NULL, &f->st, sha, f->err,
+	if (replay_into(v, i, worker, NULL, &f->st, sha, f->err,
 	    sizeof(f->err)) == 0) {
 		f->have = 1;
 		if (sha != NULL && sha_final(sha, f->got) < 0)
@@ -414,6 +600,9 @@ replay_file(struct vrun *v, size_t i)
 			f->hashed = 1;
 	}
 	sha_free(sha);
+out:
+	if (v->handoff)
+		reader_end(v, i);
 }
 
 int
@@ -422,7 +611,8 @@ store_verify_resend(struct vrun *v, size_t i, const struct wm_set *from)
 	struct fcheck *f = &v->fc[i];
 	struct dl_state st;
 
-	if (replay_into(v, i, from, &st, NULL, f->err, sizeof(f->err)) < 0)
+	if (replay_into(v, i, -1, from, &st, NULL, f->err,
+	    sizeof(f->err)) < 0)
 		return -1;
 	dl_state_free(&f->st);
 	f->st = st;
@@ -436,8 +626,7 @@ file_task(void *ctx, size_t t, int worker)
 {
 	struct vrun *v = ctx;
 
-	(void)worker;
-	replay_file(v, v->tasks[t].agent);
+	replay_file(v, v->tasks[t].agent, worker);
 }
 
 static void
@@ -446,7 +635,10 @@ chunk_task(void *ctx, size_t t, int worker)
 	struct vrun *v = ctx;
 	const struct vtask *task = &v->tasks[v->nfiletasks + t];
 
-	hash_chunk(v, task->agent, (size_t)task->chunk, worker);
+	if (v->handoff)
+		offer_chunk(v, task->agent, (size_t)task->chunk, worker);
+	else
+		hash_chunk(v, task->agent, (size_t)task->chunk, worker);
 }
 
 static void
@@ -460,10 +652,13 @@ any_task(void *ctx, size_t t, int worker)
 		chunk_task(ctx, t - v->nfiletasks, worker);
 }
 
-/* Run the tasks. verify runs the replays beside the chunks, in one pass
- * (each replay reads its chunks itself). Restore first reads, checks
- * and writes every chunk, then replays each file from its temp file;
- * its whole-file sha256 is fed by that replay. */
+/* Run the tasks. verify runs the replays beside the chunks, in one pass,
+ * each chunk read once for both (the handoff): the pool takes its tasks
+ * in order, so every replay has started before the first chunk task,
+ * and a chunk task that waits for its replay waits on a running one.
+ * Restore first reads, checks and writes every chunk, then replays each
+ * file from its temp file; its whole-file sha256 is fed by that
+ * replay. */
 static void
 run_tasks(struct vrun *v, int restoring)
 {
@@ -499,8 +694,14 @@ plan_tasks(struct vrun *v)
 	size_t i, k, n = 0;
 
 	for (i = 0; i < v->rows.nagents; i++)
-		if (v->fc[i].mapped)
+		if (v->fc[i].mapped) {
 			n += 1 + v->rows.agents[i].nchunks;
+			for (k = 0; k < v->rows.agents[i].nchunks; k++)
+				if (v->rows.agents[i].chunks[k].size >
+				    v->bufsz)
+					v->bufsz = (size_t)
+					    v->rows.agents[i].chunks[k].size;
+		}
 	if ((v->tasks = calloc(n + 1, sizeof(*v->tasks))) == NULL)
 		return -1;
 	for (i = 0; i < v->rows.nagents; i++) {
@@ -697,6 +898,45 @@ check_keys(struct vrun *v)
 static int run(struct store *st, uint64_t id, uint64_t *resolved,
     const struct vsink *sinks, problem_fn fn, void *ctx, struct cs_err *e);
 
+void
+store_verify_work(const struct store *st, uint64_t *chunks, uint64_t *reads)
+{
+	*chunks = st->vchunks;
+	*reads = st->vreads;
+}
+
+/* The handoff of agent row i's chunks (plain verify). 0 / -1. */
+static int
+handoff_init(struct vrun *v, size_t i)
+{
+	struct fcheck *f = &v->fc[i];
+	size_t n = v->rows.agents[i].nchunks;
+
+	if ((f->cstate = calloc(n, 1)) == NULL ||
+	    (f->held = calloc(n, sizeof(*f->held))) == NULL)
+		return -1;
+	pthread_mutex_init(&f->mu, NULL);
+	pthread_cond_init(&f->cv, NULL);
+	f->hinit = 1;
+	return 0;
+}
+
+static void
+handoff_free(struct vrun *v, size_t i)
+{
+	struct fcheck *f = &v->fc[i];
+	size_t k;
+
+	for (k = 0; f->held != NULL && k < v->rows.agents[i].nchunks; k++)
+		free(f->held[k]);
+	free(f->held);
+	free(f->cstate);
+	if (f->hinit) {
+		pthread_mutex_destroy(&f->mu);
+		pthread_cond_destroy(&f->cv);
+	}
+}
+
 int
 store_verify(struct store *st, uint64_t id, uint64_t *resolved,
     problem_fn fn, void *ctx, struct cs_err *e)
@@ -728,13 +968,16 @@ run(struct store *st, uint64_t id, uint64_t *resolved,
     const struct vsink *sinks, problem_fn fn, void *ctx, struct cs_err *e)
 {
 	struct vrun v;
-	uint64_t rid;
+	uint64_t rid, reads0;
 	size_t i, k;
 	int rc = -1;
 
 	memset(&v, 0, sizeof(v));
+	pthread_mutex_init(&v.smu, NULL);
 	if (resolved != NULL)
 		*resolved = 0;
+	if (sinks == NULL)
+		st->vchunks = st->vreads = 0;
 	if (store_snap_resolve(st, id, &rid, e) < 0)
 		return -1;
 	if (resolved != NULL)
@@ -784,7 +1027,21 @@ run(struct store *st, uint64_t id, uint64_t *resolved,
 			rc = -1;
 			goto out;
 		}
+	v.handoff = sinks == NULL;
+	for (i = 0; v.handoff && i < v.rows.nagents; i++)
+		if (v.fc[i].mapped && handoff_init(&v, i) < 0) {
+			cs_errf(e, "out of memory");
+			rc = -1;
+			goto out;
+		}
+	reads0 = atomic_load(&st->nchunk_reads);
 	run_tasks(&v, sinks != NULL);
+	if (sinks == NULL) {
+		st->vreads = atomic_load(&st->nchunk_reads) - reads0;
+		for (st->vchunks = 0, i = 0; i < v.rows.nagents; i++)
+			if (v.fc[i].mapped)
+				st->vchunks += v.rows.agents[i].nchunks;
+	}
 	if (sink_error(&v, e) < 0)
 		goto out;
 	for (i = 0; i < v.rows.nagents; i++)
@@ -806,6 +1063,7 @@ out:
 			dl_state_free(&v.fc[i].st);
 		free(v.fc[i].bad);
 		store_keyset_free(&v.fc[i].ks);
+		handoff_free(&v, i);
 	}
 	free(v.fc);
 	free(v.tasks);
@@ -813,6 +1071,9 @@ out:
 		free(v.bufs[i].p);
 		free(v.wbuf[i]);
 	}
+	for (i = 0; i < v.nspare; i++)
+		free(v.spare[i]);
+	pthread_mutex_destroy(&v.smu);
 	store_rows_free(&v.rows);
 	return rc;
 }

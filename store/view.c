@@ -141,6 +141,7 @@ store_fview_read_chunk(struct store *st, const struct row_chunk *c,
 
 	if (store_blob_path(st, c->sha, path, sizeof(path), e) < 0)
 		return -1;
+	atomic_fetch_add(&st->nchunk_reads, 1);
 	if (store_obj_framed(st)) {
 		if (sha_unhex(c->sha, name) < 0)
 			return cs_errf(e, "bad blob name");
