@@ -37,7 +37,17 @@
 #define SEALED_HDR 4
 #define CODEC_STORED 0
 #define CODEC_ZSTD 1
-#define ZSTD_LEVEL 3
+/* The chunks' zstd parameters: the fastest level, with a window as large
+ * as a default chunk (2^22 = 4 MiB; zstd shrinks it for a smaller
+ * chunk) and a hash table of 2^16 entries. Level 1's own window for a 4
+ * MiB input is 512 KiB, which misses the repeats of records further
+ * apart: on the bench's text it stores 6.5x smaller where level 3 does
+ * 10x, and level 1 with this window 11.6x, at 1.3x level 3's speed.
+ * Any reader decodes it: a frame says its window, and a chunk is
+ * decompressed whole, in one call. */
+#define ZSTD_LEVEL 1
+#define ZSTD_WLOG 22
+#define ZSTD_HLOG 16
 
 static void
 put_le64(uint8_t *p, uint64_t v)
@@ -99,6 +109,30 @@ worth_compressing(const uint8_t *plain, size_t len, uint8_t *out,
 	return ZSTD_isError(n) || n < SAMPLE - SAMPLE / 32;
 }
 
+/* plain[0, len) as one zstd frame into out: its length, or 0 when zstd
+ * failed (then the chunk is stored as it is). */
+static size_t
+compress(const uint8_t *plain, size_t len, uint8_t *out, size_t outsz)
+{
+	ZSTD_CCtx *c;
+	size_t n = 0;
+
+	if ((c = ZSTD_createCCtx()) == NULL)
+		return 0;
+	if (!ZSTD_isError(ZSTD_CCtx_setParameter(c, ZSTD_c_compressionLevel,
+	    ZSTD_LEVEL)) &&
+	    !ZSTD_isError(ZSTD_CCtx_setParameter(c, ZSTD_c_windowLog,
+	    ZSTD_WLOG)) &&
+	    !ZSTD_isError(ZSTD_CCtx_setParameter(c, ZSTD_c_hashLog,
+	    ZSTD_HLOG))) {
+		n = ZSTD_compress2(c, out, outsz, plain, len);
+		if (ZSTD_isError(n))
+			n = 0;
+	}
+	ZSTD_freeCCtx(c);
+	return n;
+}
+
 /* The framed object of plain[0, len) into out. */
 static void
 frame(const struct store *st, const uint8_t *plain, size_t len, uint8_t *out,
@@ -112,8 +146,8 @@ frame(const struct store *st, const uint8_t *plain, size_t len, uint8_t *out,
 	if (st->compress == STORE_COMPRESS_ZSTD &&
 	    worth_compressing(plain, len, out + OBJ_HDR_LEN,
 	    outsz - OBJ_HDR_LEN))
-		n = ZSTD_compress(out + OBJ_HDR_LEN, outsz - OBJ_HDR_LEN, plain,
-		    len, ZSTD_LEVEL);
+		n = compress(plain, len, out + OBJ_HDR_LEN,
+		    outsz - OBJ_HDR_LEN);
 	if (n > 0 && !ZSTD_isError(n) && n < len) {
 		out[4] = CODEC_ZSTD;
 		*outlen = OBJ_HDR_LEN + n;
