@@ -12,9 +12,12 @@
  * file changed under the snapshot); then it is PUT as blobs/XX/HASH,
  * create-only (If-None-Match: *, a 412 means it is there already) with
  * x-amz-content-sha256 set to that hash, so the server refuses bytes
- * damaged on the way, with the retries of s3.c. Only repositories whose
- * blob is the chunk itself (no compression, no encryption) are asked
- * for this, so the object's hash is its name.
+ * damaged on the way, with the retries of s3.c. In a repository with
+ * compression (form UPLOAD_ZSTD) the blob is the chunk's framed object
+ * (chunkobj.h), made here as the store makes it, and the PUT's hash is
+ * the object's; readers check the decoded chunk against its name, as
+ * for every blob. Encrypted repositories are never asked: agents do not
+ * hold the repository's key.
  *
  * The uploads run on a thread of their own with UP_THREADS workers, each
  * with its own connection, while the loop goes on serving requests; the
@@ -41,6 +44,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "../common/chunkobj.h"
 #include "../common/fsutil.h"
 #include "../common/log.h"
 #include "../common/s3.h"
@@ -67,6 +71,7 @@ struct upload {
 	struct up_item *it;
 	size_t n;
 	uint32_t maxlen;
+	uint8_t form;		/* enum upload_form */
 	int fd;			/* dup of the data file's */
 	int efd;		/* eventfd: the thread is done */
 	pthread_t th;
@@ -128,12 +133,16 @@ up_note(struct upload *u, uint8_t status, uint64_t bytes, const char *why)
 	pthread_mutex_unlock(&u->mu);
 }
 
-/* Upload chunk it from buf (maxlen bytes); its status. */
+/* Upload chunk it, read into buf (maxlen bytes; for UPLOAD_ZSTD its
+ * object goes into obj, chunkobj_bound(maxlen) bytes); its status. */
 static uint8_t
-up_one(struct upload *u, struct s3 *s, struct up_item *it, uint8_t *buf)
+up_one(struct upload *u, struct s3 *s, struct up_item *it, uint8_t *buf,
+    uint8_t *obj)
 {
 	char hex[SHA_HEX_LEN], key[96];
 	uint8_t got[SHA_LEN];
+	const uint8_t *body = buf;
+	size_t blen = it->len;
 	struct cs_err e;
 	int st;
 
@@ -148,14 +157,19 @@ up_one(struct upload *u, struct s3 *s, struct up_item *it, uint8_t *buf)
 		    "not have the sha256 asked for", it->off, it->len);
 		goto fail;
 	}
+	if (u->form == UPLOAD_ZSTD) {
+		blen = chunkobj_frame(1, buf, it->len, obj,
+		    chunkobj_bound(u->maxlen));
+		body = obj;
+	}
 	sha_hex(it->sha, hex);
 	snprintf(key, sizeof(key), "blobs/%.2s/%s", hex, hex);
-	if ((st = s3_put(s, key, buf, it->len, "*", NULL, &e)) < 0) {
+	if ((st = s3_put(s, key, body, blen, "*", NULL, &e)) < 0) {
 		atomic_store(&u->give_up, 1);
 		goto fail;
 	}
 	if (st == 200 || st == 412) {
-		up_note(u, st == 200 ? UPLOAD_CREATED : UPLOAD_HAD, it->len,
+		up_note(u, st == 200 ? UPLOAD_CREATED : UPLOAD_HAD, blen,
 		    NULL);
 		return st == 200 ? UPLOAD_CREATED : UPLOAD_HAD;
 	}
@@ -172,6 +186,8 @@ worker_main(void *arg)
 	struct worker *w = arg;
 	struct upload *u = w->u;
 	uint8_t *buf = malloc(u->maxlen ? u->maxlen : 1);
+	uint8_t *obj = u->form == UPLOAD_ZSTD ?
+	    malloc(chunkobj_bound(u->maxlen)) : buf;
 	size_t i;
 
 	for (;;) {
@@ -182,16 +198,19 @@ worker_main(void *arg)
 			break;
 		sleep_ms(u->delay_ms);
 		if (atomic_load(&u->stop) || atomic_load(&u->give_up) ||
-		    buf == NULL) {
-			up_note(u, UPLOAD_FAILED, 0, buf == NULL ?
+		    buf == NULL || obj == NULL) {
+			up_note(u, UPLOAD_FAILED, 0, buf == NULL ||
+			    obj == NULL ?
 			    "out of memory" : atomic_load(&u->stop) ?
 			    "the agent is stopping" : "not tried after the "
 			    "failure");
 			u->it[i].status = UPLOAD_FAILED;
 			continue;
 		}
-		u->it[i].status = up_one(u, w->s, &u->it[i], buf);
+		u->it[i].status = up_one(u, w->s, &u->it[i], buf, obj);
 	}
+	if (obj != buf)
+		free(obj);
 	free(buf);
 	return NULL;
 }
@@ -271,8 +290,10 @@ up_parse(struct upload *u, struct rbuf *r, uint64_t L, char *why,
 	rbuf_str(r, u->url, sizeof(u->url));
 	rbuf_str(r, u->endpoint, sizeof(u->endpoint));
 	rbuf_str(r, u->region, sizeof(u->region));
+	u->form = rbuf_u8(r);
 	n = rbuf_u32(r);
-	if (r->err || n == 0 || n > UPLOAD_MAX_BATCH ||
+	if (r->err || (u->form != UPLOAD_RAW && u->form != UPLOAD_ZSTD) ||
+	    n == 0 || n > UPLOAD_MAX_BATCH ||
 	    (uint64_t)n * (8 + 4 + SHA_LEN) > r->len - r->off) {
 		snprintf(why, whysz, "malformed upload request");
 		return -1;

@@ -72,10 +72,10 @@ enum wire_type {
 	 * to an agent whose JOIN reply carried SNAP_CAP_UPLOAD: {uid id, str
 	 * url (s3://BUCKET/PREFIX), str endpoint, str region (either may be
 	 * empty: the agent's own AWS_ENDPOINT_URL / AWS_REGION come first),
-	 * u32 n <= UPLOAD_MAX_BATCH, then n times {u64 off, u32 len, 32 bytes
-	 * sha256}}: upload these chunks of the recorded prefix as the blobs
-	 * named by their sha256, create-only, with the agent's own
-	 * credentials. The agent answers, once every upload got its answer,
+	 * u8 form (enum upload_form), u32 n <= UPLOAD_MAX_BATCH, then n times
+	 * {u64 off, u32 len, 32 bytes sha256}}: upload these chunks of the
+	 * recorded prefix as the blobs named by their sha256, in that form,
+	 * create-only, with the agent's own credentials. The agent answers, once every upload got its answer,
 	 * with W_SNAP_UPLOADED {u32 n, n times u8 (enum upload_status), str
 	 * the first failure's message}, or with REPLY_FAIL and a message (no
 	 * credentials, busy, a bad range): the coordinator then fetches the
@@ -113,6 +113,12 @@ enum release_mode {
  * these bits (an older agent's reply is empty: none). */
 #define SNAP_CAP_UPLOAD 1u	/* it understands W_SNAP_UPLOAD */
 #define UPLOAD_MAX_BATCH 65536u	/* chunks in one W_SNAP_UPLOAD */
+
+/* What W_SNAP_UPLOAD's agent puts as each chunk's blob. */
+enum upload_form {
+	UPLOAD_RAW = 0,		/* the chunk's bytes */
+	UPLOAD_ZSTD = 1,	/* its framed object, zstd (chunkobj.h) */
+};
 
 enum upload_status {
 	UPLOAD_CREATED = 0,	/* uploaded now */

@@ -33,7 +33,8 @@ int coord_upload_new(const struct cfg *c, const int *fds,
 void coord_upload_free(struct upctx *u);	/* NULL ok */
 struct chunk_put;
 /* A chunk_put_fn (store.h) whose ctx is a struct upctx. */
-int coord_upload(void *ctx, struct chunk_put *v, size_t n, struct cs_err *e);
+int coord_upload(void *ctx, struct chunk_put *v, size_t n, int compressed,
+    struct cs_err *e);
 
 /* Test hooks: the MS of CUTSNAP_FAULT=name:MS (0 when not set, or
  * outside 1..60000); sleep that long. */

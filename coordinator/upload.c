@@ -2,8 +2,9 @@
  * object store that holds the repository (a chunk_put_fn, store.h), so
  * that the chunks do not travel through the coordinator.
  *
- * Only for a repository whose blob is the chunk itself (no compression,
- * no encryption: the store calls this for no other), and only for the
+ * Only for a repository without encryption (the store calls this for no
+ * other: agents do not hold its key); with compression the agents make
+ * each chunk's framed object themselves (UPLOAD_ZSTD). Only for the
  * agents whose files this host cannot read (streamed) and whose JOIN
  * reply said they can (SNAP_CAP_UPLOAD). A chunk the bucket had when the
  * command began (blob_target.has: its listing) is not asked for. The
@@ -11,10 +12,13 @@
  * each agent uploads them with its own credentials and answers with one
  * status per chunk.
  *
- * Trust: each PUT carries x-amz-content-sha256 set to the chunk's hash
- * and the key is that hash, so the server stores an object only when its
- * bytes have the name's hash (a 412 means an object of that name, made
- * the same way, is there). The coordinator does not download the object
+ * Trust: each PUT carries x-amz-content-sha256 set to the hash of its
+ * body, so the server stores only the bytes the agent sent. Without
+ * compression the body is the chunk and the key is its hash (a 412 means
+ * an object of that name, made the same way, is there); with it the body
+ * is the chunk's object, which the agent made from bytes it checked
+ * against the name, and every reader checks the decoded chunk against
+ * the name again (verify names a blob that does not decode to it). The coordinator does not download the object
  * again; it records each chunk an agent reports stored (blob_target.
  * stored), and the publishing, before it writes the manifest, checks
  * that every one of them is in the bucket's listing, or commits nothing.
@@ -42,6 +46,7 @@ struct upctx {
 	const uint8_t *caps;	/* per agent, from its JOIN reply */
 	const int *streamed;	/* per agent */
 	struct snapuid uid;
+	uint8_t form;		/* enum upload_form, this copy's */
 	int64_t deadline;
 	const struct blob_target *t;
 	char *note;		/* the first fallback, for the user */
@@ -88,6 +93,7 @@ send_batch(struct upctx *u, size_t i, struct chunk_put *v, size_t n,
 	wbuf_put_str(&b, u->t->url);
 	wbuf_put_str(&b, u->t->endpoint);
 	wbuf_put_str(&b, u->t->region);
+	wbuf_put_u8(&b, u->form);
 	wbuf_put_u32(&b, (uint32_t)*k);
 	for (j = 0; j < *k; j++) {
 		wbuf_put_u64(&b, v[idx[j]].off);
@@ -156,13 +162,15 @@ out:
 }
 
 int
-coord_upload(void *ctx, struct chunk_put *v, size_t n, struct cs_err *e)
+coord_upload(void *ctx, struct chunk_put *v, size_t n, int compressed,
+    struct cs_err *e)
 {
 	struct upctx *u = ctx;
 	size_t nag = (size_t)u->c->nagents, i, j, want;
 	size_t *pos = NULL, *k = NULL, **idx = NULL;
 	int more, rc = -1;
 
+	u->form = compressed ? UPLOAD_ZSTD : UPLOAD_RAW;
 	for (j = 0; j < n; j++)
 		if (u->t->has != NULL && u->t->has(u->t->ctx, v[j].sha))
 			v[j].done = 1;
@@ -237,8 +245,9 @@ coord_upload_new(const struct cfg *c, const int *fds, const uint8_t *caps,
 		return 0;
 	if ((*out = calloc(1, sizeof(**out))) == NULL)
 		return -1;
-	**out = (struct upctx){ c, fds, caps, streamed, *uid, deadline, t,
-	    note, notesz, 0 };
+	**out = (struct upctx){ .c = c, .fds = fds, .caps = caps,
+	    .streamed = streamed, .uid = *uid, .form = UPLOAD_RAW,
+	    .deadline = deadline, .t = t, .note = note, .notesz = notesz };
 	if (note != NULL && notesz > 0)
 		note[0] = '\0';
 	return 0;

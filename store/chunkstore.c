@@ -542,7 +542,10 @@ put_elsewhere(struct crun *r, struct cs_err *e)
 	size_t i, n = 0, kept = 0;
 	int rc = -1;
 
-	if (r->st->putfn == NULL || store_obj_framed(r->st))
+	/* Never for an encrypted repository: only this process holds its
+	 * key. With compression the blob is the framed object, which the
+	 * putter makes the same way (chunkobj.h). */
+	if (r->st->putfn == NULL || r->st->enc)
 		return 0;
 	for (i = 0; i < r->njobs; i++)
 		n += r->paths[r->jobs[i].src] == NULL;
@@ -558,7 +561,8 @@ put_elsewhere(struct crun *r, struct cs_err *e)
 			v[n++] = (struct chunk_put){ (size_t)r->jobs[i].src,
 			    r->jobs[i].off, r->jobs[i].len, r->jobs[i].sha,
 			    0, 0 };
-	if (r->st->putfn(r->st->putctx, v, n, e) < 0)
+	if (r->st->putfn(r->st->putctx, v, n, r->st->compress !=
+	    STORE_COMPRESS_NONE, e) < 0)
 		goto out;
 	/* v is in the jobs' order. */
 	for (i = 0, n = 0; i < r->njobs; i++) {

@@ -10,7 +10,9 @@
  * codec 0: the payload is the chunk itself (zstd did not make it smaller);
  * codec 1: the payload is one zstd frame of the chunk. The blob keeps its
  * name, the SHA-256 of the plain chunk, so chunks still deduplicate and
- * every reader checks the decoded bytes against the name.
+ * every reader checks the decoded bytes against the name. The object is
+ * made in common/chunkobj.c, which an agent uploading its own chunks to
+ * an object store uses too.
  *
  * In an encrypted repository (crypt.c) the object above is sealed:
  *
@@ -30,33 +32,14 @@
 
 #include "store_int.h"
 #include "../common/aead.h"
+#include "../common/chunkobj.h"
 #include "../common/fsutil.h"
 
-#define OBJ_MAGIC "CSO1"
+#define OBJ_MAGIC CHUNKOBJ_MAGIC
 #define SEALED_MAGIC "CSE1"
 #define SEALED_HDR 4
-#define CODEC_STORED 0
-#define CODEC_ZSTD 1
-/* The chunks' zstd parameters: the fastest level, with a window as large
- * as a default chunk (2^22 = 4 MiB; zstd shrinks it for a smaller
- * chunk) and a hash table of 2^16 entries. Level 1's own window for a 4
- * MiB input is 512 KiB, which misses the repeats of records further
- * apart: on the bench's text it stores 6.5x smaller where level 3 does
- * 10x, and level 1 with this window 11.6x, at 1.3x level 3's speed.
- * Any reader decodes it: a frame says its window, and a chunk is
- * decompressed whole, in one call. */
-#define ZSTD_LEVEL 1
-#define ZSTD_WLOG 22
-#define ZSTD_HLOG 16
-
-static void
-put_le64(uint8_t *p, uint64_t v)
-{
-	int i;
-
-	for (i = 0; i < 8; i++)
-		p[i] = (uint8_t)(v >> (8 * i));
-}
+#define CODEC_STORED CHUNKOBJ_STORED
+#define CODEC_ZSTD CHUNKOBJ_ZSTD
 
 static uint64_t
 get_le64(const uint8_t *p)
@@ -87,75 +70,17 @@ store_obj_bound(const struct store *st, size_t len)
 {
 	if (!store_obj_framed(st))
 		return len;
-	return sealing(st) + OBJ_HDR_LEN + ZSTD_compressBound(len);
+	return sealing(st) + chunkobj_bound(len);
 }
 
-/* Whether zstd may make plain[0, len) smaller: its first SAMPLE bytes,
- * compressed at zstd's fastest level into out, must shrink by at least
- * 1/32. Random data (already compressed or encrypted values) fails at
- * once, instead of a whole level-3 attempt per chunk that is then
- * stored as it is anyway: that attempt was an eighth of a full
- * snapshot's CPU time on random data. */
-#define SAMPLE (64 * 1024)
-static int
-worth_compressing(const uint8_t *plain, size_t len, uint8_t *out,
-    size_t outsz)
-{
-	size_t n;
-
-	if (len <= SAMPLE)
-		return 1;
-	n = ZSTD_compress(out, outsz, plain, SAMPLE, 1);
-	return ZSTD_isError(n) || n < SAMPLE - SAMPLE / 32;
-}
-
-/* plain[0, len) as one zstd frame into out: its length, or 0 when zstd
- * failed (then the chunk is stored as it is). */
-static size_t
-compress(const uint8_t *plain, size_t len, uint8_t *out, size_t outsz)
-{
-	ZSTD_CCtx *c;
-	size_t n = 0;
-
-	if ((c = ZSTD_createCCtx()) == NULL)
-		return 0;
-	if (!ZSTD_isError(ZSTD_CCtx_setParameter(c, ZSTD_c_compressionLevel,
-	    ZSTD_LEVEL)) &&
-	    !ZSTD_isError(ZSTD_CCtx_setParameter(c, ZSTD_c_windowLog,
-	    ZSTD_WLOG)) &&
-	    !ZSTD_isError(ZSTD_CCtx_setParameter(c, ZSTD_c_hashLog,
-	    ZSTD_HLOG))) {
-		n = ZSTD_compress2(c, out, outsz, plain, len);
-		if (ZSTD_isError(n))
-			n = 0;
-	}
-	ZSTD_freeCCtx(c);
-	return n;
-}
-
-/* The framed object of plain[0, len) into out. */
+/* The framed object of plain[0, len) into out (chunkobj.c makes it, as
+ * an agent uploading its own chunks does). */
 static void
 frame(const struct store *st, const uint8_t *plain, size_t len, uint8_t *out,
     size_t outsz, size_t *outlen)
 {
-	size_t n = 0;
-
-	memcpy(out, OBJ_MAGIC, 4);
-	memset(out + 4, 0, 4);
-	put_le64(out + 8, (uint64_t)len);
-	if (st->compress == STORE_COMPRESS_ZSTD &&
-	    worth_compressing(plain, len, out + OBJ_HDR_LEN,
-	    outsz - OBJ_HDR_LEN))
-		n = compress(plain, len, out + OBJ_HDR_LEN,
-		    outsz - OBJ_HDR_LEN);
-	if (n > 0 && !ZSTD_isError(n) && n < len) {
-		out[4] = CODEC_ZSTD;
-		*outlen = OBJ_HDR_LEN + n;
-		return;
-	}
-	out[4] = CODEC_STORED;
-	memcpy(out + OBJ_HDR_LEN, plain, len);
-	*outlen = OBJ_HDR_LEN + len;
+	*outlen = chunkobj_frame(st->compress == STORE_COMPRESS_ZSTD, plain,
+	    len, out, outsz);
 }
 
 int

@@ -231,7 +231,7 @@ struct chunk_put {
 	int done, put;		/* out */
 };
 typedef int (*chunk_put_fn)(void *ctx, struct chunk_put *v, size_t n,
-    struct cs_err *e);
+    int compressed, struct cs_err *e);
 void store_set_put(struct store *st, chunk_put_fn fn, void *ctx);
 /* Pace store_put_chunks' reads and hashing (the copies and the
  * rechecks, all workers together) to rate bytes per second

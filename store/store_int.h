@@ -9,6 +9,7 @@
 #include <stdint.h>
 #include <sqlite3.h>
 #include "store.h"
+#include "../common/chunkobj.h"
 #include "../common/datalog.h"
 #include "../common/sha.h"
 
@@ -150,7 +151,7 @@ int store_blob_path(const struct store *st, const char *hex, char *out,
 /* object.c: a chunk blob's bytes. Without framing (a repository without
  * settings, or compression none) the blob is the chunk; with it, a
  * header of OBJ_HDR_LEN bytes and the chunk, zstd-compressed or stored. */
-#define OBJ_HDR_LEN 16
+#define OBJ_HDR_LEN CHUNKOBJ_HDR_LEN
 int store_obj_framed(const struct store *st);
 /* The largest blob a chunk of len bytes may become. */
 size_t store_obj_bound(const struct store *st, size_t len);

@@ -12,8 +12,9 @@
 # only the new chunks; an agent with a wrong secret falls back to the
 # coordinator's upload (one warning line), as does one whose endpoint
 # does not answer, and the snapshot still holds
-# every chunk; an agent killed mid-upload commits nothing; a compressed
-# repository's blobs still go up through the coordinator.
+# every chunk; an agent killed mid-upload commits nothing; in a
+# compressed repository the agents upload each chunk's zstd object,
+# which verifies and restores.
 . "$(dirname "$0")/lib.sh"
 . "$_lib_dir/lib-s3.sh"
 . "$_lib_dir/lib-tls.sh"
@@ -256,12 +257,29 @@ test_expect_success 'an agent killed mid-upload: the snapshot fails, nothing is 
 	expect_eq "$(refs_missing)" 0 "referenced blobs missing"
 '
 
-test_expect_success 'a compressed repository: the blobs are not the chunks, so the coordinator streams and uploads them' '
+test_expect_success 'a compressed repository: the agents upload each chunk as its zstd object; it verifies and restores' '
+	c0=$(blobs_in_cache) &&
 	expect_ok snapshot -c "$CONF" -r "s3://$BUCKET/zrepo" --json &&
-	json_check "d[\"status\"] == \"complete\" and d[\"chunks\"][\"agent_uploaded\"] == 0 and d[\"chunks\"][\"streamed_bytes\"] == d[\"chunks\"][\"bytes\"] > 400000" &&
+	cp "$OUT" z.json &&
+	json_check "d[\"status\"] == \"complete\" and d[\"chunks\"][\"copied\"] >= 20 and d[\"chunks\"][\"agent_uploaded\"] == d[\"chunks\"][\"copied\"] and d[\"chunks\"][\"streamed_bytes\"] == 0" z.json &&
 	! grep -q . "$ERR" &&
+	expect_eq "$(blobs_in_cache)" "$c0" "blobs in the coordinator cache" &&
+	k=$(s3keys "$BUCKET" zrepo/blobs/ | grep -E "/blobs/[0-9a-f]{2}/[0-9a-f]{64}$" | head -n 1) &&
+	[ -n "$k" ] &&
+	aws --endpoint-url "$RGW_URL" s3 cp "s3://$BUCKET/$k" zobj >/dev/null &&
+	expect_eq "$(head -c 4 zobj)" CSO1 "object magic" &&
+	expect_eq "$(od -An -tu1 -j4 -N1 zobj | tr -d " ")" 1 "codec (zstd)" &&
+	sz=$(stat -c %s zobj) && [ "$sz" -lt 16384 ] &&
 	cs verify -r "s3://$BUCKET/zrepo" --json >"$OUT" 2>"$ERR" &&
-	json_check "d[\"ok\"]"
+	json_check "d[\"ok\"]" &&
+	mkdir zfresh &&
+	sed "s#^run_dir = .*#run_dir = run#" "$CONF" >zfresh/cluster.ini &&
+	(
+		cd zfresh &&
+		CUTSNAP_CACHE_DIR=$TEST_DIR/znocache timeout 60 "$CUTSNAP" \
+		    restore -c cluster.ini -r "s3://$BUCKET/zrepo"
+	) >"$OUT" 2>"$ERR" &&
+	expect_eq "$(restored_total zfresh)" 150 "restored total"
 '
 
 test_done

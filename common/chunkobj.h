@@ -1,0 +1,29 @@
+/* chunkobj.h - the framed object of one chunk, as a repository with
+ * compression stores it (store/object.c has the layout), made here so
+ * that the store and an agent uploading its own chunks (agent/upload.c)
+ * make the same bytes:
+ *
+ *   "CSO1" | u8 codec | 3 zero bytes | le64 plain length | payload
+ *
+ * codec CHUNKOBJ_STORED: the payload is the chunk itself;
+ * codec CHUNKOBJ_ZSTD: one zstd frame of the chunk. */
+#ifndef CUTSNAP_CHUNKOBJ_H
+#define CUTSNAP_CHUNKOBJ_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define CHUNKOBJ_MAGIC "CSO1"
+#define CHUNKOBJ_HDR_LEN 16
+#define CHUNKOBJ_STORED 0
+#define CHUNKOBJ_ZSTD 1
+
+/* The most bytes chunkobj_frame writes for a chunk of len bytes. */
+size_t chunkobj_bound(size_t len);
+/* The object of plain[0, len) into out (outsz >= chunkobj_bound(len)):
+ * zstd-compressed when zstd is set and zstd makes it smaller, else
+ * stored. Its length. */
+size_t chunkobj_frame(int zstd, const uint8_t *plain, size_t len,
+    uint8_t *out, size_t outsz);
+
+#endif
