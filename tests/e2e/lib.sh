@@ -422,6 +422,24 @@ snapshot_running () { kill -0 "$SNAP_PID" 2>/dev/null; }
 # succeeds iff it exited 0.
 snapshot_wait () { _snapshot_wait "$SNAP_PID" "$TEST_DIR/.snap" ""; }
 
+# snapshot_in_flight AMOUNT [SNAPSHOT-ARGS...]: the seed case. A->B is
+# held, a transfer of AMOUNT from A to B is under way, and B initiates a
+# snapshot: B records at once, and the snapshot must still be running
+# (it waits for A's marker behind the held message) until A->B is
+# released. Waits for it; SNAP_RC and SNAP_ID set; succeeds iff it
+# committed.
+snapshot_in_flight () {
+	local amount=$1
+	shift
+	expect_ok channel -c "$CONF" hold A B &&
+	expect_ok transfer -c "$CONF" A:bal B:bal "$amount" &&
+	snapshot_bg --initiator B "$@" &&
+	wait_recorded B &&
+	snapshot_running &&
+	expect_ok channel -c "$CONF" release A B &&
+	snapshot_wait
+}
+
 # _snapshot_wait PID FILES TAG: wait for PID, whose output is FILES.out
 # and FILES.err; SNAP_RC, SNAP_ID set; succeeds iff it exited 0 with an id.
 _snapshot_wait () {

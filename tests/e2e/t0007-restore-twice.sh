@@ -8,13 +8,7 @@ test_expect_success 'setup: the seed snapshot (A=90, B=50, 10 in flight on A->B)
 	make_config A B &&
 	start_cluster &&
 	set_balances A=100 B=50 &&
-	expect_ok channel -c "$CONF" hold A B &&
-	expect_ok transfer -c "$CONF" A:bal B:bal 10 &&
-	snapshot_bg --initiator B &&
-	wait_recorded B &&
-	snapshot_running &&
-	expect_ok channel -c "$CONF" release A B &&
-	snapshot_wait &&
+	snapshot_in_flight 10 &&
 	ID=$SNAP_ID &&
 	expect_eq "$(msg_count "$ID" A B)" 1 "messages on A->B" &&
 	wait_bal B 60

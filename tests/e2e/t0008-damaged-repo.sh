@@ -15,13 +15,7 @@ test_expect_success 'setup: a good snapshot with a message in flight, agents sto
 	start_cluster &&
 	set_balances A=100 B=50 &&
 	expect_ok put -c "$CONF" A pad "$(printf "%09000d" 0)" &&
-	expect_ok channel -c "$CONF" hold A B &&
-	expect_ok transfer -c "$CONF" A:bal B:bal 10 &&
-	snapshot_bg --initiator B &&
-	wait_recorded B &&
-	snapshot_running &&
-	expect_ok channel -c "$CONF" release A B &&
-	snapshot_wait &&
+	snapshot_in_flight 10 &&
 	ID=$SNAP_ID &&
 	expect_eq "$(msg_count "$ID")" 1 "messages" &&
 	expect_ok transfer -c "$CONF" A:bal B:bal 5 &&

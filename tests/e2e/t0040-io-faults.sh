@@ -51,12 +51,7 @@ test_expect_success 'setup: three agents, a message in flight, snapshot 1' '
 	make_config A B C &&
 	start_cluster &&
 	set_balances A=100 B=50 C=0 &&
-	expect_ok channel -c "$CONF" hold A B &&
-	expect_ok transfer -c "$CONF" A:bal B:bal 10 &&
-	snapshot_bg --initiator B &&
-	wait_recorded B &&
-	expect_ok channel -c "$CONF" release A B &&
-	snapshot_wait && expect_eq "$SNAP_ID" 1 "first id" &&
+	snapshot_in_flight 10 && expect_eq "$SNAP_ID" 1 "first id" &&
 	expect_eq "$(msg_count 1)" 1 "messages in flight" &&
 	expect_ok verify -r "$REPO" 1 &&
 	cp "$REPO/manifest.db" "$TEST_DIR/.snap1.db"

@@ -25,12 +25,7 @@ test_expect_success 'setup: a keyed snapshot 1 with 10 in flight, an unkeyed sna
 	expect_ok init -r "$REPO" --compression none &&
 	start_cluster &&
 	set_balances A=100 B=50 &&
-	expect_ok channel -c "$CONF" hold A B &&
-	expect_ok transfer -c "$CONF" A:bal B:bal 10 &&
-	snapshot_bg --initiator B --key "$KEY" &&
-	wait_recorded B &&
-	expect_ok channel -c "$CONF" release A B &&
-	snapshot_wait && expect_eq "$SNAP_ID" 1 "keyed id" &&
+	snapshot_in_flight 10 --key "$KEY" && expect_eq "$SNAP_ID" 1 "keyed id" &&
 	take_snapshot && expect_eq "$SNAP_ID" 2 "unkeyed id" &&
 	stop_cluster &&
 	cp -a "$REPO" "$TEST_DIR/good"

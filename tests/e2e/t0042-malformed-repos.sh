@@ -20,12 +20,7 @@ test_expect_success 'setup: snapshot 1 with 10 in flight, agents stopped, files 
 	expect_ok init -r "$REPO" --compression none &&
 	start_cluster &&
 	set_balances A=100 B=50 &&
-	expect_ok channel -c "$CONF" hold A B &&
-	expect_ok transfer -c "$CONF" A:bal B:bal 10 &&
-	snapshot_bg --initiator B &&
-	wait_recorded B &&
-	expect_ok channel -c "$CONF" release A B &&
-	snapshot_wait && expect_eq "$SNAP_ID" 1 "id" &&
+	snapshot_in_flight 10 && expect_eq "$SNAP_ID" 1 "id" &&
 	stop_cluster &&
 	expect_eq "$(sql "select count(*) from agent_chunks where snapshot_id = 1")" 2 "chunks" &&
 	sql "pragma wal_checkpoint(truncate)" >/dev/null &&

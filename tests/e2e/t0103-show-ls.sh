@@ -9,12 +9,7 @@ test_expect_success 'setup: the seed case, 10 in flight on A->B when B records' 
 	start_cluster &&
 	set_balances A=100 B=50 &&
 	expect_ok put -c "$CONF" A note hello &&
-	expect_ok channel -c "$CONF" hold A B &&
-	expect_ok transfer -c "$CONF" A:bal B:bal 10 &&
-	snapshot_bg --initiator B &&
-	wait_recorded B &&
-	expect_ok channel -c "$CONF" release A B &&
-	snapshot_wait &&
+	snapshot_in_flight 10 &&
 	SEED=$SNAP_ID
 '
 

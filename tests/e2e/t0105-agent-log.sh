@@ -18,12 +18,7 @@ test_expect_success 'setup: two agents, a transfer, a snapshot from B with A->B 
 	make_config A B &&
 	start_cluster &&
 	set_balances A=100 B=50 &&
-	expect_ok channel -c "$CONF" hold A B &&
-	expect_ok transfer -c "$CONF" A:bal B:bal 10 &&
-	snapshot_bg --initiator B &&
-	wait_recorded B &&
-	expect_ok channel -c "$CONF" release A B &&
-	snapshot_wait
+	snapshot_in_flight 10
 '
 
 test_expect_success 'every line is "TIMESTAMP NAME LEVEL: message"' '

@@ -58,12 +58,7 @@ test_expect_success 'new transfers both ways; after a restart the ends agree on 
 '
 
 test_expect_success 'a snapshot of the mixed files verifies and restores into agreeing ends' '
-	expect_ok channel -c "$CONF" hold A B &&
-	expect_ok transfer -c "$CONF" A:bal B:bal 1 &&
-	snapshot_bg --initiator B &&
-	wait_recorded B &&
-	expect_ok channel -c "$CONF" release A B &&
-	snapshot_wait &&
+	snapshot_in_flight 1 &&
 	wait_bal B 64 &&
 	expect_eq "$(msg_count "$SNAP_ID" A B)" 1 "messages recorded on A->B" &&
 	expect_ok verify -r "$REPO" "$SNAP_ID" &&

@@ -109,12 +109,7 @@ test_expect_success 'config and certificates; each agent starts on its host' '
 '
 
 test_expect_success 'held channel across hosts: the snapshot streams every chunk, verifies, holds the 10' '
-	expect_ok channel -c "$CONF" hold A B &&
-	expect_ok transfer -c "$CONF" A:bal B:bal 10 &&
-	snapshot_bg --initiator B --json &&
-	wait_recorded B &&
-	expect_ok channel -c "$CONF" release A B &&
-	snapshot_wait &&
+	snapshot_in_flight 10 --json &&
 	cp "$TEST_DIR/.snap.out" full.json &&
 	json_check "d[\"status\"] == \"complete\" and d[\"chunks\"][\"copied\"] == d[\"chunks\"][\"listed\"] and d[\"chunks\"][\"listed\"] >= 30 and d[\"chunks\"][\"streamed_bytes\"] == d[\"chunks\"][\"bytes\"] > 120000" full.json &&
 	expect_eq "$(sql "select count(*) from messages where snapshot_id = $SNAP_ID")" 1 "messages in flight" &&

@@ -55,13 +55,7 @@ test_expect_success 'setup: A spans hundreds of chunks (a 2 MiB value among them
 	fill A 10 &&
 	expect_ok init -r "$REPO" --encrypt &&
 	expect_ok init -r "$PLAIN" --compression zstd &&
-	expect_ok channel -c "$CONF" hold A B &&
-	expect_ok transfer -c "$CONF" A:bal B:bal 250 &&
-	snapshot_bg --initiator B &&
-	wait_recorded B &&
-	snapshot_running &&
-	expect_ok channel -c "$CONF" release A B &&
-	snapshot_wait &&
+	snapshot_in_flight 250 &&
 	ID=$SNAP_ID &&
 	expect_ok snapshot -c "$CONF" -r "$PLAIN" &&
 	expect_eq "$(sql "select count(*) from messages where snapshot_id = $ID")" 1 "recorded messages" &&
