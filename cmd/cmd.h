@@ -259,18 +259,21 @@ void cmd_repo_alias(const char *dir, const char *url);
 const char *cmd_repo_name(const char *repo);
 void cmd_key_note(struct store *st, uint64_t id, const char *path);
 
-/* The notes of verify and restore (store_set_notes): what the replay of
- * the recorded messages dead-letters. Without json each is printed at
- * once as "note: LINE" on stdout; with json they are kept for
- * cmd_notes_json ("notes": [...]). */
-struct cmd_notes {
+/* The lines a store call reports through a problem_fn: verify's and
+ * restore's problems, and the notes of the replay (store_set_notes: what
+ * it dead-letters). Without json each is printed at once as
+ * "PREFIX: LINE" on stdout; with json they are kept for cmd_lines_json
+ * ("KEY": [...]). */
+struct cmd_lines {
+	const char *prefix;	/* "problem", "note" */
+	const char *key;	/* its JSON key: "problems", "notes" */
 	int json;
 	char **v;
-	size_t n;		/* notes seen (kept ones with json) */
+	size_t n;		/* lines seen (kept ones with json) */
 	int oom;
 };
-void cmd_notes_add(void *ctx, const char *line);	/* a problem_fn */
-void cmd_notes_json(struct json *j, const struct cmd_notes *nt);
-void cmd_notes_free(struct cmd_notes *nt);
+void cmd_lines_add(void *ctx, const char *line);	/* a problem_fn */
+void cmd_lines_json(struct json *j, const struct cmd_lines *l);
+void cmd_lines_free(struct cmd_lines *l);
 
 #endif

@@ -59,53 +59,6 @@ static const struct option opts[] = {
 };
 
 void
-cmd_notes_add(void *ctx, const char *line)
-{
-	struct cmd_notes *nt = ctx;
-	char **nv;
-
-	if (!nt->json) {
-		printf("note: %s\n", line);
-		nt->n++;
-		return;
-	}
-	if ((nv = realloc(nt->v, (nt->n + 1) * sizeof(*nv))) == NULL) {
-		nt->oom = 1;
-		return;
-	}
-	nt->v = nv;
-	if ((nv[nt->n] = strdup(line)) == NULL) {
-		nt->oom = 1;
-		return;
-	}
-	nt->n++;
-}
-
-void
-cmd_notes_json(struct json *j, const struct cmd_notes *nt)
-{
-	size_t i;
-
-	json_key(j, "notes");
-	json_arr(j);
-	for (i = 0; nt->json && i < nt->n; i++)
-		json_str(j, nt->v[i]);
-	json_arr_end(j);
-}
-
-void
-cmd_notes_free(struct cmd_notes *nt)
-{
-	size_t i;
-
-	for (i = 0; nt->json && i < nt->n; i++)
-		free(nt->v[i]);
-	free(nt->v);
-	nt->v = NULL;
-	nt->n = 0;
-}
-
-void
 cmd_dead_list_free(struct cmd_dead_list *l)
 {
 	size_t i;

@@ -74,42 +74,11 @@ static const struct option opts[] = {
 	{ NULL, 0, NULL, 0 },
 };
 
-/* The problems verify found: printed at once, or kept for --json. */
-struct problems {
-	int json;
-	char **v;
-	size_t n;
-	int oom;
-};
-
-static void
-on_problem(void *ctx, const char *line)
-{
-	struct problems *p = ctx;
-	char **nv;
-
-	if (!p->json) {
-		printf("problem: %s\n", line);
-		p->n++;
-		return;
-	}
-	if ((nv = realloc(p->v, (p->n + 1) * sizeof(*nv))) == NULL ||
-	    (nv[p->n] = strdup(line)) == NULL) {
-		if (nv != NULL)
-			p->v = nv;
-		p->oom = 1;
-		return;
-	}
-	p->v = nv;
-	p->n++;
-}
-
 static int
-print_json(uint64_t id, int files, const struct problems *p,
-    const struct cmd_notes *nt, const char *err)
+print_json(uint64_t id, int files, const struct cmd_lines *p,
+    const struct cmd_lines *nt, const char *err)
 {
 	struct json j;
-	size_t i;
 
 	json_init(&j, stdout);
 	json_obj(&j);
@@ -120,12 +89,8 @@ print_json(uint64_t id, int files, const struct problems *p,
 		json_null(&j);
 	json_kbool(&j, "ok", err == NULL);
 	json_kint(&j, "files", err == NULL ? files : 0);
-	json_key(&j, "problems");
-	json_arr(&j);
-	for (i = 0; i < p->n; i++)
-		json_str(&j, p->v[i]);
-	json_arr_end(&j);
-	cmd_notes_json(&j, nt);
+	cmd_lines_json(&j, p);
+	cmd_lines_json(&j, nt);
 	json_kstr(&j, "error", err);
 	json_obj_end(&j);
 	return json_end(&j);
@@ -138,8 +103,8 @@ cmd_restore(int argc, char **argv)
 	struct store *st = NULL;
 	struct cfg *c = NULL;
 	struct cs_err e;
-	struct problems p = { 0, NULL, 0, 0 };
-	struct cmd_notes nt = { 0, NULL, 0, 0 };
+	struct cmd_lines p = { "problem", "problems", 0, NULL, 0, 0 };
+	struct cmd_lines nt = { "note", "notes", 0, NULL, 0, 0 };
 	struct cmd_progress prog;
 	const char **only = NULL, **nv;
 	uint64_t id = 0, resolved = 0;
@@ -222,9 +187,9 @@ cmd_restore(int argc, char **argv)
 		goto out;
 	cmd_progress_init(&prog, "restore", verbosity);
 	store_set_progress(st, cmd_progress_fn, &prog);
-	store_set_notes(st, cmd_notes_add, &nt);
+	store_set_notes(st, cmd_lines_add, &nt);
 	rc = store_restore_agents(st, id, c, (const char *const *)only,
-	    nonly, &resolved, on_problem, &p, &e);
+	    nonly, &resolved, cmd_lines_add, &p, &e);
 	cmd_progress_end(&prog);
 	if (rc == 0 && (p.oom || nt.oom)) {
 		rc = -1;
@@ -247,11 +212,9 @@ cmd_restore(int argc, char **argv)
 	}
 	cmd_key_note(st, resolved, keyfile);
 out:
-	for (i = 0; i < p.n && p.v != NULL; i++)
-		free(p.v[i]);
-	free(p.v);
+	cmd_lines_free(&p);
 	free(only);
-	cmd_notes_free(&nt);
+	cmd_lines_free(&nt);
 	store_close(st);
 	cfg_free(c);
 	return rc;

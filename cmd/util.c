@@ -568,3 +568,50 @@ cmd_open_repo(const char *repo, int mode, const char *keyfile,
 	}
 	return EXIT_OK;
 }
+
+void
+cmd_lines_add(void *ctx, const char *line)
+{
+	struct cmd_lines *l = ctx;
+	char **nv;
+
+	if (!l->json) {
+		printf("%s: %s\n", l->prefix, line);
+		l->n++;
+		return;
+	}
+	if ((nv = realloc(l->v, (l->n + 1) * sizeof(*nv))) == NULL) {
+		l->oom = 1;
+		return;
+	}
+	l->v = nv;
+	if ((nv[l->n] = strdup(line)) == NULL) {
+		l->oom = 1;
+		return;
+	}
+	l->n++;
+}
+
+void
+cmd_lines_json(struct json *j, const struct cmd_lines *l)
+{
+	size_t i;
+
+	json_key(j, l->key);
+	json_arr(j);
+	for (i = 0; l->json && i < l->n; i++)
+		json_str(j, l->v[i]);
+	json_arr_end(j);
+}
+
+void
+cmd_lines_free(struct cmd_lines *l)
+{
+	size_t i;
+
+	for (i = 0; l->json && i < l->n; i++)
+		free(l->v[i]);
+	free(l->v);
+	l->v = NULL;
+	l->n = 0;
+}

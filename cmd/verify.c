@@ -74,54 +74,18 @@ static const struct option opts[] = {
 	{ NULL, 0, NULL, 0 },
 };
 
-/* The problems found, kept for --json. */
-struct problems {
-	int json;
-	char **v;
-	size_t n, cap;
-	int oom;
-};
-
-static void
-on_problem(void *ctx, const char *line)
-{
-	struct problems *p = ctx;
-	char **nv;
-
-	if (!p->json) {
-		printf("problem: %s\n", line);
-		return;
-	}
-	if (p->n == p->cap) {
-		size_t ncap = p->cap ? p->cap * 2 : 16;
-
-		if ((nv = realloc(p->v, ncap * sizeof(*nv))) == NULL) {
-			p->oom = 1;
-			return;
-		}
-		p->v = nv;
-		p->cap = ncap;
-	}
-	if ((p->v[p->n] = strdup(line)) == NULL) {
-		p->oom = 1;
-		return;
-	}
-	p->n++;
-}
-
 int
 cmd_verify(int argc, char **argv)
 {
 	const char *repo = NULL, *keyfile = NULL;
-	struct problems p = { 0, NULL, 0, 0, 0 };
-	struct cmd_notes nt = { 0, NULL, 0, 0 };
+	struct cmd_lines p = { "problem", "problems", 0, NULL, 0, 0 };
+	struct cmd_lines nt = { "note", "notes", 0, NULL, 0, 0 };
 	struct store *st = NULL;
 	struct cs_err e;
 	struct cmd_progress prog;
 	struct snap_info si;
 	uint64_t id = 0, resolved = 0, nchunks, nreads;
 	int ch, found, rc, verbosity = 0;
-	size_t i;
 
 	optind = 1;
 	opterr = 0;
@@ -164,8 +128,8 @@ cmd_verify(int argc, char **argv)
 		goto out;
 	cmd_progress_init(&prog, "verify", verbosity);
 	store_set_progress(st, cmd_progress_fn, &prog);
-	store_set_notes(st, cmd_notes_add, &nt);
-	found = store_verify(st, id, &resolved, on_problem, &p, &e);
+	store_set_notes(st, cmd_lines_add, &nt);
+	found = store_verify(st, id, &resolved, cmd_lines_add, &p, &e);
 	cmd_progress_end(&prog);
 	if (found == -1) {
 		rc = cmd_fail(EXIT_FAILED, "%s", e.msg);
@@ -182,12 +146,8 @@ cmd_verify(int argc, char **argv)
 		json_obj(&j);
 		json_kuint(&j, "snapshot", resolved);
 		json_kbool(&j, "ok", found == 0);
-		json_key(&j, "problems");
-		json_arr(&j);
-		for (i = 0; i < p.n; i++)
-			json_str(&j, p.v[i]);
-		json_arr_end(&j);
-		cmd_notes_json(&j, &nt);
+		cmd_lines_json(&j, &p);
+		cmd_lines_json(&j, &nt);
 		if (cmd_snap_info(st, resolved, &si) == 0) {
 			json_kint(&j, "agents", si.nagents);
 			json_kuint(&j, "bytes", si.bytes);
@@ -223,10 +183,8 @@ cmd_verify(int argc, char **argv)
 		cmd_key_note(st, resolved, keyfile);
 	rc = found ? EXIT_FAILED : EXIT_OK;
 out:
-	for (i = 0; i < p.n; i++)
-		free(p.v[i]);
-	free(p.v);
-	cmd_notes_free(&nt);
+	cmd_lines_free(&p);
+	cmd_lines_free(&nt);
 	store_close(st);
 	return rc;
 }
