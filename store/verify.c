@@ -424,6 +424,42 @@ reader_at(struct reader *r, uint64_t off, uint64_t end)
 	pthread_mutex_unlock(&f->mu);
 }
 
+/* Handoff, under f->mu: while chunk k is being checked by a task, the
+ * replay checks a later chunk nobody took yet (the first free one after
+ * k) and hands it over to itself, rather than wait: the pool's tasks
+ * take the chunks in file order, just ahead of the replay, so without
+ * this the replay's thread would idle while one task decodes. At most
+ * HANDOFF_READY chunks wait decoded, as with the tasks. 1 if it checked
+ * one (f->mu released in between), 0 if there was none to check. */
+static int
+reader_help(struct reader *r, size_t k)
+{
+	struct fcheck *f = &r->v->fc[r->i];
+	size_t j, n = r->v->rows.agents[r->i].nchunks;
+	int ok;
+
+	if (f->nready >= HANDOFF_READY)
+		return 0;
+	for (j = k + 1; j < n && f->cstate[j] != HO_FREE; j++)
+		;
+	if (j >= n)
+		return 0;
+	f->cstate[j] = HO_BUSY;
+	pthread_mutex_unlock(&f->mu);
+	ok = check_chunk(r->v, r->i, j, r->worker) == 0;
+	pthread_mutex_lock(&f->mu);
+	if (ok) {
+		f->held[j] = r->v->wbuf[r->worker];
+		r->v->wbuf[r->worker] = NULL;
+		f->cstate[j] = HO_READY;
+		f->nready++;
+	} else {
+		f->cstate[j] = HO_BAD;
+	}
+	pthread_cond_broadcast(&f->cv);
+	return 1;
+}
+
 /* Handoff: chunk k's bytes for the replay: the decoded ones a task
  * handed over, else read and checked here (for the verdict, as a task
  * would: each chunk is decoded once), or NULL with errno set. */
@@ -435,7 +471,8 @@ reader_take(struct reader *r, size_t k)
 
 	pthread_mutex_lock(&f->mu);
 	while (f->cstate[k] == HO_BUSY)
-		pthread_cond_wait(&f->cv, &f->mu);
+		if (!reader_help(r, k))
+			pthread_cond_wait(&f->cv, &f->mu);
 	was = f->cstate[k];
 	if (was == HO_FREE) {
 		f->cstate[k] = HO_BUSY;
