@@ -36,11 +36,15 @@ static const char usage_text[] =
     "  -j, --json        {\"snapshot\":N,\"ok\":true|false,"
     "\"problems\":[...],\n"
     "                    \"notes\":[...],\"agents\":N,\"bytes\":N,\"msgs\":N,\n"
-    "                    \"chunks\":N,\"chunks_decoded\":N}: chunks, the\n"
+    "                    \"chunks\":N,\"chunks_decoded\":N,\n"
+    "                    \"chunks_decoded_ahead\":N}: chunks, the\n"
     "                    chunk rows of the recorded files checked;\n"
     "                    chunks_decoded, the chunks read from their blobs\n"
     "                    (and decrypted and decompressed): each once, for\n"
-    "                    its hash and the replay together\n"
+    "                    its hash and the replay together;\n"
+    "                    chunks_decoded_ahead, those of them a file's\n"
+    "                    replay decoded itself while a task still\n"
+    "                    decoded the chunk it needed\n"
     "  -k, --key FILE    also check the snapshot's HMAC-SHA256 tag under\n"
     "                    the key in FILE: a missing or wrong tag is a\n"
     "                    problem. Without it, an authenticated snapshot\n"
@@ -156,6 +160,8 @@ cmd_verify(int argc, char **argv)
 		store_verify_work(st, &nchunks, &nreads);
 		json_kuint(&j, "chunks", nchunks);
 		json_kuint(&j, "chunks_decoded", nreads);
+		json_kuint(&j, "chunks_decoded_ahead",
+		    store_verify_ahead(st));
 		json_obj_end(&j);
 		if (json_end(&j) == -1) {
 			rc = cmd_fail(EXIT_FAILED, "write stdout failed");

@@ -322,6 +322,10 @@ int store_verify(struct store *st, uint64_t id, uint64_t *resolved,
  * is read once: for its hash and the replay of its file together. */
 void store_verify_work(const struct store *st, uint64_t *chunks,
     uint64_t *reads);
+/* Of those reads, the chunks a file's replay decoded itself ahead of
+ * the one it needed while a chunk task still decoded that one (both
+ * cores decode; see "handoff" in docs/INTERNALS.md). */
+uint64_t store_verify_ahead(const struct store *st);
 
 /* Verify, then restore snapshot id into the data paths of c (whose agent
  * names must be the snapshot's, and whose agents must not be running),

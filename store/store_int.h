@@ -60,6 +60,7 @@ struct store {
 	int64_t key_id;		/* the repo_keys row that opened it */
 	atomic_ullong nchunk_reads;	/* chunks read from their blobs (and
 					 * decoded, if framed): view.c */
+	uint64_t vahead;	/* and of them, decoded by a replay ahead */
 	uint64_t vchunks, vreads;	/* the last verify's chunk rows and
 					 * the chunk reads it made */
 };
@@ -396,6 +397,8 @@ struct vrun {
 	size_t nfiletasks;	/* the first ones: one replay per file */
 	int handoff;		/* plain verify: chunks go to the replays */
 	atomic_size_t nwritten;	/* chunks written to restore's temp files */
+	atomic_size_t nahead;	/* chunks a replay checked while the one it
+				 * needed was busy (reader_help) */
 	/* Per worker: the chunk it works on (page-aligned; bufsz bytes,
 	 * the largest chunk) and the blob it decodes that chunk from. */
 	uint8_t *wbuf[POOL_MAX_THREADS];

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "store_int.h"
@@ -172,6 +173,27 @@ fault_after_chunks(struct vrun *v)
 		_exit(99);
 }
 
+/* CUTSNAP_FAULT=verify-slow-chunks:MS (tests only): every chunk check
+ * of verify and restore first sleeps MS ms, so that the tests can make
+ * the replay of a file meet a chunk a task is still checking. */
+static void
+fault_slow_chunk(void)
+{
+	const char *f = getenv("CUTSNAP_FAULT");
+	const char *pfx = "verify-slow-chunks:";
+	struct timespec ts;
+	long ms;
+
+	if (f == NULL || strncmp(f, pfx, strlen(pfx)) != 0)
+		return;
+	ms = atol(f + strlen(pfx));
+	if (ms <= 0 || ms > 1000)
+		return;
+	ts.tv_sec = 0;
+	ts.tv_nsec = ms * 1000000L;
+	nanosleep(&ts, NULL);
+}
+
 /* Plain verify hands the chunks its tasks decode to the replay of their
  * file, so that each chunk is read and decoded once (see "handoff" in
  * docs/INTERNALS.md). Per chunk, under the file's mu: */
@@ -243,6 +265,7 @@ check_chunk(struct vrun *v, size_t i, size_t k, int w)
 		f->hash_failed = 1;	/* a benign race: only ever set */
 		return -1;
 	}
+	fault_slow_chunk();
 	rc = store_fview_read_chunk(v->st, c, v->wbuf[w], &v->bufs[w], &e);
 	if (rc == -1) {
 		if ((f->lerr[k] = strdup(e.msg)) == NULL)
@@ -446,6 +469,7 @@ reader_help(struct reader *r, size_t k)
 		return 0;
 	f->cstate[j] = HO_BUSY;
 	pthread_mutex_unlock(&f->mu);
+	atomic_fetch_add(&r->v->nahead, 1);
 	ok = check_chunk(r->v, r->i, j, r->worker) == 0;
 	pthread_mutex_lock(&f->mu);
 	if (ok) {
@@ -942,6 +966,12 @@ store_verify_work(const struct store *st, uint64_t *chunks, uint64_t *reads)
 	*reads = st->vreads;
 }
 
+uint64_t
+store_verify_ahead(const struct store *st)
+{
+	return st->vahead;
+}
+
 /* The handoff of agent row i's chunks (plain verify). 0 / -1. */
 static int
 handoff_init(struct vrun *v, size_t i)
@@ -1024,6 +1054,7 @@ run(struct store *st, uint64_t id, uint64_t *resolved,
 	v.fn = fn;
 	v.ctx = ctx;
 	atomic_init(&v.nwritten, 0);
+	atomic_init(&v.nahead, 0);
 	if (store_rows_load(st, rid, &v.rows, e) < 0)
 		return -1;
 	if (strcmp(v.rows.status, "complete") != 0) {
@@ -1075,6 +1106,7 @@ run(struct store *st, uint64_t id, uint64_t *resolved,
 	run_tasks(&v, sinks != NULL);
 	if (sinks == NULL) {
 		st->vreads = atomic_load(&st->nchunk_reads) - reads0;
+		st->vahead = atomic_load(&v.nahead);
 		for (st->vchunks = 0, i = 0; i < v.rows.nagents; i++)
 			if (v.fc[i].mapped)
 				st->vchunks += v.rows.agents[i].nchunks;
