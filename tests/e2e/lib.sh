@@ -394,6 +394,16 @@ set_balances () {
 	done
 }
 
+# put_random AGENT N: keys r1..rN of AGENT, 3000 random bytes each (with
+# a small CUTSNAP_CHUNK_SIZE, every chunk distinct).
+put_random () {
+	local i
+	for i in $(seq 1 "$2"); do
+		head -c 3000 /dev/urandom | cs put -c "$CONF" "$1" "r$i" - ||
+		    return 1
+	done
+}
+
 # --- snapshots and the repository ---------------------------------------
 
 # The snapshot id printed by the last snapshot command (its first number).

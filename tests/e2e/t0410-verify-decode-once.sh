@@ -17,14 +17,6 @@ unset CUTSNAP_PASSWORD_FILE
 # shellcheck disable=SC2034 # used inside the test bodies
 ID='' PLAIN=$TEST_DIR/plain
 
-# fill AGENT N: N values of 3000 random bytes (every chunk distinct).
-fill () {
-	local i
-	for i in $(seq 1 "$2"); do
-		head -c 3000 /dev/urandom | cs put -c "$CONF" "$1" "r$i" - ||
-		    return 1
-	done
-}
 # chunk_rows ID [DISTINCT]: the snapshot's chunk rows (or distinct ones).
 chunk_rows () {
 	sql "select count(${2:-} sha256) from agent_chunks where snapshot_id = $1"
@@ -50,9 +42,9 @@ test_expect_success 'setup: A spans hundreds of chunks (a 2 MiB value among them
 	make_config A B C &&
 	start_cluster &&
 	set_balances A=1000 B=1000 C=1000 &&
-	fill A 40 && fill B 20 &&
+	put_random A 40 && put_random B 20 &&
 	head -c $((2 << 20)) /dev/urandom | cs put -c "$CONF" A big - &&
-	fill A 10 &&
+	put_random A 10 &&
 	expect_ok init -r "$REPO" --encrypt &&
 	expect_ok init -r "$PLAIN" --compression zstd &&
 	snapshot_in_flight 250 &&

@@ -17,14 +17,6 @@ unset CUTSNAP_PASSWORD_FILE CUTSNAP_FAULT
 # shellcheck disable=SC2034 # used inside the test bodies
 ID='' ROWS=''
 
-# fill AGENT N: N values of 3000 random bytes (every chunk distinct).
-fill () {
-	local i
-	for i in $(seq 1 "$2"); do
-		head -c 3000 /dev/urandom | cs put -c "$CONF" "$1" "r$i" - ||
-		    return 1
-	done
-}
 # ge N MIN WHAT: N >= MIN.
 ge () { [ "$1" -ge "$2" ] || { say "$3: $1, expected at least $2"; return 1; }; }
 # slow_verify ARGS: verify with every chunk check slowed down by 3 ms.
@@ -34,7 +26,7 @@ test_expect_success 'setup: an encrypted snapshot, A spanning a few hundred chun
 	make_config A B C &&
 	start_cluster &&
 	set_balances A=1000 B=1000 C=1000 &&
-	fill A 200 && fill B 10 &&
+	put_random A 200 && put_random B 10 &&
 	expect_ok transfer -c "$CONF" A:bal C:bal 125 &&
 	expect_ok init -r "$REPO" --encrypt &&
 	take_snapshot &&
