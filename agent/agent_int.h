@@ -87,6 +87,8 @@ struct conn {
 	int rd_want_w;		/* a TLS read waits for writability */
 	int wr_want_r;		/* a TLS write waits for readability */
 	char cn[NAME_MAX_LEN + 8];	/* accepted: the peer's CN */
+	int in_dirty;		/* in agent.dirty */
+	int in_tlsp;		/* in agent.tlsp */
 	struct conn *next;
 };
 
@@ -218,6 +220,19 @@ struct agent {
 	ino_t sock_ino;		/* our socket file, unlinked at exit */
 	int bound;
 	struct conn *conns;
+	/* What a loop iteration looks at, so that it costs the connections
+	 * with work, not all of them (INTERNALS.md, "TLS throughput"). Both
+	 * arrays have room for every connection (made in agent_conn_new). */
+	struct conn **dirty;	/* frames queued and not all written yet */
+	size_t ndirty, dirtycap;
+	struct conn **tlsp;	/* TLS used since looked at: may hold
+				 * bytes that epoll cannot see */
+	size_t ntlsp, tlspcap;
+	int lists_lost;		/* out of memory growing them: scan every
+				 * connection instead, for good */
+	size_t nconns;		/* in conns, dead ones included */
+	size_t ndead;		/* closed, not reaped yet */
+	size_t nhs;		/* TLS handshakes under way */
 	struct outch *out;	/* n entries, by dst index */
 	struct inch *in;	/* n entries, by src index */
 	struct snap snaps[SNAP_MAX];
@@ -263,6 +278,7 @@ struct conn *agent_conn_new(struct agent *a, int fd, enum conn_role role,
     int connecting);
 void agent_conn_close(struct agent *a, struct conn *c, const char *why);
 void agent_conn_reap(struct agent *a);
+void agent_conn_lists_free(struct agent *a);
 /* Queue a frame that may leave once the log is durable up to off. */
 void agent_conn_send(struct agent *a, struct conn *c, uint8_t type,
     const void *payload, size_t plen, uint64_t off);
@@ -278,6 +294,9 @@ void agent_conn_replyf(struct agent *a, struct conn *c, uint8_t code,
 size_t agent_conn_pending(const struct conn *c);
 void agent_conn_release(struct agent *a, struct conn *c, uint64_t synced);
 void agent_conn_flush(struct agent *a, struct conn *c);
+/* Release (at synced) and write out what the connections with queued
+ * frames hold: only those, not every connection. */
+void agent_conn_commit(struct agent *a, uint64_t synced);
 void agent_conn_event(struct agent *a, struct conn *c, uint32_t ev);
 /* Make c a TLS connection (server: accepted here); 0 / -1 (closed). */
 int agent_conn_tls(struct agent *a, struct conn *c, int server);

@@ -68,13 +68,81 @@ conn_set_events(struct agent *a, struct conn *c)
 	c->events = want;
 }
 
+/* Room for need entries in the list *v of *cap; 0 / -1. */
+static int
+list_room(struct conn ***v, size_t *cap, size_t need)
+{
+	struct conn **p;
+	size_t ncap;
+
+	if (need <= *cap)
+		return 0;
+	ncap = *cap ? *cap : 64;
+	while (ncap < need)
+		ncap *= 2;
+	if ((p = realloc(*v, ncap * sizeof(*p))) == NULL)
+		return -1;
+	*v = p;
+	*cap = ncap;
+	return 0;
+}
+
+/* Add c to the list *v (*n entries of *cap), unless *in says it is
+ * there. A list is made room for with every connection (agent_conn_new),
+ * but a pass that drops an entry may see it added again behind it; if
+ * growing for that fails, the loop goes back to scanning every
+ * connection for good (lists_lost). */
+static void
+list_add(struct agent *a, struct conn ***v, size_t *n, size_t *cap,
+    int *in, struct conn *c)
+{
+	if (*in)
+		return;
+	if (list_room(v, cap, *n + 1) == -1) {
+		if (!a->lists_lost)
+			log_error("out of memory for the loop's lists; "
+			    "scanning every connection from now on");
+		a->lists_lost = 1;
+		return;
+	}
+	*in = 1;
+	(*v)[(*n)++] = c;
+}
+
+/* c has frames queued: the next commit writes them. */
+static void
+conn_dirty(struct agent *a, struct conn *c)
+{
+	list_add(a, &a->dirty, &a->ndirty, &a->dirtycap, &c->in_dirty, c);
+}
+
+/* TLS is about to be used on c: it may then hold bytes read ahead that
+ * epoll does not report; agent_conn_tls_pending looks at c. */
+static void
+conn_tls_used(struct agent *a, struct conn *c)
+{
+	if (c->x != NULL)
+		list_add(a, &a->tlsp, &a->ntlsp, &a->tlspcap, &c->in_tlsp, c);
+}
+
+void
+agent_conn_lists_free(struct agent *a)
+{
+	free(a->dirty);
+	free(a->tlsp);
+	a->dirty = a->tlsp = NULL;
+	a->ndirty = a->ntlsp = a->dirtycap = a->tlspcap = 0;
+}
+
 struct conn *
 agent_conn_new(struct agent *a, int fd, enum conn_role role, int connecting)
 {
 	struct epoll_event ev;
 	struct conn *c;
 
-	if ((c = calloc(1, sizeof(*c))) == NULL) {
+	if (list_room(&a->dirty, &a->dirtycap, a->nconns + 1) == -1 ||
+	    list_room(&a->tlsp, &a->tlspcap, a->nconns + 1) == -1 ||
+	    (c = calloc(1, sizeof(*c))) == NULL) {
 		log_error("out of memory for a connection");
 		close(fd);
 		return NULL;
@@ -95,6 +163,7 @@ agent_conn_new(struct agent *a, int fd, enum conn_role role, int connecting)
 	}
 	c->next = a->conns;
 	a->conns = c;
+	a->nconns++;
 	return c;
 }
 
@@ -117,6 +186,9 @@ agent_conn_close(struct agent *a, struct conn *c, const char *why)
 	}
 	close(c->fd);
 	c->dead = 1;
+	a->ndead++;
+	if (c->hs)
+		a->nhs--;
 	/* Detach from whoever points at this connection. */
 	if (c->role == ROLE_PEER_IN)
 		agent_inch_closed(a, c);
@@ -127,11 +199,29 @@ agent_conn_close(struct agent *a, struct conn *c, const char *why)
 
 /* Free the connections closed during this loop iteration: pointers to
  * them stay valid until every event of the iteration is handled. */
+/* Drop the dead from list[0, *n). */
+static void
+conns_drop_dead(struct conn **list, size_t *n)
+{
+	size_t i, j = 0;
+
+	for (i = 0; i < *n; i++)
+		if (!list[i]->dead)
+			list[j++] = list[i];
+	*n = j;
+}
+
 void
 agent_conn_reap(struct agent *a)
 {
 	struct conn **pp = &a->conns, *c;
 
+	if (a->ndead == 0)
+		return;
+	conns_drop_dead(a->dirty, &a->ndirty);
+	conns_drop_dead(a->tlsp, &a->ntlsp);
+	a->nconns -= a->ndead;
+	a->ndead = 0;
 	while ((c = *pp) != NULL) {
 		if (!c->dead) {
 			pp = &c->next;
@@ -163,6 +253,7 @@ conn_queued(struct agent *a, struct conn *c, uint64_t off)
 		agent_conn_close(a, c, "out of memory");
 		return;
 	}
+	conn_dirty(a, c);
 	if (c->mhead == c->mtail && off <= datalog_synced(a->dl)) {
 		c->rel = c->out.len;
 		return;
@@ -312,6 +403,7 @@ agent_conn_flush(struct agent *a, struct conn *c)
 
 	if (c->dead || c->connecting || c->hs)
 		return;
+	conn_tls_used(a, c);
 	c->wr_want_r = 0;
 	while (c->outoff < c->rel) {
 		if (c->x != NULL) {
@@ -350,6 +442,40 @@ agent_conn_flush(struct agent *a, struct conn *c)
 		return;
 	}
 	conn_set_events(a, c);
+}
+
+void
+agent_conn_commit(struct agent *a, uint64_t synced)
+{
+	struct conn *c;
+	size_t i, j = 0;
+
+	if (a->lists_lost) {
+		for (c = a->conns; c != NULL; c = c->next) {
+			if (c->dead)
+				continue;
+			agent_conn_release(a, c, synced);
+			agent_conn_flush(a, c);
+		}
+		return;
+	}
+	/* A flush may queue frames on other connections (a closed channel
+	 * answers its snapshot's coordinator): they join the end of the
+	 * array and are written in this pass too. */
+	for (i = 0; i < a->ndirty; i++) {
+		c = a->dirty[i];
+		if (!c->dead) {
+			agent_conn_release(a, c, synced);
+			agent_conn_flush(a, c);
+		}
+		if (c->dead || (c->mhead == c->mtail &&
+		    c->outoff == c->out.len)) {
+			c->in_dirty = 0;
+			continue;
+		}
+		a->dirty[j++] = c;
+	}
+	a->ndirty = j;
 }
 
 static void
@@ -546,6 +672,7 @@ agent_conn_tls(struct agent *a, struct conn *c, int server)
 		return -1;
 	}
 	c->hs = 1;
+	a->nhs++;
 	c->hs_want = server ? EPOLLIN : EPOLLOUT;
 	c->hs_deadline = cs_now_ms() + XPORT_HS_TIMEOUT_MS;
 	if (!c->connecting)
@@ -589,6 +716,7 @@ conn_handshake(struct agent *a, struct conn *c)
 	if (r == XP_OK && conn_cn_ok(a, c, xconn_peer_cn(c->x), why,
 	    sizeof(why))) {
 		c->hs = 0;
+		a->nhs--;
 		snprintf(c->cn, sizeof(c->cn), "%s", xconn_peer_cn(c->x));
 		if (c->role == ROLE_PEER_OUT)
 			agent_outch_connected(a, c);
@@ -611,6 +739,8 @@ agent_conn_hs_timeout(struct agent *a, int64_t now)
 	char who[64], nm[160];
 	int64_t next = -1, left;
 
+	if (a->nhs == 0)
+		return -1;
 	for (c = a->conns; c != NULL; c = c->next) {
 		if (c->dead || !c->hs)
 			continue;
@@ -640,17 +770,43 @@ int
 agent_conn_tls_pending(struct agent *a)
 {
 	struct conn *c;
+	size_t i, j = 0;
 	int more = 0;
 
-	for (c = a->conns; c != NULL; c = c->next) {
+	if (a->lists_lost) {
+		for (c = a->conns; c != NULL; c = c->next) {
+			if (c->dead || c->x == NULL || c->hs ||
+			    !(c->events & EPOLLIN) || xconn_pending(c->x) <= 0)
+				continue;
+			agent_conn_event(a, c, EPOLLIN);
+			if (!c->dead && (c->events & EPOLLIN) &&
+			    xconn_pending(c->x) > 0)
+				more = 1;
+		}
+		return more;
+	}
+	/* Only TLS used since the last pass can hold more than epoll
+	 * reports: a read that stopped at its budget or at the frame
+	 * buffer's cap, a handshake that read the first request ahead. A
+	 * connection touched by the events below joins the end of the
+	 * array and is looked at in this pass too. */
+	for (i = 0; i < a->ntlsp; i++) {
+		c = a->tlsp[i];
+		if (!c->dead && c->x != NULL && !c->hs &&
+		    (c->events & EPOLLIN) && xconn_pending(c->x) > 0)
+			agent_conn_event(a, c, EPOLLIN);
 		if (c->dead || c->x == NULL || c->hs ||
-		    !(c->events & EPOLLIN) || xconn_pending(c->x) <= 0)
+		    xconn_pending(c->x) <= 0) {
+			c->in_tlsp = 0;
 			continue;
-		agent_conn_event(a, c, EPOLLIN);
-		if (!c->dead && (c->events & EPOLLIN) &&
-		    xconn_pending(c->x) > 0)
+		}
+		/* Still holding bytes: looked at again next time (without
+		 * EPOLLIN, when its output drains). */
+		a->tlsp[j++] = c;
+		if (c->events & EPOLLIN)
 			more = 1;
 	}
+	a->ntlsp = j;
 	return more;
 }
 
@@ -662,6 +818,7 @@ agent_conn_event(struct agent *a, struct conn *c, uint32_t ev)
 
 	if (c->dead)
 		return;
+	conn_tls_used(a, c);
 	if (c->connecting) {
 		if (getsockopt(c->fd, SOL_SOCKET, SO_ERROR, &err, &elen) ==
 		    -1 || err != 0) {

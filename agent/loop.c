@@ -104,7 +104,6 @@ ep_add(struct agent *a, int fd, void *tag, struct cs_err *e)
 static void
 commit(struct agent *a, int all)
 {
-	struct conn *c;
 	struct cs_err e;
 	uint64_t synced, target;
 	int d;
@@ -124,12 +123,7 @@ commit(struct agent *a, int all)
 	for (d = 0; d < a->n; d++)
 		if (a->out[d].configured)
 			agent_outch_pump(a, d);
-	for (c = a->conns; c != NULL; c = c->next) {
-		if (c->dead)
-			continue;
-		agent_conn_release(a, c, synced);
-		agent_conn_flush(a, c);
-	}
+	agent_conn_commit(a, synced);
 }
 
 void
@@ -303,6 +297,7 @@ out:
 		agent_listen_close(&a);
 	agent_outch_free(&a);
 	agent_inch_free(&a);
+	agent_conn_lists_free(&a);
 	xport_ctx_free(a.tls);
 	if (a.sfd != -1)
 		close(a.sfd);
