@@ -21,6 +21,7 @@
 #include <openssl/x509.h>
 #include <openssl/x509v3.h>
 
+#include "util.h"
 #include "xport.h"
 
 #define RELAY_BUF	(64u << 10)
@@ -87,8 +88,19 @@ xport_ctx_new(const struct cfg *c, const char *me, struct xport_ctx **out,
 		goto out;
 	}
 	SSL_CTX_set_min_proto_version(x->ssl, TLS1_3_VERSION);
-	/* No session tickets: a read never has to write one first. */
-	SSL_CTX_set_num_tickets(x->ssl, 0);
+	/* One stateless ticket per full handshake, written as its last
+	 * step (SSL_do_handshake), so a read never has to write one. A
+	 * client that connects again resumes with it, checked against the
+	 * certificate the full handshake verified (its CN included); this
+	 * agent keeps no session cache, and its ticket key dies with it. */
+	SSL_CTX_set_num_tickets(x->ssl, 1);
+	SSL_CTX_set_timeout(x->ssl, XPORT_SESSION_S);
+	SSL_CTX_set_session_cache_mode(x->ssl, SSL_SESS_CACHE_OFF);
+	if (SSL_CTX_set_session_id_context(x->ssl,
+	    (const unsigned char *)"cutsnap", 7) != 1) {
+		cs_errf(e, "out of memory for TLS");
+		goto out;
+	}
 	SSL_CTX_set_mode(x->ssl, SSL_MODE_ENABLE_PARTIAL_WRITE |
 	    SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
 	/* Read what the socket has in one recv, not a record header and
@@ -449,6 +461,114 @@ static pthread_mutex_t cli_mu = PTHREAD_MUTEX_INITIALIZER;
 static struct xport_ctx *cli_ctx;
 static char cli_dir[PATH_MAX];
 
+/* xport_client_open's sessions, one per agent (name and addr), under
+ * cli_mu. */
+#define CLI_SESS_MAX	64
+struct cli_sess {
+	char key[NAME_MAX_LEN + 300];
+	SSL_SESSION *s;
+};
+static struct cli_sess cli_sess[CLI_SESS_MAX];
+static int cli_nsess;
+
+static void
+cli_sess_clear(void)
+{
+	int k;
+
+	for (k = 0; k < cli_nsess; k++)
+		SSL_SESSION_free(cli_sess[k].s);
+	cli_nsess = 0;
+}
+
+static void
+sess_key(const struct cfg_agent *ag, char *key, size_t sz)
+{
+	snprintf(key, sz, "%s@%s", ag->name, ag->addr);
+}
+
+/* Offer the session kept for ag, if any, on t. */
+static void
+sess_offer(const struct cfg_agent *ag, struct xconn *t)
+{
+	char key[sizeof(cli_sess[0].key)];
+	int k;
+
+	sess_key(ag, key, sizeof(key));
+	pthread_mutex_lock(&cli_mu);
+	for (k = 0; k < cli_nsess; k++)
+		if (strcmp(cli_sess[k].key, key) == 0) {
+			(void)SSL_set_session(t->ssl, cli_sess[k].s);
+			break;
+		}
+	pthread_mutex_unlock(&cli_mu);
+	ERR_clear_error();
+}
+
+/* Keep t's session (resumable: it holds a ticket) for ag. */
+static void
+sess_keep(const struct cfg_agent *ag, struct xconn *t)
+{
+	char key[sizeof(cli_sess[0].key)];
+	SSL_SESSION *s = SSL_get1_session(t->ssl);
+	int k;
+
+	if (s == NULL)
+		return;
+	sess_key(ag, key, sizeof(key));
+	pthread_mutex_lock(&cli_mu);
+	for (k = 0; k < cli_nsess; k++)
+		if (strcmp(cli_sess[k].key, key) == 0)
+			break;
+	if (k < cli_nsess) {
+		SSL_SESSION_free(cli_sess[k].s);
+		cli_sess[k].s = s;
+		s = NULL;
+	} else if (cli_nsess < CLI_SESS_MAX) {
+		snprintf(cli_sess[k].key, sizeof(cli_sess[k].key), "%s", key);
+		cli_sess[k].s = s;
+		cli_nsess++;
+		s = NULL;
+	}
+	pthread_mutex_unlock(&cli_mu);
+	SSL_SESSION_free(s);
+}
+
+/* After a full handshake: read until the agent's ticket has come (it is
+ * written right after the handshake) or XPORT_TICKET_WAIT_MS passed;
+ * then keep the session. Nothing else is read: the agent sends no data
+ * before a request. */
+static void
+ticket_wait(const struct cfg_agent *ag, struct xconn *t, int fd)
+{
+	int64_t end = cs_now_ms() + XPORT_TICKET_WAIT_MS, left;
+	struct pollfd pf;
+	uint8_t b;
+	int r;
+
+	for (;;) {
+		if (SSL_SESSION_is_resumable(SSL_get0_session(t->ssl))) {
+			sess_keep(ag, t);
+			return;
+		}
+		ERR_clear_error();
+		r = SSL_peek(t->ssl, &b, 1);
+		if (r <= 0 && SSL_get_error(t->ssl, r) != SSL_ERROR_WANT_READ) {
+			ERR_clear_error();
+			return;	/* the first read sees what went wrong */
+		}
+		ERR_clear_error();
+		if (SSL_SESSION_is_resumable(SSL_get0_session(t->ssl)))
+			continue;
+		if (r > 0 || (left = end - cs_now_ms()) <= 0)
+			return;
+		pf.fd = fd;
+		pf.events = POLLIN;
+		if (poll(&pf, 1, (int)left) == -1 && errno != EINTR)
+			return;
+	}
+}
+
 static struct xport_ctx *
 client_ctx(const struct cfg *c, struct cs_err *e)
 {
@@ -462,7 +582,8 @@ client_ctx(const struct cfg *c, struct cs_err *e)
 	if (xport_ctx_new(c, XPORT_CLIENT_CN, &x, e) == -1)
 		goto out;
 	/* One cluster per process; a previous one's is kept, since relay
-	 * threads may still use it. */
+	 * threads may still use it. Its sessions are not. */
+	cli_sess_clear();
 	cli_ctx = x;
 	snprintf(cli_dir, sizeof(cli_dir), "%s", c->tls_dir);
 out:
@@ -664,9 +785,10 @@ connect_wait(int fd)
 	return err == 0 ? 0 : -1;
 }
 
-int
-xport_client_open(const struct cfg *c, int i, int *fdp, struct xconn **tp,
-    struct cs_err *e)
+/* xport_client_open; resume: offer and keep sessions (see xport.h). */
+static int
+client_open(const struct cfg *c, int i, int resume, int *fdp,
+    struct xconn **tp, struct cs_err *e)
 {
 	const struct cfg_agent *ag = &c->agents[i];
 	struct xport_ctx *x;
@@ -689,8 +811,12 @@ xport_client_open(const struct cfg *c, int i, int *fdp, struct xconn **tp,
 		cs_errf(e, "out of memory for TLS");
 		goto fail;
 	}
+	if (resume)
+		sess_offer(ag, t);
 	if (client_handshake(t, fd, ag->addr, ag->name, e) == -1)
 		goto fail;
+	if (resume && !SSL_session_reused(t->ssl))
+		ticket_wait(ag, t, fd);
 	*fdp = fd;
 	*tp = t;
 	return 0;
@@ -698,6 +824,13 @@ fail:
 	xconn_free(t);
 	close(fd);
 	return -1;
+}
+
+int
+xport_client_open(const struct cfg *c, int i, int *fdp, struct xconn **tp,
+    struct cs_err *e)
+{
+	return client_open(c, i, 1, fdp, tp, e);
 }
 
 int
@@ -709,7 +842,8 @@ xport_client_connect(const struct cfg *c, int i, struct cs_err *e)
 	pthread_t th;
 	int fd = -1, sp[2] = { -1, -1 }, fl;
 
-	if (xport_client_open(c, i, &fd, &t, e) == -1)
+	/* One connection per agent and command: nothing to resume. */
+	if (client_open(c, i, 0, &fd, &t, e) == -1)
 		return -1;
 	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sp) == -1) {
 		cs_errno(e, "socketpair");

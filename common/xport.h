@@ -19,6 +19,11 @@
 #define XPORT_HS_TIMEOUT_MS	5000	/* a handshake not done by then is
 					 * closed, so no client holds a slot */
 #define XPORT_CONNECT_TIMEOUT_MS 10000	/* the commands' TCP connect */
+#define XPORT_SESSION_S	300	/* a session ticket's lifetime: a client
+				 * may resume (no certificates, no
+				 * signatures) for that long */
+#define XPORT_TICKET_WAIT_MS	1000	/* xport_client_open waits that
+					 * long at most for a ticket */
 
 struct xport_ctx;
 struct xconn;
@@ -72,7 +77,10 @@ void xport_peer_name(int fd, char *out, size_t sz);
 /* For a command with an event loop of its own: a blocking TCP + TLS
  * connection to agent i of c, as "client", checked to be agent i, in *fd
  * (non-blocking) and *t (xconn_free it, then close *fd), no relay.
- * 0, or -1 with e set. */
+ * Such a command opens many connections to each agent: the first one
+ * does the full handshake and waits for the agent's session ticket, the
+ * later ones resume the session (no certificate, no signature on either
+ * side), until the ticket expires. 0, or -1 with e set. */
 int xport_client_open(const struct cfg *c, int i, int *fd, struct xconn **t,
     struct cs_err *e);
 /* For the commands: a blocking TCP + TLS connection to agent i of c, as
