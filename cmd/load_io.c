@@ -183,8 +183,10 @@ conn_fail(struct load_worker *w, struct load_client *cl, int a,
 		make_ready(w, cl);
 }
 
+/* Connect client ci to agent a; a failure counts against the client
+ * unless quiet. 0 / -1. */
 static int
-conn_open(struct load_worker *w, int ci, int a)
+conn_open(struct load_worker *w, int ci, int a, int quiet)
 {
 	struct load_client *cl = &w->cls[ci];
 	const struct cfg_agent *ag = &w->o->c->agents[a];
@@ -218,8 +220,30 @@ fail:
 	xconn_free(x);
 	if (fd != -1)
 		close(fd);
-	note_failure(cl, ag->name, e.msg);
+	if (!quiet)
+		note_failure(cl, ag->name, e.msg);
 	return -1;
+}
+
+void
+load_io_connect(struct load_worker *w)
+{
+	uint8_t *down;
+	size_t p;
+	int ci, a;
+
+	/* An agent that refuses (or is not there) once is not tried again
+	 * here: a host that does not answer costs a connect timeout. */
+	if ((down = calloc((size_t)w->o->c->nagents, 1)) == NULL)
+		return;
+	for (ci = 0; ci < w->ncls; ci++)
+		for (p = 0; p < w->npairs; p++) {
+			a = w->pairs[p].src;
+			if (!down[a] && w->cls[ci].conns[a].fd == -1 &&
+			    conn_open(w, ci, a, 1) == -1)
+				down[a] = 1;
+		}
+	free(down);
 }
 
 /* Ask epoll to report (or no longer report) the current connection as
@@ -306,7 +330,8 @@ client_next(struct load_worker *w, int ci)
 		return;
 	}
 	wire_header(cl->out.data, W_REQ_TRANSFER, cl->out.len - WIRE_HDR_LEN);
-	if (cl->conns[p->src].fd == -1 && conn_open(w, ci, p->src) == -1) {
+	if (cl->conns[p->src].fd == -1 &&
+	    conn_open(w, ci, p->src, 0) == -1) {
 		/* Counted; the next round picks a new pair. */
 		make_ready(w, cl);
 		return;

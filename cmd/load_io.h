@@ -61,6 +61,11 @@ void load_client_free(struct load_client *cl, int nagents);
 /* The worker's epoll instance and ready list; 0, or -1 with e set. */
 int load_io_init(struct load_worker *w, struct cs_err *e);
 void load_io_free(struct load_worker *w);
+/* Before the run: connect each of w's clients to every agent it may send
+ * from, so that the run's time is spent on transfers, not on connection
+ * setup (a TLS handshake each). A connection that fails here is tried
+ * again, and counted, when the client first needs it. */
+void load_io_connect(struct load_worker *w);
 /* Thread body: run w's clients until the end time and their last replies. */
 void *load_io_main(void *arg);
 

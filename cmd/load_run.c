@@ -188,6 +188,14 @@ load_run(const struct load_opts *o, struct load_result *r,
 	for (i = 0; i < nw; i++)
 		if (load_io_init(&ws[i], e) == -1)
 			goto out;
+	/* The clock starts once every client is connected. */
+	for (i = 0; i < nw; i++)
+		load_io_connect(&ws[i]);
+	t0 = (cs_now_ns() / 1000);
+	for (i = 0; i < nw; i++) {
+		ws[i].t0_us = t0;
+		ws[i].end_us = t0 + (int64_t)o->seconds * 1000000;
+	}
 	for (i = 0; i < nw; i++) {
 		if ((errno = pthread_create(&tids[i], NULL, load_io_main,
 		    &ws[i])) != 0) {
