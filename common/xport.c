@@ -462,7 +462,8 @@ static struct xport_ctx *cli_ctx;
 static char cli_dir[PATH_MAX];
 
 /* xport_client_open's sessions, one per agent (name and addr), under
- * cli_mu. */
+ * cli_mu; s NULL: the agent sent no ticket (an older agent), so its
+ * later connections wait for none. */
 #define CLI_SESS_MAX	64
 struct cli_sess {
 	char key[NAME_MAX_LEN + 300];
@@ -477,7 +478,8 @@ cli_sess_clear(void)
 	int k;
 
 	for (k = 0; k < cli_nsess; k++)
-		SSL_SESSION_free(cli_sess[k].s);
+		if (cli_sess[k].s != NULL)
+			SSL_SESSION_free(cli_sess[k].s);
 	cli_nsess = 0;
 }
 
@@ -487,41 +489,45 @@ sess_key(const struct cfg_agent *ag, char *key, size_t sz)
 	snprintf(key, sz, "%s@%s", ag->name, ag->addr);
 }
 
-/* Offer the session kept for ag, if any, on t. */
-static void
+/* Offer the session kept for ag, if any, on t. 1 if one was offered,
+ * 0 if none is known, -1 if ag is known to send no tickets. */
+static int
 sess_offer(const struct cfg_agent *ag, struct xconn *t)
 {
 	char key[sizeof(cli_sess[0].key)];
-	int k;
+	int k, rc = 0;
 
 	sess_key(ag, key, sizeof(key));
 	pthread_mutex_lock(&cli_mu);
 	for (k = 0; k < cli_nsess; k++)
 		if (strcmp(cli_sess[k].key, key) == 0) {
-			(void)SSL_set_session(t->ssl, cli_sess[k].s);
+			if (cli_sess[k].s == NULL)
+				rc = -1;
+			else if (SSL_set_session(t->ssl, cli_sess[k].s) == 1)
+				rc = 1;
 			break;
 		}
 	pthread_mutex_unlock(&cli_mu);
 	ERR_clear_error();
+	return rc;
 }
 
-/* Keep t's session (resumable: it holds a ticket) for ag. */
+/* Keep session s (resumable: it holds a ticket; or NULL: none came) for
+ * ag; s is ours to keep or free. */
 static void
-sess_keep(const struct cfg_agent *ag, struct xconn *t)
+sess_keep(const struct cfg_agent *ag, SSL_SESSION *s)
 {
 	char key[sizeof(cli_sess[0].key)];
-	SSL_SESSION *s = SSL_get1_session(t->ssl);
 	int k;
 
-	if (s == NULL)
-		return;
 	sess_key(ag, key, sizeof(key));
 	pthread_mutex_lock(&cli_mu);
 	for (k = 0; k < cli_nsess; k++)
 		if (strcmp(cli_sess[k].key, key) == 0)
 			break;
 	if (k < cli_nsess) {
-		SSL_SESSION_free(cli_sess[k].s);
+		if (cli_sess[k].s != NULL)
+			SSL_SESSION_free(cli_sess[k].s);
 		cli_sess[k].s = s;
 		s = NULL;
 	} else if (cli_nsess < CLI_SESS_MAX) {
@@ -531,13 +537,15 @@ sess_keep(const struct cfg_agent *ag, struct xconn *t)
 		s = NULL;
 	}
 	pthread_mutex_unlock(&cli_mu);
-	SSL_SESSION_free(s);
+	if (s != NULL)
+		SSL_SESSION_free(s);
 }
 
 /* After a full handshake: read until the agent's ticket has come (it is
  * written right after the handshake) or XPORT_TICKET_WAIT_MS passed;
- * then keep the session. Nothing else is read: the agent sends no data
- * before a request. */
+ * then keep the session, or remember that ag sends none (an agent older
+ * than tickets), so that no later connection to it waits again. Nothing
+ * else is read: the agent sends no data before a request. */
 static void
 ticket_wait(const struct cfg_agent *ag, struct xconn *t, int fd)
 {
@@ -548,7 +556,7 @@ ticket_wait(const struct cfg_agent *ag, struct xconn *t, int fd)
 
 	for (;;) {
 		if (SSL_SESSION_is_resumable(SSL_get0_session(t->ssl))) {
-			sess_keep(ag, t);
+			sess_keep(ag, SSL_get1_session(t->ssl));
 			return;
 		}
 		ERR_clear_error();
@@ -560,8 +568,10 @@ ticket_wait(const struct cfg_agent *ag, struct xconn *t, int fd)
 		ERR_clear_error();
 		if (SSL_SESSION_is_resumable(SSL_get0_session(t->ssl)))
 			continue;
-		if (r > 0 || (left = end - cs_now_ms()) <= 0)
+		if (r > 0 || (left = end - cs_now_ms()) <= 0) {
+			sess_keep(ag, NULL);
 			return;
+		}
 		pf.fd = fd;
 		pf.events = POLLIN;
 		if (poll(&pf, 1, (int)left) == -1 && errno != EINTR)
@@ -811,8 +821,8 @@ client_open(const struct cfg *c, int i, int resume, int *fdp,
 		cs_errf(e, "out of memory for TLS");
 		goto fail;
 	}
-	if (resume)
-		sess_offer(ag, t);
+	if (resume && sess_offer(ag, t) == -1)
+		resume = 0;
 	if (client_handshake(t, fd, ag->addr, ag->name, e) == -1)
 		goto fail;
 	if (resume && !SSL_session_reused(t->ssl))
