@@ -70,7 +70,25 @@ gone(pid_t pid)
 	return (kill(pid, 0) == -1 && errno == ESRCH) || proc_state(pid) == 'Z';
 }
 
-/* 1 if pid is a process of this machine running this same program. */
+/* The command name of process pid ("self" for ours) in out, or "". */
+static void
+proc_comm(const char *pid, char *out, size_t sz)
+{
+	char p[64];
+	FILE *f;
+
+	out[0] = '\0';
+	snprintf(p, sizeof(p), "/proc/%s/comm", pid);
+	if ((f = fopen(p, "re")) == NULL)
+		return;
+	if (fgets(out, (int)sz, f) == NULL)
+		out[0] = '\0';
+	fclose(f);
+}
+
+/* 1 if pid is a process of this machine running this same program. An
+ * exiting process loses its exe link (with its memory) a little before
+ * it becomes a zombie: then its command name says whether it is ours. */
 static int
 local_cutsnap(pid_t pid)
 {
@@ -78,9 +96,14 @@ local_cutsnap(pid_t pid)
 	ssize_t n, m;
 
 	snprintf(p, sizeof(p), "/proc/%d/exe", (int)pid);
-	if ((n = readlink("/proc/self/exe", mine, sizeof(mine) - 1)) <= 0 ||
-	    (m = readlink(p, theirs, sizeof(theirs) - 1)) <= 0)
+	if ((n = readlink("/proc/self/exe", mine, sizeof(mine) - 1)) <= 0)
 		return 0;
+	if ((m = readlink(p, theirs, sizeof(theirs) - 1)) <= 0) {
+		snprintf(p, sizeof(p), "%d", (int)pid);
+		proc_comm(p, theirs, sizeof(theirs));
+		proc_comm("self", mine, sizeof(mine));
+		return mine[0] != '\0' && strcmp(mine, theirs) == 0;
+	}
 	return n == m && memcmp(mine, theirs, (size_t)n) == 0;
 }
 
