@@ -20,6 +20,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -432,6 +433,38 @@ thread_end(struct dl_rewrite *rw, int rc)
 	(void)write(rw->wake, &one, sizeof(one));
 }
 
+/* Linux's ioprio_set(2) has no libc wrapper; these are its ABI values. */
+#define IOPRIO_WHO_PROCESS 1
+#define IOPRIO_CLASS_BE 2
+#define IOPRIO_CLASS_SHIFT 13
+#define IOPRIO_BE_LOWEST 7
+
+/* The rewrite is background work: the thread yields the CPU and the disk
+ * to the agent's requests and to every other process on the machine.
+ * SCHED_IDLE, not only nice 19: an agent runs in a session (and so an
+ * autogroup) of its own, where a nice value only weighs the thread
+ * against the agent's own loop, while the loop sleeps in epoll the
+ * autogroup's whole share went to the rewrite, against the clients and
+ * the other agents; a SCHED_IDLE thread is preempted by any other
+ * thread's wakeup on its CPU, and that CPU counts as idle when the
+ * scheduler places a waking thread. It still runs (at the lowest
+ * weight), so it ends under sustained load. Its I/O is best-effort at
+ * the lowest level, not the idle class: the switch waits for its
+ * writes. Each step is only a hint, per thread; a failure (a kernel
+ * without SCHED_IDLE) falls back to nice 19 and changes nothing else. */
+static void
+lower_priority(void)
+{
+	pid_t tid = (pid_t)syscall(SYS_gettid);
+	struct sched_param sp = { .sched_priority = 0 };
+
+	(void)pthread_setname_np(pthread_self(), "cs-compact");
+	(void)setpriority(PRIO_PROCESS, (id_t)tid, 19);
+	(void)sched_setscheduler(tid, SCHED_IDLE, &sp);
+	(void)syscall(SYS_ioprio_set, IOPRIO_WHO_PROCESS, (int)tid,
+	    IOPRIO_CLASS_BE << IOPRIO_CLASS_SHIFT | IOPRIO_BE_LOWEST);
+}
+
 static void *
 thread_main(void *arg)
 {
@@ -439,9 +472,7 @@ thread_main(void *arg)
 	struct dl_state old;
 	int rc = -1;
 
-	/* The rewrite yields the CPU to the agent's requests (nice 19 for
-	 * this thread only; a failure changes nothing else). */
-	(void)setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), 19);
+	lower_priority();
 	if (dl_state_init(&old, 0) == -1) {
 		cs_errf(&rw->err, "out of memory");
 		goto out;
