@@ -12,6 +12,7 @@
  */
 #include <sys/eventfd.h>
 #include <sys/file.h>
+#include <sys/stat.h>
 #include <sys/random.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
@@ -38,6 +39,22 @@
 #define RW_FLUSH (1u << 20)
 /* The tail is copied in pieces of this size. */
 #define RW_COPY (1u << 20)
+/* Pacing of the thread (pace_step): after each RW_PACE bytes read or
+ * written, it sleeps RW_PACE_NS if the agent appended to the old file
+ * meanwhile; and it starts the writeback of each RW_SYNC bytes of the new
+ * file, waiting for the piece before. */
+#define RW_PACE (4u << 20)
+#define RW_PACE_NS 4000000L
+#define RW_SYNC (8u << 20)
+
+/* The thread's pacing (pace_step): bytes since the last check, the old
+ * file's size then. */
+struct pace {
+	int old_fd;
+	uint64_t since;
+	off_t size;
+	atomic_int cancel;	/* set by dl_rewrite_abort: stop reading */
+};
 
 struct dl_rewrite {
 	char path[PATH_MAX];	/* the data file */
@@ -51,6 +68,7 @@ struct dl_rewrite {
 	struct dl_state st;	/* replay of the new file's [0, len) */
 	struct sha_ctx *sha;
 	struct chunkhash *chunks;
+	struct pace pace;	/* the thread's, but cancel */
 	pthread_t th;
 	int started;		/* th is running or joinable */
 	atomic_int done;	/* the thread has ended */
@@ -90,6 +108,50 @@ fault_kill(const char *step)
 		raise(SIGKILL);
 }
 
+/* --- pacing --------------------------------------------------------------- */
+
+/* The thread yields to the agent's requests beyond its scheduling class
+ * (lower_priority), in the way of a vacuum's cost delay: on a machine
+ * with few cores every CPU cycle and every byte of memory bandwidth it
+ * takes is one the requests do not get, whatever its priority, and on an
+ * idle CPU nothing preempts it. So after each RW_PACE bytes read or
+ * written it sleeps RW_PACE_NS if the agent appended to the data file
+ * since its last check (its size grew: requests are being served), and
+ * goes on at once otherwise. The sleeps are bounded per byte: under any
+ * load the rewrite ends, at most about RW_PACE_NS per RW_PACE bytes
+ * later than at full speed (4 ms per 4 MiB: about 1 s per GiB). */
+static void
+pace_step(struct pace *p, size_t n)
+{
+	static const struct timespec ts = { 0, RW_PACE_NS };
+	struct stat sb;
+
+	p->since += n;
+	if (p->since < RW_PACE)
+		return;
+	p->since = 0;
+	if (fstat(p->old_fd, &sb) == -1 || sb.st_size == p->size)
+		return;
+	p->size = sb.st_size;
+	(void)nanosleep(&ts, NULL);
+}
+
+/* dl_read_fn of the thread's replay of the old prefix: pread, paced;
+ * once the agent stops (dl_rewrite_abort), an error, so that its stop
+ * does not wait for a rewrite it throws away. */
+static int
+paced_read(void *ctx, uint64_t off, size_t n, uint8_t *dst)
+{
+	struct pace *p = ctx;
+
+	if (atomic_load_explicit(&p->cancel, memory_order_relaxed)) {
+		errno = ECANCELED;
+		return -1;
+	}
+	pace_step(p, n);
+	return fs_pread_all(p->old_fd, dst, n, (off_t)off);
+}
+
 /* --- the base section ----------------------------------------------------- */
 
 struct out {
@@ -97,17 +159,45 @@ struct out {
 	const char *what;
 	struct wbuf b;
 	uint64_t off;		/* bytes of the file written */
+	uint64_t synced;	/* writeback started up to here (RW_SYNC) */
+	struct pace *pace;	/* NULL: not paced */
 };
+
+/* n bytes were written at o->off: account them (o->off), pace, and once
+ * RW_SYNC bytes are written since the last time, start their writeback
+ * and wait for that of everything before them, so that the final
+ * fdatasync finds little to write and the new file's pages reach the disk
+ * in a stream, not in a burst that the requests' own syncs would queue
+ * behind. Only a hint: an error is seen by that fdatasync. */
+static void
+out_wrote(struct out *o, size_t n)
+{
+	o->off += n;
+	if (o->pace == NULL)
+		return;
+	pace_step(o->pace, n);
+	if (o->off - o->synced < RW_SYNC)
+		return;
+	(void)sync_file_range(o->fd, (off64_t)o->synced,
+	    (off64_t)(o->off - o->synced), SYNC_FILE_RANGE_WRITE);
+	if (o->synced > 0)
+		(void)sync_file_range(o->fd, 0, (off64_t)o->synced,
+		    SYNC_FILE_RANGE_WAIT_BEFORE | SYNC_FILE_RANGE_WRITE |
+		    SYNC_FILE_RANGE_WAIT_AFTER);
+	o->synced = o->off;
+}
 
 static int
 out_flush(struct out *o, struct cs_err *e)
 {
+	size_t n = o->b.len;
+
 	if (o->b.oom)
 		return cs_errf(e, "out of memory");
-	if (o->b.len > 0 && fs_write_all(o->fd, o->b.data, o->b.len) == -1)
+	if (n > 0 && fs_write_all(o->fd, o->b.data, n) == -1)
 		return cs_errno(e, "write %s", o->what);
-	o->off += o->b.len;
 	wbuf_reset(&o->b);
+	out_wrote(o, n);
 	return 0;
 }
 
@@ -284,8 +374,8 @@ out_large_value(struct out *o, const struct dl_record *r, int src_fd,
 			goto out;
 		}
 		done += n;
+		out_wrote(o, n);
 	}
-	o->off += r->vlen;
 	buf_le32_put(crc, sum);
 	if (pwrite_all(o->fd, crc, sizeof(crc), (off_t)(head_off + 4)) == -1) {
 		cs_errno(e, "write %s", o->what);
@@ -350,7 +440,7 @@ out:
 static int
 dl_write_base(int fd, const char *what, const struct dl_state *st,
     int src_fd, const char *src, uint64_t gen, uint64_t prev_size,
-    uint64_t *len, struct cs_err *e)
+    struct pace *pace, uint64_t *len, struct cs_err *e)
 {
 	uint8_t hdr[DL_HEADER_LEN];
 	struct out o;
@@ -359,6 +449,7 @@ dl_write_base(int fd, const char *what, const struct dl_state *st,
 	memset(&o, 0, sizeof(o));
 	o.fd = fd;
 	o.what = what;
+	o.pace = pace;
 	wbuf_init(&o.b);
 	dl_header(hdr);
 	wbuf_put_raw(&o.b, hdr, sizeof(hdr));
@@ -478,10 +569,12 @@ thread_main(void *arg)
 		goto out;
 	}
 	old.by_ref = 1;
-	if (dl_replay_fd(rw->old_fd, 0, rw->L, rw->path, &old, NULL, NULL,
-	    &rw->err) == -1 ||
+	rw->pace.old_fd = rw->old_fd;
+	rw->pace.size = (off_t)rw->L;
+	if (dl_replay_read(rw->L, rw->path, paced_read, &rw->pace, &old,
+	    NULL, &rw->err) == -1 ||
 	    dl_write_base(rw->fd, rw->tmp, &old, rw->old_fd, rw->path,
-	    old.gen + 1, rw->L, &rw->len, &rw->err) == -1)
+	    old.gen + 1, rw->L, &rw->pace, &rw->len, &rw->err) == -1)
 		goto out;
 	if (fdatasync(rw->fd) == -1) {
 		cs_errno(&rw->err, "fdatasync %s", rw->tmp);
@@ -602,8 +695,11 @@ dl_rewrite_abort(struct dl_rewrite *rw)
 {
 	if (rw == NULL)
 		return;
-	if (rw->started)
+	if (rw->started) {
+		atomic_store_explicit(&rw->pace.cancel, 1,
+		    memory_order_relaxed);
 		pthread_join(rw->th, NULL);
+	}
 	rw_free(rw);
 }
 
