@@ -69,7 +69,7 @@ test_expect_success 'its holder killed: the lock is stale, readers work, the nex
 
 test_expect_success 'ls and verify while a snapshot commits' '
 	start_cluster &&
-	export CUTSNAP_FAULT=coord-copy-delay:1500 &&
+	export CUTSNAP_FAULT=coord-copy-delay:5000 &&
 	snapshot_bg --timeout 20 &&
 	unset CUTSNAP_FAULT &&
 	wait_for 10 agent_phase_is B reported &&

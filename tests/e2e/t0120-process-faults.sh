@@ -81,7 +81,7 @@ test_expect_success 'agent killed after it recorded, before it reported: aborted
 '
 
 test_expect_success 'agent killed while the coordinator copies its state: aborted' '
-	export CUTSNAP_FAULT=coord-copy-delay:1500 &&
+	export CUTSNAP_FAULT=coord-copy-delay:5000 &&
 	snapshot_bg --initiator B --timeout 20 &&
 	unset CUTSNAP_FAULT &&
 	wait_for 10 all_reported &&
@@ -93,7 +93,7 @@ test_expect_success 'agent killed while the coordinator copies its state: aborte
 '
 
 test_expect_success 'coordinator killed while it copies: ls shows it stale, the next writer aborts it' '
-	export CUTSNAP_FAULT=coord-copy-delay:1500 &&
+	export CUTSNAP_FAULT=coord-copy-delay:5000 &&
 	snapshot_bg --initiator C --timeout 20 &&
 	unset CUTSNAP_FAULT &&
 	wait_for 10 all_reported &&
