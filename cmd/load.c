@@ -42,7 +42,7 @@ static const char usage_text[] =
     "  -s, --seconds S           how long to run (default 10)\n"
     "  -k, --clients K           concurrent clients (default 4)\n"
     "  -t, --threads T           worker threads the clients share (default\n"
-    "                            2, at most K)\n"
+    "                            1, at most K)\n"
     "  -e, --snapshot-every MS   take a snapshot into REPO every MS ms\n"
     "                            (at [cluster] snapshot_max_rate, if set)\n"
     "  -r, --repo REPO           the repository for --snapshot-every (a\n"

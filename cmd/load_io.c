@@ -3,7 +3,7 @@
  * A thread per client, each blocked in its own request/reply, costs a
  * sleeping thread and two context switches per transfer; on a small
  * machine the load generator then takes the CPU the agents need and caps
- * what it measures. Instead each worker thread (one per core by default)
+ * what it measures. Instead each worker thread (one by default)
  * multiplexes its share of the clients, pgbench-style, with one epoll
  * instance over their non-blocking connections, so one wake-up usually
  * carries several replies.
