@@ -1,6 +1,8 @@
 /* chain.c - a channel's history chain and the connect-time check (chain.h). */
 #include <inttypes.h>
+#include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "chain.h"
@@ -12,16 +14,23 @@ chain_next(const uint8_t *prev, uint64_t seq, const uint8_t *msg, size_t n,
     uint8_t out[DL_CHAIN_LEN])
 {
 	static const uint8_t genesis[DL_CHAIN_LEN];
-	struct wbuf w;
-	int rc = -1;
+	uint8_t small[256], *b = small;
+	size_t len = DL_CHAIN_LEN + 8 + n;
+	int rc;
 
-	wbuf_init(&w);
-	wbuf_put_raw(&w, prev != NULL ? prev : genesis, DL_CHAIN_LEN);
-	wbuf_put_u64(&w, seq);
-	wbuf_put_raw(&w, msg, n);
-	if (!w.oom)
-		rc = sha256_buf(w.data, w.len, out);
-	wbuf_free(&w);
+	/* A channel message is a few dozen bytes: hashed from the stack,
+	 * without a heap buffer per message. */
+	if (n > SIZE_MAX - DL_CHAIN_LEN - 8 ||
+	    (len > sizeof(small) && (b = malloc(len)) == NULL))
+		return -1;
+	memcpy(b, prev != NULL ? prev : genesis, DL_CHAIN_LEN);
+	buf_le32_put(b + DL_CHAIN_LEN, (uint32_t)seq);
+	buf_le32_put(b + DL_CHAIN_LEN + 4, (uint32_t)(seq >> 32));
+	if (n > 0)
+		memcpy(b + DL_CHAIN_LEN + 8, msg, n);
+	rc = sha256_buf(b, len, out);
+	if (b != small)
+		free(b);
 	return rc;
 }
 

@@ -1,5 +1,6 @@
 /* sha.c - SHA-256 through OpenSSL's EVP API (see sha.h). */
 #include <errno.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -14,6 +15,26 @@ struct sha_ctx {
 	EVP_MD_CTX *md;		/* owned */
 };
 
+/* SHA-256 fetched once: EVP_sha256() makes every init look the algorithm
+ * up again (a name lookup under a lock), which cost more than hashing a
+ * channel message's few dozen bytes. Shared by every thread, never
+ * freed; NULL if the fetch failed (then EVP_sha256() as before). */
+static EVP_MD *sha_md;
+static pthread_once_t sha_md_once = PTHREAD_ONCE_INIT;
+
+static void
+sha_md_fetch(void)
+{
+	sha_md = EVP_MD_fetch(NULL, "SHA256", NULL);
+}
+
+static const EVP_MD *
+sha_md_get(void)
+{
+	pthread_once(&sha_md_once, sha_md_fetch);
+	return sha_md != NULL ? sha_md : EVP_sha256();
+}
+
 struct sha_ctx *
 sha_new(void)
 {
@@ -22,7 +43,7 @@ sha_new(void)
 	if ((c = calloc(1, sizeof(*c))) == NULL)
 		return NULL;
 	if ((c->md = EVP_MD_CTX_new()) == NULL ||
-	    EVP_DigestInit_ex(c->md, EVP_sha256(), NULL) != 1) {
+	    EVP_DigestInit_ex(c->md, sha_md_get(), NULL) != 1) {
 		sha_free(c);
 		return NULL;
 	}
@@ -80,17 +101,12 @@ out:
 int
 sha256_buf(const void *p, size_t n, uint8_t out[SHA_LEN])
 {
-	struct sha_ctx *c;
-	int rc = -1;
+	unsigned int len = 0;
 
-	if ((c = sha_new()) == NULL)
-		goto out;
-	if (sha_update(c, p, n) == -1 || sha_final(c, out) == -1)
-		goto out;
-	rc = 0;
-out:
-	sha_free(c);
-	return rc;
+	if (EVP_Digest(p, n, out, &len, sha_md_get(), NULL) != 1 ||
+	    len != SHA_LEN)
+		return -1;
+	return 0;
 }
 
 int
