@@ -120,9 +120,13 @@ $body
 	else
 		test_failed=$((test_failed + 1))
 		echo "not ok $test_count - $desc"
-		echo "#   failed with status $rc:"
-		printf '%s\n' "$body" | sed 's/^/#   | /'
-		tail -n 60 "$log" | sed 's/^/#   /'
+		# The why on stderr, which prove shows without -v (a CI log
+		# then says what failed, not only which case).
+		{
+			echo "#   $TEST_NAME: case $test_count failed with status $rc:"
+			printf '%s\n' "$body" | sed 's/^/#   | /'
+			tail -n 60 "$log" | sed 's/^/#   /'
+		} >&2
 	fi
 	return 0
 }
