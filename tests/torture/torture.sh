@@ -294,7 +294,16 @@ fault_kill_restore () {
 fault_mix_histories () {
 	local ids id p rc names x y s d k before now t
 	ids=($(ids_with complete))
-	[ ${#ids[@]} -gt 0 ] || return 1
+	if [ ${#ids[@]} -eq 0 ]; then
+		# No snapshot to mix from yet (every one so far was aborted by
+		# a fault): take one with every agent up, so that a short run
+		# still mixes.
+		restart_agents
+		cs snapshot -q -c "$CONF" -r "$REPO" --timeout 10 >>"$LOG" 2>&1 &&
+		    log "mix: a snapshot taken to mix from"
+		ids=($(ids_with complete))
+		[ ${#ids[@]} -gt 0 ] || return 1
+	fi
 	id=${ids[$((RANDOM % ${#ids[@]}))]}
 	for p in $BG; do wait_pid "$p" 60; done
 	BG=""
