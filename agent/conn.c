@@ -197,8 +197,6 @@ agent_conn_close(struct agent *a, struct conn *c, const char *why)
 	agent_snap_conn_closed(a, c);
 }
 
-/* Free the connections closed during this loop iteration: pointers to
- * them stay valid until every event of the iteration is handled. */
 /* Drop the dead from list[0, *n). */
 static void
 conns_drop_dead(struct conn **list, size_t *n)
@@ -211,6 +209,8 @@ conns_drop_dead(struct conn **list, size_t *n)
 	*n = j;
 }
 
+/* Free the connections closed during this loop iteration: pointers to
+ * them stay valid until every event of the iteration is handled. */
 void
 agent_conn_reap(struct agent *a)
 {
