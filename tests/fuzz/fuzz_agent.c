@@ -141,6 +141,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	agent_snap_free(&a);
 	agent_outch_free(&a);
 	agent_inch_free(&a);
+	agent_conn_lists_free(&a);
 	close(a.ep);
 	datalog_close(a.dl);
 	for (i = 0; i < NCONN; i++)
