@@ -2,6 +2,8 @@
 #include <sys/resource.h>
 
 #include <errno.h>
+#include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
 #include "util.h"
@@ -19,6 +21,32 @@ int64_t
 cs_now_ms(void)
 {
 	return cs_now_ns() / 1000000;
+}
+
+long
+cs_fault_ms(const char *name, long max_ms)
+{
+	const char *f = getenv("CUTSNAP_FAULT");
+	size_t n = strlen(name);
+	long ms;
+
+	if (f == NULL || strncmp(f, name, n) != 0 || f[n] != ':')
+		return 0;
+	ms = atol(f + n + 1);
+	return ms <= 0 || ms > max_ms ? 0 : ms;
+}
+
+void
+cs_sleep_ms(long ms)
+{
+	struct timespec ts;
+
+	if (ms <= 0)
+		return;
+	ts.tv_sec = ms / 1000;
+	ts.tv_nsec = (ms % 1000) * 1000000L;
+	while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
+		;
 }
 
 int

@@ -12,6 +12,12 @@
 int64_t cs_now_ns(void);
 int64_t cs_now_ms(void);
 
+/* Test hooks: the MS of CUTSNAP_FAULT=name:MS, or 0 when it names
+ * another hook or MS is not in 1..max_ms. */
+long cs_fault_ms(const char *name, long max_ms);
+/* Sleep ms milliseconds (nothing when ms <= 0), through signals. */
+void cs_sleep_ms(long ms);
+
 /* Raise the soft RLIMIT_NOFILE to the hard one when it is below need
  * (0: whatever it is). 0, or -1 with errno when setrlimit refused. */
 int cs_raise_nofile(uint64_t need);

@@ -36,9 +36,4 @@ struct chunk_put;
 int coord_upload(void *ctx, struct chunk_put *v, size_t n, int compressed,
     struct cs_err *e);
 
-/* Test hooks: the MS of CUTSNAP_FAULT=name:MS (0 when not set, or
- * outside 1..60000); sleep that long. */
-long coord_fault_ms(const char *name);
-void coord_sleep_ms(long ms);
-
 #endif

@@ -273,7 +273,7 @@ out:
 static void
 fault_copy_delay(void)
 {
-	coord_sleep_ms(coord_fault_ms("coord-copy-delay"));
+	cs_sleep_ms(cs_fault_ms("coord-copy-delay", 60000));
 }
 
 /* Does the coordinator fetch agent i's recorded file over its connection

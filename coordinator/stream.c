@@ -46,32 +46,6 @@ struct stream {
 				 * bit of the next piece, once */
 };
 
-long
-coord_fault_ms(const char *name)
-{
-	const char *f = getenv("CUTSNAP_FAULT");
-	size_t n = strlen(name);
-	long ms;
-
-	if (f == NULL || strncmp(f, name, n) != 0 || f[n] != ':')
-		return 0;
-	ms = atol(f + n + 1);
-	return ms <= 0 || ms > 60000 ? 0 : ms;
-}
-
-void
-coord_sleep_ms(long ms)
-{
-	struct timespec ts;
-
-	if (ms <= 0)
-		return;
-	ts.tv_sec = ms / 1000;
-	ts.tv_nsec = (ms % 1000) * 1000000L;
-	while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
-		;
-}
-
 int
 coord_stream_new(const struct cfg *c, const int *fds, const struct snapuid *uid,
     int64_t deadline, volatile sig_atomic_t *interrupted,
@@ -92,7 +66,7 @@ coord_stream_new(const struct cfg *c, const int *fds, const struct snapuid *uid,
 	s->uid = *uid;
 	s->deadline = deadline;
 	s->interrupted = interrupted;
-	s->delay_ms = coord_fault_ms("coord-stream-delay");
+	s->delay_ms = cs_fault_ms("coord-stream-delay", 60000);
 	s->corrupt = f != NULL && strcmp(f, "coord-stream-corrupt") == 0;
 	pthread_mutex_init(&s->fmu, NULL);
 	for (i = 0; i < c->nagents; i++)
@@ -194,7 +168,7 @@ pull(struct stream *s, size_t i, uint64_t off, uint8_t *buf, size_t len,
 	while (got < len) {
 		while (asked < len &&
 		    asked - got < (size_t)WIRE_PIECE_WINDOW * WIRE_MAX_PIECE) {
-			coord_sleep_ms(s->delay_ms);
+			cs_sleep_ms(s->delay_ms);
 			if (s->interrupted != NULL && *s->interrupted)
 				return cs_errf(e, "interrupted");
 			n = len - asked < WIRE_MAX_PIECE ? len - asked :

@@ -8,12 +8,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "store_int.h"
 #include "../common/datalog.h"
 #include "../common/fsutil.h"
+#include "../common/util.h"
 
 void
 store_vproblem(struct vrun *v, const char *fmt, ...)
@@ -179,19 +179,7 @@ fault_after_chunks(struct vrun *v)
 static void
 fault_slow_chunk(void)
 {
-	const char *f = getenv("CUTSNAP_FAULT");
-	const char *pfx = "verify-slow-chunks:";
-	struct timespec ts;
-	long ms;
-
-	if (f == NULL || strncmp(f, pfx, strlen(pfx)) != 0)
-		return;
-	ms = atol(f + strlen(pfx));
-	if (ms <= 0 || ms > 1000)
-		return;
-	ts.tv_sec = 0;
-	ts.tv_nsec = ms * 1000000L;
-	nanosleep(&ts, NULL);
+	cs_sleep_ms(cs_fault_ms("verify-slow-chunks", 1000));
 }
 
 /* Plain verify hands the chunks its tasks decode to the replay of their
