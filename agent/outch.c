@@ -677,12 +677,8 @@ static int
 fault_break_at_marker(void)
 {
 	static int used;
-	const char *f;
 
-	if (used)
-		return 0;
-	f = getenv("CUTSNAP_FAULT");
-	if (f == NULL || strcmp(f, "break-channel-at-marker") != 0)
+	if (used || !cs_fault_on("break-channel-at-marker"))
 		return 0;
 	used = 1;
 	return 1;

@@ -41,7 +41,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "../common/chunkobj.h"
@@ -91,30 +90,6 @@ struct worker {
 	struct s3 *s;
 	pthread_t th;
 };
-
-/* Test hook: CUTSNAP_FAULT=agent-upload-delay:MS waits MS ms before each
- * chunk's upload, so that a test can kill the agent mid-upload. */
-static long
-fault_delay_ms(void)
-{
-	static const char name[] = "agent-upload-delay:";
-	const char *f = getenv("CUTSNAP_FAULT");
-	long ms;
-
-	if (f == NULL || strncmp(f, name, sizeof(name) - 1) != 0)
-		return 0;
-	ms = atol(f + sizeof(name) - 1);
-	return ms <= 0 || ms > 60000 ? 0 : ms;
-}
-
-static void
-sleep_ms(long ms)
-{
-	struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
-
-	while (ms > 0 && nanosleep(&ts, &ts) < 0 && errno == EINTR)
-		;
-}
 
 static void
 up_note(struct upload *u, uint8_t status, uint64_t bytes, const char *why)
@@ -196,7 +171,7 @@ worker_main(void *arg)
 		pthread_mutex_unlock(&u->mu);
 		if (i == u->n)
 			break;
-		sleep_ms(u->delay_ms);
+		cs_sleep_ms(u->delay_ms);
 		if (atomic_load(&u->stop) || atomic_load(&u->give_up) ||
 		    buf == NULL || obj == NULL) {
 			up_note(u, UPLOAD_FAILED, 0, buf == NULL ||
@@ -360,7 +335,9 @@ agent_snap_upload(struct agent *a, struct conn *c, struct rbuf *r)
 		    "snapshot's chunks", a->name);
 		goto refuse;
 	}
-	u->delay_ms = fault_delay_ms();
+	/* Test hook: agent-upload-delay:MS waits MS ms before each chunk's
+	 * upload, so that a test can kill the agent mid-upload. */
+	u->delay_ms = cs_fault_ms("agent-upload-delay", 60000);
 	memset(&ev, 0, sizeof(ev));
 	ev.events = EPOLLIN;
 	ev.data.ptr = &a->up;

@@ -34,6 +34,7 @@
 #include "dlrewrite.h"
 #include "fsutil.h"
 #include "sha.h"
+#include "util.h"
 
 /* The base is written through a buffer of about this size. */
 #define RW_FLUSH (1u << 20)
@@ -76,33 +77,11 @@ struct dl_rewrite {
 	struct cs_err err;	/* its error */
 };
 
-/* CUTSNAP_FAULT holds comma-separated hooks; the value of "name:VALUE",
- * or NULL. */
-static const char *
-fault_value(const char *name, char *buf, size_t bufsz)
-{
-	const char *f = getenv("CUTSNAP_FAULT"), *p, *end;
-	size_t n = strlen(name);
-
-	for (p = f; p != NULL && *p != '\0'; p = *end ? end + 1 : end) {
-		end = strchr(p, ',');
-		if (end == NULL)
-			end = p + strlen(p);
-		if ((size_t)(end - p) > n && strncmp(p, name, n) == 0 &&
-		    p[n] == ':' && (size_t)(end - p - n - 1) < bufsz) {
-			memcpy(buf, p + n + 1, (size_t)(end - p) - n - 1);
-			buf[end - p - n - 1] = '\0';
-			return buf;
-		}
-	}
-	return NULL;
-}
-
 static void
 fault_kill(const char *step)
 {
 	char v[32];
-	const char *s = fault_value("compact-kill", v, sizeof(v));
+	const char *s = cs_fault_value("compact-kill", v, sizeof(v));
 
 	if (s != NULL && strcmp(s, step) == 0)
 		raise(SIGKILL);
@@ -510,15 +489,9 @@ static void
 thread_end(struct dl_rewrite *rw, int rc)
 {
 	uint64_t one = 1;
-	char v[32];
-	const char *ms = fault_value("compact-slow", v, sizeof(v));
 
-	if (ms != NULL) {
-		long n = atol(ms);
-		struct timespec ts = { n / 1000, (n % 1000) * 1000000L };
-
-		nanosleep(&ts, NULL);
-	}
+	/* Test hook: compact-slow:MS holds the end of the rewrite. */
+	cs_sleep_ms(cs_fault_ms("compact-slow", 60000));
 	rw->rc = rc;
 	atomic_store_explicit(&rw->done, 1, memory_order_release);
 	(void)write(rw->wake, &one, sizeof(one));

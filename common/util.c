@@ -23,16 +23,58 @@ cs_now_ms(void)
 	return cs_now_ns() / 1000000;
 }
 
+/* The hook called name in CUTSNAP_FAULT: its text (name or name:VALUE)
+ * at *hook, its length in *len; 0 when it is not set. */
+static int
+fault_find(const char *name, const char **hook, size_t *len)
+{
+	const char *p = getenv("CUTSNAP_FAULT"), *end;
+	size_t n = strlen(name);
+
+	for (; p != NULL && *p != '\0'; p = *end != '\0' ? end + 1 : end) {
+		if ((end = strchr(p, ',')) == NULL)
+			end = p + strlen(p);
+		if ((size_t)(end - p) >= n && strncmp(p, name, n) == 0 &&
+		    (p[n] == ':' || p + n == end)) {
+			*hook = p;
+			*len = (size_t)(end - p);
+			return 1;
+		}
+	}
+	return 0;
+}
+
+const char *
+cs_fault_value(const char *name, char *buf, size_t bufsz)
+{
+	size_t n = strlen(name), len;
+	const char *hook;
+
+	if (!fault_find(name, &hook, &len) || len == n || len - n - 1 >= bufsz)
+		return NULL;
+	memcpy(buf, hook + n + 1, len - n - 1);
+	buf[len - n - 1] = '\0';
+	return buf;
+}
+
+int
+cs_fault_on(const char *name)
+{
+	const char *hook;
+	size_t len;
+
+	return fault_find(name, &hook, &len);
+}
+
 long
 cs_fault_ms(const char *name, long max_ms)
 {
-	const char *f = getenv("CUTSNAP_FAULT");
-	size_t n = strlen(name);
+	char v[32];
 	long ms;
 
-	if (f == NULL || strncmp(f, name, n) != 0 || f[n] != ':')
+	if (cs_fault_value(name, v, sizeof(v)) == NULL)
 		return 0;
-	ms = atol(f + n + 1);
+	ms = atol(v);
 	return ms <= 0 || ms > max_ms ? 0 : ms;
 }
 

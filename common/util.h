@@ -12,8 +12,15 @@
 int64_t cs_now_ns(void);
 int64_t cs_now_ms(void);
 
-/* Test hooks: the MS of CUTSNAP_FAULT=name:MS, or 0 when it names
- * another hook or MS is not in 1..max_ms. */
+/* Test hooks: CUTSNAP_FAULT holds comma-separated hooks, each "name" or
+ * "name:VALUE" (the tests set it; nothing else should).
+ * cs_fault_value: hook name's VALUE copied into buf (bufsz bytes), or
+ * NULL when the hook is not set, has no value or its value does not fit.
+ * cs_fault_on: whether hook name is set, with or without a value.
+ * cs_fault_ms: the MS of name:MS, or 0 when it is not set or MS is not
+ * in 1..max_ms. */
+const char *cs_fault_value(const char *name, char *buf, size_t bufsz);
+int cs_fault_on(const char *name);
 long cs_fault_ms(const char *name, long max_ms);
 /* Sleep ms milliseconds (nothing when ms <= 0), through signals. */
 void cs_sleep_ms(long ms);

@@ -52,7 +52,6 @@ coord_stream_new(const struct cfg *c, const int *fds, const struct snapuid *uid,
     struct stream **out)
 {
 	struct stream *s;
-	const char *f = getenv("CUTSNAP_FAULT");
 	int i;
 
 	*out = NULL;
@@ -67,7 +66,7 @@ coord_stream_new(const struct cfg *c, const int *fds, const struct snapuid *uid,
 	s->deadline = deadline;
 	s->interrupted = interrupted;
 	s->delay_ms = cs_fault_ms("coord-stream-delay", 60000);
-	s->corrupt = f != NULL && strcmp(f, "coord-stream-corrupt") == 0;
+	s->corrupt = cs_fault_on("coord-stream-corrupt");
 	pthread_mutex_init(&s->fmu, NULL);
 	for (i = 0; i < c->nagents; i++)
 		pthread_mutex_init(&s->ag[i].mu, NULL);

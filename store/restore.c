@@ -24,12 +24,12 @@
 #include <string.h>
 #include <sys/file.h>
 #include <sys/stat.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "store_int.h"
 #include "../common/datalog.h"
 #include "../common/fsutil.h"
+#include "../common/util.h"
 
 /* rowof[i]: the agent row of config agent i. Both sets must be equal. */
 static int
@@ -122,11 +122,10 @@ lock_all(const struct cfg *c, const int *want, int *fds, int *made,
 static void
 fault_after_file(int nth)
 {
-	const char *f = getenv("CUTSNAP_FAULT");
-	const char *pfx = "restore-after-file:";
+	char v[32];
 
-	if (f != NULL && strncmp(f, pfx, strlen(pfx)) == 0 &&
-	    atoi(f + strlen(pfx)) == nth)
+	if (cs_fault_value("restore-after-file", v, sizeof(v)) != NULL &&
+	    atoi(v) == nth)
 		_exit(99);
 }
 
@@ -137,15 +136,13 @@ fault_after_file(int nth)
 static void
 fault_hold_while(void)
 {
-	const char *f = getenv("CUTSNAP_FAULT");
-	const char *pfx = "restore-hold-while:";
-	struct timespec ts = { 0, 50 * 1000 * 1000 };
+	char path[PATH_MAX];
 	int n;
 
-	if (f == NULL || strncmp(f, pfx, strlen(pfx)) != 0)
+	if (cs_fault_value("restore-hold-while", path, sizeof(path)) == NULL)
 		return;
-	for (n = 0; n < 1200 && access(f + strlen(pfx), F_OK) == 0; n++)
-		(void)nanosleep(&ts, NULL);
+	for (n = 0; n < 1200 && access(path, F_OK) == 0; n++)
+		cs_sleep_ms(50);
 }
 
 /* The temp file beside data path path that the verified chunks are

@@ -21,6 +21,7 @@
 
 #include "store_int.h"
 #include "../common/fsutil.h"
+#include "../common/util.h"
 
 /* Every blob name (lowercase hex) some snapshot's rows refer to, sorted
  * and distinct; *out malloc'ed, each name too. */
@@ -256,11 +257,10 @@ store_forget_result_free(struct store_forget_result *r)
 static void
 fault_after_delete(uint64_t nth)
 {
-	const char *f = getenv("CUTSNAP_FAULT");
-	const char *pfx = "prune-after-delete:";
+	char v[32];
 
-	if (f != NULL && strncmp(f, pfx, strlen(pfx)) == 0 &&
-	    strtoull(f + strlen(pfx), NULL, 10) == nth)
+	if (cs_fault_value("prune-after-delete", v, sizeof(v)) != NULL &&
+	    strtoull(v, NULL, 10) == nth)
 		_exit(99);
 }
 

@@ -164,12 +164,10 @@ sink_write(struct fcheck *f, const uint8_t *p, size_t len, uint64_t off)
 static void
 fault_after_chunks(struct vrun *v)
 {
-	const char *f = getenv("CUTSNAP_FAULT");
-	const char *pfx = "restore-kill-after-chunks:";
+	char n[32];
 
-	if (f != NULL && strncmp(f, pfx, strlen(pfx)) == 0 &&
-	    (long)atomic_fetch_add(&v->nwritten, 1) + 1 >= atol(f +
-	    strlen(pfx)))
+	if (cs_fault_value("restore-kill-after-chunks", n, sizeof(n)) != NULL &&
+	    (long)atomic_fetch_add(&v->nwritten, 1) + 1 >= atol(n))
 		_exit(99);
 }
 

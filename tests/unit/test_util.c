@@ -1,10 +1,11 @@
 /* test_util.c - the shared small helpers: cs_printable's two rules (the
  * agent's logs: ASCII only, "..." when cut; the commands: UTF-8 kept, cut
- * silently), the monotonic clock. */
+ * silently), the monotonic clock, the test hooks' CUTSNAP_FAULT parser. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 #include <cmocka.h>
 
@@ -55,6 +56,34 @@ clock_moves_forward(void **state)
 	assert_true(a > 0 && b >= a);
 }
 
+/* CUTSNAP_FAULT: comma-separated hooks, each name or name:VALUE; a hook
+ * is found by its whole name, wherever it is in the list. */
+static void
+fault_hooks(void **state)
+{
+	char v[8];
+
+	(void)state;
+	assert_int_equal(unsetenv("CUTSNAP_FAULT"), 0);
+	assert_null(cs_fault_value("x", v, sizeof(v)));
+	assert_false(cs_fault_on("x"));
+	assert_int_equal(setenv("CUTSNAP_FAULT",
+	    "flag,slow:250,slower:7,empty:,long:123456789", 1), 0);
+	assert_true(cs_fault_on("flag"));
+	assert_null(cs_fault_value("flag", v, sizeof(v)));	/* no value */
+	assert_false(cs_fault_on("fla"));			/* a prefix */
+	assert_false(cs_fault_on("flags"));
+	assert_string_equal(cs_fault_value("slow", v, sizeof(v)), "250");
+	assert_string_equal(cs_fault_value("slower", v, sizeof(v)), "7");
+	assert_string_equal(cs_fault_value("empty", v, sizeof(v)), "");
+	assert_null(cs_fault_value("long", v, sizeof(v)));	/* too long */
+	assert_int_equal(cs_fault_ms("slow", 1000), 250);
+	assert_int_equal(cs_fault_ms("slow", 100), 0);		/* above max */
+	assert_int_equal(cs_fault_ms("flag", 1000), 0);
+	assert_int_equal(cs_fault_ms("absent", 1000), 0);
+	assert_int_equal(unsetenv("CUTSNAP_FAULT"), 0);
+}
+
 int
 main(void)
 {
@@ -62,6 +91,7 @@ main(void)
 		cmocka_unit_test(printable_rules),
 		cmocka_unit_test(printable_cuts),
 		cmocka_unit_test(clock_moves_forward),
+		cmocka_unit_test(fault_hooks),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
