@@ -264,7 +264,11 @@ xio(struct xconn *t, void *rbuf, const void *wbuf, size_t n)
 	if (n > INT32_MAX)
 		n = INT32_MAX;
 	errno = 0;
-	ERR_clear_error();
+	/* SSL_get_error needs an empty error queue; io_rc leaves it so.
+	 * ERR_clear_error wipes every slot of it even when it is empty, a
+	 * cost on each record read or written: look before clearing. */
+	if (ERR_peek_error() != 0)
+		ERR_clear_error();
 	r = rbuf != NULL ? SSL_read(t->ssl, rbuf, (int)n) :
 	    SSL_write(t->ssl, wbuf, (int)n);
 	if (r > 0) {
