@@ -88,6 +88,16 @@ xport_ctx_new(const struct cfg *c, const char *me, struct xport_ctx **out,
 		goto out;
 	}
 	SSL_CTX_set_min_proto_version(x->ssl, TLS1_3_VERSION);
+	/* AES-128-GCM first, chosen by the agent whatever the client
+	 * prefers: four rounds fewer per block than OpenSSL's default
+	 * AES-256-GCM, on records of a few dozen bytes each. A client that
+	 * offers only the other two suites is still served. */
+	if (SSL_CTX_set_ciphersuites(x->ssl, "TLS_AES_128_GCM_SHA256:"
+	    "TLS_AES_256_GCM_SHA384:TLS_CHACHA20_POLY1305_SHA256") != 1) {
+		cs_errf(e, "out of memory for TLS");
+		goto out;
+	}
+	SSL_CTX_set_options(x->ssl, SSL_OP_CIPHER_SERVER_PREFERENCE);
 	/* One stateless ticket per full handshake, written as its last
 	 * step (SSL_do_handshake), so a read never has to write one. A
 	 * client that connects again resumes with it, checked against the
