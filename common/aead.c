@@ -27,17 +27,23 @@ aead_random(void *p, size_t n, struct cs_err *e)
 	return 0;
 }
 
-/* One GCM pass: enc 1 seals, 0 opens; the tag is written or checked. */
+/* One GCM pass: enc 1 seals, 0 opens; the tag is written or checked.
+ * The output's first n1 bytes go to out, the rest to where(wctx, out)
+ * when where is set (else on after them in out). */
 static int
 gcm(int enc, const uint8_t key[AEAD_KEY_LEN], const uint8_t *nonce,
     const void *aad, size_t aadlen, const uint8_t *in, size_t n,
-    uint8_t *out, uint8_t *tag, struct cs_err *e)
+    uint8_t *out, size_t n1, aead_where_fn where, void *wctx, uint8_t *tag,
+    struct cs_err *e)
 {
 	EVP_CIPHER_CTX *c;
+	uint8_t *rest;
 	int len, ok = 0;
 
 	if (n > INT32_MAX || aadlen > INT32_MAX)
 		return cs_errf(e, "message too large to seal");
+	if (n1 > n)
+		n1 = n;
 	if ((c = EVP_CIPHER_CTX_new()) == NULL)
 		return cs_errf(e, "out of memory");
 	ok = EVP_CipherInit_ex(c, EVP_aes_256_gcm(), NULL, NULL, NULL,
@@ -47,12 +53,18 @@ gcm(int enc, const uint8_t key[AEAD_KEY_LEN], const uint8_t *nonce,
 	    EVP_CipherInit_ex(c, NULL, NULL, key, nonce, enc) == 1 &&
 	    (aadlen == 0 || EVP_CipherUpdate(c, NULL, &len, aad,
 	    (int)aadlen) == 1) &&
-	    (n == 0 || EVP_CipherUpdate(c, out, &len, in, (int)n) == 1);
+	    (n1 == 0 || EVP_CipherUpdate(c, out, &len, in, (int)n1) == 1);
+	rest = out + n1;
+	if (ok && where != NULL && n > n1)
+		rest = where(wctx, out);
+	if (ok)
+		ok = n == n1 || EVP_CipherUpdate(c, rest, &len, in + n1,
+		    (int)(n - n1)) == 1;
 	if (ok && !enc)
 		ok = EVP_CIPHER_CTX_ctrl(c, EVP_CTRL_GCM_SET_TAG, AEAD_TAG_LEN,
 		    tag) == 1;
 	if (ok)
-		ok = EVP_CipherFinal_ex(c, out + n, &len) == 1;
+		ok = EVP_CipherFinal_ex(c, rest + (n - n1), &len) == 1;
 	if (ok && enc)
 		ok = EVP_CIPHER_CTX_ctrl(c, EVP_CTRL_GCM_GET_TAG, AEAD_TAG_LEN,
 		    tag) == 1;
@@ -71,8 +83,8 @@ aead_seal(const uint8_t key[AEAD_KEY_LEN], const void *aad, size_t aadlen,
 
 	if (aead_random(nonce, sizeof(nonce), e) < 0)
 		return -1;
-	if (gcm(1, key, nonce, aad, aadlen, in, n, out + AEAD_NONCE_LEN,
-	    out + AEAD_NONCE_LEN + n, e) < 0)
+	if (gcm(1, key, nonce, aad, aadlen, in, n, out + AEAD_NONCE_LEN, n,
+	    NULL, NULL, out + AEAD_NONCE_LEN + n, e) < 0)
 		return -1;
 	memcpy(out, nonce, AEAD_NONCE_LEN);
 	return 0;
@@ -81,6 +93,14 @@ aead_seal(const uint8_t key[AEAD_KEY_LEN], const void *aad, size_t aadlen,
 int
 aead_open(const uint8_t key[AEAD_KEY_LEN], const void *aad, size_t aadlen,
     const uint8_t *in, size_t n, uint8_t *out, struct cs_err *e)
+{
+	return aead_open_split(key, aad, aadlen, in, n, out, n, NULL, NULL, e);
+}
+
+int
+aead_open_split(const uint8_t key[AEAD_KEY_LEN], const void *aad,
+    size_t aadlen, const uint8_t *in, size_t n, uint8_t *out, size_t n1,
+    aead_where_fn where, void *wctx, struct cs_err *e)
 {
 	uint8_t nonce[AEAD_NONCE_LEN], tag[AEAD_TAG_LEN];
 	size_t len;
@@ -91,7 +111,7 @@ aead_open(const uint8_t key[AEAD_KEY_LEN], const void *aad, size_t aadlen,
 	memcpy(nonce, in, AEAD_NONCE_LEN);
 	memcpy(tag, in + AEAD_NONCE_LEN + len, AEAD_TAG_LEN);
 	return gcm(0, key, nonce, aad, aadlen, in + AEAD_NONCE_LEN, len, out,
-	    tag, e);
+	    n1, where, wctx, tag, e);
 }
 
 /* Derive AEAD_KEY_LEN bytes with KDF name and its params. */

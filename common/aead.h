@@ -27,6 +27,16 @@ int aead_open(const uint8_t key[AEAD_KEY_LEN], const void *aad,
     size_t aadlen, const uint8_t *in, size_t n, uint8_t *out,
     struct cs_err *e);
 
+/* aead_open with the opened bytes split: the first n1 into out, the rest
+ * where where(wctx, out) says, chosen from those first bytes (e.g. a
+ * header saying whether the rest can go straight to its final place).
+ * Nothing opened may be trusted, the first bytes included, unless this
+ * returns 0. where NULL: all into out. */
+typedef uint8_t *(*aead_where_fn)(void *wctx, const uint8_t *first);
+int aead_open_split(const uint8_t key[AEAD_KEY_LEN], const void *aad,
+    size_t aadlen, const uint8_t *in, size_t n, uint8_t *out, size_t n1,
+    aead_where_fn where, void *wctx, struct cs_err *e);
+
 /* HKDF-SHA256: AEAD_KEY_LEN bytes from key under the label info. */
 int aead_hkdf(const uint8_t *key, size_t klen, const char *info,
     uint8_t out[AEAD_KEY_LEN], struct cs_err *e);

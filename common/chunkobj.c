@@ -74,24 +74,59 @@ chunkobj_bound(size_t len)
 	return CHUNKOBJ_HDR_LEN + ZSTD_compressBound(len);
 }
 
-size_t
-chunkobj_frame(int zstd, const uint8_t *plain, size_t len, uint8_t *out,
+/* The header of a chunk of len bytes with codec. */
+static void
+header(uint8_t *out, int codec, size_t len)
+{
+	memcpy(out, CHUNKOBJ_MAGIC, 4);
+	memset(out + 4, 0, 4);
+	out[4] = (uint8_t)codec;
+	put_le64(out + 8, (uint64_t)len);
+}
+
+/* plain[0, len) compressed into out when zstd is set and that makes it
+ * smaller: its length; else 0 (then it is stored as it is). */
+static size_t
+try_compress(int zstd, const uint8_t *plain, size_t len, uint8_t *out,
     size_t outsz)
 {
 	size_t n = 0;
 
-	memcpy(out, CHUNKOBJ_MAGIC, 4);
-	memset(out + 4, 0, 4);
-	put_le64(out + 8, (uint64_t)len);
-	if (zstd && worth_compressing(plain, len, out + CHUNKOBJ_HDR_LEN,
-	    outsz - CHUNKOBJ_HDR_LEN))
-		n = compress(plain, len, out + CHUNKOBJ_HDR_LEN,
-		    outsz - CHUNKOBJ_HDR_LEN);
-	if (n > 0 && n < len) {
-		out[4] = CHUNKOBJ_ZSTD;
+	if (zstd && worth_compressing(plain, len, out, outsz))
+		n = compress(plain, len, out, outsz);
+	return n > 0 && n < len ? n : 0;
+}
+
+size_t
+chunkobj_frame(int zstd, const uint8_t *plain, size_t len, uint8_t *out,
+    size_t outsz)
+{
+	size_t n;
+
+	n = try_compress(zstd, plain, len, out + CHUNKOBJ_HDR_LEN,
+	    outsz - CHUNKOBJ_HDR_LEN);
+	if (n > 0) {
+		header(out, CHUNKOBJ_ZSTD, len);
 		return CHUNKOBJ_HDR_LEN + n;
 	}
-	out[4] = CHUNKOBJ_STORED;
+	header(out, CHUNKOBJ_STORED, len);
 	memcpy(out + CHUNKOBJ_HDR_LEN, plain, len);
+	return CHUNKOBJ_HDR_LEN + len;
+}
+
+size_t
+chunkobj_frame_in_place(int zstd, uint8_t *obj, size_t len,
+    uint8_t *scratch, size_t scratchsz)
+{
+	size_t n;
+
+	n = try_compress(zstd, obj + CHUNKOBJ_HDR_LEN, len, scratch,
+	    scratchsz);
+	if (n > 0) {
+		memcpy(obj + CHUNKOBJ_HDR_LEN, scratch, n);
+		header(obj, CHUNKOBJ_ZSTD, len);
+		return CHUNKOBJ_HDR_LEN + n;
+	}
+	header(obj, CHUNKOBJ_STORED, len);
 	return CHUNKOBJ_HDR_LEN + len;
 }

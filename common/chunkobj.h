@@ -25,5 +25,12 @@ size_t chunkobj_bound(size_t len);
  * stored. Its length. */
 size_t chunkobj_frame(int zstd, const uint8_t *plain, size_t len,
     uint8_t *out, size_t outsz);
+/* The same for a chunk already in place at obj + CHUNKOBJ_HDR_LEN (obj
+ * holds chunkobj_bound(len) bytes): the chunk stays where it is when it
+ * is stored, saving its copy; compressing goes through scratch, and is
+ * kept only when shorter than the chunk, so scratchsz >= len will do.
+ * Its length. */
+size_t chunkobj_frame_in_place(int zstd, uint8_t *obj, size_t len,
+    uint8_t *scratch, size_t scratchsz);
 
 #endif

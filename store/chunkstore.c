@@ -226,22 +226,27 @@ copy_chunk(struct crun *r, struct cjob *j, uint8_t *buf, uint8_t *obuf,
 	const char *path = r->paths[j->src];
 	char tmp[PATH_MAX];
 	uint8_t got[SHA_LEN];
-	uint8_t *blob = buf;
+	uint8_t *blob = buf, *in = buf;
 	size_t bloblen = (size_t)j->len;
 	int tfd = -1, rc = -1, direct;
 
+	/* A framed chunk is read straight to its place in the object, so
+	 * that one stored as it is (random data) is never copied; buf then
+	 * takes zstd's output. */
+	if (obuf != NULL)
+		in = obuf + store_obj_frame_off(r->st) + OBJ_HDR_LEN;
 	ratelimit_take(&r->pace, j->len);
 	if (path == NULL) {
-		if (r->st->ffn(r->st->fctx, (size_t)j->src, j->off, buf,
+		if (r->st->ffn(r->st->fctx, (size_t)j->src, j->off, in,
 		    (size_t)j->len, e) < 0)
 			goto out;
-	} else if (fs_pread_all(r->fds[j->src], buf, (size_t)j->len,
+	} else if (fs_pread_all(r->fds[j->src], in, (size_t)j->len,
 	    (off_t)j->off) < 0) {
 		cs_errno(e, "read %s at %llu", path,
 		    (unsigned long long)j->off);
 		goto out;
 	}
-	if (sha256_buf(buf, (size_t)j->len, got) < 0) {
+	if (sha256_buf(in, (size_t)j->len, got) < 0) {
 		cs_errf(e, "sha256 of chunk %zu failed", j->idx);
 		goto out;
 	}
@@ -260,8 +265,9 @@ copy_chunk(struct crun *r, struct cjob *j, uint8_t *buf, uint8_t *obuf,
 		goto out;
 	}
 	if (obuf != NULL) {
-		if (store_obj_encode(r->st, j->name, buf, (size_t)j->len, obuf,
-		    store_obj_bound(r->st, r->maxchunk), &bloblen, e) < 0)
+		if (store_obj_encode_in_place(r->st, j->name, (size_t)j->len,
+		    obuf, store_obj_bound(r->st, r->maxchunk), buf,
+		    align_up(r->maxchunk), &bloblen, e) < 0)
 			goto out;
 		blob = obuf;
 	}

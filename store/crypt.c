@@ -339,11 +339,13 @@ obj_aad(const struct store *st, char kind, const void *ctx, size_t ctxlen,
 	return a;
 }
 
-/* Seal (seal=1) or open in[0, n) into out under the object key. */
+/* Seal (seal=1) or open in[0, n) into out under the object key; an
+ * opening puts the bytes after the first n1 where where says
+ * (aead_open_split). */
 static int
 crypt_obj(const struct store *st, int seal, char kind, const void *ctx,
-    size_t ctxlen, const uint8_t *in, size_t n, uint8_t *out,
-    struct cs_err *e)
+    size_t ctxlen, const uint8_t *in, size_t n, uint8_t *out, size_t n1,
+    aead_where_fn where, void *wctx, struct cs_err *e)
 {
 	uint8_t *aad;
 	size_t alen;
@@ -354,7 +356,8 @@ crypt_obj(const struct store *st, int seal, char kind, const void *ctx,
 	if ((aad = obj_aad(st, kind, ctx, ctxlen, &alen)) == NULL)
 		return cs_errf(e, "out of memory");
 	rc = seal ? aead_seal(st->objkey, aad, alen, in, n, out, e) :
-	    aead_open(st->objkey, aad, alen, in, n, out, e);
+	    aead_open_split(st->objkey, aad, alen, in, n, out, n1, where,
+	    wctx, e);
 	free(aad);
 	return rc;
 }
@@ -364,7 +367,8 @@ store_crypt_seal(const struct store *st, char kind, const void *ctx,
     size_t ctxlen, const uint8_t *in, size_t n, uint8_t *out,
     struct cs_err *e)
 {
-	return crypt_obj(st, 1, kind, ctx, ctxlen, in, n, out, e);
+	return crypt_obj(st, 1, kind, ctx, ctxlen, in, n, out, 0, NULL, NULL,
+	    e);
 }
 
 int
@@ -372,7 +376,17 @@ store_crypt_open(const struct store *st, char kind, const void *ctx,
     size_t ctxlen, const uint8_t *in, size_t n, uint8_t *out,
     struct cs_err *e)
 {
-	return crypt_obj(st, 0, kind, ctx, ctxlen, in, n, out, e);
+	return crypt_obj(st, 0, kind, ctx, ctxlen, in, n, out, n, NULL, NULL,
+	    e);
+}
+
+int
+store_crypt_open_split(const struct store *st, char kind, const void *ctx,
+    size_t ctxlen, const uint8_t *in, size_t n, uint8_t *out, size_t n1,
+    aead_where_fn where, void *wctx, struct cs_err *e)
+{
+	return crypt_obj(st, 0, kind, ctx, ctxlen, in, n, out, n1, where, wctx,
+	    e);
 }
 
 /* A message's context: its name, then "src\0dst\0" and le64 seq. */
@@ -414,7 +428,8 @@ store_crypt_msg(const struct store *st, int seal, const uint8_t name[SHA_LEN],
 		cs_errf(e, "out of memory");
 		goto out;
 	}
-	rc = crypt_obj(st, seal, 'M', ctx, clen, in, n, *out, e);
+	rc = crypt_obj(st, seal, 'M', ctx, clen, in, n, *out, *outlen, NULL,
+	    NULL, e);
 out:
 	if (rc < 0) {
 		free(*out);

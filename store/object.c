@@ -73,42 +73,37 @@ store_obj_bound(const struct store *st, size_t len)
 	return sealing(st) + chunkobj_bound(len);
 }
 
-/* The framed object of plain[0, len) into out (chunkobj.c makes it, as
- * an agent uploading its own chunks does). */
-static void
-frame(const struct store *st, const uint8_t *plain, size_t len, uint8_t *out,
-    size_t outsz, size_t *outlen)
+size_t
+store_obj_frame_off(const struct store *st)
 {
-	*outlen = chunkobj_frame(st->compress == STORE_COMPRESS_ZSTD, plain,
-	    len, out, outsz);
+	return st->enc ? SEALED_HDR + AEAD_NONCE_LEN : 0;
 }
 
 int
-store_obj_encode(const struct store *st, const uint8_t name[SHA_LEN],
-    const uint8_t *plain, size_t len, uint8_t *out, size_t outsz,
-    size_t *outlen, struct cs_err *e)
+store_obj_encode_in_place(const struct store *st,
+    const uint8_t name[SHA_LEN], size_t len, uint8_t *out, size_t outsz,
+    uint8_t *scratch, size_t scratchsz, size_t *outlen, struct cs_err *e)
 {
-	size_t n, hdr = sealing(st) - AEAD_TAG_LEN;
+	size_t n, off = store_obj_frame_off(st);
 
 	*outlen = 0;
+	if (!store_obj_framed(st))
+		return cs_errf(e, "not a framed repository");
 	if (outsz < store_obj_bound(st, len))
 		return cs_errf(e, "object buffer too small");
-	if (st->enc) {
-		/* Framed after the header and nonce, sealed in place. */
-		frame(st, plain, len, out + hdr, outsz - sealing(st), &n);
-		if (store_crypt_seal(st, 'C', name, SHA_LEN, out + hdr, n,
-		    out + SEALED_HDR, e) < 0)
-			return -1;
-		memcpy(out, SEALED_MAGIC, SEALED_HDR);
-		*outlen = sealing(st) + n;
+	n = chunkobj_frame_in_place(st->compress == STORE_COMPRESS_ZSTD,
+	    out + off, len, scratch, scratchsz);
+	if (!st->enc) {
+		*outlen = n;
 		return 0;
 	}
-	if (!store_obj_framed(st)) {
-		memcpy(out, plain, len);
-		*outlen = len;
-		return 0;
-	}
-	frame(st, plain, len, out, outsz, outlen);
+	/* Sealed in place: the framed object follows the header and the
+	 * nonce, the tag follows it. */
+	if (store_crypt_seal(st, 'C', name, SHA_LEN, out + off, n,
+	    out + SEALED_HDR, e) < 0)
+		return -1;
+	memcpy(out, SEALED_MAGIC, SEALED_HDR);
+	*outlen = sealing(st) + n;
 	return 0;
 }
 
@@ -125,6 +120,27 @@ check_header(const uint8_t *obj, size_t objlen, size_t len, struct cs_err *e)
 	return 0;
 }
 
+/* Where the opened bytes of a sealed chunk after its object's header go
+ * (aead_open_split): straight to plain when the header says the chunk is
+ * stored as it is, with the length that takes, saving its copy; else in
+ * place, for zstd. Only a choice of buffer: the header is checked once
+ * the whole object is authenticated. */
+struct where {
+	uint8_t *plain, *in_place;
+	size_t len, objlen;
+	int direct;
+};
+
+static uint8_t *
+stored_where(void *ctx, const uint8_t *hdr)
+{
+	struct where *w = ctx;
+
+	w->direct = w->objlen == OBJ_HDR_LEN + w->len &&
+	    hdr[4] == CODEC_STORED;
+	return w->direct ? w->plain : w->in_place;
+}
+
 /* Blob name's bytes back into its len plain bytes (obj is overwritten
  * when it is opened in place); e names what is wrong. */
 static int
@@ -132,20 +148,34 @@ store_obj_decode(const struct store *st, const uint8_t name[SHA_LEN],
     uint8_t *obj, size_t objlen, uint8_t *plain, size_t len,
     struct cs_err *e)
 {
+	struct where w;
 	size_t n;
+	int direct = 0;
 
 	if (st->enc) {
 		if (objlen < sealing(st) ||
 		    memcmp(obj, SEALED_MAGIC, SEALED_HDR) != 0)
 			return cs_errf(e, "not a sealed chunk object (bad "
 			    "header)");
-		/* Opened in place: the object follows the nonce. */
-		if (store_crypt_open(st, 'C', name, SHA_LEN, obj + SEALED_HDR,
-		    objlen - SEALED_HDR, obj + SEALED_HDR + AEAD_NONCE_LEN,
-		    e) < 0)
+		/* Opened in place: the object follows the nonce; but a
+		 * chunk stored as it is goes straight to plain. */
+		w.plain = plain;
+		w.len = len;
+		w.objlen = objlen - sealing(st);
+		w.in_place = obj + SEALED_HDR + AEAD_NONCE_LEN + OBJ_HDR_LEN;
+		w.direct = 0;
+		if (store_crypt_open_split(st, 'C', name, SHA_LEN,
+		    obj + SEALED_HDR, objlen - SEALED_HDR,
+		    obj + SEALED_HDR + AEAD_NONCE_LEN, OBJ_HDR_LEN, stored_where,
+		    &w, e) < 0) {
+			/* Nothing unauthenticated stays in plain. */
+			if (w.direct)
+				memset(plain, 0, len);
 			return -1;
+		}
 		obj += SEALED_HDR + AEAD_NONCE_LEN;
 		objlen -= sealing(st);
+		direct = w.direct;
 	}
 
 	if (!store_obj_framed(st)) {
@@ -162,7 +192,8 @@ store_obj_decode(const struct store *st, const uint8_t name[SHA_LEN],
 		if (objlen - OBJ_HDR_LEN != len)
 			return cs_errf(e, "size mismatch: expected %zu stored "
 			    "bytes, found %zu", len, objlen - OBJ_HDR_LEN);
-		memcpy(plain, obj + OBJ_HDR_LEN, len);
+		if (!direct)
+			memcpy(plain, obj + OBJ_HDR_LEN, len);
 		return 0;
 	case CODEC_ZSTD:
 		n = ZSTD_decompress(plain, len, obj + OBJ_HDR_LEN,

@@ -9,6 +9,7 @@
 #include <stdint.h>
 #include <sqlite3.h>
 #include "store.h"
+#include "../common/aead.h"
 #include "../common/chunkobj.h"
 #include "../common/datalog.h"
 #include "../common/sha.h"
@@ -156,11 +157,17 @@ int store_blob_path(const struct store *st, const char *hex, char *out,
 int store_obj_framed(const struct store *st);
 /* The largest blob a chunk of len bytes may become. */
 size_t store_obj_bound(const struct store *st, size_t len);
-/* plain[0, len), the chunk of blob name, as its blob into out (outsz >=
- * store_obj_bound); sealed when the repository is encrypted. */
-int store_obj_encode(const struct store *st, const uint8_t name[SHA_LEN],
-    const uint8_t *plain, size_t len, uint8_t *out, size_t outsz,
-    size_t *outlen, struct cs_err *e);
+/* The blob of the chunk of blob name, for a framed repository, made in
+ * out (outsz >= store_obj_bound(len)) from the len plain bytes already
+ * there at store_obj_frame_off(st) + OBJ_HDR_LEN (chunkobj.c frames it,
+ * as an agent uploading its own chunks does), sealed in place when the
+ * repository is encrypted. A chunk stored as it is (zstd does not help:
+ * random data) is never copied; scratch takes zstd's output, which is
+ * kept only when shorter than len, so scratchsz >= len will do. */
+size_t store_obj_frame_off(const struct store *st);
+int store_obj_encode_in_place(const struct store *st,
+    const uint8_t name[SHA_LEN], size_t len, uint8_t *out, size_t outsz,
+    uint8_t *scratch, size_t scratchsz, size_t *outlen, struct cs_err *e);
 /* Read the blob at path and decode it into plain[0, len). -1: it cannot
  * be read (e: "missing (...)", "not a regular file", ...); -2: it is
  * there but damaged (e: "size mismatch: ...", a decode error). */
@@ -208,6 +215,11 @@ int store_crypt_seal(const struct store *st, char kind, const void *ctx,
     struct cs_err *e);
 int store_crypt_open(const struct store *st, char kind, const void *ctx,
     size_t ctxlen, const uint8_t *in, size_t n, uint8_t *out,
+    struct cs_err *e);
+/* store_crypt_open with the opened bytes split (aead_open_split). */
+int store_crypt_open_split(const struct store *st, char kind,
+    const void *ctx, size_t ctxlen, const uint8_t *in, size_t n,
+    uint8_t *out, size_t n1, aead_where_fn where, void *wctx,
     struct cs_err *e);
 /* A recorded message sealed (seal=1) or opened, bound to its name,
  * channel and seq; *out malloc'ed. */
