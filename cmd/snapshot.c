@@ -162,7 +162,8 @@ print_json(const char *repo, uint64_t id, const struct coord_copy *cp,
 	struct json j;
 	int have;
 
-	have = id != 0 && store_open(repo, STORE_READ, &st, &e) == 0 &&
+	/* The listing row needs no key: no second key derivation. */
+	have = id != 0 && store_open_listing(repo, &st, &e) == 0 &&
 	    cmd_snap_info(st, id, &si) == 0;
 	store_close(st);
 	json_init(&j, stdout);

@@ -443,9 +443,10 @@ open_reader(struct store *st, const char *dbpath, struct cs_err *e)
 	return 0;
 }
 
+/* Open repo; an encrypted one is unlocked only when unlock is set. */
 static int
 open_repo(const char *repo, int mode, const struct store_settings *init,
-    struct store **out, struct cs_err *e)
+    int unlock, struct store **out, struct cs_err *e)
 {
 	struct store *st = NULL;
 	char dbpath[PATH_MAX];
@@ -525,7 +526,7 @@ open_repo(const char *repo, int mode, const struct store_settings *init,
 	if (pragma(st, "PRAGMA foreign_keys=ON", e) < 0 ||
 	    store_repo_id_check(st, e) < 0 ||
 	    settings_load(st, e) < 0 ||
-	    store_crypt_unlock(st, e) < 0 ||
+	    (unlock && store_crypt_unlock(st, e) < 0) ||
 	    (mode != STORE_READ && store_reap_stale(st, e) < 0))
 		goto fail;
 	st->init = NULL;
@@ -540,7 +541,13 @@ int
 store_open(const char *repo, int mode, struct store **out,
     struct cs_err *e)
 {
-	return open_repo(repo, mode, NULL, out, e);
+	return open_repo(repo, mode, NULL, 1, out, e);
+}
+
+int
+store_open_listing(const char *repo, struct store **out, struct cs_err *e)
+{
+	return open_repo(repo, STORE_READ, NULL, 0, out, e);
 }
 
 int
@@ -549,7 +556,7 @@ store_init(const char *repo, const struct store_settings *s,
 {
 	struct store *st = NULL;
 
-	if (open_repo(repo, STORE_CREATE, s, &st, e) < 0)
+	if (open_repo(repo, STORE_CREATE, s, 1, &st, e) < 0)
 		return -1;
 	store_close(st);
 	return 0;

@@ -44,6 +44,11 @@ int store_check_path(const char *repo, int mode, struct cs_err *e);
  * repository given: callers exit with status 2. */
 int store_open(const char *repo, int mode, struct store **out,
     struct cs_err *e);
+/* store_open(repo, STORE_READ) for what needs no key (the listing:
+ * store_list, store_has_snapshot): an encrypted repository stays locked,
+ * so no password is asked and no key derived. */
+int store_open_listing(const char *repo, struct store **out,
+    struct cs_err *e);
 void store_close(struct store *st);	/* accepts NULL */
 
 /* The repository's identity (32 hex digits), or "" for a version 2
