@@ -1,7 +1,8 @@
 /* test_aead.c - the primitives of encrypted repositories: scrypt (RFC 7914
  * vector) and HKDF-SHA256 (RFC 5869 vector), and AES-256-GCM sealing:
  * a round trip, a fresh nonce per seal, and a flipped bit anywhere (nonce,
- * ciphertext, tag) or other associated data or key refused. */
+ * ciphertext, tag) or other associated data or key refused; an opening
+ * split between two buffers (aead_open_split) authenticates the whole. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -112,6 +113,57 @@ test_seal_open(void **state)
 	assert_memory_equal(bad + AEAD_NONCE_LEN, msg, n);
 }
 
+/* where for aead_open_split: the header's first byte picks the buffer
+ * (ctx: two buffers); counts its calls in calls. */
+static int calls;
+static uint8_t *
+pick(void *ctx, const uint8_t *first)
+{
+	uint8_t **bufs = ctx;
+
+	calls++;
+	return bufs[first[0] & 1];
+}
+
+static void
+test_open_split(void **state)
+{
+	uint8_t key[AEAD_KEY_LEN], msg[300], sealed[300 + AEAD_OVERHEAD];
+	uint8_t head[16], a[300], b[300], *bufs[2] = { a, b };
+	struct cs_err e;
+	size_t i;
+
+	(void)state;
+	memset(key, 7, sizeof(key));
+	for (i = 0; i < sizeof(msg); i++)
+		msg[i] = (uint8_t)(i * 31 + 1);
+	msg[0] = 1;	/* the rest goes to b */
+	assert_int_equal(aead_seal(key, "ad", 2, msg, sizeof(msg), sealed, &e),
+	    0);
+	calls = 0;
+	memset(a, 0, sizeof(a));
+	assert_int_equal(aead_open_split(key, "ad", 2, sealed, sizeof(sealed),
+	    head, 16, pick, bufs, &e), 0);
+	assert_int_equal(calls, 1);
+	assert_memory_equal(head, msg, 16);
+	assert_memory_equal(b, msg + 16, sizeof(msg) - 16);
+	for (i = 0; i < sizeof(a); i++)
+		assert_int_equal(a[i], 0);
+	/* Split at 0 bytes or at the end: the same as aead_open. */
+	assert_int_equal(aead_open_split(key, "ad", 2, sealed, sizeof(sealed),
+	    a, sizeof(msg), pick, bufs, &e), 0);
+	assert_memory_equal(a, msg, sizeof(msg));
+	/* A flipped bit in the part that goes elsewhere, or other
+	 * associated data: refused. */
+	sealed[AEAD_NONCE_LEN + 200] ^= 4;
+	assert_int_equal(aead_open_split(key, "ad", 2, sealed, sizeof(sealed),
+	    head, 16, pick, bufs, &e), -1);
+	assert_non_null(strstr(e.msg, "authentication failed"));
+	sealed[AEAD_NONCE_LEN + 200] ^= 4;
+	assert_int_equal(aead_open_split(key, "ax", 2, sealed, sizeof(sealed),
+	    head, 16, pick, bufs, &e), -1);
+}
+
 int
 main(void)
 {
@@ -119,6 +171,7 @@ main(void)
 		cmocka_unit_test(test_scrypt_rfc7914),
 		cmocka_unit_test(test_hkdf_rfc5869),
 		cmocka_unit_test(test_seal_open),
+		cmocka_unit_test(test_open_split),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
