@@ -1331,6 +1331,8 @@ replay_large_put(struct dl_src *s, size_t off, size_t rlen, uint32_t crc,
 	if (dl_state_apply(st, &r, &why) == -1)
 		return cs_errf(e, "%s: record at offset %zu: %s", what, off,
 		    why.msg);
+	if (s->sha == NULL && s->chunks == NULL)
+		return 1;	/* nothing to feed: not read again */
 	for (pos = off; pos < end; pos += n) {
 		n = end - pos < DL_SRC_WINDOW ? end - pos : DL_SRC_WINDOW;
 		if ((p = dl_src_at(s, pos, n)) == NULL)

@@ -366,8 +366,6 @@ struct fcheck {			/* one agent row's recorded file */
 	int mapped;		/* its chunk rows tile the file */
 	int ok;			/* and every chunk hashes to its sha256 */
 	int hash_failed;
-	int hashed;		/* got holds the whole file's sha256 */
-	uint8_t got[SHA_LEN];	/* (computed under restore only) */
 	unsigned char *bad;	/* per chunk: 1 its hash differs, 2 its
 				 * object does not decode, 3 unusable */
 	int have;		/* st holds the file's replay */
@@ -383,8 +381,8 @@ struct fcheck {			/* one agent row's recorded file */
 	char werr[CS_ERR_MAX];
 	struct wbuf *tail;	/* under restore: receives the APPLY/DEAD
 				 * records of restore's replay */
-	/* Plain verify: the chunks its tasks decode handed to the replay
-	 * of the file (verify.c, "handoff"), under mu. */
+	/* The chunks its tasks decode handed to the replay of the file
+	 * (verify.c, "handoff"), under mu. */
 	pthread_mutex_t mu;
 	pthread_cond_t cv;
 	int hinit;		/* mu and cv were initialised */
@@ -407,7 +405,6 @@ struct vrun {
 	struct vtask *tasks;	/* the pool's work, see verify.c */
 	size_t ntasks;
 	size_t nfiletasks;	/* the first ones: one replay per file */
-	int handoff;		/* plain verify: chunks go to the replays */
 	atomic_size_t nwritten;	/* chunks written to restore's temp files */
 	atomic_size_t nahead;	/* chunks a replay checked while the one it
 				 * needed was busy (reader_help) */

@@ -171,6 +171,18 @@ fault_after_chunks(struct vrun *v)
 		_exit(99);
 }
 
+/* Under restore: chunk c of the file f, its bytes at p just hashed to
+ * its name, written to the temp file at its offset from the buffer it
+ * was read (and decoded) into, by the thread that checked it. */
+static void
+write_chunk(struct vrun *v, struct fcheck *f, const struct row_chunk *c,
+    const uint8_t *p)
+{
+	if (sink_write(f, p, (size_t)c->size, c->off) < 0)
+		sink_failed(f, strerror(errno));
+	fault_after_chunks(v);
+}
+
 /* CUTSNAP_FAULT=verify-slow-chunks:MS (tests only): every chunk check
  * of verify and restore first sleeps MS ms, so that the tests can make
  * the replay of a file meet a chunk a task is still checking. */
@@ -271,25 +283,10 @@ check_chunk(struct vrun *v, size_t i, size_t k, int w)
 	store_name_hex(v->st, sha, hex);
 	if (strcmp(hex, c->sha) != 0)
 		f->bad[k] = 1;
+	else if (f->sink >= 0 && !atomic_load(&f->wfailed))
+		write_chunk(v, f, c, v->wbuf[w]);
 	store_progress_add(v->st, a->name, c->size);
 	return 0;
-}
-
-/* Chunk k of agent i checked; under restore, then written to the temp
- * file at its offset while its bytes are still in the cache, with the
- * write-back started at once so the final fsync has little left to do. */
-static void
-hash_chunk(struct vrun *v, size_t i, size_t k, int worker)
-{
-	const struct row_chunk *c = &v->rows.agents[i].chunks[k];
-	struct fcheck *f = &v->fc[i];
-
-	if (check_chunk(v, i, k, worker) < 0 || f->bad[k] != 0 ||
-	    f->sink < 0 || atomic_load(&f->wfailed))
-		return;
-	if (sink_write(f, v->wbuf[worker], (size_t)c->size, c->off) < 0)
-		sink_failed(f, strerror(errno));
-	fault_after_chunks(v);
 }
 
 /* Chunk k of agent i checked by worker w for the replay of its file
@@ -580,10 +577,12 @@ read_at(void *ctx, uint64_t off, size_t n, uint8_t *dst)
 /* Replay agent row i's recorded file into st, streamed a window at a
  * time (keeping only the values the recorded messages to it add to, and
  * the sends as from says: NULL keeps those not acknowledged yet, see
- * dl_state), feeding sha when not NULL. 0, or -1 with err. */
+ * dl_state): from the chunks the pool's tasks check (the handoff) when
+ * run as the file's task (worker >= 0), else from restore's complete
+ * temp file, else from the blobs. 0, or -1 with err. */
 static int
 replay_into(struct vrun *v, size_t i, int worker, const struct wm_set *from,
-    struct dl_state *st, struct sha_ctx *sha, char *err, size_t errsz)
+    struct dl_state *st, char *err, size_t errsz)
 {
 	const struct row_agent *a = &v->rows.agents[i];
 	struct fcheck *f = &v->fc[i];
@@ -595,8 +594,8 @@ replay_into(struct vrun *v, size_t i, int worker, const struct wm_set *from,
 	memset(&r, 0, sizeof(r));
 	r.v = v;
 	r.i = i;
-	r.fd = sink_complete(v, i) ? f->sink : -1;
-	r.handoff = worker >= 0 && v->handoff && r.fd < 0;
+	r.handoff = worker >= 0;
+	r.fd = !r.handoff && sink_complete(v, i) ? f->sink : -1;
 	r.worker = worker;
 	if (dl_state_init(st, from != NULL) < 0) {
 		snprintf(err, errsz, "out of memory");
@@ -606,7 +605,7 @@ replay_into(struct vrun *v, size_t i, int worker, const struct wm_set *from,
 	st->keep = store_keyset_has;
 	st->keep_ctx = &f->ks;
 	snprintf(what, sizeof(what), "recorded file of agent %s", a->name);
-	if (dl_replay_read(a->size, what, read_at, &r, st, sha, &e) < 0) {
+	if (dl_replay_read(a->size, what, read_at, &r, st, NULL, &e) < 0) {
 		snprintf(err, errsz, "%s", e.msg);
 		dl_state_free(st);
 		goto out;
@@ -620,36 +619,20 @@ out:
 }
 
 /* Replay the recorded file for the cut check and the message replay;
- * whether it may be used is decided once its hash is known. Its sends
- * are kept only while not acknowledged, so that memory does not grow
- * with the file's history; store_verify_resend brings back older ones the cut
- * needs. For a file restore writes it also takes the file's own sha256
- * (agents.sha256, the digest the agent kept of its log) from the same
- * stream: the chunks already prove the bytes; this proves the row agrees
- * with them before the file is renamed into place. */
+ * whether it may be used is decided once its chunks are checked. Its
+ * sends are kept only while not acknowledged, so that memory does not
+ * grow with the file's history; store_verify_resend brings back older
+ * ones the cut needs. */
 static void
 replay_file(struct vrun *v, size_t i, int worker)
 {
 	struct fcheck *f = &v->fc[i];
-	struct sha_ctx *sha = NULL;
 
-	if (f->sink >= 0 && (sha = sha_new()) == NULL) {
-		f->hash_failed = 1;
-		goto out;
-	}
 	/* A replay that fails is store_verify_cut's problem ("unreadable"). */
-	if (replay_into(v, i, worker, NULL, &f->st, sha, f->err,
-	    sizeof(f->err)) == 0) {
+	if (replay_into(v, i, worker, NULL, &f->st, f->err,
+	    sizeof(f->err)) == 0)
 		f->have = 1;
-		if (sha != NULL && sha_final(sha, f->got) < 0)
-			f->hash_failed = 1;
-		else if (sha != NULL)
-			f->hashed = 1;
-	}
-	sha_free(sha);
-out:
-	if (v->handoff)
-		reader_end(v, i);
+	reader_end(v, i);
 }
 
 int
@@ -658,7 +641,7 @@ store_verify_resend(struct vrun *v, size_t i, const struct wm_set *from)
 	struct fcheck *f = &v->fc[i];
 	struct dl_state st;
 
-	if (replay_into(v, i, -1, from, &st, NULL, f->err,
+	if (replay_into(v, i, -1, from, &st, f->err,
 	    sizeof(f->err)) < 0)
 		return -1;
 	dl_state_free(&f->st);
@@ -682,10 +665,7 @@ chunk_task(void *ctx, size_t t, int worker)
 	struct vrun *v = ctx;
 	const struct vtask *task = &v->tasks[v->nfiletasks + t];
 
-	if (v->handoff)
-		offer_chunk(v, task->agent, (size_t)task->chunk, worker);
-	else
-		hash_chunk(v, task->agent, (size_t)task->chunk, worker);
+	offer_chunk(v, task->agent, (size_t)task->chunk, worker);
 }
 
 static void
@@ -697,24 +677,6 @@ any_task(void *ctx, size_t t, int worker)
 		file_task(ctx, t, worker);
 	else
 		chunk_task(ctx, t - v->nfiletasks, worker);
-}
-
-/* Run the tasks. verify runs the replays beside the chunks, in one pass,
- * each chunk read once for both (the handoff): the pool takes its tasks
- * in order, so every replay has started before the first chunk task,
- * and a chunk task that waits for its replay waits on a running one.
- * Restore first reads, checks and writes every chunk, then replays each
- * file from its temp file; its whole-file sha256 is fed by that
- * replay. */
-static void
-run_tasks(struct vrun *v, int restoring)
-{
-	if (!restoring) {
-		store_pool_run(v->ntasks, any_task, v);
-		return;
-	}
-	store_pool_run(v->ntasks - v->nfiletasks, chunk_task, v);
-	store_pool_run(v->nfiletasks, file_task, v);
 }
 
 static int
@@ -772,7 +734,7 @@ report_file(struct vrun *v, size_t i)
 {
 	const struct row_agent *a = &v->rows.agents[i];
 	struct fcheck *f = &v->fc[i];
-	char hex[SHA_HEX_LEN], what[CS_ERR_MAX + 32];
+	char what[CS_ERR_MAX + 32];
 	struct cs_err e;
 	size_t k, nbad = 0;
 
@@ -812,15 +774,6 @@ report_file(struct vrun *v, size_t i)
 		    f->bad[k] == 2 ? "damaged: its object no longer decodes" :
 		    "sha256 mismatch: its bytes no longer hash to its name",
 		    a->chunks[k].sha, what);
-	}
-	if (nbad == 0 && f->hashed) {
-		store_name_hex(v->st, f->got, hex);
-		if (strcmp(hex, a->sha) != 0) {
-			store_vproblem(v,
-			    "agent %s: recorded file sha256 mismatch: "
-			    "expected %s, found %s", a->name, a->sha, hex);
-			nbad++;
-		}
 	}
 	f->ok = nbad == 0;
 }
@@ -1081,15 +1034,19 @@ run(struct store *st, uint64_t id, uint64_t *resolved,
 			rc = -1;
 			goto out;
 		}
-	v.handoff = sinks == NULL;
-	for (i = 0; v.handoff && i < v.rows.nagents; i++)
+	for (i = 0; i < v.rows.nagents; i++)
 		if (v.fc[i].mapped && handoff_init(&v, i) < 0) {
 			cs_errf(e, "out of memory");
 			rc = -1;
 			goto out;
 		}
 	reads0 = atomic_load(&st->nchunk_reads);
-	run_tasks(&v, sinks != NULL);
+	/* The replays run beside the chunks, in one pass, each chunk read
+	 * once for both (the handoff): the pool takes its tasks in order,
+	 * so every replay has started before the first chunk task, and a
+	 * chunk task that waits for its replay waits on a running one.
+	 * Under restore, whoever checks a chunk also writes it. */
+	store_pool_run(v.ntasks, any_task, &v);
 	if (sinks == NULL) {
 		st->vreads = atomic_load(&st->nchunk_reads) - reads0;
 		st->vahead = atomic_load(&v.nahead);
