@@ -159,6 +159,27 @@ open_temp(const char *path, char *tmp, size_t tmpsz, struct cs_err *e)
 	return atomic_tmp_open(path, 0600, tmp, tmpsz, e);
 }
 
+/* A second descriptor of the temp file tmp (open as fd), with O_DIRECT,
+ * for the verified chunks (verify.c's sink_write); -1 where the
+ * filesystem refuses O_DIRECT (tmpfs) or the name no longer names fd's
+ * file: then every chunk is written buffered through fd. */
+static int
+open_direct(const char *tmp, int fd)
+{
+	struct stat a, b;
+	int dfd;
+
+	if ((dfd = open(tmp, O_WRONLY | O_DIRECT | O_NOFOLLOW |
+	    O_CLOEXEC)) < 0)
+		return -1;
+	if (fstat(fd, &a) < 0 || fstat(dfd, &b) < 0 || a.st_dev != b.st_dev ||
+	    a.st_ino != b.st_ino) {
+		close(dfd);
+		return -1;
+	}
+	return dfd;
+}
+
 /* Finishing the temp files, one pool task each: the replay's records
  * after the file's bytes, then fsync (most of the bytes are on their way
  * already) and close. */
@@ -269,7 +290,7 @@ store_restore_agents(struct store *st, uint64_t id, const struct cfg *c,
 	char (*tmp)[PATH_MAX] = NULL, (*err)[CS_ERR_MAX] = NULL;
 	uint64_t *size = NULL;
 	int *rowof = NULL, *fds = NULL, *want = NULL, *made = NULL;
-	int *tfd = NULL;
+	int *tfd = NULL, *dfd = NULL;
 	int i, n, k = 0, rc = -1;
 	size_t j;
 	uint64_t rid;
@@ -288,6 +309,7 @@ store_restore_agents(struct store *st, uint64_t id, const struct cfg *c,
 	rowof = calloc((size_t)c->nagents, sizeof(*rowof));
 	fds = malloc((size_t)c->nagents * sizeof(*fds));
 	tfd = malloc((size_t)c->nagents * sizeof(*tfd));
+	dfd = malloc((size_t)c->nagents * sizeof(*dfd));
 	want = calloc((size_t)c->nagents, sizeof(*want));
 	made = calloc((size_t)c->nagents, sizeof(*made));
 	tmp = calloc((size_t)c->nagents, sizeof(*tmp));
@@ -295,16 +317,17 @@ store_restore_agents(struct store *st, uint64_t id, const struct cfg *c,
 	size = calloc((size_t)c->nagents, sizeof(*size));
 	tails = calloc((size_t)c->nagents, sizeof(*tails));
 	sinks = calloc(r.nagents + 1, sizeof(*sinks));
-	if (rowof == NULL || fds == NULL || tfd == NULL || want == NULL ||
+	if (rowof == NULL || fds == NULL || tfd == NULL || dfd == NULL ||
+	    want == NULL ||
 	    made == NULL || tmp == NULL || err == NULL || size == NULL ||
 	    tails == NULL || sinks == NULL) {
 		cs_errf(e, "out of memory");
 		goto out;
 	}
 	for (i = 0; i < c->nagents; i++)
-		fds[i] = tfd[i] = -1;
+		fds[i] = tfd[i] = dfd[i] = -1;
 	for (j = 0; j < r.nagents; j++)
-		sinks[j].fd = -1;
+		sinks[j].fd = sinks[j].dfd = -1;
 	if (pick_agents(c, only, nonly, want, e) < 0 ||
 	    match_agents(&r, c, rowof, e) < 0 ||
 	    store_check_paths(st, c, e) < 0 ||
@@ -324,12 +347,19 @@ store_restore_agents(struct store *st, uint64_t id, const struct cfg *c,
 		if ((tfd[i] = open_temp(c->agents[i].data, tmp[i],
 		    sizeof(tmp[i]), e)) < 0)
 			goto out;
+		dfd[i] = open_direct(tmp[i], tfd[i]);
 		size[i] = r.agents[rowof[i]].size;
-		sinks[rowof[i]] = (struct vsink){ tfd[i], tmp[i], &tails[i] };
+		sinks[rowof[i]] = (struct vsink){ tfd[i], dfd[i], tmp[i],
+		    &tails[i] };
 	}
 	st->pnested = 1;
 	n = store_verify_restore(st, rid, sinks, fn, ctx, e);
 	st->pnested = 0;
+	for (i = 0; i < c->nagents; i++)
+		if (dfd[i] >= 0) {
+			(void)close(dfd[i]);	/* its writes are done */
+			dfd[i] = -1;
+		}
 	if (n < 0)
 		goto out;
 	if (n > 0) {
@@ -360,6 +390,9 @@ out:
 	for (i = 0; tfd != NULL && i < c->nagents; i++)
 		if (tfd[i] >= 0)
 			close(tfd[i]);
+	for (i = 0; dfd != NULL && i < c->nagents; i++)
+		if (dfd[i] >= 0)
+			close(dfd[i]);
 	for (i = 0; tmp != NULL && i < c->nagents; i++)
 		if (tmp[i][0] != '\0')
 			(void)unlink(tmp[i]);
@@ -368,6 +401,7 @@ out:
 			close(fds[i]);
 	free(fds);
 	free(tfd);
+	free(dfd);
 	free(rowof);
 	free(want);
 	free(made);

@@ -376,6 +376,7 @@ struct fcheck {			/* one agent row's recorded file */
 				 * (NULL: it was) */
 	int sink;		/* under restore: the temp file the verified
 				 * chunks are written to, or -1 */
+	int dsink;		/* sink's file opened O_DIRECT, or -1 */
 	const char *sinkname;
 	atomic_int wfailed;	/* a write to sink failed: werr says how */
 	char werr[CS_ERR_MAX];
@@ -430,6 +431,7 @@ struct vtask {
  * the replay's APPLY/DEAD records for it. */
 struct vsink {
 	int fd;
+	int dfd;		/* the same file, O_DIRECT, or -1 */
 	const char *name;
 	struct wbuf *tail;
 };

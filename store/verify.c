@@ -141,15 +141,29 @@ sink_failed(struct fcheck *f, const char *what)
 		    f->sinkname, what);
 }
 
-/* Write a verified chunk to the restore's temp file, buffered: the
- * bytes stay in the page cache, where the file's replay reads them back
- * once every chunk is done, and their write-back is started at once
- * (sync_file_range, which does not wait for it), so the disk writes
- * while the workers go on hashing and the final fsync has little left
- * to do. 0, or -1 with errno set. */
+/* Write a verified chunk to the restore's temp file. A whole number of
+ * pages at a page offset from a page-aligned buffer (every chunk but a
+ * file's last: chunks are a power of two of at least a page, and the
+ * chunk buffers page-aligned) goes through the O_DIRECT descriptor,
+ * straight from the buffer it was checked in: no copy into the page
+ * cache, no dirty pages left to writeback, and the replay reads the
+ * chunks from memory, not from the temp file. The rest, and a direct
+ * write the filesystem refuses (EINVAL), is written buffered with its
+ * write-back started at once (sync_file_range, which does not wait for
+ * it), so the final fsync has little left to do. 0, or -1 with errno
+ * set. */
 static int
 sink_write(struct fcheck *f, const uint8_t *p, size_t len, uint64_t off)
 {
+	const size_t pg = 4096;
+
+	if (f->dsink >= 0 && len % pg == 0 && off % pg == 0 &&
+	    (uintptr_t)p % pg == 0) {
+		if (pwrite_all(f->dsink, p, len, (off_t)off) == 0)
+			return 0;
+		if (errno != EINVAL)
+			return -1;
+	}
 	if (pwrite_all(f->sink, p, len, (off_t)off) < 0)
 		return -1;
 	(void)sync_file_range(f->sink, (off_t)off, (off_t)len,
@@ -1008,6 +1022,7 @@ run(struct store *st, uint64_t id, uint64_t *resolved,
 	}
 	for (i = 0; i < v.rows.nagents; i++) {
 		v.fc[i].sink = sinks != NULL ? sinks[i].fd : -1;
+		v.fc[i].dsink = v.fc[i].sink >= 0 ? sinks[i].dfd : -1;
 		v.fc[i].sinkname = sinks != NULL ? sinks[i].name : NULL;
 		v.fc[i].tail = sinks != NULL && sinks[i].fd >= 0 ?
 		    sinks[i].tail : NULL;

@@ -1,12 +1,12 @@
 #!/bin/bash
-# Restore writes its temp files through the page cache and the replay
-# reads them back from there: with the blobs in the cache (a verify just
-# read them), a restore reads next to nothing from the disk. It used to
-# write them with O_DIRECT, and the replay then read every byte of them
-# back from the disk. The buffered temp files keep restore's
-# all-or-nothing promise: a restore killed after every chunk was written
-# (none of it fsynced yet) or right after the first rename leaves whole
-# files only, and running it again gives the same files.
+# With the blobs in the page cache (a verify just read them), a restore
+# reads next to nothing from the disk: the replay of each file takes the
+# chunks restore checked from memory (an earlier version read its
+# O_DIRECT temp files back from the disk, every byte). The temp files
+# keep restore's all-or-nothing promise: a restore killed after every
+# chunk was written (none of it fsynced yet) or right after the first
+# rename leaves whole files only, and running it again gives the same
+# files.
 . "$(dirname "$0")/lib.sh"
 
 N=12
@@ -47,7 +47,7 @@ test_expect_success 'setup: A holds 12 values of 1 MiB; one snapshot; a verify r
 	expect_ok verify -r "$REPO" 1
 '
 
-test_expect_success 'restore reads its temp files back from the page cache: almost nothing from the disk; files exact' '
+test_expect_success 'restore with the blobs cached: almost nothing read from the disk; files exact' '
 	size=$(stat -c %s A.data) &&
 	[ "$size" -gt $((N * MIB)) ] &&
 	n=0 &&
@@ -73,7 +73,7 @@ test_expect_success 'the restore in place: the recorded balances; keep its files
 	put_back && as_before
 '
 
-test_expect_success 'killed after every chunk was written (buffered, nothing fsynced): both files as before, the temp files there; the next restore finishes' '
+test_expect_success 'killed after every chunk was written (nothing fsynced): both files as before, the temp files there; the next restore finishes' '
 	put_back &&
 	total=$(( $(nchunks A) + $(nchunks B) )) &&
 	[ "$total" -ge 3 ] &&

@@ -10,7 +10,10 @@
 # killed after some chunks were written changes nothing and the next
 # one finishes the job (with the same bytes, the message applied once);
 # a damaged chunk near the end of A refuses the
-# restore with no file renamed into place and no temp file left.
+# restore with no file renamed into place and no temp file left. The
+# chunks go to the temp files through a second, O_DIRECT descriptor, the
+# last, partial chunk of a file (4096-byte chunks here) and the replay's
+# records buffered: the byte comparisons cover both.
 . "$(dirname "$0")/lib.sh"
 
 export CUTSNAP_CHUNK_SIZE=4096
