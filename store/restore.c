@@ -318,9 +318,8 @@ store_restore_agents(struct store *st, uint64_t id, const struct cfg *c,
 	tails = calloc((size_t)c->nagents, sizeof(*tails));
 	sinks = calloc(r.nagents + 1, sizeof(*sinks));
 	if (rowof == NULL || fds == NULL || tfd == NULL || dfd == NULL ||
-	    want == NULL ||
-	    made == NULL || tmp == NULL || err == NULL || size == NULL ||
-	    tails == NULL || sinks == NULL) {
+	    want == NULL || made == NULL || tmp == NULL || err == NULL ||
+	    size == NULL || tails == NULL || sinks == NULL) {
 		cs_errf(e, "out of memory");
 		goto out;
 	}
@@ -337,10 +336,11 @@ store_restore_agents(struct store *st, uint64_t id, const struct cfg *c,
 	}
 	fault_hold_while();
 	/* One pass: verify reads each chunk once, checks it and writes it to
-	 * its file's temp file; nothing is renamed into place unless the
+	 * its file's temp file (O_DIRECT where it can), and replays the file
+	 * from the checked chunks; nothing is renamed into place unless the
 	 * whole snapshot verified and every temp file is complete and on
-	 * disk. The recorded files stay mapped, not copied: memory holds
-	 * only the APPLY tails. */
+	 * disk. No recorded file is held whole: memory holds a few chunks
+	 * per worker and file, and the APPLY tails. */
 	for (i = 0; i < c->nagents; i++) {
 		if (!want[i])
 			continue;
