@@ -74,11 +74,11 @@ test_expect_success 'restore again, slow: the same bytes, the message not applie
 	no_temps
 '
 
-test_expect_success 'killed after 1, 70 and 140 chunks written: files as before each time; the next restore, slow, gives the same bytes' '
+test_expect_success 'killed after 1, 70 and 140 chunks written, slow: files as before each time; the next restore gives the same bytes' '
 	n=0 &&
 	for k in 1 70 140; do
 		put_live &&
-		CUTSNAP_FAULT=restore-kill-after-chunks:$k \
+		CUTSNAP_FAULT=verify-slow-chunks:3,restore-kill-after-chunks:$k \
 		    expect_exit 99 restore -r "$REPO" "$ID" -c "$CONF" &&
 		as_live &&
 		slow 0 restore -r "$REPO" "$ID" -c "$CONF" &&
