@@ -67,7 +67,7 @@ store_pool_threads(void)
 
 static void
 run(size_t ntasks, void (*fn)(void *ctx, size_t task, int worker),
-    void *ctx, int background, int per_core)
+    void *ctx, int background)
 {
 	pthread_t th[POOL_MAX_THREADS];
 	struct worker_arg wa[POOL_MAX_THREADS];
@@ -80,10 +80,10 @@ run(size_t ntasks, void (*fn)(void *ctx, size_t task, int worker),
 	p.ctx = ctx;
 	p.ntasks = ntasks;
 	atomic_init(&p.next, 0);
-	/* Work that writes with direct I/O (the background copy, restore)
+	/* Background work reads, hashes and writes with direct I/O, which
 	 * blocks its thread until the disk has the bytes: two threads per
 	 * core keep the cores hashing while the others wait on the disk. */
-	n = store_pool_threads() * per_core;
+	n = store_pool_threads() * (background ? 2 : 1);
 	if (n > POOL_MAX_THREADS)
 		n = POOL_MAX_THREADS;
 	if ((size_t)n > ntasks)
@@ -111,19 +111,12 @@ void
 store_pool_run(size_t ntasks, void (*fn)(void *ctx, size_t task, int worker),
     void *ctx)
 {
-	run(ntasks, fn, ctx, 0, 1);
-}
-
-void
-store_pool_run_io(size_t ntasks, void (*fn)(void *ctx, size_t task,
-    int worker), void *ctx)
-{
-	run(ntasks, fn, ctx, 0, 2);
+	run(ntasks, fn, ctx, 0);
 }
 
 void
 store_pool_run_background(size_t ntasks,
     void (*fn)(void *ctx, size_t task, int worker), void *ctx)
 {
-	run(ntasks, fn, ctx, 1, 2);
+	run(ntasks, fn, ctx, 1);
 }
