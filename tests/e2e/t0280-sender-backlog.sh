@@ -110,7 +110,8 @@ test_expect_success 'B started: the backlog arrives exactly once; A stays below 
 # arrive in the middle of batches whose records are not durable yet.
 test_expect_success 'held, released, held and released reversed under load: exactly once' '
 	expect_ok channel -c "$CONF" hold A B &&
-	cs load -c "$CONF" -s 6 -k 32 -a 1 --no-drain --json >load.out 2>load.err &
+	{ cs load -c "$CONF" -s 6 -k 32 -a 1 --no-drain --json >load.out \
+	    2>load.err & } &&
 	LOAD_PID=$! && BG_PIDS="$BG_PIDS $LOAD_PID" &&
 	wait_for 20 eval "[ \"\$(chan queued)\" -gt 20000 ]" &&
 	expect_ok channel -c "$CONF" release A B &&

@@ -78,7 +78,8 @@ test_expect_success 'snapshot -v: all agents joined, then each report, in order'
 test_expect_success 'a script waits for A to report, sees the message in flight, releases' '
 	expect_ok channel -c "$CONF" hold A B &&
 	expect_ok transfer -c "$CONF" A:bal B:bal 10 &&
-	cs snapshot -c "$CONF" -r "$REPO" --initiator B -v >snap.out 2>snap.err &
+	{ cs snapshot -c "$CONF" -r "$REPO" --initiator B -v >snap.out \
+	    2>snap.err & } &&
 	SNAP_PID=$! && BG_PIDS="$BG_PIDS $SNAP_PID" &&
 	wait_for 20 grep -q " A reported (1 of 2)" snap.err &&
 	expect_ok status -c "$CONF" --json &&

@@ -20,7 +20,7 @@ cs () {
 # start_agent NAME: run agent NAME in its namespace, log in run/NAME.log.
 start_agent () {
 	local p
-	mkdir -p "$TEST_DIR/run" &&
+	mkdir -p "$TEST_DIR/run" || return 1
 	ip netns exec "$(ns_of "$1")" setsid "$CUTSNAP" agent -c "$CONF" -n "$1" \
 	    >>"$TEST_DIR/run/$1.log" 2>&1 </dev/null &
 	p=$!

@@ -140,8 +140,8 @@ UP1='' NB1='' NC1=''
 test_expect_success 'setup: hosts A and B, a hub, a relay to the S3 server; the hub reaches it only through the relay' '
 	netns_hosts A B &&
 	rgw=${RGW_URL#http://} &&
-	python3 relay.py "$NS_HUB" 10.77.0.254 "$RELAY_PORT" "${rgw%:*}" "${rgw##*:}" \
-	    >relay.out 2>relay.err &
+	{ python3 relay.py "$NS_HUB" 10.77.0.254 "$RELAY_PORT" "${rgw%:*}" \
+	    "${rgw##*:}" >relay.out 2>relay.err & } &&
 	BG_PIDS="$BG_PIDS $!" &&
 	wait_for 10 grep -q ready relay.out &&
 	ip netns exec "$(ns_of A)" curl -s -o /dev/null -w "%{http_code}" "$RELAY_URL/" | grep -q "^[1-5][0-9][0-9]$" &&
