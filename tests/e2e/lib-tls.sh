@@ -62,6 +62,28 @@ sys.exit(0 if up else 1)
 PY
 }
 
+# --- three agents on loopback ----------------------------------------------
+# tls_loopback_abc: agents A, B, C with addr on 127.0.0.1 (ports in PA,
+# PB, PC), certificates made, started, every channel up (12 ends).
+tls_loopback_abc () {
+	read -r PA PB PC < <(free_ports 3 | paste -sd" ") &&
+	make_tls_config A=127.0.0.1:$PA B=127.0.0.1:$PB C=127.0.0.1:$PC &&
+	expect_ok cert -c "$CONF" &&
+	start_cluster &&
+	wait_for 10 channels_up 12
+}
+
+# s_client OUT ARGS...: openssl s_client to A as the commands' client
+# certificate (TLS 1.3, the chain verified), its output in OUT; stdin
+# stays open for a second so the session's tickets arrive.
+s_client () {
+	local out=$1
+	shift
+	(sleep 1) | timeout 20 openssl s_client -connect "127.0.0.1:$PA" \
+	    -tls1_3 -cert tls/client.crt -key tls/client.key \
+	    -CAfile tls/ca.crt -verify_return_error "$@" >"$out" 2>&1
+}
+
 # --- test hosts: network namespaces joined through a hub -----------------
 # netns_hub: create the hub namespace (cs-hub-PID), where the commands and
 # the coordinator run; every namespace made here is deleted at exit. Skips

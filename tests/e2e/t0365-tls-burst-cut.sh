@@ -73,11 +73,7 @@ PY
 }
 
 test_expect_success 'setup: A, B, C on 127.0.0.1 with TLS; every channel up (12 ends)' '
-	read -r PA PB PC < <(free_ports 3 | paste -sd" ") &&
-	make_tls_config A=127.0.0.1:$PA B=127.0.0.1:$PB C=127.0.0.1:$PC &&
-	expect_ok cert -c "$CONF" &&
-	start_cluster &&
-	wait_for 10 channels_up 12
+	tls_loopback_abc
 '
 
 test_expect_success '32 clients for 8 s, channels reset every 0.3 s: conserved, no failure' '

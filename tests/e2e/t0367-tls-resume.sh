@@ -11,22 +11,8 @@ LOAD=$TEST_DIR/load.json
 
 ge () { [ "$1" -ge "$2" ] || { say "$3: $1, expected at least $2"; return 1; }; }
 
-# s_client OUT [ARG...]: a TLS 1.3 connection to A as "client" that stays
-# up for a second (time for the ticket), its report in OUT.
-s_client () {
-	local out=$1
-	shift
-	(sleep 1) | timeout 20 openssl s_client -connect "127.0.0.1:$PA" \
-	    -tls1_3 -cert tls/client.crt -key tls/client.key \
-	    -CAfile tls/ca.crt -verify_return_error "$@" >"$out" 2>&1
-}
-
 test_expect_success 'setup: A, B, C on 127.0.0.1 with TLS, channels up' '
-	read -r PA PB PC < <(free_ports 3 | paste -sd" ") &&
-	make_tls_config A=127.0.0.1:$PA B=127.0.0.1:$PB C=127.0.0.1:$PC &&
-	expect_ok cert -c "$CONF" &&
-	start_cluster &&
-	wait_for 10 channels_up 12 &&
+	tls_loopback_abc &&
 	set_balances A=1000 B=1000 C=1000
 '
 

@@ -15,16 +15,6 @@ DROPS=6
 # channels_down: how many times the agents logged a channel down.
 channels_down () { cat "$TEST_DIR"/run/*.log | grep -Ec "channel [A-C]>[A-C] down" || true; }
 
-# s_client OUT [ARG...]: a TLS 1.3 connection to A as "client" that stays
-# up for a second, its report in OUT.
-s_client () {
-	local out=$1
-	shift
-	(sleep 1) | timeout 20 openssl s_client -connect "127.0.0.1:$PA" \
-	    -tls1_3 -cert tls/client.crt -key tls/client.key \
-	    -CAfile tls/ca.crt -verify_return_error "$@" >"$out" 2>&1
-}
-
 # drop_client N: the Nth client that completes its handshake with A
 # (verified), then dies (SIGKILL): its connection ends without a
 # close_notify. Fails when the handshake did not complete. (A subshell:
@@ -49,11 +39,7 @@ drop_client () (
 )
 
 test_expect_success 'setup: A, B, C on 127.0.0.1 with TLS, channels up' '
-	read -r PA PB PC < <(free_ports 3 | paste -sd" ") &&
-	make_tls_config A=127.0.0.1:$PA B=127.0.0.1:$PB C=127.0.0.1:$PC &&
-	expect_ok cert -c "$CONF" &&
-	start_cluster &&
-	wait_for 10 channels_up 12 &&
+	tls_loopback_abc &&
 	set_balances A=1000 B=1000 C=1000
 '
 
