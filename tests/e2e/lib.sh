@@ -249,6 +249,14 @@ expect_eq () {
 	return 1
 }
 
+# no_temps: no restore temp file (*.data.tmp.*) beside the data files in
+# the current directory.
+no_temps () {
+	local n
+	n=$(find . -maxdepth 1 -name "*.data.tmp.*" | wc -l)
+	[ "$n" = 0 ] || { say "$n temp files left"; ls -la; return 1; }
+}
+
 # wait_for SECONDS CMD...: poll CMD (every 0.1 s) until it succeeds; fail
 # once SECONDS have passed.
 wait_for () {

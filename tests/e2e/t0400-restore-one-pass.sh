@@ -31,12 +31,6 @@ fill () {
 as_before () { cmp A.data A.old && cmp B.data B.old; }
 # restored: both data files are the ones the first restore wrote.
 restored () { cmp A.data A.new && cmp B.data B.new; }
-# no_temps: no temp file beside the data files.
-no_temps () {
-	local n
-	n=$(find . -maxdepth 1 -name "*.data.tmp.*" | wc -l)
-	[ "$n" = 0 ] || { say "$n temp files left"; ls -la; return 1; }
-}
 # ge N MIN WHAT: N >= MIN.
 ge () { [ "$1" -ge "$2" ] || { say "$3: $1, expected at least $2"; return 1; }; }
 # put_back: the data files from before any restore.

@@ -19,12 +19,6 @@ restore_io () {
 	bash -c '"$@" >/dev/null 2>&1 || exit 1; awk -v k="$0:" "\$1 == k { print \$2 }" /proc/$$/io' \
 	    "$2" "$CUTSNAP" restore -r "$REPO" 1 -c "$1"
 }
-# no_temps: no temp file beside the data files in the current directory.
-no_temps () {
-	local n
-	n=$(find . -maxdepth 1 -name "*.data.tmp.*" | wc -l)
-	[ "$n" = 0 ] || { say "$n temp files left"; ls -la; return 1; }
-}
 as_before () { cmp A.data A.old && cmp B.data B.old; }
 restored () { cmp A.data A.new && cmp B.data B.new; }
 put_back () { cp A.old A.data && cp B.old B.data; }

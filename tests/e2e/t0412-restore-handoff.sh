@@ -28,11 +28,6 @@ is_prefix () {
 	[ "$(stat -c %s "$2")" -ge "$1" ] &&
 	    head -c "$1" "$3" | cmp - <(head -c "$1" "$2")
 }
-no_temps () {
-	local n
-	n=$(find . -maxdepth 1 -name "*.data.tmp.*" | wc -l)
-	[ "$n" = 0 ] || { say "$n temp files left"; ls -la; return 1; }
-}
 as_live () { cmp A.data A.live && cmp B.data B.live; }
 as_first () { cmp A.data A.first && cmp B.data B.first; }
 put_live () { cp A.live A.data && cp B.live B.data; }
