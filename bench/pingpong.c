@@ -15,7 +15,14 @@
  * listens on PINGPONG_ADDR ("HOST:PORT" where a "%d" stands for I;
  * default 127.0.0.1, port 17400 + I), inside the network namespace
  * PINGPONG_NETNS (a file such as /run/netns/NAME, "%d" standing for I)
- * when that is set. */
+ * when that is set.
+ *
+ * PINGPONG_SPREAD=1 gives each client a connection to every server, as
+ * "cutsnap load" does, and sends each request on one of them at random
+ * (a client still has one request outstanding). PINGPONG_CPU=FILE writes
+ * to FILE the CPU microseconds per round trip of the timed part (set-up
+ * and handshakes left out): "ALL CLIENTS SERVERS", the clients' threads
+ * from their CPU clocks, the servers from /proc. */
 #include <sys/epoll.h>
 #include <sys/socket.h>
 #include <sys/un.h>
@@ -44,7 +51,9 @@
 #define MAX_EVENTS 64
 
 static double secs;
-static int nclients, nservers, nthreads;
+static int nclients, nservers, nthreads, spread;
+/* The clients wait here once connected; main reads the servers' CPU. */
+static pthread_barrier_t connected;
 static char sock_dir[80];
 /* TLS mode: the contexts (NULL over Unix sockets) and each fd's TLS. */
 static SSL_CTX *srv_ctx, *cli_ctx;
@@ -269,59 +278,153 @@ serve(int lfd)
 struct worker {
 	int first, count;	/* its clients */
 	long trips;
+	double cpu_s;		/* its thread's CPU in the timed part */
 	int failed;
 };
+
+static double
+thread_cpu_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* Utime + stime of process pid, in seconds (0 if unreadable). */
+static double
+proc_cpu_s(pid_t pid)
+{
+	char path[64], buf[1024], *p;
+	unsigned long ut = 0, st = 0;
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	if ((fd = open(path, O_RDONLY)) == -1)
+		return 0;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return 0;
+	buf[n] = '\0';
+	/* Fields 14 and 15, counted after the command name's ')'. */
+	if ((p = strrchr(buf, ')')) == NULL || sscanf(p + 2,
+	    "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu",
+	    &ut, &st) != 2)
+		return 0;
+	return (double)(ut + st) / (double)sysconf(_SC_CLK_TCK);
+}
+
+/* One connection of a client to server s: TCP + TLS, or a Unix socket.
+ * The fd, or -1. */
+static int
+client_conn(int s)
+{
+	struct sockaddr_un sa;
+	struct sockaddr_in sin;
+	int fd;
+
+	if (cli_ctx != NULL) {
+		if (tcp_addr(s, &sin) == -1 ||
+		    (fd = socket(AF_INET, SOCK_STREAM, 0)) == -1)
+			return -1;
+		if (connect(fd, (struct sockaddr *)&sin, sizeof(sin)) == -1 ||
+		    tls_start(fd, 0) == -1) {
+			xclose(fd);
+			return -1;
+		}
+		return fd;
+	}
+	sock_path(s, &sa);
+	if ((fd = socket(AF_UNIX, SOCK_STREAM, 0)) == -1)
+		return -1;
+	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == -1) {
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
 
 static void *
 client_thread(void *arg)
 {
 	struct worker *w = arg;
 	struct epoll_event ev, evs[MAX_EVENTS];
-	struct sockaddr_un sa;
-	struct sockaddr_in sin;
 	char buf[MSG];
-	double t0;
-	int ep, i, k, fd, c;
+	/* Client j (of this thread) holds fds[j * per + s] to server s (or
+	 * per = 1: its one server) and waits on cur[j]. */
+	int per = spread ? nservers : 1;
+	int *fds = calloc((size_t)w->count * (size_t)per, sizeof(int));
+	int *cur = calloc((size_t)w->count, sizeof(int));
+	unsigned rng = 2463534242u + (unsigned)w->first;
+	double t0, c0;
+	int ep = -1, i, k, j, s, fd, ok = 0;
 
 	memset(buf, 'p', sizeof(buf));
-	if ((ep = epoll_create1(0)) == -1)
-		goto fail;
-	for (c = w->first; c < w->first + w->count; c++) {
-		if (cli_ctx != NULL) {
-			if (tcp_addr(c % nservers, &sin) == -1 ||
-			    (fd = socket(AF_INET, SOCK_STREAM, 0)) == -1 ||
-			    connect(fd, (struct sockaddr *)&sin,
-			    sizeof(sin)) == -1 || tls_start(fd, 0) == -1)
-				goto fail;
-		} else {
-			sock_path(c % nservers, &sa);
-			if ((fd = socket(AF_UNIX, SOCK_STREAM, 0)) == -1 ||
-			    connect(fd, (struct sockaddr *)&sa,
-			    sizeof(sa)) == -1)
-				goto fail;
+	if (fds == NULL || cur == NULL ||
+	    (ep = epoll_create1(0)) == -1)
+		goto connected;
+	for (j = 0; j < w->count * per; j++)
+		fds[j] = -1;
+	for (j = 0; j < w->count; j++) {
+		for (s = 0; s < per; s++) {
+			fd = client_conn(spread ? s : (w->first + j) %
+			    nservers);
+			if (fd == -1)
+				goto connected;
+			fds[j * per + s] = fd;
+			ev.events = EPOLLIN;
+			ev.data.u64 = (uint64_t)(j * per + s);
+			if (epoll_ctl(ep, EPOLL_CTL_ADD, fd, &ev) == -1)
+				goto connected;
 		}
-		ev.events = EPOLLIN;
-		ev.data.fd = fd;
-		if (epoll_ctl(ep, EPOLL_CTL_ADD, fd, &ev) == -1 ||
-		    xwrite(fd, buf, MSG) != MSG)
+	}
+	ok = 1;
+connected:
+	pthread_barrier_wait(&connected);
+	if (!ok)
+		goto fail;
+	c0 = thread_cpu_s();
+	t0 = now_s();
+	for (j = 0; j < w->count; j++) {
+		rng ^= rng << 13; rng ^= rng >> 17; rng ^= rng << 5;
+		cur[j] = spread ? (int)(rng % (unsigned)nservers) : 0;
+		if (xwrite(fds[j * per + cur[j]], buf, MSG) != MSG)
 			goto fail;
 	}
-	t0 = now_s();
 	while (now_s() - t0 < secs) {
 		k = epoll_wait(ep, evs, MAX_EVENTS, 1000);
 		if (k <= 0)
 			goto fail;
 		for (i = 0; i < k; i++) {
-			fd = evs[i].data.fd;
-			if (read_msg(fd, buf) == -1 ||
-			    xwrite(fd, buf, MSG) != MSG)
+			j = (int)(evs[i].data.u64 / (uint64_t)per);
+			s = (int)(evs[i].data.u64 % (uint64_t)per);
+			/* Input where no request waits: the server failed. */
+			if (s != cur[j] || read_msg(fds[j * per + s], buf) == -1)
 				goto fail;
 			w->trips++;
+			if (spread) {
+				rng ^= rng << 13; rng ^= rng >> 17;
+				rng ^= rng << 5;
+				cur[j] = (int)(rng % (unsigned)nservers);
+			}
+			if (xwrite(fds[j * per + cur[j]], buf, MSG) != MSG)
+				goto fail;
 		}
 	}
-	return NULL;
+	w->cpu_s = thread_cpu_s() - c0;
+	goto out;
 fail:
 	w->failed = 1;
+out:
+	for (j = 0; fds != NULL && j < w->count * per; j++)
+		if (fds[j] != -1)
+			xclose(fds[j]);
+	if (ep != -1)
+		close(ep);
+	free(fds);
+	free(cur);
 	return NULL;
 }
 
@@ -365,6 +468,9 @@ main(int argc, char **argv)
 	pthread_t *tids = NULL;
 	pid_t *pids = NULL;
 	const char *tls_dir = getenv("PINGPONG_TLS");
+	const char *cpu_file = getenv("PINGPONG_CPU");
+	double cli_cpu = 0, srv_cpu = 0;
+	FILE *f;
 	double t0, t1;
 	long trips = 0;
 	int i, lfd, rc = 1, started = 0, ready[2];
@@ -382,6 +488,8 @@ main(int argc, char **argv)
 	}
 	if (nthreads > nclients)
 		nthreads = nclients;
+	spread = getenv("PINGPONG_SPREAD") != NULL &&
+	    strcmp(getenv("PINGPONG_SPREAD"), "1") == 0;
 	snprintf(sock_dir, sizeof(sock_dir), "%s", argv[1]);
 	signal(SIGPIPE, SIG_IGN);
 	if ((pids = calloc((size_t)nservers, sizeof(*pids))) == NULL ||
@@ -422,27 +530,53 @@ main(int argc, char **argv)
 		ws[i].first = nclients * i / nthreads;
 		ws[i].count = nclients * (i + 1) / nthreads - ws[i].first;
 	}
-	t0 = now_s();
+	/* The clock (and the CPU count) starts once every client is
+	 * connected: handshakes are not round trips. */
+	if (pthread_barrier_init(&connected, NULL,
+	    (unsigned)nthreads + 1) != 0)
+		goto out;
 	for (i = 0; i < nthreads; i++) {
-		if (pthread_create(&tids[i], NULL, client_thread, &ws[i]) != 0)
-			break;
+		if (pthread_create(&tids[i], NULL, client_thread,
+		    &ws[i]) != 0) {
+			/* The others wait at the barrier: exit with them. */
+			fprintf(stderr, "pingpong: pthread_create failed\n");
+			goto out;
+		}
 		started++;
 	}
+	pthread_barrier_wait(&connected);
+	for (i = 0; i < nservers; i++)
+		srv_cpu -= proc_cpu_s(pids[i]);
+	t0 = now_s();
 	for (i = 0; i < started; i++)
 		pthread_join(tids[i], NULL);
 	t1 = now_s();
+	for (i = 0; i < nservers; i++)
+		srv_cpu += proc_cpu_s(pids[i]);
 	for (i = 0; i < started; i++) {
 		if (ws[i].failed) {
 			fprintf(stderr, "pingpong: a client failed\n");
 			goto out;
 		}
 		trips += ws[i].trips;
+		cli_cpu += ws[i].cpu_s;
 	}
 	if (started < nthreads || trips == 0) {
 		fprintf(stderr, "pingpong: no round trip measured\n");
 		goto out;
 	}
 	printf("%.0f\n", (double)trips / (t1 - t0));
+	if (cpu_file != NULL) {
+		if ((f = fopen(cpu_file, "w")) == NULL ||
+		    fprintf(f, "%.2f %.2f %.2f\n",
+		    (cli_cpu + srv_cpu) * 1e6 / (double)trips,
+		    cli_cpu * 1e6 / (double)trips,
+		    srv_cpu * 1e6 / (double)trips) < 0 ||
+		    fclose(f) != 0) {
+			perror(cpu_file);
+			goto out;
+		}
+	}
 	rc = 0;
 out:
 	for (i = 0; pids != NULL && i < nservers; i++) {
