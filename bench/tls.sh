@@ -14,7 +14,10 @@
 # machine that is busier for a while slows both alike. Besides the wall
 # figure each row shows the CPU time per transfer of the agents (their
 # utime + stime from /proc) and of the load client (its user + sys), the
-# figure that tells where a difference comes from on a busy machine.
+# figure that tells where a difference comes from on a busy machine. The
+# transfers/s row's floor comes from the CPU per round trip of two
+# ping-pongs shaped like load, over TLS and over Unix sockets (see
+# tls_rows).
 
 # free_ports N (tests/ports.sh): N free TCP ports on 127.0.0.1.
 . "$(dirname "${BASH_SOURCE[0]}")/../tests/ports.sh"
