@@ -206,23 +206,20 @@ req_transfer(struct agent *a, struct conn *c, struct rbuf *r)
 		    a->out[d].why);
 		return;
 	}
-	cs_printable(sk, skl, kp, sizeof(kp),
-	    CS_PRINT_ASCII | CS_PRINT_ELLIPSIS);
-	if (dl_int_add(st(a), sk, skl, 0, cur, &have, &e) == -1) {
-		agent_conn_replyf(a, c, REPLY_FAIL, "%s:%s: %s", a->name, kp,
-		    e.msg);
-		return;
-	}
-	if (have < n) {
-		agent_conn_replyf(a, c, REPLY_FAIL,
-		    "insufficient funds: %s:%s is %lld, "
-		    "transfer needs %lld", a->name, kp, (long long)have,
-		    (long long)n);
-		return;
-	}
-	if (dl_int_add(st(a), sk, skl, -n, nv, &left, &e) == -1) {
-		agent_conn_replyf(a, c, REPLY_FAIL, "%s:%s: %s", a->name, kp,
-		    e.msg);
+	/* One lookup for the common case: the debit itself. Only when it
+	 * fails or goes below 0 is the balance read again, for the error
+	 * (as n > 0, have - n overflows only when have < n). */
+	if (dl_int_add(st(a), sk, skl, -n, nv, &left, &e) == -1 || left < 0) {
+		cs_printable(sk, skl, kp, sizeof(kp),
+		    CS_PRINT_ASCII | CS_PRINT_ELLIPSIS);
+		if (dl_int_add(st(a), sk, skl, 0, cur, &have, &e) == -1)
+			agent_conn_replyf(a, c, REPLY_FAIL, "%s:%s: %s",
+			    a->name, kp, e.msg);
+		else
+			agent_conn_replyf(a, c, REPLY_FAIL,
+			    "insufficient funds: %s:%s is %lld, "
+			    "transfer needs %lld", a->name, kp,
+			    (long long)have, (long long)n);
 		return;
 	}
 	wbuf_init(&msg);

@@ -770,6 +770,28 @@ parse_i64(const uint8_t *p, size_t n, int64_t *out)
 	return 0;
 }
 
+/* v in decimal into out (at least 21 bytes), NUL-terminated, as "%" PRId64
+ * prints it; returns its length. Every transfer formats two balances:
+ * snprintf's format parsing cost more than the digits. */
+static size_t
+fmt_i64(char *out, int64_t v)
+{
+	char tmp[20];
+	uint64_t u = v < 0 ? (uint64_t)0 - (uint64_t)v : (uint64_t)v;
+	size_t n = 0, i = 0;
+
+	do {
+		tmp[n++] = (char)('0' + u % 10);
+		u /= 10;
+	} while (u != 0);
+	if (v < 0)
+		out[i++] = '-';
+	while (n > 0)
+		out[i++] = tmp[--n];
+	out[i] = '\0';
+	return i;
+}
+
 /* A printable rendering of a key for error messages, cut at 60 bytes. */
 static void
 key_label(const void *key, size_t klen, char out[64])
@@ -803,7 +825,7 @@ dl_int_add(const struct dl_state *st, const void *key, size_t klen,
 		return cs_errf(e, "integer overflow: %" PRId64 " + %" PRId64
 		    " (key '%s')", cur, delta, label);
 	}
-	snprintf(out, 24, "%" PRId64, sum);
+	fmt_i64(out, sum);
 	if (result != NULL)
 		*result = sum;
 	return 0;
@@ -839,10 +861,9 @@ dl_credit(const struct dl_state *st, const char *src, uint64_t seq,
 	} else if (__builtin_add_overflow(cur, m.amount, &sum)) {
 		out->code = DL_DEAD_OVERFLOW;
 	} else {
-		snprintf(buf->val, sizeof(buf->val), "%" PRId64, sum);
 		out->type = DL_APPLY;
 		out->val = (const uint8_t *)buf->val;
-		out->vlen = strlen(buf->val);
+		out->vlen = fmt_i64(buf->val, sum);
 		return 0;
 	}
 	out->type = DL_DEAD;
