@@ -1002,6 +1002,20 @@ dl_encode_put_head(struct wbuf *out, const struct dl_record *r)
 	buf_le32_put(p + 4, dl_rec_crc(p + DL_REC_HDR_LEN, len));
 }
 
+uint32_t
+dl_put_head_crc(const uint8_t *key, size_t klen, size_t vlen)
+{
+	uint8_t b[5];
+	uint32_t crc;
+
+	b[0] = DL_PUT;
+	buf_le32_put(b + 1, (uint32_t)klen);
+	crc = dl_rec_crc(b, sizeof(b));
+	crc = dl_rec_crc_more(crc, key, klen);
+	buf_le32_put(b, (uint32_t)vlen);
+	return dl_rec_crc_more(crc, b, 4);
+}
+
 /* n raw bytes at the reader's position, or NULL (and rb->err). */
 static const uint8_t *
 raw_field(struct rbuf *rb, size_t n)

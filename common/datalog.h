@@ -131,6 +131,16 @@ struct dl_record {
 				 * generation */
 	uint64_t gen_prev;	/* GEN: the old file's length at the start */
 	uint64_t gen_time;	/* GEN: unix time of the rewrite */
+	/* PUT from a file (val NULL): the value's vlen bytes are at offset
+	 * 0 of vsrc->fd, vsrc->crc the record's checksum over them
+	 * (dl_put_head_crc continued over the value as it arrived). Only
+	 * for a live data file (datalog_append), vlen > DL_INLINE_MAX. */
+	const struct dl_vsrc *vsrc;
+};
+
+struct dl_vsrc {
+	int fd;
+	uint32_t crc;
 };
 
 /* A dead letter: a credit consumed without being applied. */
@@ -281,6 +291,12 @@ void dl_encode(struct wbuf *out, const struct dl_record *r);
  * record header only: the writer continues it over the value
  * (dl_rec_crc_more) and stores the result there (le32, at offset 4). */
 void dl_encode_put_head(struct wbuf *out, const struct dl_record *r);
+/* The checksum dl_encode_put_head stores for a PUT of key[0, klen) and
+ * a value of vlen bytes: the head's bytes after the record header. The
+ * head is the type byte and then exactly a W_REQ_PUT frame's payload up
+ * to its value, so the record's checksum is this continued
+ * (dl_rec_crc_more) over the value's bytes as they arrive. */
+uint32_t dl_put_head_crc(const uint8_t *key, size_t klen, size_t vlen);
 /* The record checksum of the bytes before p and then p[0, n), crc being
  * that of the bytes before (0 for none). */
 uint32_t dl_rec_crc_more(uint32_t crc, const uint8_t *p, size_t n);

@@ -54,6 +54,8 @@
 /* After a flush, keep the staging buffer only if it is no larger than
  * this (a huge PUT grows it once). */
 #define DL_PEND_KEEP (2u << 20)
+/* A value appended from a file is copied in pieces of this size. */
+#define DL_COPY_PIECE (256u << 10)
 
 struct datalog {
 	int fd;			/* O_RDWR, flock'ed exclusively */
@@ -272,6 +274,38 @@ write_failed(struct datalog *dl, struct cs_err *e)
 	return -1;
 }
 
+/* Feed p[0, n), just written at the file's end, to the running hashes;
+ * a failure leaves them behind the file for good. */
+static int
+hash_appended(struct datalog *dl, const uint8_t *p, size_t n,
+    struct cs_err *e)
+{
+	if (sha_update(dl->sha, p, n) == -1 ||
+	    chunkhash_update(dl->chunks, p, n) == -1) {
+		dl->failed = 1;
+		return cs_errf(e, "sha256 failed");
+	}
+	return 0;
+}
+
+/* PUT record r of n bytes (its head and value) is in the file at
+ * dl->written and hashed: make it part of the log and the state. */
+static int
+put_written(struct datalog *dl, const struct dl_record *r, uint64_t n,
+    struct cs_err *e)
+{
+	struct cs_err why;
+
+	dl->st.rec_off = dl->end;
+	dl->end += n;
+	dl->written = dl->need = dl->end;
+	if (dl_state_apply(&dl->st, r, &why) == -1) {
+		dl->failed = 1;
+		return cs_errf(e, "data file %s: %s", dl->path, why.msg);
+	}
+	return 0;
+}
+
 /* Append PUT record r, whose value is at least DL_PEND_MAX bytes,
  * straight from the caller's value (a put's receive buffer) to the file:
  * the staged records first, then the record's head and its value, with
@@ -281,7 +315,6 @@ static int
 append_large_put(struct datalog *dl, const struct dl_record *r,
     struct cs_err *e)
 {
-	struct cs_err why;
 	struct wbuf head;
 	int rc = -1;
 
@@ -301,24 +334,72 @@ append_large_put(struct datalog *dl, const struct dl_record *r,
 		write_failed(dl, e);
 		goto out;
 	}
-	if (sha_update(dl->sha, head.data, head.len) == -1 ||
-	    sha_update(dl->sha, r->val, r->vlen) == -1 ||
-	    chunkhash_update(dl->chunks, head.data, head.len) == -1 ||
-	    chunkhash_update(dl->chunks, r->val, r->vlen) == -1) {
-		dl->failed = 1;
-		cs_errf(e, "sha256 failed");
+	if (hash_appended(dl, head.data, head.len, e) == -1 ||
+	    hash_appended(dl, r->val, r->vlen, e) == -1)
 		goto out;
-	}
-	dl->st.rec_off = dl->end;
-	dl->end += head.len + r->vlen;
-	dl->written = dl->need = dl->end;
-	if (dl_state_apply(&dl->st, r, &why) == -1) {
-		dl->failed = 1;
-		cs_errf(e, "data file %s: %s", dl->path, why.msg);
-		goto out;
-	}
-	rc = 0;
+	rc = put_written(dl, r, head.len + r->vlen, e);
 out:
+	wbuf_free(&head);
+	return rc;
+}
+
+/* Append PUT record r whose value lies in the file r->vsrc->fd (a put
+ * spooled as it arrived, its checksum computed then): as
+ * append_large_put, with the value copied in DL_COPY_PIECE pieces, each
+ * hashed as it goes to the file, so that the value is never whole in
+ * memory. The bytes have to pass through memory for the running SHA-256
+ * and chunk hashes anyway, so copy_file_range would only add a read. */
+static int
+append_put_file(struct datalog *dl, const struct dl_record *r,
+    struct cs_err *e)
+{
+	struct wbuf head;
+	uint8_t *buf = NULL;
+	uint64_t pos = 0, at;
+	size_t n;
+	int rc = -1;
+
+	wbuf_init(&head);
+	if (!dl->st.by_ref || r->vlen <= DL_INLINE_MAX) {
+		cs_errf(e, "a value from a file is for large values only");
+		goto out;
+	}
+	if (datalog_flush(dl, e) == -1)
+		goto out;
+	dl_encode_put_head(&head, r);
+	if (head.oom || (buf = malloc(DL_COPY_PIECE)) == NULL) {
+		cs_errf(e, "out of memory");
+		goto out;
+	}
+	buf_le32_put(head.data + 4, r->vsrc->crc);
+	if (pwrite_all(dl->fd, head.data, head.len, (off_t)dl->written) == -1) {
+		write_failed(dl, e);
+		goto out;
+	}
+	if (hash_appended(dl, head.data, head.len, e) == -1)
+		goto out;
+	at = dl->written + head.len;
+	while (pos < r->vlen) {
+		n = r->vlen - pos < DL_COPY_PIECE ? (size_t)(r->vlen - pos) :
+		    DL_COPY_PIECE;
+		if (fs_pread_all(r->vsrc->fd, buf, n, (off_t)pos) == -1) {
+			/* The hashes have seen the head: no way back. */
+			cs_errno(e, "read a spooled value for %s", dl->path);
+			dl->failed = 1;
+			(void)ftruncate(dl->fd, (off_t)dl->written);
+			goto out;
+		}
+		if (pwrite_all(dl->fd, buf, n, (off_t)(at + pos)) == -1) {
+			write_failed(dl, e);
+			goto out;
+		}
+		if (hash_appended(dl, buf, n, e) == -1)
+			goto out;
+		pos += n;
+	}
+	rc = put_written(dl, r, head.len + r->vlen, e);
+out:
+	free(buf);
 	wbuf_free(&head);
 	return rc;
 }
@@ -335,6 +416,8 @@ datalog_append(struct datalog *dl, const struct dl_record *r,
 		return refuse_failed(dl, e);
 	if (dl_state_check(&dl->st, r, e) == -1)
 		return -1;
+	if (r->type == DL_PUT && r->vsrc != NULL)
+		return append_put_file(dl, r, e);
 	if (r->type == DL_PUT && r->vlen >= DL_PEND_MAX)
 		return append_large_put(dl, r, e);
 	dl_encode(&dl->pend, r);
@@ -457,6 +540,17 @@ dl_read_at(int fd, const char *what, uint64_t off, size_t n, uint8_t **out,
 	return 0;
 }
 
+/* ent is a value kept by reference inside the log: 0, or -1 with e set. */
+static int
+value_ref_check(const struct datalog *dl, const struct kv_entry *ent,
+    struct cs_err *e)
+{
+	if (ent->val != NULL || ent->voff > dl->end ||
+	    ent->vlen > dl->end - ent->voff)
+		return cs_errf(e, "%s: value reference out of range", dl->path);
+	return 0;
+}
+
 int
 datalog_read_value(const struct datalog *dl, const struct kv_entry *ent,
     uint8_t **out, struct cs_err *e)
@@ -478,9 +572,8 @@ int
 datalog_read_value_to(const struct datalog *dl, const struct kv_entry *ent,
     uint8_t *dst, struct cs_err *e)
 {
-	if (ent->val != NULL || ent->voff > dl->end ||
-	    ent->vlen > dl->end - ent->voff)
-		return cs_errf(e, "%s: value reference out of range", dl->path);
+	if (value_ref_check(dl, ent, e) == -1)
+		return -1;
 	if (ent->voff >= dl->written) {	/* still staged (a record is never
 					 * split between file and memory) */
 		memcpy(dst, dl->pend.data + (ent->voff - dl->written),
@@ -490,6 +583,20 @@ datalog_read_value_to(const struct datalog *dl, const struct kv_entry *ent,
 	if (ent->vlen > 0 && fs_pread_all(dl->fd, dst, ent->vlen,
 	    (off_t)ent->voff) == -1)
 		return cs_errno(e, "read %s", dl->path);
+	return 0;
+}
+
+int
+datalog_value_fd(const struct datalog *dl, const struct kv_entry *ent,
+    int *fd, struct cs_err *e)
+{
+	*fd = -1;
+	if (value_ref_check(dl, ent, e) == -1)
+		return -1;
+	if (ent->voff >= dl->written)
+		return 0;	/* still staged */
+	if ((*fd = fcntl(dl->fd, F_DUPFD_CLOEXEC, 0)) == -1)
+		return cs_errno(e, "dup %s", dl->path);
 	return 0;
 }
 

@@ -51,6 +51,12 @@ int datalog_read_value(const struct datalog *dl, const struct kv_entry *ent,
 /* The same into dst, which holds ent->vlen bytes. */
 int datalog_read_value_to(const struct datalog *dl,
     const struct kv_entry *ent, uint8_t *dst, struct cs_err *e);
+/* A descriptor of its own (close it) in *fd on the data file as it is,
+ * from which the value of ent (val == NULL) can be read at ent->voff for
+ * as long as it stays open, even after a compaction switched files; *fd
+ * is -1 while the value is still staged in memory. 0, or -1 with e set. */
+int datalog_value_fd(const struct datalog *dl, const struct kv_entry *ent,
+    int *fd, struct cs_err *e);
 /* Start offset of the record appended last (a record boundary). */
 uint64_t datalog_last_off(const struct datalog *dl);
 /* Read the SEND records (the refunds of RESOLVE records, the KEPT

@@ -16,6 +16,7 @@
 
 #include "../../common/datalog.h"
 #include "../../common/dlfile.h"
+#include "../../common/fsutil.h"
 #include "../../common/sha.h"
 #include "unit.h"
 
@@ -180,6 +181,79 @@ torn_large_record_is_cut(void **state)
 	datalog_close(dl);
 }
 
+/* A PUT appended from a file (a spooled put, its checksum computed as
+ * the value arrived) writes the same bytes as one from memory: the same
+ * record, so the same file, hash and state; a reopen accepts it; and the
+ * value reads back through datalog_value_fd. Sizes around a copy piece. */
+static void
+put_from_file_is_the_same_record(void **state)
+{
+	static const size_t sizes[] = { DL_INLINE_MAX + 1, 256u << 10,
+	    (256u << 10) + 1, 3u << 20 };
+	static uint8_t v[3u << 20], got[3u << 20];
+	const struct kv_entry *ent;
+	struct dl_record r = { .type = DL_PUT };
+	struct dl_vsrc src;
+	struct datalog *dl;
+	struct cs_err e;
+	uint8_t a[SHA_LEN], b[SHA_LEN];
+	char path[600];
+	unsigned i, round;
+	int fd, vfd;
+
+	(void)state;
+	snprintf(path, sizeof(path), "%s.spool", unit_data);
+	for (i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
+		fill(v, sizes[i], i);
+		for (round = 0; round < 2; round++) {
+			unlink(unit_data);
+			assert_int_equal(datalog_open(unit_data, &dl, &e), 0);
+			put(dl, "before", (const uint8_t *)"x", 1);
+			if (round == 0) {
+				put(dl, "k", v, sizes[i]);
+			} else {
+				assert_true((fd = open(path, O_RDWR | O_CREAT |
+				    O_TRUNC, 0600)) >= 0);
+				assert_int_equal(pwrite_all(fd, v, sizes[i], 0),
+				    0);
+				src.fd = fd;
+				src.crc = dl_rec_crc_more(dl_put_head_crc(
+				    (const uint8_t *)"k", 1, sizes[i]), v,
+				    sizes[i]);
+				r.key = (const uint8_t *)"k";
+				r.klen = 1;
+				r.vlen = sizes[i];
+				r.vsrc = &src;
+				if (datalog_append(dl, &r, &e) == -1)
+					fail_msg("append from a file: %s", e.msg);
+				close(fd);
+				unlink(path);
+			}
+			put(dl, "after", (const uint8_t *)"y", 1);
+			check_value(dl, "k", v, sizes[i], 1);
+			assert_int_equal(datalog_flush(dl, &e), 0);
+			assert_int_equal(datalog_prefix_sha(dl,
+			    round == 0 ? a : b), 0);
+			assert_non_null(ent = kvmap_entry(datalog_state(dl)->kv,
+			    "k", 1));
+			assert_int_equal(datalog_value_fd(dl, ent, &vfd, &e), 0);
+			assert_true(vfd >= 0);
+			assert_int_equal(fs_pread_all(vfd, got, sizes[i],
+			    (off_t)ent->voff), 0);
+			assert_memory_equal(got, v, sizes[i]);
+			close(vfd);
+			expect_prefix_sha_is_file_sha(dl);
+			assert_int_equal(datalog_sync(dl, &e), 0);
+			datalog_close(dl);
+			assert_int_equal(datalog_open(unit_data, &dl, &e), 0);
+			assert_int_equal(datalog_cut_bytes(dl), 0);
+			check_value(dl, "k", v, sizes[i], 1);
+			datalog_close(dl);
+		}
+		assert_memory_equal(a, b, SHA_LEN);
+	}
+}
+
 /* Offline replays (verify, restore, dump) keep every value in memory. */
 static void
 offline_replay_keeps_values_inline(void **state)
@@ -222,6 +296,7 @@ main(void)
 		cmocka_unit_test(large_values_stay_on_disk_across_reopen),
 		cmocka_unit_test(torn_large_record_is_cut),
 		cmocka_unit_test(offline_replay_keeps_values_inline),
+		cmocka_unit_test(put_from_file_is_the_same_record),
 	};
 
 	return cmocka_run_group_tests(tests, unit_setup_data, unit_teardown);
