@@ -89,6 +89,13 @@ struct conn {
 	char cn[NAME_MAX_LEN + 8];	/* accepted: the peer's CN */
 	int in_dirty;		/* in agent.dirty */
 	int in_tlsp;		/* in agent.tlsp */
+	/* Large values (bigval.c): a put's value being spooled, whose
+	 * frame's head was consumed from in; a get's value being sent from
+	 * the data file, its bytes due at offset vs_at of out (input waits
+	 * meanwhile: one at a time). */
+	struct spool *sp;
+	struct vstream *vs;
+	size_t vs_at;
 	struct conn *next;
 };
 
@@ -305,6 +312,27 @@ int agent_conn_hs_timeout(struct agent *a, int64_t now);
 /* Read what TLS holds decrypted (epoll cannot see it); 1 if some is
  * still held after that (budget), so the loop must not sleep. */
 int agent_conn_tls_pending(struct agent *a);
+
+/* bigval.c: values of BIGVAL_MIN bytes or more. A frame below it is
+ * buffered whole: at most that much per connection, from the heap. */
+#define BIGVAL_MIN	(256u << 10)
+/* The frame at c->in + c->inoff is a put of a large value whose head (up
+ * to the value) is in: consume the head and start spooling the value; 1
+ * if so, 0 if not (or not yet), -1 if c was closed. */
+int agent_spool_begin(struct agent *a, struct conn *c);
+/* Move the value's bytes buffered in c->in to the spool; once all are
+ * in, append the record and queue the reply (c->sp is then NULL). */
+void agent_spool_feed(struct agent *a, struct conn *c);
+/* Queue the head of a get's reply of a large value ent, its bytes to be
+ * sent from the data file; 1 if so, 0 to build the reply in memory. */
+int agent_stream_value(struct agent *a, struct conn *c,
+    const struct kv_entry *ent);
+/* Send more of c->vs: 1 all sent, 0 the socket is full, -1 c closed. */
+int agent_stream_send(struct agent *a, struct conn *c);
+/* Bytes of c->vs not sent yet (0: none). */
+size_t agent_stream_left(const struct conn *c);
+/* Release c's spool and stream (c is closed). */
+void agent_bigval_drop(struct conn *c);
 
 /* client_req.c */
 void agent_client_frame(struct agent *a, struct conn *c, uint8_t type,

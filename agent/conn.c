@@ -36,6 +36,15 @@ role_name(const struct agent *a, const struct conn *c, char *buf, size_t sz)
 	return buf;
 }
 
+/* A get's value is next on c and released (its head is). */
+static int
+conn_stream_due(const struct conn *c)
+{
+	return c->vs != NULL && c->outoff == c->vs_at && c->rel >= c->vs_at;
+}
+
+static void conn_input(struct agent *a, struct conn *c);
+
 static void
 conn_set_events(struct agent *a, struct conn *c)
 {
@@ -49,9 +58,10 @@ conn_set_events(struct agent *a, struct conn *c)
 	else if (c->hs)
 		want = c->hs_want;
 	else {
-		if (!c->eof && agent_conn_pending(c) < OUT_HIGH_WATER)
+		if (!c->eof && agent_conn_pending(c) < OUT_HIGH_WATER &&
+		    c->vs == NULL)
 			want |= EPOLLIN;
-		if (c->rel > c->outoff)
+		if (c->rel > c->outoff || conn_stream_due(c))
 			want |= EPOLLOUT;
 		if (c->rd_want_w)
 			want |= EPOLLOUT;
@@ -185,6 +195,7 @@ agent_conn_close(struct agent *a, struct conn *c, const char *why)
 		c->x = NULL;
 	}
 	close(c->fd);
+	agent_bigval_drop(c);
 	c->dead = 1;
 	a->ndead++;
 	if (c->hs)
@@ -238,7 +249,7 @@ agent_conn_reap(struct agent *a)
 size_t
 agent_conn_pending(const struct conn *c)
 {
-	return c->out.len - c->outoff;
+	return c->out.len - c->outoff + agent_stream_left(c);
 }
 
 /* The frame just added at the end of c->out is released once the data
@@ -304,6 +315,10 @@ agent_conn_reply_value(struct agent *a, struct conn *c,
 
 	if (c->dead)
 		return;
+	if (agent_stream_value(a, c, ent) == 1) {
+		conn_queued(a, c, off);
+		return;
+	}
 	if (ent->vlen > UINT32_MAX ||
 	    (p = wbuf_extend(&c->out, WIRE_HDR_LEN + plen)) == NULL) {
 		c->out.oom = 1;
@@ -376,7 +391,7 @@ conn_compact(struct conn *c)
 	size_t i;
 
 	if (c->outoff == c->out.len && c->mhead == c->mtail) {
-		c->outoff = c->rel = 0;
+		c->outoff = c->rel = c->vs_at = 0;
 		wbuf_reset(&c->out);
 		/* A large reply (a big value) does not stay resident. */
 		if (c->out.cap > BUF_KEEP) {
@@ -393,22 +408,37 @@ conn_compact(struct conn *c)
 	c->rel -= c->outoff;
 	for (i = c->mhead; i < c->mtail; i++)
 		c->marks[i].end -= c->outoff;
+	if (c->vs != NULL)
+		c->vs_at -= c->outoff;
 	c->outoff = 0;
 }
 
 void
 agent_conn_flush(struct agent *a, struct conn *c)
 {
+	size_t lim;
 	ssize_t k;
+	int r, streamed = 0;
 
 	if (c->dead || c->connecting || c->hs)
 		return;
 	conn_tls_used(a, c);
 	c->wr_want_r = 0;
-	while (c->outoff < c->rel) {
+	while (c->outoff < c->rel || conn_stream_due(c)) {
+		if (conn_stream_due(c)) {
+			if ((r = agent_stream_send(a, c)) == -1)
+				return;
+			if (r == 0)
+				break;
+			streamed = 1;
+			continue;
+		}
+		/* Up to a get's value that is still to come. */
+		lim = c->vs != NULL && c->vs_at > c->outoff &&
+		    c->vs_at < c->rel ? c->vs_at : c->rel;
 		if (c->x != NULL) {
 			k = xconn_write(c->x, c->out.data + c->outoff,
-			    c->rel - c->outoff);
+			    lim - c->outoff);
 			if (k > 0) {
 				c->outoff += (size_t)k;
 				continue;
@@ -422,7 +452,7 @@ agent_conn_flush(struct agent *a, struct conn *c)
 			agent_conn_close(a, c, "TLS write failed");
 			return;
 		}
-		k = send(c->fd, c->out.data + c->outoff, c->rel - c->outoff,
+		k = send(c->fd, c->out.data + c->outoff, lim - c->outoff,
 		    MSG_NOSIGNAL);
 		if (k > 0) {
 			c->outoff += (size_t)k;
@@ -437,6 +467,12 @@ agent_conn_flush(struct agent *a, struct conn *c)
 		return;
 	}
 	conn_compact(c);
+	/* Input waited for the value to go out: resume it. */
+	if (streamed && c->inoff < c->inlen) {
+		conn_input(a, c);
+		if (c->dead)
+			return;
+	}
 	if (c->eof && agent_conn_pending(c) == 0 && c->mhead == c->mtail) {
 		agent_conn_close(a, c, "end of input");
 		return;
@@ -469,7 +505,7 @@ agent_conn_commit(struct agent *a, uint64_t synced)
 			agent_conn_flush(a, c);
 		}
 		if (c->dead || (c->mhead == c->mtail &&
-		    c->outoff == c->out.len)) {
+		    c->outoff == c->out.len && c->vs == NULL)) {
 			c->in_dirty = 0;
 			continue;
 		}
@@ -529,10 +565,18 @@ conn_input(struct agent *a, struct conn *c)
 	char nm[160];
 	int r;
 
-	while (!c->dead && !a->fatal &&
+	while (!c->dead && !a->fatal && c->vs == NULL &&
 	    agent_conn_pending(c) < OUT_HIGH_WATER) {
+		if (c->sp != NULL) {
+			agent_spool_feed(a, c);
+			if (c->sp != NULL)
+				break;	/* the rest of the value is to come */
+			continue;
+		}
 		r = wire_parse(c->in + c->inoff, c->inlen - c->inoff, &type,
 		    &p, &plen, &used, &e);
+		if (r == 0 && agent_spool_begin(a, c) == 1)
+			continue;
 		if (r == 0)
 			break;
 		if (r == -1) {
@@ -594,6 +638,14 @@ conn_read(struct agent *a, struct conn *c)
 	ssize_t k;
 
 	while (got < READ_BUDGET) {
+		/* A client's large put goes to its spool as it arrives, not
+		 * into a buffer grown to its frame. */
+		if ((c->role == ROLE_CLIENT || c->role == ROLE_NEW) &&
+		    (c->sp != NULL || c->inlen - c->inoff >= BIGVAL_MIN)) {
+			conn_input(a, c);
+			if (c->dead)
+				return;
+		}
 		want = c->inlen - c->inoff < 4096 ? 4096 : READ_CHUNK;
 		if (conn_room(c, want) == -1) {
 			log_error("out of memory reading a frame");
@@ -652,7 +704,8 @@ conn_read(struct agent *a, struct conn *c)
 		conn_input(a, c);
 		if (c->dead)
 			return;
-		if (c->role != ROLE_CLIENT || c->is_coord) {
+		if (c->role != ROLE_CLIENT || c->is_coord || c->sp != NULL) {
+			/* A put cut short is dropped with its spool. */
 			agent_conn_close(a, c, "closed by peer");
 			return;
 		}
