@@ -73,6 +73,17 @@ tls_loopback_abc () {
 	wait_for 10 channels_up 12
 }
 
+# tls_loopback_ab: agents A and B with addr on 127.0.0.1 (ports in PA,
+# PB), certificates made, started (data files of an earlier cluster of
+# the test removed first).
+tls_loopback_ab () {
+	rm -f A.data B.data &&
+	read -r PA PB < <(free_ports 2 | paste -sd" ") &&
+	make_tls_config A=127.0.0.1:$PA B=127.0.0.1:$PB &&
+	expect_ok cert -c "$CONF" &&
+	start_cluster
+}
+
 # s_client OUT ARGS...: openssl s_client to A as the commands' client
 # certificate (TLS 1.3, the chain verified), its output in OUT; stdin
 # stays open for a second so the session's tickets arrive.
