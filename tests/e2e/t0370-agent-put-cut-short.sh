@@ -54,7 +54,7 @@ cut_short () {
 	err_matches "not found" &&
 	files_settle A.data &&
 	expect_eq "$(stat -c %s A.data)" "$size" "A.data size after the cut" &&
-	expect_eq "$(ls -A | grep -c "^\.put-")" 0 "spool files left" &&
+	expect_eq "$(find . -maxdepth 1 -name ".put-*" | wc -l)" 0 "spool files left" &&
 	tcs get -c "$CONF" A keep | head -c $((16 * MIB)) | cmp - keep &&
 	wait_for 20 total_is 150 &&
 	take_snapshot &&
