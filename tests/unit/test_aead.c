@@ -48,6 +48,39 @@ test_scrypt_rfc7914(void **state)
 	assert_non_null(strstr(e.msg, "invalid scrypt parameters"));
 }
 
+/* The SSE2 core against RFC 7914's first vector and OpenSSL's scrypt over
+ * the shapes it handles differently (r = 1, odd r, p > 1, the smallest
+ * N, an empty password and salt): the same key in every case. */
+static void
+test_scrypt_same_as_openssl(void **state)
+{
+	static const struct { uint64_t n; uint32_t r, p; } c[] = {
+		{ 2, 1, 1 }, { 16, 1, 1 }, { 64, 3, 2 }, { 256, 8, 1 },
+		{ 128, 5, 3 }, { 1024, 32, 1 }, { 4, 2, 32 },
+	};
+	uint8_t k[AEAD_KEY_LEN], k2[AEAD_KEY_LEN], salt[16];
+	char hex[2 * AEAD_KEY_LEN + 1];
+	struct cs_err e;
+	size_t i, done = 0;
+
+	(void)state;
+	assert_int_equal(aead_scrypt("", 0, (const uint8_t *)"", 0, 16, 1, 1,
+	    k, &e), 0);
+	hex_of(k, sizeof(k), hex);
+	assert_string_equal(hex, "77d6576238657b203b19ca42c18a0497"
+	    "f16b4844e3074ae8dfdffa3fede21442");
+	for (i = 0; i < sizeof(c) / sizeof(c[0]); i++) {
+		memset(salt, (int)(0x5a + i), sizeof(salt));
+		assert_int_equal(aead_scrypt("pass word", 9 - i % 2, salt,
+		    sizeof(salt) - i, c[i].n, c[i].r, c[i].p, k, &e), 0);
+		assert_int_equal(aead_scrypt_evp("pass word", 9 - i % 2, salt,
+		    sizeof(salt) - i, c[i].n, c[i].r, c[i].p, k2, &e), 0);
+		assert_memory_equal(k, k2, sizeof(k));
+		done++;
+	}
+	assert_int_equal(done, 7);
+}
+
 static void
 test_hkdf_rfc5869(void **state)
 {
@@ -169,6 +202,7 @@ main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_scrypt_rfc7914),
+		cmocka_unit_test(test_scrypt_same_as_openssl),
 		cmocka_unit_test(test_hkdf_rfc5869),
 		cmocka_unit_test(test_seal_open),
 		cmocka_unit_test(test_open_split),
