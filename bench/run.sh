@@ -1152,7 +1152,8 @@ concurrent_rows
 	echo "CPU a transfer took at the best K (agents + load); transfers/s with"
 	echo "snapshots every 500 ms, the CPU per transfer without snapshots over the"
 	echo "CPU per transfer with them; encrypted rows, one scrypt key derivation"
-	echo "(openssl kdf, the repository's parameters) plus that hashing or writing."
+	echo "as cutsnap makes it (build/bench/kdfms, the repository's parameters) plus"
+	echo "that writing or hashing (verify: the files' plain bytes)."
 	echo
 	cat "$CMDS"
 	echo
