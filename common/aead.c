@@ -1,5 +1,6 @@
-/* aead.c - AES-256-GCM, HKDF and scrypt through OpenSSL's EVP APIs
- * (scrypt's core with SSE2 in aead_scrypt.c where it is built). */
+/* aead.c - AES-256-GCM, HKDF and (as the reference) scrypt through
+ * OpenSSL's EVP APIs; the scrypt the commands use is libsodium's
+ * (aead_scrypt.c). */
 #include <errno.h>
 #include <string.h>
 #include <sys/random.h>
@@ -9,7 +10,7 @@
 #include <openssl/kdf.h>
 #include <openssl/params.h>
 
-#include "aead_int.h"
+#include "aead.h"
 
 int
 aead_random(void *p, size_t n, struct cs_err *e)
@@ -157,8 +158,7 @@ aead_scrypt_valid(uint64_t n, uint32_t r, uint32_t p)
 	    128 * n * r <= (1ull << 30);
 }
 
-/* OpenSSL's scrypt: where aead_scrypt.c is not built, and the unit
- * test's reference for it. */
+/* OpenSSL's scrypt: the unit test's reference for aead_scrypt. */
 int
 aead_scrypt_evp(const void *pass, size_t passlen, const uint8_t *salt,
     size_t saltlen, uint64_t n, uint32_t r, uint32_t p,
@@ -181,19 +181,4 @@ aead_scrypt_evp(const void *pass, size_t passlen, const uint8_t *salt,
 	    &maxmem);
 	prm[6] = OSSL_PARAM_construct_end();
 	return kdf("SCRYPT", prm, out, e);
-}
-
-int
-aead_scrypt(const void *pass, size_t passlen, const uint8_t *salt,
-    size_t saltlen, uint64_t n, uint32_t r, uint32_t p,
-    uint8_t out[AEAD_KEY_LEN], struct cs_err *e)
-{
-	if (!aead_scrypt_valid(n, r, p))
-		return cs_errf(e, "invalid scrypt parameters N=%llu r=%u p=%u",
-		    (unsigned long long)n, r, p);
-#ifdef AEAD_SCRYPT_SSE2
-	return aead_scrypt_sse2(pass, passlen, salt, saltlen, n, r, p, out, e);
-#else
-	return aead_scrypt_evp(pass, passlen, salt, saltlen, n, r, p, out, e);
-#endif
 }

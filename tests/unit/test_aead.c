@@ -48,7 +48,7 @@ test_scrypt_rfc7914(void **state)
 	assert_non_null(strstr(e.msg, "invalid scrypt parameters"));
 }
 
-/* The SSE2 core against RFC 7914's first vector and OpenSSL's scrypt over
+/* libsodium's scrypt against RFC 7914's first vector and OpenSSL's scrypt over
  * the shapes it handles differently (r = 1, odd r, p > 1, the smallest
  * N, an empty password and salt): the same key in every case. */
 static void
