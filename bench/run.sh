@@ -426,6 +426,16 @@ load_tps () {
 	        printf "%.1f %.1f\n", a * 1e6 / hz / n, (u[1] + u[2]) * 1e6 / n }' \
 	    >"$out.cpu"
 }
+# cpu_medians PREFIX: "AGENTS_US LOAD_US", the medians over the runs
+# r = 1..RUNS of load_tps's PREFIX$r.cpu.
+cpu_medians () {
+	local r ca cl v=() f=()
+	for r in $(seq 1 "$RUNS"); do
+		read -r ca cl <"$1$r.cpu"
+		v+=("$ca"); f+=("$cl")
+	done
+	echo "$(median "${v[@]}") $(median "${f[@]}")"
+}
 # Closed-loop clients: with K clients at most K transfers are in flight,
 # so transfers/s is bounded by K / round trip until the agents saturate.
 # Like pgbench users, sweep K and judge the capacity at the best K; every
@@ -464,12 +474,7 @@ row "transfers/s floor: Unix-socket ping-pong, $PEAK_K clients" "$PP" "$SYNCW_PS
 # and reply, and the agents a share of an fdatasync, whose CPU on this
 # VM (virtio notifications, the inode's write) is a third of theirs
 # (docs/INTERNALS.md, "Where an agent's CPU goes per transfer").
-v=(); f=()
-for r in $(seq 1 "$RUNS"); do
-	read -r ca cl <"$W/tp.$PEAK_K.$r.cpu"
-	v+=("$ca"); f+=("$cl")
-done
-CPU_A=$(median "${v[@]}"); CPU_L=$(median "${f[@]}")
+read -r CPU_A CPU_L <<<"$(cpu_medians "$W/tp.$PEAK_K.")"
 CPU_FLOOR=$(calc "$NCPU * 1000000 / ($CPU_A + $CPU_L)")
 row "CPU us/transfer, $PEAK_K clients: agents $CPU_A + load $CPU_L" \
     "$CPU_FLOOR" "$SYNCW_PS writes/s" "$(calc "$CPU_FLOOR / $SYNCW_PS")" "-" "-"
@@ -507,12 +512,7 @@ NSNAP=$(IFS=/; echo "${ns[*]}")
 # in the agents and in load (which takes them). No floor follows from it
 # (neither run keeps both cores busy), so on a FAIL the row shows the
 # CPU per transfer the snapshots add (medians of the same run).
-v=(); f=()
-for r in $(seq 1 "$RUNS"); do
-	read -r ca cl <"$W/tps.$r.cpu"
-	v+=("$ca"); f+=("$cl")
-done
-CPU_SA=$(median "${v[@]}"); CPU_SL=$(median "${f[@]}")
+read -r CPU_SA CPU_SL <<<"$(cpu_medians "$W/tps.")"
 cmd "cutsnap snapshot -c CONF -r REPO; cutsnap load -c CONF -s 5 -k K --snapshot-every 500 -r REPO   # K of the best row"
 row "CPU us/transfer, snapshot every 500 ms: agents $CPU_SA + load $CPU_SL" \
     "$(calc "$CPU_SA + $CPU_SL")" "$(calc "$CPU_A + $CPU_L") (no snapshots)" \
