@@ -197,12 +197,14 @@ xclose(int fd)
 	close(fd);
 }
 
+/* Clock id's time in seconds: CLOCK_MONOTONIC for the wall clock,
+ * CLOCK_THREAD_CPUTIME_ID for the calling thread's CPU. */
 static double
-now_s(void)
+clock_s(clockid_t id)
 {
 	struct timespec ts;
 
-	clock_gettime(CLOCK_MONOTONIC, &ts);
+	clock_gettime(id, &ts);
 	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
@@ -281,15 +283,6 @@ struct worker {
 	double cpu_s;		/* its thread's CPU in the timed part */
 	int failed;
 };
-
-static double
-thread_cpu_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
 
 /* Utime + stime of process pid, in seconds (0 if unreadable). */
 static double
@@ -385,15 +378,15 @@ connected:
 	pthread_barrier_wait(&connected);
 	if (!ok)
 		goto fail;
-	c0 = thread_cpu_s();
-	t0 = now_s();
+	c0 = clock_s(CLOCK_THREAD_CPUTIME_ID);
+	t0 = clock_s(CLOCK_MONOTONIC);
 	for (j = 0; j < w->count; j++) {
 		rng ^= rng << 13; rng ^= rng >> 17; rng ^= rng << 5;
 		cur[j] = spread ? (int)(rng % (unsigned)nservers) : 0;
 		if (xwrite(fds[j * per + cur[j]], buf, MSG) != MSG)
 			goto fail;
 	}
-	while (now_s() - t0 < secs) {
+	while (clock_s(CLOCK_MONOTONIC) - t0 < secs) {
 		k = epoll_wait(ep, evs, MAX_EVENTS, 1000);
 		if (k <= 0)
 			goto fail;
@@ -413,7 +406,7 @@ connected:
 				goto fail;
 		}
 	}
-	w->cpu_s = thread_cpu_s() - c0;
+	w->cpu_s = clock_s(CLOCK_THREAD_CPUTIME_ID) - c0;
 	goto out;
 fail:
 	w->failed = 1;
@@ -547,10 +540,10 @@ main(int argc, char **argv)
 	pthread_barrier_wait(&connected);
 	for (i = 0; i < nservers; i++)
 		srv_cpu -= proc_cpu_s(pids[i]);
-	t0 = now_s();
+	t0 = clock_s(CLOCK_MONOTONIC);
 	for (i = 0; i < started; i++)
 		pthread_join(tids[i], NULL);
-	t1 = now_s();
+	t1 = clock_s(CLOCK_MONOTONIC);
 	for (i = 0; i < nservers; i++)
 		srv_cpu += proc_cpu_s(pids[i]);
 	for (i = 0; i < started; i++) {
