@@ -42,6 +42,9 @@ snapper_main(void *arg)
 	memset(&co, 0, sizeof(co));
 	co.repo = s->o->repo;
 	co.timeout_s = 60;
+	/* The default recheck age, as "cutsnap snapshot" has: 0 would read
+	 * back, decode and hash every reused chunk on every snapshot. */
+	co.recheck_age_s = -1;
 	co.max_rate = s->o->c->snapshot_max_rate;
 	for (;;) {
 		next += (int64_t)s->o->snap_every_ms * 1000;
