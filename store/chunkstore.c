@@ -104,6 +104,8 @@ struct crun {
 	uint8_t *bufs[POOL_MAX_THREADS];	/* per worker, lazily */
 	uint8_t *obufs[POOL_MAX_THREADS];	/* the same, for the blob of a
 						 * framed chunk (object.c) */
+	size_t bufsz, obufsz;	/* their sizes (set by bufs_take) */
+	int has_spare;		/* holds the process's spare set (bufs_take) */
 	pthread_mutex_t mu;
 	int failed;		/* set once; later jobs are skipped */
 	struct cs_err err;	/* the first failure */
@@ -333,6 +335,74 @@ seal_chunk(struct crun *r, struct cjob *j, struct cs_err *e)
 	return 0;
 }
 
+/* The workers' buffers are kept from one run to the next in this
+ * process. A process that takes a snapshot every few hundred ms (load
+ * --snapshot-every) otherwise maps fresh buffers for every run, and the
+ * first read into each, and zstd's output, take a page fault per page:
+ * 9% of load's samples in such a run, a sixth of its snapshots' share
+ * (docs/INTERNALS.md, "Snapshots every 500 ms"). One set, held by
+ * one run at a time; a run beside it allocates its own. The set stays
+ * allocated (some 8 MiB per worker) until a run with other sizes frees
+ * it. */
+static struct {
+	pthread_mutex_t mu;
+	int busy;
+	size_t bufsz, obufsz;
+	uint8_t *bufs[POOL_MAX_THREADS], *obufs[POOL_MAX_THREADS];
+} spare = { .mu = PTHREAD_MUTEX_INITIALIZER };
+
+/* Size r's buffers for its largest chunk (plan has run) and take the
+ * spare set: those of its buffers that have these sizes. */
+static void
+bufs_take(struct crun *r)
+{
+	int i;
+
+	r->bufsz = align_up(r->maxchunk);
+	r->obufsz = store_obj_framed(r->st) ?
+	    align_up(store_obj_bound(r->st, r->maxchunk)) : 0;
+	pthread_mutex_lock(&spare.mu);
+	if (!spare.busy) {
+		spare.busy = 1;
+		r->has_spare = 1;
+		for (i = 0; i < POOL_MAX_THREADS; i++) {
+			if (spare.bufsz == r->bufsz)
+				r->bufs[i] = spare.bufs[i];
+			else
+				free(spare.bufs[i]);
+			if (spare.obufsz == r->obufsz)
+				r->obufs[i] = spare.obufs[i];
+			else
+				free(spare.obufs[i]);
+			spare.bufs[i] = spare.obufs[i] = NULL;
+		}
+	}
+	pthread_mutex_unlock(&spare.mu);
+}
+
+/* At the end of a run: its buffers become the spare set if it held it,
+ * else they are freed. */
+static void
+bufs_give(struct crun *r)
+{
+	int i;
+
+	if (!r->has_spare) {
+		for (i = 0; i < POOL_MAX_THREADS; i++) {
+			free(r->bufs[i]);
+			free(r->obufs[i]);
+		}
+		return;
+	}
+	pthread_mutex_lock(&spare.mu);
+	spare.bufsz = r->bufsz;
+	spare.obufsz = r->obufsz;
+	memcpy(spare.bufs, r->bufs, sizeof(spare.bufs));
+	memcpy(spare.obufs, r->obufs, sizeof(spare.obufs));
+	spare.busy = 0;
+	pthread_mutex_unlock(&spare.mu);
+}
+
 /* Worker w's buffer (align_up(maxchunk) bytes, aligned for O_DIRECT),
  * allocated on first use; NULL after crun_fail when out of memory. */
 static uint8_t *
@@ -341,7 +411,7 @@ worker_buf(struct crun *r, int w)
 	struct cs_err e;
 
 	if (r->bufs[w] == NULL && posix_memalign((void **)&r->bufs[w],
-	    DIRECT_ALIGN, align_up(r->maxchunk)) != 0) {
+	    DIRECT_ALIGN, r->bufsz) != 0) {
 		r->bufs[w] = NULL;
 		cs_errf(&e, "out of memory");
 		crun_fail(r, &e);
@@ -361,7 +431,7 @@ worker_obuf(struct crun *r, int w, int *failed)
 	if (!store_obj_framed(r->st))
 		return NULL;
 	if (r->obufs[w] == NULL && posix_memalign((void **)&r->obufs[w],
-	    DIRECT_ALIGN, align_up(store_obj_bound(r->st, r->maxchunk))) != 0) {
+	    DIRECT_ALIGN, r->obufsz) != 0) {
 		r->obufs[w] = NULL;
 		*failed = 1;
 		cs_errf(&e, "out of memory");
@@ -908,7 +978,10 @@ store_put_chunks(struct store *st, const char *const *paths,
 	}
 	for (i = 0; i < n; i++)
 		r.fds[i] = -1;
-	if (plan(&r, n, e) < 0 || recheck_all(&r, e) < 0 ||
+	if (plan(&r, n, e) < 0)
+		goto out;
+	bufs_take(&r);
+	if (recheck_all(&r, e) < 0 ||
 	    put_elsewhere(&r, e) < 0 ||
 	    make_dirs(&r, dirs, e) < 0 || claim_jobs(&r, e) < 0)
 		goto out;
@@ -956,10 +1029,7 @@ out:
 	for (i = 0; r.fds != NULL && i < n; i++)
 		if (r.fds[i] >= 0)
 			close(r.fds[i]);
-	for (i = 0; i < POOL_MAX_THREADS; i++) {
-		free(r.bufs[i]);
-		free(r.obufs[i]);
-	}
+	bufs_give(&r);
 	if (r.claim_fd >= 0)
 		close(r.claim_fd);	/* drops every claim */
 	free(r.fds);

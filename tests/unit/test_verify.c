@@ -454,6 +454,56 @@ second_store_copies_only_new_chunks(void **state)
 	store_close(st);
 }
 
+/* A process keeps its copy workers' buffers from one run to the next
+ * (chunkstore.c: bufs_take): runs from one process into two framed
+ * repositories (the buffers reused), a raw one (no object buffers: the
+ * kept ones are freed) and a framed one again each store every chunk so
+ * that its blob decodes to the chunk's bytes. */
+static void
+runs_in_one_process_store_exact_chunks(void **state)
+{
+	struct fix *f = *state;
+	const char *path = f->cfg->agents[0].data;
+	struct store_settings zstd = { .compress = STORE_COMPRESS_ZSTD };
+	char repo[4][192], hex[SHA_HEX_LEN], blob[PATH_MAX];
+	uint8_t got[SHA_LEN], name[SHA_LEN], *plain;
+	struct chunk_stats cs;
+	struct report r;
+	struct store *st;
+	struct cs_err e;
+	size_t i, k, len;
+
+	report_a(f, "9", &r);
+	assert_non_null(plain = malloc(r.chunk_size));
+	for (i = 0; i < 4; i++) {
+		if (i == 2)
+			snprintf(repo[i], sizeof(repo[i]), "%s", f->repo);
+		else
+			snprintf(repo[i], sizeof(repo[i]), "%s/z%zu", f->dir, i);
+		if (i != 2)
+			assert_int_equal(store_init(repo[i], &zstd, &e), 0);
+		assert_int_equal(store_open(repo[i], 0, &st, &e), 0);
+		assert_int_equal(store_obj_framed(st), i != 2);
+		assert_int_equal(store_put_chunks(st, &path, &r, 1, &cs, &e),
+		    0);
+		assert_int_equal(cs.chunks, r.nchunks);
+		for (k = 0; k < r.nchunks; k++) {
+			len = r.size - k * r.chunk_size < r.chunk_size ?
+			    (size_t)(r.size - k * r.chunk_size) : r.chunk_size;
+			store_name(st, r.chunks[k], name);
+			sha_hex(name, hex);
+			assert_int_equal(store_blob_path(st, hex, blob,
+			    sizeof(blob), &e), 0);
+			assert_int_equal(store_obj_load(st, name, blob, plain,
+			    len, &e), 0);
+			assert_int_equal(sha256_buf(plain, len, got), 0);
+			assert_memory_equal(got, r.chunks[k], SHA_LEN);
+		}
+		store_close(st);
+	}
+	free(plain);
+}
+
 /* chunk_fetch_fn over a file: what an agent on another host sends;
  * flip != 0 damages the bytes of each piece on the way. */
 struct fetch_ctx {
@@ -983,6 +1033,7 @@ main(void)
 		cmocka_unit_test_setup_teardown(
 		    version_1_tampering_survives_migration, setup, teardown),
 		T(second_store_copies_only_new_chunks),
+		T(runs_in_one_process_store_exact_chunks),
 		T(recheck_heals_a_bad_blob),
 		T(fetched_chunks_are_checked),
 		T(flipped_byte_in_chunk),
