@@ -454,19 +454,45 @@ second_store_copies_only_new_chunks(void **state)
 	store_close(st);
 }
 
+/* r, grown to chunks of twice its chunk size, with their digests taken
+ * from the file at path into big. */
+static void
+big_report(struct report *r, const char *path, uint8_t big[8][32])
+{
+	uint8_t *buf;
+	size_t k, len;
+	int fd;
+
+	r->chunk_size *= 2;
+	r->nchunks = (size_t)chunk_count(r->size, r->chunk_size);
+	assert_non_null(buf = malloc(r->chunk_size));
+	assert_true((fd = open(path, O_RDONLY)) >= 0);
+	for (k = 0; k < r->nchunks; k++) {
+		len = r->size - k * r->chunk_size < r->chunk_size ?
+		    (size_t)(r->size - k * r->chunk_size) : r->chunk_size;
+		assert_true(pread(fd, buf, len, (off_t)(k * r->chunk_size)) ==
+		    (ssize_t)len);
+		assert_int_equal(sha256_buf(buf, len, big[k]), 0);
+	}
+	close(fd);
+	free(buf);
+	r->chunks = big;
+}
+
 /* A process keeps its copy workers' buffers from one run to the next
  * (chunkstore.c: bufs_take): runs from one process into two framed
  * repositories (the buffers reused), a raw one (no object buffers: the
- * kept ones are freed) and a framed one again each store every chunk so
- * that its blob decodes to the chunk's bytes. */
+ * kept ones are freed), a framed one again, and one with chunks twice
+ * as large (the kept buffers too small) each store every chunk so that
+ * its blob decodes to the chunk's bytes. */
 static void
 runs_in_one_process_store_exact_chunks(void **state)
 {
 	struct fix *f = *state;
 	const char *path = f->cfg->agents[0].data;
 	struct store_settings zstd = { .compress = STORE_COMPRESS_ZSTD };
-	char repo[4][192], hex[SHA_HEX_LEN], blob[PATH_MAX];
-	uint8_t got[SHA_LEN], name[SHA_LEN], *plain;
+	char repo[5][192], hex[SHA_HEX_LEN], blob[PATH_MAX];
+	uint8_t got[SHA_LEN], name[SHA_LEN], *plain, big[8][32];
 	struct chunk_stats cs;
 	struct report r;
 	struct store *st;
@@ -475,7 +501,14 @@ runs_in_one_process_store_exact_chunks(void **state)
 
 	report_a(f, "9", &r);
 	assert_non_null(plain = malloc(r.chunk_size));
-	for (i = 0; i < 4; i++) {
+	for (i = 0; i < 5; i++) {
+		if (i == 4) {
+			/* Chunks twice as large: the kept buffers are too
+			 * small and must not be used. */
+			big_report(&r, path, big);
+			free(plain);
+			assert_non_null(plain = malloc(r.chunk_size));
+		}
 		if (i == 2)
 			snprintf(repo[i], sizeof(repo[i]), "%s", f->repo);
 		else
