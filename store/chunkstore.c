@@ -9,7 +9,10 @@
  * file; once all are written, each is fdatasync'ed and renamed to its
  * name, so a name only ever refers to complete, checked, durable bytes.
  * The copies run on every core (pool.c); the directories are fsync'ed
- * once each at the end, before the commit makes the rows refer to them.
+ * once each at the end, before the commit makes the rows refer to them,
+ * on more threads than cores (store_pool_run_io), as they wait on the
+ * disk's cache flushes, which the block layer merges when they are asked
+ * for together.
  * A recorded file the coordinator cannot read (an agent on another host:
  * no path) comes through the fetch function (store_set_fetch) instead,
  * chunk by chunk, only the chunks planned for copying, and is checked the
@@ -122,6 +125,7 @@ struct crun {
 					 * function found in the object store */
 	size_t nelsewhere;
 	uint64_t put, put_bytes;	/* chunk_stats */
+	int sync_dirs[257];	/* sync_dirs: the directories to fsync */
 };
 
 static void
@@ -926,6 +930,53 @@ wait_claims(struct crun *r, struct cs_err *e)
 	return 0;
 }
 
+/* pool.c task: fsync directory t of r->sync_dirs (a fan-out directory,
+ * or 256: blobs/ itself). */
+static void
+sync_dir_task(void *ctx, size_t t, int w)
+{
+	struct crun *r = ctx;
+	char path[PATH_MAX];
+	struct cs_err e;
+	int d = r->sync_dirs[t];
+
+	(void)w;
+	if (crun_failed(r))
+		return;
+	if (d == 256)
+		snprintf(path, sizeof(path), "%s", r->st->blobs);
+	else if (snprintf(path, sizeof(path), "%s/%02x", r->st->blobs, d) >=
+	    (int)sizeof(path)) {
+		cs_errf(&e, "repository path too long: %s", r->st->repo);
+		crun_fail(r, &e);
+		return;
+	}
+	if (fs_fsync_dir(path, &e) < 0)
+		crun_fail(r, &e);
+}
+
+/* fsync the fan-out directories marked in dirs[256], and blobs/ when
+ * root: all at once, on the I/O pool, so that their cache flushes
+ * overlap instead of following each other. */
+static int
+sync_dirs(struct crun *r, const unsigned char dirs[256], int root,
+    struct cs_err *e)
+{
+	size_t i, n = 0;
+
+	for (i = 0; i < 256; i++)
+		if (dirs[i])
+			r->sync_dirs[n++] = (int)i;
+	if (root)
+		r->sync_dirs[n++] = 256;
+	store_pool_run_io(n, sync_dir_task, r);
+	if (r->failed) {
+		*e = r->err;
+		return -1;
+	}
+	return 0;
+}
+
 /* Copy and seal r->jobs: every chunk written, then each fdatasync'ed and
  * renamed; the fsyncs of the second pass find the data on the disk
  * already, and one journal commit serves many of them. */
@@ -997,14 +1048,7 @@ store_put_chunks(struct store *st, const char *const *paths,
 		copied += r.njobs;
 	}
 	/* The renames are durable once their directories are. */
-	for (i = 0; i < 256; i++) {
-		if (!dirs[i])
-			continue;
-		if (snprintf(path, sizeof(path), "%s/%02zx", st->blobs, i) >=
-		    (int)sizeof(path) || fs_fsync_dir(path, e) < 0)
-			goto out;
-	}
-	if (copied > 0 && fs_fsync_dir(st->blobs, e) < 0)
+	if (sync_dirs(&r, dirs, copied > 0, e) < 0)
 		goto out;
 	if (all_there(&r, n, e) < 0)
 		goto out;

@@ -65,10 +65,16 @@ store_pool_threads(void)
 	return n > POOL_MAX_THREADS ? POOL_MAX_THREADS : (int)n;
 }
 
+/* How many workers: one per core in the foreground; two per core in
+ * the background (RUN_BACKGROUND); POOL_MAX_THREADS for tasks that
+ * mostly wait on the disk (RUN_IO). */
+enum run_kind { RUN_FOREGROUND, RUN_BACKGROUND, RUN_IO };
+
 static void
 run(size_t ntasks, void (*fn)(void *ctx, size_t task, int worker),
-    void *ctx, int background)
+    void *ctx, enum run_kind kind)
 {
+	const int background = kind != RUN_FOREGROUND;
 	pthread_t th[POOL_MAX_THREADS];
 	struct worker_arg wa[POOL_MAX_THREADS];
 	struct pool p;
@@ -84,6 +90,12 @@ run(size_t ntasks, void (*fn)(void *ctx, size_t task, int worker),
 	 * blocks its thread until the disk has the bytes: two threads per
 	 * core keep the cores hashing while the others wait on the disk. */
 	n = store_pool_threads() * (background ? 2 : 1);
+	/* fsyncs take little CPU and wait for the disk's cache flush: with
+	 * more of them in flight, the block layer merges the flushes asked
+	 * for at once (56 directory fsyncs: 41-67 ms one after the other,
+	 * 12-15 ms on 8 threads, on the project's VM). */
+	if (kind == RUN_IO)
+		n = POOL_MAX_THREADS;
 	if (n > POOL_MAX_THREADS)
 		n = POOL_MAX_THREADS;
 	if ((size_t)n > ntasks)
@@ -111,12 +123,19 @@ void
 store_pool_run(size_t ntasks, void (*fn)(void *ctx, size_t task, int worker),
     void *ctx)
 {
-	run(ntasks, fn, ctx, 0);
+	run(ntasks, fn, ctx, RUN_FOREGROUND);
 }
 
 void
 store_pool_run_background(size_t ntasks,
     void (*fn)(void *ctx, size_t task, int worker), void *ctx)
 {
-	run(ntasks, fn, ctx, 1);
+	run(ntasks, fn, ctx, RUN_BACKGROUND);
+}
+
+void
+store_pool_run_io(size_t ntasks,
+    void (*fn)(void *ctx, size_t task, int worker), void *ctx)
+{
+	run(ntasks, fn, ctx, RUN_IO);
 }

@@ -276,6 +276,10 @@ void store_pool_run(size_t ntasks, void (*fn)(void *ctx, size_t task,
  * waits, so its own priority is never lowered. */
 void store_pool_run_background(size_t ntasks,
     void (*fn)(void *ctx, size_t task, int worker), void *ctx);
+/* The same background work on POOL_MAX_THREADS threads whatever the
+ * cores: for tasks that mostly wait on the disk (fsyncs). */
+void store_pool_run_io(size_t ntasks,
+    void (*fn)(void *ctx, size_t task, int worker), void *ctx);
 
 /* digest.c: the snapshot's digest, hex, recomputed from its rows in the
  * canonical form of the current schema; store_digest_v in that of an
