@@ -8,11 +8,11 @@
  * same buffer, checked against the reported digest, written to a temp
  * file; once all are written, each is fdatasync'ed and renamed to its
  * name, so a name only ever refers to complete, checked, durable bytes.
- * The copies run on every core (pool.c); the directories are fsync'ed
- * once each at the end, before the commit makes the rows refer to them,
- * on more threads than cores (store_pool_run_io), as they wait on the
- * disk's cache flushes, which the block layer merges when they are asked
- * for together.
+ * The copies run on every core (pool.c); the fsyncs of pass 2 and of the
+ * directories (once each, at the end, before the commit makes the rows
+ * refer to them) on more threads than cores (store_pool_run_io), as they
+ * wait on the disk's cache flushes, which the block layer merges when
+ * they are asked for together.
  * A recorded file the coordinator cannot read (an agent on another host:
  * no path) comes through the fetch function (store_set_fetch) instead,
  * chunk by chunk, only the chunks planned for copying, and is checked the
@@ -979,7 +979,8 @@ sync_dirs(struct crun *r, const unsigned char dirs[256], int root,
 
 /* Copy and seal r->jobs: every chunk written, then each fdatasync'ed and
  * renamed; the fsyncs of the second pass find the data on the disk
- * already, and one journal commit serves many of them. */
+ * already, and one journal commit serves many of them; on the I/O pool,
+ * as they wait for the disk, not the CPU. */
 static int
 copy_jobs(struct crun *r, struct cs_err *e)
 {
@@ -989,7 +990,7 @@ copy_jobs(struct crun *r, struct cs_err *e)
 		store_progress_grow(r->st, r->jobs[i].len);
 	store_pool_run_background(r->njobs, copy_task, r);
 	if (!r->failed)
-		store_pool_run_background(r->njobs, seal_task, r);
+		store_pool_run_io(r->njobs, seal_task, r);
 	if (r->failed) {
 		*e = r->err;
 		return -1;
