@@ -18,6 +18,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "curl_dl.h"
 #include "s3.h"
 #include "sha.h"
 
@@ -68,8 +69,6 @@ struct req {
 	CURL *h;
 	struct curl_slist *hdrs;
 };
-
-static int curl_ready;
 
 static char *
 xstrdup(const char *s)
@@ -144,11 +143,8 @@ s3_open_at(const char *url, const char *def_endpoint, const char *def_region,
 		region = "us-east-1";
 	if (strlen(region) > 40 || strchr(region, ':') != NULL)
 		return cs_errf(e, "AWS_REGION '%s' is not a region", region);
-	if (!curl_ready) {
-		if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK)
-			return cs_errf(e, "curl_global_init failed");
-		curl_ready = 1;
-	}
+	if (curl_dl_load(e) < 0)
+		return -1;
 	if ((s = calloc(1, sizeof(*s))) == NULL)
 		goto oom;
 	s->bucket = strndup(b, blen);

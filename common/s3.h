@@ -1,7 +1,8 @@
 /* s3.h - a small S3 client over libcurl: SigV4 signing by curl
  * (CURLOPT_AWS_SIGV4), every request carrying x-amz-content-sha256 of its
  * body, parallel transfers through one curl multi handle, retries with
- * backoff on 5xx and timeouts. The only module that includes curl.h.
+ * backoff on 5xx and timeouts. s3.c and curl_dl.c, which loads libcurl
+ * on first use, are the only modules including curl.h.
  *
  * Endpoint and credentials come from the environment the AWS tools use:
  * AWS_ENDPOINT_URL (path-style addressing when set, else
