@@ -38,6 +38,12 @@
 /* release --reverse delivers in reversed windows of at most this many
  * entries, so the receiver never holds back HOLD_CAP messages. */
 #define REV_WINDOW	4096u
+/* A receiver acknowledges what it applied at most ACK_DELAY_MS after the
+ * first message it owes an ACK for, or at once when ACK_EVERY are owed:
+ * one ACK record for many batches under load, and the sender's window
+ * (OUT_WINDOW) never waits for one. */
+#define ACK_DELAY_MS	10
+#define ACK_EVERY	(OUT_WINDOW / 4)
 #define BACKOFF_MIN_MS	50
 #define BACKOFF_MAX_MS	1000
 #define IN_CAP		(WIRE_MAX_FRAME + WIRE_HDR_LEN)
@@ -156,6 +162,11 @@ struct inch {
 	struct held *ring;	/* HOLD_CAP slots indexed by seq, lazily */
 	size_t nheld;
 	int diverged;		/* the sender refused our history (VERDICT) */
+	/* Delayed ACK: applied as last acknowledged on conn, and when the
+	 * next ACK is due (0: none owed). */
+	uint64_t acked;
+	int64_t ack_at;
+	int withhold;		/* test hook: no ACK but the WELCOME's */
 };
 
 /* One incoming channel as it is being recorded. */
@@ -408,6 +419,10 @@ void agent_inch_frame(struct agent *a, struct conn *c, uint8_t type,
     const uint8_t *p, size_t n);
 void agent_inch_closed(struct agent *a, struct conn *c);
 void agent_inch_batch_done(struct agent *a, struct conn *c);
+/* Delayed ACKs: send those due by now (all: every one owed, at
+ * shutdown); ms until the next is due, -1 for none. */
+void agent_inch_timers(struct agent *a, int64_t now, int all);
+int agent_inch_timeout(struct agent *a, int64_t now);
 
 /* snapshot.c */
 /* timeout_s: the coordinator's; 0 for the default. label: the snapshot's

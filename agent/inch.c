@@ -26,9 +26,14 @@ agent_inch_init(struct agent *a)
 
 	if ((a->in = calloc((size_t)a->n, sizeof(*a->in))) == NULL)
 		return -1;
-	for (s = 0; s < a->n; s++)
+	for (s = 0; s < a->n; s++) {
 		if (s != a->self && cfg_has_channel(a->c, s, a->self))
 			a->in[s].configured = 1;
+		/* Test hook: CUTSNAP_FAULT=withhold-acks owes every ACK for
+		 * good; only the WELCOME of a new connection tells the
+		 * sender what is applied. */
+		a->in[s].withhold = cs_fault_on("withhold-acks");
+	}
 	return 0;
 }
 
@@ -98,6 +103,9 @@ agent_inch_hello(struct agent *a, struct conn *c, const uint8_t *p, size_t n)
 	c->role = ROLE_PEER_IN;
 	c->peer = s;
 	a->in[s].conn = c;
+	/* The WELCOME below tells the sender what is applied. */
+	a->in[s].acked = dl_wm_get(&datalog_state(a->dl)->applied, src);
+	a->in[s].ack_at = 0;
 	log_info("channel %s>%s up", src, a->name);
 	agent_outch_peer_alive(a, s);
 	/* Announce only what is durable: the sender resends from here, once
@@ -120,6 +128,7 @@ agent_inch_closed(struct agent *a, struct conn *c)
 	if (ic->conn != c)
 		return;
 	ic->conn = NULL;
+	ic->ack_at = 0;	/* the next WELCOME acknowledges them */
 	/* Unacknowledged, so the sender still has them and resends. */
 	inch_drop_held(ic);
 	log_info("channel %s>%s down", sname(a, c->peer), a->name);
@@ -298,19 +307,70 @@ agent_inch_frame(struct agent *a, struct conn *c, uint8_t type,
 		agent_snap_marker(a, c->peer, &id, y);
 }
 
-/* After a batch of frames: one cumulative ACK, sent once the APPLY
- * records of the batch are durable. */
+/* One cumulative ACK of what is applied from s, sent once the APPLY
+ * records are durable (released by the next commit). */
+static void
+inch_ack(struct agent *a, int s)
+{
+	struct inch *ic = &a->in[s];
+	struct wbuf w;
+
+	ic->ack_at = 0;
+	if (ic->conn == NULL || ic->conn->dead)
+		return;
+	ic->acked = dl_wm_get(&datalog_state(a->dl)->applied, sname(a, s));
+	wbuf_init(&w);
+	wbuf_put_u64(&w, ic->acked);
+	agent_conn_send(a, ic->conn, W_PEER_ACK, w.data, w.len,
+	    datalog_need(a->dl));
+	wbuf_free(&w);
+}
+
+/* After a batch of frames: an ACK is owed. It waits up to ACK_DELAY_MS
+ * for later batches (one ACK record for them all, not one per batch),
+ * unless ACK_EVERY messages are owed already. A resend of applied
+ * messages is acknowledged the same way: the sender drops them then. */
 void
 agent_inch_batch_done(struct agent *a, struct conn *c)
 {
-	struct wbuf w;
+	struct inch *ic = &a->in[c->peer];
 
 	if (!c->ack_due || c->dead)
 		return;
 	c->ack_due = 0;
-	wbuf_init(&w);
-	wbuf_put_u64(&w, dl_wm_get(&datalog_state(a->dl)->applied,
-	    sname(a, c->peer)));
-	agent_conn_send(a, c, W_PEER_ACK, w.data, w.len, datalog_need(a->dl));
-	wbuf_free(&w);
+	if (ic->withhold)
+		return;
+	if (dl_wm_get(&datalog_state(a->dl)->applied, sname(a, c->peer)) -
+	    ic->acked >= ACK_EVERY)
+		inch_ack(a, c->peer);
+	else if (ic->ack_at == 0)
+		ic->ack_at = cs_now_ms() + ACK_DELAY_MS;
+}
+
+void
+agent_inch_timers(struct agent *a, int64_t now, int all)
+{
+	int s;
+
+	for (s = 0; s < a->n; s++)
+		if (a->in[s].ack_at != 0 && (all || a->in[s].ack_at <= now))
+			inch_ack(a, s);
+}
+
+int
+agent_inch_timeout(struct agent *a, int64_t now)
+{
+	int64_t best = -1, t;
+	int s;
+
+	for (s = 0; s < a->n; s++) {
+		if (a->in[s].ack_at == 0)
+			continue;
+		t = a->in[s].ack_at - now;
+		if (t < 0)
+			t = 0;
+		if (best == -1 || t < best)
+			best = t;
+	}
+	return (int)best;
 }

@@ -166,6 +166,9 @@ run_loop(struct agent *a)
 		k = agent_conn_hs_timeout(a, now);
 		if (k >= 0 && (timeout < 0 || k < timeout))
 			timeout = k;
+		k = agent_inch_timeout(a, now);
+		if (k >= 0 && (timeout < 0 || k < timeout))
+			timeout = k;
 		if (tls_more)
 			timeout = 0;
 		k = epoll_wait(a->ep, evs, MAX_EVENTS, timeout);
@@ -190,7 +193,9 @@ run_loop(struct agent *a)
 				    evs[i].events);
 		}
 		tls_more = agent_conn_tls_pending(a);
-		agent_outch_timers(a, cs_now_ms());
+		now = cs_now_ms();
+		agent_outch_timers(a, now);
+		agent_inch_timers(a, now, 0);
 	}
 }
 
@@ -203,6 +208,8 @@ shutdown_agent(struct agent *a)
 
 	agent_compact_free(a);
 	agent_upload_free(a);
+	/* The ACKs still owed go out with the final commit. */
+	agent_inch_timers(a, 0, 1);
 	if (!a->fatal)
 		commit(a, 1);
 	for (c = a->conns; c != NULL; c = c->next)
