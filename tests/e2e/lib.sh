@@ -11,7 +11,9 @@
 #   CUTSNAP        absolute path of the binary (default: bin/cutsnap of this
 #                  checkout)
 #   CUTSNAP_KEEP=1 keep the temporary directory (its path is printed)
-#   TEST_TIMEOUT   seconds before a whole script is killed (default 150)
+#   TEST_TIMEOUT   seconds before a whole script is killed (default 300: a
+#                  guard against hangs, not a time limit; sized for a
+#                  machine twice as slow as the project VM usually is)
 #   CS_TIMEOUT     seconds a single cutsnap command may take (default 30)
 
 set -u
@@ -93,7 +95,7 @@ trap 'echo "# killed (over TEST_TIMEOUT?)"; exit 143' TERM
 # Killing the watchdog also ends its sleep.
 (
 	trap 'kill "$_s" 2>/dev/null; exit 0' TERM
-	sleep "${TEST_TIMEOUT:-150}" &
+	sleep "${TEST_TIMEOUT:-300}" &
 	_s=$!
 	wait "$_s" && kill -TERM $$
 ) >/dev/null 2>&1 &

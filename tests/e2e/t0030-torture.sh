@@ -11,7 +11,7 @@
 # so that these runs stay within their time budget.
 # Three fault-loop runs: the guard over the whole script leaves room for
 # all three on a slow (sanitizer) build; each run has its own hang guard.
-TEST_TIMEOUT=${TEST_TIMEOUT:-480}
+TEST_TIMEOUT=${TEST_TIMEOUT:-960}
 . "$(dirname "$0")/lib.sh"
 
 SEED=${TORTURE_SEED:-$(( $(date +%s) % 32768 ))}
@@ -19,7 +19,7 @@ ROUNDS=${TORTURE_ROUNDS:-25}
 TORTURE=$_lib_dir/../torture/torture.sh
 
 test_expect_success "fault loop, $ROUNDS rounds, seed $SEED: real checks, 0 violations" '
-	TORTURE_PCT="overlap=0" CUTSNAP=$CUTSNAP timeout -k 5 200 \
+	TORTURE_PCT="overlap=0" CUTSNAP=$CUTSNAP timeout -k 5 400 \
 	    "$TORTURE" -n "$ROUNDS" -s "$SEED" \
 	    >"$OUT" 2>"$ERR"; rc=$?
 	cat "$OUT" >&2
@@ -39,7 +39,7 @@ test_expect_success "fault loop, $ROUNDS rounds, seed $SEED: real checks, 0 viol
 '
 
 test_expect_success "fault loop on an encrypted repository (-e), 10 rounds, seed $SEED: real checks, 0 violations" '
-	TORTURE_PCT="overlap=0" CUTSNAP=$CUTSNAP timeout -k 5 200 \
+	TORTURE_PCT="overlap=0" CUTSNAP=$CUTSNAP timeout -k 5 400 \
 	    "$TORTURE" -e -n 10 -s "$SEED" \
 	    >"$OUT" 2>"$ERR"; rc=$?
 	cat "$OUT" >&2
@@ -65,7 +65,7 @@ test_expect_success 'a run that completed no snapshot fails: "checked nothing", 
 	EOF
 	chmod +x nosnap &&
 	TORTURE_PCT="overlap=0" CUTSNAP=$TEST_DIR/nosnap TMPDIR=$TEST_DIR \
-	    timeout -k 5 60 "$TORTURE" -n 2 -s "$SEED" \
+	    timeout -k 5 120 "$TORTURE" -n 2 -s "$SEED" \
 	    >"$OUT" 2>"$ERR"; rc=$?
 	cat "$OUT" >&2
 	expect_eq "$rc" 1 "torture exit status" &&

@@ -7,7 +7,7 @@
 # and restore leaves every data file untouched or wholly restored.
 # Every operation of every restore fails in turn (about 140 restores):
 # more than the default 150 s on a loaded machine.
-TEST_TIMEOUT=${TEST_TIMEOUT:-300}
+TEST_TIMEOUT=${TEST_TIMEOUT:-600}
 . "$(dirname "$0")/lib.sh"
 
 FAULTFS=${FAULTFS:-$_lib_dir/../../build/faultfs.so}

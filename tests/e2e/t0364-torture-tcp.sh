@@ -5,7 +5,7 @@
 # 127.0.0.1 with mutual TLS instead of a Unix socket. Kills of agents and
 # coordinators drop TCP connections mid-protocol; resends after the
 # reconnect must lose nothing and apply nothing twice.
-TEST_TIMEOUT=${TEST_TIMEOUT:-360}
+TEST_TIMEOUT=${TEST_TIMEOUT:-720}
 . "$(dirname "$0")/lib.sh"
 
 SEED=${TORTURE_SEED:-$(( $(date +%s) % 32768 ))}
@@ -17,7 +17,7 @@ ERR=$TEST_DIR/err
 # The timeout only guards against a hang; the loop's own checks decide.
 test_expect_success "fault loop over TCP+TLS, $ROUNDS rounds, seed $SEED: real checks, 0 violations" '
 	TORTURE_PCT="overlap=0" CUTSNAP=$CUTSNAP TMPDIR=$TEST_DIR \
-	    timeout -k 5 300 "$TORTURE" -t -k \
+	    timeout -k 5 600 "$TORTURE" -t -k \
 	    -n "$ROUNDS" -s "$SEED" >"$OUT" 2>"$ERR"; rc=$?
 	cat "$OUT" >&2
 	expect_eq "$rc" 0 "torture exit status" &&

@@ -9,14 +9,14 @@
 # failures: a coordinator that claims a snapshot it did not take is a
 # violation, and a run whose overlapping snapshots all fail fails as
 # having checked nothing.
-TEST_TIMEOUT=${TEST_TIMEOUT:-540}
+TEST_TIMEOUT=${TEST_TIMEOUT:-1080}
 . "$(dirname "$0")/lib.sh"
 
 SEED=${TORTURE_SEED:-$(( $(date +%s) % 32768 ))}
 TORTURE=$_lib_dir/../torture/torture.sh
 
 test_expect_success "overlapping snapshots every round, 4 rounds, seed $SEED: checked, 0 violations" '
-	TORTURE_PCT="overlap=100" CUTSNAP=$CUTSNAP timeout -k 5 200 \
+	TORTURE_PCT="overlap=100" CUTSNAP=$CUTSNAP timeout -k 5 400 \
 	    "$TORTURE" -n 4 -s "$SEED" >"$OUT" 2>"$ERR"; rc=$?
 	cat "$OUT" >&2
 	expect_eq "$rc" 0 "torture exit status" &&
@@ -48,7 +48,7 @@ test_expect_success 'a concurrent snapshot claimed but not taken is a violation,
 	EOF
 	chmod +x fake &&
 	TORTURE_PCT="overlap=100 kill_coordinator=0 kill_agent=0" \
-	    CUTSNAP=$TEST_DIR/fake TMPDIR=$TEST_DIR timeout -k 5 120 \
+	    CUTSNAP=$TEST_DIR/fake TMPDIR=$TEST_DIR timeout -k 5 240 \
 	    "$TORTURE" -n 2 -s "$SEED" >"$OUT" 2>"$ERR"; rc=$?
 	cat "$OUT" >&2
 	expect_eq "$rc" 1 "torture exit status" &&
@@ -84,7 +84,7 @@ test_expect_success 'overlap mode that checked no snapshot fails: "checked nothi
 	EOF
 	chmod +x alone &&
 	TORTURE_PCT="overlap=100 kill_coordinator=0" \
-	    CUTSNAP=$TEST_DIR/alone TMPDIR=$TEST_DIR timeout -k 5 200 \
+	    CUTSNAP=$TEST_DIR/alone TMPDIR=$TEST_DIR timeout -k 5 400 \
 	    "$TORTURE" -n 3 -s "$SEED" >"$OUT" 2>"$ERR"; rc=$?
 	cat "$OUT" >&2
 	expect_eq "$rc" 1 "torture exit status" &&

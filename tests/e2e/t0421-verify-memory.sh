@@ -10,7 +10,7 @@
 # sizes. Both snapshots hold messages in flight on a held channel, so the
 # cut check still compares them with the SEND records. restore (verify and
 # write in one pass) has the same bound.
-TEST_TIMEOUT=${TEST_TIMEOUT:-400}
+TEST_TIMEOUT=${TEST_TIMEOUT:-800}
 . "$(dirname "$0")/lib.sh"
 
 # peak_kib CMD...: run a cutsnap command, print its peak RSS in KiB
