@@ -349,12 +349,21 @@ start_cluster () {
 	return 0
 }
 
+# agent_alive PID: PID still runs an agent of this test. A pid recorded
+# for an agent killed long ago may by now belong to another process (pids
+# wrap quickly while the suite starts thousands of processes): only one
+# whose command line still names this test's directory counts.
+agent_alive () {
+	! pid_gone "$1" &&
+	    tr '\0' ' ' <"/proc/$1/cmdline" 2>/dev/null | grep -qF -- "$TEST_DIR"
+}
+
 # stop, then check that every agent process we knew of has exited.
 stop_cluster () {
 	local p
 	expect_ok stop -c "$CONF" || return 1
 	for p in $AGENT_PIDS; do
-		if ! pid_gone "$p"; then
+		if agent_alive "$p"; then
 			say "agent pid $p still alive after 'cutsnap stop' returned"
 			return 1
 		fi
