@@ -22,6 +22,7 @@
 set -u
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+. "$ROOT/tests/python.sh"
 CS=${CUTSNAP:-$ROOT/bin/cutsnap}
 SYNCW=$ROOT/build/bench/syncw
 PINGPONG=$ROOT/build/bench/pingpong

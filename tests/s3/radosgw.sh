@@ -18,6 +18,7 @@
 # server cannot be started, "run" still runs CMD, with CUTSNAP_S3_ENV
 # pointing to a file that says why, so the s3 tests fail rather than skip.
 set -u
+. "$(dirname "${BASH_SOURCE[0]}")/../python.sh"
 
 die () { echo "radosgw.sh: $*" >&2; exit 1; }
 
