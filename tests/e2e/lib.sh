@@ -25,6 +25,7 @@ case $CUTSNAP in
 *) CUTSNAP=$PWD/$CUTSNAP ;;
 esac
 TEST_NAME=$(basename "$0" .sh)
+. "$_lib_dir/../python.sh"
 
 test_count=0
 test_failed=0
@@ -316,14 +317,32 @@ make_config () {
 	REPO=$TEST_DIR/repo
 }
 
-# Pids of the running agents of this test (processes mentioning our config
-# with the "agent" subcommand; anything else of ours as a fallback).
+# _agent_name PID: set AGENT_NAME to NAME when PID runs "... agent ...
+# -n NAME" (or --name NAME, --name=NAME, -nNAME); fail for any other
+# process. Shell builtins only: with 80 agents, a tr and a grep per
+# process and per name made _record_agent_pids start 12,800 processes.
+_agent_name () {
+	local a i is_agent=1
+	AGENT_NAME=""
+	mapfile -d '' -t a <"/proc/$1/cmdline" 2>/dev/null || return 1
+	for ((i = 0; i < ${#a[@]}; i++)); do
+		case ${a[i]} in
+		agent) is_agent=0 ;;
+		-n | --name) [ $is_agent = 0 ] && AGENT_NAME=${a[i + 1]:-} ;;
+		--name=*) [ $is_agent = 0 ] && AGENT_NAME=${a[i]#--name=} ;;
+		-n?*) [ $is_agent = 0 ] && AGENT_NAME=${a[i]#-n} ;;
+		esac
+	done
+	[ -n "$AGENT_NAME" ]
+}
+
+# Pids of the running agents of this test named NAME (processes of this
+# test running the "agent" subcommand with -n NAME).
 # Prints nothing and fails when there is none.
 agent_pid () {
 	local p found=1
 	for p in $(own_pids); do
-		if tr '\0' ' ' <"/proc/$p/cmdline" 2>/dev/null |
-		    grep -Eq "(^| )agent( .*)? (-n|--name)[ =]?$1( |$)"; then
+		if _agent_name "$p" && [ "$AGENT_NAME" = "$1" ]; then
 			echo "$p"
 			found=0
 		fi
@@ -331,15 +350,17 @@ agent_pid () {
 	return $found
 }
 
+# Remember the pids of this test's agents named in AGENTS (stop_cluster
+# checks they are gone); one pass over the test's processes.
 _record_agent_pids () {
-	local n p
-	for n in $AGENTS; do
-		for p in $(agent_pid "$n" || true); do
-			case " $AGENT_PIDS " in
-			*" $p "*) ;;
-			*) AGENT_PIDS="$AGENT_PIDS $p" ;;
-			esac
-		done
+	local p
+	for p in $(own_pids); do
+		_agent_name "$p" || continue
+		case " $AGENTS " in *" $AGENT_NAME "*) ;; *) continue ;; esac
+		case " $AGENT_PIDS " in
+		*" $p "*) ;;
+		*) AGENT_PIDS="$AGENT_PIDS $p" ;;
+		esac
 	done
 }
 
@@ -393,10 +414,15 @@ total_is () { [ "$(total)" = "$1" ]; }
 
 # dump_val DATAFILE KEY: the key's value in the offline dump (--json);
 # fails when the file cannot be read or has no such key.
+# The dump goes through a file: held in a shell variable, a file of 1 MiB
+# values (51 MiB of JSON) took seconds of bash's CPU a call.
 dump_val () {
-	local j
-	j=$(cs dump "$1" --json) &&
-	    json_get "d[\"keys\"][sys.argv[3]]" /dev/stdin "$2" <<<"$j" 2>/dev/null
+	local j=$TEST_DIR/.dump.$BASHPID rc
+	cs dump "$1" --json >"$j" &&
+	    json_get "d[\"keys\"][sys.argv[3]]" "$j" "$2" 2>/dev/null
+	rc=$?
+	rm -f "$j"
+	return $rc
 }
 
 # dump_total KEY: the sum of KEY over every agent's data file (offline).
