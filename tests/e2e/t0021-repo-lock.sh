@@ -69,8 +69,8 @@ test_expect_success 'its holder killed: the lock is stale, readers work, the nex
 
 test_expect_success 'ls and verify while a snapshot commits' '
 	start_cluster &&
-	export CUTSNAP_FAULT=coord-copy-delay:5000 &&
-	snapshot_bg --timeout 20 &&
+	export CUTSNAP_FAULT=coord-copy-delay:15000 &&
+	snapshot_bg --timeout 45 &&
 	unset CUTSNAP_FAULT &&
 	wait_for 10 agent_phase_is B reported &&
 	expect_ok ls -r "$REPO" --json &&

@@ -81,8 +81,8 @@ test_expect_success 'agent killed after it recorded, before it reported: aborted
 '
 
 test_expect_success 'agent killed while the coordinator copies its state: aborted' '
-	export CUTSNAP_FAULT=coord-copy-delay:5000 &&
-	snapshot_bg --initiator B --timeout 20 &&
+	export CUTSNAP_FAULT=coord-copy-delay:15000 &&
+	snapshot_bg --initiator B --timeout 45 &&
 	unset CUTSNAP_FAULT &&
 	wait_for 10 all_reported &&
 	snapshot_running &&
@@ -93,8 +93,8 @@ test_expect_success 'agent killed while the coordinator copies its state: aborte
 '
 
 test_expect_success 'coordinator killed while it copies: ls shows it stale, the next writer aborts it' '
-	export CUTSNAP_FAULT=coord-copy-delay:5000 &&
-	snapshot_bg --initiator C --timeout 20 &&
+	export CUTSNAP_FAULT=coord-copy-delay:15000 &&
+	snapshot_bg --initiator C --timeout 45 &&
 	unset CUTSNAP_FAULT &&
 	wait_for 10 all_reported &&
 	id=$(last_id) && child=$(snap_child) && [ -n "$child" ] &&

@@ -81,8 +81,8 @@ as_nobody () {
 }
 test_expect_success 'a user who cannot write the repository lists it while a snapshot commits' '
 	chmod 755 "$TEST_DIR" "$REPO" && chmod 644 "$REPO/manifest.db" &&
-	export CUTSNAP_FAULT=coord-copy-delay:3000 &&
-	snapshot_bg --timeout 30 &&
+	export CUTSNAP_FAULT=coord-copy-delay:12000 &&
+	snapshot_bg --timeout 45 &&
 	unset CUTSNAP_FAULT &&
 	wait_for 15 snapshot_is_running &&
 	LIVE=$(sql "select id from snapshots where status = '\''running'\''") &&
