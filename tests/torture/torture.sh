@@ -95,12 +95,12 @@ esac
 [ "$NAG" -ge 2 ] && [ "$NAG" -le 8 ] || {
 	echo "torture: -a takes 2..8" >&2; exit 2; }
 [ "$ROUNDS" -ge 1 ] || { echo "torture: -n takes 1 or more" >&2; exit 2; }
-. "$(cd "$(dirname "$0")" && pwd)/../python.sh"
+here=$(cd "$(dirname "$0")" && pwd)
+. "$here/../python.sh"
 command -v python3 >/dev/null || {
 	echo "torture: python3 is needed to read --json output" >&2; exit 2; }
 RANDOM=$SEED
 
-here=$(cd "$(dirname "$0")" && pwd)
 CUTSNAP=${CUTSNAP:-$here/../../bin/cutsnap}
 [ -x "$CUTSNAP" ] || { echo "torture: no binary at $CUTSNAP" >&2; exit 2; }
 
