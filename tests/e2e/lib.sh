@@ -364,8 +364,10 @@ _record_agent_pids () {
 	done
 }
 
+# start_cluster [ARGS...]: `cutsnap start` with ARGS (for example
+# --timeout 60 for a cluster of many agents under a sanitizer).
 start_cluster () {
-	expect_ok start -c "$CONF" || return 1
+	expect_ok start -c "$CONF" "$@" || return 1
 	_record_agent_pids
 	return 0
 }

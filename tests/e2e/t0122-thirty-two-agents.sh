@@ -9,7 +9,7 @@ for i in $(seq 0 31); do NAMES+=("N$i"); done
 
 test_expect_success 'setup: 32 agents with 100 each' '
 	make_config "${NAMES[@]}" &&
-	start_cluster &&
+	start_cluster --timeout 60 &&
 	for n in "${NAMES[@]}"; do
 		cs put -c "$CONF" "$n" bal 100 >/dev/null || return 1
 	done &&
