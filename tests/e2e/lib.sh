@@ -377,8 +377,11 @@ start_cluster () {
 # wrap quickly while the suite starts thousands of processes): only one
 # whose command line still names this test's directory counts.
 agent_alive () {
-	! pid_gone "$1" &&
-	    tr '\0' ' ' <"/proc/$1/cmdline" 2>/dev/null | grep -qF -- "$TEST_DIR"
+	local a
+	pid_gone "$1" && return 1
+	mapfile -d '' -t a <"/proc/$1/cmdline" 2>/dev/null || return 1
+	case " ${a[*]} " in *"$TEST_DIR"*) return 0 ;; esac
+	return 1
 }
 
 # stop, then check that every agent process we knew of has exited.
