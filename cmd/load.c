@@ -1,5 +1,6 @@
 /* load.c - "cutsnap load": a pgbench-like load of random transfers, with
  * optional periodic snapshots, ending with a conservation check. */
+#include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -37,6 +38,11 @@ static const char usage_text[] =
     "insufficient-funds refusals, failures, the slowest request during a\n"
     "snapshot against the median outside one, fsyncs per transfer, and\n"
     "whether the total was conserved.\n"
+    "\n"
+    "SIGTERM, or SIGINT (Ctrl-C), ends the run early: each client waits\n"
+    "for the reply to its request in flight, then load drains, checks the\n"
+    "total and prints its summary as if the seconds were up, with\n"
+    "interrupted=yes. A second signal ends load at once.\n"
     "\n"
     "  -c, --config CONF         the cluster config file\n"
     "  -s, --seconds S           how long to run (default 10)\n"
@@ -312,6 +318,8 @@ print_json(const struct load_result *r, const struct summary *s,
 	json_obj(&j);
 	json_kuint(&j, "transfers", r->nreqs);
 	kreal(&j, "seconds", s->secs);
+	json_key(&j, "interrupted");
+	json_bool(&j, r->interrupted);
 	json_kint(&j, "clients", clients);
 	kreal(&j, "transfers_per_s", s->tps);
 	kreal(&j, "p50_ms", s->p50);
@@ -365,13 +373,14 @@ print_summary(const struct load_result *r, const struct summary *s,
 	    "during_snapshot_max_ms=%.3f outside_snapshot_p50_ms=%.3f "
 	    "outside_snapshot_p99_ms=%.3f outside_snapshot_max_ms=%.3f "
 	    "fsyncs=%" PRIu64 " fsyncs_per_transfer=%.3f total_before=%"
-	    PRId64 " total_after=%s conserved=%s\n",
+	    PRId64 " total_after=%s conserved=%s interrupted=%s\n",
 	    r->nreqs, s->secs, clients, s->tps, s->p50, s->p99, s->max,
 	    r->insufficient, r->failures, s->snaps_ok, s->snaps_failed,
 	    s->snap_p50, s->during_n, s->during_p50, s->during_p99,
 	    s->during_max, s->outside_p50,
 	    s->outside_p99, s->outside_max, s->syncs, fpt, s->total0, after,
-	    !s->checked ? "unchecked" : s->total0 == s->total1 ? "yes" : "no");
+	    !s->checked ? "unchecked" : s->total0 == s->total1 ? "yes" : "no",
+	    r->interrupted ? "yes" : "no");
 }
 
 static int
@@ -489,10 +498,18 @@ cmd_load(int argc, char **argv)
 		cmd_warn("%s", e.msg);
 		goto out;
 	}
-	if (load_run(&o, &r, &e) == -1) {
+	if (load_catch_stop() == -1) {
+		cmd_warn("sigaction: %s", strerror(errno));
+		goto out;
+	}
+	rc = load_run(&o, &r, &e);
+	load_release_stop();
+	if (rc == -1) {
+		rc = EXIT_FAILED;
 		cmd_warn("%s", e.msg);
 		goto out;
 	}
+	rc = EXIT_FAILED;
 	s.checked = !no_drain;
 	if ((no_drain ? cluster_status(c, &st1, &e) :
 	    drain(c, &st1, &e)) == -1 ||

@@ -42,6 +42,7 @@ struct load_result {
 	size_t nsnaps;
 	char first_snap_failure[256];
 	int64_t elapsed_us;	/* wall time of the client phase */
+	int interrupted;	/* ended early by SIGINT or SIGTERM */
 };
 
 /* Run the clients (and the snapshot thread) for o->seconds. 0, or -1 with
@@ -50,5 +51,14 @@ struct load_result {
 int load_run(const struct load_opts *o, struct load_result *r,
     struct cs_err *e);
 void load_result_free(struct load_result *r);
+
+/* SIGTERM, and SIGINT unless the shell started us with it ignored (a
+ * background job), end the run early: load_catch_stop installs the
+ * handler (one signal; a second one has the default effect), and
+ * load_release_stop puts the default back once the run is over.
+ * load_stopping tells the clients and the snapshot thread to retire. */
+int load_catch_stop(void);
+void load_release_stop(void);
+int load_stopping(void);
 
 #endif

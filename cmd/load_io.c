@@ -308,7 +308,7 @@ client_next(struct load_worker *w, int ci)
 	uint8_t hdr[WIRE_HDR_LEN] = { 0 };
 	int64_t n;
 
-	if (cl->oom || (cs_now_ns() / 1000) >= w->end_us) {
+	if (cl->oom || load_stopping() || (cs_now_ns() / 1000) >= w->end_us) {
 		if (!cl->done) {
 			cl->done = 1;
 			w->active--;

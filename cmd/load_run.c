@@ -8,6 +8,7 @@
  */
 #include <errno.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,6 +19,67 @@
 #include "cmd.h"
 #include "load.h"
 #include "load_io.h"
+
+static volatile sig_atomic_t stop_flag, int_caught;
+
+/* Set sig's handler (SIG_DFL, SIG_IGN or a function) with flags. */
+static int
+set_handler(int sig, void (*handler)(int), int flags)
+{
+	struct sigaction sa;
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = handler;
+	sigemptyset(&sa.sa_mask);
+	sa.sa_flags = flags;
+	return sigaction(sig, &sa, NULL);
+}
+
+/* The first SIGTERM or SIGINT of the run: the clients retire, and a
+ * second signal of either kind has its default effect. */
+static void
+on_stop(int sig)
+{
+	(void)sig;
+	stop_flag = 1;
+	(void)set_handler(SIGTERM, SIG_DFL, 0);
+	if (int_caught)
+		(void)set_handler(SIGINT, SIG_DFL, 0);
+}
+
+int
+load_stopping(void)
+{
+	return stop_flag != 0;
+}
+
+/* Whether sig's handler is handler. */
+static int
+handler_is(int sig, void (*handler)(int))
+{
+	struct sigaction old;
+
+	return sigaction(sig, NULL, &old) == 0 && old.sa_handler == handler;
+}
+
+int
+load_catch_stop(void)
+{
+	/* A shell starts a background job with SIGINT ignored; keep it so. */
+	int_caught = !handler_is(SIGINT, SIG_IGN);
+	if (set_handler(SIGTERM, on_stop, 0) == -1 ||
+	    (int_caught && set_handler(SIGINT, on_stop, 0) == -1))
+		return -1;
+	return 0;
+}
+
+void
+load_release_stop(void)
+{
+	(void)set_handler(SIGTERM, SIG_DFL, 0);
+	if (int_caught)
+		(void)set_handler(SIGINT, SIG_DFL, 0);
+}
 
 struct snapper {
 	const struct load_opts *o;
@@ -50,10 +112,11 @@ snapper_main(void *arg)
 		next += (int64_t)s->o->snap_every_ms * 1000;
 		/* Fixed rate; a snapshot that took longer than the period
 		 * is followed by the next one at once. */
-		while ((now = (cs_now_ns() / 1000)) < next && now < s->end_us)
+		while ((now = (cs_now_ns() / 1000)) < next &&
+		    now < s->end_us && !load_stopping())
 			cmd_sleep_ms(next - now > 50000 ? 50 :
 			    (int)((next - now) / 1000) + 1);
-		if (now >= s->end_us)
+		if (now >= s->end_us || load_stopping())
 			break;
 		if (next < now)
 			next = now;
@@ -228,6 +291,7 @@ join:
 	for (i = 0; i < started; i++)
 		pthread_join(tids[i], NULL);
 	r->elapsed_us = (cs_now_ns() / 1000) - t0;
+	r->interrupted = load_stopping();
 	if (snap_started)
 		pthread_join(stid, NULL);
 	for (i = 0; i < o->clients; i++)

@@ -24,6 +24,12 @@ a_writes () { status_get "[a[\"writes\"] for a in d if a[\"agent\"] == \"A\"][0]
 
 a_writes_above () { [ "$(a_writes)" -gt "$1" ]; }
 
+# A took no write request for a second: no client of load runs any more.
+a_writes_settled () {
+	local w
+	w=$(a_writes) && sleep 1 && [ "$(a_writes)" = "$w" ]
+}
+
 test_expect_success 'setup: three agents, one without a balance' '
 	make_config A B C &&
 	start_cluster &&
@@ -45,6 +51,7 @@ test_expect_success 'load without snapshots: exit 0, a full summary, total conse
 	expect_eq "$(field total_before "$OUT")" 1500 "total before" &&
 	expect_eq "$(field total_after "$OUT")" 1500 "total after" &&
 	expect_eq "$(field conserved "$OUT")" yes "conserved" &&
+	expect_eq "$(field interrupted "$OUT")" no "interrupted" &&
 	[ ! -s "$ERR" ] &&
 	expect_eq "$(total)" 1500 "live total"
 '
@@ -97,9 +104,64 @@ d = json.load(open(sys.argv[1]))
 assert d[\"conserved\"] is True, d
 assert d[\"transfers\"] > 0 and d[\"failures\"] == 0, d
 assert d[\"total_before\"] == d[\"total_after\"] == 1500, d
+assert d[\"interrupted\"] is False, d
 for k in (\"transfers_per_s\", \"p50_ms\", \"p99_ms\", \"snapshots\"):
     assert isinstance(d[k], (int, float)), k
 " "$OUT"
+'
+
+# with_sigint CMD... &: CMD with SIGINT at its default, as in a
+# terminal's foreground (a script's background jobs start with it
+# ignored). Only as a background job: it replaces the job's subshell, so
+# that $! is CMD's pid.
+with_sigint () {
+	exec python3 -c "import os, signal, sys
+signal.signal(signal.SIGINT, signal.SIG_DFL)
+os.execvp(sys.argv[1], sys.argv[1:])" "$@"
+}
+
+# The binary itself, not cs: timeout would pass the signal on, and a
+# run of 120 s would outlast cs's limit.
+test_expect_success 'SIGINT (Ctrl-C) ends a run early: exit 0, the summary, interrupted, total conserved' '
+	with_sigint "$CUTSNAP" load -c "$CONF" -s 120 -k 4 \
+	    --snapshot-every 300 -r "$REPO" --json >load.out 2>load.err &
+	L=$! && BG_PIDS="$BG_PIDS $L" &&
+	w0=$(a_writes) &&
+	wait_for 20 a_writes_above $((w0 + 20)) &&
+	kill -INT "$L" &&
+	wait_for 60 pid_gone "$L" &&
+	{ wait "$L"; rc=$?; true; } &&
+	expect_eq "$rc" 0 "load exit status" &&
+	json_check "(d[\"interrupted\"] is True and d[\"seconds\"] < 60 and
+	    d[\"transfers\"] > 0 and d[\"failures\"] == 0 and
+	    d[\"snapshot_failures\"] == 0 and d[\"conserved\"] is True and
+	    d[\"total_after\"] == 1500)" load.out &&
+	[ ! -s load.err ] &&
+	expect_eq "$(total)" 1500 "live total"
+'
+
+# SIGTERM ends the run as SIGINT does; after the run, while load waits
+# for a held channel to drain, the handler is gone: a second signal has
+# its default effect.
+test_expect_success 'SIGTERM ends the run; a second one, while load drains, ends load at once' '
+	"$CUTSNAP" load -c "$CONF" -s 120 -k 4 --json >load.out 2>load.err &
+	L=$! && BG_PIDS="$BG_PIDS $L" &&
+	w0=$(a_writes) &&
+	wait_for 20 a_writes_above $((w0 + 20)) &&
+	expect_ok channel -c "$CONF" hold A B &&
+	s0=$(out_field A B sent) &&
+	wait_for 20 eval "[ \"\$(out_field A B sent)\" -gt $s0 ]" &&
+	kill -TERM "$L" &&
+	wait_for 20 a_writes_settled &&
+	! pid_gone "$L" &&
+	kill -TERM "$L" &&
+	wait_for 10 pid_gone "$L" &&
+	{ wait "$L"; rc=$?; true; } &&
+	expect_eq "$rc" 143 "load exit status (killed by SIGTERM)" &&
+	[ ! -s load.out ] &&
+	expect_ok channel -c "$CONF" release A B &&
+	wait_for 30 channel_drained A B &&
+	expect_eq "$(total)" 1500 "live total"
 '
 
 test_expect_success 'a foreign deposit during the load breaks conservation: exit 1' '
