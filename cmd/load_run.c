@@ -9,6 +9,7 @@
 #include <errno.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,7 +21,12 @@
 #include "load.h"
 #include "load_io.h"
 
-static volatile sig_atomic_t stop_flag, int_caught;
+/* Set by the handler, read by every worker thread: a lock-free atomic,
+ * which a handler may store to and other threads see. int_caught is set
+ * before the handler is installed. */
+static atomic_int stop_flag;
+_Static_assert(ATOMIC_INT_LOCK_FREE == 2, "a handler needs a lock-free int");
+static volatile sig_atomic_t int_caught;
 
 /* Set sig's handler (SIG_DFL, SIG_IGN or a function) with flags. */
 static int
@@ -41,7 +47,7 @@ static void
 on_stop(int sig)
 {
 	(void)sig;
-	stop_flag = 1;
+	atomic_store(&stop_flag, 1);
 	(void)set_handler(SIGTERM, SIG_DFL, 0);
 	if (int_caught)
 		(void)set_handler(SIGINT, SIG_DFL, 0);
@@ -50,7 +56,7 @@ on_stop(int sig)
 int
 load_stopping(void)
 {
-	return stop_flag != 0;
+	return atomic_load_explicit(&stop_flag, memory_order_relaxed) != 0;
 }
 
 /* Whether sig's handler is handler. */
