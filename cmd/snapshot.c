@@ -72,7 +72,10 @@ static const char usage_text[] =
     "                          one repository or several: up to 8 per\n"
     "                          agent; \"chunks\" tells how many chunks this\n"
     "                          one copied and how many another snapshot\n"
-    "                          copied for it meanwhile, \"max_rate\" the\n"
+    "                          copied for it meanwhile, \"extended\" how\n"
+    "                          many of the copied only grew and were\n"
+    "                          stored as their previous object plus the\n"
+    "                          new bytes, \"max_rate\" the\n"
     "                          limit it was copied under, 0 for none)\n"
     "  -q, --quiet             no progress line\n"
     "  -v, --verbose           lines on stderr as it goes: \"snapshot ID: all\n"
@@ -185,6 +188,7 @@ print_json(const char *repo, uint64_t id, const struct coord_copy *cp,
 		json_kuint(&j, "copied", cp->copied);
 		json_kuint(&j, "shared", cp->shared);
 		json_kuint(&j, "bytes", cp->bytes);
+		json_kuint(&j, "extended", cp->extended);
 		json_kuint(&j, "streamed_bytes", cp->streamed);
 		json_kuint(&j, "agent_uploaded", cp->put);
 		json_kuint(&j, "agent_uploaded_bytes", cp->put_bytes);

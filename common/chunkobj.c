@@ -40,6 +40,13 @@ worth_compressing(const uint8_t *plain, size_t len, uint8_t *out,
 static size_t
 compress(const uint8_t *plain, size_t len, uint8_t *out, size_t outsz)
 {
+	return chunkobj_zstd_frame(plain, len, out, outsz);
+}
+
+size_t
+chunkobj_zstd_frame(const uint8_t *plain, size_t len, uint8_t *out,
+    size_t outsz)
+{
 	ZSTD_CCtx *c;
 	size_t n = 0;
 
@@ -74,9 +81,8 @@ chunkobj_bound(size_t len)
 	return CHUNKOBJ_HDR_LEN + ZSTD_compressBound(len);
 }
 
-/* The header of a chunk of len bytes with codec. */
-static void
-header(uint8_t *out, int codec, size_t len)
+void
+chunkobj_header(uint8_t *out, int codec, size_t len)
 {
 	memcpy(out, CHUNKOBJ_MAGIC, 4);
 	memset(out + 4, 0, 4);
@@ -106,10 +112,10 @@ chunkobj_frame(int zstd, const uint8_t *plain, size_t len, uint8_t *out,
 	n = try_compress(zstd, plain, len, out + CHUNKOBJ_HDR_LEN,
 	    outsz - CHUNKOBJ_HDR_LEN);
 	if (n > 0) {
-		header(out, CHUNKOBJ_ZSTD, len);
+		chunkobj_header(out, CHUNKOBJ_ZSTD, len);
 		return CHUNKOBJ_HDR_LEN + n;
 	}
-	header(out, CHUNKOBJ_STORED, len);
+	chunkobj_header(out, CHUNKOBJ_STORED, len);
 	memcpy(out + CHUNKOBJ_HDR_LEN, plain, len);
 	return CHUNKOBJ_HDR_LEN + len;
 }
@@ -124,9 +130,9 @@ chunkobj_frame_in_place(int zstd, uint8_t *obj, size_t len,
 	    scratchsz);
 	if (n > 0) {
 		memcpy(obj + CHUNKOBJ_HDR_LEN, scratch, n);
-		header(obj, CHUNKOBJ_ZSTD, len);
+		chunkobj_header(obj, CHUNKOBJ_ZSTD, len);
 		return CHUNKOBJ_HDR_LEN + n;
 	}
-	header(obj, CHUNKOBJ_STORED, len);
+	chunkobj_header(obj, CHUNKOBJ_STORED, len);
 	return CHUNKOBJ_HDR_LEN + len;
 }

@@ -6,7 +6,11 @@
  *   "CSO1" | u8 codec | 3 zero bytes | le64 plain length | payload
  *
  * codec CHUNKOBJ_STORED: the payload is the chunk itself;
- * codec CHUNKOBJ_ZSTD: one zstd frame of the chunk. */
+ * codec CHUNKOBJ_ZSTD: zstd frames whose contents, one after the other,
+ * are the chunk: one frame, or, for a chunk a snapshot stored as the
+ * previous snapshot's object of it plus the bytes added since
+ * (store/chunkdelta.c), a few. A single ZSTD_decompress call decodes
+ * either. */
 #ifndef CUTSNAP_CHUNKOBJ_H
 #define CUTSNAP_CHUNKOBJ_H
 
@@ -32,5 +36,13 @@ size_t chunkobj_frame(int zstd, const uint8_t *plain, size_t len,
  * Its length. */
 size_t chunkobj_frame_in_place(int zstd, uint8_t *obj, size_t len,
     uint8_t *scratch, size_t scratchsz);
+
+/* The object header of a chunk of len plain bytes with codec, into
+ * out[0, CHUNKOBJ_HDR_LEN). */
+void chunkobj_header(uint8_t *out, int codec, size_t len);
+/* plain[0, len) as one zstd frame, with the chunks' parameters, into
+ * out[0, outsz): its length, or 0 when zstd failed (out too small). */
+size_t chunkobj_zstd_frame(const uint8_t *plain, size_t len, uint8_t *out,
+    size_t outsz);
 
 #endif

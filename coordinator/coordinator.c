@@ -513,6 +513,7 @@ coord_snapshot(const struct cfg *c, const struct coord_opts *o,
 		o->copy->copied = r.stats.copied;
 		o->copy->shared = r.stats.shared;
 		o->copy->bytes = r.stats.bytes;
+		o->copy->extended = r.stats.extended;
 		o->copy->streamed = r.stats.fetched;
 		o->copy->put = r.stats.put;
 		o->copy->put_bytes = r.stats.put_bytes;

@@ -13,6 +13,9 @@ struct coord_copy {
 	uint64_t copied;	/* new ones this snapshot copied */
 	uint64_t shared;	/* new ones another snapshot copied meanwhile */
 	uint64_t bytes;		/* bytes this snapshot copied */
+	uint64_t extended;	/* of the copied, chunks stored as the previous
+				 * snapshot's object of them plus the bytes
+				 * added since (store/chunkdelta.c) */
 	uint64_t streamed;	/* of those, bytes agents sent over their
 				 * connections (files on other hosts) */
 	uint64_t put;		/* of the copied, chunks agents on other

@@ -93,6 +93,10 @@ struct cjob {
 	int recheck;		/* stored, but its check is too old: hash the
 				 * blob before reusing it */
 	int reuse;		/* recheck found the blob good: no copy */
+	uint64_t plen;		/* > 0: the agent's previous snapshot had this
+				 * chunk shorter, plen bytes named psha, which
+				 * may be built on (chunkdelta.c) */
+	uint8_t psha[SHA_LEN];
 };
 
 struct crun {
@@ -107,6 +111,9 @@ struct crun {
 	uint8_t *bufs[POOL_MAX_THREADS];	/* per worker, lazily */
 	uint8_t *obufs[POOL_MAX_THREADS];	/* the same, for the blob of a
 						 * framed chunk (object.c) */
+	uint8_t *dbufs[POOL_MAX_THREADS];	/* the same size as bufs: a
+						 * previous object decoded
+						 * (chunkdelta.c), lazily */
 	size_t bufsz, obufsz;	/* their sizes (set by bufs_take) */
 	int has_spare;		/* holds the process's spare set (bufs_take) */
 	pthread_mutex_t mu;
@@ -114,7 +121,7 @@ struct crun {
 	struct cs_err err;	/* the first failure */
 	uint64_t bytes;		/* copied */
 	uint64_t fetched;	/* of those, through st->ffn */
-	uint64_t rechecked, healed;	/* chunk_stats */
+	uint64_t rechecked, healed, extended;	/* chunk_stats */
 	int claim_fd;		/* locks/chunks.claims, or -1: no sharing */
 	struct cjob *waiting;	/* chunks another run claimed first */
 	size_t nwaiting;
@@ -222,19 +229,48 @@ write_chunk(int tfd, int direct, uint8_t *buf, size_t len)
 	return off == len ? 0 : ftruncate(tfd, (off_t)len);
 }
 
+/* The SHA-256 of chunk j's bytes in into got. For a chunk the agent's
+ * previous snapshot had shorter, the digest of its first plen bytes comes
+ * out of the same pass (sha_peek), and *grew says whether they are that
+ * chunk's bytes: the chunk only grew, and its object may be built on the
+ * previous one (chunkdelta.c). */
+static int
+hash_chunk(const struct cjob *j, const uint8_t *in, uint8_t got[SHA_LEN],
+    int *grew)
+{
+	uint8_t pre[SHA_LEN];
+	struct sha_ctx *c;
+	int rc = -1;
+
+	*grew = 0;
+	if (j->plen == 0 || j->plen >= j->len)
+		return sha256_buf(in, (size_t)j->len, got);
+	if ((c = sha_new()) == NULL)
+		return -1;
+	if (sha_update(c, in, (size_t)j->plen) == 0 &&
+	    sha_peek(c, pre) == 0 &&
+	    sha_update(c, in + j->plen, (size_t)(j->len - j->plen)) == 0 &&
+	    sha_final(c, got) == 0) {
+		*grew = memcmp(pre, j->psha, SHA_LEN) == 0;
+		rc = 0;
+	}
+	sha_free(c);
+	return rc;
+}
+
 /* Pass 1 for chunk j: read it, check its digest, write it as a temp file,
  * so that the disk works while the next chunks are hashed. buf holds
  * align_up(maxchunk) bytes, aligned for O_DIRECT. */
 static int
 copy_chunk(struct crun *r, struct cjob *j, uint8_t *buf, uint8_t *obuf,
-    struct cs_err *e)
+    uint8_t *dbuf, struct cs_err *e)
 {
 	const char *path = r->paths[j->src];
 	char tmp[PATH_MAX];
 	uint8_t got[SHA_LEN];
 	uint8_t *blob = buf, *in = buf;
 	size_t bloblen = (size_t)j->len;
-	int tfd = -1, rc = -1, direct;
+	int tfd = -1, rc = -1, direct, grew = 0;
 
 	/* A framed chunk is read straight to its place in the object, so
 	 * that one stored as it is (random data) is never copied; buf then
@@ -252,7 +288,7 @@ copy_chunk(struct crun *r, struct cjob *j, uint8_t *buf, uint8_t *obuf,
 		    (unsigned long long)j->off);
 		goto out;
 	}
-	if (sha256_buf(in, (size_t)j->len, got) < 0) {
+	if (hash_chunk(j, in, got, &grew) < 0) {
 		cs_errf(e, "sha256 of chunk %zu failed", j->idx);
 		goto out;
 	}
@@ -270,7 +306,14 @@ copy_chunk(struct crun *r, struct cjob *j, uint8_t *buf, uint8_t *obuf,
 		    (unsigned long long)(j->off + j->len));
 		goto out;
 	}
-	if (obuf != NULL) {
+	if (obuf != NULL && dbuf != NULL && grew &&
+	    (bloblen = store_delta_encode(r->st, j->psha, (size_t)j->plen,
+	    obuf, (size_t)j->len, buf, r->bufsz, dbuf)) > 0) {
+		blob = obuf;
+		pthread_mutex_lock(&r->mu);
+		r->extended++;
+		pthread_mutex_unlock(&r->mu);
+	} else if (obuf != NULL) {
 		if (store_obj_encode_in_place(r->st, j->name, (size_t)j->len,
 		    obuf, store_obj_bound(r->st, r->maxchunk), buf,
 		    align_up(r->maxchunk), &bloblen, e) < 0)
@@ -353,6 +396,7 @@ static struct {
 	int busy;
 	size_t bufsz, obufsz;
 	uint8_t *bufs[POOL_MAX_THREADS], *obufs[POOL_MAX_THREADS];
+	uint8_t *dbufs[POOL_MAX_THREADS];
 } spare = { .mu = PTHREAD_MUTEX_INITIALIZER };
 
 /* Size r's buffers for its largest chunk (plan has run) and take the
@@ -370,15 +414,19 @@ bufs_take(struct crun *r)
 		spare.busy = 1;
 		r->has_spare = 1;
 		for (i = 0; i < POOL_MAX_THREADS; i++) {
-			if (spare.bufsz == r->bufsz)
+			if (spare.bufsz == r->bufsz) {
 				r->bufs[i] = spare.bufs[i];
-			else
+				r->dbufs[i] = spare.dbufs[i];
+			} else {
 				free(spare.bufs[i]);
+				free(spare.dbufs[i]);
+			}
 			if (spare.obufsz == r->obufsz)
 				r->obufs[i] = spare.obufs[i];
 			else
 				free(spare.obufs[i]);
 			spare.bufs[i] = spare.obufs[i] = NULL;
+			spare.dbufs[i] = NULL;
 		}
 	}
 	pthread_mutex_unlock(&spare.mu);
@@ -395,6 +443,7 @@ bufs_give(struct crun *r)
 		for (i = 0; i < POOL_MAX_THREADS; i++) {
 			free(r->bufs[i]);
 			free(r->obufs[i]);
+			free(r->dbufs[i]);
 		}
 		return;
 	}
@@ -403,6 +452,7 @@ bufs_give(struct crun *r)
 	spare.obufsz = r->obufsz;
 	memcpy(spare.bufs, r->bufs, sizeof(spare.bufs));
 	memcpy(spare.obufs, r->obufs, sizeof(spare.obufs));
+	memcpy(spare.dbufs, r->dbufs, sizeof(spare.dbufs));
 	spare.busy = 0;
 	pthread_mutex_unlock(&spare.mu);
 }
@@ -421,6 +471,17 @@ worker_buf(struct crun *r, int w)
 		crun_fail(r, &e);
 	}
 	return r->bufs[w];
+}
+
+/* Worker w's buffer for a previous object's decoded bytes (as large as
+ * worker_buf's), allocated on first use; NULL when out of memory, which
+ * only means the chunk is compressed whole. */
+static uint8_t *
+worker_dbuf(struct crun *r, int w)
+{
+	if (r->dbufs[w] == NULL && (r->dbufs[w] = malloc(r->bufsz)) == NULL)
+		return NULL;
+	return r->dbufs[w];
 }
 
 /* Worker w's object buffer (the largest blob of a chunk, rounded up for
@@ -523,7 +584,7 @@ copy_task(void *ctx, size_t t, int w)
 {
 	struct crun *r = ctx;
 	struct cs_err e;
-	uint8_t *buf, *obuf;
+	uint8_t *buf, *obuf, *dbuf = NULL;
 	int failed;
 
 	if (crun_failed(r) || (buf = worker_buf(r, w)) == NULL)
@@ -531,7 +592,9 @@ copy_task(void *ctx, size_t t, int w)
 	obuf = worker_obuf(r, w, &failed);
 	if (failed)
 		return;
-	if (copy_chunk(r, &r->jobs[t], buf, obuf, &e) < 0) {
+	if (obuf != NULL && r->jobs[t].plen > 0)
+		dbuf = worker_dbuf(r, w);
+	if (copy_chunk(r, &r->jobs[t], buf, obuf, dbuf, &e) < 0) {
 		cs_errctx(&e, "agent %s", r->reps[r->jobs[t].src].agent);
 		crun_fail(r, &e);
 		return;
@@ -708,6 +771,7 @@ static int
 plan(struct crun *r, size_t n, struct cs_err *e)
 {
 	const struct report *rep;
+	struct prev_tail tail;
 	uint8_t name[SHA_LEN];
 	struct stat sb;
 	size_t i, k, cap = 0, kept;
@@ -739,6 +803,13 @@ plan(struct crun *r, size_t n, struct cs_err *e)
 			    "the snapshot: %lld bytes, expected at least %llu",
 			    rep->agent, r->paths[i], (long long)sb.st_size,
 			    (unsigned long long)rep->size);
+		/* The chunk the previous snapshot ended in, when this one
+		 * may build on its object: read from the live file here. */
+		tail.found = 0;
+		if (store_delta_usable(r->st) && r->paths[i] != NULL &&
+		    r->st->putfn == NULL && sink_fn == NULL &&
+		    store_prev_tail(r->st, rep->agent, &tail, e) < 0)
+			return -1;
 		for (k = 0; k < rep->nchunks; k++) {
 			off = (uint64_t)k * rep->chunk_size;
 			len = rep->size - off < rep->chunk_size ?
@@ -757,7 +828,13 @@ plan(struct crun *r, size_t n, struct cs_err *e)
 				r->jobs = nv;
 			}
 			r->jobs[r->njobs] = (struct cjob){ (int)i, k, off,
-			    len, rep->chunks[k], { 0 }, 0, s == 2, 0 };
+			    len, rep->chunks[k], { 0 }, 0, s == 2, 0, 0,
+			    { 0 } };
+			if (tail.found && tail.off == off && tail.len < len) {
+				r->jobs[r->njobs].plen = tail.len;
+				memcpy(r->jobs[r->njobs].psha, tail.sha,
+				    SHA_LEN);
+			}
 			memcpy(r->jobs[r->njobs++].name, name, SHA_LEN);
 		}
 	}
@@ -1064,6 +1141,7 @@ store_put_chunks(struct store *st, const char *const *paths,
 		stats->fetched = r.fetched;
 		stats->rechecked = r.rechecked;
 		stats->healed = r.healed;
+		stats->extended = r.extended;
 	}
 	rc = 0;
 out:

@@ -8,7 +8,9 @@
  *   "CSO1" | u8 codec | 3 zero bytes | le64 plain length | payload
  *
  * codec 0: the payload is the chunk itself (zstd did not make it smaller);
- * codec 1: the payload is one zstd frame of the chunk. The blob keeps its
+ * codec 1: the payload is zstd frames of the chunk, one, or a few for a
+ * chunk stored as the previous snapshot's object of it plus the bytes
+ * added since (chunkdelta.c); ZSTD_decompress decodes both. The blob keeps its
  * name, the SHA-256 of the plain chunk, so chunks still deduplicate and
  * every reader checks the decoded bytes against the name. The object is
  * made in common/chunkobj.c, which an agent uploading its own chunks to

@@ -203,6 +203,9 @@ struct chunk_stats {
 				 * fetch function (store_set_fetch) */
 	uint64_t rechecked;	/* stored chunks hashed again before reuse */
 	uint64_t healed;	/* of those, found bad: quarantined, copied */
+	uint64_t extended;	/* of the copied, chunks stored as the previous
+				 * snapshot's object of the same chunk plus
+				 * a frame of the bytes added since */
 	uint64_t put;		/* of the copied, chunks their agents put
 				 * into the object store (store_set_put) */
 	uint64_t put_bytes;	/* and their bytes (also in bytes) */

@@ -186,6 +186,28 @@ struct objbuf {
 int store_obj_load_buf(const struct store *st, const uint8_t name[SHA_LEN],
     const char *path, uint8_t *plain, size_t len, struct objbuf *b,
     struct cs_err *e);
+/* chunkdelta.c: a chunk that grew since the previous snapshot, stored as
+ * the previous snapshot's object of it plus a frame of the new bytes.
+ * store_delta_usable: the repository's objects allow it (zstd, not
+ * encrypted). store_prev_tail: the agent's last chunk in its latest
+ * complete snapshot (t->found 0: none). store_delta_encode: obj holds the
+ * len plain bytes of the chunk at OBJ_HDR_LEN, whose first plen bytes
+ * hash to psha (the caller checked); builds the chunk's object in obj
+ * from the blob of psha when that blob decodes to exactly those bytes,
+ * using scratch (scratchsz >= len will do) and check (plen bytes, for
+ * the blob decoded), and returns its length;
+ * 0 when it cannot (obj's plain bytes are then untouched). */
+struct prev_tail {
+	int found;
+	uint64_t off, len;
+	uint8_t sha[SHA_LEN];
+};
+int store_delta_usable(const struct store *st);
+int store_prev_tail(struct store *st, const char *agent, struct prev_tail *t,
+    struct cs_err *e);
+size_t store_delta_encode(const struct store *st, const uint8_t psha[SHA_LEN],
+    size_t plen, uint8_t *obj, size_t len, uint8_t *scratch,
+    size_t scratchsz, uint8_t *check);
 /* crypt.c: an encrypted repository's keys and seals. store_crypt_create
  * draws the master key and stores the first key (inside the creating
  * transaction, the identity made); store_crypt_unlock asks the password
