@@ -521,7 +521,7 @@ row "CPU us/transfer, snapshot every 500 ms: agents $CPU_SA + load $CPU_SL" \
 row "transfers/s, $PEAK_K clients, snapshot every 500 ms ($NSNAP snapshots completed)" "$TPS_S" "$TPS (no snapshots)" \
     "$(calc "$TPS_S / $TPS")" ">= 0.9x" \
     "$(why "$(verdict "$TPS_S >= 0.9 * $TPS")" \
-        "the snapshots add $(calc "$CPU_SA + $CPU_SL - $CPU_A - $CPU_L") us of CPU per transfer: agents $CPU_A -> $CPU_SA, load $CPU_L -> $CPU_SL; each re-stores every file's last, partial chunk")"
+        "the snapshots add $(calc "$CPU_SA + $CPU_SL - $CPU_A - $CPU_L") us of CPU per transfer: agents $CPU_A -> $CPU_SA, load $CPU_L -> $CPU_SL; each reads, hashes and writes again every file's last chunk, compressing only its new bytes")"
 stop "$W/tp/c.ini"
 rm -rf "$W/tp"
 
