@@ -6,8 +6,9 @@
  * the same first plen bytes and some new ones. Its blob is new (its name
  * is the SHA-256 of the whole chunk), and compressing it whole redoes
  * the previous snapshot's work on those plen bytes: with a snapshot every
- * 500 ms under load, zstd on the re-stored prefixes was most of what the
- * snapshots cost (docs/INTERNALS.md, "Snapshots every 500 ms").
+ * 500 ms under load, zstd was the largest part of what the snapshots
+ * cost the process taking them (docs/INTERNALS.md, "Snapshots every
+ * 500 ms").
  *
  * zstd decodes a run of frames as the concatenation of their contents,
  * so the new chunk's object can be the previous object's frames followed
@@ -15,7 +16,7 @@
  * every reader (verify, restore, older binaries) decodes it with the same
  * single call. Before the previous object is built on, it is proven to
  * hold exactly the new chunk's first plen bytes: the caller checked that
- * those bytes hash to the previous chunk's name, and the object here is
+ * those bytes have the previous chunk's name, and the object here is
  * decoded and compared with them byte for byte, so a blob that rotted is
  * never copied into a new one (the chunk is then compressed whole, as
  * before). A chunk holds at most DELTA_MAX_FRAMES frames; one that would
@@ -23,8 +24,11 @@
  * in ratio (each starts with an empty window) when snapshots are taken
  * often and each adds little.
  *
- * Only for a repository that compresses and does not encrypt (a sealed
- * object would have to be opened and sealed again: not done yet). */
+ * Only for a repository that compresses. In an encrypted one the
+ * previous object is opened (authenticated under its name, so only what
+ * this repository's key sealed for that chunk is used) and the new one
+ * sealed under its own name with a fresh nonce, as any chunk is; the
+ * names compared are then the keyed names of the manifest. */
 #include <fcntl.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -39,7 +43,7 @@
 int
 store_delta_usable(const struct store *st)
 {
-	return !st->enc && st->compress == STORE_COMPRESS_ZSTD;
+	return st->compress == STORE_COMPRESS_ZSTD;
 }
 
 int
@@ -69,7 +73,7 @@ store_prev_tail(struct store *st, const char *agent, struct prev_tail *t,
 		hex = (const char *)sqlite3_column_text(s, 2);
 		if (sqlite3_column_int64(s, 0) >= 0 &&
 		    sqlite3_column_int64(s, 1) > 0 && hex != NULL &&
-		    sha_unhex(hex, t->sha) == 0) {
+		    sha_unhex(hex, t->name) == 0) {
 			t->off = (uint64_t)sqlite3_column_int64(s, 0);
 			t->len = (uint64_t)sqlite3_column_int64(s, 1);
 			t->found = 1;
@@ -84,11 +88,14 @@ store_prev_tail(struct store *st, const char *agent, struct prev_tail *t,
 	return rc;
 }
 
-/* The previous object at path, header included, into buf[0, bufsz): its
- * length, or 0 when it is not a zstd object of plen plain bytes that fits
- * (a chunk stored as it is has nothing to build on). */
-static size_t
-read_prev(const char *path, size_t plen, uint8_t *buf, size_t bufsz)
+/* The previous chunk's blob at path, read into buf[0, bufsz) and opened
+ * (chunkobj framing, object.c): 0 with its framed object in *obj, *objlen
+ * when that is a zstd object of plen plain bytes (a chunk stored as it is
+ * has nothing to build on); else -1. */
+static int
+read_prev(const struct store *st, const uint8_t pname[SHA_LEN],
+    const char *path, size_t plen, uint8_t *buf, size_t bufsz,
+    uint8_t **obj, size_t *objlen)
 {
 	uint8_t want[OBJ_HDR_LEN];
 	struct stat sb;
@@ -96,18 +103,19 @@ read_prev(const char *path, size_t plen, uint8_t *buf, size_t bufsz)
 	int fd;
 
 	if ((fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)) < 0)
-		return 0;
+		return -1;
 	if (fstat(fd, &sb) == 0 && S_ISREG(sb.st_mode) &&
-	    (uint64_t)sb.st_size > OBJ_HDR_LEN &&
-	    (uint64_t)sb.st_size < OBJ_HDR_LEN + (uint64_t)plen &&
+	    (uint64_t)sb.st_size < store_obj_bound(st, plen) &&
 	    (uint64_t)sb.st_size <= bufsz &&
 	    fs_pread_all(fd, buf, (size_t)sb.st_size, 0) == 0)
 		n = (size_t)sb.st_size;
 	close(fd);
-	if (n == 0)
-		return 0;
+	if (n == 0 || store_obj_open_in_place(st, pname, buf, n, obj,
+	    objlen) < 0 || *objlen <= OBJ_HDR_LEN ||
+	    *objlen >= OBJ_HDR_LEN + plen)
+		return -1;
 	chunkobj_header(want, CHUNKOBJ_ZSTD, plen);
-	return memcmp(buf, want, OBJ_HDR_LEN) == 0 ? n : 0;
+	return memcmp(*obj, want, OBJ_HDR_LEN) == 0 ? 0 : -1;
 }
 
 /* How many zstd frames payload[0, n) is, exactly; 0 when it is not a
@@ -140,36 +148,42 @@ decodes_to(const uint8_t *payload, size_t n, const uint8_t *want,
 	return !ZSTD_isError(k) && k == plen && memcmp(got, want, plen) == 0;
 }
 
-size_t
-store_delta_encode(const struct store *st, const uint8_t psha[SHA_LEN],
-    size_t plen, uint8_t *obj, size_t len, uint8_t *scratch,
-    size_t scratchsz, uint8_t *check)
+int
+store_delta_encode(const struct store *st, const uint8_t pname[SHA_LEN],
+    size_t plen, const uint8_t name[SHA_LEN], uint8_t *obj, size_t len,
+    uint8_t *scratch, size_t scratchsz, uint8_t *check, size_t *outlen,
+    struct cs_err *e)
 {
 	char hex[SHA_HEX_LEN], path[PATH_MAX];
-	const uint8_t *in = obj + OBJ_HDR_LEN;
-	uint8_t pname[SHA_LEN];
-	size_t plenobj, payload, n;
+	uint8_t *framed = obj + store_obj_frame_off(st);
+	const uint8_t *in = framed + OBJ_HDR_LEN;
+	uint8_t *prev;
+	size_t prevlen, payload, n;
 	int frames;
 
+	*outlen = 0;
 	if (!store_delta_usable(st) || plen == 0 || plen >= len)
 		return 0;
-	store_name(st, psha, pname);
 	sha_hex(pname, hex);
 	if (store_blob_path(st, hex, path, sizeof(path), NULL) < 0 ||
-	    (plenobj = read_prev(path, plen, scratch, scratchsz)) == 0)
+	    read_prev(st, pname, path, plen, scratch, scratchsz, &prev,
+	    &prevlen) < 0)
 		return 0;
-	payload = plenobj - OBJ_HDR_LEN;
-	frames = count_frames(scratch + OBJ_HDR_LEN, payload);
+	payload = prevlen - OBJ_HDR_LEN;
+	frames = count_frames(prev + OBJ_HDR_LEN, payload);
 	if (frames == 0 || frames >= DELTA_MAX_FRAMES ||
-	    !decodes_to(scratch + OBJ_HDR_LEN, payload, in, plen, check))
+	    !decodes_to(prev + OBJ_HDR_LEN, payload, in, plen, check))
 		return 0;
-	n = chunkobj_zstd_frame(in + plen, len - plen, scratch + plenobj,
-	    scratchsz - plenobj);
+	n = chunkobj_zstd_frame(in + plen, len - plen, prev + prevlen,
+	    (size_t)(scratch + scratchsz - (prev + prevlen)));
 	/* zstd failed, or the whole is no smaller than the chunk (the new
 	 * bytes do not compress): the caller frames the chunk as before. */
 	if (n == 0 || payload + n >= len)
 		return 0;
-	memcpy(obj + OBJ_HDR_LEN, scratch + OBJ_HDR_LEN, payload + n);
-	chunkobj_header(obj, CHUNKOBJ_ZSTD, len);
-	return OBJ_HDR_LEN + payload + n;
+	memcpy(framed + OBJ_HDR_LEN, prev + OBJ_HDR_LEN, payload + n);
+	chunkobj_header(framed, CHUNKOBJ_ZSTD, len);
+	if (store_obj_seal_in_place(st, name, obj, OBJ_HDR_LEN + payload + n,
+	    outlen, e) < 0)
+		return -1;
+	return 1;
 }

@@ -94,9 +94,9 @@ struct cjob {
 				 * blob before reusing it */
 	int reuse;		/* recheck found the blob good: no copy */
 	uint64_t plen;		/* > 0: the agent's previous snapshot had this
-				 * chunk shorter, plen bytes named psha, which
-				 * may be built on (chunkdelta.c) */
-	uint8_t psha[SHA_LEN];
+				 * chunk shorter, plen bytes in blob pname,
+				 * which may be built on (chunkdelta.c) */
+	uint8_t pname[SHA_LEN];
 };
 
 struct crun {
@@ -231,14 +231,14 @@ write_chunk(int tfd, int direct, uint8_t *buf, size_t len)
 
 /* The SHA-256 of chunk j's bytes in into got. For a chunk the agent's
  * previous snapshot had shorter, the digest of its first plen bytes comes
- * out of the same pass (sha_peek), and *grew says whether they are that
- * chunk's bytes: the chunk only grew, and its object may be built on the
+ * out of the same pass (sha_peek), and *grew says whether they have that
+ * chunk's name: the chunk only grew, and its object may be built on the
  * previous one (chunkdelta.c). */
 static int
-hash_chunk(const struct cjob *j, const uint8_t *in, uint8_t got[SHA_LEN],
-    int *grew)
+hash_chunk(const struct store *st, const struct cjob *j, const uint8_t *in,
+    uint8_t got[SHA_LEN], int *grew)
 {
-	uint8_t pre[SHA_LEN];
+	uint8_t pre[SHA_LEN], name[SHA_LEN];
 	struct sha_ctx *c;
 	int rc = -1;
 
@@ -251,7 +251,8 @@ hash_chunk(const struct cjob *j, const uint8_t *in, uint8_t got[SHA_LEN],
 	    sha_peek(c, pre) == 0 &&
 	    sha_update(c, in + j->plen, (size_t)(j->len - j->plen)) == 0 &&
 	    sha_final(c, got) == 0) {
-		*grew = memcmp(pre, j->psha, SHA_LEN) == 0;
+		store_name(st, pre, name);
+		*grew = memcmp(name, j->pname, SHA_LEN) == 0;
 		rc = 0;
 	}
 	sha_free(c);
@@ -270,7 +271,7 @@ copy_chunk(struct crun *r, struct cjob *j, uint8_t *buf, uint8_t *obuf,
 	uint8_t got[SHA_LEN];
 	uint8_t *blob = buf, *in = buf;
 	size_t bloblen = (size_t)j->len;
-	int tfd = -1, rc = -1, direct, grew = 0;
+	int tfd = -1, rc = -1, direct, grew = 0, ext;
 
 	/* A framed chunk is read straight to its place in the object, so
 	 * that one stored as it is (random data) is never copied; buf then
@@ -288,7 +289,7 @@ copy_chunk(struct crun *r, struct cjob *j, uint8_t *buf, uint8_t *obuf,
 		    (unsigned long long)j->off);
 		goto out;
 	}
-	if (hash_chunk(j, in, got, &grew) < 0) {
+	if (hash_chunk(r->st, j, in, got, &grew) < 0) {
 		cs_errf(e, "sha256 of chunk %zu failed", j->idx);
 		goto out;
 	}
@@ -307,8 +308,11 @@ copy_chunk(struct crun *r, struct cjob *j, uint8_t *buf, uint8_t *obuf,
 		goto out;
 	}
 	if (obuf != NULL && dbuf != NULL && grew &&
-	    (bloblen = store_delta_encode(r->st, j->psha, (size_t)j->plen,
-	    obuf, (size_t)j->len, buf, r->bufsz, dbuf)) > 0) {
+	    (ext = store_delta_encode(r->st, j->pname, (size_t)j->plen,
+	    j->name, obuf, (size_t)j->len, buf, r->bufsz, dbuf, &bloblen,
+	    e)) != 0) {
+		if (ext < 0)
+			goto out;
 		blob = obuf;
 		pthread_mutex_lock(&r->mu);
 		r->extended++;
@@ -832,7 +836,7 @@ plan(struct crun *r, size_t n, struct cs_err *e)
 			    { 0 } };
 			if (tail.found && tail.off == off && tail.len < len) {
 				r->jobs[r->njobs].plen = tail.len;
-				memcpy(r->jobs[r->njobs].psha, tail.sha,
+				memcpy(r->jobs[r->njobs].pname, tail.name,
 				    SHA_LEN);
 			}
 			memcpy(r->jobs[r->njobs++].name, name, SHA_LEN);

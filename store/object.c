@@ -95,17 +95,44 @@ store_obj_encode_in_place(const struct store *st,
 		return cs_errf(e, "object buffer too small");
 	n = chunkobj_frame_in_place(st->compress == STORE_COMPRESS_ZSTD,
 	    out + off, len, scratch, scratchsz);
+	return store_obj_seal_in_place(st, name, out, n, outlen, e);
+}
+
+int
+store_obj_seal_in_place(const struct store *st, const uint8_t name[SHA_LEN],
+    uint8_t *out, size_t n, size_t *outlen, struct cs_err *e)
+{
+	*outlen = 0;
 	if (!st->enc) {
 		*outlen = n;
 		return 0;
 	}
 	/* Sealed in place: the framed object follows the header and the
 	 * nonce, the tag follows it. */
-	if (store_crypt_seal(st, 'C', name, SHA_LEN, out + off, n,
-	    out + SEALED_HDR, e) < 0)
+	if (store_crypt_seal(st, 'C', name, SHA_LEN, out + SEALED_HDR +
+	    AEAD_NONCE_LEN, n, out + SEALED_HDR, e) < 0)
 		return -1;
 	memcpy(out, SEALED_MAGIC, SEALED_HDR);
 	*outlen = sealing(st) + n;
+	return 0;
+}
+
+int
+store_obj_open_in_place(const struct store *st, const uint8_t name[SHA_LEN],
+    uint8_t *blob, size_t bloblen, uint8_t **framed, size_t *framedlen)
+{
+	*framed = blob;
+	*framedlen = bloblen;
+	if (!st->enc)
+		return 0;
+	if (bloblen < sealing(st) ||
+	    memcmp(blob, SEALED_MAGIC, SEALED_HDR) != 0 ||
+	    store_crypt_open(st, 'C', name, SHA_LEN, blob + SEALED_HDR,
+	    bloblen - SEALED_HDR, blob + SEALED_HDR + AEAD_NONCE_LEN,
+	    NULL) < 0)
+		return -1;
+	*framed = blob + SEALED_HDR + AEAD_NONCE_LEN;
+	*framedlen = bloblen - sealing(st);
 	return 0;
 }
 

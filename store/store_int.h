@@ -168,6 +168,18 @@ size_t store_obj_frame_off(const struct store *st);
 int store_obj_encode_in_place(const struct store *st,
     const uint8_t name[SHA_LEN], size_t len, uint8_t *out, size_t outsz,
     uint8_t *scratch, size_t scratchsz, size_t *outlen, struct cs_err *e);
+/* The blob of a framed object of n bytes at out +
+ * store_obj_frame_off(st): sealed in place under name when the repository
+ * is encrypted (out holds store_obj_bound's room); its length in *outlen. */
+int store_obj_seal_in_place(const struct store *st,
+    const uint8_t name[SHA_LEN], uint8_t *out, size_t n, size_t *outlen,
+    struct cs_err *e);
+/* The framed object inside blob[0, bloblen) of name: the blob itself, or,
+ * when the repository is encrypted, opened (authenticated and decrypted)
+ * in place. -1 when the blob does not open. */
+int store_obj_open_in_place(const struct store *st,
+    const uint8_t name[SHA_LEN], uint8_t *blob, size_t bloblen,
+    uint8_t **framed, size_t *framedlen);
 /* Read the blob at path and decode it into plain[0, len). -1: it cannot
  * be read (e: "missing (...)", "not a regular file", ...); -2: it is
  * there but damaged (e: "size mismatch: ...", a decode error). */
@@ -188,26 +200,28 @@ int store_obj_load_buf(const struct store *st, const uint8_t name[SHA_LEN],
     struct cs_err *e);
 /* chunkdelta.c: a chunk that grew since the previous snapshot, stored as
  * the previous snapshot's object of it plus a frame of the new bytes.
- * store_delta_usable: the repository's objects allow it (zstd, not
- * encrypted). store_prev_tail: the agent's last chunk in its latest
- * complete snapshot (t->found 0: none). store_delta_encode: obj holds the
- * len plain bytes of the chunk at OBJ_HDR_LEN, whose first plen bytes
- * hash to psha (the caller checked); builds the chunk's object in obj
- * from the blob of psha when that blob decodes to exactly those bytes,
- * using scratch (scratchsz >= len will do) and check (plen bytes, for
- * the blob decoded), and returns its length;
- * 0 when it cannot (obj's plain bytes are then untouched). */
+ * store_delta_usable: the repository's objects allow it (zstd).
+ * store_prev_tail: the agent's last chunk in its latest complete snapshot
+ * (t->found 0: none; t->name its blob's name). store_delta_encode: obj
+ * holds the len plain bytes of the chunk name at
+ * store_obj_frame_off(st) + OBJ_HDR_LEN, whose first plen bytes have the
+ * name pname (the caller checked); builds the chunk's blob in obj from
+ * the blob pname when that decodes to exactly those bytes, using scratch
+ * (scratchsz >= len will do) and check (plen bytes, for the blob
+ * decoded): 1 and its length in *outlen; 0 when it cannot (obj is then
+ * untouched); -1 (e set) when sealing the new blob failed. */
 struct prev_tail {
 	int found;
 	uint64_t off, len;
-	uint8_t sha[SHA_LEN];
+	uint8_t name[SHA_LEN];
 };
 int store_delta_usable(const struct store *st);
 int store_prev_tail(struct store *st, const char *agent, struct prev_tail *t,
     struct cs_err *e);
-size_t store_delta_encode(const struct store *st, const uint8_t psha[SHA_LEN],
-    size_t plen, uint8_t *obj, size_t len, uint8_t *scratch,
-    size_t scratchsz, uint8_t *check);
+int store_delta_encode(const struct store *st, const uint8_t pname[SHA_LEN],
+    size_t plen, const uint8_t name[SHA_LEN], uint8_t *obj, size_t len,
+    uint8_t *scratch, size_t scratchsz, uint8_t *check, size_t *outlen,
+    struct cs_err *e);
 /* crypt.c: an encrypted repository's keys and seals. store_crypt_create
  * draws the master key and stores the first key (inside the creating
  * transaction, the identity made); store_crypt_unlock asks the password

@@ -4,8 +4,9 @@
 # bytes (store/chunkdelta.c): snapshot --json counts those chunks as
 # "extended". Each such blob decodes to exactly its chunk (verify,
 # restore, and zstd itself), holds at most 8 frames, and is never built
-# on a previous blob that rotted, on a file whose old bytes changed
-# (compaction), or in an encrypted repository.
+# on a previous blob that rotted or on a file whose old bytes changed
+# (compaction). An encrypted repository extends too: the previous blob is
+# opened under its name and the new one sealed under its own.
 . "$(dirname "$0")/lib.sh"
 
 export CUTSNAP_SCRYPT_N=1024
@@ -144,12 +145,26 @@ test_expect_success 'compaction rewrites old bytes: nothing is built on the old 
 	verify_ok "$SNAP_ID" && same_bytes "$SNAP_ID" B
 '
 
-test_expect_success 'an encrypted repository stores a grown chunk whole (sealed objects are not extended)' '
+test_expect_success 'an encrypted repository extends a grown chunk too: sealed anew, it verifies' '
 	expect_ok init -r "$ENC" --encrypt &&
-	snap_json "$ENC" && grow A 3 && snap_json "$ENC" &&
-	expect_eq "$(extended)" 0 "extended chunks, encrypted" &&
-	json_check "d[\"chunks\"][\"copied\"] >= 1" &&
-	verify_ok "$SNAP_ID" "$ENC"
+	snap_json "$ENC" && E1=$SNAP_ID &&
+	grow A 3 && snap_json "$ENC" &&
+	expect_eq "$(extended)" 1 "extended chunks, encrypted" &&
+	E2=$SNAP_ID &&
+	verify_ok "$E1" "$ENC" && verify_ok "$E2" "$ENC" &&
+	expect_eq "$(cut_total "$ENC" "$E2")" 1000 "total of the encrypted cut" &&
+	! grep -rq "line $N of the history" "$ENC" ||
+	    { say "plain text of A found in the encrypted repository"; return 1; }
+'
+
+test_expect_success 'encrypted: a previous blob that does not open is not built on' '
+	sha=$(sql "select lower(sha256) from agent_chunks where snapshot_id = $E2 and agent = '\''A'\'' order by idx desc limit 1" "$ENC/manifest.db") &&
+	prev=$ENC/blobs/${sha:0:2}/$sha && [ -f "$prev" ] &&
+	flip_byte "$prev" $(( $(stat -c %s "$prev") / 2 )) &&
+	grow A 2 && snap_json "$ENC" &&
+	expect_eq "$(extended)" 0 "extended chunks after the sealed blob was damaged" &&
+	verify_ok "$SNAP_ID" "$ENC" &&
+	expect_exit 1 verify -r "$ENC" "$E2"
 '
 
 test_expect_success 'restore of an extended snapshot gives every recorded file back and the total' '
