@@ -37,12 +37,6 @@ worth_compressing(const uint8_t *plain, size_t len, uint8_t *out,
 
 /* plain[0, len) as one zstd frame into out: its length, or 0 when zstd
  * failed (then the chunk is stored as it is). */
-static size_t
-compress(const uint8_t *plain, size_t len, uint8_t *out, size_t outsz)
-{
-	return chunkobj_zstd_frame(plain, len, out, outsz);
-}
-
 size_t
 chunkobj_zstd_frame(const uint8_t *plain, size_t len, uint8_t *out,
     size_t outsz)
@@ -99,7 +93,7 @@ try_compress(int zstd, const uint8_t *plain, size_t len, uint8_t *out,
 	size_t n = 0;
 
 	if (zstd && worth_compressing(plain, len, out, outsz))
-		n = compress(plain, len, out, outsz);
+		n = chunkobj_zstd_frame(plain, len, out, outsz);
 	return n > 0 && n < len ? n : 0;
 }
 
