@@ -166,7 +166,7 @@ agent_snap_holds_prefix(const struct agent *a)
 void
 agent_compact_tick(struct agent *a)
 {
-	uint64_t end, min = a->c->compact_min_size;
+	uint64_t end, live, min = a->c->compact_min_size;
 
 	if (a->fatal)
 		return;
@@ -176,8 +176,23 @@ agent_compact_tick(struct agent *a)
 		return;
 	}
 	end = datalog_end(a->dl);
-	if (end >= min && end / 2 >= a->compact_ref && start(a, "automatic")
-	    == -1)
+	if (end < min || end / 2 < a->compact_ref)
+		return;
+	/* The file doubled since its last rewrite. A rewrite that would not
+	 * halve it (most of the file is live: new keys, not overwrites)
+	 * would write nearly the whole file again to reclaim little, and it
+	 * changes every chunk, so the next snapshot would copy the whole
+	 * file instead of what was added. Skip it until the file doubles
+	 * again. */
+	live = dl_live_size(datalog_state(a->dl));
+	if (live > end / 2) {
+		log_info("compaction (automatic) skipped at %" PRIu64 " bytes: "
+		    "the live state is %" PRIu64 " bytes, more than half",
+		    end, live);
+		a->compact_ref = end;
+		return;
+	}
+	if (start(a, "automatic") == -1)
 		a->compact_ref = end;
 }
 

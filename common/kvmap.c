@@ -28,6 +28,7 @@ struct kvmap {
 	struct slot *slots;	/* cap slots, NULL while cap == 0 */
 	size_t cap;		/* power of two, or 0 */
 	size_t count;		/* used slots */
+	uint64_t bytes;		/* the entries' klen + vlen, summed */
 };
 
 static uint64_t
@@ -158,10 +159,13 @@ put(struct kvmap *m, const void *key, size_t klen, const void *val,
 		memcpy(blk + klen, val, inl);
 	i = find_slot(m, key, klen, h);
 	s = &m->slots[i];
-	if (s->used)
+	if (s->used) {
+		m->bytes -= s->e.klen + s->e.vlen;
 		free(s->e.key);
-	else
+	} else {
 		m->count++;
+	}
+	m->bytes += klen + vlen;
 	s->used = 1;
 	s->hash = h;
 	s->e.key = blk;
@@ -200,6 +204,7 @@ kvmap_del(struct kvmap *m, const void *key, size_t klen)
 	i = find_slot(m, key, klen, fnv1a(key, klen));
 	if (!m->slots[i].used)
 		return 0;
+	m->bytes -= m->slots[i].e.klen + m->slots[i].e.vlen;
 	free(m->slots[i].e.key);
 	m->slots[i].used = 0;
 	m->count--;
@@ -221,6 +226,12 @@ size_t
 kvmap_count(const struct kvmap *m)
 {
 	return m->count;
+}
+
+uint64_t
+kvmap_bytes(const struct kvmap *m)
+{
+	return m->bytes;
 }
 
 static int

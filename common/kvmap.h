@@ -35,6 +35,9 @@ int kvmap_put_ref(struct kvmap *m, const void *key, size_t klen,
     uint64_t voff, size_t vlen);
 int kvmap_del(struct kvmap *m, const void *key, size_t klen); /* 1 / 0 */
 size_t kvmap_count(const struct kvmap *m);
+/* The entries' key and value lengths summed (values by reference at their
+ * length): kept as the map changes, so it costs nothing to ask. */
+uint64_t kvmap_bytes(const struct kvmap *m);
 /* A malloc'ed array of pointers to the entries sorted by key (memcmp, then
  * length); the caller frees the array, not the entries. 0 / -1 on OOM. */
 int kvmap_sorted(const struct kvmap *m, const struct kv_entry ***out,

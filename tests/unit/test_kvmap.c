@@ -1,5 +1,5 @@
 /* test_kvmap.c - the byte-string map: put/get/del, growth, deletion runs,
- * sorted iteration, binary keys. */
+ * sorted iteration, binary keys, the running sum of lengths. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -137,6 +137,7 @@ random_operations_match_a_model(void **state)
 	int model[K], i, op, key, live = 0;
 	char k[16], val[16];
 	const uint8_t *v;
+	uint64_t bytes = 0;
 	size_t n;
 
 	(void)state;
@@ -169,8 +170,38 @@ random_operations_match_a_model(void **state)
 		} else {
 			snprintf(val, sizeof(val), "%d", model[i]);
 			expect_val(m, k, val);
+			bytes += strlen(k) + strlen(val);
 		}
 	}
+	assert_int_equal(kvmap_bytes(m), bytes);
+	kvmap_free(m);
+}
+
+/* kvmap_bytes: the live entries' key and value lengths, through puts,
+ * replacements (longer and shorter), values by reference and deletions. */
+static void
+bytes_follow_every_change(void **state)
+{
+	struct kvmap *m;
+
+	(void)state;
+	assert_non_null(m = kvmap_new());
+	assert_int_equal(kvmap_bytes(m), 0);
+	assert_int_equal(kvmap_put(m, "a", 1, "100", 3), 0);
+	assert_int_equal(kvmap_bytes(m), 4);
+	assert_int_equal(kvmap_put(m, "a", 1, "1000000", 7), 0);
+	assert_int_equal(kvmap_bytes(m), 8);
+	assert_int_equal(kvmap_put(m, "a", 1, "", 0), 0);
+	assert_int_equal(kvmap_bytes(m), 1);
+	assert_int_equal(kvmap_put_ref(m, "big", 3, 4096, 16u << 20), 0);
+	assert_int_equal(kvmap_bytes(m), 1 + 3 + (16u << 20));
+	assert_int_equal(kvmap_put(m, "big", 3, "x", 1), 0);
+	assert_int_equal(kvmap_bytes(m), 1 + 3 + 1);
+	assert_int_equal(kvmap_del(m, "big", 3), 1);
+	assert_int_equal(kvmap_del(m, "big", 3), 0);
+	assert_int_equal(kvmap_bytes(m), 1);
+	assert_int_equal(kvmap_del(m, "a", 1), 1);
+	assert_int_equal(kvmap_bytes(m), 0);
 	kvmap_free(m);
 }
 
@@ -217,6 +248,7 @@ main(void)
 		cmocka_unit_test(binary_and_empty_keys_and_values),
 		cmocka_unit_test(growth_and_deletion_keep_every_key_reachable),
 		cmocka_unit_test(random_operations_match_a_model),
+		cmocka_unit_test(bytes_follow_every_change),
 		cmocka_unit_test(sorted_orders_by_bytes_then_length),
 	};
 
