@@ -25,7 +25,9 @@ test_expect_success 'setup: compaction from 32 MiB; the agent at rest' '
 	head -c $((N * 16 * MIB)) /dev/urandom >values
 '
 
-test_expect_success 'six puts of 16 MiB and an automatic compaction: peak at most one value (+8 MiB) above rest' '
+# Six new keys leave the file all live, so the agent skips its automatic
+# rewrite (t0375); cutsnap compact asks for one.
+test_expect_success 'six puts of 16 MiB and a compaction: peak at most one value (+8 MiB) above rest' '
 	n=0 &&
 	for i in $(seq 0 $((N - 1))); do
 		dd if=values bs=16M skip=$i count=1 status=none of=v$i &&
@@ -33,7 +35,8 @@ test_expect_success 'six puts of 16 MiB and an automatic compaction: peak at mos
 		n=$((n + 1)) || return 1
 	done &&
 	expect_eq "$n" $N "values put" &&
-	wait_for 60 grep -q "compaction: " run/A.log &&
+	expect_ok compact -c "$CONF" A &&
+	grep -q "compaction: " run/A.log &&
 	kib_below "$(hwm)" $((REST + 24 * 1024)) "peak after the puts and the compaction"
 '
 
