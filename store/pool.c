@@ -66,15 +66,16 @@ store_pool_threads(void)
 }
 
 /* How many workers: one per core in the foreground; two per core in
- * the background (RUN_BACKGROUND); POOL_MAX_THREADS for tasks that
+ * the background (RUN_BACKGROUND) and for foreground tasks that write
+ * with direct I/O (RUN_WRITING); POOL_MAX_THREADS for tasks that
  * mostly wait on the disk (RUN_IO). */
-enum run_kind { RUN_FOREGROUND, RUN_BACKGROUND, RUN_IO };
+enum run_kind { RUN_FOREGROUND, RUN_WRITING, RUN_BACKGROUND, RUN_IO };
 
 static void
 run(size_t ntasks, void (*fn)(void *ctx, size_t task, int worker),
     void *ctx, enum run_kind kind)
 {
-	const int background = kind != RUN_FOREGROUND;
+	const int background = kind == RUN_BACKGROUND || kind == RUN_IO;
 	pthread_t th[POOL_MAX_THREADS];
 	struct worker_arg wa[POOL_MAX_THREADS];
 	struct pool p;
@@ -86,10 +87,12 @@ run(size_t ntasks, void (*fn)(void *ctx, size_t task, int worker),
 	p.ctx = ctx;
 	p.ntasks = ntasks;
 	atomic_init(&p.next, 0);
-	/* Background work reads, hashes and writes with direct I/O, which
-	 * blocks its thread until the disk has the bytes: two threads per
-	 * core keep the cores hashing while the others wait on the disk. */
-	n = store_pool_threads() * (background ? 2 : 1);
+	/* Background work and restore read, hash and write with direct
+	 * I/O, which blocks the thread until the disk has the bytes: two
+	 * threads per core keep the cores hashing while the others wait on
+	 * the disk (restore of 590 MiB, median of 5: 590 ms on two threads,
+	 * 530 ms on four, on the project's 2-core VM). */
+	n = store_pool_threads() * (kind == RUN_FOREGROUND ? 1 : 2);
 	/* fsyncs take little CPU and wait for the disk's cache flush: with
 	 * more of them in flight, the block layer merges the flushes asked
 	 * for at once (56 directory fsyncs: 41-67 ms one after the other,
@@ -124,6 +127,13 @@ store_pool_run(size_t ntasks, void (*fn)(void *ctx, size_t task, int worker),
     void *ctx)
 {
 	run(ntasks, fn, ctx, RUN_FOREGROUND);
+}
+
+void
+store_pool_run_writing(size_t ntasks,
+    void (*fn)(void *ctx, size_t task, int worker), void *ctx)
+{
+	run(ntasks, fn, ctx, RUN_WRITING);
 }
 
 void

@@ -306,6 +306,11 @@ int store_fview_read_chunk(struct store *st, const struct row_chunk *c,
 #define POOL_MAX_THREADS 8
 void store_pool_run(size_t ntasks, void (*fn)(void *ctx, size_t task,
     int worker), void *ctx);
+/* The same on two threads per core (at most POOL_MAX_THREADS): for
+ * foreground tasks that also write with direct I/O (restore), which
+ * blocks a thread until the disk has the bytes. */
+void store_pool_run_writing(size_t ntasks,
+    void (*fn)(void *ctx, size_t task, int worker), void *ctx);
 /* The same, as background work: every worker is a new thread whose I/O
  * is in the idle class (served when the disk has nothing else queued)
  * and whose CPU share yields to the agents (nice 10). The caller only

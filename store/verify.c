@@ -1060,8 +1060,12 @@ run(struct store *st, uint64_t id, uint64_t *resolved,
 	 * once for both (the handoff): the pool takes its tasks in order,
 	 * so every replay has started before the first chunk task, and a
 	 * chunk task that waits for its replay waits on a running one.
-	 * Under restore, whoever checks a chunk also writes it. */
-	store_pool_run(v.ntasks, any_task, &v);
+	 * Under restore, whoever checks a chunk also writes it, on more
+	 * threads than cores: a direct write blocks its thread. */
+	if (sinks != NULL)
+		store_pool_run_writing(v.ntasks, any_task, &v);
+	else
+		store_pool_run(v.ntasks, any_task, &v);
 	if (sinks == NULL) {
 		st->vreads = atomic_load(&st->nchunk_reads) - reads0;
 		st->vahead = atomic_load(&v.nahead);
