@@ -1235,6 +1235,7 @@ torn_header(const uint8_t *buf, size_t len)
 const uint8_t *
 dl_src_at(struct dl_src *s, size_t off, size_t n)
 {
+	const uint8_t *p;
 	uint8_t *w;
 	size_t want, got = 0;
 	ssize_t k;
@@ -1242,6 +1243,8 @@ dl_src_at(struct dl_src *s, size_t off, size_t n)
 	assert(off <= s->len && n <= s->len - off);
 	if (s->buf != NULL)
 		return s->buf + off;
+	if (s->view != NULL && (p = s->view(s->rctx, off, n)) != NULL)
+		return p;
 	if (off >= s->woff && n <= s->wlen && off - s->woff <= s->wlen - n)
 		return s->win + (off - s->woff);
 	/* A window that had to grow for a record larger than DL_SRC_WINDOW

@@ -311,10 +311,16 @@ int dl_replay(const uint8_t *buf, size_t len, const char *what,
 /* The same for an image of len bytes that fn reads (n bytes at off into
  * dst: 0, or -1 with errno set), a window of at least 1 MiB at a time,
  * so that memory does not grow with len; every byte is fed to sha when
- * not NULL. A torn tail is an error. */
+ * not NULL. A torn tail is an error. view, when not NULL, is asked first
+ * for the bytes in place (a reader that holds the image in pieces, as
+ * verify holds chunks): a pointer to the n bytes at off, valid until the
+ * next call of view or fn, saves their copy into the window; NULL (not
+ * in one piece, or not readable) sends the replay to fn. */
 typedef int (*dl_read_fn)(void *ctx, uint64_t off, size_t n, uint8_t *dst);
+typedef const uint8_t *(*dl_view_fn)(void *ctx, uint64_t off, size_t n);
 struct sha_ctx;
-int dl_replay_read(uint64_t len, const char *what, dl_read_fn fn, void *ctx,
-    struct dl_state *st, struct sha_ctx *sha, struct cs_err *e);
+int dl_replay_read(uint64_t len, const char *what, dl_read_fn fn,
+    dl_view_fn view, void *ctx, struct dl_state *st, struct sha_ctx *sha,
+    struct cs_err *e);
 
 #endif

@@ -800,8 +800,9 @@ dl_replay_fd(int fd, uint64_t start, uint64_t len, const char *what,
 }
 
 int
-dl_replay_read(uint64_t len, const char *what, dl_read_fn fn, void *ctx,
-    struct dl_state *st, struct sha_ctx *sha, struct cs_err *e)
+dl_replay_read(uint64_t len, const char *what, dl_read_fn fn,
+    dl_view_fn view, void *ctx, struct dl_state *st, struct sha_ctx *sha,
+    struct cs_err *e)
 {
 	struct dl_src s;
 	int rc;
@@ -811,6 +812,7 @@ dl_replay_read(uint64_t len, const char *what, dl_read_fn fn, void *ctx,
 		return cs_errf(e, "%s: file too large", what);
 	s.fd = -1;
 	s.read = fn;
+	s.view = view;
 	s.rctx = ctx;
 	s.len = (size_t)len;
 	s.sha = sha;

@@ -588,6 +588,35 @@ read_at(void *ctx, uint64_t off, size_t n, uint8_t *dst)
 	return 0;
 }
 
+/* dl_view_fn of the replay: the n bytes at off in place, in the buffer of
+ * the chunk holding them all (through the handoff as read_at), so that
+ * the replay copies nothing into its window; NULL when they span two
+ * chunks, or when the chunk cannot be read (read_at then says why), or
+ * when the replay reads restore's temp file. */
+static const uint8_t *
+view_at(void *ctx, uint64_t off, size_t n)
+{
+	struct reader *r = ctx;
+	const struct row_agent *a = &r->v->rows.agents[r->i];
+	const struct row_chunk *c;
+	const uint8_t *p;
+	size_t k;
+
+	if (r->fd >= 0 || n == 0)
+		return NULL;
+	k = chunk_at(a, off);
+	c = &a->chunks[k];
+	if (off < c->off || n > c->off + c->size - off)
+		return NULL;
+	if (r->handoff) {
+		reader_at(r, off, off + n);
+		p = reader_take(r, k);
+	} else {
+		p = reader_load(r, k) < 0 ? NULL : r->buf;
+	}
+	return p == NULL ? NULL : p + (off - c->off);
+}
+
 /* Replay agent row i's recorded file into st, streamed a window at a
  * time (keeping only the values the recorded messages to it add to, and
  * the sends as from says: NULL keeps those not acknowledged yet, see
@@ -619,7 +648,8 @@ replay_into(struct vrun *v, size_t i, int worker, const struct wm_set *from,
 	st->keep = store_keyset_has;
 	st->keep_ctx = &f->ks;
 	snprintf(what, sizeof(what), "recorded file of agent %s", a->name);
-	if (dl_replay_read(a->size, what, read_at, &r, st, NULL, &e) < 0) {
+	if (dl_replay_read(a->size, what, read_at, view_at, &r, st, NULL,
+	    &e) < 0) {
 		snprintf(err, errsz, "%s", e.msg);
 		dl_state_free(st);
 		goto out;

@@ -2,6 +2,7 @@
  * torn-tail recovery versus corruption, prefixes, hashing, locking. */
 #include <sys/stat.h>
 
+#include <errno.h>
 #include <fcntl.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -753,6 +754,109 @@ every_record_boundary_prefix_replays(void **state)
 	wbuf_free(&w);
 }
 
+/* The image held in separate pieces of psize bytes each, as verify holds
+ * a recorded file in chunk buffers: piece_view gives the bytes in place
+ * when one piece holds them, piece_read copies them across pieces. */
+struct pieces {
+	uint8_t *p[64];
+	size_t n, psize, len;
+	size_t views, reads;
+	int no_view;		/* piece_view always declines */
+};
+
+static const uint8_t *
+piece_view(void *ctx, uint64_t off, size_t n)
+{
+	struct pieces *ps = ctx;
+	size_t k = (size_t)off / ps->psize;
+
+	if (ps->no_view || n == 0 || off + n > (k + 1) * ps->psize)
+		return NULL;
+	ps->views++;
+	return ps->p[k] + (off - k * ps->psize);
+}
+
+static int
+piece_read(void *ctx, uint64_t off, size_t n, uint8_t *dst)
+{
+	struct pieces *ps = ctx;
+	size_t k, at, take;
+
+	ps->reads++;
+	if (off + n > ps->len) {
+		errno = EIO;
+		return -1;
+	}
+	while (n > 0) {
+		k = (size_t)off / ps->psize;
+		at = (size_t)off - k * ps->psize;
+		take = ps->psize - at < n ? ps->psize - at : n;
+		memcpy(dst, ps->p[k] + at, take);
+		dst += take;
+		off += take;
+		n -= take;
+	}
+	return 0;
+}
+
+/* dl_replay_read with a view replays the same state as dl_replay of the
+ * whole image, whatever the pieces: records within a piece are taken in
+ * place (a wrong offset into the piece would fail their checksums), the
+ * others through the window; with one piece nothing is copied, and a
+ * view that declines everything leaves it all to the reads. */
+static void
+replay_read_takes_bytes_in_place_or_through_the_window(void **state)
+{
+	static const size_t sizes[] = { 8, 16, 33, 64, 4096 };
+	const struct dl_record *rs;
+	struct pieces ps;
+	struct dl_state st;
+	struct cs_err e;
+	struct wbuf w;
+	size_t n, i, k, runs = 0;
+
+	(void)state;
+	rs = bank(&n);
+	build(&w, rs, n, NULL);
+	for (i = 0; i < sizeof(sizes) / sizeof(sizes[0]) * 2; i++) {
+		memset(&ps, 0, sizeof(ps));
+		ps.psize = sizes[i / 2];
+		ps.no_view = i % 2;
+		ps.len = w.len;
+		ps.n = (w.len + ps.psize - 1) / ps.psize;
+		assert_true(ps.n <= 64);
+		for (k = 0; k < ps.n; k++) {
+			assert_non_null(ps.p[k] = malloc(ps.psize));
+			memset(ps.p[k], 0xee, ps.psize);
+			memcpy(ps.p[k], w.data + k * ps.psize,
+			    w.len - k * ps.psize < ps.psize ?
+			    w.len - k * ps.psize : ps.psize);
+		}
+		assert_int_equal(dl_state_init(&st, 0), 0);
+		assert_int_equal(dl_replay_read(w.len, "v", piece_read,
+		    piece_view, &ps, &st, NULL, &e), 0);
+		assert_int_equal(st.records, 7);
+		expect_val(&st, "a", "85");
+		expect_absent(&st, "tmp");
+		assert_int_equal(st.nsends, 1);
+		assert_memory_equal(st.sends[0].msg, "msg-2", 5);
+		if (ps.no_view) {
+			assert_int_equal(ps.views, 0);
+			assert_true(ps.reads > 0);
+		} else {
+			assert_true(ps.views > 0);
+		}
+		if (!ps.no_view && ps.n == 1)
+			assert_int_equal(ps.reads, 0);
+		dl_state_free(&st);
+		for (k = 0; k < ps.n; k++)
+			free(ps.p[k]);
+		runs++;
+	}
+	assert_int_equal(runs, 10);
+	wbuf_free(&w);
+}
+
 /* --- the live file ------------------------------------------------------- */
 
 struct seen {
@@ -1489,6 +1593,7 @@ main(void)
 		cmocka_unit_test(older_ack_is_accepted_and_ignored),
 		cmocka_unit_test(int_add_parses_strictly_and_checks_overflow),
 		cmocka_unit_test(replay_checks_the_header),
+		cmocka_unit_test(replay_read_takes_bytes_in_place_or_through_the_window),
 		cmocka_unit_test(dead_letters_round_trip_and_replay),
 		cmocka_unit_test(dead_letter_records_check_their_invariants),
 		cmocka_unit_test(a_dead_letter_resolves_once),
