@@ -188,8 +188,14 @@ $(BUILD)/bench/kdfms: bench/kdfms.c $(LIBA) | $(DEPS_OK)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(PKG_CFLAGS) -I. -o $@ $< $(LIBA) $(PKG_LIBS) $(LDFLAGS) -lpthread
 
+# decpar decodes and hashes chunks compressed as the product compresses
+# them (the encrypted verify rows' floor).
+$(BUILD)/bench/decpar: bench/decpar.c $(LIBA) | $(DEPS_OK)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(PKG_CFLAGS) -I. -o $@ $< $(LIBA) $(PKG_LIBS) $(LDFLAGS) -lpthread
+
 bench: all bench-deps $(BUILD)/bench/syncw $(BUILD)/bench/pingpong $(BUILD)/bench/shapar \
-    $(BUILD)/bench/kdfms
+    $(BUILD)/bench/kdfms $(BUILD)/bench/decpar
 	bash bench/run.sh
 
 ROUNDS ?= 500
