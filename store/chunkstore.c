@@ -195,30 +195,29 @@ create_tmp(const char *tmp, int *direct)
 }
 
 /* Write buf[0, len) to the new file tfd. Direct writes need aligned
- * lengths: the last piece is padded with zeros (buf has room up to the
- * next DIRECT_ALIGN) and the file cut back to len. A filesystem that took
- * O_DIRECT at open but refuses the write gets the rest buffered. */
+ * lengths: the aligned part goes direct, in pieces, and the tail (a
+ * blob is its header plus the chunk, so almost never aligned) through
+ * the page cache, where pass 2's fdatasync finds it. Padding the tail
+ * to a direct write and cutting the file back cost a small write and a
+ * truncate per chunk, and ext4 reads the last block back from the disk
+ * to zero it past the new end. A filesystem that took O_DIRECT at open
+ * but refuses the write gets the rest buffered. */
 static int
-write_chunk(int tfd, int direct, uint8_t *buf, size_t len)
+write_chunk(int tfd, int direct, const uint8_t *buf, size_t len)
 {
+	const size_t aligned = len / DIRECT_ALIGN * DIRECT_ALIGN;
 	size_t off = 0, n;
 	ssize_t k;
 
 	if (!direct)
 		return fs_write_all(tfd, buf, len);
-	memset(buf + len, 0, align_up(len) - len);
-	while (off < len) {
-		n = align_up(len - off) < DIRECT_PIECE ? align_up(len - off) :
-		    DIRECT_PIECE;
+	while (off < aligned) {
+		n = aligned - off < DIRECT_PIECE ? aligned - off : DIRECT_PIECE;
 		k = pwrite(tfd, buf + off, n, (off_t)off);
 		if (k == -1 && errno == EINTR)
 			continue;
-		if (k == -1 && errno == EINVAL && off == 0) {
-			if (fcntl(tfd, F_SETFL, fcntl(tfd, F_GETFL) &
-			    ~O_DIRECT) == -1)
-				return -1;
-			return fs_write_all(tfd, buf, len);
-		}
+		if (k == -1 && errno == EINVAL && off == 0)
+			break;	/* written buffered below, from the start */
 		if (k <= 0) {
 			if (k == 0)
 				errno = EIO;
@@ -226,7 +225,12 @@ write_chunk(int tfd, int direct, uint8_t *buf, size_t len)
 		}
 		off += (size_t)k;
 	}
-	return off == len ? 0 : ftruncate(tfd, (off_t)len);
+	if (off == len)
+		return 0;
+	if (fcntl(tfd, F_SETFL, fcntl(tfd, F_GETFL) & ~O_DIRECT) == -1 ||
+	    lseek(tfd, (off_t)off, SEEK_SET) == -1)
+		return -1;
+	return fs_write_all(tfd, buf + off, len - off);
 }
 
 /* The SHA-256 of chunk j's bytes in into got. For a chunk the agent's
