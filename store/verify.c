@@ -377,6 +377,13 @@ struct reader {
 	size_t k;
 	int have;
 	struct objbuf ob;
+	/* The chunk view_at gave bytes of last, [cur_off, cur_end) at cur,
+	 * or cur NULL: the replay reads most records inside one chunk, so
+	 * view_at answers those without the handoff's lock and search. Only
+	 * reader_at and reader_load let go of a chunk's buffer; both clear
+	 * it first. */
+	const uint8_t *cur;
+	uint64_t cur_off, cur_end;
 };
 
 /* The index of the chunk holding byte off (the chunks tile the file in
@@ -407,6 +414,7 @@ reader_load(struct reader *r, size_t k)
 	if (r->have && r->k == k)
 		return 0;
 	r->have = 0;
+	r->cur = NULL;
 	if (r->cap < (size_t)c->size) {
 		if ((p = realloc(r->buf, (size_t)c->size)) == NULL) {
 			errno = ENOMEM;
@@ -433,6 +441,7 @@ reader_at(struct reader *r, uint64_t off, uint64_t end)
 	struct fcheck *f = &r->v->fc[r->i];
 	size_t k = chunk_at(&r->v->rows.agents[r->i], off);
 
+	r->cur = NULL;
 	pthread_mutex_lock(&f->mu);
 	for (; r->lo < k; r->lo++)
 		if (f->cstate[r->lo] == HO_TAKEN && f->held[r->lo] != NULL) {
@@ -604,6 +613,11 @@ view_at(void *ctx, uint64_t off, size_t n)
 
 	if (r->fd >= 0 || n == 0)
 		return NULL;
+	/* Inside the chunk of the last view: the handoff has nothing to
+	 * learn (the replay's need moves within a chunk it holds). */
+	if (r->cur != NULL && off >= r->cur_off && off < r->cur_end &&
+	    n <= r->cur_end - off)
+		return r->cur + (off - r->cur_off);
 	k = chunk_at(a, off);
 	c = &a->chunks[k];
 	if (off < c->off || n > c->off + c->size - off)
@@ -614,7 +628,12 @@ view_at(void *ctx, uint64_t off, size_t n)
 	} else {
 		p = reader_load(r, k) < 0 ? NULL : r->buf;
 	}
-	return p == NULL ? NULL : p + (off - c->off);
+	if (p == NULL)
+		return NULL;
+	r->cur = p;
+	r->cur_off = c->off;
+	r->cur_end = c->off + c->size;
+	return p + (off - c->off);
 }
 
 /* Replay agent row i's recorded file into st, streamed a window at a
