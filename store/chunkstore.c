@@ -70,6 +70,7 @@
 #include <unistd.h>
 
 #include "store_int.h"
+#include "../common/bigbuf.h"
 #include "../common/chunkhash.h"
 #include "../common/fsutil.h"
 #include "../common/ratelimit.h"
@@ -398,7 +399,8 @@ seal_chunk(struct crun *r, struct cjob *j, struct cs_err *e)
  * (docs/INTERNALS.md, "Snapshots every 500 ms"). One set, held by
  * one run at a time; a run beside it allocates its own. The set stays
  * allocated (some 8 MiB per worker) until a run with other sizes frees
- * it. */
+ * it. The buffers are bigbufs (huge pages where the kernel gives them):
+ * a one-shot snapshot faults its set in afresh. */
 static struct {
 	pthread_mutex_t mu;
 	int busy;
@@ -426,13 +428,13 @@ bufs_take(struct crun *r)
 				r->bufs[i] = spare.bufs[i];
 				r->dbufs[i] = spare.dbufs[i];
 			} else {
-				free(spare.bufs[i]);
-				free(spare.dbufs[i]);
+				bigbuf_free(spare.bufs[i], spare.bufsz);
+				bigbuf_free(spare.dbufs[i], spare.bufsz);
 			}
 			if (spare.obufsz == r->obufsz)
 				r->obufs[i] = spare.obufs[i];
 			else
-				free(spare.obufs[i]);
+				bigbuf_free(spare.obufs[i], spare.obufsz);
 			spare.bufs[i] = spare.obufs[i] = NULL;
 			spare.dbufs[i] = NULL;
 		}
@@ -449,9 +451,9 @@ bufs_give(struct crun *r)
 
 	if (!r->has_spare) {
 		for (i = 0; i < POOL_MAX_THREADS; i++) {
-			free(r->bufs[i]);
-			free(r->obufs[i]);
-			free(r->dbufs[i]);
+			bigbuf_free(r->bufs[i], r->bufsz);
+			bigbuf_free(r->obufs[i], r->obufsz);
+			bigbuf_free(r->dbufs[i], r->bufsz);
 		}
 		return;
 	}
@@ -472,9 +474,8 @@ worker_buf(struct crun *r, int w)
 {
 	struct cs_err e;
 
-	if (r->bufs[w] == NULL && posix_memalign((void **)&r->bufs[w],
-	    DIRECT_ALIGN, r->bufsz) != 0) {
-		r->bufs[w] = NULL;
+	if (r->bufs[w] == NULL &&
+	    (r->bufs[w] = bigbuf_alloc(r->bufsz)) == NULL) {
 		cs_errf(&e, "out of memory");
 		crun_fail(r, &e);
 	}
@@ -487,7 +488,8 @@ worker_buf(struct crun *r, int w)
 static uint8_t *
 worker_dbuf(struct crun *r, int w)
 {
-	if (r->dbufs[w] == NULL && (r->dbufs[w] = malloc(r->bufsz)) == NULL)
+	if (r->dbufs[w] == NULL &&
+	    (r->dbufs[w] = bigbuf_alloc(r->bufsz)) == NULL)
 		return NULL;
 	return r->dbufs[w];
 }
@@ -503,9 +505,8 @@ worker_obuf(struct crun *r, int w, int *failed)
 	*failed = 0;
 	if (!store_obj_framed(r->st))
 		return NULL;
-	if (r->obufs[w] == NULL && posix_memalign((void **)&r->obufs[w],
-	    DIRECT_ALIGN, r->obufsz) != 0) {
-		r->obufs[w] = NULL;
+	if (r->obufs[w] == NULL &&
+	    (r->obufs[w] = bigbuf_alloc(r->obufsz)) == NULL) {
 		*failed = 1;
 		cs_errf(&e, "out of memory");
 		crun_fail(r, &e);

@@ -34,6 +34,7 @@
 
 #include "store_int.h"
 #include "../common/aead.h"
+#include "../common/bigbuf.h"
 #include "../common/chunkobj.h"
 #include "../common/fsutil.h"
 
@@ -246,7 +247,7 @@ store_obj_load(const struct store *st, const uint8_t name[SHA_LEN],
 	int rc;
 
 	rc = store_obj_load_buf(st, name, path, plain, len, &b, e);
-	free(b.p);
+	store_objbuf_free(&b);
 	return rc;
 }
 
@@ -298,15 +299,22 @@ store_obj_load_buf(const struct store *st, const uint8_t name[SHA_LEN],
 			goto out;
 		}
 	}
-	/* The buffer only grows, up to one object's bound: a reader that
-	 * decodes many chunks allocates (and faults in) it once. */
+	/* The buffer only grows, in steps of 2 MiB (a huge page) up to one
+	 * object's bound: a reader that decodes many chunks allocates (and
+	 * faults in) it once or twice. */
 	if (b->cap < objlen + 1) {
-		if ((np = realloc(b->p, objlen + 1)) == NULL) {
+		size_t step = (size_t)2 << 20;
+		size_t cap = (objlen + 1 + step - 1) / step * step;
+
+		if (cap > store_obj_bound(st, len) + 1)
+			cap = store_obj_bound(st, len) + 1;
+		if ((np = bigbuf_alloc(cap)) == NULL) {
 			rc = cs_errf(e, "out of memory");
 			goto out;
 		}
+		store_objbuf_free(b);
 		b->p = np;
-		b->cap = objlen + 1;
+		b->cap = cap;
 	}
 	if (fs_pread_all(fd, b->p, objlen, 0) < 0) {
 		rc = cs_errno(e, "read %s", path);
@@ -319,4 +327,12 @@ store_obj_load_buf(const struct store *st, const uint8_t name[SHA_LEN],
 out:
 	close(fd);
 	return rc;
+}
+
+void
+store_objbuf_free(struct objbuf *b)
+{
+	bigbuf_free(b->p, b->cap);
+	b->p = NULL;
+	b->cap = 0;
 }

@@ -186,7 +186,7 @@ int store_obj_open_in_place(const struct store *st,
 int store_obj_load(const struct store *st, const uint8_t name[SHA_LEN],
     const char *path, uint8_t *plain, size_t len, struct cs_err *e);
 /* The same, reading the blob into b (grown as needed, kept for the next
- * call; free b->p when done). drop_cache: drop the blob's pages from the
+ * call; store_objbuf_free when done). drop_cache: drop the blob's pages from the
  * page cache once read (store_obj_load: a snapshot's recheck, a scrub that
  * must not flush the cache); zero for verify and restore, whose streamed
  * replay reads each chunk a second time right after its hash task. */
@@ -198,6 +198,8 @@ struct objbuf {
 int store_obj_load_buf(const struct store *st, const uint8_t name[SHA_LEN],
     const char *path, uint8_t *plain, size_t len, struct objbuf *b,
     struct cs_err *e);
+/* Free b's buffer (a bigbuf) and zero its size; b may be reused. */
+void store_objbuf_free(struct objbuf *b);
 /* chunkdelta.c: a chunk that grew since the previous snapshot, stored as
  * the previous snapshot's object of it plus a frame of the new bytes.
  * store_delta_usable: the repository's objects allow it (zstd).

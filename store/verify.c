@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "store_int.h"
+#include "../common/bigbuf.h"
 #include "../common/datalog.h"
 #include "../common/fsutil.h"
 #include "../common/util.h"
@@ -224,8 +225,9 @@ enum {
 #define HANDOFF_READY 4
 
 /* A chunk buffer, or NULL: a spare one (those the replay passed, up to
- * VERIFY_SPARE_MAX, are kept for the next chunks), else a new one,
- * page-aligned and as large as the snapshot's largest chunk. */
+ * VERIFY_SPARE_MAX, are kept for the next chunks), else a new one
+ * (a bigbuf: page-aligned, in huge pages where the kernel gives them),
+ * as large as the snapshot's largest chunk. */
 static uint8_t *
 buf_get(struct vrun *v)
 {
@@ -235,9 +237,8 @@ buf_get(struct vrun *v)
 	if (v->nspare > 0)
 		p = v->spare[--v->nspare];
 	pthread_mutex_unlock(&v->smu);
-	if (p == NULL && posix_memalign(&p, (size_t)sysconf(_SC_PAGESIZE),
-	    v->bufsz) != 0)
-		return NULL;
+	if (p == NULL)
+		p = bigbuf_alloc(v->bufsz);
 	return p;
 }
 
@@ -250,7 +251,7 @@ buf_put(struct vrun *v, uint8_t *p)
 		p = NULL;
 	}
 	pthread_mutex_unlock(&v->smu);
-	free(p);
+	bigbuf_free(p, v->bufsz);
 }
 
 /* Chunk k of agent i: read (and decoded, in a framed repository: on the
@@ -677,7 +678,7 @@ replay_into(struct vrun *v, size_t i, int worker, const struct wm_set *from,
 	rc = 0;
 out:
 	free(r.buf);
-	free(r.ob.p);
+	store_objbuf_free(&r.ob);
 	return rc;
 }
 
@@ -997,7 +998,7 @@ handoff_free(struct vrun *v, size_t i)
 	size_t k;
 
 	for (k = 0; f->held != NULL && k < v->rows.agents[i].nchunks; k++)
-		free(f->held[k]);
+		bigbuf_free(f->held[k], v->bufsz);
 	free(f->held);
 	free(f->cstate);
 	if (f->hinit) {
@@ -1148,11 +1149,11 @@ out:
 	free(v.fc);
 	free(v.tasks);
 	for (i = 0; i < POOL_MAX_THREADS; i++) {
-		free(v.bufs[i].p);
-		free(v.wbuf[i]);
+		store_objbuf_free(&v.bufs[i]);
+		bigbuf_free(v.wbuf[i], v.bufsz);
 	}
 	for (i = 0; i < v.nspare; i++)
-		free(v.spare[i]);
+		bigbuf_free(v.spare[i], v.bufsz);
 	pthread_mutex_destroy(&v.smu);
 	store_rows_free(&v.rows);
 	return rc;

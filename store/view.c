@@ -90,7 +90,7 @@ load_chunk(struct store *st, struct vopen *o, const struct row_chunk *c,
 
 	if (load_into(st, c, base, path, o->damaged, &b, &e) == -1)
 		problem(o, c, "%s", e.msg);
-	free(b.p);
+	store_objbuf_free(&b);
 }
 
 /* Map chunk c at base + c->off (a framed one: decode it there). */
