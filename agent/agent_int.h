@@ -305,6 +305,12 @@ void agent_conn_send(struct agent *a, struct conn *c, uint8_t type,
  * not three). */
 void agent_conn_reply_value(struct agent *a, struct conn *c,
     const struct kv_entry *ent, uint64_t off);
+/* Queue a frame of pre then len bytes of the data file from off (written,
+ * and durable: the frame leaves at once), sent from the file as the
+ * socket drains (agent_stream_range); 0 if queued so, -1 when it must be
+ * built in memory instead (c streams already, or memory is short). */
+int agent_conn_send_range(struct agent *a, struct conn *c, uint8_t type,
+    const uint8_t *pre, size_t prelen, uint64_t off, size_t len);
 void agent_conn_reply(struct agent *a, struct conn *c, uint8_t code,
     const void *body, size_t blen, uint64_t off);
 void agent_conn_replyf(struct agent *a, struct conn *c, uint8_t code,
@@ -338,6 +344,12 @@ void agent_spool_feed(struct agent *a, struct conn *c);
  * sent from the data file; 1 if so, 0 to build the reply in memory. */
 int agent_stream_value(struct agent *a, struct conn *c,
     const struct kv_entry *ent);
+/* Queue the head of a frame of the given type whose payload is the prelen
+ * bytes at pre followed by len bytes of the data file from off, those to
+ * be sent from the file (the caller knows them written); 1 if so, 0 to
+ * build the frame in memory. */
+int agent_stream_range(struct agent *a, struct conn *c, uint8_t type,
+    const uint8_t *pre, size_t prelen, uint64_t off, size_t len);
 /* Send more of c->vs: 1 all sent, 0 the socket is full, -1 c closed. */
 int agent_stream_send(struct agent *a, struct conn *c);
 /* Bytes of c->vs not sent yet (0: none). */

@@ -204,10 +204,37 @@ agent_spool_feed(struct agent *a, struct conn *c)
 		spool_done(a, c);
 }
 
+/* Start streaming len bytes of fd from off on c, after a head of hlen
+ * bytes that the caller fills in at *head (at the end of c->out). 1, or
+ * 0 (fd closed) when c already streams or memory is short. */
+static int
+stream_begin(struct conn *c, int fd, uint64_t off, size_t len, size_t hlen,
+    uint8_t **head)
+{
+	struct vstream *vs;
+
+	if (c->vs != NULL || (vs = calloc(1, sizeof(*vs))) == NULL) {
+		close(fd);
+		return 0;
+	}
+	if ((c->x != NULL && (vs->buf = malloc(STREAM_PIECE)) == NULL) ||
+	    (*head = wbuf_extend(&c->out, hlen)) == NULL) {
+		free(vs->buf);
+		free(vs);
+		close(fd);
+		return 0;
+	}
+	vs->fd = fd;
+	vs->off = off;
+	vs->left = len;
+	c->vs = vs;
+	c->vs_at = c->out.len;
+	return 1;
+}
+
 int
 agent_stream_value(struct agent *a, struct conn *c, const struct kv_entry *ent)
 {
-	struct vstream *vs;
 	struct cs_err e;
 	uint8_t *p;
 	int fd;
@@ -218,27 +245,34 @@ agent_stream_value(struct agent *a, struct conn *c, const struct kv_entry *ent)
 		log_warn("get: %s", e.msg);
 		return 0;	/* read into the reply buffer instead */
 	}
-	if (fd == -1)
+	if (fd == -1 || !stream_begin(c, fd, ent->voff, ent->vlen,
+	    WIRE_HDR_LEN + 5, &p))
 		return 0;
-	if ((vs = calloc(1, sizeof(*vs))) == NULL ||
-	    (c->x != NULL && (vs->buf = malloc(STREAM_PIECE)) == NULL) ||
-	    (p = wbuf_extend(&c->out, WIRE_HDR_LEN + 5)) == NULL) {
-		if (vs != NULL)
-			free(vs->buf);
-		free(vs);
-		close(fd);
-		return 0;
-	}
 	/* The frame agent_conn_reply(REPLY_OK, value) would build, but for
 	 * the value's bytes: they follow from the file (agent_stream_send). */
 	wire_header(p, W_REPLY, 1 + 4 + ent->vlen);
 	p[WIRE_HDR_LEN] = REPLY_OK;
 	buf_le32_put(p + WIRE_HDR_LEN + 1, (uint32_t)ent->vlen);
-	vs->fd = fd;
-	vs->off = ent->voff;
-	vs->left = ent->vlen;
-	c->vs = vs;
-	c->vs_at = c->out.len;
+	return 1;
+}
+
+int
+agent_stream_range(struct agent *a, struct conn *c, uint8_t type,
+    const uint8_t *pre, size_t prelen, uint64_t off, size_t len)
+{
+	uint8_t *p;
+	int fd;
+
+	if (c->vs != NULL || len > WIRE_MAX_FRAME - prelen)
+		return 0;
+	if ((fd = fcntl(datalog_fd(a->dl), F_DUPFD_CLOEXEC, 0)) == -1) {
+		log_warn("dup %s: %s", datalog_path(a->dl), strerror(errno));
+		return 0;
+	}
+	if (!stream_begin(c, fd, off, len, WIRE_HDR_LEN + prelen, &p))
+		return 0;
+	wire_header(p, type, prelen + len);
+	memcpy(p + WIRE_HDR_LEN, pre, prelen);
 	return 1;
 }
 

@@ -303,6 +303,17 @@ agent_conn_send(struct agent *a, struct conn *c, uint8_t type,
 	conn_queued(a, c, off);
 }
 
+int
+agent_conn_send_range(struct agent *a, struct conn *c, uint8_t type,
+    const uint8_t *pre, size_t prelen, uint64_t off, size_t len)
+{
+	if (c->dead || agent_stream_range(a, c, type, pre, prelen, off,
+	    len) != 1)
+		return -1;
+	conn_queued(a, c, 0);
+	return 0;
+}
+
 void
 agent_conn_reply_value(struct agent *a, struct conn *c,
     const struct kv_entry *ent, uint64_t off)
