@@ -186,10 +186,11 @@ int store_obj_open_in_place(const struct store *st,
 int store_obj_load(const struct store *st, const uint8_t name[SHA_LEN],
     const char *path, uint8_t *plain, size_t len, struct cs_err *e);
 /* The same, reading the blob into b (grown as needed, kept for the next
- * call; store_objbuf_free when done). drop_cache: drop the blob's pages from the
- * page cache once read (store_obj_load: a snapshot's recheck, a scrub that
- * must not flush the cache); zero for verify and restore, whose streamed
- * replay reads each chunk a second time right after its hash task. */
+ * call; store_objbuf_free when done). drop_cache: drop the blob's pages
+ * from the page cache once read (store_obj_load: a snapshot's recheck, a
+ * scrub that must not flush the cache); zero for verify and restore, whose
+ * streamed replay reads each chunk a second time right after its hash
+ * task. */
 struct objbuf {
 	uint8_t *p;
 	size_t cap;
