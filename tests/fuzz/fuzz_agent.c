@@ -131,7 +131,10 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			drain(far[i]);
 	}
 
-	/* Shut down as the agent does: close, free, forget. */
+	/* Shut down as the agent does (loop.c's shutdown_agent): abort a
+	 * compaction or upload under way, close, free, forget. */
+	agent_compact_free(&a);
+	agent_upload_free(&a);
 	if (!a.fatal)
 		agent_commit(&a);
 	for (i = 0; i < NCONN; i++)
