@@ -1,12 +1,13 @@
 /* kdfms.c - the key-derivation part of the encrypted rows' floors: one
  * scrypt derivation as cutsnap makes it (aead_scrypt, the product's own
- * code) with the parameters a repository's key records. Prints the time
- * taken in ms. Usage: kdfms N R P */
+ * code, V in huge pages as in cutsnap) with the parameters a
+ * repository's key records. Prints the time taken in ms. Usage: kdfms N R P */
 #include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
 
 #include "common/aead.h"
+#include "common/cryptomem.h"
 
 int
 main(int argc, char **argv)
@@ -19,6 +20,11 @@ main(int argc, char **argv)
 	if (argc != 4) {
 		fprintf(stderr, "usage: kdfms N R P\n");
 		return 2;
+	}
+	/* As cmd/main.c does: V in huge pages. */
+	if (cryptomem_init() != 0) {
+		fprintf(stderr, "kdfms: cryptomem_init refused\n");
+		return 1;
 	}
 	clock_gettime(CLOCK_MONOTONIC, &a);
 	if (aead_scrypt("x", 1, salt, 16,

@@ -793,8 +793,8 @@ rm -rf "$RR" "$BR" "$W/restic-cache" "$W/borg-base"
 # on each command (cutsnap and restic: scrypt; borg: PBKDF2).
 
 # The data: 256 MiB in a1 (and two small files). Every command of each
-# side pays fixed costs whatever the size (one key derivation: about
-# 0.23 s of scrypt here for cutsnap and restic; process start-up; a
+# side pays fixed costs whatever the size (one key derivation: 0.15-0.35
+# s of scrypt here for cutsnap and restic, as the machine goes; start-up; a
 # handful of fsyncs): at 16 MiB they were most of cutsnap's time (1239 ms
 # against restic's 878), which measures start-up, not backup. From 256
 # MiB on, the fixed part is under a third of the full snapshot and the
@@ -826,7 +826,8 @@ warm () { find "$1" -type f -exec cat {} + >/dev/null; }
 
 # kdf_ms REPO: the time of one key derivation with the scrypt parameters
 # REPO's key records, as cutsnap makes it (build/bench/kdfms: the
-# product's aead_scrypt, not openssl's, which is slower): the fixed cost
+# product's aead_scrypt with V in huge pages, as cutsnap's main arranges;
+# `openssl kdf` would fault V in 4 KiB pages, 2.5x slower): the fixed cost
 # of every command that opens an encrypted repository with a password,
 # whatever the data size.
 kdf_ms () {

@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "../common/cryptomem.h"
 #include "../common/wire.h"
 #include "../store/store.h"
 #include "cmd.h"
@@ -102,6 +103,8 @@ main(int argc, char **argv)
 	const char *name;
 	size_t i;
 
+	/* First: OpenSSL takes its allocator at its first allocation. */
+	(void)cryptomem_init();
 	signal(SIGPIPE, SIG_IGN);
 	if (argc < 2) {
 		usage(stderr);

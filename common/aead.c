@@ -1,6 +1,4 @@
-/* aead.c - AES-256-GCM, HKDF and (as the reference) scrypt through
- * OpenSSL's EVP APIs; the scrypt the commands use is libsodium's
- * (aead_scrypt.c). */
+/* aead.c - AES-256-GCM, HKDF and scrypt through OpenSSL's EVP APIs. */
 #include <errno.h>
 #include <string.h>
 #include <sys/random.h>
@@ -158,9 +156,10 @@ aead_scrypt_valid(uint64_t n, uint32_t r, uint32_t p)
 	    128 * n * r <= (1ull << 30);
 }
 
-/* OpenSSL's scrypt: the unit test's reference for aead_scrypt. */
+/* V (128*N*r bytes) is one OpenSSL allocation: in huge pages when the
+ * process installed cryptomem (cryptomem.h says why that matters). */
 int
-aead_scrypt_evp(const void *pass, size_t passlen, const uint8_t *salt,
+aead_scrypt(const void *pass, size_t passlen, const uint8_t *salt,
     size_t saltlen, uint64_t n, uint32_t r, uint32_t p,
     uint8_t out[AEAD_KEY_LEN], struct cs_err *e)
 {

@@ -41,12 +41,8 @@ int aead_open_split(const uint8_t key[AEAD_KEY_LEN], const void *aad,
 int aead_hkdf(const uint8_t *key, size_t klen, const char *info,
     uint8_t out[AEAD_KEY_LEN], struct cs_err *e);
 
-/* scrypt(pass, salt, N, r, p) into AEAD_KEY_LEN bytes (libsodium's, in
- * aead_scrypt.c); aead_scrypt_evp is OpenSSL's, the same bytes. */
+/* scrypt(pass, salt, N, r, p) into AEAD_KEY_LEN bytes (RFC 7914). */
 int aead_scrypt(const void *pass, size_t passlen, const uint8_t *salt,
-    size_t saltlen, uint64_t n, uint32_t r, uint32_t p,
-    uint8_t out[AEAD_KEY_LEN], struct cs_err *e);
-int aead_scrypt_evp(const void *pass, size_t passlen, const uint8_t *salt,
     size_t saltlen, uint64_t n, uint32_t r, uint32_t p,
     uint8_t out[AEAD_KEY_LEN], struct cs_err *e);
 /* N, r, p valid for aead_scrypt (N a power of two from 2 to 2^22,

@@ -13,6 +13,8 @@
 #include <cmocka.h>
 
 #include "../../common/aead.h"
+#include "../../common/bigbuf.h"
+#include "../../common/cryptomem.h"
 #include "../../common/sha.h"
 
 static void
@@ -48,18 +50,21 @@ test_scrypt_rfc7914(void **state)
 	assert_non_null(strstr(e.msg, "invalid scrypt parameters"));
 }
 
-/* libsodium's scrypt against RFC 7914's first vector and OpenSSL's scrypt over
- * the shapes it handles differently (r = 1, odd r, p > 1, the smallest
- * N, an empty password and salt): the same key in every case. */
+/* RFC 7914's first and third vectors, the third's 16 MiB V in a bigbuf
+ * mapping (the process installed cryptomem, as main does), given back
+ * after; then shapes scrypt handles apart (r = 1, odd r, p > 1, small N)
+ * each give a key of their own, the same twice. */
 static void
-test_scrypt_same_as_openssl(void **state)
+test_scrypt_vectors_in_big_pages(void **state)
 {
 	static const struct { uint64_t n; uint32_t r, p; } c[] = {
 		{ 2, 1, 1 }, { 16, 1, 1 }, { 64, 3, 2 }, { 256, 8, 1 },
 		{ 128, 5, 3 }, { 1024, 32, 1 }, { 4, 2, 32 },
 	};
-	uint8_t k[AEAD_KEY_LEN], k2[AEAD_KEY_LEN], salt[16];
+	uint8_t k[AEAD_KEY_LEN], k2[AEAD_KEY_LEN], prev[AEAD_KEY_LEN];
+	uint8_t salt_buf[16];
 	char hex[2 * AEAD_KEY_LEN + 1];
+	long live = bigbuf_live(), nbig = cryptomem_big_allocs();
 	struct cs_err e;
 	size_t i, done = 0;
 
@@ -69,13 +74,24 @@ test_scrypt_same_as_openssl(void **state)
 	hex_of(k, sizeof(k), hex);
 	assert_string_equal(hex, "77d6576238657b203b19ca42c18a0497"
 	    "f16b4844e3074ae8dfdffa3fede21442");
+	assert_int_equal(cryptomem_big_allocs(), nbig);
+	assert_int_equal(aead_scrypt("pleaseletmein", 13,
+	    (const uint8_t *)"SodiumChloride", 14, 16384, 8, 1, k, &e), 0);
+	hex_of(k, sizeof(k), hex);
+	assert_string_equal(hex, "7023bdcb3afd7348461c06cd81fd38eb"
+	    "fda8fbba904f8e3ea9b543f6545da1f2");
+	assert_true(cryptomem_big_allocs() > nbig);
+	assert_int_equal(bigbuf_live(), live);
+	memset(prev, 0, sizeof(prev));
 	for (i = 0; i < sizeof(c) / sizeof(c[0]); i++) {
-		memset(salt, (int)(0x5a + i), sizeof(salt));
-		assert_int_equal(aead_scrypt("pass word", 9 - i % 2, salt,
-		    sizeof(salt) - i, c[i].n, c[i].r, c[i].p, k, &e), 0);
-		assert_int_equal(aead_scrypt_evp("pass word", 9 - i % 2, salt,
-		    sizeof(salt) - i, c[i].n, c[i].r, c[i].p, k2, &e), 0);
+		memset(salt_buf, (int)(0x5a + i), sizeof(salt_buf));
+		assert_int_equal(aead_scrypt("pass word", 9 - i % 2, salt_buf,
+		    sizeof(salt_buf) - i, c[i].n, c[i].r, c[i].p, k, &e), 0);
+		assert_int_equal(aead_scrypt("pass word", 9 - i % 2, salt_buf,
+		    sizeof(salt_buf) - i, c[i].n, c[i].r, c[i].p, k2, &e), 0);
 		assert_memory_equal(k, k2, sizeof(k));
+		assert_memory_not_equal(k, prev, sizeof(k));
+		memcpy(prev, k, sizeof(k));
 		done++;
 	}
 	assert_int_equal(done, 7);
@@ -202,11 +218,14 @@ main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_scrypt_rfc7914),
-		cmocka_unit_test(test_scrypt_same_as_openssl),
+		cmocka_unit_test(test_scrypt_vectors_in_big_pages),
 		cmocka_unit_test(test_hkdf_rfc5869),
 		cmocka_unit_test(test_seal_open),
 		cmocka_unit_test(test_open_split),
 	};
 
+	/* As cmd/main.c does, before OpenSSL's first allocation. */
+	if (cryptomem_init() != 0)
+		return 1;
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

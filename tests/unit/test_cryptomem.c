@@ -1,0 +1,116 @@
+/* test_cryptomem.c - OpenSSL's allocations once cryptomem is installed:
+ * small ones as before, from 2 MiB up a bigbuf mapping (counted live
+ * until freed); realloc keeps the contents across both kinds;
+ * more big blocks than the table holds fall back to malloc. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include <openssl/crypto.h>
+
+#include "../../common/bigbuf.h"
+#include "../../common/cryptomem.h"
+
+#define MIB ((size_t)1 << 20)
+
+static void
+small_stays_small_big_is_mapped(void **state)
+{
+	long live = bigbuf_live(), nbig = cryptomem_big_allocs();
+	uint8_t *s, *b;
+
+	(void)state;
+	assert_non_null(s = OPENSSL_malloc(2 * MIB - 1));
+	assert_int_equal(bigbuf_live(), live);
+	assert_non_null(b = OPENSSL_malloc(2 * MIB));
+	assert_int_equal(bigbuf_live(), live + 1);
+	assert_int_equal(cryptomem_big_allocs(), nbig + 1);
+	assert_int_equal((uintptr_t)b % (2 * MIB), 0);
+	memset(b, 7, 2 * MIB);
+	memset(s, 8, 2 * MIB - 1);
+	OPENSSL_free(s);
+	assert_int_equal(bigbuf_live(), live + 1);
+	OPENSSL_free(b);
+	assert_int_equal(bigbuf_live(), live);
+	OPENSSL_free(NULL);
+}
+
+/* Small grown past 2 MiB stays the C library's; big shrunk or grown is
+ * copied into a fresh block; the bytes survive every move. */
+static void
+realloc_keeps_contents(void **state)
+{
+	long live = bigbuf_live();
+	uint8_t *p;
+	size_t i;
+
+	(void)state;
+	assert_non_null(p = OPENSSL_malloc(1000));
+	for (i = 0; i < 1000; i++)
+		p[i] = (uint8_t)i;
+	assert_non_null(p = OPENSSL_realloc(p, 3 * MIB));
+	assert_int_equal(bigbuf_live(), live);
+	for (i = 0; i < 1000; i++)
+		assert_int_equal(p[i], (uint8_t)i);
+	OPENSSL_free(p);
+
+	assert_non_null(p = OPENSSL_malloc(3 * MIB));
+	assert_int_equal(bigbuf_live(), live + 1);
+	p[3 * MIB - 1] = 0x5a;
+	p[0] = 0xa5;
+	assert_non_null(p = OPENSSL_realloc(p, 5 * MIB));
+	assert_int_equal(bigbuf_live(), live + 1);
+	assert_int_equal(p[3 * MIB - 1], 0x5a);
+	assert_int_equal(p[0], 0xa5);
+	assert_non_null(p = OPENSSL_realloc(p, 100));
+	assert_int_equal(bigbuf_live(), live);
+	assert_int_equal(p[0], 0xa5);
+	OPENSSL_free(p);
+
+	/* realloc to 0 of a big block frees it. */
+	assert_non_null(p = OPENSSL_malloc(2 * MIB));
+	assert_int_equal(bigbuf_live(), live + 1);
+	assert_null(OPENSSL_realloc(p, 0));
+	assert_int_equal(bigbuf_live(), live);
+}
+
+/* More big blocks live than the table holds: the rest from malloc,
+ * all usable, all freed. */
+static void
+table_full_falls_back(void **state)
+{
+	enum { N = 12 };
+	long live = bigbuf_live();
+	uint8_t *p[N];
+	int i;
+
+	(void)state;
+	for (i = 0; i < N; i++) {
+		assert_non_null(p[i] = OPENSSL_malloc(2 * MIB));
+		memset(p[i], i, 2 * MIB);
+	}
+	assert_true(bigbuf_live() > live);
+	assert_true(bigbuf_live() < live + N);
+	for (i = 0; i < N; i++) {
+		assert_int_equal(p[i][2 * MIB - 1], i);
+		OPENSSL_free(p[i]);
+	}
+	assert_int_equal(bigbuf_live(), live);
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(small_stays_small_big_is_mapped),
+		cmocka_unit_test(realloc_keeps_contents),
+		cmocka_unit_test(table_full_falls_back),
+	};
+
+	if (cryptomem_init() != 0)
+		return 1;
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
