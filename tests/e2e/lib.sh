@@ -129,6 +129,14 @@ $body
 			echo "#   $TEST_NAME: case $test_count failed with status $rc:"
 			printf '%s\n' "$body" | sed 's/^/#   | /'
 			tail -n 60 "$log" | sed 's/^/#   /'
+			# The agents' last words: what a flaky case in CI left
+			# to diagnose it by.
+			find "$TEST_DIR" -maxdepth 3 -path '*run*' -name '*.log' \
+			    -type f 2>/dev/null | sort | head -n 8 |
+			while read -r f; do
+				echo "#   --- ${f#"$TEST_DIR"/}, last lines:"
+				tail -n 12 "$f" | sed 's/^/#   /'
+			done
 		} >&2
 	fi
 	return 0
