@@ -34,9 +34,12 @@ overwrite () {
 	done
 }
 
-generation () {
-	status_get "[a[\"compaction\"][\"generation\"] for a in d if a[\"agent\"] == \"$1\"][0]"
+# comp AGENT KEY: a field of AGENT's compaction object in status --json.
+comp () {
+	status_get "[a[\"compaction\"][\"$2\"] for a in d if a[\"agent\"] == \"$1\"][0]"
 }
+
+generation () { comp "$1" generation; }
 
 test_expect_success 'setup: two agents, compact_min_size = 4M, 64 KiB chunks' '
 	make_config A B &&
@@ -84,16 +87,27 @@ test_expect_success 'every value of A is intact, the total is 150' '
 	wait_for 10 total_is 150
 '
 
-test_expect_success '10 MiB of overwrites of one key: B is rewritten on its own and stays under 6 MiB' '
-	overwrite B 10 &&
-	wait_for 30 grep -q "compaction: [0-9]* -> [0-9]* bytes" run/B.log &&
+# How small B ends depends on timing: a rewrite's result holds the live
+# state plus whatever the overwrites appended while it ran, and the next
+# one starts when the file has doubled from there. What holds whatever
+# the timing: B is rewritten (A is not), and once the rewrites settle no
+# rewrite is due (the file is under twice the last one's result, or
+# under compact_min_size), and the last rewrite shrank the file. The
+# rewrite thread runs at SCHED_IDLE, so on a machine busy with other work
+# it may take many seconds: hence 120.
+test_expect_success '12 MiB of overwrites of one key: B is rewritten on its own, A is not' '
+	overwrite B 12 &&
+	wait_for 120 grep -q "compaction: [0-9]* -> [0-9]* bytes" run/B.log &&
 	grep -q "compaction (automatic) started" run/B.log &&
 	! grep -q "compaction (automatic) skipped" run/B.log &&
-	wait_for 10 test "$(generation B)" -ge 1 &&
-	wait_for 30 test "$(status_get "[a[\"compaction\"][\"running\"] for a in d if a[\"agent\"] == \"B\"][0]")" = false &&
+	wait_for 120 test "$(comp B running)" = false &&
+	gen=$(generation B) && after=$(comp B last_after) &&
+	before=$(comp B last_before) &&
 	size=$(stat -c %s B.data) &&
-	say "B.data: $size bytes after 10 MiB of overwrites" &&
-	[ "$size" -lt $((6 * MIB)) ] &&
+	say "B.data: $size bytes after 12 MiB of overwrites; generation $gen, last rewrite $before -> $after bytes" &&
+	[ "$gen" -ge 1 ] &&
+	[ "$after" -gt 0 ] && [ "$after" -lt "$before" ] &&
+	{ [ "$size" -lt $((2 * after)) ] || [ "$size" -lt $((4 * MIB)) ]; } &&
 	expect_eq "$(generation A)" 0 "generation of A" &&
 	wait_for 10 total_is 150
 '
