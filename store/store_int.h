@@ -463,8 +463,8 @@ struct vrun {
 	size_t bufsz;
 	struct objbuf bufs[POOL_MAX_THREADS];
 	pthread_mutex_t smu;	/* the spare chunk buffers (verify.c) */
-	uint8_t *spare[VERIFY_SPARE_MAX];
-	size_t nspare;
+	uint8_t *spare[VERIFY_SPARE_MAX];	/* a ring: the oldest first */
+	size_t shead, nspare;
 };
 /* One unit of verify's pool: chunk >= 0 reads and hashes that chunk of
  * the agent row's file; TASK_REPLAY replays the whole file. */

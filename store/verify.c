@@ -227,15 +227,21 @@ enum {
 /* A chunk buffer, or NULL: a spare one (those the replay passed, up to
  * VERIFY_SPARE_MAX, are kept for the next chunks), else a new one
  * (a bigbuf: page-aligned, in huge pages where the kernel gives them),
- * as large as the snapshot's largest chunk. */
+ * as large as the snapshot's largest chunk. The oldest spare first: the
+ * one the replay passed last is still in the replay's core's cache, and
+ * decompressing into it took 2-3x the CPU of a buffer left longer
+ * (docs/INTERNALS.md, performance IX). */
 static uint8_t *
 buf_get(struct vrun *v)
 {
 	void *p = NULL;
 
 	pthread_mutex_lock(&v->smu);
-	if (v->nspare > 0)
-		p = v->spare[--v->nspare];
+	if (v->nspare > 0) {
+		p = v->spare[v->shead];
+		v->shead = (v->shead + 1) % VERIFY_SPARE_MAX;
+		v->nspare--;
+	}
 	pthread_mutex_unlock(&v->smu);
 	if (p == NULL)
 		p = bigbuf_alloc(v->bufsz);
@@ -247,7 +253,8 @@ buf_put(struct vrun *v, uint8_t *p)
 {
 	pthread_mutex_lock(&v->smu);
 	if (p != NULL && v->nspare < VERIFY_SPARE_MAX) {
-		v->spare[v->nspare++] = p;
+		v->spare[(v->shead + v->nspare) % VERIFY_SPARE_MAX] = p;
+		v->nspare++;
 		p = NULL;
 	}
 	pthread_mutex_unlock(&v->smu);
@@ -1153,7 +1160,8 @@ out:
 		bigbuf_free(v.wbuf[i], v.bufsz);
 	}
 	for (i = 0; i < v.nspare; i++)
-		bigbuf_free(v.spare[i], v.bufsz);
+		bigbuf_free(v.spare[(v.shead + i) % VERIFY_SPARE_MAX],
+		    v.bufsz);
 	pthread_mutex_destroy(&v.smu);
 	store_rows_free(&v.rows);
 	return rc;
