@@ -27,8 +27,9 @@ map_len(size_t len)
 	return (len + page - 1) / page * page;
 }
 
-void *
-bigbuf_alloc(size_t len)
+/* bigbuf_alloc's mapping, prefaulted when populate. */
+static void *
+map_buf(size_t len, int populate)
 {
 	size_t n, extra;
 	uint8_t *p, *q;
@@ -57,9 +58,28 @@ bigbuf_alloc(size_t len)
 		(void)madvise(q, n, MADV_HUGEPAGE);
 	}
 	/* One call instead of a fault per page (or per huge page). */
-	(void)madvise(q, n, MADV_POPULATE_WRITE);
+	if (populate)
+		(void)madvise(q, n, MADV_POPULATE_WRITE);
 	atomic_fetch_add(&live, 1);
 	return q;
+}
+
+void *
+bigbuf_alloc(size_t len)
+{
+	return map_buf(len, 1);
+}
+
+void *
+bigbuf_alloc_lazy(size_t len)
+{
+	return map_buf(len, 0);
+}
+
+int
+bigbuf_populate(void *p, size_t off, size_t len)
+{
+	return madvise((uint8_t *)p + off, len, MADV_POPULATE_WRITE);
 }
 
 void

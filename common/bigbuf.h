@@ -17,6 +17,13 @@
 /* len bytes (0 counts as 1), zeroed, aligned to at least the page size, or
  * NULL (errno set) when the mapping fails. */
 void *bigbuf_alloc(size_t len);
+/* As bigbuf_alloc, but not prefaulted: its pages fault in on first
+ * touch, or through bigbuf_populate. */
+void *bigbuf_alloc_lazy(size_t len);
+/* Prefault [off, off + len) of p (off page-aligned): 0, or -1 with errno
+ * set (EINVAL on a kernel before 5.14; the pages then fault in on first
+ * touch). */
+int bigbuf_populate(void *p, size_t off, size_t len);
 /* Unmap p, from bigbuf_alloc with the same len; NULL is ignored. */
 void bigbuf_free(void *p, size_t len);
 /* Buffers allocated and not yet freed, in this process: what the tests

@@ -1,12 +1,17 @@
 /* cryptomem.c - OpenSSL's allocations: from CRYPTOMEM_BIG bytes up, a
  * bigbuf mapping remembered in a small table (its length is needed to
- * unmap it); everything else straight to the C library, untouched. */
+ * unmap it), its pages faulted in by a thread of its own from the top
+ * down while the caller fills it from the bottom (cryptomem.h says why);
+ * everything else straight to the C library, untouched. */
 #include "cryptomem.h"
 
 #include <pthread.h>
+#include <signal.h>
 #include <stdatomic.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <openssl/crypto.h>
 
@@ -18,24 +23,100 @@
  * than enough. Beyond it allocations go to malloc. */
 #define NBIG 8
 
+/* The populating thread's share: the whole mapping, one huge page at a
+ * time from the top, until it is done or stop is set. */
+struct filler {
+	uint8_t *p;
+	size_t len;
+	atomic_int stop;
+	pthread_t tid;
+};
+
 static struct {
 	void *p;
 	size_t len;
+	struct filler *f;	/* or NULL: prefaulted in bigbuf_alloc */
 } big[NBIG];
 static pthread_mutex_t big_mu = PTHREAD_MUTEX_INITIALIZER;
 /* Entries in use: while 0 (nearly always) a free skips the lock. */
 static atomic_int nbig;
 static atomic_long nallocs;
+static atomic_long nfillers;
+
+static void *
+fill_top_down(void *arg)
+{
+	struct filler *f = arg;
+	size_t top = f->len, lo;
+
+	while (top > 0 && !atomic_load(&f->stop)) {
+		lo = (top - 1) / CRYPTOMEM_BIG * CRYPTOMEM_BIG;
+		/* Pages the caller has touched already cost a page-table
+		 * walk; an error (a kernel without the call) leaves the rest
+		 * to fault in on first touch. */
+		if (bigbuf_populate(f->p, lo, top - lo) != 0)
+			break;
+		top = lo;
+	}
+	return NULL;
+}
+
+/* A mapping of n bytes, and in *fp its filler (NULL when it was
+ * prefaulted here: one core, or no thread to be had), or NULL. */
+static void *
+big_alloc(size_t n, struct filler **fp)
+{
+	struct filler *f;
+	sigset_t all, old;
+	void *p;
+	int rc;
+
+	*fp = NULL;
+	if (sysconf(_SC_NPROCESSORS_ONLN) < 2 ||
+	    (f = calloc(1, sizeof(*f))) == NULL)
+		return bigbuf_alloc(n);
+	if ((p = bigbuf_alloc_lazy(n)) == NULL) {
+		free(f);
+		return NULL;
+	}
+	f->p = p;
+	f->len = n;
+	/* Signals stay the caller's threads' business. */
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	rc = pthread_create(&f->tid, NULL, fill_top_down, f);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (rc != 0) {
+		free(f);
+		(void)bigbuf_populate(p, 0, n);
+		return p;
+	}
+	atomic_fetch_add(&nfillers, 1);
+	*fp = f;
+	return p;
+}
+
+/* Stop and reap filler f (NULL: none). */
+static void
+big_unfill(struct filler *f)
+{
+	if (f == NULL)
+		return;
+	atomic_store(&f->stop, 1);
+	pthread_join(f->tid, NULL);
+	free(f);
+}
 
 static void *
 cm_malloc(size_t n, const char *file, int line)
 {
+	struct filler *f;
 	void *p;
 	int i;
 
 	(void)file;
 	(void)line;
-	if (n < CRYPTOMEM_BIG || (p = bigbuf_alloc(n)) == NULL)
+	if (n < CRYPTOMEM_BIG || (p = big_alloc(n, &f)) == NULL)
 		return malloc(n);
 	pthread_mutex_lock(&big_mu);
 	for (i = 0; i < NBIG && big[i].p != NULL; i++)
@@ -43,10 +124,12 @@ cm_malloc(size_t n, const char *file, int line)
 	if (i < NBIG) {
 		big[i].p = p;
 		big[i].len = n;
+		big[i].f = f;
 		atomic_fetch_add(&nbig, 1);
 	}
 	pthread_mutex_unlock(&big_mu);
 	if (i == NBIG) {
+		big_unfill(f);
 		bigbuf_free(p, n);
 		return malloc(n);
 	}
@@ -54,10 +137,10 @@ cm_malloc(size_t n, const char *file, int line)
 	return p;
 }
 
-/* p's length if it is a big allocation (removed from the table when
- * take), else 0. */
+/* p's length if it is a big allocation, else 0; when fp is not NULL,
+ * the entry is taken out of the table and *fp is its filler. */
 static size_t
-big_len(void *p, int take)
+big_len(void *p, struct filler **fp)
 {
 	size_t len = 0;
 	int i;
@@ -68,8 +151,10 @@ big_len(void *p, int take)
 	for (i = 0; i < NBIG; i++)
 		if (big[i].p == p) {
 			len = big[i].len;
-			if (take) {
+			if (fp != NULL) {
+				*fp = big[i].f;
 				big[i].p = NULL;
+				big[i].f = NULL;
 				atomic_fetch_sub(&nbig, 1);
 			}
 			break;
@@ -81,16 +166,20 @@ big_len(void *p, int take)
 static void
 cm_free(void *p, const char *file, int line)
 {
+	struct filler *f = NULL;
 	size_t len;
 
 	(void)file;
 	(void)line;
 	if (p == NULL)
 		return;
-	if ((len = big_len(p, 1)) > 0)
+	if ((len = big_len(p, &f)) > 0) {
+		/* The filler must be gone before the range can be reused. */
+		big_unfill(f);
 		bigbuf_free(p, len);
-	else
+	} else {
 		free(p);
+	}
 }
 
 /* A small block stays the C library's whatever it grows to (its old
@@ -103,7 +192,7 @@ cm_realloc(void *p, size_t n, const char *file, int line)
 
 	if (p == NULL)
 		return cm_malloc(n, file, line);
-	if ((len = big_len(p, 0)) == 0)
+	if ((len = big_len(p, NULL)) == 0)
 		return realloc(p, n);
 	if (n == 0) {
 		cm_free(p, file, line);
@@ -127,4 +216,10 @@ long
 cryptomem_big_allocs(void)
 {
 	return atomic_load(&nallocs);
+}
+
+long
+cryptomem_fillers(void)
+{
+	return atomic_load(&nfillers);
 }

@@ -6,7 +6,9 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 #include <cmocka.h>
 
 #include <openssl/crypto.h>
@@ -101,6 +103,67 @@ table_full_falls_back(void **state)
 	assert_int_equal(bigbuf_live(), live);
 }
 
+/* The process's threads now (/proc/self/status). */
+static int
+threads_now(void)
+{
+	char line[128];
+	int n = -1;
+	FILE *f = fopen("/proc/self/status", "r");
+
+	assert_non_null(f);
+	while (fgets(line, sizeof(line), f) != NULL)
+		if (sscanf(line, "Threads: %d", &n) == 1)
+			break;
+	fclose(f);
+	assert_true(n > 0);
+	return n;
+}
+
+/* scrypt's shape (V of 64 MiB and 1 KiB): the caller writes every byte
+ * from the bottom while the filler faults pages in from the top; every
+ * byte reads back as written, and the block's untouched tail as zero.
+ * Freed at once after allocation, the filler stops and is reaped. */
+static void
+filler_keeps_what_the_caller_writes(void **state)
+{
+	const size_t len = 64 * MIB + 1024, half = len / 2;
+	long fillers = cryptomem_fillers();
+	int threads = threads_now(), round;
+	uint8_t *p;
+	size_t i;
+
+	(void)state;
+	assert_non_null(p = OPENSSL_malloc(len));
+	for (i = 0; i < half; i++)
+		p[i] = (uint8_t)(i * 31 + 7);
+	/* Checked once the filler has gone over the whole block (its
+	 * thread ends there), up to 30 s. */
+	for (round = 0; round < 3000 && threads_now() != threads; round++)
+		usleep(10000);
+	assert_int_equal(threads_now(), threads);
+	for (i = 0; i < half; i++)
+		if (p[i] != (uint8_t)(i * 31 + 7))
+			fail_msg("byte %zu changed under the filler", i);
+	for (i = half; i < len; i++)
+		if (p[i] != 0)
+			fail_msg("byte %zu of the untouched part is %u", i, p[i]);
+	OPENSSL_free(p);
+	if (sysconf(_SC_NPROCESSORS_ONLN) >= 2)
+		assert_int_equal(cryptomem_fillers(), fillers + 1);
+	else
+		assert_int_equal(cryptomem_fillers(), fillers);
+	assert_int_equal(threads_now(), threads);
+
+	for (round = 0; round < 20; round++) {
+		assert_non_null(p = OPENSSL_malloc(len));
+		p[0] = 1;
+		p[len - 1] = 2;
+		OPENSSL_free(p);
+	}
+	assert_int_equal(threads_now(), threads);
+}
+
 int
 main(void)
 {
@@ -108,6 +171,7 @@ main(void)
 		cmocka_unit_test(small_stays_small_big_is_mapped),
 		cmocka_unit_test(realloc_keeps_contents),
 		cmocka_unit_test(table_full_falls_back),
+		cmocka_unit_test(filler_keeps_what_the_caller_writes),
 	};
 
 	if (cryptomem_init() != 0)
