@@ -16,7 +16,7 @@
 CC      ?= cc
 BUILD   ?= build
 BIN     ?= bin/cutsnap
-PKGS    := sqlite3 libcrypto libssl inih libisal libzstd libcurl
+PKGS    := sqlite3 libcrypto libssl inih libisal libzstd zlib libcurl
 CSTD    := -std=c11 -D_GNU_SOURCE
 WARN    := -Wall -Wextra -Wshadow -Wformat=2 -Werror
 OPT     ?= -O2 -g

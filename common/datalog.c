@@ -1315,6 +1315,83 @@ src_hash(struct dl_src *s, const uint8_t *p, size_t n)
 	return 0;
 }
 
+/* The head of a PUT's payload p[0, n) (the payload is rlen bytes, n of
+ * them here, at least its type, key and value length unless it is
+ * shorter): r with the key and the value's length, the value unread (its
+ * bytes must end the record exactly). NULL, or what is malformed. */
+static const char *
+put_head(const uint8_t *p, size_t n, size_t rlen, struct dl_record *r)
+{
+	struct rbuf rb;
+
+	memset(r, 0, sizeof(*r));
+	rbuf_init(&rb, p, n);
+	r->type = rbuf_u8(&rb);
+	r->key = rbuf_bytes(&rb, &r->klen, WIRE_MAX_KEY);
+	r->vlen = rbuf_u32(&rb);
+	if (rb.err || r->vlen > WIRE_MAX_VALUE || r->vlen > rlen - rb.off)
+		return "truncated or oversized field";
+	if (r->vlen < rlen - rb.off)
+		return "trailing bytes";
+	return NULL;
+}
+
+/* Apply the PUT at off whose head put_head decoded into r (bad: what it
+ * found malformed, or NULL), its value's bytes left where they are. 0,
+ * or -1 with e set. */
+static int
+apply_put_head(size_t off, const char *bad, const struct dl_record *r,
+    const char *what, struct dl_state *st, struct cs_err *e)
+{
+	struct cs_err why;
+
+	if (bad != NULL)
+		return cs_errf(e, "%s: corrupt record at offset %zu (invalid "
+		    "record: malformed payload (%s))", what, off, bad);
+	if (dl_state_check(st, r, &why) == -1)
+		return cs_errf(e, "%s: corrupt record at offset %zu (invalid "
+		    "record: %s)", what, off, why.msg);
+	st->rec_off = off;
+	if (dl_state_apply(st, r, &why) == -1)
+		return cs_errf(e, "%s: record at offset %zu: %s", what, off,
+		    why.msg);
+	return 0;
+}
+
+/* The most of a PUT's payload put_head needs: type, key, value length. */
+#define PUT_HEAD_MAX (1 + 4 + WIRE_MAX_KEY + 4)
+/* Records from this size up are worth asking the reader's checksum. */
+#define DL_CRC_ASK_MIN (64u << 10)
+
+/* A PUT record of rlen bytes after its header at off, whose checksum the
+ * reader tells (s->crc) without this replay reading the payload: only
+ * its head is read, and applied when the state does not keep its value.
+ * 1 done; 0 when the reader cannot tell, the checksum does not match,
+ * the record is not a PUT or its value is kept (the caller then reads it
+ * whole, and tells a torn tail from damage as ever); -1 with e set. */
+static int
+replay_put_by_crc(struct dl_src *s, size_t off, size_t rlen, uint32_t crc,
+    const char *what, struct dl_state *st, struct cs_err *e)
+{
+	const uint8_t *p;
+	struct dl_record r;
+	const char *bad;
+	size_t n = rlen < PUT_HEAD_MAX ? rlen : PUT_HEAD_MAX;
+	uint32_t sum;
+
+	if (s->crc(s->rctx, off + DL_REC_HDR_LEN, rlen, &sum) == -1 ||
+	    sum != crc)
+		return 0;
+	if ((p = dl_src_at(s, off + DL_REC_HDR_LEN, n)) == NULL)
+		return cs_errno(e, "read %s", what);
+	if (p[0] != DL_PUT)
+		return 0;
+	bad = put_head(p, n, rlen, &r);
+	if (bad == NULL && tracked(st, &r))
+		return 0;	/* its value is needed: read it */
+	return apply_put_head(off, bad, &r, what, st, e) == -1 ? -1 : 1;
+}
+
 /* A PUT record of rlen bytes after its header at off, larger than the
  * window, replayed into st (whose values are held by reference) without
  * ever holding it whole: its checksum computed a window at a time, its
@@ -1329,9 +1406,7 @@ replay_large_put(struct dl_src *s, size_t off, size_t rlen, uint32_t crc,
 {
 	const uint8_t *p;
 	struct dl_record r;
-	struct cs_err why;
-	struct rbuf rb;
-	const char *bad = NULL;
+	const char *bad;
 	size_t pos, n, end = off + DL_REC_HDR_LEN + rlen;
 	uint32_t sum = 0;
 
@@ -1350,25 +1425,9 @@ replay_large_put(struct dl_src *s, size_t off, size_t rlen, uint32_t crc,
 		return cs_errno(e, "read %s", what);
 	/* The fields as read_fields reads a PUT, the value's bytes left in
 	 * the file: they must end the record exactly. */
-	memset(&r, 0, sizeof(r));
-	rbuf_init(&rb, p, n);
-	r.type = rbuf_u8(&rb);
-	r.key = rbuf_bytes(&rb, &r.klen, WIRE_MAX_KEY);
-	r.vlen = rbuf_u32(&rb);
-	if (rb.err || r.vlen > WIRE_MAX_VALUE || r.vlen > rlen - rb.off)
-		bad = "truncated or oversized field";
-	else if (r.vlen < rlen - rb.off)
-		bad = "trailing bytes";
-	if (bad != NULL)
-		return cs_errf(e, "%s: corrupt record at offset %zu (invalid "
-		    "record: malformed payload (%s))", what, off, bad);
-	if (dl_state_check(st, &r, &why) == -1)
-		return cs_errf(e, "%s: corrupt record at offset %zu (invalid "
-		    "record: %s)", what, off, why.msg);
-	st->rec_off = off;
-	if (dl_state_apply(st, &r, &why) == -1)
-		return cs_errf(e, "%s: record at offset %zu: %s", what, off,
-		    why.msg);
+	bad = put_head(p, n, rlen, &r);
+	if (apply_put_head(off, bad, &r, what, st, e) == -1)
+		return -1;
 	if (s->sha == NULL && s->chunks == NULL)
 		return 1;	/* nothing to feed: not read again */
 	for (pos = off; pos < end; pos += n) {
@@ -1467,6 +1526,14 @@ records:
 		 * the whole record in memory. */
 		if (s->buf == NULL && st->by_ref && rlen > DL_SRC_WINDOW) {
 			if ((z = replay_large_put(s, off, rlen, crc, what, st,
+			    e)) == -1)
+				goto out;
+			if (z == 1)
+				continue;
+		}
+		if (s->crc != NULL && s->sha == NULL && s->chunks == NULL &&
+		    rlen >= DL_CRC_ASK_MIN) {
+			if ((z = replay_put_by_crc(s, off, rlen, crc, what, st,
 			    e)) == -1)
 				goto out;
 			if (z == 1)

@@ -318,9 +318,16 @@ int dl_replay(const uint8_t *buf, size_t len, const char *what,
  * in one piece, or not readable) sends the replay to fn. */
 typedef int (*dl_read_fn)(void *ctx, uint64_t off, size_t n, uint8_t *dst);
 typedef const uint8_t *(*dl_view_fn)(void *ctx, uint64_t off, size_t n);
+/* crc, when not NULL (and sha is NULL), is asked for the checksum of a
+ * large record's payload, n bytes at off (CRC-32 from 0, as records carry
+ * it), by a reader that can tell it without reading them all (verify: the
+ * chunks' block checksums): 0 with *out set, or -1 (then the bytes are
+ * read). A PUT whose checksum matches is then applied from its head
+ * alone, unless the state keeps its value. */
+typedef int (*dl_crc_fn)(void *ctx, uint64_t off, size_t n, uint32_t *out);
 struct sha_ctx;
 int dl_replay_read(uint64_t len, const char *what, dl_read_fn fn,
-    dl_view_fn view, void *ctx, struct dl_state *st, struct sha_ctx *sha,
-    struct cs_err *e);
+    dl_view_fn view, dl_crc_fn crc, void *ctx, struct dl_state *st,
+    struct sha_ctx *sha, struct cs_err *e);
 
 #endif

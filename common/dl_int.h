@@ -23,6 +23,7 @@ struct dl_src {
 	int fd;
 	dl_read_fn read;	/* with fd -1: reads the image instead */
 	dl_view_fn view;	/* with read: the bytes in place, or NULL */
+	dl_crc_fn crc;		/* with read: a payload's checksum, or NULL */
 	void *rctx;
 	size_t len;		/* bytes in the image or file */
 	size_t start;		/* 0, or a record boundary to start at (the

@@ -801,8 +801,8 @@ dl_replay_fd(int fd, uint64_t start, uint64_t len, const char *what,
 
 int
 dl_replay_read(uint64_t len, const char *what, dl_read_fn fn,
-    dl_view_fn view, void *ctx, struct dl_state *st, struct sha_ctx *sha,
-    struct cs_err *e)
+    dl_view_fn view, dl_crc_fn crc, void *ctx, struct dl_state *st,
+    struct sha_ctx *sha, struct cs_err *e)
 {
 	struct dl_src s;
 	int rc;
@@ -813,6 +813,7 @@ dl_replay_read(uint64_t len, const char *what, dl_read_fn fn,
 	s.fd = -1;
 	s.read = fn;
 	s.view = view;
+	s.crc = crc;
 	s.rctx = ctx;
 	s.len = (size_t)len;
 	s.sha = sha;

@@ -544,8 +544,8 @@ thread_main(void *arg)
 	old.by_ref = 1;
 	rw->pace.old_fd = rw->old_fd;
 	rw->pace.size = (off_t)rw->L;
-	if (dl_replay_read(rw->L, rw->path, paced_read, NULL, &rw->pace, &old,
-	    NULL, &rw->err) == -1 ||
+	if (dl_replay_read(rw->L, rw->path, paced_read, NULL, NULL, &rw->pace,
+	    &old, NULL, &rw->err) == -1 ||
 	    dl_write_base(rw->fd, rw->tmp, &old, rw->old_fd, rw->path,
 	    old.gen + 1, rw->L, &rw->pace, &rw->len, &rw->err) == -1)
 		goto out;

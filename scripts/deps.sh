@@ -9,7 +9,7 @@ if [ "${1:-}" = bench ]; then
 	list="restic borgbackup openssl"
 else
 	list="gcc make pkg-config libsqlite3-dev libssl-dev libinih-dev libisal-dev
-	      libcmocka-dev libzstd-dev zstd perl sqlite3 procps valgrind clang libclang-rt-14-dev
+	      libcmocka-dev libzstd-dev zlib1g-dev zstd perl sqlite3 procps valgrind clang libclang-rt-14-dev
 	      python3 man-db groff-base iproute2 libcurl4-openssl-dev curl
 	      radosgw ceph-mon ceph-osd"
 fi

@@ -457,14 +457,15 @@ struct vrun {
 	atomic_size_t nwritten;	/* chunks written to restore's temp files */
 	atomic_size_t nahead;	/* chunks a replay checked while the one it
 				 * needed was busy (reader_help) */
-	/* Per worker: the chunk it works on (page-aligned; bufsz bytes,
-	 * the largest chunk) and the blob it decodes that chunk from. */
+	/* Per worker: the chunk it works on (page-aligned; bufsz bytes:
+	 * csz for the largest chunk, then its block checksums, see
+	 * verify.c) and the blob it decodes that chunk from. */
 	uint8_t *wbuf[POOL_MAX_THREADS];
-	size_t bufsz;
+	size_t bufsz, csz;
 	struct objbuf bufs[POOL_MAX_THREADS];
 	pthread_mutex_t smu;	/* the spare chunk buffers (verify.c) */
-	uint8_t *spare[VERIFY_SPARE_MAX];	/* a ring: the oldest first */
-	size_t shead, nspare;
+	uint8_t *spare[VERIFY_SPARE_MAX];	/* the oldest first */
+	size_t nspare;
 };
 /* One unit of verify's pool: chunk >= 0 reads and hashes that chunk of
  * the agent row's file; TASK_REPLAY replays the whole file. */

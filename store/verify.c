@@ -12,6 +12,7 @@
 
 #include "store_int.h"
 #include "../common/bigbuf.h"
+#include "../common/crcblk.h"
 #include "../common/datalog.h"
 #include "../common/fsutil.h"
 #include "../common/util.h"
@@ -224,22 +225,48 @@ enum {
  * few chunks per file, whatever its size. */
 #define HANDOFF_READY 4
 
-/* A chunk buffer, or NULL: a spare one (those the replay passed, up to
- * VERIFY_SPARE_MAX, are kept for the next chunks), else a new one
- * (a bigbuf: page-aligned, in huge pages where the kernel gives them),
- * as large as the snapshot's largest chunk. The oldest spare first: the
- * one the replay passed last is still in the replay's core's cache, and
- * decompressing into it took 2-3x the CPU of a buffer left longer
- * (docs/INTERNALS.md, performance IX). */
+/* After a chunk buffer's csz bytes: the block checksums of the chunk it
+ * holds, taken with its hash (crcblk.h), for the replay's record
+ * checksums (crc_at): valid only once the chunk is hashed, and only for
+ * that chunk; and the worker that last wrote the buffer. */
+struct ctail {
+	size_t agent, chunk;
+	int valid;
+	int owner;
+	uint32_t crc[];
+};
+
+static struct ctail *
+ctail_of(const struct vrun *v, const uint8_t *buf)
+{
+	return (struct ctail *)(void *)(buf + v->csz);
+}
+
+/* A chunk buffer for worker w, or NULL: a spare one (those the replay
+ * passed, up to VERIFY_SPARE_MAX, are kept for the next chunks), else a
+ * new one (a bigbuf: page-aligned, in huge pages where the kernel gives
+ * them), as large as the snapshot's largest chunk. Writing into a buffer
+ * whose lines another core holds is what costs here: decompressing into
+ * the buffer another worker wrote last took 2-3x the CPU (docs/
+ * INTERNALS.md, performance IX and XI). So the newest spare w wrote
+ * itself (still in its own cache; the replay reads little of a chunk),
+ * else the oldest spare. */
 static uint8_t *
-buf_get(struct vrun *v)
+buf_get(struct vrun *v, int w)
 {
 	void *p = NULL;
+	size_t j;
 
 	pthread_mutex_lock(&v->smu);
 	if (v->nspare > 0) {
-		p = v->spare[v->shead];
-		v->shead = (v->shead + 1) % VERIFY_SPARE_MAX;
+		for (j = v->nspare; j-- > 0;)
+			if (ctail_of(v, v->spare[j])->owner == w)
+				break;
+		if (j >= v->nspare)
+			j = 0;
+		p = v->spare[j];
+		memmove(&v->spare[j], &v->spare[j + 1],
+		    (v->nspare - j - 1) * sizeof(v->spare[0]));
 		v->nspare--;
 	}
 	pthread_mutex_unlock(&v->smu);
@@ -248,13 +275,14 @@ buf_get(struct vrun *v)
 	return p;
 }
 
+/* Keep buffer p (a chunk's, or NULL) as a spare, oldest first, or free
+ * it when VERIFY_SPARE_MAX are kept. */
 static void
 buf_put(struct vrun *v, uint8_t *p)
 {
 	pthread_mutex_lock(&v->smu);
 	if (p != NULL && v->nspare < VERIFY_SPARE_MAX) {
-		v->spare[(v->shead + v->nspare) % VERIFY_SPARE_MAX] = p;
-		v->nspare++;
+		v->spare[v->nspare++] = p;
 		p = NULL;
 	}
 	pthread_mutex_unlock(&v->smu);
@@ -278,13 +306,17 @@ check_chunk(struct vrun *v, size_t i, size_t k, int w)
 	struct fcheck *f = &v->fc[i];
 	char hex[SHA_HEX_LEN];
 	uint8_t sha[SHA_LEN];
+	struct ctail *t;
 	struct cs_err e;
 	int rc;
 
-	if (v->wbuf[w] == NULL && (v->wbuf[w] = buf_get(v)) == NULL) {
+	if (v->wbuf[w] == NULL && (v->wbuf[w] = buf_get(v, w)) == NULL) {
 		f->hash_failed = 1;	/* a benign race: only ever set */
 		return -1;
 	}
+	t = ctail_of(v, v->wbuf[w]);
+	t->valid = 0;
+	t->owner = w;
 	fault_slow_chunk();
 	rc = store_fview_read_chunk(v->st, c, v->wbuf[w], &v->bufs[w], &e);
 	if (rc == -1) {
@@ -298,10 +330,13 @@ check_chunk(struct vrun *v, size_t i, size_t k, int w)
 		store_progress_add(v->st, a->name, c->size);
 		return -1;
 	}
-	if (sha256_buf(v->wbuf[w], (size_t)c->size, sha) < 0) {
+	if (crcblk_sha(v->wbuf[w], (size_t)c->size, t->crc, sha) < 0) {
 		f->hash_failed = 1;
 		return -1;
 	}
+	t->agent = i;
+	t->chunk = k;
+	t->valid = 1;
 	store_name_hex(v->st, sha, hex);
 	if (strcmp(hex, c->sha) != 0)
 		f->bad[k] = 1;
@@ -605,6 +640,49 @@ read_at(void *ctx, uint64_t off, size_t n, uint8_t *dst)
 	return 0;
 }
 
+/* dl_crc_fn of the replay: the checksum of the n bytes at off, through
+ * the handoff as read_at, from the block checksums of the chunks holding
+ * them (taken when each was hashed, on the core that decoded it), their
+ * unaligned ends read: the replay leaves most of a large record's bytes
+ * where its chunk's decoder wrote them. -1 when not replaying from the
+ * handoff, or a chunk cannot be read (read_at then says why). */
+static int
+crc_at(void *ctx, uint64_t off, size_t n, uint32_t *out)
+{
+	struct reader *r = ctx;
+	const struct row_agent *a = &r->v->rows.agents[r->i];
+	const struct row_chunk *c;
+	const struct ctail *t;
+	const uint8_t *p;
+	uint32_t crc = 0;
+	size_t k, at, take;
+
+	if (r->fd >= 0 || !r->handoff)
+		return -1;
+	reader_at(r, off, off + n);
+	while (n > 0) {
+		k = chunk_at(a, off);
+		if ((p = reader_take(r, k)) == NULL)
+			return -1;
+		c = &a->chunks[k];
+		at = (size_t)(off - c->off);
+		take = (size_t)(c->off + c->size - off);
+		if (take > n)
+			take = n;
+		/* r->buf (read again here) has no block checksums. */
+		t = p != r->buf ? ctail_of(r->v, p) : NULL;
+		if (t != NULL && t->valid && t->agent == r->i && t->chunk == k)
+			crc = crcblk_range(crc, p, (size_t)c->size, t->crc,
+			    at, at + take);
+		else
+			crc = crcblk_bytes(crc, p + at, take);
+		off += take;
+		n -= take;
+	}
+	*out = crc;
+	return 0;
+}
+
 /* dl_view_fn of the replay: the n bytes at off in place, in the buffer of
  * the chunk holding them all (through the handoff as read_at), so that
  * the replay copies nothing into its window; NULL when they span two
@@ -675,8 +753,8 @@ replay_into(struct vrun *v, size_t i, int worker, const struct wm_set *from,
 	st->keep = store_keyset_has;
 	st->keep_ctx = &f->ks;
 	snprintf(what, sizeof(what), "recorded file of agent %s", a->name);
-	if (dl_replay_read(a->size, what, read_at, view_at, &r, st, NULL,
-	    &e) < 0) {
+	if (dl_replay_read(a->size, what, read_at, view_at, crc_at, &r, st,
+	    NULL, &e) < 0) {
 		snprintf(err, errsz, "%s", e.msg);
 		dl_state_free(st);
 		goto out;
@@ -782,6 +860,10 @@ plan_tasks(struct vrun *v)
 					v->bufsz = (size_t)
 					    v->rows.agents[i].chunks[k].size;
 		}
+	/* Each buffer ends in the block checksums of its chunk. */
+	v->csz = (v->bufsz + 7) / 8 * 8;
+	v->bufsz = v->csz + sizeof(struct ctail) +
+	    crcblk_count(v->csz) * sizeof(uint32_t);
 	if ((v->tasks = calloc(n + 1, sizeof(*v->tasks))) == NULL)
 		return -1;
 	for (i = 0; i < v->rows.nagents; i++) {
@@ -1160,8 +1242,7 @@ out:
 		bigbuf_free(v.wbuf[i], v.bufsz);
 	}
 	for (i = 0; i < v.nspare; i++)
-		bigbuf_free(v.spare[(v.shead + i) % VERIFY_SPARE_MAX],
-		    v.bufsz);
+		bigbuf_free(v.spare[i], v.bufsz);
 	pthread_mutex_destroy(&v.smu);
 	store_rows_free(&v.rows);
 	return rc;
