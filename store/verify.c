@@ -496,6 +496,21 @@ reader_at(struct reader *r, uint64_t off, uint64_t end)
 	pthread_mutex_unlock(&f->mu);
 }
 
+/* Handoff: the replay needs the bytes up to end (a record's checksum
+ * from crc_at), passing nothing: its header, before them, may still be
+ * read again (when the checksum does not match). */
+static void
+reader_need(struct reader *r, uint64_t end)
+{
+	struct fcheck *f = &r->v->fc[r->i];
+
+	pthread_mutex_lock(&f->mu);
+	if (end > f->rneed)
+		f->rneed = end;
+	pthread_cond_broadcast(&f->cv);
+	pthread_mutex_unlock(&f->mu);
+}
+
 /* Handoff, under f->mu: while chunk k is being checked by a task, the
  * replay checks a later chunk nobody took yet (the first free one after
  * k) and hands it over to itself, rather than wait: the pool's tasks
@@ -659,7 +674,7 @@ crc_at(void *ctx, uint64_t off, size_t n, uint32_t *out)
 
 	if (r->fd >= 0 || !r->handoff)
 		return -1;
-	reader_at(r, off, off + n);
+	reader_need(r, off + n);
 	while (n > 0) {
 		k = chunk_at(a, off);
 		if ((p = reader_take(r, k)) == NULL)
