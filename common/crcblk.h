@@ -30,7 +30,8 @@ int crcblk_sha(const uint8_t *p, size_t len, uint32_t *tbl,
  * from tbl (as crcblk_sha filled it for p[0, len)), the ends read. */
 uint32_t crcblk_range(uint32_t crc, const uint8_t *p, size_t len,
     const uint32_t *tbl, size_t a, size_t b);
-/* crc continued over p[0, n), read. */
+/* crc continued over p[0, n), read (the data log's record checksum:
+ * dl_rec_crc). */
 uint32_t crcblk_bytes(uint32_t crc, const uint8_t *p, size_t n);
 
 #endif

@@ -21,11 +21,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-#include <isa-l/crc.h>
 
 #include "chain.h"
 #include "chmsg.h"
 #include "chunkhash.h"
+#include "crcblk.h"
 #include "datalog.h"
 #include "dl_int.h"
 #include "fsutil.h"
@@ -38,19 +38,18 @@
  * keeps every valid record below DL_MAX_RECORD. */
 #define DL_MAX_MSG CHMSG_MAX
 /* A record's checksum: CRC-32 with the gzip/zlib polynomial (what zlib's
- * crc32() computes), from ISA-L, whose folding code is 7-14 times faster
- * than zlib's on this project's machine; replay (verify, recovery) checks
- * every byte of the log with it. */
+ * crc32() computes), through crcblk_bytes (ISA-L); replay (verify,
+ * recovery) checks every byte of the log with it. */
 uint32_t
 dl_rec_crc(const uint8_t *p, size_t n)
 {
-	return crc32_gzip_refl(0, p, (uint64_t)n);
+	return crcblk_bytes(0, p, n);
 }
 
 uint32_t
 dl_rec_crc_more(uint32_t crc, const uint8_t *p, size_t n)
 {
-	return crc32_gzip_refl(crc, p, (uint64_t)n);
+	return crcblk_bytes(crc, p, n);
 }
 
 /* --- watermarks and state ------------------------------------------------ */
