@@ -14,11 +14,12 @@
  * pages are often cold (the hypervisor took them back when they were
  * free), and faulting 64 MiB of them in took 5-150 ms on top of the
  * derivation, in the one thread that derives. scrypt fills V from the
- * bottom; a thread of its own faults it in from the top, one huge page at
- * a time, on another core. Measured there, 8 derivations each, old and
- * new in turn 3 s apart (so cold): 236-306 ms (median 287) with V
- * prefaulted before the derivation, 201-226 ms (median 219) with the
- * filler; back to back, both 134-181 ms. */
+ * bottom; a thread of its own faults it in ahead of it, one huge page at
+ * a time, on another core (cryptomem.c: fill_ahead says in which order).
+ * Measured there, 8 derivations each, old and new in turn 3 s apart (so
+ * cold): 236-306 ms (median 287) with V prefaulted before the
+ * derivation, 201-226 ms (median 219) with the filler; back to back, both
+ * 134-181 ms. */
 #ifndef CUTSNAP_CRYPTOMEM_H
 #define CUTSNAP_CRYPTOMEM_H
 
