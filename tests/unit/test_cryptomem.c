@@ -120,9 +120,11 @@ threads_now(void)
 	return n;
 }
 
-/* scrypt's shape (V of 64 MiB and 1 KiB): the caller writes every byte
- * from the bottom while the filler faults pages in from the top; every
- * byte reads back as written, and the block's untouched tail as zero.
+/* scrypt's shape (V of 64 MiB and 1 KiB): the caller writes half the
+ * bytes from the bottom while the filler faults pages in (from a quarter
+ * of the way up to the top, then below that quarter: over what the
+ * caller has written too); every byte reads back as written, and the
+ * block's untouched part as zero.
  * Freed at once after allocation, the filler stops and is reaped. */
 static void
 filler_keeps_what_the_caller_writes(void **state)
