@@ -11,6 +11,7 @@
 
 static const char usage_text[] =
     "usage: cutsnap verify -r REPO [ID] [--json] [--key FILE] [-q|-v]\n"
+    "                      [--no-password]\n"
     "\n"
     "Verify snapshot ID (default: the newest complete one) of REPO:\n"
     "integrity (manifest integrity check, every blob's size and SHA-256,\n"
@@ -50,6 +51,15 @@ static const char usage_text[] =
     "                    problem. Without it, an authenticated snapshot\n"
     "                    is verified as usual and a warning says that its\n"
     "                    tag was not checked\n"
+    "      --no-password an encrypted repository, without its password:\n"
+    "                    only what needs no plain byte (the manifest\n"
+    "                    file, the status, the digest, the tag with\n"
+    "                    --key, one sealed message per seq in flight on\n"
+    "                    each channel as the rows record it, every chunk\n"
+    "                    object there with a possible size and the sealed\n"
+    "                    magic, the key rows' form); it says so, and\n"
+    "                    --json has \"content_checked\":false and\n"
+    "                    \"objects\", \"object_bytes\", \"msgs\"\n"
     "  -q, --quiet       no progress line\n"
     "  -v, --verbose     a summary line on stderr at the end\n"
     "\n"
@@ -63,7 +73,8 @@ static const char usage_text[] =
     "An encrypted repository (cutsnap init --encrypt) needs its password:\n"
     "--password-file FILE, else CUTSNAP_PASSWORD_FILE or CUTSNAP_PASSWORD,\n"
     "else it is asked on the terminal; a missing or wrong one fails at\n"
-    "once, in one line, before anything is written.\n"
+    "once, in one line, before anything is written. --no-password checks\n"
+    "what can be checked without it, and says what it did not check.\n"
     "\n"
     "Exit status: 0 ok, 1 problems found or no complete snapshot, 2 bad\n"
     "usage, no such snapshot ID, or a bad repository.\n";
@@ -74,9 +85,62 @@ static const struct option opts[] = {
 	{ "key", required_argument, NULL, 'k' },
 	{ "quiet", no_argument, NULL, 'q' },
 	{ "verbose", no_argument, NULL, 'v' },
+	{ "no-password", no_argument, NULL, 'P' },
 	{ "help", no_argument, NULL, 'h' },
 	{ NULL, 0, NULL, 0 },
 };
+
+/* verify --no-password: the checks that need no key, then what was not
+ * checked. */
+static int
+verify_sealed(struct store *st, uint64_t id, const char *keyfile,
+    struct cmd_lines *p)
+{
+	struct store_sealed_work w;
+	struct cs_err e;
+	uint64_t resolved = 0;
+	int found;
+
+	found = store_verify_sealed(st, id, &resolved, cmd_lines_add, p, &w,
+	    &e);
+	if (found == -1)
+		return cmd_fail(EXIT_FAILED, "%s", e.msg);
+	if (p->oom)
+		return cmd_fail(EXIT_FAILED, "out of memory");
+	if (p->json) {
+		struct json j;
+
+		json_init(&j, stdout);
+		json_obj(&j);
+		json_kuint(&j, "snapshot", resolved);
+		json_kbool(&j, "ok", found == 0);
+		json_kbool(&j, "content_checked", 0);
+		cmd_lines_json(&j, p);
+		json_kuint(&j, "objects", w.objects);
+		json_kuint(&j, "object_bytes", w.bytes);
+		json_kuint(&j, "msgs", w.msgs);
+		json_obj_end(&j);
+		if (json_end(&j) == -1)
+			return cmd_fail(EXIT_FAILED, "write stdout failed");
+	} else if (found == 0) {
+		printf("snapshot %llu: ok without the password (%llu chunk "
+		    "object%s, %llu recorded message%s; content not "
+		    "checked)\n", (unsigned long long)resolved,
+		    (unsigned long long)w.objects, w.objects == 1 ? "" : "s",
+		    (unsigned long long)w.msgs, w.msgs == 1 ? "" : "s");
+	}
+	fflush(stdout);
+	if (found > 0)
+		cmd_warn("snapshot %llu: %d problem%s found without the "
+		    "password", (unsigned long long)resolved, found,
+		    found == 1 ? "" : "s");
+	cmd_warn("without the password nothing sealed was opened: no "
+	    "chunk's or message's bytes or hash, no record of the files, no "
+	    "replay; give the password for the full check");
+	if (found == 0)
+		cmd_key_note(st, resolved, keyfile);
+	return found ? EXIT_FAILED : EXIT_OK;
+}
 
 int
 cmd_verify(int argc, char **argv)
@@ -89,7 +153,7 @@ cmd_verify(int argc, char **argv)
 	struct cmd_progress prog;
 	struct snap_info si;
 	uint64_t id = 0, resolved = 0, nchunks, nreads;
-	int ch, found, rc, verbosity = 0;
+	int ch, found, rc, verbosity = 0, nopw = 0;
 
 	optind = 1;
 	opterr = 0;
@@ -110,6 +174,9 @@ cmd_verify(int argc, char **argv)
 		case 'v':
 			verbosity = 1;
 			break;
+		case 'P':
+			nopw = 1;
+			break;
 		case 'h':
 			return cmd_help(usage_text);
 		default:
@@ -122,14 +189,26 @@ cmd_verify(int argc, char **argv)
 	if (argc - optind == 1 &&
 	    cmd_parse_pos(argv[optind], "snapshot id", INT64_MAX, &id) == -1)
 		return EXIT_USAGE;
+	/* Without the password: the store opens without unlocking. */
+	if (nopw)
+		store_set_password_fn(NULL, NULL);
 	if ((rc = cmd_open_repo(repo, STORE_READ, keyfile, &st)) != EXIT_OK)
 		return rc;
+	if (nopw && !store_encrypted(st)) {
+		rc = cmd_usage_error("repository %s is not encrypted: verify "
+		    "checks everything without --no-password", repo);
+		goto out;
+	}
 	if (store_lock(st, 0, &e) == -1) {
 		rc = cmd_fail(EXIT_FAILED, "%s", e.msg);
 		goto out;
 	}
 	if ((rc = cmd_snapshot_exists(st, id)) != EXIT_OK)
 		goto out;
+	if (nopw) {
+		rc = verify_sealed(st, id, keyfile, &p);
+		goto out;
+	}
 	cmd_progress_init(&prog, "verify", verbosity);
 	store_set_progress(st, cmd_progress_fn, &prog);
 	store_set_notes(st, cmd_lines_add, &nt);
@@ -150,6 +229,7 @@ cmd_verify(int argc, char **argv)
 		json_obj(&j);
 		json_kuint(&j, "snapshot", resolved);
 		json_kbool(&j, "ok", found == 0);
+		json_kbool(&j, "content_checked", 1);
 		cmd_lines_json(&j, &p);
 		cmd_lines_json(&j, &nt);
 		if (cmd_snap_info(st, resolved, &si) == 0) {

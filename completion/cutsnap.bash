@@ -114,8 +114,8 @@ _cutsnap()
 	    --help" ;;
 	ls) opts="-r --repo -j --json --help" ;;
 	show) opts="-r --repo --password-file -s --sum -j --json --help" ;;
-	verify) opts="-r --repo --password-file -k --key -j --json -q --quiet -v --verbose
-	    --help" ;;
+	verify) opts="-r --repo --password-file --no-password -k --key -j --json -q --quiet
+	    -v --verbose --help" ;;
 	restore) opts="-r --repo --password-file -c --config -a --agent -k --key -j --json
 	    -q --quiet -v --verbose --help" ;;
 	load) opts="-c --config -r --repo --password-file --seconds --clients --threads

@@ -210,6 +210,19 @@ store_crypt_create(struct store *st, const void *pass, size_t passlen,
 	return store_crypt_add_key(st, pass, passlen, NULL, e);
 }
 
+/* A key row's n, r, p, salt and sealed, from column col on: whether they
+ * could open anything (parameters scrypt takes, the lengths written). */
+static int
+row_form_ok(sqlite3_stmt *s, int col, uint64_t *n, uint64_t *r, uint64_t *p)
+{
+	return store_col_u64(s, col, n) == 0 &&
+	    store_col_u64(s, col + 1, r) == 0 &&
+	    store_col_u64(s, col + 2, p) == 0 && *r <= 32 && *p <= 32 &&
+	    aead_scrypt_valid(*n, (uint32_t)*r, (uint32_t)*p) &&
+	    sqlite3_column_bytes(s, col + 3) == SALT_LEN &&
+	    sqlite3_column_bytes(s, col + 4) == AEAD_KEY_LEN + AEAD_OVERHEAD;
+}
+
 static int
 store_crypt_unlock_with(struct store *st, const void *pass, size_t passlen,
     struct cs_err *e)
@@ -227,11 +240,7 @@ store_crypt_unlock_with(struct store *st, const void *pass, size_t passlen,
 		return -1;
 	while ((step = sqlite3_step(s)) == SQLITE_ROW) {
 		nkeys++;
-		if (store_col_u64(s, 1, &n) < 0 || store_col_u64(s, 2,
-		    &r) < 0 || store_col_u64(s, 3, &p) < 0 || r > 32 ||
-		    p > 32 || !aead_scrypt_valid(n, (uint32_t)r, (uint32_t)p) ||
-		    sqlite3_column_bytes(s, 4) != SALT_LEN ||
-		    sqlite3_column_bytes(s, 5) != AEAD_KEY_LEN + AEAD_OVERHEAD)
+		if (!row_form_ok(s, 1, &n, &r, &p))
 			continue;	/* a malformed row opens nothing */
 		if (aead_scrypt(pass, passlen, sqlite3_column_blob(s, 4),
 		    SALT_LEN, n, (uint32_t)r, (uint32_t)p, kek, e) < 0)
@@ -568,28 +577,25 @@ out:
 	return rc;
 }
 
-int
-store_crypt_check_keys(struct store *st, void (*fn)(void *ctx, int64_t id),
-    void *ctx, struct cs_err *e)
+/* Each key row that is malformed, or (with_mac: the master key is
+ * there) fails its MAC, to fn. */
+static int
+check_key_rows(struct store *st, int with_mac,
+    void (*fn)(void *ctx, int64_t id), void *ctx, struct cs_err *e)
 {
 	sqlite3_stmt *s = NULL;
 	uint8_t mac[MAC_LEN];
 	uint64_t n, r, p;
 	int step, rc = -1, bad;
 
-	if (!st->enc)
-		return 0;
-	if (store_need_key(st, e) < 0 ||
-	    store_db_prepare(st, "SELECT id, n, r, p, salt, sealed, mac FROM "
-	    "repo_keys ORDER BY id", &s, e) < 0)
+	if (store_db_prepare(st, "SELECT id, n, r, p, salt, sealed, mac, kdf "
+	    "FROM repo_keys ORDER BY id", &s, e) < 0)
 		return -1;
 	while ((step = sqlite3_step(s)) == SQLITE_ROW) {
-		bad = store_col_u64(s, 1, &n) < 0 || store_col_u64(s, 2,
-		    &r) < 0 || store_col_u64(s, 3, &p) < 0 ||
-		    sqlite3_column_bytes(s, 4) != SALT_LEN ||
-		    sqlite3_column_bytes(s, 5) != AEAD_KEY_LEN + AEAD_OVERHEAD ||
+		bad = strcmp(store_col_text(s, 7), "scrypt") != 0 ||
+		    !row_form_ok(s, 1, &n, &r, &p) ||
 		    sqlite3_column_bytes(s, 6) != MAC_LEN;
-		if (!bad) {
+		if (!bad && with_mac) {
 			if (row_mac(st, n, r, p, sqlite3_column_blob(s, 4),
 			    sqlite3_column_blob(s, 5), mac, e) < 0)
 				goto out;
@@ -607,4 +613,24 @@ store_crypt_check_keys(struct store *st, void (*fn)(void *ctx, int64_t id),
 out:
 	sqlite3_finalize(s);
 	return rc;
+}
+
+int
+store_crypt_check_keys(struct store *st, void (*fn)(void *ctx, int64_t id),
+    void *ctx, struct cs_err *e)
+{
+	if (!st->enc)
+		return 0;
+	if (store_need_key(st, e) < 0)
+		return -1;
+	return check_key_rows(st, 1, fn, ctx, e);
+}
+
+int
+store_crypt_check_key_forms(struct store *st,
+    void (*fn)(void *ctx, int64_t id), void *ctx, struct cs_err *e)
+{
+	if (!st->enc)
+		return 0;
+	return check_key_rows(st, 0, fn, ctx, e);
 }

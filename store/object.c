@@ -336,3 +336,54 @@ store_objbuf_free(struct objbuf *b)
 	b->p = NULL;
 	b->cap = 0;
 }
+
+int
+store_obj_check_shape(const struct store *st, const char *path,
+    uint64_t plain, uint64_t *size, struct cs_err *e)
+{
+	uint8_t magic[SEALED_HDR];
+	struct stat sb;
+	uint64_t min = sealing(st) + (store_obj_framed(st) ? OBJ_HDR_LEN : 0);
+	uint64_t max = store_obj_bound(st, (size_t)plain);
+	int fd, rc = -1;
+
+	*size = 0;
+	if (!store_obj_framed(st))
+		min = plain;
+	if ((fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)) < 0) {
+		if (errno == ENOENT)
+			return cs_errf(e, "missing (no object at %s)", path);
+		return cs_errno(e, "open %s", path);
+	}
+	if (fstat(fd, &sb) < 0 || !S_ISREG(sb.st_mode)) {
+		cs_errf(e, "not a regular file");
+		goto out;
+	}
+	*size = (uint64_t)sb.st_size;
+	if (*size < min || *size > max) {
+		if (min == max)
+			cs_errf(e, "size mismatch: expected %llu bytes, found "
+			    "%llu", (unsigned long long)min,
+			    (unsigned long long)*size);
+		else
+			cs_errf(e, "size mismatch: expected %llu to %llu bytes, "
+			    "found %llu", (unsigned long long)min,
+			    (unsigned long long)max, (unsigned long long)*size);
+		goto out;
+	}
+	if (st->enc) {
+		if (fs_pread_all(fd, magic, sizeof(magic), 0) < 0) {
+			cs_errno(e, "read %s", path);
+			goto out;
+		}
+		if (memcmp(magic, SEALED_MAGIC, SEALED_HDR) != 0) {
+			cs_errf(e, "not a sealed object (no %s at its start)",
+			    SEALED_MAGIC);
+			goto out;
+		}
+	}
+	rc = 0;
+out:
+	close(fd);
+	return rc;
+}

@@ -335,6 +335,18 @@ void store_verify_work(const struct store *st, uint64_t *chunks,
  * cores decode; see "handoff" in docs/INTERNALS.md). */
 uint64_t store_verify_ahead(const struct store *st);
 
+/* Verify snapshot id without the password (verify_sealed.c lists what
+ * that checks and what it cannot): the number of problems, or -1 with e
+ * set when it could not verify at all. w: what it went over. */
+struct store_sealed_work {
+	uint64_t objects;	/* distinct chunk objects checked */
+	uint64_t bytes;		/* their stored bytes */
+	uint64_t msgs;		/* recorded message rows */
+};
+int store_verify_sealed(struct store *st, uint64_t id, uint64_t *resolved,
+    problem_fn fn, void *ctx, struct store_sealed_work *w,
+    struct cs_err *e);
+
 /* Verify, then restore snapshot id into the data paths of c (whose agent
  * names must be the snapshot's, and whose agents must not be running),
  * replaying recorded channel messages exactly once. -1 with e set on

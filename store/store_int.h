@@ -183,6 +183,12 @@ int store_obj_open_in_place(const struct store *st,
 /* Read the blob at path and decode it into plain[0, len). -1: it cannot
  * be read (e: "missing (...)", "not a regular file", ...); -2: it is
  * there but damaged (e: "size mismatch: ...", a decode error). */
+/* What can be told of the blob at path of a chunk of plain bytes without
+ * the key: it is there, it is a regular file, its length is within what
+ * a chunk of plain bytes can become, and a sealed one starts with the
+ * sealed magic. 0, or -1 with e saying what is wrong. */
+int store_obj_check_shape(const struct store *st, const char *path,
+    uint64_t plain, uint64_t *size, struct cs_err *e);
 int store_obj_load(const struct store *st, const uint8_t name[SHA_LEN],
     const char *path, uint8_t *plain, size_t len, struct cs_err *e);
 /* The same, reading the blob into b (grown as needed, kept for the next
@@ -240,6 +246,10 @@ int store_crypt_check_keys(struct store *st, void (*fn)(void *ctx, int64_t id),
     void *ctx, struct cs_err *e);
 /* 0, or -1 with e "repository R is encrypted: a password is needed". */
 int store_need_key(struct store *st, struct cs_err *e);
+/* Each key row whose form is wrong (a kdf, parameters or lengths that
+ * cannot open anything) to fn; needs no key. */
+int store_crypt_check_key_forms(struct store *st,
+    void (*fn)(void *ctx, int64_t id), void *ctx, struct cs_err *e);
 /* The name of plain bytes whose SHA-256 is sha: sha itself, or, when
  * encrypted, HMAC-SHA256 under the name key. Blob names and the sha256
  * columns of agents, agent_chunks and messages are names. */
@@ -495,6 +505,8 @@ void store_vproblem(struct vrun *v, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 /* The cut's consistency, derived from the recorded files. */
 void store_verify_cut(struct vrun *v);
+/* verify.c: PRAGMA integrity_check and foreign_key_check, as problems. */
+void store_verify_db(struct vrun *v);
 
 /* commit.c: the report of agent name among reps[0, n), or NULL. */
 const struct report *store_find_report(const struct report *reps, size_t n,

@@ -34,8 +34,8 @@ store_vproblem(struct vrun *v, const char *fmt, ...)
 }
 
 /* PRAGMA integrity_check and foreign_key_check over the whole file. */
-static void
-check_db(struct vrun *v)
+void
+store_verify_db(struct vrun *v)
 {
 	sqlite3_stmt *s = NULL;
 	int step;
@@ -1182,7 +1182,7 @@ run(struct store *st, uint64_t id, uint64_t *resolved,
 		    sinks[i].tail : NULL;
 		atomic_init(&v.fc[i].wfailed, 0);
 	}
-	check_db(&v);
+	store_verify_db(&v);
 	for (i = 0; i < v.rows.nagents; i++)
 		open_file(&v, i);
 	/* Under restore a chunk is hashed and written in one pass: one

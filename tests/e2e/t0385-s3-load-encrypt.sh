@@ -2,7 +2,8 @@
 # An object-store repository made by init (plain and --encrypt) and fed by
 # "load --snapshot-every": each periodic snapshot is committed to the
 # bucket as it is taken; an encrypted repository keeps its contents
-# sealed in the bucket and needs its password to verify and restore.
+# sealed in the bucket and needs its password to verify and restore (and
+# verify --no-password checks only its sealed parts, and says so).
 . "$(dirname "$0")/lib.sh"
 . "$_lib_dir/lib-s3.sh"
 
@@ -47,6 +48,12 @@ test_expect_success 'an encrypted repository in the bucket: contents sealed, pas
 	echo wrong >bad.pw &&
 	expect_error 2 verify -r "$ENC_URL" --password-file bad.pw &&
 	expect_ok key list -r "$ENC_URL" --password-file pw
+'
+
+test_expect_success 'verify --no-password of the bucket: the sealed parts, said so' '
+	expect_ok verify -r "$ENC_URL" --no-password --json &&
+	json_check "d[\"ok\"] is True and d[\"content_checked\"] is False and d[\"objects\"] >= 1 and d[\"problems\"] == []" &&
+	grep -q "nothing sealed was opened" "$ERR"
 '
 
 test_expect_success 'restore from the encrypted bucket with no local state' '
