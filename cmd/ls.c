@@ -14,8 +14,11 @@ static const char usage_text[] =
     "\n"
     "List the snapshots in REPO, newest last, as an aligned table: id,\n"
     "start time (UTC), duration, status (running, complete or aborted),\n"
-    "initiator, number of agents, recorded bytes, recorded in-flight\n"
-    "messages and, when a snapshot was aborted, the reason. A snapshot\n"
+    "initiator, number of agents, recorded bytes, the bytes its chunks\n"
+    "take in REPO (stored: compressed and, in an encrypted repository,\n"
+    "sealed; chunks shared with other snapshots count in each), recorded\n"
+    "in-flight messages and, when a snapshot was aborted, the reason. A\n"
+    "snapshot\n"
     "whose coordinator died is listed running with the reason \"no\n"
     "coordinator\": ls only reads REPO (it works on read-only media and\n"
     "changes nothing there); the next snapshot, forget or prune marks it\n"
@@ -92,15 +95,16 @@ fmt_duration(const struct snap_info *v, char *out, size_t outsz)
 		snprintf(out, outsz, "%llds", (long long)d);
 }
 
-#define NCOL 9
+#define NCOL 10
 
 static void
 print_table(const struct snap_info *v, size_t n)
 {
 	static const char *const head[NCOL] = { "ID", "STARTED", "DURATION",
-	    "STATUS", "INITIATOR", "AGENTS", "BYTES", "MSGS", "REASON" };
+	    "STATUS", "INITIATOR", "AGENTS", "BYTES", "STORED", "MSGS",
+	    "REASON" };
 	/* Numbers right-aligned, text left-aligned. */
-	static const int right[NCOL] = { 1, 0, 1, 0, 0, 1, 1, 1, 0 };
+	static const int right[NCOL] = { 1, 0, 1, 0, 0, 1, 1, 1, 1, 0 };
 	char (*cell)[NCOL][300];
 	int w[NCOL], k, last;
 	size_t i;
@@ -124,9 +128,11 @@ print_table(const struct snap_info *v, size_t n)
 		snprintf(r[6], sizeof(r[6]), "%llu",
 		    (unsigned long long)v[i].bytes);
 		snprintf(r[7], sizeof(r[7]), "%llu",
+		    (unsigned long long)v[i].stored);
+		snprintf(r[8], sizeof(r[8]), "%llu",
 		    (unsigned long long)v[i].nmsgs);
-		cs_printable(v[i].reason, strlen(v[i].reason), r[8],
-		    sizeof(r[8]), 0);
+		cs_printable(v[i].reason, strlen(v[i].reason), r[9],
+		    sizeof(r[9]), 0);
 	}
 	/* The REASON column only when a snapshot has one. */
 	last = NCOL - 1;

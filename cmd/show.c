@@ -286,9 +286,10 @@ print_text(const struct view *v)
 	int w = 0;
 
 	printf("snapshot %" PRIu64 "  %s  started %s  initiator %s  "
-	    "%d agent%s  %" PRIu64 " bytes  %" PRIu64 " in-flight message%s\n",
-	    v->info.id, v->info.status, v->info.started, v->info.initiator,
-	    v->info.nagents, v->info.nagents == 1 ? "" : "s", v->info.bytes,
+	    "%d agent%s  %" PRIu64 " bytes (%" PRIu64 " stored)  %" PRIu64
+	    " in-flight message%s\n", v->info.id, v->info.status,
+	    v->info.started, v->info.initiator, v->info.nagents,
+	    v->info.nagents == 1 ? "" : "s", v->info.bytes, v->info.stored,
 	    v->info.nmsgs, v->info.nmsgs == 1 ? "" : "s");
 	if (v->info.repo_id[0] != '\0')
 		printf("repository %s\n", v->info.repo_id);

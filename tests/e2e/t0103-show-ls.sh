@@ -1,7 +1,8 @@
 #!/bin/bash
 # show: the recorded cut in detail (files, watermarks, in-flight messages
 # with their amounts) and the conserved total with --sum; ls: the aligned
-# table with duration and the abort reason. Text and JSON parsed back.
+# table with duration, stored bytes (as --json says) and the abort reason.
+# Text and JSON parsed back.
 . "$(dirname "$0")/lib.sh"
 
 test_expect_success 'setup: the seed case, 10 in flight on A->B when B records' '
@@ -30,7 +31,7 @@ test_expect_success 'show: each file with its size, sha256 and watermarks' '
 
 test_expect_success 'show: the channel with its recorded message and amount' '
 	grep -qx "channel A->B  sent 1  applied 0  1 message: seq 1 add bal 10" "$OUT" &&
-	head -n 1 "$OUT" | grep -Eq "^snapshot $SEED +complete .* 1 in-flight message$"
+	head -n 1 "$OUT" | grep -Eq "^snapshot $SEED +complete .* [0-9]+ bytes \([0-9]+ stored\)  1 in-flight message$"
 '
 
 test_expect_success 'show --json: the same, parsed back' '
@@ -72,11 +73,15 @@ test_expect_success 'an aborted snapshot: ls shows its reason in the last column
 '
 
 test_expect_success 'ls: an aligned table, newest last, with duration and reason' '
+	cs ls -r "$REPO" --json >ls.json &&
+	seed_stored=$(json_get "[s for s in d if s[\"id\"] == $SEED][0][\"stored_bytes\"]" ls.json) &&
+	{ [ "$seed_stored" -gt 0 ] || { say "stored_bytes $seed_stored"; false; }; } &&
 	expect_ok ls -r "$REPO" &&
-	head -n 1 "$OUT" | grep -Eq "^ID +STARTED +DURATION +STATUS +INITIATOR +AGENTS +BYTES +MSGS +REASON$" &&
+	head -n 1 "$OUT" | grep -Eq "^ID +STARTED +DURATION +STATUS +INITIATOR +AGENTS +BYTES +STORED +MSGS +REASON$" &&
 	expect_eq "$(($(wc -l <"$OUT") - 1))" "$(sql "select count(*) from snapshots")" "rows" &&
-	grep -Eq "^ *$SEED +[0-9T:Z-]+ +[0-9]+s +complete +B +2 +[0-9]+ +1$" "$OUT" &&
-	grep -Eq "^ *$ABORTED +[0-9T:Z-]+ +[0-9]+s +aborted +B +[0-9]+ +[0-9]+ +[0-9]+  timed out" "$OUT" &&
+	grep -Eq "^ *$SEED +[0-9T:Z-]+ +[0-9]+s +complete +B +2 +[0-9]+ +[0-9]+ +1$" "$OUT" &&
+	grep -Eq "^ *$ABORTED +[0-9T:Z-]+ +[0-9]+s +aborted +B +[0-9]+ +[0-9]+ +[0-9]+ +[0-9]+  timed out" "$OUT" &&
+	grep -Eq "^ *$SEED +[0-9T:Z-]+ +[0-9]+s +complete +B +2 +[0-9]+ +$seed_stored +1$" "$OUT" &&
 	tail -n 1 "$OUT" | grep -Eq "^ *$SNAP_ID .* complete " &&
 	awk "NR > 1 { print index(\$0, \"complete\") + index(\$0, \"aborted\") }" "$OUT" | sort -u | wc -l | grep -qx 1
 '
