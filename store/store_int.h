@@ -507,6 +507,9 @@ void store_vproblem(struct vrun *v, const char *fmt, ...)
 void store_verify_cut(struct vrun *v);
 /* verify.c: PRAGMA integrity_check and foreign_key_check, as problems. */
 void store_verify_db(struct vrun *v);
+/* verify.c: the snapshot's digest recomputed against want (the one its
+ * commit stored), a problem when they differ. */
+void store_verify_digest(struct vrun *v, const char *want);
 
 /* commit.c: the report of agent name among reps[0, n), or NULL. */
 const struct report *store_find_report(const struct report *reps, size_t n,

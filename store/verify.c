@@ -986,8 +986,8 @@ check_msgs(struct vrun *v)
 	}
 }
 
-static void
-check_digest(struct vrun *v)
+void
+store_verify_digest(struct vrun *v, const char *want)
 {
 	char hex[SHA_HEX_LEN];
 	struct cs_err e;
@@ -995,11 +995,11 @@ check_digest(struct vrun *v)
 	if (store_digest(v->st, v->id, hex, &e) < 0)
 		store_vproblem(v, "manifest digest could not be computed: %s",
 		    e.msg);
-	else if (strcmp(hex, v->rows.digest) != 0)
+	else if (strcmp(hex, want) != 0)
 		store_vproblem(v,
 		    "manifest digest mismatch: rows were edited or "
 		    "deleted (expected %.64s, found %s)",
-		    v->rows.digest[0] ? v->rows.digest : "none", hex);
+		    want[0] ? want : "none", hex);
 }
 
 /* A note of the replay: "snapshot N: ..." to the store's notes. */
@@ -1233,7 +1233,7 @@ run(struct store *st, uint64_t id, uint64_t *resolved,
 		report_file(&v, i);
 	check_msgs(&v);
 	check_keys(&v);
-	check_digest(&v);
+	store_verify_digest(&v, v.rows.digest);
 	store_auth_check(&v);
 	store_verify_cut(&v);
 	replay_all(&v);

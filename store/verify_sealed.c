@@ -21,7 +21,6 @@
 static void
 check_status_and_digest(struct vrun *v)
 {
-	char hex[SHA_HEX_LEN];
 	sqlite3_stmt *s = NULL;
 	struct cs_err e;
 
@@ -39,14 +38,7 @@ check_status_and_digest(struct vrun *v)
 	if (strcmp(store_col_text(s, 0), "complete") != 0)
 		store_vproblem(v, "status is %s, not complete",
 		    store_col_text(s, 0)[0] ? store_col_text(s, 0) : "empty");
-	if (store_digest(v->st, v->id, hex, &e) < 0)
-		store_vproblem(v, "manifest digest could not be computed: %s",
-		    e.msg);
-	else if (strcmp(hex, store_col_text(s, 1)) != 0)
-		store_vproblem(v, "manifest digest mismatch: rows were edited "
-		    "or deleted (expected %.64s, found %s)",
-		    store_col_text(s, 1)[0] ? store_col_text(s, 1) : "none",
-		    hex);
+	store_verify_digest(v, store_col_text(s, 1));
 out:
 	sqlite3_finalize(s);
 }
