@@ -252,26 +252,42 @@ store_obj_load(const struct store *st, const uint8_t name[SHA_LEN],
 }
 
 int
+store_obj_open(const char *path, const char *expect, uint64_t *size,
+    struct cs_err *e)
+{
+	struct stat sb;
+	int fd;
+
+	*size = 0;
+	if ((fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)) < 0) {
+		if (errno == ENOENT)
+			return cs_errf(e, "missing (expected %s at %s)", expect,
+			    path);
+		return cs_errno(e, "open %s", path);
+	}
+	if (fstat(fd, &sb) < 0 || !S_ISREG(sb.st_mode)) {
+		close(fd);
+		return cs_errf(e, "not a regular file");
+	}
+	*size = (uint64_t)sb.st_size;
+	return fd;
+}
+
+int
 store_obj_load_buf(const struct store *st, const uint8_t name[SHA_LEN],
     const char *path, uint8_t *plain, size_t len, struct objbuf *b,
     struct cs_err *e)
 {
-	struct stat sb;
+	char expect[32];
+	uint64_t size;
 	uint8_t *np;
 	size_t objlen;
 	int fd, rc = -1;
 
-	if ((fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)) < 0) {
-		if (errno == ENOENT)
-			return cs_errf(e, "missing (expected %zu bytes at %s)",
-			    len, path);
-		return cs_errno(e, "open %s", path);
-	}
-	if (fstat(fd, &sb) < 0 || !S_ISREG(sb.st_mode)) {
-		cs_errf(e, "not a regular file");
-		goto out;
-	}
-	objlen = (size_t)sb.st_size;
+	snprintf(expect, sizeof(expect), "%zu bytes", len);
+	if ((fd = store_obj_open(path, expect, &size, e)) < 0)
+		return -1;
+	objlen = (size_t)size;
 	rc = -2;
 	if (objlen > store_obj_bound(st, len)) {
 		cs_errf(e, "size mismatch: expected %s%zu bytes, found %zu",
@@ -342,7 +358,6 @@ store_obj_check_shape(const struct store *st, const char *path,
     uint64_t plain, uint64_t *size, struct cs_err *e)
 {
 	uint8_t magic[SEALED_HDR];
-	struct stat sb;
 	uint64_t min = sealing(st) + (store_obj_framed(st) ? OBJ_HDR_LEN : 0);
 	uint64_t max = store_obj_bound(st, (size_t)plain);
 	int fd, rc = -1;
@@ -350,16 +365,8 @@ store_obj_check_shape(const struct store *st, const char *path,
 	*size = 0;
 	if (!store_obj_framed(st))
 		min = plain;
-	if ((fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)) < 0) {
-		if (errno == ENOENT)
-			return cs_errf(e, "missing (no object at %s)", path);
-		return cs_errno(e, "open %s", path);
-	}
-	if (fstat(fd, &sb) < 0 || !S_ISREG(sb.st_mode)) {
-		cs_errf(e, "not a regular file");
-		goto out;
-	}
-	*size = (uint64_t)sb.st_size;
+	if ((fd = store_obj_open(path, "an object", size, e)) < 0)
+		return -1;
 	if (*size < min || *size > max) {
 		if (min == max)
 			cs_errf(e, "size mismatch: expected %llu bytes, found "

@@ -180,15 +180,22 @@ int store_obj_seal_in_place(const struct store *st,
 int store_obj_open_in_place(const struct store *st,
     const uint8_t name[SHA_LEN], uint8_t *blob, size_t bloblen,
     uint8_t **framed, size_t *framedlen);
-/* Read the blob at path and decode it into plain[0, len). -1: it cannot
- * be read (e: "missing (...)", "not a regular file", ...); -2: it is
- * there but damaged (e: "size mismatch: ...", a decode error). */
+/* The blob at path opened for reading: never through a symbolic link,
+ * and only when it is a regular file, its length in *size. Every reader
+ * of blobs opens them here. The descriptor, or -1 (e: "missing (expected
+ * EXPECT at PATH)" when there is none, "not a regular file", or why the
+ * open failed). */
+int store_obj_open(const char *path, const char *expect, uint64_t *size,
+    struct cs_err *e);
 /* What can be told of the blob at path of a chunk of plain bytes without
  * the key: it is there, it is a regular file, its length is within what
  * a chunk of plain bytes can become, and a sealed one starts with the
  * sealed magic. 0, or -1 with e saying what is wrong. */
 int store_obj_check_shape(const struct store *st, const char *path,
     uint64_t plain, uint64_t *size, struct cs_err *e);
+/* Read the blob at path and decode it into plain[0, len). -1: it cannot
+ * be read (e: "missing (...)", "not a regular file", ...); -2: it is
+ * there but damaged (e: "size mismatch: ...", a decode error). */
 int store_obj_load(const struct store *st, const uint8_t name[SHA_LEN],
     const char *path, uint8_t *plain, size_t len, struct cs_err *e);
 /* The same, reading the blob into b (grown as needed, kept for the next
@@ -507,6 +514,8 @@ void store_vproblem(struct vrun *v, const char *fmt, ...)
 void store_verify_cut(struct vrun *v);
 /* verify.c: PRAGMA integrity_check and foreign_key_check, as problems. */
 void store_verify_db(struct vrun *v);
+/* verify.c: a problem unless status is "complete"; 1 when it is. */
+int store_verify_status(struct vrun *v, const char *status);
 /* verify.c: the snapshot's digest recomputed against want (the one its
  * commit stored), a problem when they differ. */
 void store_verify_digest(struct vrun *v, const char *want);

@@ -986,6 +986,16 @@ check_msgs(struct vrun *v)
 	}
 }
 
+int
+store_verify_status(struct vrun *v, const char *status)
+{
+	if (strcmp(status, "complete") == 0)
+		return 1;
+	store_vproblem(v, "status is %s, not complete",
+	    status[0] ? status : "empty");
+	return 0;
+}
+
 void
 store_verify_digest(struct vrun *v, const char *want)
 {
@@ -1164,9 +1174,7 @@ run(struct store *st, uint64_t id, uint64_t *resolved,
 	atomic_init(&v.nahead, 0);
 	if (store_rows_load(st, rid, &v.rows, e) < 0)
 		return -1;
-	if (strcmp(v.rows.status, "complete") != 0) {
-		store_vproblem(&v, "status is %s, not complete",
-		    v.rows.status[0] ? v.rows.status : "empty");
+	if (!store_verify_status(&v, v.rows.status)) {
 		rc = v.nproblems;
 		goto out;
 	}

@@ -35,9 +35,7 @@ check_status_and_digest(struct vrun *v)
 		    sqlite3_errmsg(v->st->db));
 		goto out;
 	}
-	if (strcmp(store_col_text(s, 0), "complete") != 0)
-		store_vproblem(v, "status is %s, not complete",
-		    store_col_text(s, 0)[0] ? store_col_text(s, 0) : "empty");
+	(void)store_verify_status(v, store_col_text(s, 0));
 	store_verify_digest(v, store_col_text(s, 1));
 out:
 	sqlite3_finalize(s);

@@ -7,13 +7,11 @@
  * blobs are objects (object.c: compressed) each chunk is decoded into
  * anonymous memory over its part instead. */
 #include <errno.h>
-#include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include "store_int.h"
@@ -98,9 +96,9 @@ static void
 map_chunk(struct store *st, struct vopen *o, const struct row_chunk *c,
     uint8_t *base)
 {
-	char path[PATH_MAX];
+	char path[PATH_MAX], expect[32];
 	struct cs_err e;
-	struct stat sb;
+	uint64_t size;
 	int fd;
 
 	if (store_blob_path(st, c->sha, path, sizeof(path), &e) < 0) {
@@ -111,19 +109,15 @@ map_chunk(struct store *st, struct vopen *o, const struct row_chunk *c,
 		load_chunk(st, o, c, base, path);
 		return;
 	}
-	if ((fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)) < 0) {
-		if (errno == ENOENT)
-			problem(o, c, "missing (expected %llu bytes at %s)",
-			    (unsigned long long)c->size, path);
-		else
-			problem(o, c, "open %s: %s", path, strerror(errno));
+	snprintf(expect, sizeof(expect), "%llu bytes",
+	    (unsigned long long)c->size);
+	if ((fd = store_obj_open(path, expect, &size, &e)) < 0) {
+		problem(o, c, "%s", e.msg);
 		return;
 	}
-	if (fstat(fd, &sb) < 0 || !S_ISREG(sb.st_mode))
-		problem(o, c, "not a regular file");
-	else if ((uint64_t)sb.st_size != c->size)
-		problem(o, c, "size mismatch: expected %llu bytes, found %lld",
-		    (unsigned long long)c->size, (long long)sb.st_size);
+	if (size != c->size)
+		problem(o, c, "size mismatch: expected %llu bytes, found %llu",
+		    (unsigned long long)c->size, (unsigned long long)size);
 	else if (mmap(base + c->off, (size_t)c->size, PROT_READ,
 	    MAP_PRIVATE | MAP_FIXED, fd, 0) == MAP_FAILED)
 		problem(o, c, "mmap: %s", strerror(errno));
@@ -134,9 +128,9 @@ int
 store_fview_read_chunk(struct store *st, const struct row_chunk *c,
     uint8_t *buf, struct objbuf *b, struct cs_err *e)
 {
-	char path[PATH_MAX];
+	char path[PATH_MAX], expect[32];
 	uint8_t name[SHA_LEN];
-	struct stat sb;
+	uint64_t size;
 	int fd, rc = -1;
 
 	if (store_blob_path(st, c->sha, path, sizeof(path), e) < 0)
@@ -148,17 +142,13 @@ store_fview_read_chunk(struct store *st, const struct row_chunk *c,
 		return store_obj_load_buf(st, name, path, buf, (size_t)c->size,
 		    b, e);
 	}
-	if ((fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)) < 0) {
-		if (errno == ENOENT)
-			return cs_errf(e, "missing (expected %llu bytes at %s)",
-			    (unsigned long long)c->size, path);
-		return cs_errno(e, "open %s", path);
-	}
-	if (fstat(fd, &sb) < 0 || !S_ISREG(sb.st_mode))
-		cs_errf(e, "not a regular file");
-	else if ((uint64_t)sb.st_size != c->size)
-		cs_errf(e, "size mismatch: expected %llu bytes, found %lld",
-		    (unsigned long long)c->size, (long long)sb.st_size);
+	snprintf(expect, sizeof(expect), "%llu bytes",
+	    (unsigned long long)c->size);
+	if ((fd = store_obj_open(path, expect, &size, e)) < 0)
+		return -1;
+	if (size != c->size)
+		cs_errf(e, "size mismatch: expected %llu bytes, found %llu",
+		    (unsigned long long)c->size, (unsigned long long)size);
 	else if (fs_pread_all(fd, buf, (size_t)c->size, 0) < 0)
 		cs_errno(e, "read %s", path);
 	else
