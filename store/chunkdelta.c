@@ -29,9 +29,7 @@
  * this repository's key sealed for that chunk is used) and the new one
  * sealed under its own name with a fresh nonce, as any chunk is; the
  * names compared are then the keyed names of the manifest. */
-#include <fcntl.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 #include <zstd.h>
 
@@ -98,17 +96,16 @@ read_prev(const struct store *st, const uint8_t pname[SHA_LEN],
     uint8_t **obj, size_t *objlen)
 {
 	uint8_t want[OBJ_HDR_LEN];
-	struct stat sb;
+	struct cs_err e;
+	uint64_t size;
 	size_t n = 0;
 	int fd;
 
-	if ((fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)) < 0)
+	if ((fd = store_obj_open(path, "an object", &size, &e)) < 0)
 		return -1;
-	if (fstat(fd, &sb) == 0 && S_ISREG(sb.st_mode) &&
-	    (uint64_t)sb.st_size < store_obj_bound(st, plen) &&
-	    (uint64_t)sb.st_size <= bufsz &&
-	    fs_pread_all(fd, buf, (size_t)sb.st_size, 0) == 0)
-		n = (size_t)sb.st_size;
+	if (size < store_obj_bound(st, plen) && size <= bufsz &&
+	    fs_pread_all(fd, buf, (size_t)size, 0) == 0)
+		n = (size_t)size;
 	close(fd);
 	if (n == 0 || store_obj_open_in_place(st, pname, buf, n, obj,
 	    objlen) < 0 || *objlen <= OBJ_HDR_LEN ||
