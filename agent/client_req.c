@@ -171,7 +171,7 @@ static void
 req_transfer(struct agent *a, struct conn *c, struct rbuf *r)
 {
 	const uint8_t *sk, *dk;
-	char dst[NAME_MAX_LEN + 1], cur[24], nv[24], kp[80];
+	char dst[NAME_MAX_LEN + 1], cur[24], nv[24], kp[80], why[768];
 	uint8_t id[CHMSG_ID_LEN], chain[DL_CHAIN_LEN];
 	struct dl_record rec;
 	struct wbuf msg;
@@ -197,6 +197,11 @@ req_transfer(struct agent *a, struct conn *c, struct rbuf *r)
 	}
 	if ((d = req_dst(a, c, dst)) == -1)
 		return;
+	if (agent_fence_why(a, why, sizeof(why))) {
+		agent_conn_replyf(a, c, REPLY_FAIL, "%s; nothing was "
+		    "transferred", why);
+		return;
+	}
 	if (a->out[d].diverged) {
 		agent_conn_replyf(a, c, REPLY_FAIL,
 		    "channel %s>%s diverged (%s); "
@@ -313,7 +318,10 @@ req_snap(struct agent *a, struct conn *c, uint8_t type, struct rbuf *r)
 	}
 	/* Markers could not cross a diverged channel: refuse at once rather
 	 * than let the snapshot run into its timeout. */
-	if (type == W_SNAP_JOIN && agent_diverged(a, why, sizeof(why)))
+	if (type == W_SNAP_JOIN && agent_fence_why(a, why, sizeof(why)))
+		agent_conn_replyf(a, c, REPLY_FAIL, "%s; no snapshot until "
+		    "the fence is lifted", why);
+	else if (type == W_SNAP_JOIN && agent_diverged(a, why, sizeof(why)))
 		agent_conn_replyf(a, c, REPLY_FAIL,
 		    "%s; no snapshot until both "
 		    "ends share one history", why);
