@@ -322,11 +322,14 @@ out:
 	return rc;
 }
 
-/* Make dir (mode 0700) unless it is there. */
+/* Make dir (mode 0700) unless it is there; refuse it, as every agent
+ * and command would, when group or others may use it. what names it. */
 static int
-private_dir(const char *dir, struct cs_err *e)
+private_dir(const char *dir, const char *what, struct cs_err *e)
 {
-	return fs_mkdir_p(dir, 0700, e);
+	if (fs_mkdir_p(dir, 0700, e) == -1)
+		return -1;
+	return xport_check_private(dir, what, e);
 }
 
 /* The CA of tls_dir dir, its key checked to be private first. */
@@ -336,7 +339,8 @@ load_ca(const char *dir, X509 **ca, EVP_PKEY **ca_key, struct cs_err *e)
 	char kp[PATH_MAX], cp[PATH_MAX];
 
 	if (path_in(dir, "ca", "key", kp, sizeof(kp), e) == -1 ||
-	    path_in(dir, "ca", "crt", cp, sizeof(cp), e) == -1)
+	    path_in(dir, "ca", "crt", cp, sizeof(cp), e) == -1 ||
+	    xport_check_private(kp, "private key", e) == -1)
 		return -1;
 	if (read_pem(cp, NULL, ca, e) == -1 ||
 	    read_pem(kp, ca_key, NULL, e) == -1)
@@ -355,7 +359,8 @@ issue_client(const struct cfg *c, const char *name, const char *role,
 	X509 *ca = NULL;
 	int made, rc = -1;
 
-	if (private_dir(dir, e) == -1)
+	if (xport_check_private(c->tls_dir, "tls_dir", e) == -1 ||
+	    private_dir(dir, out != NULL ? "directory" : "tls_dir", e) == -1)
 		goto out;
 	if (path_in(dir, name, "key", kp, sizeof(kp), e) == -1 ||
 	    path_in(dir, name, "crt", cp, sizeof(cp), e) == -1)
@@ -390,7 +395,7 @@ run(const struct cfg *c, long days, struct cs_err *e)
 	X509 *ca = NULL;
 	int i, made, n = 0, rc = -1;
 
-	if (private_dir(dir, e) == -1)
+	if (private_dir(dir, "tls_dir", e) == -1)
 		goto out;
 	if (path_in(dir, "ca", "key", kp, sizeof(kp), e) == -1 ||
 	    path_in(dir, "ca", "crt", cp, sizeof(cp), e) == -1)

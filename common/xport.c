@@ -1,5 +1,6 @@
 /* xport.c - TCP + mutual TLS 1.3 for agents with an addr (xport.h). */
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -48,6 +49,20 @@ tls_path(const struct cfg *c, const char *file, char *out, size_t sz,
 	if (n < 0 || (size_t)n >= sz)
 		return cs_errf(e, "tls_dir path %s is too long", c->tls_dir);
 	return 0;
+}
+
+int
+xport_check_private(const char *path, const char *what, struct cs_err *e)
+{
+	struct stat st;
+
+	if (stat(path, &st) == -1)
+		return 0;	/* missing: the caller's check names it */
+	if ((st.st_mode & 077) == 0)
+		return 0;
+	return cs_errf(e, "%s %s is mode %04o, open to group or others; "
+	    "run: chmod %s %s", what, path, (unsigned)(st.st_mode & 07777),
+	    S_ISDIR(st.st_mode) ? "700" : "600", path);
 }
 
 /* Where identity me's certificate and key are: NAME.crt and NAME.key in
@@ -101,6 +116,10 @@ xport_ctx_new(const struct cfg *c, const char *me, struct xport_ctx **out,
 	}
 	if (tls_path(c, "ca.crt", ca, sizeof(ca), e) == -1 ||
 	    own_paths(c, me, crt, key, e) == -1)
+		goto out;
+	/* Before anything is read: a key others could read is no secret. */
+	if (xport_check_private(c->tls_dir, "tls_dir", e) == -1 ||
+	    xport_check_private(key, "private key", e) == -1)
 		goto out;
 	if ((x = calloc(1, sizeof(*x))) == NULL ||
 	    (x->ssl = SSL_CTX_new(TLS_method())) == NULL) {

@@ -40,10 +40,19 @@ enum xp_rc {
 /* The TLS context of identity me ("client" or an agent's name): its
  * certificate and key from c->tls_dir (me with a '/': me.crt and me.key
  * there), the CA, TLS 1.3 only, the peer's certificate required. -1
- * with e set (a missing file names it). */
+ * with e set (a missing file names it; so does a key, or a tls_dir,
+ * that group or others may use: mode & 077). */
 int xport_ctx_new(const struct cfg *c, const char *me,
     struct xport_ctx **out, struct cs_err *e);
 void xport_ctx_free(struct xport_ctx *x);
+
+/* Refuse path, a private key or a directory of keys (what names it in
+ * the message: "private key", "tls_dir"), when group or others may use
+ * it (mode & 077), as ssh does: -1 with e naming its mode and the chmod
+ * to run. 0 when it is private or missing (the caller names what is
+ * missing). */
+int xport_check_private(const char *path, const char *what,
+    struct cs_err *e);
 
 /* A TLS connection over the connected socket fd (not owned). */
 struct xconn *xconn_new(struct xport_ctx *x, int fd, int server);
