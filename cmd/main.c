@@ -98,8 +98,20 @@ reads_repo(const char *name)
 	return 0;
 }
 
-/* Take --cert NAME (or --cert=NAME), before any "--", out of argv: the
- * client certificate the command presents to agents (xport.h). 0, or
+/* 1 when argv[i] is the value of the option before it ("-c CONF"): any
+ * word after a "-x" or "--xx" without '=' counts, which is lenient only
+ * for flags. */
+static int
+opt_value(char **argv, int i)
+{
+	const char *p = argv[i - 1];
+
+	return i > 1 && p[0] == '-' && p[1] != '\0' && strchr(p, '=') == NULL;
+}
+
+/* Take --cert NAME (or --cert=NAME) out of argv, among the options before
+ * the first positional argument (a value such as put's may be "--cert"):
+ * the client certificate the command presents to agents (xport.h). 0, or
  * -1 when NAME is missing. */
 static int
 take_cert(int *argc, char **argv)
@@ -107,6 +119,8 @@ take_cert(int *argc, char **argv)
 	int i, j;
 
 	for (i = 1; i < *argc && strcmp(argv[i], "--") != 0; i++) {
+		if (argv[i][0] != '-' && !opt_value(argv, i))
+			break;
 		if (strncmp(argv[i], "--cert=", 7) == 0) {
 			xport_client_cert_set(argv[i] + 7);
 			j = 1;

@@ -115,6 +115,22 @@ test_expect_success 'a Unix-socket client stays admin whatever certificate is ch
 	expect_eq "$(cat "$OUT")" hello "C note"
 '
 
+test_expect_success '--cert is an option only before the positionals: a value may be --cert' '
+	expect_ok put -c "$CONF" C note --cert &&
+	expect_ok get -c "$CONF" C note &&
+	expect_eq "$(cat "$OUT")" --cert "C note"
+'
+
+test_expect_success 'read-only: a large put (spooled as it arrives) is refused too' '
+	head -c 600000 /dev/urandom >big &&
+	expect_error 1 put -c "$CONF" --cert c-read-only A big - <big &&
+	err_matches "agent A: role read-only may not put" &&
+	expect_exit 1 get -c "$CONF" A big &&
+	err_matches "not found" &&
+	expect_ok put -c "$CONF" A big - <big &&
+	cs get -c "$CONF" A big | head -c 600000 | cmp - big
+'
+
 test_expect_success 'admin: a certificate of its own, chosen by CUTSNAP_CLIENT_CERT, transfers' '
 	CUTSNAP_CLIENT_CERT=c-admin cs transfer -c "$CONF" A:bal B:bal 10 >/dev/null &&
 	wait_bal B 60 &&
