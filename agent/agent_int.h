@@ -25,6 +25,7 @@
 #include "../common/dlfile.h"
 #include "../common/err.h"
 #include "../common/report.h"
+#include "../common/role.h"
 #include "../common/snapuid.h"
 #include "../common/util.h"
 #include "../common/wire.h"
@@ -93,6 +94,10 @@ struct conn {
 	int rd_want_w;		/* a TLS read waits for writability */
 	int wr_want_r;		/* a TLS write waits for readability */
 	char cn[NAME_MAX_LEN + 8];	/* accepted: the peer's CN */
+	enum cs_role crole;	/* what its certificate may ask (role.h):
+				 * admin on a Unix socket, none for an
+				 * agent's certificate */
+	int denied;		/* a refusal of its role was logged */
 	int in_dirty;		/* in agent.dirty */
 	int in_tlsp;		/* in agent.tlsp */
 	/* Large values (bigval.c): a put's value being spooled, whose

@@ -335,12 +335,38 @@ req_snap(struct agent *a, struct conn *c, uint8_t type, struct rbuf *r)
 		agent_snap_done(a, &id, committed);
 }
 
+/* 1 when c's certificate may make a request of type; else it is
+ * answered REPLY_DENIED, the first refusal of a connection logged. */
+static int
+req_allowed(struct agent *a, struct conn *c, uint8_t type)
+{
+	const char *what = cs_role_req_name(type);
+
+	if (cs_role_may(c->crole, type))
+		return 1;
+	if (!c->denied && c->crole != CS_ROLE_NONE)
+		log_warn("client '%s': role %s may not %s; refused", c->cn,
+		    cs_role_name(c->crole), what);
+	c->denied = 1;
+	if (c->crole == CS_ROLE_NONE)
+		agent_conn_replyf(a, c, REPLY_DENIED, "agent %s: certificate "
+		    "'%s' is an agent's: it may not send client requests",
+		    a->name, c->cn);
+	else
+		agent_conn_replyf(a, c, REPLY_DENIED, "agent %s: role %s may "
+		    "not %s (certificate '%s')", a->name,
+		    cs_role_name(c->crole), what, c->cn);
+	return 0;
+}
+
 void
 agent_client_frame(struct agent *a, struct conn *c, uint8_t type,
     const uint8_t *p, size_t n)
 {
 	struct rbuf r;
 
+	if (!req_allowed(a, c, type))
+		return;
 	rbuf_init(&r, p, n);
 	if (type == W_REQ_PUT || type == W_REQ_DEL || type == W_REQ_ADD ||
 	    type == W_REQ_TRANSFER || type == W_REQ_DEAD_RESOLVE)
