@@ -19,7 +19,7 @@ _cutsnap_positionals()
 	local i words=0
 	for ((i = 2; i < COMP_CWORD; i++)); do
 		case ${COMP_WORDS[i]} in
-		-c | --config) i=$((i + 1)) ;;
+		-c | --config | -t | --timeout | --request-id) i=$((i + 1)) ;;
 		-*) ;;
 		*) words=$((words + 1)) ;;
 		esac
@@ -88,7 +88,7 @@ _cutsnap()
 		COMPREPLY=($(compgen -W "zstd none" -- "$cur"))
 		return 0
 		;;
-	*:-t | *:--timeout | *:--keep-last | *:-l | *:-s | *:--sum | \
+	*:-t | *:--timeout | *:--request-id | *:--keep-last | *:-l | *:-s | *:--sum | \
 	    *:--keep-within | *:-w | *:--seconds | *:--clients | *:--threads | \
 	    *:--snapshot-every | *:--max-amount | *:--initial | *:--recheck-age | \
 	    snapshot:-m | *:--max-rate)
@@ -101,7 +101,8 @@ _cutsnap()
 	start) opts="-c --config -t --timeout -l --log-level --help" ;;
 	stop) opts="-c --config -t --timeout --help" ;;
 	status) opts="-c --config -j --json --help" ;;
-	put | get | del | add | transfer) opts="-c --config --help" ;;
+	put | get | del) opts="-c --config --help" ;;
+	add | transfer) opts="-c --config -t --timeout --request-id --help" ;;
 	channel) opts="-c --config --reverse --overtake --help" ;;
 	deadletter) opts="-c --config -a --all -j --json --help" ;;
 	dump) opts="-j --json --help" ;;
