@@ -5,10 +5,11 @@
  * for its own record, a read for the log end at the time it was asked
  * (read-your-durable-writes: never show a value that a crash could undo).
  *
- * add and transfer may end in a client request id (reqtab.h): the record
- * that applies the request carries it, and a request whose id the data
- * file's state remembers is answered with the first outcome, applying
- * nothing; an id reused for a different request is refused (BADREQ). */
+ * add, del and transfer may end in a client request id (reqtab.h): the
+ * record that applies the request carries it, and a request whose id the
+ * data file's state remembers is answered with the first outcome,
+ * applying nothing; an id reused for a different request is refused
+ * (BADREQ). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -51,9 +52,9 @@ req_dst(struct agent *a, struct conn *c, const char *dst)
 	return d;
 }
 
-/* The optional trailing request id of add and transfer into *id (NULL
- * when absent), its digest (the frame's type and payload before the id)
- * into *digest. Leaves the reader done, or with err set when what
+/* The optional trailing request id of add, del and transfer into *id
+ * (NULL when absent), its digest (the frame's type and payload before the
+ * id) into *digest. Leaves the reader done, or with err set when what
  * follows the fields is not an id. */
 static void
 req_id_get(struct rbuf *r, uint8_t type, const uint8_t **id,
@@ -72,8 +73,8 @@ req_id_get(struct rbuf *r, uint8_t type, const uint8_t **id,
 	r->off = r->len;
 }
 
-/* The OK reply of an add or transfer, body val[0, vlen), once its record
- * (or, for a retry, the log end) is durable. Test hook:
+/* The OK reply of an add, del or transfer, body val[0, vlen), once its
+ * record (or, for a retry, the log end) is durable. Test hook:
  * CUTSNAP_FAULT=drop-reply:N leaves the first N such replies of requests
  * with an id unsent (the connection stays open), as if lost on the way. */
 static void
@@ -177,14 +178,18 @@ static void
 req_del(struct agent *a, struct conn *c, struct rbuf *r)
 {
 	struct dl_record rec;
-	const uint8_t *k, *v;
+	const uint8_t *k, *v, *id;
+	uint64_t digest;
 	size_t kl, vl;
 
 	k = rbuf_bytes(r, &kl, WIRE_MAX_KEY);
+	req_id_get(r, W_REQ_DEL, &id, &digest);
 	if (!rbuf_done(r) || kl == 0) {
 		badreq(a, c, "del");
 		return;
 	}
+	if (req_seen(a, c, id, digest))
+		return;
 	if (!kvmap_get(st(a)->kv, k, kl, &v, &vl)) {
 		agent_conn_reply(a, c, REPLY_NOTFOUND, NULL, 0,
 		    datalog_need(a->dl));
@@ -194,9 +199,11 @@ req_del(struct agent *a, struct conn *c, struct rbuf *r)
 	rec.type = DL_DEL;
 	rec.key = k;
 	rec.klen = kl;
+	rec.req_id = id;
+	rec.req_digest = digest;
 	if (agent_append(a, &rec) == -1)
 		return;
-	agent_conn_reply(a, c, REPLY_OK, NULL, 0, datalog_need(a->dl));
+	req_reply_ok(a, c, id, NULL, 0);
 }
 
 static void

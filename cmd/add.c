@@ -39,7 +39,7 @@ cmd_add(int argc, char **argv)
 	int i, rc;
 
 	wbuf_init(&req);
-	if ((rc = cmd_req_opts(argc, argv, usage_text, &o)) != -1)
+	if ((rc = cmd_req_opts(argc, argv, usage_text, 1, &o)) != -1)
 		return rc;
 	if (argc - optind != 3)
 		return cmd_usage_error("expected AGENT KEY DELTA, got %d "
@@ -58,7 +58,7 @@ cmd_add(int argc, char **argv)
 	}
 	wbuf_put_bytes(&req, key, strlen(key));
 	wbuf_put_i64(&req, delta);
-	if ((rc = cmd_request_id(c, i, W_REQ_ADD, &req, &o, &r)) != EXIT_OK)
+	if ((rc = cmd_request_id(c, i, W_REQ_ADD, &req, &o, 0, &r)) != EXIT_OK)
 		goto out;
 	printf("%.*s\n", (int)r.blen, r.blen ? (const char *)r.body : "");
 out:

@@ -1,5 +1,5 @@
-/* reqid.c - the client request id of add and transfer: its options, and
- * the request sent again with the same id when its reply is lost, so
+/* reqid.c - the client request id of add, del and transfer: its options,
+ * and the request sent again with the same id when its reply is lost, so
  * that the agent applies it once (reqtab.h). */
 #include <sys/random.h>
 
@@ -58,7 +58,7 @@ bad:
 }
 
 int
-cmd_req_opts(int argc, char **argv, const char *usage,
+cmd_req_opts(int argc, char **argv, const char *usage, int in_order,
     struct cmd_req_opts *o)
 {
 	static const struct option opts[] = {
@@ -75,7 +75,8 @@ cmd_req_opts(int argc, char **argv, const char *usage,
 	o->timeout_ms = CMD_REQ_TIMEOUT_MS;
 	optind = 1;
 	opterr = 0;
-	while ((ch = getopt_long(argc, argv, "+:c:t:h", opts, NULL)) != -1) {
+	while ((ch = getopt_long(argc, argv, in_order ? "+:c:t:h" : ":c:t:h",
+	    opts, NULL)) != -1) {
 		switch (ch) {
 		case 'c':
 			o->conf = optarg;
@@ -123,7 +124,7 @@ exchange(const struct cfg *c, int i, uint8_t type, const struct wbuf *req,
 
 int
 cmd_request_id(const struct cfg *c, int i, uint8_t type, struct wbuf *req,
-    const struct cmd_req_opts *o, struct cmd_reply *r)
+    const struct cmd_req_opts *o, int notfound_ok, struct cmd_reply *r)
 {
 	char hex[2 * REQ_ID_LEN + 1];
 	int64_t deadline = cs_now_ms() + o->timeout_ms, left;
@@ -149,7 +150,7 @@ cmd_request_id(const struct cfg *c, int i, uint8_t type, struct wbuf *req,
 			    RETRY_PAUSE_MS);
 	}
 	if (got)
-		return cmd_reply_status(c, i, r, 0);
+		return cmd_reply_status(c, i, r, notfound_ok);
 	id_hex(o->id, hex);
 	return cmd_fail(EXIT_UNKNOWN, "outcome unknown: request ID %s may or "
 	    "may not have been applied (%s); retry with --request-id %s",

@@ -72,7 +72,7 @@ cmd_transfer(int argc, char **argv)
 	int src, dst, rc;
 
 	wbuf_init(&req);
-	if ((rc = cmd_req_opts(argc, argv, usage_text, &o)) != -1)
+	if ((rc = cmd_req_opts(argc, argv, usage_text, 1, &o)) != -1)
 		return rc;
 	if (argc - optind != 3)
 		return cmd_usage_error("expected SRC:KEY DST:KEY N, got %d "
@@ -103,7 +103,7 @@ cmd_transfer(int argc, char **argv)
 	wbuf_put_bytes(&req, dkey, strlen(dkey));
 	wbuf_put_i64(&req, (int64_t)n);
 	if ((rc = cmd_request_id(c, src, W_REQ_TRANSFER, &req, &o,
-	    &r)) != EXIT_OK)
+	    0, &r)) != EXIT_OK)
 		goto out;
 	if (r.blen > 0)
 		printf("%.*s\n", (int)r.blen, (const char *)r.body);

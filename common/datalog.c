@@ -925,7 +925,7 @@ dl_credit(const struct dl_state *st, const char *src, uint64_t seq,
 
 /* --- encoding and replay -------------------------------------------------- */
 
-/* The optional request field of PUT and SEND. */
+/* The optional request field of PUT, DEL and SEND. */
 static void
 put_req(struct wbuf *out, const struct dl_record *r)
 {
@@ -979,6 +979,7 @@ dl_encode(struct wbuf *out, const struct dl_record *r)
 		break;
 	case DL_DEL:
 		wbuf_put_bytes(out, r->key, r->klen);
+		put_req(out, r);
 		break;
 	case DL_SEND:
 		wbuf_put_str(out, r->peer);
@@ -1228,8 +1229,9 @@ read_fields(struct rbuf *rb, struct dl_record *r, char peer[NAME_MAX_LEN + 1])
 		r->chain = rb->p + rb->off;
 		rb->off += DL_CHAIN_LEN;
 	}
-	/* Then the optional request field of PUT and SEND. */
-	if ((r->type == DL_PUT || r->type == DL_SEND) && !rb->err &&
+	/* Then the optional request field of PUT, DEL and SEND. */
+	if ((r->type == DL_PUT || r->type == DL_DEL || r->type == DL_SEND) &&
+	    !rb->err &&
 	    rb->len - rb->off == DL_REQ_FIELD_LEN) {
 		r->req_id = rb->p + rb->off;
 		rb->off += REQ_ID_LEN;

@@ -6,7 +6,7 @@
  *         where len counts type+payload (1 .. DL_MAX_RECORD).
  * Payloads (buf.h encoding):
  *   PUT   bytes key, bytes value [, request]
- *   DEL   bytes key
+ *   DEL   bytes key [, request]
  *   SEND  str dst, u64 seq, bytes key, bytes new_value, bytes msg (chmsg.h)
  *         [, 32 bytes chain] [, request]
  *         -- transfer: debit at this agent and emit msg on self->dst
@@ -52,8 +52,9 @@
  * the first record of another type closes it.
  *
  * Request: 16 bytes id, u64 digest -- the client request id (reqtab.h)
- * of the add (PUT) or transfer (SEND) that wrote the record, and the
- * request's digest; the record's new value is the reply it got. It
+ * of the add (PUT), del (DEL) or transfer (SEND) that wrote the record,
+ * and the request's digest; the record's new value (none for DEL) is the
+ * reply it got. It
  * follows the chain when both are there; absent in files written before
  * it and for records no client request id asked for. With it the value
  * is at most REQ_VAL_MAX bytes.
@@ -147,7 +148,7 @@ struct dl_record {
 	 * (dl_put_head_crc continued over the value as it arrived). Only
 	 * for a live data file (datalog_append), vlen > DL_INLINE_MAX. */
 	const struct dl_vsrc *vsrc;
-	const uint8_t *req_id;	/* PUT, SEND: REQ_ID_LEN bytes, the client
+	const uint8_t *req_id;	/* PUT, DEL, SEND: REQ_ID_LEN bytes, the client
 				 * request id, or NULL */
 	uint64_t req_digest;	/* with req_id: the request's digest */
 	const uint8_t *reqs;	/* REQS: its entries, as encoded */

@@ -1,6 +1,6 @@
 /* reqtab.h - the client request ids an agent remembers: the last
- * REQTAB_MAX ids of the requests it applied (add, transfer), each with a
- * digest of the request and the value its reply carried.
+ * REQTAB_MAX ids of the requests it applied (add, del, transfer), each
+ * with a digest of the request and the value its reply carried.
  *
  * A client draws a random 128-bit id per request and sends it again when
  * it retries after a lost reply; the agent then answers with the first

@@ -29,7 +29,7 @@ enum wire_type {
 	W_REQ_PUT = 2,		/* {bytes key, bytes value} */
 	W_REQ_GET = 3,		/* {bytes key} -> body: value, or REPLY_NOTFOUND */
 	W_REQ_DEL = 4,		/* {bytes key} -> REPLY_NOTFOUND if absent */
-	/* ADD and TRANSFER may end in a client request id (reqtab.h):
+	/* DEL, ADD and TRANSFER may end in a client request id (reqtab.h):
 	 * [, 16 bytes id]; absent, the request is applied as before */
 	W_REQ_ADD = 5,		/* {bytes key, i64 delta} -> body: decimal */
 	W_REQ_TRANSFER = 6,	/* {bytes srckey, str dst, bytes dstkey, i64 n}
