@@ -101,8 +101,8 @@ _cutsnap()
 	start) opts="-c --config -t --timeout -l --log-level --help" ;;
 	stop) opts="-c --config -t --timeout --help" ;;
 	status) opts="-c --config -j --json --help" ;;
-	put | get | del) opts="-c --config --help" ;;
-	add | transfer) opts="-c --config -t --timeout --request-id --help" ;;
+	put | get) opts="-c --config --help" ;;
+	del | add | transfer) opts="-c --config -t --timeout --request-id --help" ;;
 	channel) opts="-c --config --reverse --overtake --help" ;;
 	deadletter) opts="-c --config -a --all -j --json --help" ;;
 	dump) opts="-j --json --help" ;;

@@ -70,6 +70,16 @@ test_expect_success 'first reply lost: add retries, exits 0, applied once' '
 	expect_eq "$(cs get -c "$CONF" A n)" 0 "A:n"
 '
 
+test_expect_success 'first reply lost: del retries, exits 0 (not "not found")' '
+	restart CUTSNAP_FAULT=drop-reply:1 &&
+	expect_ok put -c "$CONF" A gone x &&
+	expect_ok del -c "$CONF" -t 10 A gone &&
+	expect_eq "$(dropped A)" 3 "replies dropped" &&
+	expect_error 1 get -c "$CONF" A gone &&
+	expect_error 1 del -c "$CONF" A gone &&
+	err_matches "key .gone. not found on A"
+'
+
 test_expect_success 'no reply at all: exit 4 naming the ID, applied once' '
 	restart CUTSNAP_FAULT=drop-reply:1000 &&
 	expect_error 4 transfer -c "$CONF" -t 2 A:bal B:bal 5 &&
