@@ -11,6 +11,7 @@
 ID1=00112233445566778899aabbccddeeff
 ID2=0123456789abcdef0123456789abcdef
 ID3=fedcba9876543210fedcba9876543210
+TID="" AID=""	# the IDs printed by the cases with no reply
 
 # restart [ENV...]: the cluster stopped and started again with ENV.
 restart () {
