@@ -280,6 +280,7 @@ struct agent {
 	struct upload *up;	/* the upload under way, or NULL */
 	int stop;		/* shut down cleanly */
 	int fatal;		/* shut down with an error */
+	long drop_replies;	/* test hook drop-reply (client_req.c) */
 };
 
 /* Append r; any failure is fatal for the agent (logged). 0 / -1. */

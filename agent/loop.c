@@ -277,6 +277,8 @@ agent_run(const struct cfg *c, int self, struct cs_err *e)
 	masked = 1;
 	if (ep_add(&a, a.sfd, &a.sfd, e) == -1)
 		goto out;
+	/* Test hook drop-reply:N (a count, read as cs_fault_ms reads). */
+	a.drop_replies = cs_fault_ms("drop-reply", 1000000);
 	if (agent_inch_init(&a) == -1) {
 		cs_errf(e, "out of memory");
 		goto out;

@@ -272,10 +272,18 @@ cmd_request(const struct cfg *c, int i, uint8_t type, const struct wbuf *req,
     struct cmd_reply *r, int notfound_ok)
 {
 	struct cs_err e;
-	char msg[CS_ERR_MAX];
 
 	if (cmd_call(c, i, type, req, r, CMD_REQ_TIMEOUT_MS, &e) == -1)
 		return cmd_fail(EXIT_FAILED, "%s", e.msg);
+	return cmd_reply_status(c, i, r, notfound_ok);
+}
+
+int
+cmd_reply_status(const struct cfg *c, int i, const struct cmd_reply *r,
+    int notfound_ok)
+{
+	char msg[CS_ERR_MAX];
+
 	switch (r->code) {
 	case REPLY_OK:
 		return EXIT_OK;

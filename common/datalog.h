@@ -5,10 +5,10 @@
  *         u8 type | payload
  *         where len counts type+payload (1 .. DL_MAX_RECORD).
  * Payloads (buf.h encoding):
- *   PUT   bytes key, bytes value
- *   DEL   bytes key
+ *   PUT   bytes key, bytes value [, request]
+ *   DEL   bytes key [, request]
  *   SEND  str dst, u64 seq, bytes key, bytes new_value, bytes msg (chmsg.h)
- *         [, 32 bytes chain]
+ *         [, 32 bytes chain] [, request]
  *         -- transfer: debit at this agent and emit msg on self->dst
  *   APPLY str src, u64 seq, bytes key, bytes new_value [, 32 bytes chain]
  *         -- a channel message from src applied here
@@ -51,8 +51,19 @@
  *         applies and takes part in snapshots only once every channel's
  *         history has checked with its peer, then appends FENCE on 0
  *         (docs/INTERNALS.md, "Fencing a partial restore")
- * The base section is GEN followed by WM, LETTER and KEPT records; the
- * first record of another type closes it.
+ *   REQS  u32 n, then n times {16 bytes id, u64 digest, bytes value}
+ *         -- base section only: request ids carried over (reqtab.h),
+ *         oldest first, each with its request's digest and reply value
+ * The base section is GEN followed by WM, LETTER, KEPT and REQS records;
+ * the first record of another type closes it.
+ *
+ * Request: 16 bytes id, u64 digest -- the client request id (reqtab.h)
+ * of the add (PUT), del (DEL) or transfer (SEND) that wrote the record,
+ * and the request's digest; the record's new value (none for DEL) is the
+ * reply it got. It
+ * follows the chain when both are there; absent in files written before
+ * it and for records no client request id asked for. With it the value
+ * is at most REQ_VAL_MAX bytes.
  * Invariants checked on replay: SEND seq == sent[dst]+1, APPLY and DEAD seq
  * == applied[src]+1, ACK seq <= sent[dst], RESOLVE names an open dead
  * letter (a RETRY its key; a REFUND send_seq == sent[src]+1); GEN first;
@@ -83,6 +94,7 @@
 #include "buf.h"
 #include "err.h"
 #include "kvmap.h"
+#include "reqtab.h"
 #include "wire.h"
 
 #define DL_HEADER_LEN 16
@@ -92,7 +104,7 @@
 enum dl_type {
 	DL_PUT = 1, DL_DEL = 2, DL_SEND = 3, DL_APPLY = 4, DL_ACK = 5,
 	DL_DEAD = 6, DL_RESOLVE = 7, DL_GEN = 8, DL_WM = 9, DL_KEPT = 10,
-	DL_LETTER = 11, DL_FENCE = 12,
+	DL_LETTER = 11, DL_FENCE = 12, DL_REQS = 13,
 };
 
 /* Why a credit became a dead letter (DEAD's reason). */
@@ -143,6 +155,12 @@ struct dl_record {
 	 * (dl_put_head_crc continued over the value as it arrived). Only
 	 * for a live data file (datalog_append), vlen > DL_INLINE_MAX. */
 	const struct dl_vsrc *vsrc;
+	const uint8_t *req_id;	/* PUT, DEL, SEND: REQ_ID_LEN bytes, the client
+				 * request id, or NULL */
+	uint64_t req_digest;	/* with req_id: the request's digest */
+	const uint8_t *reqs;	/* REQS: its entries, as encoded */
+	size_t reqslen;
+	uint32_t nreqs;		/* REQS: how many */
 };
 
 struct dl_vsrc {
@@ -246,6 +264,10 @@ struct dl_state {
 	/* FENCE: restored alone and not yet checked with every peer. */
 	int fenced;
 	uint64_t fence_snap;	/* fenced: the snapshot it was restored from */
+	/* With track_reqs, the request ids of the records and REQS replayed
+	 * (live files and compaction); without, they are checked only. */
+	int track_reqs;
+	struct reqtab reqs;
 };
 
 /* Longest value a live data file's map keeps in memory; an integer (at
@@ -288,6 +310,11 @@ struct dl_credit_buf {
 int dl_credit(const struct dl_state *st, const char *src, uint64_t seq,
     const uint8_t *msg, size_t n, struct dl_record *out,
     struct dl_credit_buf *buf, struct cs_err *e);
+
+/* Append a REQS record of the n entries of t from the i-th (oldest
+ * first) to out. */
+void dl_encode_reqs(struct wbuf *out, const struct reqtab *t, size_t i,
+    size_t n);
 
 /* The header every data file written now starts with. */
 void dl_header(uint8_t hdr[DL_HEADER_LEN]);

@@ -19,7 +19,7 @@ _cutsnap_positionals()
 	local i words=0
 	for ((i = 2; i < COMP_CWORD; i++)); do
 		case ${COMP_WORDS[i]} in
-		-c | --config) i=$((i + 1)) ;;
+		-c | --config | -t | --timeout | --request-id) i=$((i + 1)) ;;
 		-*) ;;
 		*) words=$((words + 1)) ;;
 		esac
@@ -88,7 +88,7 @@ _cutsnap()
 		COMPREPLY=($(compgen -W "zstd none" -- "$cur"))
 		return 0
 		;;
-	*:-t | *:--timeout | *:--keep-last | *:-l | *:-s | *:--sum | \
+	*:-t | *:--timeout | *:--request-id | *:--keep-last | *:-l | *:-s | *:--sum | \
 	    *:--keep-within | *:-w | *:--seconds | *:--clients | *:--threads | \
 	    *:--snapshot-every | *:--max-amount | *:--initial | *:--recheck-age | \
 	    snapshot:-m | *:--max-rate)
@@ -101,7 +101,8 @@ _cutsnap()
 	start) opts="-c --config -t --timeout -l --log-level --help" ;;
 	stop) opts="-c --config -t --timeout --cert --help" ;;
 	status) opts="-c --config -j --json --cert --help" ;;
-	put | get | del | add | transfer) opts="-c --config --cert --help" ;;
+	put | get) opts="-c --config --cert --help" ;;
+	del | add | transfer) opts="-c --config -t --timeout --request-id --cert --help" ;;
 	channel) opts="-c --config --reverse --overtake --cert --help" ;;
 	deadletter) opts="-c --config -a --all -j --json --cert --help" ;;
 	dump) opts="-j --json --help" ;;
