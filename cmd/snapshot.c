@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "../common/mac.h"
+#include "../common/util.h"
 #include "../coordinator/coordinator.h"
 #include "../store/store.h"
 #include "cmd.h"
@@ -132,8 +133,8 @@ on_reported(void *ctx, uint64_t id, const char *agent, int k, int n)
 static void
 on_signal(int sig)
 {
-	(void)sig;
 	got_signal = 1;
+	cs_stop_sig = sig;	/* the connects and handshakes end too */
 }
 
 /* SIGINT/SIGTERM/SIGHUP interrupt the coordinator's wait (no SA_RESTART),
