@@ -238,6 +238,9 @@ xconn_handshake(struct xconn *t, char *why, size_t whysz)
 	    ERR_GET_REASON(ec) == SSL_R_UNEXPECTED_RECORD))
 		snprintf(why, whysz, "not a TLS client (plaintext?): %s",
 		    reason ? reason : "bad record");
+	else if (ec && ERR_GET_REASON(ec) ==
+	    SSL_R_UNEXPECTED_EOF_WHILE_READING)
+		snprintf(why, whysz, "%s", WHY_HS_CLOSED);
 	else if (reason != NULL)
 		snprintf(why, whysz, "TLS handshake failed: %s", reason);
 	else
