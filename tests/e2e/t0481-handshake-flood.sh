@@ -113,6 +113,7 @@ test_expect_success 'A restarted with 64 descriptors: a flood does not keep clie
 	flood &&
 	work &&
 	flood_end &&
+	wait_for 20 channels_up 4 &&
 	wait_bal B 1009 &&
 	take_snapshot &&
 	total_is 2000
