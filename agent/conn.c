@@ -201,6 +201,7 @@ agent_conn_close(struct agent *a, struct conn *c, const char *why)
 	a->ndead++;
 	if (c->hs)
 		a->nhs--;
+	agent_admit_done(a, c);
 	/* Detach from whoever points at this connection. */
 	if (c->role == ROLE_PEER_IN)
 		agent_inch_closed(a, c);
@@ -802,6 +803,7 @@ conn_handshake(struct agent *a, struct conn *c)
 	    xconn_peer_role(c->x), &c->crole, why, sizeof(why))) {
 		c->hs = 0;
 		a->nhs--;
+		agent_admit_done(a, c);
 		snprintf(c->cn, sizeof(c->cn), "%s", xconn_peer_cn(c->x));
 		if (c->role == ROLE_PEER_OUT)
 			agent_outch_connected(a, c);
@@ -813,7 +815,8 @@ conn_handshake(struct agent *a, struct conn *c)
 		log_warn("%s: refused %s: %s", role_name(a, c, nm, sizeof(nm)),
 		    who, why);
 	else
-		log_warn("refused a connection from %s: %s", who, why);
+		agent_admit_log(a, "refused a connection from %s: %s", who,
+		    why);
 	agent_conn_close(a, c, NULL);
 }
 
@@ -838,8 +841,8 @@ agent_conn_hs_timeout(struct agent *a, int64_t now)
 		}
 		if (c->hs_deadline <= now) {
 			xport_peer_name(c->fd, who, sizeof(who));
-			log_warn("refused a connection from %s: no TLS "
-			    "handshake within %d ms", who,
+			agent_admit_log(a, "refused a connection from %s: no "
+			    "TLS handshake within %d ms", who,
 			    XPORT_HS_TIMEOUT_MS);
 			agent_conn_close(a, c, NULL);
 			continue;

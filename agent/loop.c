@@ -169,6 +169,9 @@ run_loop(struct agent *a)
 		k = agent_inch_timeout(a, now);
 		if (k >= 0 && (timeout < 0 || k < timeout))
 			timeout = k;
+		k = agent_admit_tick(a, now);
+		if (k >= 0 && (timeout < 0 || k < timeout))
+			timeout = k;
 		if (tls_more)
 			timeout = 0;
 		k = epoll_wait(a->ep, evs, MAX_EVENTS, timeout);

@@ -3,6 +3,7 @@
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "../common/cryptomem.h"
 #include "../common/wire.h"
@@ -81,6 +82,38 @@ finish(int rc)
 		return cmd_fail(EXIT_FAILED, "write stdout failed%s%s",
 		    errno ? ": " : "", errno ? strerror(errno) : "");
 	return rc;
+}
+
+/* SIGTERM, SIGINT: a command ends at once, saying so in one line, with
+ * 128 + the signal as its status (what a shell reports for a process
+ * killed by it). Those that must clean up first (snapshot, load, demo)
+ * install handlers of their own; an agent blocks both. */
+static void
+on_stop(int sig)
+{
+	static const char pre[] = "cutsnap: ";
+	const char *what = sig == SIGINT ? ": interrupted (SIGINT)\n" :
+	    ": interrupted (SIGTERM)\n";
+
+	(void)!write(STDERR_FILENO, pre, sizeof(pre) - 1);
+	(void)!write(STDERR_FILENO, cmd_name, strlen(cmd_name));
+	(void)!write(STDERR_FILENO, what, strlen(what));
+	_exit(128 + sig);
+}
+
+/* Catch sig with on_stop, unless it is ignored (a shell starts a
+ * background job with SIGINT ignored: keep it so). */
+static void
+catch_stop(int sig)
+{
+	struct sigaction sa, old;
+
+	if (sigaction(sig, NULL, &old) == -1 || old.sa_handler == SIG_IGN)
+		return;
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_stop;
+	sigemptyset(&sa.sa_mask);
+	(void)sigaction(sig, &sa, NULL);
 }
 
 /* The commands that read an encrypted repository's contents: they take
@@ -172,6 +205,8 @@ main(int argc, char **argv)
 	for (i = 0; i < NCOMMANDS; i++) {
 		if (strcmp(name, commands[i].name) == 0) {
 			cmd_name = commands[i].name;
+			catch_stop(SIGTERM);
+			catch_stop(SIGINT);
 			/* cert makes certificates: it presents none. */
 			if (strcmp(name, "cert") != 0) {
 				argc--;

@@ -112,7 +112,8 @@ exchange(const struct cfg *c, int i, uint8_t type, const struct wbuf *req,
 	int fd, rc;
 
 	cmd_reply_free(r);
-	if ((fd = client_connect_agent(c, i, e)) == -1)
+	if ((fd = client_connect_agent(c, i, cs_now_ms() + wait_ms,
+	    e)) == -1)
 		return -1;
 	rc = client_call(fd, type, req->data, req->len, &r->code, &r->body,
 	    &r->blen, wait_ms, e) == 0;

@@ -15,7 +15,9 @@
 #include "../common/buf.h"
 #include "../common/client.h"
 #include "../common/config.h"
+#include "../common/util.h"
 #include "../common/wire.h"
+#include "../common/xport.h"
 #include "cmd.h"
 #include "../store/store.h"
 
@@ -254,7 +256,11 @@ cmd_call(const struct cfg *c, int i, uint8_t type, const struct wbuf *req,
 	r->blen = 0;
 	if (req != NULL && req->oom)
 		return cs_errf(e, "out of memory");
-	if ((fd = client_connect_agent(c, i, e)) == -1)
+	/* The handshake within the call's time, and never longer than a
+	 * command without a deadline of its own waits for one. */
+	if ((fd = client_connect_agent(c, i, cs_now_ms() +
+	    (timeout_ms >= 0 && timeout_ms < XPORT_CMD_WAIT_MS ? timeout_ms :
+	    XPORT_CMD_WAIT_MS), e)) == -1)
 		return -1;
 	if (client_call(fd, type, req ? req->data : NULL, req ? req->len : 0,
 	    &r->code, &r->body, &r->blen, timeout_ms, e) == -1) {

@@ -10,6 +10,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,6 +27,8 @@
 #include "xport.h"
 
 #define RELAY_BUF	(64u << 10)
+/* xconn_handshake's why when the other end closed without a word. */
+#define WHY_HS_CLOSED	"closed during the TLS handshake"
 
 struct xport_ctx {
 	SSL_CTX *ssl;
@@ -308,10 +311,13 @@ xconn_handshake(struct xconn *t, char *why, size_t whysz)
 	    ERR_GET_REASON(ec) == SSL_R_UNEXPECTED_RECORD))
 		snprintf(why, whysz, "not a TLS client (plaintext?): %s",
 		    reason ? reason : "bad record");
+	else if (ec && ERR_GET_REASON(ec) ==
+	    SSL_R_UNEXPECTED_EOF_WHILE_READING)
+		snprintf(why, whysz, "%s", WHY_HS_CLOSED);
 	else if (reason != NULL)
 		snprintf(why, whysz, "TLS handshake failed: %s", reason);
 	else
-		snprintf(why, whysz, "closed during the TLS handshake");
+		snprintf(why, whysz, "%s", WHY_HS_CLOSED);
 	ERR_clear_error();
 	return XP_ERR;
 }
@@ -861,12 +867,45 @@ out:
 	return NULL;
 }
 
-/* Block until the handshake with fd is done or fails. */
+/* A command's blocking waits poll in slices this long, so that a stop
+ * signal handled by another thread ends them too. */
+#define WAIT_SLICE_MS	100
+
+/* Wait for ev on fd until deadline (cs_now_ms clock) or a stop signal:
+ * 1 ready, 0 timed out, -1 with errno set (EINTR: asked to stop). */
 static int
-client_handshake(struct xconn *t, int fd, const char *addr, const char *want,
-    struct cs_err *e)
+wait_fd(int fd, short ev, int64_t deadline)
 {
 	struct pollfd pf;
+	int64_t left;
+	int r;
+
+	for (;;) {
+		if (cs_stop_sig) {
+			errno = EINTR;
+			return -1;
+		}
+		if ((left = deadline - cs_now_ms()) <= 0)
+			return 0;
+		pf.fd = fd;
+		pf.events = ev;
+		pf.revents = 0;
+		r = poll(&pf, 1, (int)(left < WAIT_SLICE_MS ? left :
+		    WAIT_SLICE_MS));
+		if (r > 0)
+			return 1;
+		if (r == -1 && errno != EINTR)
+			return -1;
+	}
+}
+
+/* Block until the handshake with fd is done or fails, or deadline: one
+ * bound for the whole handshake, which a peer that trickles its bytes
+ * cannot stretch. */
+static int
+client_handshake(struct xconn *t, int fd, const char *addr, const char *want,
+    int64_t deadline, struct cs_err *e)
+{
 	char why[200];
 	int r;
 
@@ -874,14 +913,22 @@ client_handshake(struct xconn *t, int fd, const char *addr, const char *want,
 		r = xconn_handshake(t, why, sizeof(why));
 		if (r == XP_OK)
 			break;
+		if (r == XP_ERR && strcmp(why, WHY_HS_CLOSED) == 0)
+			return cs_errf(e, "agent %s at %s: closed by the agent "
+			    "during the TLS handshake (too many unauthenticated "
+			    "connections, or this client refused: see its "
+			    "log)", want, addr);
 		if (r == XP_ERR)
 			return cs_errf(e, "agent %s at %s: %s", want, addr, why);
-		pf.fd = fd;
-		pf.events = r == XP_WANT_READ ? POLLIN : POLLOUT;
-		if ((r = poll(&pf, 1, XPORT_HS_TIMEOUT_MS)) == 0)
+		r = wait_fd(fd, r == XP_WANT_READ ? POLLIN : POLLOUT,
+		    deadline);
+		if (r == 0)
 			return cs_errf(e, "agent %s at %s: TLS handshake "
 			    "timed out", want, addr);
-		if (r == -1 && errno != EINTR)
+		if (r == -1 && errno == EINTR)
+			return cs_errf(e, "agent %s at %s: interrupted during "
+			    "the TLS handshake", want, addr);
+		if (r == -1)
 			return cs_errno(e, "poll");
 	}
 	if (strcmp(xconn_peer_cn(t), want) != 0)
@@ -895,20 +942,16 @@ client_handshake(struct xconn *t, int fd, const char *addr, const char *want,
 	return 0;
 }
 
-/* Wait for a non-blocking connect, at most XPORT_CONNECT_TIMEOUT_MS (a
- * host that is down answers nothing). 0, or -1 with errno set. */
+/* Wait for a non-blocking connect until deadline (a host that is down
+ * answers nothing). 0, or -1 with errno set (ETIMEDOUT; EINTR: asked to
+ * stop). */
 static int
-connect_wait(int fd)
+connect_wait(int fd, int64_t deadline)
 {
-	struct pollfd pf;
 	socklen_t elen = sizeof(int);
 	int r, err = 0;
 
-	pf.fd = fd;
-	pf.events = POLLOUT;
-	while ((r = poll(&pf, 1, XPORT_CONNECT_TIMEOUT_MS)) == -1 &&
-	    errno == EINTR)
-		;
+	r = wait_fd(fd, POLLOUT, deadline);
 	if (r == 0)
 		err = ETIMEDOUT;
 	else if (r == -1)
@@ -921,8 +964,8 @@ connect_wait(int fd)
 
 /* xport_client_open; resume: offer and keep sessions (see xport.h). */
 static int
-client_open(const struct cfg *c, int i, int resume, int *fdp,
-    struct xconn **tp, struct cs_err *e)
+client_open(const struct cfg *c, int i, int resume, int64_t deadline,
+    int *fdp, struct xconn **tp, struct cs_err *e)
 {
 	const struct cfg_agent *ag = &c->agents[i];
 	struct xport_ctx *x;
@@ -931,11 +974,17 @@ client_open(const struct cfg *c, int i, int resume, int *fdp,
 
 	*fdp = -1;
 	*tp = NULL;
+	if (deadline < 0)
+		deadline = cs_now_ms() + XPORT_CMD_WAIT_MS;
 	if ((x = client_ctx(c, e)) == NULL)
 		return -1;
 	if ((fd = xport_tcp_connect(ag->addr, 1, &inprog, e)) == -1 ||
-	    (inprog && connect_wait(fd) == -1)) {
-		cs_errf(e, "agent %s is not running (connect %s: %s)",
+	    (inprog && connect_wait(fd, deadline) == -1)) {
+		if (errno == EINTR)
+			cs_errf(e, "agent %s at %s: interrupted while "
+			    "connecting", ag->name, ag->addr);
+		else
+			cs_errf(e, "agent %s is not running (connect %s: %s)",
 		    ag->name, ag->addr, strerror(errno));
 		if (fd != -1)
 			close(fd);
@@ -947,7 +996,7 @@ client_open(const struct cfg *c, int i, int resume, int *fdp,
 	}
 	if (resume && sess_offer(ag, t) == -1)
 		resume = 0;
-	if (client_handshake(t, fd, ag->addr, ag->name, e) == -1)
+	if (client_handshake(t, fd, ag->addr, ag->name, deadline, e) == -1)
 		goto fail;
 	if (resume && !SSL_session_reused(t->ssl))
 		ticket_wait(ag, t, fd);
@@ -961,23 +1010,25 @@ fail:
 }
 
 int
-xport_client_open(const struct cfg *c, int i, int *fdp, struct xconn **tp,
-    struct cs_err *e)
+xport_client_open(const struct cfg *c, int i, int64_t deadline, int *fdp,
+    struct xconn **tp, struct cs_err *e)
 {
-	return client_open(c, i, 1, fdp, tp, e);
+	return client_open(c, i, 1, deadline, fdp, tp, e);
 }
 
 int
-xport_client_connect(const struct cfg *c, int i, struct cs_err *e)
+xport_client_connect(const struct cfg *c, int i, int64_t deadline,
+    struct cs_err *e)
 {
 	struct relay *r = NULL;
 	struct xconn *t = NULL;
 	pthread_attr_t at;
 	pthread_t th;
-	int fd = -1, sp[2] = { -1, -1 }, fl;
+	sigset_t all, old;
+	int fd = -1, sp[2] = { -1, -1 }, fl, prc;
 
 	/* One connection per agent and command: nothing to resume. */
-	if (client_open(c, i, 0, &fd, &t, e) == -1)
+	if (client_open(c, i, 0, deadline, &fd, &t, e) == -1)
 		return -1;
 	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sp) == -1) {
 		cs_errno(e, "socketpair");
@@ -1003,7 +1054,13 @@ xport_client_connect(const struct cfg *c, int i, struct cs_err *e)
 	pthread_mutex_lock(&relay_mu);
 	if (!relay_atexit && atexit(relays_end) == 0)
 		relay_atexit = 1;
-	if (pthread_create(&th, &at, relay_main, r) != 0) {
+	/* The relay takes no signals: a command's stop signal reaches the
+	 * thread that waits for its reply, whose poll then ends (EINTR). */
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	prc = pthread_create(&th, &at, relay_main, r);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (prc != 0) {
 		pthread_mutex_unlock(&relay_mu);
 		pthread_attr_destroy(&at);
 		cs_errf(e, "cannot start a TLS relay thread");

@@ -10,6 +10,7 @@
 #define CUTSNAP_XPORT_H
 
 #include <stddef.h>
+#include <stdint.h>
 #include <sys/types.h>
 
 #include "config.h"
@@ -19,7 +20,9 @@
 #define XPORT_CLIENT_CN	"client"
 #define XPORT_HS_TIMEOUT_MS	5000	/* a handshake not done by then is
 					 * closed, so no client holds a slot */
-#define XPORT_CONNECT_TIMEOUT_MS 10000	/* the commands' TCP connect */
+#define XPORT_CMD_WAIT_MS	15000	/* a command's TCP connect and TLS
+					 * handshake, together, when it
+					 * gives no deadline of its own */
 #define XPORT_SESSION_S	300	/* a session ticket's lifetime: a client
 				 * may resume (no certificates, no
 				 * signatures) for that long */
@@ -99,13 +102,18 @@ void xport_client_cert_set(const char *name);
  * Such a command opens many connections to each agent: the first one
  * does the full handshake and waits for the agent's session ticket, the
  * later ones resume the session (no certificate, no signature on either
- * side), until the ticket expires. 0, or -1 with e set. */
-int xport_client_open(const struct cfg *c, int i, int *fd, struct xconn **t,
-    struct cs_err *e);
+ * side), until the ticket expires. The connect and the handshake end by
+ * deadline (cs_now_ms clock; < 0: XPORT_CMD_WAIT_MS from now), however
+ * slowly the other end sends, or once cs_stop_sig is set. 0, or -1 with
+ * e set ("agent A at ADDR: TLS handshake timed out"). */
+int xport_client_open(const struct cfg *c, int i, int64_t deadline, int *fd,
+    struct xconn **t, struct cs_err *e);
 /* For the commands: a blocking TCP + TLS connection to agent i of c, as
  * "client", checked to be agent i; returns one end of a socket pair that a
  * relay thread joins to the TLS connection, so that callers read and
- * write a plain fd. -1 with e set. */
-int xport_client_connect(const struct cfg *c, int i, struct cs_err *e);
+ * write a plain fd (the relay thread blocks every signal). deadline as
+ * for xport_client_open. -1 with e set. */
+int xport_client_connect(const struct cfg *c, int i, int64_t deadline,
+    struct cs_err *e);
 
 #endif
