@@ -294,8 +294,9 @@ finish(struct store *st, uint64_t id, struct cs_err *e)
 	else if (sqlite3_changes(st->db) != 1)
 		cs_errf(e, "snapshot %llu changed while it was committed",
 		    (unsigned long long)id);
-	else
-		rc = store_auth_put(st, id, e);
+	else if (store_auth_put(st, id, e) == 0 &&
+	    store_rows_auth_upgrade(st, e) == 0)
+		rc = store_rows_mac_put(st, id, e);
 	sqlite3_finalize(s);
 	return rc;
 }

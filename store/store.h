@@ -90,6 +90,10 @@ typedef int (*store_password_fn)(void *ctx, const char *repo, char *buf,
     size_t bufsz, size_t *len, struct cs_err *e);
 void store_set_password_fn(store_password_fn fn, void *ctx);
 int store_encrypted(const struct store *st);
+/* 1 when an open's checks include each snapshot's row MAC under the master
+ * key: encrypted, unlocked, and its key rows demand the MACs (a repository
+ * an older version made and no keyed write has touched since has none). */
+int store_rows_auth_checked(const struct store *st);
 struct store_key {
 	int64_t id;
 	char created[32];

@@ -59,6 +59,8 @@ struct store {
 					 * every sealed object */
 	uint8_t master[32], objkey[32], namekey[32];	/* cleansed at close */
 	int64_t key_id;		/* the repo_keys row that opened it */
+	int rows_authed;	/* its key rows say every snapshot's rows
+				 * carry a MAC (rowauth.c) */
 	atomic_ullong nchunk_reads;	/* chunks read from their blobs (and
 					 * decoded, if framed): view.c */
 	uint64_t vahead;	/* and of them, decoded by a replay ahead */
@@ -533,6 +535,21 @@ int store_commit_check_cut(const struct cfg *c, const struct report *reps,
  * transaction, after its digest), and check it in verify. */
 int store_auth_put(struct store *st, uint64_t id, struct cs_err *e);
 void store_auth_check(struct vrun *v);
+
+/* rowauth.c: an encrypted repository's MAC over each snapshot's rows under
+ * its master key. store_rows_mac_put stores snapshot id's (inside the
+ * commit's transaction; a no-op unless encrypted); store_rows_auth_upgrade
+ * gives every complete snapshot its MAC and the key rows the domain that
+ * demands them, once (inside a write transaction); store_rows_auth_verify
+ * fails with "snapshot N: rows not authenticated ..." when the rows do not
+ * match (0 when not encrypted or not unlocked); store_rows_auth_check is
+ * the same as a verify problem. store_crypt_keyrows_v2 (crypt.c) rewrites
+ * each valid key row's MAC in the second domain. */
+int store_rows_mac_put(struct store *st, uint64_t id, struct cs_err *e);
+int store_rows_auth_upgrade(struct store *st, struct cs_err *e);
+int store_rows_auth_verify(struct store *st, uint64_t id, struct cs_err *e);
+void store_rows_auth_check(struct vrun *v);
+int store_crypt_keyrows_v2(struct store *st, struct cs_err *e);
 
 /* A shortened sha for messages: the first 12 hex digits. */
 #define SHORT_SHA(hex) 12, (hex)
