@@ -1320,6 +1320,10 @@ cmd_s3_run(const char *name, int (*fn)(int, char **), int argc, char **argv)
 
 	memset(&ss, 0, sizeof(ss));
 	e.msg[0] = '\0';
+	/* The local stand-in is not the repository: its commit is not the
+	 * bucket's (an upload may still fail), and the bucket has its own
+	 * numbered commits. */
+	store_set_gen_records(0);
 	if ((av = calloc((size_t)argc + 1, sizeof(*av))) == NULL)
 		return cmd_fail(EXIT_FAILED, "out of memory");
 	for (i = 0; i < argc; i++)

@@ -349,10 +349,10 @@ store_commit_snapshot(struct store *st, uint64_t id, const struct cfg *c,
 	sqlite3_finalize(k.chan);
 	sqlite3_finalize(k.msg);
 	k.agent = k.chunk = k.wm = k.chan = k.msg = NULL;
-	if (store_db_commit(st, e) < 0)
+	if (store_gen_step(st, e) < 0 || store_db_commit(st, e) < 0)
 		goto out;
 	store_lock_release(st, id);
-	rc = 0;
+	rc = store_gen_publish(st, e);
 out:
 	sqlite3_finalize(k.agent);
 	sqlite3_finalize(k.chunk);

@@ -632,9 +632,9 @@ store_key_add(struct store *st, const void *pass, size_t passlen,
 		}
 		st->key_id = *id;
 	}
-	if (store_db_commit(st, e) < 0)
+	if (store_gen_step(st, e) < 0 || store_db_commit(st, e) < 0)
 		goto out;
-	rc = 0;
+	rc = store_gen_publish(st, e);
 out:
 	sqlite3_finalize(s);
 	if (rc < 0)
@@ -671,9 +671,9 @@ store_key_remove(struct store *st, int64_t id, struct cs_err *e)
 		    (long long)id);
 		goto out;
 	}
-	if (store_db_commit(st, e) < 0)
+	if (store_gen_step(st, e) < 0 || store_db_commit(st, e) < 0)
 		goto out;
-	rc = 0;
+	rc = store_gen_publish(st, e);
 out:
 	sqlite3_finalize(s);
 	if (rc < 0)

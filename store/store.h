@@ -94,6 +94,17 @@ int store_encrypted(const struct store *st);
  * key: encrypted, unlocked, and its key rows demand the MACs (a repository
  * an older version made and no keyed write has touched since has none). */
 int store_rows_auth_checked(const struct store *st);
+
+/* Rollback: a manifest older than the repository's newest commit object
+ * (REPO/commits/) or this user's record of it. Writers refuse to open it
+ * unless store_set_accept_rollback(1) was called first (then the next
+ * generation and ids continue past the lost ones); readers open it and
+ * store_rollback_warning gives the line to print (NULL when none). */
+void store_set_accept_rollback(int on);
+/* Off: no commit objects or state file are read or written (a local
+ * stand-in of an object store, cmd/s3repo.c). On by default. */
+void store_set_gen_records(int on);
+const char *store_rollback_warning(const struct store *st);
 struct store_key {
 	int64_t id;
 	char created[32];
