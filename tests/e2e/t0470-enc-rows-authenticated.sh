@@ -4,10 +4,11 @@
 # snapshot's file and chunk rows to the older snapshot's chunks and
 # recomputes the unkeyed digest exactly as the product does
 # (rowdigest.py): verify fails naming the snapshot ("rows not
-# authenticated by the repository key"), restore refuses and writes
-# nothing. Removing the row MACs as well (as if the snapshot came from an
-# older version) fails too. verify --no-password says it could not check
-# the rows' authenticity (stderr and "rows_authenticity_checked": false).
+# authenticated by the repository key"), show and restore refuse, and
+# restore writes nothing. Removing the row MACs as well (as if the
+# snapshot came from an older version) fails too. verify --no-password
+# says it could not check the rows' authenticity (stderr and
+# "rows_authenticity_checked": false).
 . "$(dirname "$0")/lib.sh"
 
 export CUTSNAP_SCRYPT_N=1024
@@ -46,6 +47,11 @@ test_expect_success 'rows rewired to the older chunks, digest recomputed: verify
 	grep -q "^problem: snapshot $NEW: rows not authenticated by the repository key: edited without the key" "$OUT" &&
 	expect_exit 1 verify -r "$REPO" "$NEW" --password-file pw --json &&
 	json_check "d[\"ok\"] is False and any(\"rows not authenticated\" in p for p in d[\"problems\"])"
+'
+
+test_expect_success 'show of the rewired snapshot refuses too' '
+	expect_error 1 show -r "$REPO" "$NEW" --password-file pw &&
+	err_matches "snapshot $NEW: rows not authenticated by the repository key"
 '
 
 test_expect_success 'restore of the rewired snapshot refuses and writes nothing' '
