@@ -110,8 +110,8 @@ _cutsnap()
 	key) opts="-r --repo --password-file -N --new-password-file -j --json
 	    --help" ;;
 	snapshot) opts="-c --config -r --repo --password-file -i --initiator -t --timeout
-	    -k --key -a --recheck-age -m --max-rate -j --json -q --quiet -v --verbose
-	    --help" ;;
+	    -k --key -a --recheck-age -m --max-rate --accept-rollback -j --json
+	    -q --quiet -v --verbose --help" ;;
 	ls) opts="-r --repo -j --json --help" ;;
 	show) opts="-r --repo --password-file -s --sum -j --json --help" ;;
 	verify) opts="-r --repo --password-file --no-password -k --key -j --json -q --quiet
