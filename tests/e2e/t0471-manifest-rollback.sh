@@ -5,10 +5,9 @@
 # prune cannot delete the lost snapshots' blobs); snapshot
 # --accept-rollback continues with an id past the lost ones (never one
 # handed out before). With the commit objects deleted as well, this
-# user's record of the repository (under XDG_STATE_HOME) still catches it.
+# user's record of the repository (under XDG_STATE_HOME, which lib.sh
+# sets to the test's directory) still catches it.
 . "$(dirname "$0")/lib.sh"
-
-export XDG_STATE_HOME=$TEST_DIR/state
 
 # gen DB: the generation the manifest DB is at.
 gen () { sql "select gen from repo_generation" "$1"; }
