@@ -6,7 +6,8 @@
 # --accept-rollback continues with an id past the lost ones (never one
 # handed out before). With the commit objects deleted as well, this
 # user's record of the repository (under XDG_STATE_HOME, which lib.sh
-# sets to the test's directory) still catches it.
+# sets to the test's directory) still catches it. In an encrypted
+# repository a commit object written without the key is refused by name.
 . "$(dirname "$0")/lib.sh"
 
 # gen DB: the generation the manifest DB is at.
@@ -77,6 +78,16 @@ test_expect_success 'commit objects deleted too: this user'"'"'s record catches 
 	expect_exit 2 prune -r "$REPO" &&
 	expect_ok ls -r "$REPO" &&
 	err_matches "rolled back"
+'
+
+test_expect_success 'encrypted: a commit object written without the key is refused by name' '
+	printf "%s\n" "pw" >pw &&
+	CUTSNAP_SCRYPT_N=1024 expect_ok init -r enc --encrypt --password-file pw &&
+	CUTSNAP_SCRYPT_N=1024 expect_ok snapshot -c "$CONF" -r "$TEST_DIR/enc" --password-file pw &&
+	newest=$(ls enc/commits | tail -n 1) && grep -q "^mac " "enc/commits/$newest" &&
+	sed "s/^generation .*/generation 99999/" "enc/commits/$newest" >enc/commits/00000000000000099999 &&
+	expect_exit 2 snapshot -c "$CONF" -r "$TEST_DIR/enc" --password-file pw &&
+	err_matches "commits/00000000000000099999 is not authenticated by the repository key"
 '
 
 test_expect_success 'stop' 'stop_cluster'
