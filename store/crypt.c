@@ -130,7 +130,7 @@ row_mac(const struct store *st, uint64_t n, uint64_t r, uint64_t p,
 	return row_mac_v(st, st->rows_authed, n, r, p, salt, sealed, out, e);
 }
 
-static int
+int
 store_crypt_add_key(struct store *st, const void *pass, size_t passlen,
     int64_t *id, struct cs_err *e)
 {
@@ -208,6 +208,13 @@ load_id(struct store *st, struct cs_err *e)
 			return cs_errf(e, "repository %s: malformed identity",
 			    st->repo);
 	return 0;
+}
+
+int
+store_crypt_new_master(struct store *st, struct cs_err *e)
+{
+	return aead_random(st->master, AEAD_KEY_LEN, e) < 0 ? -1 :
+	    derive(st, e);
 }
 
 int

@@ -122,6 +122,14 @@ int store_key_add(struct store *st, const void *pass, size_t passlen,
     int remove_current, int64_t *id, struct cs_err *e);
 /* Remove key id (not the one that opened the repository). */
 int store_key_remove(struct store *st, int64_t id, struct cs_err *e);
+/* A new master key (rotate.c): every chunk object and recorded message
+ * sealed and named again under it, every digest and row MAC recomputed,
+ * every key replaced by one for pass (its id in *id); the old objects
+ * deleted once that is committed. Refused while a snapshot has a --key
+ * tag. 0, or -1 with e set and nothing changed but new objects that
+ * prune removes. */
+int store_key_rotate(struct store *st, const void *pass, size_t passlen,
+    int64_t *id, struct cs_err *e);
 
 /* Progress of the long work: the chunk bytes store_put_chunks copies,
  * the bytes store_verify hashes, and for store_restore those it verifies

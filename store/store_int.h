@@ -557,6 +557,13 @@ int store_rows_auth_upgrade(struct store *st, struct cs_err *e);
 int store_rows_auth_verify(struct store *st, uint64_t id, struct cs_err *e);
 void store_rows_auth_check(struct vrun *v);
 int store_crypt_keyrows_v2(struct store *st, struct cs_err *e);
+/* crypt.c: store_crypt_add_key seals st->master under a new password into
+ * a new key row (its id in *id when id is not NULL; inside the caller's
+ * transaction); store_crypt_new_master draws a new master key into st
+ * and derives its keys (rotate.c keeps the old ones). */
+int store_crypt_add_key(struct store *st, const void *pass, size_t passlen,
+    int64_t *id, struct cs_err *e);
+int store_crypt_new_master(struct store *st, struct cs_err *e);
 
 /* generation.c: rollback detection. store_gen_check at open (refuses a
  * writer on a rolled-back manifest, else sets the warning);
