@@ -170,7 +170,7 @@ _cutsnap()
 		COMPREPLY=($(compgen -f -- "$cur"))
 		;;
 	key)
-		COMPREPLY=($(compgen -W "list add remove passwd" -- "$cur"))
+		COMPREPLY=($(compgen -W "list add remove passwd rotate" -- "$cur"))
 		;;
 	esac
 	return 0
