@@ -1340,6 +1340,13 @@ cmd_s3_run(const char *name, int (*fn)(int, char **), int argc, char **argv)
 		rc = fn(argc, av);
 		goto out;
 	}
+	/* Its objects would have to be in the cache, and the old ones
+	 * stay in the bucket: not done over an object store yet. */
+	if (strcmp(name, "key") == 0 && has_arg(argc, av, "rotate", "rotate")) {
+		rc = cmd_usage_error("key rotate needs a directory repository: "
+		    "it is not done over s3:// yet");
+		goto out;
+	}
 	ri = find_repo(argc, av, &off);
 	url = av[ri] + off;
 	if (s3_open(url, &ss.s, &e) < 0) {
