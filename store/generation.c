@@ -105,7 +105,11 @@ commit_mac(const struct store *st, const char *text, size_t n,
 }
 
 /* Parse commit object text: 0 and *gen, *max_id; -1 malformed (or, when
- * the key is known, not authenticated by it: *forged set). */
+ * the key is known, carrying a MAC that does not check: *forged set). A
+ * writer without the key (forget needs no password) writes none; such an
+ * object is taken as it is: a forged one could only claim a newer
+ * generation, a refusal whoever can write the repository can cause by
+ * other means, never hide a rollback. */
 static int
 parse_commit(const struct store *st, char *t, uint64_t *gen, uint64_t *max_id,
     int *forged)
@@ -120,9 +124,9 @@ parse_commit(const struct store *st, char *t, uint64_t *gen, uint64_t *max_id,
 	    strcmp(id, st->repo_id) != 0)
 		return -1;
 	mac = strstr(t, "mac ");
-	if (st->enc && st->unlocked) {
-		if (mac == NULL || commit_mac(st, t, (size_t)(mac - t), hex,
-		    &e) < 0 || strncmp(mac + 4, hex, SHA_HEX_LEN - 1) != 0) {
+	if (st->enc && st->unlocked && mac != NULL) {
+		if (commit_mac(st, t, (size_t)(mac - t), hex, &e) < 0 ||
+		    strncmp(mac + 4, hex, SHA_HEX_LEN - 1) != 0) {
 			*forged = 1;
 			return -1;
 		}

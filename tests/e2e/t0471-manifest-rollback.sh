@@ -7,7 +7,8 @@
 # handed out before). With the commit objects deleted as well, this
 # user's record of the repository (under XDG_STATE_HOME, which lib.sh
 # sets to the test's directory) still catches it. In an encrypted
-# repository a commit object written without the key is refused by name.
+# repository a commit object forged without the key is refused by name,
+# while one written by forget (which needs no password: no MAC) is taken.
 . "$(dirname "$0")/lib.sh"
 
 # gen DB: the generation the manifest DB is at.
@@ -80,14 +81,18 @@ test_expect_success 'commit objects deleted too: this user'"'"'s record catches 
 	err_matches "rolled back"
 '
 
-test_expect_success 'encrypted: a commit object written without the key is refused by name' '
+test_expect_success 'encrypted: a commit object forged without the key is refused by name; forget'"'"'s (no key, no MAC) is not' '
 	printf "%s\n" "pw" >pw &&
 	CUTSNAP_SCRYPT_N=1024 expect_ok init -r enc --encrypt --password-file pw &&
 	CUTSNAP_SCRYPT_N=1024 expect_ok snapshot -c "$CONF" -r "$TEST_DIR/enc" --password-file pw &&
 	newest=$(ls enc/commits | tail -n 1) && grep -q "^mac " "enc/commits/$newest" &&
 	sed "s/^generation .*/generation 99999/" "enc/commits/$newest" >enc/commits/00000000000000099999 &&
 	expect_exit 2 snapshot -c "$CONF" -r "$TEST_DIR/enc" --password-file pw &&
-	err_matches "commits/00000000000000099999 is not authenticated by the repository key"
+	err_matches "commits/00000000000000099999 is not authenticated by the repository key" &&
+	rm enc/commits/00000000000000099999 &&
+	expect_ok forget -r enc --keep-last 1 &&
+	newest=$(ls enc/commits | tail -n 1) && ! grep -q "^mac " "enc/commits/$newest" &&
+	CUTSNAP_SCRYPT_N=1024 expect_ok snapshot -c "$CONF" -r "$TEST_DIR/enc" --password-file pw
 '
 
 test_expect_success 'stop' 'stop_cluster'
