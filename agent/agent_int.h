@@ -25,6 +25,7 @@
 #include "../common/dlfile.h"
 #include "../common/err.h"
 #include "../common/report.h"
+#include "../common/role.h"
 #include "../common/snapuid.h"
 #include "../common/util.h"
 #include "../common/wire.h"
@@ -93,6 +94,10 @@ struct conn {
 	int rd_want_w;		/* a TLS read waits for writability */
 	int wr_want_r;		/* a TLS write waits for readability */
 	char cn[NAME_MAX_LEN + 8];	/* accepted: the peer's CN */
+	enum cs_role crole;	/* what its certificate may ask (role.h):
+				 * admin on a Unix socket, none for an
+				 * agent's certificate */
+	int denied;		/* a refusal of its role was logged */
 	int in_dirty;		/* in agent.dirty */
 	int in_tlsp;		/* in agent.tlsp */
 	/* Large values (bigval.c): a put's value being spooled, whose
@@ -146,6 +151,7 @@ struct outch {
 	int refused;		/* conn is refused (histories differ): idle */
 	int diverged;		/* the last check refused: transfers fail */
 	char why[160];		/* diverged: the reason (chain_check) */
+	int fence_ok;		/* its check accepted in this run (fence.c) */
 };
 
 /* A message that arrived before its turn. */
@@ -162,6 +168,7 @@ struct inch {
 	struct held *ring;	/* HOLD_CAP slots indexed by seq, lazily */
 	size_t nheld;
 	int diverged;		/* the sender refused our history (VERDICT) */
+	int fence_ok;		/* the sender accepted it in this run */
 	/* Delayed ACK: applied as last acknowledged on conn, and when the
 	 * next ACK is due (0: none owed). */
 	uint64_t acked;
@@ -395,6 +402,15 @@ void agent_status_reply(struct agent *a, struct conn *c);
 /* A channel of this agent, either way, whose two ends come from different
  * histories: 1 with a one-line description in why, else 0. */
 int agent_diverged(const struct agent *a, char *why, size_t whysz);
+
+/* fence.c: an agent restored alone (its data file's FENCE record). */
+int agent_fenced(const struct agent *a);
+/* 1 with a one-line reason in why while fenced, else 0. */
+int agent_fence_why(const struct agent *a, char *why, size_t whysz);
+/* At start: say the agent is fenced, and why. */
+void agent_fence_start(struct agent *a);
+/* After a channel's check: lift the fence once every channel passed. */
+void agent_fence_check(struct agent *a);
 
 /* dropped.c: 0, or -1 with e set when st holds unacknowledged sends to a
  * peer that c gives agent self no channel to (a channel dropped from the

@@ -171,7 +171,7 @@ static void
 req_transfer(struct agent *a, struct conn *c, struct rbuf *r)
 {
 	const uint8_t *sk, *dk;
-	char dst[NAME_MAX_LEN + 1], cur[24], nv[24], kp[80];
+	char dst[NAME_MAX_LEN + 1], cur[24], nv[24], kp[80], why[768];
 	uint8_t id[CHMSG_ID_LEN], chain[DL_CHAIN_LEN];
 	struct dl_record rec;
 	struct wbuf msg;
@@ -197,6 +197,11 @@ req_transfer(struct agent *a, struct conn *c, struct rbuf *r)
 	}
 	if ((d = req_dst(a, c, dst)) == -1)
 		return;
+	if (agent_fence_why(a, why, sizeof(why))) {
+		agent_conn_replyf(a, c, REPLY_FAIL, "%s; nothing was "
+		    "transferred", why);
+		return;
+	}
 	if (a->out[d].diverged) {
 		agent_conn_replyf(a, c, REPLY_FAIL,
 		    "channel %s>%s diverged (%s); "
@@ -313,7 +318,10 @@ req_snap(struct agent *a, struct conn *c, uint8_t type, struct rbuf *r)
 	}
 	/* Markers could not cross a diverged channel: refuse at once rather
 	 * than let the snapshot run into its timeout. */
-	if (type == W_SNAP_JOIN && agent_diverged(a, why, sizeof(why)))
+	if (type == W_SNAP_JOIN && agent_fence_why(a, why, sizeof(why)))
+		agent_conn_replyf(a, c, REPLY_FAIL, "%s; no snapshot until "
+		    "the fence is lifted", why);
+	else if (type == W_SNAP_JOIN && agent_diverged(a, why, sizeof(why)))
 		agent_conn_replyf(a, c, REPLY_FAIL,
 		    "%s; no snapshot until both "
 		    "ends share one history", why);
@@ -327,12 +335,38 @@ req_snap(struct agent *a, struct conn *c, uint8_t type, struct rbuf *r)
 		agent_snap_done(a, &id, committed);
 }
 
+/* 1 when c's certificate may make a request of type; else it is
+ * answered REPLY_DENIED, the first refusal of a connection logged. */
+static int
+req_allowed(struct agent *a, struct conn *c, uint8_t type)
+{
+	const char *what = cs_role_req_name(type);
+
+	if (cs_role_may(c->crole, type))
+		return 1;
+	if (!c->denied && c->crole != CS_ROLE_NONE)
+		log_warn("client '%s': role %s may not %s; refused", c->cn,
+		    cs_role_name(c->crole), what);
+	c->denied = 1;
+	if (c->crole == CS_ROLE_NONE)
+		agent_conn_replyf(a, c, REPLY_DENIED, "agent %s: certificate "
+		    "'%s' is an agent's: it may not send client requests",
+		    a->name, c->cn);
+	else
+		agent_conn_replyf(a, c, REPLY_DENIED, "agent %s: role %s may "
+		    "not %s (certificate '%s')", a->name,
+		    cs_role_name(c->crole), what, c->cn);
+	return 0;
+}
+
 void
 agent_client_frame(struct agent *a, struct conn *c, uint8_t type,
     const uint8_t *p, size_t n)
 {
 	struct rbuf r;
 
+	if (!req_allowed(a, c, type))
+		return;
 	rbuf_init(&r, p, n);
 	if (type == W_REQ_PUT || type == W_REQ_DEL || type == W_REQ_ADD ||
 	    type == W_REQ_TRANSFER || type == W_REQ_DEAD_RESOLVE)

@@ -291,6 +291,7 @@ agent_run(const struct cfg *c, int self, struct cs_err *e)
 	    c->agents[self].addr : c->agents[self].sock, a.tcp ?
 	    " (TCP, mutual TLS 1.3)" : "");
 	agent_compact_init(&a);
+	agent_fence_start(&a);
 
 	run_loop(&a);
 	rc = a.fatal ? -1 : 0;

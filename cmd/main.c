@@ -6,6 +6,7 @@
 
 #include "../common/cryptomem.h"
 #include "../common/wire.h"
+#include "../common/xport.h"
 #include "../store/store.h"
 #include "cmd.h"
 
@@ -97,6 +98,48 @@ reads_repo(const char *name)
 	return 0;
 }
 
+/* 1 when argv[i] is the value of the option before it ("-c CONF"): any
+ * word after a "-x" or "--xx" without '=' counts, which is lenient only
+ * for flags. */
+static int
+opt_value(char **argv, int i)
+{
+	const char *p = argv[i - 1];
+
+	return i > 1 && p[0] == '-' && p[1] != '\0' && strchr(p, '=') == NULL;
+}
+
+/* Take --cert NAME (or --cert=NAME) out of argv, among the options before
+ * the first positional argument (a value such as put's may be "--cert"):
+ * the client certificate the command presents to agents (xport.h). 0, or
+ * -1 when NAME is missing. */
+static int
+take_cert(int *argc, char **argv)
+{
+	int i, j;
+
+	for (i = 1; i < *argc && strcmp(argv[i], "--") != 0; i++) {
+		if (argv[i][0] != '-' && !opt_value(argv, i))
+			break;
+		if (strncmp(argv[i], "--cert=", 7) == 0) {
+			xport_client_cert_set(argv[i] + 7);
+			j = 1;
+		} else if (strcmp(argv[i], "--cert") == 0) {
+			if (i + 1 >= *argc)
+				return -1;
+			xport_client_cert_set(argv[i + 1]);
+			j = 2;
+		} else {
+			continue;
+		}
+		memmove(&argv[i], &argv[i + j],
+		    (size_t)(*argc - i - j + 1) * sizeof(*argv));
+		*argc -= j;
+		i--;
+	}
+	return 0;
+}
+
 int
 main(int argc, char **argv)
 {
@@ -129,6 +172,14 @@ main(int argc, char **argv)
 	for (i = 0; i < NCOMMANDS; i++) {
 		if (strcmp(name, commands[i].name) == 0) {
 			cmd_name = commands[i].name;
+			/* cert makes certificates: it presents none. */
+			if (strcmp(name, "cert") != 0) {
+				argc--;
+				if (take_cert(&argc, argv + 1) < 0)
+					return cmd_usage_error("--cert needs "
+					    "NAME");
+				argc++;
+			}
 			if (reads_repo(name)) {
 				argc--;
 				if (cmd_take_password_file(&argc, argv + 1) < 0)

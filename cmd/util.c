@@ -286,6 +286,7 @@ cmd_request(const struct cfg *c, int i, uint8_t type, const struct wbuf *req,
 		    c->agents[i].name);
 	case REPLY_FAIL:
 	case REPLY_BADREQ:
+	case REPLY_DENIED:
 		/* The agent's message says what failed; the user named the
 		 * agent on the command line. */
 		cs_printable(r->body, r->blen, msg, sizeof(msg), 0);

@@ -391,6 +391,11 @@ dl_state_check(const struct dl_state *st, const struct dl_record *r,
 		break;
 	case DL_GEN:
 		break;
+	case DL_FENCE:
+		if (r->code > 1)
+			return cs_errf(e, "fence record with state %u",
+			    (unsigned)r->code);
+		break;
 	default:
 		return cs_errf(e, "unknown record type %d", (int)r->type);
 	}
@@ -722,6 +727,10 @@ dl_state_apply(struct dl_state *st, const struct dl_record *r,
 		if (apply_dead(st, r) == -1)
 			goto oom;
 		break;
+	case DL_FENCE:
+		st->fenced = r->code;
+		st->fence_snap = r->code ? r->seq : 0;
+		break;
 	}
 	st->base_open = r->type == DL_GEN || (st->base_open &&
 	    (r->type == DL_WM || r->type == DL_KEPT || r->type == DL_LETTER));
@@ -968,6 +977,10 @@ dl_encode(struct wbuf *out, const struct dl_record *r)
 		wbuf_put_bytes(out, r->from, r->flen);
 		wbuf_put_u64(out, r->sseq);
 		break;
+	case DL_FENCE:
+		wbuf_put_u8(out, r->code);
+		wbuf_put_u64(out, r->seq);
+		break;
 	}
 	if (out->oom)
 		return;
@@ -1109,11 +1122,16 @@ read_fields(struct rbuf *rb, struct dl_record *r, char peer[NAME_MAX_LEN + 1])
 		r->from = rbuf_bytes(rb, &r->flen, WIRE_MAX_KEY);
 		r->sseq = rbuf_u64(rb);
 		break;
+	case DL_FENCE:
+		r->code = rbuf_u8(rb);
+		r->seq = rbuf_u64(rb);
+		break;
 	default:
 		rb->err = 1;
 		return;
 	}
-	if (r->type != DL_PUT && r->type != DL_DEL && r->type != DL_GEN)
+	if (r->type != DL_PUT && r->type != DL_DEL && r->type != DL_GEN &&
+	    r->type != DL_FENCE)
 		r->peer = peer;
 	/* The optional trailing chain of SEND and APPLY (older files have
 	 * none), ACK, DEAD and a REFUND, WM and KEPT (none: unknown):
@@ -1131,7 +1149,7 @@ read_fields(struct rbuf *rb, struct dl_record *r, char peer[NAME_MAX_LEN + 1])
 static int
 known_type(unsigned t)
 {
-	return t >= DL_PUT && t <= DL_LETTER;
+	return t >= DL_PUT && t <= DL_FENCE;
 }
 
 /* Decode type+payload p[0, n) into r. 0, or -1 with a reason in e. */

@@ -45,6 +45,12 @@
  *         bytes from, u64 refund_seq -- base section only: a dead letter
  *         carried over with its resolution (how: 0 open, or enum
  *         dl_resolve_how); it does not move the applied seq (a WM does)
+ *   FENCE u8 on, u64 snapshot
+ *         -- on 1: this file was restored alone (restore --agent, without
+ *         the rest of its cluster) from snapshot; the agent sends,
+ *         applies and takes part in snapshots only once every channel's
+ *         history has checked with its peer, then appends FENCE on 0
+ *         (docs/INTERNALS.md, "Fencing a partial restore")
  * The base section is GEN followed by WM, LETTER and KEPT records; the
  * first record of another type closes it.
  * Invariants checked on replay: SEND seq == sent[dst]+1, APPLY and DEAD seq
@@ -86,7 +92,7 @@
 enum dl_type {
 	DL_PUT = 1, DL_DEL = 2, DL_SEND = 3, DL_APPLY = 4, DL_ACK = 5,
 	DL_DEAD = 6, DL_RESOLVE = 7, DL_GEN = 8, DL_WM = 9, DL_KEPT = 10,
-	DL_LETTER = 11,
+	DL_LETTER = 11, DL_FENCE = 12,
 };
 
 /* Why a credit became a dead letter (DEAD's reason). */
@@ -106,7 +112,7 @@ enum dl_wm_kind { DL_WM_SENT = 1, DL_WM_APPLIED = 2, DL_WM_ACKED = 3 };
 struct dl_record {
 	enum dl_type type;
 	const char *peer;	/* SEND/ACK: dst; APPLY: src */
-	uint64_t seq;		/* SEND, APPLY, ACK */
+	uint64_t seq;		/* SEND, APPLY, ACK; FENCE: the snapshot */
 	const uint8_t *key;	/* PUT, DEL, SEND, APPLY */
 	size_t klen;
 	const uint8_t *val;	/* PUT; SEND/APPLY: the key's new value */
@@ -119,7 +125,8 @@ struct dl_record {
 				 * seq; NULL: absent (a file from an older
 				 * version, or unknown) */
 	uint8_t code;		/* DEAD, LETTER: enum dl_dead_reason;
-				 * RESOLVE: enum dl_resolve_how */
+				 * RESOLVE: enum dl_resolve_how;
+				 * FENCE: 1 on, 0 lifted */
 	uint8_t how;		/* LETTER: 0 or enum dl_resolve_how */
 	int64_t amount;		/* DEAD: the credit */
 	const uint8_t *from;	/* DEAD: the sending key (may be empty) */
@@ -236,6 +243,9 @@ struct dl_state {
 	uint64_t gen_prev;	/* the old file's length when it began */
 	uint64_t gen_time;	/* unix time of the rewrite */
 	int base_open;		/* inside the base section (after GEN) */
+	/* FENCE: restored alone and not yet checked with every peer. */
+	int fenced;
+	uint64_t fence_snap;	/* fenced: the snapshot it was restored from */
 };
 
 /* Longest value a live data file's map keeps in memory; an integer (at

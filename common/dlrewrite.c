@@ -243,7 +243,7 @@ base_sent_chain(const struct dl_state *st, const struct wm *sent,
 
 /* GEN, then the watermarks: sent as of before the kept sends, acked,
  * applied; then every dead letter; then the kept sends, which bring sent
- * to its value. */
+ * to its value; then the fence, if the file has one. */
 static int
 out_marks(struct out *o, const struct dl_state *st, uint64_t gen,
     uint64_t prev_size, struct cs_err *e)
@@ -304,6 +304,15 @@ out_marks(struct out *o, const struct dl_state *st, uint64_t gen,
 		r.msg = st->sends[i].msg;
 		r.msglen = st->sends[i].len;
 		r.chain = st->sends[i].chain_known ? st->sends[i].chain : NULL;
+		if (out_rec(o, &r, e) == -1)
+			return -1;
+	}
+	/* A fence outlives the rewrite (it closes the base section). */
+	if (st->fenced) {
+		memset(&r, 0, sizeof(r));
+		r.type = DL_FENCE;
+		r.code = 1;
+		r.seq = st->fence_snap;
 		if (out_rec(o, &r, e) == -1)
 			return -1;
 	}

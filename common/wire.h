@@ -131,6 +131,9 @@ enum reply_code {
 	REPLY_FAIL = 1,		/* the operation failed; body is a message */
 	REPLY_BADREQ = 2,		/* malformed or invalid request; body message */
 	REPLY_NOTFOUND = 3,		/* key absent */
+	/* the connection's certificate role may not make this request
+	 * (role.h); body is a message; nothing was done */
+	REPLY_DENIED = 14,
 };
 
 /* Try to parse one frame from the start of buf[0, len).

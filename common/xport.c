@@ -1,5 +1,6 @@
 /* xport.c - TCP + mutual TLS 1.3 for agents with an addr (xport.h). */
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -36,6 +37,7 @@ struct xconn {
 	 * (if anything) is part of a record, not a record. */
 	int starved;
 	char cn[NAME_MAX_LEN + 8];
+	enum cs_role role;	/* the verified certificate's (role.h) */
 };
 
 static int
@@ -47,6 +49,44 @@ tls_path(const struct cfg *c, const char *file, char *out, size_t sz,
 	if (n < 0 || (size_t)n >= sz)
 		return cs_errf(e, "tls_dir path %s is too long", c->tls_dir);
 	return 0;
+}
+
+int
+xport_check_private(const char *path, const char *what, struct cs_err *e)
+{
+	struct stat st;
+
+	if (stat(path, &st) == -1)
+		return 0;	/* missing: the caller's check names it */
+	if ((st.st_mode & 077) == 0)
+		return 0;
+	return cs_errf(e, "%s %s is mode %04o, open to group or others; "
+	    "run: chmod %s %s", what, path, (unsigned)(st.st_mode & 07777),
+	    S_ISDIR(st.st_mode) ? "700" : "600", path);
+}
+
+/* Where identity me's certificate and key are: NAME.crt and NAME.key in
+ * tls_dir, or, for a me with a '/', me.crt and me.key as they are. */
+static int
+own_paths(const struct cfg *c, const char *me, char *crt, char *key,
+    struct cs_err *e)
+{
+	char f[PATH_MAX];
+	int n;
+
+	if (strchr(me, '/') != NULL) {
+		n = snprintf(crt, PATH_MAX, "%s.crt", me);
+		if (n < 0 || n >= PATH_MAX ||
+		    snprintf(key, PATH_MAX, "%s.key", me) >= PATH_MAX)
+			return cs_errf(e, "certificate path %s is too long",
+			    me);
+		return 0;
+	}
+	snprintf(f, sizeof(f), "%s.crt", me);
+	if (tls_path(c, f, crt, PATH_MAX, e) == -1)
+		return -1;
+	snprintf(f, sizeof(f), "%s.key", me);
+	return tls_path(c, f, key, PATH_MAX, e);
 }
 
 /* The first OpenSSL error queued, as one line (the queue is cleared). */
@@ -66,7 +106,6 @@ xport_ctx_new(const struct cfg *c, const char *me, struct xport_ctx **out,
 {
 	struct xport_ctx *x = NULL;
 	char ca[PATH_MAX], crt[PATH_MAX], key[PATH_MAX], why[160];
-	char f[NAME_MAX_LEN + 16];
 	int rc = -1;
 
 	*out = NULL;
@@ -75,12 +114,12 @@ xport_ctx_new(const struct cfg *c, const char *me, struct xport_ctx **out,
 		    "tls_dir", c->path);
 		goto out;
 	}
-	snprintf(f, sizeof(f), "%s.crt", me);
 	if (tls_path(c, "ca.crt", ca, sizeof(ca), e) == -1 ||
-	    tls_path(c, f, crt, sizeof(crt), e) == -1)
+	    own_paths(c, me, crt, key, e) == -1)
 		goto out;
-	snprintf(f, sizeof(f), "%s.key", me);
-	if (tls_path(c, f, key, sizeof(key), e) == -1)
+	/* Before anything is read: a key others could read is no secret. */
+	if (xport_check_private(c->tls_dir, "tls_dir", e) == -1 ||
+	    xport_check_private(key, "private key", e) == -1)
 		goto out;
 	if ((x = calloc(1, sizeof(*x))) == NULL ||
 	    (x->ssl = SSL_CTX_new(TLS_method())) == NULL) {
@@ -121,9 +160,17 @@ xport_ctx_new(const struct cfg *c, const char *me, struct xport_ctx **out,
 	    SSL_VERIFY_FAIL_IF_NO_PEER_CERT, NULL);
 	if (access(ca, R_OK) == -1 || access(crt, R_OK) == -1 ||
 	    access(key, R_OK) == -1) {
-		cs_errf(e, "TLS files for %s missing in %s (need ca.crt, "
-		    "%s.crt, %s.key); create them with: cutsnap cert -c %s",
-		    me, c->tls_dir, me, me, c->path);
+		if (strchr(me, '/') != NULL || (cfg_find(c, me) == -1 &&
+		    strcmp(me, XPORT_CLIENT_CN) != 0))
+			cs_errf(e, "TLS files for %s missing (need %s, %s and "
+			    "%s); create them with: cutsnap cert -c %s "
+			    "--client NAME --role ROLE", me, ca, crt, key,
+			    c->path);
+		else
+			cs_errf(e, "TLS files for %s missing in %s (need "
+			    "ca.crt, %s.crt, %s.key); create them with: "
+			    "cutsnap cert -c %s", me, c->tls_dir, me, me,
+			    c->path);
 		goto out;
 	}
 	if (SSL_CTX_load_verify_locations(x->ssl, ca, NULL) != 1) {
@@ -188,17 +235,43 @@ xconn_free(struct xconn *t)
 	free(t);
 }
 
+/* The role in a certificate's Subject: its one OU, or none. */
+static enum cs_role
+cert_role(X509_NAME *nm)
+{
+	X509_NAME_ENTRY *ent;
+	ASN1_STRING *v;
+	char s[16];
+	int k;
+
+	if ((k = X509_NAME_get_index_by_NID(nm, NID_organizationalUnitName,
+	    -1)) < 0)
+		return CS_ROLE_NONE;
+	if (X509_NAME_get_index_by_NID(nm, NID_organizationalUnitName, k) >= 0)
+		return CS_ROLE_BAD;	/* two roles: which one? neither */
+	ent = X509_NAME_get_entry(nm, k);
+	v = X509_NAME_ENTRY_get_data(ent);
+	if (v == NULL || ASN1_STRING_length(v) <= 0 ||
+	    ASN1_STRING_length(v) >= (int)sizeof(s))
+		return CS_ROLE_BAD;
+	memcpy(s, ASN1_STRING_get0_data(v), (size_t)ASN1_STRING_length(v));
+	s[ASN1_STRING_length(v)] = '\0';
+	return cs_role_parse(s);
+}
+
 static void
 peer_cn(struct xconn *t)
 {
 	X509 *cert = SSL_get1_peer_certificate(t->ssl);
 
 	t->cn[0] = '\0';
+	t->role = CS_ROLE_NONE;
 	if (cert == NULL)
 		return;
 	if (X509_NAME_get_text_by_NID(X509_get_subject_name(cert),
 	    NID_commonName, t->cn, sizeof(t->cn)) < 0)
 		t->cn[0] = '\0';
+	t->role = cert_role(X509_get_subject_name(cert));
 	X509_free(cert);
 }
 
@@ -320,6 +393,12 @@ const char *
 xconn_peer_cn(struct xconn *t)
 {
 	return t->cn;
+}
+
+enum cs_role
+xconn_peer_role(struct xconn *t)
+{
+	return t->role;
 }
 
 void
@@ -470,10 +549,32 @@ xport_peer_name(int fd, char *out, size_t sz)
 	snprintf(out, sz, "%s:%s", h, p);
 }
 
-/* The commands' context, made once per tls_dir. */
+/* The commands' context, made once per tls_dir and certificate. */
 static pthread_mutex_t cli_mu = PTHREAD_MUTEX_INITIALIZER;
 static struct xport_ctx *cli_ctx;
 static char cli_dir[PATH_MAX];
+static char cli_made[PATH_MAX];		/* the certificate of cli_ctx */
+static char cli_cert[PATH_MAX];		/* xport_client_cert_set's */
+
+void
+xport_client_cert_set(const char *name)
+{
+	pthread_mutex_lock(&cli_mu);
+	snprintf(cli_cert, sizeof(cli_cert), "%s", name ? name : "");
+	pthread_mutex_unlock(&cli_mu);
+}
+
+/* The commands' certificate, under cli_mu: --cert, else the
+ * environment's CUTSNAP_CLIENT_CERT, else "client". */
+static const char *
+cli_cert_name(void)
+{
+	const char *v = getenv("CUTSNAP_CLIENT_CERT");
+
+	if (cli_cert[0] != '\0')
+		return cli_cert;
+	return v != NULL && v[0] != '\0' ? v : XPORT_CLIENT_CN;
+}
 
 /* xport_client_open's sessions, one per agent (name and addr), under
  * cli_mu; s NULL: the agent sent no ticket (an older agent), so its
@@ -597,19 +698,23 @@ static struct xport_ctx *
 client_ctx(const struct cfg *c, struct cs_err *e)
 {
 	struct xport_ctx *x = NULL;
+	const char *me;
 
 	pthread_mutex_lock(&cli_mu);
-	if (cli_ctx != NULL && strcmp(cli_dir, c->tls_dir) == 0) {
+	me = cli_cert_name();
+	if (cli_ctx != NULL && strcmp(cli_dir, c->tls_dir) == 0 &&
+	    strcmp(cli_made, me) == 0) {
 		x = cli_ctx;
 		goto out;
 	}
-	if (xport_ctx_new(c, XPORT_CLIENT_CN, &x, e) == -1)
+	if (xport_ctx_new(c, me, &x, e) == -1)
 		goto out;
 	/* One cluster per process; a previous one's is kept, since relay
 	 * threads may still use it. Its sessions are not. */
 	cli_sess_clear();
 	cli_ctx = x;
 	snprintf(cli_dir, sizeof(cli_dir), "%s", c->tls_dir);
+	snprintf(cli_made, sizeof(cli_made), "%s", me);
 out:
 	pthread_mutex_unlock(&cli_mu);
 	return x;
@@ -782,6 +887,11 @@ client_handshake(struct xconn *t, int fd, const char *addr, const char *want,
 	if (strcmp(xconn_peer_cn(t), want) != 0)
 		return cs_errf(e, "refused %s: its certificate is for '%s', "
 		    "not agent %s", addr, xconn_peer_cn(t), want);
+	/* A client's certificate named like the agent is no agent's. */
+	if (xconn_peer_role(t) != CS_ROLE_NONE)
+		return cs_errf(e, "refused %s: its certificate '%s' is a "
+		    "client's (role %s), not agent %s's", addr,
+		    xconn_peer_cn(t), cs_role_name(xconn_peer_role(t)), want);
 	return 0;
 }
 

@@ -14,6 +14,7 @@
 
 #include "config.h"
 #include "err.h"
+#include "role.h"
 
 #define XPORT_CLIENT_CN	"client"
 #define XPORT_HS_TIMEOUT_MS	5000	/* a handshake not done by then is
@@ -37,11 +38,21 @@ enum xp_rc {
 };
 
 /* The TLS context of identity me ("client" or an agent's name): its
- * certificate and key from c->tls_dir, the CA, TLS 1.3 only, the peer's
- * certificate required. -1 with e set (a missing file names it). */
+ * certificate and key from c->tls_dir (me with a '/': me.crt and me.key
+ * there), the CA, TLS 1.3 only, the peer's certificate required. -1
+ * with e set (a missing file names it; so does a key, or a tls_dir,
+ * that group or others may use: mode & 077). */
 int xport_ctx_new(const struct cfg *c, const char *me,
     struct xport_ctx **out, struct cs_err *e);
 void xport_ctx_free(struct xport_ctx *x);
+
+/* Refuse path, a private key or a directory of keys (what names it in
+ * the message: "private key", "tls_dir"), when group or others may use
+ * it (mode & 077), as ssh does: -1 with e naming its mode and the chmod
+ * to run. 0 when it is private or missing (the caller names what is
+ * missing). */
+int xport_check_private(const char *path, const char *what,
+    struct cs_err *e);
 
 /* A TLS connection over the connected socket fd (not owned). */
 struct xconn *xconn_new(struct xport_ctx *x, int fd, int server);
@@ -59,6 +70,9 @@ ssize_t xconn_write(struct xconn *t, const void *buf, size_t n);
 int xconn_pending(struct xconn *t);
 /* The verified peer certificate's CN ("" when none). */
 const char *xconn_peer_cn(struct xconn *t);
+/* The verified peer certificate's role (its OU, role.h): CS_ROLE_NONE
+ * for an agent's certificate (and a role-less "client"). */
+enum cs_role xconn_peer_role(struct xconn *t);
 /* Best-effort close_notify. */
 void xconn_shutdown(struct xconn *t);
 
@@ -73,6 +87,11 @@ int xport_tcp_connect(const char *addr, int nonblock, int *inprog,
 int xport_tcp_listen(const char *addr, struct cs_err *e);
 /* "IP:PORT" of the other end of fd, for log lines. */
 void xport_peer_name(int fd, char *out, size_t sz);
+
+/* The commands' client certificate from now on: NAME (NAME.crt and
+ * NAME.key in tls_dir) or PATH/NAME; NULL or "": the environment's
+ * CUTSNAP_CLIENT_CERT, else "client". */
+void xport_client_cert_set(const char *name);
 
 /* For a command with an event loop of its own: a blocking TCP + TLS
  * connection to agent i of c, as "client", checked to be agent i, in *fd

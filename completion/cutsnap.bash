@@ -99,11 +99,11 @@ _cutsnap()
 	case $cmd in
 	agent) opts="-c --config -n --name -l --log-level --help" ;;
 	start) opts="-c --config -t --timeout -l --log-level --help" ;;
-	stop) opts="-c --config -t --timeout --help" ;;
-	status) opts="-c --config -j --json --help" ;;
-	put | get | del | add | transfer) opts="-c --config --help" ;;
-	channel) opts="-c --config --reverse --overtake --help" ;;
-	deadletter) opts="-c --config -a --all -j --json --help" ;;
+	stop) opts="-c --config -t --timeout --cert --help" ;;
+	status) opts="-c --config -j --json --cert --help" ;;
+	put | get | del | add | transfer) opts="-c --config --cert --help" ;;
+	channel) opts="-c --config --reverse --overtake --cert --help" ;;
+	deadletter) opts="-c --config -a --all -j --json --cert --help" ;;
 	dump) opts="-j --json --help" ;;
 	init) opts="-r --repo -e --encrypt --password-file -C --compression
 	    -j --json --help" ;;
@@ -111,7 +111,7 @@ _cutsnap()
 	    --help" ;;
 	snapshot) opts="-c --config -r --repo --password-file -i --initiator -t --timeout
 	    -k --key -a --recheck-age -m --max-rate --accept-rollback -j --json
-	    -q --quiet -v --verbose --help" ;;
+	    -q --quiet -v --verbose --cert --help" ;;
 	ls) opts="-r --repo -j --json --help" ;;
 	show) opts="-r --repo --password-file -s --sum -j --json --help" ;;
 	verify) opts="-r --repo --password-file --no-password -k --key -j --json -q --quiet
@@ -119,12 +119,12 @@ _cutsnap()
 	restore) opts="-r --repo --password-file -c --config -a --agent -k --key -j --json
 	    -q --quiet -v --verbose --help" ;;
 	load) opts="-c --config -r --repo --password-file --seconds --clients --threads
-	    --snapshot-every --max-amount --initial --no-drain -j --json --help" ;;
+	    --snapshot-every --max-amount --initial --no-drain -j --json --cert --help" ;;
 	forget) opts="-r --repo -l --keep-last -w --keep-within -f --force
 	    -n --dry-run -j --json --help" ;;
 	prune) opts="-r --repo -f --force -n --dry-run -j --json --grace --help" ;;
-	cert) opts="-c --config --days --help" ;;
-	compact) opts="-c --config -j --json -t --timeout --help" ;;
+	cert) opts="-c --config --days --client --role --out --help" ;;
+	compact) opts="-c --config -j --json -t --timeout --cert --help" ;;
 	demo) opts="--keep --help" ;;
 	*) return 0 ;;
 	esac
