@@ -68,7 +68,8 @@ int cmd_help(const char *text);
 
 /* Parse the options of a command whose only options are -c CONF and
  * --help. With in_order, parsing stops at the first argument that is not
- * an option, so later arguments may start with '-' (a negative DELTA).
+ * an option, so later arguments may start with '-' (a negative DELTA);
+ * a "--" among them is skipped as it is in any position elsewhere.
  * Returns -1 to go on with the arguments from optind, otherwise the exit
  * status to return. */
 int cmd_conf_opts(int argc, char **argv, const char *usage, int in_order,
