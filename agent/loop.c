@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "../common/log.h"
+#include "../common/xcert.h"
 #include "../common/xport.h"
 #include "agent.h"
 #include "agent_int.h"
@@ -265,7 +266,8 @@ agent_run(const struct cfg *c, int self, struct cs_err *e)
 
 	/* Its certificate first: without it, nothing to start. */
 	if (tls_needed(c) &&
-	    xport_ctx_new(c, a.name, &a.tls, e) == -1) {
+	    (xport_ctx_new(c, a.name, &a.tls, e) == -1 ||
+	    xcert_check_own(c, a.name, e) == -1)) {
 		rc = -2;
 		goto out;
 	}
