@@ -1,5 +1,7 @@
 # cutsnap - consistent multi-file backups with Chandy-Lamport snapshots.
 # make            build bin/cutsnap (installs missing Debian packages first)
+# make check      the quick tier, before every commit (under two minutes):
+#                 the unit tests and the e2e scripts of CHECK_E2E
 # make test       unit tests (cmocka) and end-to-end tests (TAP, prove)
 # make demo       the bank example, end to end
 # make asan       the whole test suite under AddressSanitizer + UBSan
@@ -42,7 +44,7 @@ LIBA     := $(BUILD)/libcutsnap.a
 
 PREFIX  ?= /usr/local
 
-.PHONY: all deps test test-numbers unit e2e demo asan asan-ci valgrind fuzz fuzz-bins fuzz-run torture clean \
+.PHONY: all deps check test test-numbers unit e2e demo asan asan-ci valgrind fuzz fuzz-bins fuzz-run torture clean \
     bench bench-deps install
 all: $(BIN)
 
@@ -113,6 +115,22 @@ PROVE := prove -j$(TEST_JOBS) --timer -f --exec ''
 e2e: all $(FAULTFS) test-numbers
 	CUTSNAP=$(abspath $(BIN)) FAULTFS=$(abspath $(FAULTFS)) \
 	    $(S3RUN) $(PROVE) $(E2E)
+
+# The quick tier: every unit test and the e2e scripts below, which cover
+# the bank cases, restore, kill -9, dead letters, one history, fencing,
+# encryption, TLS and bad input in about a minute on two cores (no S3
+# server, no fault loop); `make test` runs everything.
+CHECK_E2E := $(addprefix tests/e2e/,t0001-cli-basics.sh t0002-bad-input.sh \
+	t0003-seed-fifo.sh t0004-seed-nonfifo.sh t0005-seed-case2.sh \
+	t0007-restore-twice.sh t0008-damaged-repo.sh t0009-kill9.sh \
+	t0012-security.sh t0013-concurrent-snapshots.sh t0019-config.sh \
+	t0041-authenticated.sh t0101-status.sh t0200-deadletter.sh \
+	t0341-encryption.sh t0360-tls-loopback.sh t0460-restore-fence.sh)
+
+check: all $(UNIT_BIN) $(FAULTFS) test-numbers
+	CMOCKA_MESSAGE_OUTPUT=TAP CUTSNAP=$(abspath $(BIN)) \
+	    FAULTFS=$(abspath $(FAULTFS)) \
+	    $(PROVE) $(UNIT_BIN) $(CHECK_E2E)
 
 # One prove run, so its closing summary counts every test.
 test: all $(UNIT_BIN) $(FAULTFS) test-numbers

@@ -25,6 +25,7 @@
 #include "../common/dlfile.h"
 #include "../common/err.h"
 #include "../common/report.h"
+#include "../common/role.h"
 #include "../common/snapuid.h"
 #include "../common/util.h"
 #include "../common/wire.h"
@@ -93,6 +94,16 @@ struct conn {
 	int rd_want_w;		/* a TLS read waits for writability */
 	int wr_want_r;		/* a TLS write waits for readability */
 	char cn[NAME_MAX_LEN + 8];	/* accepted: the peer's CN */
+	enum cs_role crole;	/* what its certificate may ask (role.h):
+				 * admin on a Unix socket, none for an
+				 * agent's certificate */
+	int denied;		/* a refusal of its role was logged */
+	/* Accepted and not yet authenticated (admit.c): in agent's queue
+	 * of them, oldest first, with the source address it came from. */
+	struct conn *aq_prev, *aq_next;
+	int in_aq;
+	uint8_t src[16];
+	uint8_t srclen;
 	int in_dirty;		/* in agent.dirty */
 	int in_tlsp;		/* in agent.tlsp */
 	/* Large values (bigval.c): a put's value being spooled, whose
@@ -146,6 +157,7 @@ struct outch {
 	int refused;		/* conn is refused (histories differ): idle */
 	int diverged;		/* the last check refused: transfers fail */
 	char why[160];		/* diverged: the reason (chain_check) */
+	int fence_ok;		/* its check accepted in this run (fence.c) */
 };
 
 /* A message that arrived before its turn. */
@@ -162,6 +174,7 @@ struct inch {
 	struct held *ring;	/* HOLD_CAP slots indexed by seq, lazily */
 	size_t nheld;
 	int diverged;		/* the sender refused our history (VERDICT) */
+	int fence_ok;		/* the sender accepted it in this run */
 	/* Delayed ACK: applied as last acknowledged on conn, and when the
 	 * next ACK is due (0: none owed). */
 	uint64_t acked;
@@ -251,6 +264,15 @@ struct agent {
 	size_t nconns;		/* in conns, dead ones included */
 	size_t ndead;		/* closed, not reaped yet */
 	size_t nhs;		/* TLS handshakes under way */
+	/* Admission (admit.c): accepted connections not yet authenticated,
+	 * oldest first, their caps (0: not set yet), the refusals logged
+	 * and not logged in the current window, those queued since the
+	 * last malloc_trim and when that was. */
+	struct conn *aq_old, *aq_new;
+	size_t naq, aq_cap, aq_src_cap, aq_admitted;
+	int64_t aq_trim_ms;
+	int64_t rl_start;
+	unsigned rl_logged, rl_dropped;
 	struct outch *out;	/* n entries, by dst index */
 	struct inch *in;	/* n entries, by src index */
 	struct snap snaps[SNAP_MAX];
@@ -273,6 +295,7 @@ struct agent {
 	struct upload *up;	/* the upload under way, or NULL */
 	int stop;		/* shut down cleanly */
 	int fatal;		/* shut down with an error */
+	long drop_replies;	/* test hook drop-reply (client_req.c) */
 };
 
 /* Append r; any failure is fatal for the agent (logged). 0 / -1. */
@@ -329,6 +352,30 @@ int agent_conn_hs_timeout(struct agent *a, int64_t now);
 /* Read what TLS holds decrypted (epoll cannot see it); 1 if some is
  * still held after that (budget), so the loop must not sleep. */
 int agent_conn_tls_pending(struct agent *a);
+
+/* admit.c: bounds on accepted connections that have not authenticated
+ * (a TLS handshake under way): at most aq_cap of them, and aq_src_cap
+ * from one source address; beyond either the oldest is closed. */
+#define ADMIT_MAX	256	/* pending handshakes, at most */
+#define ADMIT_SRC_MAX	64	/* of them from one address */
+#define ADMIT_LOG_BURST	5	/* refusal lines per window, then counted */
+#define ADMIT_LOG_MS	10000	/* the window */
+/* Queue the accepted c (a TLS handshake follows), closing the oldest
+ * pending ones beyond the caps. */
+void agent_admit(struct agent *a, struct conn *c);
+/* c authenticated or closed: out of the queue. */
+void agent_admit_done(struct agent *a, struct conn *c);
+/* accept failed for want of descriptors: free one by closing the oldest
+ * pending connection; 0 if one was closed, -1 if none is pending. */
+int agent_admit_evict_oldest(struct agent *a, const char *why);
+/* A refused connection's log line, at most ADMIT_LOG_BURST a window;
+ * the rest are counted and the count logged once the window ends. */
+void agent_admit_log(struct agent *a, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+/* The count of lines not logged, once their window ended; ms until it
+ * ends (-1: nothing counted). Then, after a flood, memory back to the
+ * system. */
+int agent_admit_tick(struct agent *a, int64_t now);
 
 /* bigval.c: values of BIGVAL_MIN bytes or more. A frame below it is
  * buffered whole: at most that much per connection, from the heap. */
@@ -395,6 +442,15 @@ void agent_status_reply(struct agent *a, struct conn *c);
 /* A channel of this agent, either way, whose two ends come from different
  * histories: 1 with a one-line description in why, else 0. */
 int agent_diverged(const struct agent *a, char *why, size_t whysz);
+
+/* fence.c: an agent restored alone (its data file's FENCE record). */
+int agent_fenced(const struct agent *a);
+/* 1 with a one-line reason in why while fenced, else 0. */
+int agent_fence_why(const struct agent *a, char *why, size_t whysz);
+/* At start: say the agent is fenced, and why. */
+void agent_fence_start(struct agent *a);
+/* After a channel's check: lift the fence once every channel passed. */
+void agent_fence_check(struct agent *a);
 
 /* dropped.c: 0, or -1 with e set when st holds unacknowledged sends to a
  * peer that c gives agent self no channel to (a channel dropped from the

@@ -110,10 +110,10 @@ agent_spool_begin(struct agent *a, struct conn *c)
 
 	if (c->sp != NULL || avail < WIRE_HDR_LEN + 4 || p[5] != W_REQ_PUT)
 		return 0;
-	/* Only a client's (over TLS: the "client" certificate's, as
-	 * conn_dispatch requires of a first request). */
-	if (c->role != ROLE_CLIENT && (c->role != ROLE_NEW ||
-	    (c->x != NULL && strcmp(c->cn, XPORT_CLIENT_CN) != 0)))
+	/* Only a client's that may put (any other is answered, refused,
+	 * by agent_client_frame once the frame is in). */
+	if ((c->role != ROLE_CLIENT && c->role != ROLE_NEW) ||
+	    !cs_role_may(c->crole, W_REQ_PUT))
 		return 0;
 	plen = (size_t)buf_le32_get(p) - 2;	/* wire_parse checked it */
 	if (plen < BIGVAL_MIN)

@@ -3,7 +3,13 @@
  *
  * Every reply is queued with the log offset it depends on: a write waits
  * for its own record, a read for the log end at the time it was asked
- * (read-your-durable-writes: never show a value that a crash could undo). */
+ * (read-your-durable-writes: never show a value that a crash could undo).
+ *
+ * add, del and transfer may end in a client request id (reqtab.h): the
+ * record that applies the request carries it, and a request whose id the
+ * data file's state remembers is answered with the first outcome,
+ * applying nothing; an id reused for a different request is refused
+ * (BADREQ). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -44,6 +50,69 @@ req_dst(struct agent *a, struct conn *c, const char *dst)
 		return -1;
 	}
 	return d;
+}
+
+/* The optional trailing request id of add, del and transfer into *id
+ * (NULL when absent), its digest (the frame's type and payload before the
+ * id) into *digest. Leaves the reader done, or with err set when what
+ * follows the fields is not an id. */
+static void
+req_id_get(struct rbuf *r, uint8_t type, const uint8_t **id,
+    uint64_t *digest)
+{
+	*id = NULL;
+	*digest = 0;
+	if (r->err || r->off == r->len)
+		return;
+	if (r->len - r->off != REQ_ID_LEN) {
+		r->err = 1;
+		return;
+	}
+	*id = r->p + r->off;
+	*digest = reqtab_digest(type, r->p, r->off);
+	r->off = r->len;
+}
+
+/* The OK reply of an add, del or transfer, body val[0, vlen), once its
+ * record (or, for a retry, the log end) is durable. Test hook:
+ * CUTSNAP_FAULT=drop-reply:N leaves the first N such replies of requests
+ * with an id unsent (the connection stays open), as if lost on the way. */
+static void
+req_reply_ok(struct agent *a, struct conn *c, const uint8_t *id,
+    const void *val, size_t vlen)
+{
+	if (id != NULL && a->drop_replies > 0) {
+		a->drop_replies--;
+		log_info("reply to a request with an ID dropped (test hook)");
+		return;
+	}
+	agent_conn_reply(a, c, REPLY_OK, val, vlen, datalog_need(a->dl));
+}
+
+/* Answer a request whose id was seen: with the first outcome (the same
+ * request), or refuse it (another one). 1 answered, 0 a new id. */
+static int
+req_seen(struct agent *a, struct conn *c, const uint8_t *id,
+    uint64_t digest)
+{
+	const struct reqent *en;
+	char hex[2 * REQ_ID_LEN + 1];
+	size_t i;
+
+	if (id == NULL || (en = reqtab_find(&st(a)->reqs, id)) == NULL)
+		return 0;
+	if (en->digest != digest) {
+		for (i = 0; i < REQ_ID_LEN; i++)
+			snprintf(hex + 2 * i, 3, "%02x", id[i]);
+		agent_conn_replyf(a, c, REPLY_BADREQ, "request ID %s was "
+		    "already used on agent %s for a different request; "
+		    "nothing was done (give each request its own ID)", hex,
+		    a->name);
+		return 1;
+	}
+	log_debug("request answered again from its ID, nothing applied");
+	req_reply_ok(a, c, id, en->val, en->vlen);
+	return 1;
 }
 
 static void
@@ -109,14 +178,18 @@ static void
 req_del(struct agent *a, struct conn *c, struct rbuf *r)
 {
 	struct dl_record rec;
-	const uint8_t *k, *v;
+	const uint8_t *k, *v, *id;
+	uint64_t digest;
 	size_t kl, vl;
 
 	k = rbuf_bytes(r, &kl, WIRE_MAX_KEY);
+	req_id_get(r, W_REQ_DEL, &id, &digest);
 	if (!rbuf_done(r) || kl == 0) {
 		badreq(a, c, "del");
 		return;
 	}
+	if (req_seen(a, c, id, digest))
+		return;
 	if (!kvmap_get(st(a)->kv, k, kl, &v, &vl)) {
 		agent_conn_reply(a, c, REPLY_NOTFOUND, NULL, 0,
 		    datalog_need(a->dl));
@@ -126,9 +199,11 @@ req_del(struct agent *a, struct conn *c, struct rbuf *r)
 	rec.type = DL_DEL;
 	rec.key = k;
 	rec.klen = kl;
+	rec.req_id = id;
+	rec.req_digest = digest;
 	if (agent_append(a, &rec) == -1)
 		return;
-	agent_conn_reply(a, c, REPLY_OK, NULL, 0, datalog_need(a->dl));
+	req_reply_ok(a, c, id, NULL, 0);
 }
 
 static void
@@ -136,17 +211,21 @@ req_add(struct agent *a, struct conn *c, struct rbuf *r)
 {
 	struct dl_record rec;
 	struct cs_err e;
-	const uint8_t *k;
+	const uint8_t *k, *id;
 	char out[24], kp[80];
 	int64_t delta, res;
+	uint64_t digest;
 	size_t kl;
 
 	k = rbuf_bytes(r, &kl, WIRE_MAX_KEY);
 	delta = rbuf_i64(r);
+	req_id_get(r, W_REQ_ADD, &id, &digest);
 	if (!rbuf_done(r) || kl == 0) {
 		badreq(a, c, "add");
 		return;
 	}
+	if (req_seen(a, c, id, digest))
+		return;
 	if (dl_int_add(st(a), k, kl, delta, out, &res, &e) == -1) {
 		cs_printable(k, kl, kp, sizeof(kp),
 		    CS_PRINT_ASCII | CS_PRINT_ELLIPSIS);
@@ -160,9 +239,11 @@ req_add(struct agent *a, struct conn *c, struct rbuf *r)
 	rec.klen = kl;
 	rec.val = (const uint8_t *)out;
 	rec.vlen = strlen(out);
+	rec.req_id = id;
+	rec.req_digest = digest;
 	if (agent_append(a, &rec) == -1)
 		return;
-	agent_conn_reply(a, c, REPLY_OK, out, strlen(out), datalog_need(a->dl));
+	req_reply_ok(a, c, id, out, strlen(out));
 }
 
 /* Debit srckey and emit "add n to dstkey" on self->dst, in one SEND
@@ -170,25 +251,29 @@ req_add(struct agent *a, struct conn *c, struct rbuf *r)
 static void
 req_transfer(struct agent *a, struct conn *c, struct rbuf *r)
 {
-	const uint8_t *sk, *dk;
-	char dst[NAME_MAX_LEN + 1], cur[24], nv[24], kp[80];
+	const uint8_t *sk, *dk, *rid;
+	char dst[NAME_MAX_LEN + 1], cur[24], nv[24], kp[80], why[768];
 	uint8_t id[CHMSG_ID_LEN], chain[DL_CHAIN_LEN];
 	struct dl_record rec;
 	struct wbuf msg;
 	struct cs_err e;
 	int64_t n, have, left;
 	size_t skl, dkl;
-	uint64_t seq;
+	uint64_t seq, digest;
 	int d;
 
 	sk = rbuf_bytes(r, &skl, WIRE_MAX_KEY);
 	rbuf_str(r, dst, sizeof(dst));
 	dk = rbuf_bytes(r, &dkl, WIRE_MAX_KEY);
 	n = rbuf_i64(r);
+	req_id_get(r, W_REQ_TRANSFER, &rid, &digest);
 	if (!rbuf_done(r) || skl == 0 || dkl == 0) {
 		badreq(a, c, "transfer");
 		return;
 	}
+	/* A retry gets the first outcome whatever has changed since. */
+	if (req_seen(a, c, rid, digest))
+		return;
 	if (n <= 0) {
 		agent_conn_replyf(a, c, REPLY_BADREQ,
 		    "transfer amount must be > 0, "
@@ -197,6 +282,11 @@ req_transfer(struct agent *a, struct conn *c, struct rbuf *r)
 	}
 	if ((d = req_dst(a, c, dst)) == -1)
 		return;
+	if (agent_fence_why(a, why, sizeof(why))) {
+		agent_conn_replyf(a, c, REPLY_FAIL, "%s; nothing was "
+		    "transferred", why);
+		return;
+	}
 	if (a->out[d].diverged) {
 		agent_conn_replyf(a, c, REPLY_FAIL,
 		    "channel %s>%s diverged (%s); "
@@ -249,9 +339,11 @@ req_transfer(struct agent *a, struct conn *c, struct rbuf *r)
 	rec.msg = msg.data;
 	rec.msglen = msg.len;
 	rec.chain = chain;
+	rec.req_id = rid;
+	rec.req_digest = digest;
 	if (agent_append_send(a, d, &rec, seq, msg.data, msg.len) == -1)
 		goto out;
-	agent_conn_reply(a, c, REPLY_OK, nv, strlen(nv), datalog_need(a->dl));
+	req_reply_ok(a, c, rid, nv, strlen(nv));
 out:
 	wbuf_free(&msg);
 }
@@ -313,7 +405,10 @@ req_snap(struct agent *a, struct conn *c, uint8_t type, struct rbuf *r)
 	}
 	/* Markers could not cross a diverged channel: refuse at once rather
 	 * than let the snapshot run into its timeout. */
-	if (type == W_SNAP_JOIN && agent_diverged(a, why, sizeof(why)))
+	if (type == W_SNAP_JOIN && agent_fence_why(a, why, sizeof(why)))
+		agent_conn_replyf(a, c, REPLY_FAIL, "%s; no snapshot until "
+		    "the fence is lifted", why);
+	else if (type == W_SNAP_JOIN && agent_diverged(a, why, sizeof(why)))
 		agent_conn_replyf(a, c, REPLY_FAIL,
 		    "%s; no snapshot until both "
 		    "ends share one history", why);
@@ -327,12 +422,38 @@ req_snap(struct agent *a, struct conn *c, uint8_t type, struct rbuf *r)
 		agent_snap_done(a, &id, committed);
 }
 
+/* 1 when c's certificate may make a request of type; else it is
+ * answered REPLY_DENIED, the first refusal of a connection logged. */
+static int
+req_allowed(struct agent *a, struct conn *c, uint8_t type)
+{
+	const char *what = cs_role_req_name(type);
+
+	if (cs_role_may(c->crole, type))
+		return 1;
+	if (!c->denied && c->crole != CS_ROLE_NONE)
+		log_warn("client '%s': role %s may not %s; refused", c->cn,
+		    cs_role_name(c->crole), what);
+	c->denied = 1;
+	if (c->crole == CS_ROLE_NONE)
+		agent_conn_replyf(a, c, REPLY_DENIED, "agent %s: certificate "
+		    "'%s' is an agent's: it may not send client requests",
+		    a->name, c->cn);
+	else
+		agent_conn_replyf(a, c, REPLY_DENIED, "agent %s: role %s may "
+		    "not %s (certificate '%s')", a->name,
+		    cs_role_name(c->crole), what, c->cn);
+	return 0;
+}
+
 void
 agent_client_frame(struct agent *a, struct conn *c, uint8_t type,
     const uint8_t *p, size_t n)
 {
 	struct rbuf r;
 
+	if (!req_allowed(a, c, type))
+		return;
 	rbuf_init(&r, p, n);
 	if (type == W_REQ_PUT || type == W_REQ_DEL || type == W_REQ_ADD ||
 	    type == W_REQ_TRANSFER || type == W_REQ_DEAD_RESOLVE)

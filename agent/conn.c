@@ -159,6 +159,7 @@ agent_conn_new(struct agent *a, int fd, enum conn_role role, int connecting)
 	}
 	c->fd = fd;
 	c->role = role;
+	c->crole = CS_ROLE_ADMIN;	/* a Unix socket's: our own uid */
 	c->peer = -1;
 	c->connecting = connecting;
 	wbuf_init(&c->out);
@@ -200,6 +201,7 @@ agent_conn_close(struct agent *a, struct conn *c, const char *why)
 	a->ndead++;
 	if (c->hs)
 		a->nhs--;
+	agent_admit_done(a, c);
 	/* Detach from whoever points at this connection. */
 	if (c->role == ROLE_PEER_IN)
 		agent_inch_closed(a, c);
@@ -531,19 +533,22 @@ conn_dispatch(struct agent *a, struct conn *c, uint8_t type,
 {
 	switch (c->role) {
 	case ROLE_NEW:
-		/* Over TLS each certificate has one part: "client" sends
-		 * requests, an agent's opens its own channel (agent_inch_hello
-		 * checks the name). */
+		/* Over TLS each certificate has one part: a client's (one
+		 * with a role) sends requests, an agent's opens its own
+		 * channel (agent_inch_hello checks the name). An agent's
+		 * requests are answered, refused, by agent_client_frame. */
 		if (c->x != NULL && (type == W_PEER_HELLO) !=
-		    (strcmp(c->cn, XPORT_CLIENT_CN) != 0)) {
+		    (c->crole == CS_ROLE_NONE)) {
 			char who[64];
 
 			xport_peer_name(c->fd, who, sizeof(who));
 			log_warn("refused %s: certificate '%s' may not %s",
 			    who, c->cn, type == W_PEER_HELLO ?
 			    "open a channel" : "send client requests");
-			agent_conn_close(a, c, NULL);
-			return;
+			if (type == W_PEER_HELLO) {
+				agent_conn_close(a, c, NULL);
+				return;
+			}
 		}
 		if (type == W_PEER_HELLO) {
 			agent_inch_hello(a, c, p, n);
@@ -735,6 +740,7 @@ agent_conn_tls(struct agent *a, struct conn *c, int server)
 		agent_conn_close(a, c, NULL);
 		return -1;
 	}
+	c->crole = CS_ROLE_NONE;	/* until its certificate says */
 	c->hs = 1;
 	a->nhs++;
 	c->hs_want = server ? EPOLLIN : EPOLLOUT;
@@ -745,23 +751,39 @@ agent_conn_tls(struct agent *a, struct conn *c, int server)
 }
 
 /* Whose certificate this may be: on a channel we opened, the agent we
- * meant; on an accepted connection, "client" or any agent of the cluster
- * (which one is checked against its HELLO). */
+ * meant (never a client's, whatever its CN); on an accepted connection,
+ * a client's (with a known role, or the role-less "client", an admin)
+ * or any agent of the cluster (which one is checked against its HELLO).
+ * On an accepted one, *crole is set to what it may ask (role.h). */
 static int
-conn_cn_ok(struct agent *a, struct conn *c, const char *cn, char *why,
-    size_t sz)
+conn_cn_ok(struct agent *a, struct conn *c, const char *cn,
+    enum cs_role role, enum cs_role *crole, char *why, size_t sz)
 {
+	if (role == CS_ROLE_BAD) {
+		snprintf(why, sz, "certificate '%s' has an unknown role (its "
+		    "OU: admin, backup or read-only, once)", cn);
+		return 0;
+	}
 	if (c->role == ROLE_PEER_OUT) {
-		if (strcmp(cn, a->c->agents[c->peer].name) == 0)
+		if (strcmp(cn, a->c->agents[c->peer].name) == 0 &&
+		    role == CS_ROLE_NONE)
 			return 1;
-		snprintf(why, sz, "certificate CN '%s' is not agent %s", cn,
+		snprintf(why, sz, "certificate '%s'%s is not agent %s", cn,
+		    role != CS_ROLE_NONE ? " (a client's)" : "",
 		    a->c->agents[c->peer].name);
 		return 0;
 	}
-	if (strcmp(cn, XPORT_CLIENT_CN) == 0 || cfg_find(a->c, cn) != -1)
+	*crole = role;
+	if (role != CS_ROLE_NONE)
+		return 1;
+	if (strcmp(cn, XPORT_CLIENT_CN) == 0) {
+		*crole = CS_ROLE_ADMIN;	/* made before roles */
+		return 1;
+	}
+	if (cfg_find(a->c, cn) != -1)
 		return 1;
 	snprintf(why, sz, "certificate CN '%s' is neither an agent of this "
-	    "cluster nor '%s'", cn, XPORT_CLIENT_CN);
+	    "cluster nor a client's", cn);
 	return 0;
 }
 
@@ -777,10 +799,11 @@ conn_handshake(struct agent *a, struct conn *c)
 		conn_set_events(a, c);
 		return;
 	}
-	if (r == XP_OK && conn_cn_ok(a, c, xconn_peer_cn(c->x), why,
-	    sizeof(why))) {
+	if (r == XP_OK && conn_cn_ok(a, c, xconn_peer_cn(c->x),
+	    xconn_peer_role(c->x), &c->crole, why, sizeof(why))) {
 		c->hs = 0;
 		a->nhs--;
+		agent_admit_done(a, c);
 		snprintf(c->cn, sizeof(c->cn), "%s", xconn_peer_cn(c->x));
 		if (c->role == ROLE_PEER_OUT)
 			agent_outch_connected(a, c);
@@ -792,7 +815,8 @@ conn_handshake(struct agent *a, struct conn *c)
 		log_warn("%s: refused %s: %s", role_name(a, c, nm, sizeof(nm)),
 		    who, why);
 	else
-		log_warn("refused a connection from %s: %s", who, why);
+		agent_admit_log(a, "refused a connection from %s: %s", who,
+		    why);
 	agent_conn_close(a, c, NULL);
 }
 
@@ -817,8 +841,8 @@ agent_conn_hs_timeout(struct agent *a, int64_t now)
 		}
 		if (c->hs_deadline <= now) {
 			xport_peer_name(c->fd, who, sizeof(who));
-			log_warn("refused a connection from %s: no TLS "
-			    "handshake within %d ms", who,
+			agent_admit_log(a, "refused a connection from %s: no "
+			    "TLS handshake within %d ms", who,
 			    XPORT_HS_TIMEOUT_MS);
 			agent_conn_close(a, c, NULL);
 			continue;

@@ -104,7 +104,7 @@ retry(struct agent *a, struct conn *c, const struct dl_dead *d)
 static void
 refund(struct agent *a, struct conn *c, const struct dl_dead *d)
 {
-	char src[NAME_MAX_LEN + 1];
+	char src[NAME_MAX_LEN + 1], why[768];
 	uint8_t id[CHMSG_ID_LEN], chain[DL_CHAIN_LEN];
 	struct dl_record rec;
 	struct wbuf msg, body;
@@ -118,6 +118,12 @@ refund(struct agent *a, struct conn *c, const struct dl_dead *d)
 		    "seq %llu: there is no channel %s->%s back to the sender; "
 		    "retry it instead", d->peer, a->name,
 		    (unsigned long long)d->seq, a->name, d->peer);
+		return;
+	}
+	if (agent_fence_why(a, why, sizeof(why))) {
+		agent_conn_replyf(a, c, REPLY_FAIL, "cannot refund dead "
+		    "letter %s->%s seq %llu: %s", d->peer, a->name,
+		    (unsigned long long)d->seq, why);
 		return;
 	}
 	if (a->out[s].diverged) {

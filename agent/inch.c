@@ -270,6 +270,8 @@ inch_verdict(struct agent *a, struct conn *c, const uint8_t *p, size_t n)
 		log_info("channel %s>%s: both ends share one history again",
 		    sname(a, c->peer), a->name);
 	ic->diverged = !ok;
+	ic->fence_ok = ok;
+	agent_fence_check(a);
 }
 
 void
@@ -301,7 +303,12 @@ agent_inch_frame(struct agent *a, struct conn *c, uint8_t type,
 		agent_conn_close(a, c, NULL);
 		return;
 	}
-	if (type == W_PEER_MSG)
+	/* Fenced (fence.c): unapplied and unacknowledged, so the sender
+	 * keeps them and resends once the fence is lifted. */
+	if (agent_fenced(a))
+		log_debug("channel %s>%s: fenced; frame type %u ignored",
+		    sname(a, c->peer), a->name, type);
+	else if (type == W_PEER_MSG)
 		inch_msg(a, c, x, body, blen);
 	else
 		agent_snap_marker(a, c->peer, &id, y);

@@ -174,18 +174,25 @@ agent_listen_close(struct agent *a)
 	a->bound = 0;
 }
 
-static void
+/* Out of descriptors: 1 if one was freed by closing the oldest
+ * connection that has not authenticated (accept again), else 0 (the
+ * next connection was accepted with the reserve descriptor and closed,
+ * so that the listener does not stay readable for nothing). */
+static int
 accept_emfile(struct agent *a)
 {
 	int fd;
 
+	if (agent_admit_evict_oldest(a, "out of file descriptors") == 0)
+		return 1;
 	if (a->spare == -1)
-		return;
+		return 0;
 	close(a->spare);
 	if ((fd = accept(a->lfd, NULL, NULL)) != -1)
 		close(fd);
 	a->spare = open("/dev/null", O_RDONLY | O_CLOEXEC);
-	log_warn("out of file descriptors: refused a connection");
+	agent_admit_log(a, "out of file descriptors: refused a connection");
+	return 0;
 }
 
 void
@@ -201,9 +208,10 @@ agent_listen_accept(struct agent *a)
 		if (fd == -1) {
 			if (errno == EINTR || errno == ECONNABORTED)
 				continue;
-			if (errno == EMFILE || errno == ENFILE)
-				accept_emfile(a);
-			else if (errno != EAGAIN && errno != EWOULDBLOCK)
+			if (errno == EMFILE || errno == ENFILE) {
+				if (accept_emfile(a))
+					continue;
+			} else if (errno != EAGAIN && errno != EWOULDBLOCK)
 				log_warn("accept: %s", strerror(errno));
 			return;
 		}
@@ -213,8 +221,10 @@ agent_listen_accept(struct agent *a)
 			 * leave at once, as they do on a Unix socket. */
 			(void)setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one,
 			    sizeof(one));
-			if ((c = agent_conn_new(a, fd, ROLE_NEW, 0)) != NULL)
-				(void)agent_conn_tls(a, c, 1);
+			if ((c = agent_conn_new(a, fd, ROLE_NEW, 0)) == NULL)
+				continue;
+			agent_admit(a, c);
+			(void)agent_conn_tls(a, c, 1);
 			continue;
 		}
 		memset(&cred, 0, sizeof(cred));

@@ -189,6 +189,9 @@ run_loop(struct agent *a)
 		k = agent_inch_timeout(a, now);
 		if (k >= 0 && (timeout < 0 || k < timeout))
 			timeout = k;
+		k = agent_admit_tick(a, now);
+		if (k >= 0 && (timeout < 0 || k < timeout))
+			timeout = k;
 		if (tls_more)
 			timeout = 0;
 		k = epoll_wait(a->ep, evs, MAX_EVENTS, timeout);
@@ -302,6 +305,8 @@ agent_run(const struct cfg *c, int self, struct cs_err *e)
 	masked = 1;
 	if (ep_add(&a, a.sfd, &a.sfd, e) == -1)
 		goto out;
+	/* Test hook drop-reply:N (a count, read as cs_fault_ms reads). */
+	a.drop_replies = cs_fault_ms("drop-reply", 1000000);
 	if (agent_inch_init(&a) == -1) {
 		cs_errf(e, "out of memory");
 		goto out;
@@ -316,6 +321,7 @@ agent_run(const struct cfg *c, int self, struct cs_err *e)
 	    c->agents[self].addr : c->agents[self].sock, a.tcp ?
 	    " (TCP, mutual TLS 1.3)" : "");
 	agent_compact_init(&a);
+	agent_fence_start(&a);
 
 	run_loop(&a);
 	rc = a.fatal ? -1 : 0;

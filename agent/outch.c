@@ -606,6 +606,7 @@ outch_check(struct agent *a, struct conn *c, uint64_t k,
 			    dname(a, c->peer), why);
 		o->diverged = 1;
 		o->refused = 1;
+		o->fence_ok = 0;
 		snprintf(o->why, sizeof(o->why), "%s", why);
 		agent_conn_flush(a, c);
 		return -1;
@@ -617,6 +618,8 @@ outch_check(struct agent *a, struct conn *c, uint64_t k,
 		log_info("channel %s>%s: %s", a->name, dname(a, c->peer), why);
 	o->diverged = 0;
 	o->why[0] = '\0';
+	o->fence_ok = 1;
+	agent_fence_check(a);
 	return 0;
 }
 
@@ -742,7 +745,8 @@ agent_outch_pump(struct agent *a, int d)
 	struct qent *q;
 	struct wbuf w;
 
-	if (o->conn == NULL || o->conn->dead || !o->up || o->held)
+	if (o->conn == NULL || o->conn->dead || !o->up || o->held ||
+	    agent_fenced(a))
 		return;
 	outch_fill(a, d, 0);
 	wbuf_init(&w);

@@ -27,6 +27,7 @@ collect(struct agent *a, struct agstat *st)
 	st->syncs = datalog_syncs(a->dl);
 	st->writes = a->writes;
 	st->dead = s->nopen;
+	st->fenced = s->fenced ? (s->fence_snap ? s->fence_snap : 1) : 0;
 	st->live = dl_live_size(s);
 	st->gen = s->gen;
 	st->compacted_at = s->gen_time;
@@ -70,6 +71,7 @@ collect(struct agent *a, struct agstat *st)
 			c->up = a->out[d].up;
 			c->held = a->out[d].held;
 			c->diverged = a->out[d].diverged;
+			c->checked = a->out[d].fence_ok;
 		}
 		if (a->in[d].configured) {
 			struct agstat_ch *c = &st->in[st->nin++];
@@ -79,6 +81,7 @@ collect(struct agent *a, struct agstat *st)
 			c->queued = a->in[d].nheld;
 			c->up = a->in[d].conn != NULL;
 			c->diverged = a->in[d].diverged;
+			c->checked = a->in[d].fence_ok;
 		}
 	}
 	return 0;

@@ -30,24 +30,39 @@
 
 static const char usage_text[] =
     "usage: cutsnap cert -c CONF [--days N]\n"
+    "       cutsnap cert -c CONF --client NAME --role ROLE [--out DIR]\n"
+    "                    [--days N]\n"
     "\n"
     "Create the cluster's TLS files in the tls_dir of CONF's [cluster]\n"
     "section, only those that are missing: the CA (ca.crt, ca.key), each\n"
     "agent's NAME.crt and NAME.key (CN = the agent's name, a SAN with the\n"
-    "host of its addr) and client.crt/client.key for the commands. Keys\n"
-    "are EC P-256, mode 0600. Running it again creates nothing; it says\n"
-    "what it created. Copy ca.crt, NAME.crt/NAME.key and client.crt/\n"
-    "client.key to each host; ca.key stays where certificates are made.\n"
+    "host of its addr) and client.crt/client.key, the commands' admin\n"
+    "certificate. Keys are EC P-256, mode 0600, tls_dir mode 0700.\n"
+    "Running it again creates nothing; it says what it created. Copy\n"
+    "ca.crt, NAME.crt/NAME.key and client.crt/client.key to each host;\n"
+    "ca.key stays where certificates are made.\n"
+    "\n"
+    "With --client, issue one client certificate instead, NAME.crt and\n"
+    "NAME.key in DIR (default tls_dir), signed by the CA, its role in the\n"
+    "Subject's OU: admin (every request), backup (snapshot, status and\n"
+    "reads) or read-only (status and reads). Commands present it with\n"
+    "--cert NAME (or DIR/NAME) or CUTSNAP_CLIENT_CERT.\n"
     "\n"
     "  -c, --config CONF   the cluster config file (with tls_dir)\n"
     "      --days N        validity of new certificates (default 3650)\n"
+    "      --client NAME   issue the client certificate NAME\n"
+    "      --role ROLE     its role: admin, backup or read-only\n"
+    "      --out DIR       where to write it (default: tls_dir)\n"
     "\n"
-    "Exit status: 0 done, 1 a file could not be read or written, 2 bad\n"
-    "usage or bad config (no tls_dir).\n";
+    "Exit status: 0 done, 1 a file could not be read or written, or is\n"
+    "open to group or others, 2 bad usage or bad config (no tls_dir).\n";
 
 static const struct option opts[] = {
 	{ "config", required_argument, NULL, 'c' },
 	{ "days", required_argument, NULL, 'd' },
+	{ "client", required_argument, NULL, 'C' },
+	{ "role", required_argument, NULL, 'R' },
+	{ "out", required_argument, NULL, 'o' },
 	{ "help", no_argument, NULL, 'h' },
 	{ NULL, 0, NULL, 0 },
 };
@@ -154,10 +169,13 @@ add_ext(X509 *crt, X509 *issuer, int nid, const char *value)
 
 /* A certificate for key with CN cn, signed by ca_key (self-signed when
  * ca is NULL: the CA), valid for days (negative: already expired, for
- * tests). san: the subjectAltName value, or NULL. */
+ * tests). san: the subjectAltName value, or NULL. role: a client's role
+ * (role.h), its OU; such a certificate may only authenticate a client
+ * (extendedKeyUsage clientAuth): it can never serve as an agent. NULL:
+ * an agent's or the CA. */
 static X509 *
-make_cert(EVP_PKEY *key, const char *cn, X509 *ca, EVP_PKEY *ca_key,
-    long days, const char *san, struct cs_err *e)
+make_cert(EVP_PKEY *key, const char *cn, const char *role, X509 *ca,
+    EVP_PKEY *ca_key, long days, const char *san, struct cs_err *e)
 {
 	X509 *crt = X509_new();
 	X509_NAME *nm = X509_NAME_new();
@@ -171,6 +189,10 @@ make_cert(EVP_PKEY *key, const char *cn, X509 *ca, EVP_PKEY *ca_key,
 	    BN_rand(bn, 127, BN_RAND_TOP_ANY, BN_RAND_BOTTOM_ANY) != 1 ||
 	    (serial = BN_to_ASN1_INTEGER(bn, NULL)) == NULL ||
 	    X509_set_serialNumber(crt, serial) != 1)
+		goto out;
+	if (role != NULL && X509_NAME_add_entry_by_NID(nm,
+	    NID_organizationalUnitName, MBSTRING_UTF8,
+	    (const unsigned char *)role, -1, -1, 0) != 1)
 		goto out;
 	if (X509_NAME_add_entry_by_NID(nm, NID_commonName, MBSTRING_UTF8,
 	    (const unsigned char *)cn, -1, -1, 0) != 1 ||
@@ -195,8 +217,8 @@ make_cert(EVP_PKEY *key, const char *cn, X509 *ca, EVP_PKEY *ca_key,
 		    "critical,CA:FALSE") == -1 ||
 		    add_ext(crt, ca, NID_key_usage,
 		    "critical,digitalSignature") == -1 ||
-		    add_ext(crt, ca, NID_ext_key_usage,
-		    "serverAuth,clientAuth") == -1 ||
+		    add_ext(crt, ca, NID_ext_key_usage, role != NULL ?
+		    "clientAuth" : "serverAuth,clientAuth") == -1 ||
 		    add_ext(crt, ca, NID_authority_key_identifier,
 		    "keyid:always") == -1 ||
 		    (san != NULL && add_ext(crt, ca, NID_subject_alt_name,
@@ -260,8 +282,8 @@ cert_days(long days)
 /* Create NAME.key and NAME.crt unless both exist. *made set to 1 when
  * created. */
 static int
-leaf(const char *dir, const char *name, const char *san, X509 *ca,
-    EVP_PKEY *ca_key, long days, int *made, struct cs_err *e)
+leaf(const char *dir, const char *name, const char *role, const char *san,
+    X509 *ca, EVP_PKEY *ca_key, long days, int *made, struct cs_err *e)
 {
 	char kp[PATH_MAX], cp[PATH_MAX];
 	EVP_PKEY *key = NULL;
@@ -285,7 +307,8 @@ leaf(const char *dir, const char *name, const char *san, X509 *ca,
 		ossl_fail(e, "EC key");
 		goto out;
 	}
-	if ((crt = make_cert(key, name, ca, ca_key, days, san, e)) == NULL)
+	if ((crt = make_cert(key, name, role, ca, ca_key, days, san, e)) ==
+	    NULL)
 		goto out;
 	/* The key first: a certificate is never there without its key. */
 	if (write_pem(kp, key, NULL, e) == -1 ||
@@ -299,6 +322,70 @@ out:
 	return rc;
 }
 
+/* Make dir (mode 0700) unless it is there; refuse it, as every agent
+ * and command would, when group or others may use it. what names it. */
+static int
+private_dir(const char *dir, const char *what, struct cs_err *e)
+{
+	if (fs_mkdir_p(dir, 0700, e) == -1)
+		return -1;
+	return xport_check_private(dir, what, e);
+}
+
+/* The CA of tls_dir dir, its key checked to be private first. */
+static int
+load_ca(const char *dir, X509 **ca, EVP_PKEY **ca_key, struct cs_err *e)
+{
+	char kp[PATH_MAX], cp[PATH_MAX];
+
+	if (path_in(dir, "ca", "key", kp, sizeof(kp), e) == -1 ||
+	    path_in(dir, "ca", "crt", cp, sizeof(cp), e) == -1 ||
+	    xport_check_private(kp, "private key", e) == -1)
+		return -1;
+	if (read_pem(cp, NULL, ca, e) == -1 ||
+	    read_pem(kp, ca_key, NULL, e) == -1)
+		return -1;
+	return 0;
+}
+
+/* --client: NAME.crt and NAME.key of role in out (tls_dir when NULL). */
+static int
+issue_client(const struct cfg *c, const char *name, const char *role,
+    const char *out, long days, struct cs_err *e)
+{
+	const char *dir = out != NULL ? out : c->tls_dir;
+	char kp[PATH_MAX], cp[PATH_MAX], san[NAME_MAX_LEN + 8];
+	EVP_PKEY *ca_key = NULL;
+	X509 *ca = NULL;
+	int made, rc = -1;
+
+	if (xport_check_private(c->tls_dir, "tls_dir", e) == -1 ||
+	    private_dir(dir, out != NULL ? "directory" : "tls_dir", e) == -1)
+		goto out;
+	if (path_in(dir, name, "key", kp, sizeof(kp), e) == -1 ||
+	    path_in(dir, name, "crt", cp, sizeof(cp), e) == -1)
+		goto out;
+	if (exists(kp) || exists(cp)) {
+		cs_errf(e, "%s exists; remove %s and %s to issue it anew",
+		    exists(cp) ? cp : kp, cp, kp);
+		goto out;
+	}
+	if (load_ca(c->tls_dir, &ca, &ca_key, e) == -1) {
+		cs_errctx(e, "the CA is needed to create %s (run cutsnap "
+		    "cert -c %s first)", cp, c->path);
+		goto out;
+	}
+	snprintf(san, sizeof(san), "DNS:%s", name);
+	if (leaf(dir, name, role, san, ca, ca_key, days, &made, e) == -1)
+		goto out;
+	printf("created %s and %s (role %s)\n", cp, kp, role);
+	rc = 0;
+out:
+	X509_free(ca);
+	EVP_PKEY_free(ca_key);
+	return rc;
+}
+
 static int
 run(const struct cfg *c, long days, struct cs_err *e)
 {
@@ -308,7 +395,7 @@ run(const struct cfg *c, long days, struct cs_err *e)
 	X509 *ca = NULL;
 	int i, made, n = 0, rc = -1;
 
-	if (fs_mkdir_p(dir, 0700, e) == -1)
+	if (private_dir(dir, "tls_dir", e) == -1)
 		goto out;
 	if (path_in(dir, "ca", "key", kp, sizeof(kp), e) == -1 ||
 	    path_in(dir, "ca", "crt", cp, sizeof(cp), e) == -1)
@@ -318,7 +405,7 @@ run(const struct cfg *c, long days, struct cs_err *e)
 			ossl_fail(e, "EC key");
 			goto out;
 		}
-		if ((ca = make_cert(ca_key, "cutsnap CA", NULL, NULL,
+		if ((ca = make_cert(ca_key, "cutsnap CA", NULL, NULL, NULL,
 		    days > 0 ? days : CERT_DAYS_DEFAULT, NULL, e)) == NULL ||
 		    write_pem(kp, ca_key, NULL, e) == -1 ||
 		    write_pem(cp, NULL, ca, e) == -1)
@@ -336,8 +423,7 @@ run(const struct cfg *c, long days, struct cs_err *e)
 		if (exists(p1) && exists(p2))
 			continue;
 		/* Something to sign: the CA's key is needed. */
-		if (ca == NULL && (read_pem(cp, NULL, &ca, e) == -1 ||
-		    read_pem(kp, &ca_key, NULL, e) == -1)) {
+		if (ca == NULL && load_ca(dir, &ca, &ca_key, e) == -1) {
 			cs_errctx(e, "the CA is needed to create %s", p2);
 			goto out;
 		}
@@ -345,7 +431,8 @@ run(const struct cfg *c, long days, struct cs_err *e)
 			agent_san(c, i, san, sizeof(san));
 		else
 			snprintf(san, sizeof(san), "DNS:%s", XPORT_CLIENT_CN);
-		if (leaf(dir, name, san, ca, ca_key, days, &made, e) == -1)
+		if (leaf(dir, name, i < 0 ? "admin" : NULL, san, ca, ca_key,
+		    days, &made, e) == -1)
 			goto out;
 		if (made) {
 			printf("created %s and %s\n", p2, p1);
@@ -361,10 +448,31 @@ out:
 	return rc;
 }
 
+/* --client, --role and --out go together; EXIT_OK or EXIT_USAGE. */
+static int
+client_args(const char *client, const char *role, const char *out)
+{
+	if (client == NULL && (role != NULL || out != NULL))
+		return cmd_usage_error("%s needs --client NAME",
+		    role != NULL ? "--role" : "--out");
+	if (client == NULL)
+		return EXIT_OK;
+	if (!cfg_valid_name(client) || strcmp(client, "ca") == 0)
+		return cmd_usage_error("bad client name '%s' (letters, "
+		    "digits, '_', '-' and '.'; not 'ca')", client);
+	if (role == NULL)
+		return cmd_usage_error("--client needs --role admin, backup "
+		    "or read-only");
+	if (cs_role_parse(role) == CS_ROLE_BAD)
+		return cmd_usage_error("unknown role '%s' (admin, backup or "
+		    "read-only)", role);
+	return EXIT_OK;
+}
+
 int
 cmd_cert(int argc, char **argv)
 {
-	const char *conf = NULL;
+	const char *conf = NULL, *client = NULL, *role = NULL, *out = NULL;
 	uint64_t days = CERT_DAYS_DEFAULT;
 	struct cfg *c = NULL;
 	struct cs_err e;
@@ -382,6 +490,15 @@ cmd_cert(int argc, char **argv)
 			    == -1)
 				return EXIT_USAGE;
 			break;
+		case 'C':
+			client = optarg;
+			break;
+		case 'R':
+			role = optarg;
+			break;
+		case 'o':
+			out = optarg;
+			break;
 		case 'h':
 			return cmd_help(usage_text);
 		default:
@@ -391,12 +508,20 @@ cmd_cert(int argc, char **argv)
 	if (optind < argc)
 		return cmd_usage_error("unexpected argument '%s'",
 		    argv[optind]);
+	if ((rc = client_args(client, role, out)) != 0)
+		return rc;
 	if ((rc = cmd_load_config(conf, &c)) != 0)
 		return rc;
 	if (c->tls_dir[0] == '\0')
 		rc = cmd_fail(EXIT_USAGE, "%s has no tls_dir under [cluster]; "
 		    "add one (tls_dir = tls)", c->path);
-	else if (run(c, cert_days((long)days), &e) == -1)
+	else if (client != NULL && cfg_find(c, client) != -1)
+		rc = cmd_usage_error("--client %s is an agent's name: a "
+		    "client's certificate needs a name of its own", client);
+	else if (client != NULL && issue_client(c, client, role, out,
+	    cert_days((long)days), &e) == -1)
+		rc = cmd_fail(EXIT_FAILED, "%s", e.msg);
+	else if (client == NULL && run(c, cert_days((long)days), &e) == -1)
 		rc = cmd_fail(EXIT_FAILED, "%s", e.msg);
 	cfg_free(c);
 	return rc;

@@ -10,6 +10,7 @@
 #include "../common/config.h"
 #include "../common/err.h"
 #include "../common/json.h"
+#include "../common/reqtab.h"
 #include "../common/util.h"
 
 struct store;
@@ -19,6 +20,8 @@ struct snap_info;
 #define EXIT_OK 0
 #define EXIT_FAILED 1	/* the operation or the check failed */
 #define EXIT_USAGE 2	/* bad usage, bad config or unreadable input */
+#define EXIT_UNKNOWN 4	/* add, transfer: the reply was lost, the
+			 * outcome is unknown (retry with its ID) */
 
 /* Default wait for an agent's reply to a client request. */
 #define CMD_REQ_TIMEOUT_MS 30000
@@ -66,6 +69,10 @@ int cmd_bad_option(char **argv, int ch);
 /* Print usage text on stdout; returns EXIT_OK (for --help). */
 int cmd_help(const char *text);
 
+/* After getopt_long in order ("+"), whose options end at the first
+ * operand: the first "--" after optind is moved before the operands and
+ * stepped over (optind), unless getopt already stopped at one. */
+void cmd_skip_late_dashes(int argc, char **argv);
 /* Parse the options of a command whose only options are -c CONF and
  * --help. With in_order, parsing stops at the first argument that is not
  * an option, so later arguments may start with '-' (a negative DELTA);
@@ -119,7 +126,35 @@ int cmd_call(const struct cfg *c, int i, uint8_t type, const struct wbuf *req,
  * (or REPLY_NOTFOUND with notfound_ok), otherwise the exit status to use. */
 int cmd_request(const struct cfg *c, int i, uint8_t type,
     const struct wbuf *req, struct cmd_reply *r, int notfound_ok);
-/* The body of get and del: parse "-c CONF AGENT KEY", send one request
+/* cmd_request's second half: the exit status of agent i's reply r,
+ * printing the error line when it is not OK. */
+int cmd_reply_status(const struct cfg *c, int i, const struct cmd_reply *r,
+    int notfound_ok);
+
+/* reqid.c: add, del and transfer, whose requests carry a client request
+ * id. The options: -c CONF, -t/--timeout SEC (the whole wait, retries
+ * included; default CMD_REQ_TIMEOUT_MS), --request-id HEX (32 hex
+ * digits; otherwise a random one), --help; with in_order, parsing stops
+ * at the first argument that is not an option. -1 to go on from optind,
+ * otherwise the exit status to return. */
+struct cmd_req_opts {
+	const char *conf;
+	int timeout_ms;
+	uint8_t id[REQ_ID_LEN];
+};
+int cmd_req_opts(int argc, char **argv, const char *usage, int in_order,
+    struct cmd_req_opts *o);
+/* Send request type (its fields in req, the id is appended) to agent i
+ * and wait for the reply; when it is lost (the connection broke or the
+ * wait ran out after the request went out), send it again with the same
+ * id until o->timeout_ms has passed: the agent applies it once. The
+ * exit status: that of the reply (cmd_reply_status, with notfound_ok),
+ * EXIT_FAILED when nothing could be sent, EXIT_UNKNOWN when no reply came ("outcome
+ * unknown: request ID ... may or may not have been applied"). */
+int cmd_request_id(const struct cfg *c, int i, uint8_t type,
+    struct wbuf *req, const struct cmd_req_opts *o, int notfound_ok,
+    struct cmd_reply *r);
+/* The body of get: parse "-c CONF AGENT KEY", send one request
  * of type carrying KEY, and fail with "key 'K' not found on A" (exit 1)
  * when it is absent. Returns an exit status; on EXIT_OK *r holds the
  * reply. The caller frees *r with cmd_reply_free in every case. */

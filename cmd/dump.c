@@ -1,6 +1,7 @@
 /* dump.c - "cutsnap dump": print an agent data file's keys and watermarks,
  * offline. */
 #include <getopt.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,8 +22,10 @@ static const char usage_text[] =
     "the channel watermarks: \"#sent<TAB>DST<TAB>SEQ\",\n"
     "\"#applied<TAB>SRC<TAB>SEQ\" and \"#acked<TAB>DST<TAB>SEQ\", then a line\n"
     "per dead letter, open or resolved: \"#dead<TAB>SRC<TAB>SEQ<TAB>KEY<TAB>\n"
-    "AMOUNT<TAB>REASON<TAB>STATE\" (STATE: open, retried or refunded). A\n"
-    "torn tail left by a crash is ignored, with a note on stderr.\n"
+    "AMOUNT<TAB>REASON<TAB>STATE\" (STATE: open, retried or refunded),\n"
+    "then \"#fenced<TAB>SNAPSHOT\" for a file restored alone whose agent\n"
+    "has not yet checked every channel with its peers. A torn tail left\n"
+    "by a crash is ignored, with a note on stderr.\n"
     "\n"
     "Keys and values are escaped so that each is one field of one line:\n"
     "backslash as \\\\, tab \\t, newline \\n, carriage return \\r, other\n"
@@ -33,7 +36,8 @@ static const char usage_text[] =
     "  -j, --json   {\"keys\":{...},\"sent\":{...},\"applied\":{...},\n"
     "               \"acked\":{...},\"dead_letters\":[{\"src\":S,\"seq\":N,\n"
     "               \"key\":K,\"amount\":N,\"reason\":R,\"from\":K|null,\n"
-    "               \"state\":S},...]}; bytes outside printable ASCII are\n"
+    "               \"state\":S},...],\"fenced\":SNAPSHOT|null}; bytes\n"
+    "               outside printable ASCII are\n"
     "               written as \\u00XX\n"
     "\n"
     "Exit status: 0 success, 2 bad usage or a missing, unreadable or\n"
@@ -209,8 +213,15 @@ cmd_dump(int argc, char **argv)
 	print_wms(&st.applied, "applied", json ? &j : NULL);
 	print_wms(&st.acked, "acked", json ? &j : NULL);
 	print_dead(&st, json ? &j : NULL);
-	if (json)
+	if (json) {
+		json_key(&j, "fenced");
+		if (st.fenced)
+			json_uint(&j, st.fence_snap);
+		else
+			json_null(&j);
 		json_obj_end(&j);
+	} else if (st.fenced)
+		printf("#fenced\t%" PRIu64 "\n", st.fence_snap);
 	rc = EXIT_OK;
 	if ((json && json_end(&j) == -1) || fflush(stdout) == EOF ||
 	    ferror(stdout))

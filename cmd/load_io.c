@@ -198,8 +198,8 @@ conn_open(struct load_worker *w, int ci, int a, int quiet)
 	/* Over TLS this thread drives the connection itself: a relay thread
 	 * per connection costs two more wake-ups per request. */
 	if (ag->addr[0] != '\0' ?
-	    xport_client_open(w->o->c, a, &fd, &x, &e) == -1 :
-	    (fd = client_connect_agent(w->o->c, a, &e)) == -1)
+	    xport_client_open(w->o->c, a, -1, &fd, &x, &e) == -1 :
+	    (fd = client_connect_agent(w->o->c, a, -1, &e)) == -1)
 		goto fail;
 	cl->conns[a].gen++;
 	memset(&ev, 0, sizeof(ev));

@@ -3,9 +3,11 @@
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "../common/cryptomem.h"
 #include "../common/wire.h"
+#include "../common/xport.h"
 #include "../store/store.h"
 #include "cmd.h"
 
@@ -82,6 +84,38 @@ finish(int rc)
 	return rc;
 }
 
+/* SIGTERM, SIGINT: a command ends at once, saying so in one line, with
+ * 128 + the signal as its status (what a shell reports for a process
+ * killed by it). Those that must clean up first (snapshot, load, demo)
+ * install handlers of their own; an agent blocks both. */
+static void
+on_stop(int sig)
+{
+	static const char pre[] = "cutsnap: ";
+	const char *what = sig == SIGINT ? ": interrupted (SIGINT)\n" :
+	    ": interrupted (SIGTERM)\n";
+
+	(void)!write(STDERR_FILENO, pre, sizeof(pre) - 1);
+	(void)!write(STDERR_FILENO, cmd_name, strlen(cmd_name));
+	(void)!write(STDERR_FILENO, what, strlen(what));
+	_exit(128 + sig);
+}
+
+/* Catch sig with on_stop, unless it is ignored (a shell starts a
+ * background job with SIGINT ignored: keep it so). */
+static void
+catch_stop(int sig)
+{
+	struct sigaction sa, old;
+
+	if (sigaction(sig, NULL, &old) == -1 || old.sa_handler == SIG_IGN)
+		return;
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_stop;
+	sigemptyset(&sa.sa_mask);
+	(void)sigaction(sig, &sa, NULL);
+}
+
 /* The commands that read an encrypted repository's contents: they take
  * --password-file FILE and ask for the password when it is encrypted. */
 static int
@@ -94,6 +128,48 @@ reads_repo(const char *name)
 	for (i = 0; i < sizeof(names) / sizeof(names[0]); i++)
 		if (strcmp(name, names[i]) == 0)
 			return 1;
+	return 0;
+}
+
+/* 1 when argv[i] is the value of the option before it ("-c CONF"): any
+ * word after a "-x" or "--xx" without '=' counts, which is lenient only
+ * for flags. */
+static int
+opt_value(char **argv, int i)
+{
+	const char *p = argv[i - 1];
+
+	return i > 1 && p[0] == '-' && p[1] != '\0' && strchr(p, '=') == NULL;
+}
+
+/* Take --cert NAME (or --cert=NAME) out of argv, among the options before
+ * the first positional argument (a value such as put's may be "--cert"):
+ * the client certificate the command presents to agents (xport.h). 0, or
+ * -1 when NAME is missing. */
+static int
+take_cert(int *argc, char **argv)
+{
+	int i, j;
+
+	for (i = 1; i < *argc && strcmp(argv[i], "--") != 0; i++) {
+		if (argv[i][0] != '-' && !opt_value(argv, i))
+			break;
+		if (strncmp(argv[i], "--cert=", 7) == 0) {
+			xport_client_cert_set(argv[i] + 7);
+			j = 1;
+		} else if (strcmp(argv[i], "--cert") == 0) {
+			if (i + 1 >= *argc)
+				return -1;
+			xport_client_cert_set(argv[i + 1]);
+			j = 2;
+		} else {
+			continue;
+		}
+		memmove(&argv[i], &argv[i + j],
+		    (size_t)(*argc - i - j + 1) * sizeof(*argv));
+		*argc -= j;
+		i--;
+	}
 	return 0;
 }
 
@@ -129,6 +205,16 @@ main(int argc, char **argv)
 	for (i = 0; i < NCOMMANDS; i++) {
 		if (strcmp(name, commands[i].name) == 0) {
 			cmd_name = commands[i].name;
+			catch_stop(SIGTERM);
+			catch_stop(SIGINT);
+			/* cert makes certificates: it presents none. */
+			if (strcmp(name, "cert") != 0) {
+				argc--;
+				if (take_cert(&argc, argv + 1) < 0)
+					return cmd_usage_error("--cert needs "
+					    "NAME");
+				argc++;
+			}
 			if (reads_repo(name)) {
 				argc--;
 				if (cmd_take_password_file(&argc, argv + 1) < 0)

@@ -4,8 +4,10 @@
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "../common/mac.h"
+#include "../common/util.h"
 #include "../coordinator/coordinator.h"
 #include "../store/store.h"
 #include "cmd.h"
@@ -129,11 +131,32 @@ on_reported(void *ctx, uint64_t id, const char *agent, int k, int n)
 	    (unsigned long long)id, agent, k, n);
 }
 
+/* The coordinator notices a stop signal between its steps and records
+ * the snapshot as aborted; a step it cannot interrupt (a large file
+ * copied under --max-rate) would keep it past that. Then the command
+ * ends anyway, STOP_GRACE_S after the signal: the snapshot it leaves
+ * 'running' without its lock is recorded as aborted (coordinator exited)
+ * when the repository is next opened. */
+#define STOP_GRACE_S	2
+
+static void
+on_alarm(int sig)
+{
+	static const char msg[] = "cutsnap: snapshot: interrupted; the "
+	    "snapshot will be recorded as aborted\n";
+
+	(void)sig;
+	(void)!write(STDERR_FILENO, msg, sizeof(msg) - 1);
+	_exit(EXIT_FAILED);
+}
+
 static void
 on_signal(int sig)
 {
-	(void)sig;
+	if (!got_signal)
+		alarm(STOP_GRACE_S);
 	got_signal = 1;
+	cs_stop_sig = sig;	/* the connects and handshakes end too */
 }
 
 /* SIGINT/SIGTERM/SIGHUP interrupt the coordinator's wait (no SA_RESTART),
@@ -150,6 +173,8 @@ catch_signals(void)
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
 	sigaction(SIGHUP, &sa, NULL);
+	sa.sa_handler = on_alarm;
+	sigaction(SIGALRM, &sa, NULL);
 }
 
 /* The snapshot's listing row as JSON, with the copy's figures and the

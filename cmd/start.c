@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../common/agstat.h"
 #include "../common/fsutil.h"
 #include "cmd.h"
 
@@ -21,7 +22,10 @@ static const char usage_text[] =
     "('cutsnap agent -c CONF -n NAME' in its own session, its output\n"
     "appended to run_dir/NAME.log), and wait until every agent answers.\n"
     "Then print a line per agent: \"NAME started (pid PID)\" or \"NAME\n"
-    "already running (pid PID)\".\n"
+    "already running (pid PID)\". An agent restored alone (restore --agent)\n"
+    "starts fenced until each of its channels has checked its history with\n"
+    "the peer: start waits for that too, up to the timeout, and says on\n"
+    "stderr which agents stay fenced and why (see cutsnap status).\n"
     "\n"
     "  -c, --config CONF   the cluster config file\n"
     "  -t, --timeout SEC   how long to wait for the agents (default 10)\n"
@@ -128,6 +132,67 @@ out:
 	return rc;
 }
 
+/* Agent i's fence (agent/fence.c): 0 none, 1 waiting for channels still
+ * unchecked, 2 stuck (a channel diverged: only a restore of the others
+ * lifts it), with the snapshot in *snap. -1: the agent did not answer. */
+static int
+fence_state(const struct cfg *c, int i, uint64_t *snap)
+{
+	struct agstat st;
+	struct cs_err e;
+	size_t k;
+	int rc = 1;
+
+	if (cmd_agent_stat(c, i, 2000, &st, &e) == -1)
+		return -1;
+	*snap = st.fenced;
+	if (st.fenced == 0)
+		rc = 0;
+	for (k = 0; rc && k < st.nout; k++)
+		if (st.out[k].diverged)
+			rc = 2;
+	for (k = 0; rc && k < st.nin; k++)
+		if (st.in[k].diverged)
+			rc = 2;
+	agstat_free(&st);
+	return rc;
+}
+
+/* An agent restored alone starts fenced and lifts the fence itself once
+ * every channel has checked its history with the peer, which takes the
+ * peers' first connections: wait for that (a whole cluster restored host
+ * by host then works as soon as start returns), then say which agents
+ * stay fenced and why. */
+static void
+wait_fences(const struct cfg *c, int timeout_s)
+{
+	int64_t deadline = cs_now_ms() + (int64_t)timeout_s * 1000;
+	uint64_t snap;
+	int i, s, waiting;
+
+	do {
+		waiting = 0;
+		for (i = 0; i < c->nagents; i++)
+			waiting += fence_state(c, i, &snap) == 1;
+		if (waiting > 0)
+			cmd_sleep_ms(START_POLL_MS);
+	} while (waiting > 0 && cs_now_ms() < deadline);
+	for (i = 0; i < c->nagents; i++) {
+		if ((s = fence_state(c, i, &snap)) == 2)
+			cmd_warn("agent %s is fenced: it was restored alone "
+			    "from snapshot %llu and a channel's history "
+			    "moved on since (see cutsnap status): restore "
+			    "the other agents from the same snapshot",
+			    c->agents[i].name, (unsigned long long)snap);
+		else if (s == 1)
+			cmd_warn("agent %s is fenced: it was restored alone "
+			    "from snapshot %llu and waits for its peers to "
+			    "check each channel's history (see cutsnap "
+			    "status)", c->agents[i].name,
+			    (unsigned long long)snap);
+	}
+}
+
 int
 cmd_start(int argc, char **argv)
 {
@@ -153,6 +218,7 @@ cmd_start(int argc, char **argv)
 		rc = cmd_fail(EXIT_FAILED, "%s", e.msg);
 		goto out;
 	}
+	wait_fences(c, (int)timeout);
 	for (i = 0; i < c->nagents; i++) {
 		if (pids[i] > 0)
 			printf("%s started (pid %ld)\n", c->agents[i].name,

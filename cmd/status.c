@@ -35,6 +35,14 @@ static const char usage_text[] =
     "restore is finished (run it again) or every agent is restored from\n"
     "one snapshot. The agents' logs say why.\n"
     "\n"
+    "fenced (restored alone from snapshot N): the agent was restored by\n"
+    "restore --agent without the rest of its cluster; it sends, applies\n"
+    "and snapshots nothing, and refuses transfers, until every one of its\n"
+    "channels has checked its history with the peer (those not yet\n"
+    "checked show \"unchecked\"), then lifts the fence by itself. A channel\n"
+    "that diverged instead means the other agents moved on since the\n"
+    "snapshot: restore them from the same snapshot.\n"
+    "\n"
     "An agent with dead letters (credits it consumed but could not apply)\n"
     "shows \"dead_letters=N\" on its line and a line per dead letter \"dead\n"
     "letter S->D  seq=SEQ  key=KEY  amount=N  from=KEY  (REASON)\"; resolve\n"
@@ -49,9 +57,8 @@ static const char usage_text[] =
     "  -j, --json          a JSON array, one object per agent (schema in\n"
     "                      the README)\n"
     "\n"
-    "Exit status: 0 if every agent answers and no channel is diverged, 1\n"
-    "if one does not answer or a channel is diverged, 2 bad usage or bad\n"
-    "config.\n";
+    "Exit status: 0 if every agent answers, no channel is diverged and no\n"
+    "agent is fenced, 1 otherwise, 2 bad usage or bad config.\n";
 
 static const struct option opts[] = {
 	{ "config", required_argument, NULL, 'c' },
@@ -131,24 +138,29 @@ print_text(const char *name, int width, const struct agstat *st,
 		    (unsigned long long)st->snaps[k].id, st->snaps[k].phase);
 	if (st->dead > 0)
 		printf("  dead_letters=%llu", (unsigned long long)st->dead);
+	if (st->fenced > 0)
+		printf("  fenced (restored alone from snapshot %llu)",
+		    (unsigned long long)st->fenced);
 	printf("\n");
 	for (k = 0; k < st->nout; k++) {
 		const struct agstat_ch *o = &st->out[k];
 
 		printf("    %s->%s  sent=%llu  acked=%llu  queued=%llu  "
-		    "unacked=%llu  %s%s%s\n", name, o->peer,
+		    "unacked=%llu  %s%s%s%s\n", name, o->peer,
 		    (unsigned long long)o->seq, (unsigned long long)o->acked,
 		    (unsigned long long)o->queued,
 		    (unsigned long long)o->unacked, o->up ? "up" : "down",
-		    o->held ? "  held" : "", o->diverged ? "  diverged" : "");
+		    o->held ? "  held" : "", o->diverged ? "  diverged" : "",
+		    st->fenced && !o->checked ? "  unchecked" : "");
 	}
 	for (k = 0; k < st->nin; k++) {
 		const struct agstat_ch *in = &st->in[k];
 
-		printf("    %s->%s  applied=%llu  queued=%llu  %s%s\n",
+		printf("    %s->%s  applied=%llu  queued=%llu  %s%s%s\n",
 		    in->peer, name, (unsigned long long)in->seq,
 		    (unsigned long long)in->queued, in->up ? "up" : "down",
-		    in->diverged ? "  diverged" : "");
+		    in->diverged ? "  diverged" : "",
+		    st->fenced && !in->checked ? "  unchecked" : "");
 	}
 	for (k = 0; k < dl->n; k++)
 		cmd_dead_text(stdout, "    ", &dl->v[k], name);
@@ -157,6 +169,39 @@ print_text(const char *name, int width, const struct agstat *st,
 		    "deadletter list)\n", (unsigned long long)(dl->total -
 		    dl->n));
 	print_file(st);
+}
+
+/* "fenced": null, or {"snapshot": N, "waiting": ["A>B", ...]}: the
+ * channels whose history check has not passed yet. */
+static void
+fence_json(struct json *j, const struct agstat *st, const char *self)
+{
+	char ch[2 * NAME_MAX_LEN + 2];
+	size_t k;
+
+	json_key(j, "fenced");
+	if (st->fenced == 0) {
+		json_null(j);
+		return;
+	}
+	json_obj(j);
+	json_kuint(j, "snapshot", st->fenced);
+	json_key(j, "waiting");
+	json_arr(j);
+	for (k = 0; k < st->nout; k++)
+		if (!st->out[k].checked) {
+			snprintf(ch, sizeof(ch), "%s>%s", self,
+			    st->out[k].peer);
+			json_str(j, ch);
+		}
+	for (k = 0; k < st->nin; k++)
+		if (!st->in[k].checked) {
+			snprintf(ch, sizeof(ch), "%s>%s", st->in[k].peer,
+			    self);
+			json_str(j, ch);
+		}
+	json_arr_end(j);
+	json_obj_end(j);
 }
 
 static void
@@ -249,6 +294,7 @@ print_json(struct json *j, const struct cfg_agent *ag, const struct agstat *st,
 	json_arr_end(j);
 	/* The open ones; dead_letters_total counts those not listed too. */
 	json_kuint(j, "dead_letters_total", st->dead);
+	fence_json(j, st, ag->name);
 	json_key(j, "dead_letters");
 	json_arr(j);
 	for (k = 0; k < dl->n; k++)
@@ -308,7 +354,7 @@ cmd_status(int argc, char **argv)
 		if (!up)
 			down++;
 		else
-			diverged += count_diverged(&st);
+			diverged += count_diverged(&st) + (st.fenced > 0);
 		if (json)
 			print_json(&j, &c->agents[i], up ? &st : NULL, &dl,
 			    e.msg);

@@ -8,20 +8,29 @@
 #include "cmd.h"
 
 static const char usage_text[] =
-    "usage: cutsnap transfer -c CONF SRC:KEY DST:KEY N\n"
+    "usage: cutsnap transfer -c CONF [-t SEC] [--request-id HEX]\n"
+    "                        SRC:KEY DST:KEY N\n"
     "\n"
     "Move the positive integer N from KEY at agent SRC to KEY at agent DST:\n"
     "SRC debits its key and sends \"add N\" on the channel SRC->DST in one\n"
     "durable step; DST applies it when it arrives. Print SRC's new value.\n"
     "\n"
-    "  -c, --config CONF   the cluster config file\n"
+    "  -c, --config CONF    the cluster config file\n"
+    "  -t, --timeout SEC    wait at most SEC seconds in all (default 30)\n"
+    "      --request-id HEX the request's ID, 32 hex digits (default:\n"
+    "                       a random one)\n"
     "\n"
     "A transfer over a channel marked diverged in status (its two ends come\n"
     "from different histories) fails at once and changes nothing.\n"
     "\n"
+    "The request carries its ID: when the reply is lost, transfer sends it\n"
+    "again with the same ID within the timeout, and SRC applies it once\n"
+    "(it remembers the last 65536 IDs).\n"
+    "\n"
     "Exit status: 0 success, 1 SRC's value would go below 0 or the channel\n"
     "is diverged (nothing is changed) or the agent failed, 2 bad usage or\n"
-    "bad config.\n";
+    "bad config, 4 outcome unknown: no reply came; run it again with the\n"
+    "--request-id it printed.\n";
 
 /* Split "AGENT:KEY" at its first ':' into agent index and key. */
 static int
@@ -54,7 +63,8 @@ parse_endpoint(const struct cfg *c, const char *arg, const char *what,
 int
 cmd_transfer(int argc, char **argv)
 {
-	const char *conf, *skey, *dkey;
+	struct cmd_req_opts o;
+	const char *skey, *dkey;
 	struct cfg *c = NULL;
 	struct cmd_reply r = { 0, NULL, 0 };
 	struct wbuf req;
@@ -62,14 +72,14 @@ cmd_transfer(int argc, char **argv)
 	int src, dst, rc;
 
 	wbuf_init(&req);
-	if ((rc = cmd_conf_opts(argc, argv, usage_text, 1, &conf)) != -1)
+	if ((rc = cmd_req_opts(argc, argv, usage_text, 1, &o)) != -1)
 		return rc;
 	if (argc - optind != 3)
 		return cmd_usage_error("expected SRC:KEY DST:KEY N, got %d "
 		    "argument%s", argc - optind, argc - optind == 1 ? "" : "s");
 	if (cmd_parse_pos(argv[optind + 2], "amount", INT64_MAX, &n) == -1)
 		return EXIT_USAGE;
-	if ((rc = cmd_load_config(conf, &c)) != 0)
+	if ((rc = cmd_load_config(o.conf, &c)) != 0)
 		return rc;
 	if ((rc = parse_endpoint(c, argv[optind], "source", &src,
 	    &skey)) != 0 || (rc = parse_endpoint(c, argv[optind + 1],
@@ -92,7 +102,8 @@ cmd_transfer(int argc, char **argv)
 	wbuf_put_str(&req, c->agents[dst].name);
 	wbuf_put_bytes(&req, dkey, strlen(dkey));
 	wbuf_put_i64(&req, (int64_t)n);
-	if ((rc = cmd_request(c, src, W_REQ_TRANSFER, &req, &r, 0)) != EXIT_OK)
+	if ((rc = cmd_request_id(c, src, W_REQ_TRANSFER, &req, &o,
+	    0, &r)) != EXIT_OK)
 		goto out;
 	if (r.blen > 0)
 		printf("%.*s\n", (int)r.blen, (const char *)r.body);

@@ -15,7 +15,9 @@
 #include "../common/buf.h"
 #include "../common/client.h"
 #include "../common/config.h"
+#include "../common/util.h"
 #include "../common/wire.h"
+#include "../common/xport.h"
 #include "cmd.h"
 #include "../store/store.h"
 
@@ -116,8 +118,8 @@ cmd_help(const char *text)
  * first "--" after optind ends the options as well and is skipped, so
  * that a key or value starting with '-' can follow it; a value that is
  * "--" itself follows an earlier "--". */
-static void
-drop_late_dashes(int argc, char **argv)
+void
+cmd_skip_late_dashes(int argc, char **argv)
 {
 	char *dashes;
 	int i;
@@ -163,7 +165,7 @@ cmd_conf_opts(int argc, char **argv, const char *usage, int in_order,
 		}
 	}
 	if (in_order)
-		drop_late_dashes(argc, argv);
+		cmd_skip_late_dashes(argc, argv);
 	return -1;
 }
 
@@ -281,7 +283,11 @@ cmd_call(const struct cfg *c, int i, uint8_t type, const struct wbuf *req,
 	r->blen = 0;
 	if (req != NULL && req->oom)
 		return cs_errf(e, "out of memory");
-	if ((fd = client_connect_agent(c, i, e)) == -1)
+	/* The handshake within the call's time, and never longer than a
+	 * command without a deadline of its own waits for one. */
+	if ((fd = client_connect_agent(c, i, cs_now_ms() +
+	    (timeout_ms >= 0 && timeout_ms < XPORT_CMD_WAIT_MS ? timeout_ms :
+	    XPORT_CMD_WAIT_MS), e)) == -1)
 		return -1;
 	if (client_call(fd, type, req ? req->data : NULL, req ? req->len : 0,
 	    &r->code, &r->body, &r->blen, timeout_ms, e) == -1) {
@@ -299,10 +305,18 @@ cmd_request(const struct cfg *c, int i, uint8_t type, const struct wbuf *req,
     struct cmd_reply *r, int notfound_ok)
 {
 	struct cs_err e;
-	char msg[CS_ERR_MAX];
 
 	if (cmd_call(c, i, type, req, r, CMD_REQ_TIMEOUT_MS, &e) == -1)
 		return cmd_fail(EXIT_FAILED, "%s", e.msg);
+	return cmd_reply_status(c, i, r, notfound_ok);
+}
+
+int
+cmd_reply_status(const struct cfg *c, int i, const struct cmd_reply *r,
+    int notfound_ok)
+{
+	char msg[CS_ERR_MAX];
+
 	switch (r->code) {
 	case REPLY_OK:
 		return EXIT_OK;
@@ -313,6 +327,7 @@ cmd_request(const struct cfg *c, int i, uint8_t type, const struct wbuf *req,
 		    c->agents[i].name);
 	case REPLY_FAIL:
 	case REPLY_BADREQ:
+	case REPLY_DENIED:
 		/* The agent's message says what failed; the user named the
 		 * agent on the command line. */
 		cs_printable(r->body, r->blen, msg, sizeof(msg), 0);

@@ -69,9 +69,10 @@ agstat_format(const struct agstat *st, const char *self, struct wbuf *w)
 		const struct agstat_ch *c = &st->out[i];
 
 		put(w, "%s%s>%s:sent=%" PRIu64 ",acked=%" PRIu64 ",queued=%"
-		    PRIu64 ",unacked=%" PRIu64 ",up=%d,held=%d,diverged=%d",
-		    i ? ";" : "", self, c->peer, c->seq, c->acked, c->queued,
-		    c->unacked, c->up, c->held, c->diverged);
+		    PRIu64 ",unacked=%" PRIu64 ",up=%d,held=%d,diverged=%d,"
+		    "checked=%d", i ? ";" : "", self, c->peer, c->seq,
+		    c->acked, c->queued, c->unacked, c->up, c->held,
+		    c->diverged, c->checked);
 	}
 	if (st->nout == 0)
 		put(w, "none");
@@ -80,8 +81,8 @@ agstat_format(const struct agstat *st, const char *self, struct wbuf *w)
 		const struct agstat_ch *c = &st->in[i];
 
 		put(w, "%s%s>%s:applied=%" PRIu64 ",queued=%" PRIu64 ",up=%d,"
-		    "diverged=%d", i ? ";" : "", c->peer, self, c->seq,
-		    c->queued, c->up, c->diverged);
+		    "diverged=%d,checked=%d", i ? ";" : "", c->peer, self,
+		    c->seq, c->queued, c->up, c->diverged, c->checked);
 	}
 	if (st->nin == 0)
 		put(w, "none");
@@ -91,6 +92,7 @@ agstat_format(const struct agstat *st, const char *self, struct wbuf *w)
 	    " compact_after=%" PRIu64 " compact_ms=%" PRIu64 " compacting=%d",
 	    st->live, st->gen, st->compacted_at, st->compactions, st->cbefore,
 	    st->cafter, st->cms, st->compacting);
+	put(w, " fenced=%" PRIu64, st->fenced);
 }
 
 void
@@ -155,6 +157,8 @@ parse_ch(char *s, int out, struct agstat_ch *c)
 			c->held = v != 0;
 		else if (strcmp(kv, "diverged") == 0)
 			c->diverged = v != 0;
+		else if (strcmp(kv, "checked") == 0)
+			c->checked = v != 0;
 	}
 	return 0;
 }
@@ -269,6 +273,8 @@ parse_field(char *key, char *val, struct agstat *st)
 		return parse_snaps(val, st);
 	} else if (strcmp(key, "dead") == 0) {
 		return parse_u64(val, &st->dead);
+	} else if (strcmp(key, "fenced") == 0) {
+		return parse_u64(val, &st->fenced);
 	} else if (strcmp(key, "out") == 0) {
 		return parse_list(val, 1, &st->out, &st->nout);
 	} else if (strcmp(key, "in") == 0) {

@@ -26,6 +26,8 @@ struct agstat_ch {
 	int held;		/* out: "channel hold" in force; in: 0 */
 	int diverged;		/* its two ends come from different
 				 * histories (chain.h): refused */
+	int checked;		/* its history check passed since the agent
+				 * started (what a fenced agent waits for) */
 };
 
 /* One snapshot in progress at the agent. */
@@ -64,6 +66,9 @@ struct agstat {
 	struct agstat_ch *in;	/* heap, nin entries */
 	size_t nin;
 	uint64_t dead;		/* dead letters not yet resolved */
+	uint64_t fenced;	/* 0, or the snapshot the agent was restored
+				 * alone from: fenced until every channel is
+				 * checked (agent/fence.c) */
 };
 
 /* The text form, one line of space-separated key=value fields:
@@ -73,7 +78,8 @@ struct agstat {
  *   in=B>A:applied=4,queued=0,up=1,diverged=0 dead=0
  *   live=200 gen=1 compacted_at=1700000000 compactions=1
  *   compact_before=5000 compact_after=210 compact_ms=12 compacting=0
- *   (the data file's live size and its compactions, last on the line)
+ *   (the data file's live size and its compactions) fenced=0
+ * Each channel also carries checked=0|1.
  * snapshot is "none" or "ID:PHASE" of the first snapshot in progress,
  * snapshots lists every one with its identity (32 hex digits); lists are ';'-separated, "none" when
  * empty; dead counts the open dead letters (W_REQ_DEAD_LIST lists them);

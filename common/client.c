@@ -48,10 +48,11 @@ out:
 }
 
 int
-client_connect_agent(const struct cfg *c, int i, struct cs_err *e)
+client_connect_agent(const struct cfg *c, int i, int64_t deadline,
+    struct cs_err *e)
 {
 	if (c->agents[i].addr[0] != '\0')
-		return xport_client_connect(c, i, e);
+		return xport_client_connect(c, i, deadline, e);
 	return client_connect(c->agents[i].sock, c->agents[i].name, e);
 }
 

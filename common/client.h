@@ -13,8 +13,11 @@
  * ("agent A is not running (connect run/A.sock: ...)"). */
 int client_connect(const char *sock, const char *agent, struct cs_err *e);
 /* Connect to agent i of c: its Unix socket, or with an addr TCP + TLS as
- * "client" (xport_client_connect). An fd, or -1 with e set. */
-int client_connect_agent(const struct cfg *c, int i, struct cs_err *e);
+ * "client" (xport_client_connect, connected and authenticated by
+ * deadline, cs_now_ms clock; < 0: XPORT_CMD_WAIT_MS from now). An fd, or
+ * -1 with e set. */
+int client_connect_agent(const struct cfg *c, int i, int64_t deadline,
+    struct cs_err *e);
 /* Decode a reply frame (type, payload p[0, n)): its code and its body,
  * borrowed from p. -1 with e set when it is not a well-formed W_REPLY. */
 int client_reply_decode(uint8_t type, const uint8_t *p, size_t n,

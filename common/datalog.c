@@ -37,6 +37,8 @@
 /* A SEND's channel message is "op | key | amount" (chmsg.h); this cap
  * keeps every valid record below DL_MAX_RECORD. */
 #define DL_MAX_MSG CHMSG_MAX
+/* The request field of PUT and SEND: id and digest (datalog.h). */
+#define DL_REQ_FIELD_LEN (REQ_ID_LEN + 8)
 /* A record's checksum: CRC-32 with the gzip/zlib polynomial (what zlib's
  * crc32() computes), through crcblk_bytes (ISA-L); replay (verify,
  * recovery) checks every byte of the log with it. */
@@ -196,6 +198,7 @@ dl_state_free(struct dl_state *st)
 		free(st->dead[i].from);
 	}
 	free(st->dead);
+	reqtab_free(&st->reqs);
 	memset(st, 0, sizeof(*st));
 }
 
@@ -326,6 +329,35 @@ letter_check(const struct dl_state *st, const struct dl_record *r,
 	return 0;
 }
 
+/* The entries of a REQS record: each checked, and added to t when it is
+ * not NULL (room reserved by the caller). 0, or -1 with e set. */
+static int
+reqs_walk(const struct dl_record *r, struct reqtab *t, struct cs_err *e)
+{
+	const uint8_t *id, *v;
+	struct rbuf rb;
+	uint64_t digest;
+	uint32_t i;
+	size_t vl;
+
+	rbuf_init(&rb, r->reqs, r->reqslen);
+	for (i = 0; i < r->nreqs; i++) {
+		id = rb.len - rb.off >= REQ_ID_LEN && !rb.err ?
+		    rb.p + rb.off : NULL;
+		rb.off += id != NULL ? REQ_ID_LEN : 0;
+		digest = rbuf_u64(&rb);
+		v = rbuf_bytes(&rb, &vl, REQ_VAL_MAX);
+		if (id == NULL || rb.err)
+			return cs_errf(e, "malformed request id entry %u", i);
+		if (t != NULL)
+			(void)reqtab_add(t, id, digest, v, vl);
+	}
+	if (!rbuf_done(&rb))
+		return cs_errf(e, "request id record holds more than its "
+		    "%u entries", r->nreqs);
+	return 0;
+}
+
 /* The rules of a rewritten file's base section (datalog.h): GEN comes
  * first, WM and KEPT only inside the section, each WM once. */
 static int
@@ -343,11 +375,14 @@ base_check(const struct dl_state *st, const struct dl_record *r,
 	case DL_WM:
 	case DL_KEPT:
 	case DL_LETTER:
+	case DL_REQS:
 		if (!st->base_open)
 			return cs_errf(e, "base record outside the base "
 			    "section");
 		if (r->type == DL_KEPT)
 			return 0;
+		if (r->type == DL_REQS)
+			return reqs_walk(r, NULL, e);
 		if (r->type == DL_LETTER)
 			return letter_check(st, r, e);
 		ws = wm_kind_set((struct dl_state *)st, r->wm_kind);
@@ -390,10 +425,19 @@ dl_state_check(const struct dl_state *st, const struct dl_record *r,
 			return cs_errf(e, "invalid peer name");
 		break;
 	case DL_GEN:
+	case DL_REQS:
+		break;
+	case DL_FENCE:
+		if (r->code > 1)
+			return cs_errf(e, "fence record with state %u",
+			    (unsigned)r->code);
 		break;
 	default:
 		return cs_errf(e, "unknown record type %d", (int)r->type);
 	}
+	if (r->req_id != NULL && r->vlen > REQ_VAL_MAX)
+		return cs_errf(e, "value of %zu bytes with a request id "
+		    "(at most %d)", r->vlen, REQ_VAL_MAX);
 	if (r->type == DL_DEAD || r->type == DL_RESOLVE)
 		return check_dead(st, r, e);
 	if (base_check(st, r, e) == -1)
@@ -651,6 +695,10 @@ dl_state_apply(struct dl_state *st, const struct dl_record *r,
 
 	if (dl_state_check(st, r, e) == -1)
 		goto out;
+	/* Room first: once the record's effect is in, its id must go in. */
+	if (st->track_reqs && reqtab_reserve(&st->reqs, r->type == DL_REQS ?
+	    r->nreqs : r->req_id != NULL) == -1)
+		goto oom;
 	switch (r->type) {
 	case DL_PUT:
 		if (!tracked(st, r))
@@ -722,9 +770,21 @@ dl_state_apply(struct dl_state *st, const struct dl_record *r,
 		if (apply_dead(st, r) == -1)
 			goto oom;
 		break;
+	case DL_FENCE:
+		st->fenced = r->code;
+		st->fence_snap = r->code ? r->seq : 0;
+		break;
+	case DL_REQS:
+		if (st->track_reqs)
+			(void)reqs_walk(r, &st->reqs, NULL);
+		break;
 	}
+	if (st->track_reqs && r->req_id != NULL)
+		(void)reqtab_add(&st->reqs, r->req_id, r->req_digest, r->val,
+		    r->vlen);
 	st->base_open = r->type == DL_GEN || (st->base_open &&
-	    (r->type == DL_WM || r->type == DL_KEPT || r->type == DL_LETTER));
+	    (r->type == DL_WM || r->type == DL_KEPT || r->type == DL_LETTER ||
+	    r->type == DL_REQS));
 	st->records++;
 	rc = 0;
 	goto out;
@@ -874,6 +934,43 @@ dl_credit(const struct dl_state *st, const char *src, uint64_t seq,
 
 /* --- encoding and replay -------------------------------------------------- */
 
+/* The optional request field of PUT, DEL and SEND. */
+static void
+put_req(struct wbuf *out, const struct dl_record *r)
+{
+	if (r->req_id == NULL)
+		return;
+	wbuf_put_raw(out, r->req_id, REQ_ID_LEN);
+	wbuf_put_u64(out, r->req_digest);
+}
+
+void
+dl_encode_reqs(struct wbuf *out, const struct reqtab *t, size_t i, size_t n)
+{
+	struct wbuf ents;
+	struct dl_record r;
+	const struct reqent *en;
+	size_t k;
+
+	wbuf_init(&ents);
+	for (k = i; k < i + n; k++) {
+		en = reqtab_at(t, k);
+		wbuf_put_raw(&ents, en->id, REQ_ID_LEN);
+		wbuf_put_u64(&ents, en->digest);
+		wbuf_put_bytes(&ents, en->val, en->vlen);
+	}
+	memset(&r, 0, sizeof(r));
+	r.type = DL_REQS;
+	r.nreqs = (uint32_t)n;
+	r.reqs = ents.data;
+	r.reqslen = ents.len;
+	if (ents.oom)
+		out->oom = 1;
+	else
+		dl_encode(out, &r);
+	wbuf_free(&ents);
+}
+
 void
 dl_encode(struct wbuf *out, const struct dl_record *r)
 {
@@ -887,9 +984,11 @@ dl_encode(struct wbuf *out, const struct dl_record *r)
 	case DL_PUT:
 		wbuf_put_bytes(out, r->key, r->klen);
 		wbuf_put_bytes(out, r->val, r->vlen);
+		put_req(out, r);
 		break;
 	case DL_DEL:
 		wbuf_put_bytes(out, r->key, r->klen);
+		put_req(out, r);
 		break;
 	case DL_SEND:
 		wbuf_put_str(out, r->peer);
@@ -899,6 +998,7 @@ dl_encode(struct wbuf *out, const struct dl_record *r)
 		wbuf_put_bytes(out, r->msg, r->msglen);
 		if (r->chain != NULL)
 			wbuf_put_raw(out, r->chain, DL_CHAIN_LEN);
+		put_req(out, r);
 		break;
 	case DL_APPLY:
 		wbuf_put_str(out, r->peer);
@@ -967,6 +1067,14 @@ dl_encode(struct wbuf *out, const struct dl_record *r)
 		wbuf_put_bytes(out, r->key, r->klen);
 		wbuf_put_bytes(out, r->from, r->flen);
 		wbuf_put_u64(out, r->sseq);
+		break;
+	case DL_FENCE:
+		wbuf_put_u8(out, r->code);
+		wbuf_put_u64(out, r->seq);
+		break;
+	case DL_REQS:
+		wbuf_put_u32(out, r->nreqs);
+		wbuf_put_raw(out, r->reqs, r->reqslen);
 		break;
 	}
 	if (out->oom)
@@ -1109,11 +1217,22 @@ read_fields(struct rbuf *rb, struct dl_record *r, char peer[NAME_MAX_LEN + 1])
 		r->from = rbuf_bytes(rb, &r->flen, WIRE_MAX_KEY);
 		r->sseq = rbuf_u64(rb);
 		break;
+	case DL_FENCE:
+		r->code = rbuf_u8(rb);
+		r->seq = rbuf_u64(rb);
+		break;
+	case DL_REQS:
+		r->nreqs = rbuf_u32(rb);
+		r->reqs = rb->p + rb->off;
+		r->reqslen = rb->len - rb->off;
+		rb->off = rb->len;	/* reqs_walk checks the entries */
+		break;
 	default:
 		rb->err = 1;
 		return;
 	}
-	if (r->type != DL_PUT && r->type != DL_DEL && r->type != DL_GEN)
+	if (r->type != DL_PUT && r->type != DL_DEL && r->type != DL_GEN &&
+	    r->type != DL_FENCE)
 		r->peer = peer;
 	/* The optional trailing chain of SEND and APPLY (older files have
 	 * none), ACK, DEAD and a REFUND, WM and KEPT (none: unknown):
@@ -1122,16 +1241,26 @@ read_fields(struct rbuf *rb, struct dl_record *r, char peer[NAME_MAX_LEN + 1])
 	if ((r->type == DL_SEND || r->type == DL_APPLY || r->type == DL_ACK ||
 	    r->type == DL_DEAD || r->type == DL_WM || r->type == DL_KEPT ||
 	    (r->type == DL_RESOLVE && r->code == DL_RESOLVE_REFUND)) &&
-	    !rb->err && rb->len - rb->off == DL_CHAIN_LEN) {
+	    !rb->err && (rb->len - rb->off == DL_CHAIN_LEN ||
+	    (r->type == DL_SEND && rb->len - rb->off == DL_CHAIN_LEN +
+	    DL_REQ_FIELD_LEN))) {
 		r->chain = rb->p + rb->off;
-		rb->off = rb->len;
+		rb->off += DL_CHAIN_LEN;
+	}
+	/* Then the optional request field of PUT, DEL and SEND. */
+	if ((r->type == DL_PUT || r->type == DL_DEL || r->type == DL_SEND) &&
+	    !rb->err &&
+	    rb->len - rb->off == DL_REQ_FIELD_LEN) {
+		r->req_id = rb->p + rb->off;
+		rb->off += REQ_ID_LEN;
+		r->req_digest = rbuf_u64(rb);
 	}
 }
 
 static int
 known_type(unsigned t)
 {
-	return t >= DL_PUT && t <= DL_LETTER;
+	return (t >= DL_PUT && t <= DL_FENCE) || t == DL_REQS;
 }
 
 /* Decode type+payload p[0, n) into r. 0, or -1 with a reason in e. */

@@ -5,10 +5,10 @@
  *         u8 type | payload
  *         where len counts type+payload (1 .. DL_MAX_RECORD).
  * Payloads (buf.h encoding):
- *   PUT   bytes key, bytes value
- *   DEL   bytes key
+ *   PUT   bytes key, bytes value [, request]
+ *   DEL   bytes key [, request]
  *   SEND  str dst, u64 seq, bytes key, bytes new_value, bytes msg (chmsg.h)
- *         [, 32 bytes chain]
+ *         [, 32 bytes chain] [, request]
  *         -- transfer: debit at this agent and emit msg on self->dst
  *   APPLY str src, u64 seq, bytes key, bytes new_value [, 32 bytes chain]
  *         -- a channel message from src applied here
@@ -45,8 +45,25 @@
  *         bytes from, u64 refund_seq -- base section only: a dead letter
  *         carried over with its resolution (how: 0 open, or enum
  *         dl_resolve_how); it does not move the applied seq (a WM does)
- * The base section is GEN followed by WM, LETTER and KEPT records; the
- * first record of another type closes it.
+ *   FENCE u8 on, u64 snapshot
+ *         -- on 1: this file was restored alone (restore --agent, without
+ *         the rest of its cluster) from snapshot; the agent sends,
+ *         applies and takes part in snapshots only once every channel's
+ *         history has checked with its peer, then appends FENCE on 0
+ *         (docs/INTERNALS.md, "Fencing a partial restore")
+ *   REQS  u32 n, then n times {16 bytes id, u64 digest, bytes value}
+ *         -- base section only: request ids carried over (reqtab.h),
+ *         oldest first, each with its request's digest and reply value
+ * The base section is GEN followed by WM, LETTER, KEPT and REQS records;
+ * the first record of another type closes it.
+ *
+ * Request: 16 bytes id, u64 digest -- the client request id (reqtab.h)
+ * of the add (PUT), del (DEL) or transfer (SEND) that wrote the record,
+ * and the request's digest; the record's new value (none for DEL) is the
+ * reply it got. It
+ * follows the chain when both are there; absent in files written before
+ * it and for records no client request id asked for. With it the value
+ * is at most REQ_VAL_MAX bytes.
  * Invariants checked on replay: SEND seq == sent[dst]+1, APPLY and DEAD seq
  * == applied[src]+1, ACK seq <= sent[dst], RESOLVE names an open dead
  * letter (a RETRY its key; a REFUND send_seq == sent[src]+1); GEN first;
@@ -77,6 +94,7 @@
 #include "buf.h"
 #include "err.h"
 #include "kvmap.h"
+#include "reqtab.h"
 #include "wire.h"
 
 #define DL_HEADER_LEN 16
@@ -86,7 +104,7 @@
 enum dl_type {
 	DL_PUT = 1, DL_DEL = 2, DL_SEND = 3, DL_APPLY = 4, DL_ACK = 5,
 	DL_DEAD = 6, DL_RESOLVE = 7, DL_GEN = 8, DL_WM = 9, DL_KEPT = 10,
-	DL_LETTER = 11,
+	DL_LETTER = 11, DL_FENCE = 12, DL_REQS = 13,
 };
 
 /* Why a credit became a dead letter (DEAD's reason). */
@@ -106,7 +124,7 @@ enum dl_wm_kind { DL_WM_SENT = 1, DL_WM_APPLIED = 2, DL_WM_ACKED = 3 };
 struct dl_record {
 	enum dl_type type;
 	const char *peer;	/* SEND/ACK: dst; APPLY: src */
-	uint64_t seq;		/* SEND, APPLY, ACK */
+	uint64_t seq;		/* SEND, APPLY, ACK; FENCE: the snapshot */
 	const uint8_t *key;	/* PUT, DEL, SEND, APPLY */
 	size_t klen;
 	const uint8_t *val;	/* PUT; SEND/APPLY: the key's new value */
@@ -119,7 +137,8 @@ struct dl_record {
 				 * seq; NULL: absent (a file from an older
 				 * version, or unknown) */
 	uint8_t code;		/* DEAD, LETTER: enum dl_dead_reason;
-				 * RESOLVE: enum dl_resolve_how */
+				 * RESOLVE: enum dl_resolve_how;
+				 * FENCE: 1 on, 0 lifted */
 	uint8_t how;		/* LETTER: 0 or enum dl_resolve_how */
 	int64_t amount;		/* DEAD: the credit */
 	const uint8_t *from;	/* DEAD: the sending key (may be empty) */
@@ -136,6 +155,12 @@ struct dl_record {
 	 * (dl_put_head_crc continued over the value as it arrived). Only
 	 * for a live data file (datalog_append), vlen > DL_INLINE_MAX. */
 	const struct dl_vsrc *vsrc;
+	const uint8_t *req_id;	/* PUT, DEL, SEND: REQ_ID_LEN bytes, the client
+				 * request id, or NULL */
+	uint64_t req_digest;	/* with req_id: the request's digest */
+	const uint8_t *reqs;	/* REQS: its entries, as encoded */
+	size_t reqslen;
+	uint32_t nreqs;		/* REQS: how many */
 };
 
 struct dl_vsrc {
@@ -236,6 +261,13 @@ struct dl_state {
 	uint64_t gen_prev;	/* the old file's length when it began */
 	uint64_t gen_time;	/* unix time of the rewrite */
 	int base_open;		/* inside the base section (after GEN) */
+	/* FENCE: restored alone and not yet checked with every peer. */
+	int fenced;
+	uint64_t fence_snap;	/* fenced: the snapshot it was restored from */
+	/* With track_reqs, the request ids of the records and REQS replayed
+	 * (live files and compaction); without, they are checked only. */
+	int track_reqs;
+	struct reqtab reqs;
 };
 
 /* Longest value a live data file's map keeps in memory; an integer (at
@@ -278,6 +310,11 @@ struct dl_credit_buf {
 int dl_credit(const struct dl_state *st, const char *src, uint64_t seq,
     const uint8_t *msg, size_t n, struct dl_record *out,
     struct dl_credit_buf *buf, struct cs_err *e);
+
+/* Append a REQS record of the n entries of t from the i-th (oldest
+ * first) to out. */
+void dl_encode_reqs(struct wbuf *out, const struct reqtab *t, size_t i,
+    size_t n);
 
 /* The header every data file written now starts with. */
 void dl_header(uint8_t hdr[DL_HEADER_LEN]);

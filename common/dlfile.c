@@ -176,6 +176,7 @@ datalog_open(const char *path, struct datalog **out, struct cs_err *e)
 	}
 	dl->st.by_ref = 1;
 	dl->st.no_sends = 1;
+	dl->st.track_reqs = 1;	/* client_req.c answers retries from it */
 	dl->st.send_chain = send_chain_from_file;
 	dl->st.send_chain_ctx = dl;
 	dl->fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);

@@ -47,6 +47,8 @@
 #define RW_PACE (4u << 20)
 #define RW_PACE_NS 4000000L
 #define RW_SYNC (8u << 20)
+/* Request ids in one REQS record (at most 4 + 4096 * 48 bytes). */
+#define RW_REQS 4096u
 
 /* The thread's pacing (pace_step): bytes since the last check, the old
  * file's size then. */
@@ -241,9 +243,25 @@ base_sent_chain(const struct dl_state *st, const struct wm *sent,
 	return NULL;
 }
 
+/* The request ids the state remembers, oldest first, RW_REQS a record,
+ * so that a retry after the compaction is still answered once. */
+static int
+out_reqs(struct out *o, const struct dl_state *st, struct cs_err *e)
+{
+	size_t i, n;
+
+	for (i = 0; i < st->reqs.n; i += n) {
+		n = st->reqs.n - i < RW_REQS ? st->reqs.n - i : RW_REQS;
+		dl_encode_reqs(&o->b, &st->reqs, i, n);
+		if (o->b.len >= RW_FLUSH && out_flush(o, e) == -1)
+			return -1;
+	}
+	return 0;
+}
+
 /* GEN, then the watermarks: sent as of before the kept sends, acked,
  * applied; then every dead letter; then the kept sends, which bring sent
- * to its value. */
+ * to its value; then the fence, if the file has one. */
 static int
 out_marks(struct out *o, const struct dl_state *st, uint64_t gen,
     uint64_t prev_size, struct cs_err *e)
@@ -304,6 +322,17 @@ out_marks(struct out *o, const struct dl_state *st, uint64_t gen,
 		r.msg = st->sends[i].msg;
 		r.msglen = st->sends[i].len;
 		r.chain = st->sends[i].chain_known ? st->sends[i].chain : NULL;
+		if (out_rec(o, &r, e) == -1)
+			return -1;
+	}
+	if (out_reqs(o, st, e) == -1)
+		return -1;
+	/* A fence outlives the rewrite (it closes the base section). */
+	if (st->fenced) {
+		memset(&r, 0, sizeof(r));
+		r.type = DL_FENCE;
+		r.code = 1;
+		r.seq = st->fence_snap;
 		if (out_rec(o, &r, e) == -1)
 			return -1;
 	}
@@ -480,6 +509,8 @@ dl_live_size(const struct dl_state *st)
 	 * (the agent asks at every doubling of its file, in its loop). */
 	if (st->kv != NULL)
 		n += kvmap_count(st->kv) * REC(4 + 4) + kvmap_bytes(st->kv);
+	/* Request ids: REQS records, at about 40 bytes an entry. */
+	n += st->reqs.n * (REQ_ID_LEN + 8 + 4 + 12);
 	return n;
 }
 
@@ -542,6 +573,7 @@ thread_main(void *arg)
 		goto out;
 	}
 	old.by_ref = 1;
+	old.track_reqs = 1;	/* carried over (REQS) */
 	rw->pace.old_fd = rw->old_fd;
 	rw->pace.size = (off_t)rw->L;
 	if (dl_replay_read(rw->L, rw->path, paced_read, NULL, NULL, &rw->pace,
@@ -561,7 +593,8 @@ thread_main(void *arg)
 	if (kvmap_count(rw->st.kv) != kvmap_count(old.kv) ||
 	    rw->st.ndead != old.ndead || rw->st.nopen != old.nopen ||
 	    rw->st.sent.n != old.sent.n || rw->st.acked.n != old.acked.n ||
-	    rw->st.applied.n != old.applied.n) {
+	    rw->st.applied.n != old.applied.n ||
+	    rw->st.reqs.n != old.reqs.n) {
 		cs_errf(&rw->err, "%s: the rewritten state differs from the "
 		    "old one", rw->tmp);
 		goto out;
@@ -618,6 +651,7 @@ dl_rewrite_start(struct datalog *dl, struct dl_rewrite **out,
 	}
 	rw->st.by_ref = 1;
 	rw->st.no_sends = 1;	/* as a live data file's (datalog_open) */
+	rw->st.track_reqs = 1;
 	/* The prefix the thread reads must be in the file. */
 	if (datalog_flush(dl, e) == -1)
 		goto out;

@@ -5,8 +5,9 @@
  *    creates PATH.compact (DL_REWRITE_SUFFIX), locks it and starts a
  *    thread that replays the prefix [0, L) of the data file (it never
  *    changes: the file is append-only) and writes its state as a base
- *    section (GEN, WM, LETTER, KEPT records, then one PUT per key, values read
- *    back from the old file) into the new file, fsyncs it and replays it.
+ *    section (GEN, WM, LETTER, KEPT, REQS records, then one PUT per key,
+ *    values read back from the old file) into the new file, fsyncs it and
+ *    replays it.
  *    The caller keeps appending to dl meanwhile.
  * 2. dl_rewrite_finish (under the loop again, once dl_rewrite_done) copies
  *    the records appended since, [L, end), behind the base, replays them,

@@ -8,6 +8,8 @@
 
 #include "util.h"
 
+volatile sig_atomic_t cs_stop_sig;
+
 int64_t
 cs_now_ns(void)
 {

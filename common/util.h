@@ -4,6 +4,7 @@
 #ifndef CUTSNAP_UTIL_H
 #define CUTSNAP_UTIL_H
 
+#include <signal.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -11,6 +12,11 @@
  * durations). */
 int64_t cs_now_ns(void);
 int64_t cs_now_ms(void);
+
+/* The signal (SIGTERM, SIGINT) a command was asked to stop by, set by
+ * its handler; 0 if none. Its blocking waits (connect, TLS handshake, a
+ * reply) give up when it is set, instead of retrying after EINTR. */
+extern volatile sig_atomic_t cs_stop_sig;
 
 /* Test hooks: CUTSNAP_FAULT holds comma-separated hooks, each "name" or
  * "name:VALUE" (the tests set it; nothing else should).

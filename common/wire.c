@@ -147,6 +147,10 @@ recv_full(int fd, void *p, size_t n, int64_t deadline, struct cs_err *e)
 		}
 		rc = poll(&pfd, 1, (int)left);
 		if (rc == -1) {
+			/* A command asked to stop (cs_stop_sig) stops waiting:
+			 * no agent ever sets it. */
+			if (errno == EINTR && cs_stop_sig)
+				return cs_errf(e, "interrupted");
 			if (errno == EINTR)
 				continue;
 			return cs_errno(e, "poll");

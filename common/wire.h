@@ -29,8 +29,11 @@ enum wire_type {
 	W_REQ_PUT = 2,		/* {bytes key, bytes value} */
 	W_REQ_GET = 3,		/* {bytes key} -> body: value, or REPLY_NOTFOUND */
 	W_REQ_DEL = 4,		/* {bytes key} -> REPLY_NOTFOUND if absent */
+	/* DEL, ADD and TRANSFER may end in a client request id (reqtab.h):
+	 * [, 16 bytes id]; absent, the request is applied as before */
 	W_REQ_ADD = 5,		/* {bytes key, i64 delta} -> body: decimal */
-	W_REQ_TRANSFER = 6,	/* {bytes srckey, str dst, bytes dstkey, i64 n} */
+	W_REQ_TRANSFER = 6,	/* {bytes srckey, str dst, bytes dstkey, i64 n}
+				 * -> body: srckey's new value */
 	W_REQ_HOLD = 7,		/* {str dst}: hold channel self->dst */
 	W_REQ_RELEASE = 8,	/* {str dst, u8 mode}: enum release_mode */
 	W_REQ_STOP = 9,		/* {} -> REPLY, then the agent exits */
@@ -133,6 +136,9 @@ enum reply_code {
 	REPLY_FAIL = 1,		/* the operation failed; body is a message */
 	REPLY_BADREQ = 2,		/* malformed or invalid request; body message */
 	REPLY_NOTFOUND = 3,		/* key absent */
+	/* the connection's certificate role may not make this request
+	 * (role.h); body is a message; nothing was done */
+	REPLY_DENIED = 14,
 };
 
 /* Try to parse one frame from the start of buf[0, len).

@@ -1,5 +1,6 @@
 /* xport.c - TCP + mutual TLS 1.3 for agents with an addr (xport.h). */
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -9,6 +10,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,6 +27,8 @@
 #include "xport.h"
 
 #define RELAY_BUF	(64u << 10)
+/* xconn_handshake's why when the other end closed without a word. */
+#define WHY_HS_CLOSED	"closed during the TLS handshake"
 
 struct xport_ctx {
 	SSL_CTX *ssl;
@@ -36,6 +40,7 @@ struct xconn {
 	 * (if anything) is part of a record, not a record. */
 	int starved;
 	char cn[NAME_MAX_LEN + 8];
+	enum cs_role role;	/* the verified certificate's (role.h) */
 };
 
 static int
@@ -47,6 +52,44 @@ tls_path(const struct cfg *c, const char *file, char *out, size_t sz,
 	if (n < 0 || (size_t)n >= sz)
 		return cs_errf(e, "tls_dir path %s is too long", c->tls_dir);
 	return 0;
+}
+
+int
+xport_check_private(const char *path, const char *what, struct cs_err *e)
+{
+	struct stat st;
+
+	if (stat(path, &st) == -1)
+		return 0;	/* missing: the caller's check names it */
+	if ((st.st_mode & 077) == 0)
+		return 0;
+	return cs_errf(e, "%s %s is mode %04o, open to group or others; "
+	    "run: chmod %s %s", what, path, (unsigned)(st.st_mode & 07777),
+	    S_ISDIR(st.st_mode) ? "700" : "600", path);
+}
+
+/* Where identity me's certificate and key are: NAME.crt and NAME.key in
+ * tls_dir, or, for a me with a '/', me.crt and me.key as they are. */
+static int
+own_paths(const struct cfg *c, const char *me, char *crt, char *key,
+    struct cs_err *e)
+{
+	char f[PATH_MAX];
+	int n;
+
+	if (strchr(me, '/') != NULL) {
+		n = snprintf(crt, PATH_MAX, "%s.crt", me);
+		if (n < 0 || n >= PATH_MAX ||
+		    snprintf(key, PATH_MAX, "%s.key", me) >= PATH_MAX)
+			return cs_errf(e, "certificate path %s is too long",
+			    me);
+		return 0;
+	}
+	snprintf(f, sizeof(f), "%s.crt", me);
+	if (tls_path(c, f, crt, PATH_MAX, e) == -1)
+		return -1;
+	snprintf(f, sizeof(f), "%s.key", me);
+	return tls_path(c, f, key, PATH_MAX, e);
 }
 
 /* The first OpenSSL error queued, as one line (the queue is cleared). */
@@ -66,7 +109,6 @@ xport_ctx_new(const struct cfg *c, const char *me, struct xport_ctx **out,
 {
 	struct xport_ctx *x = NULL;
 	char ca[PATH_MAX], crt[PATH_MAX], key[PATH_MAX], why[160];
-	char f[NAME_MAX_LEN + 16];
 	int rc = -1;
 
 	*out = NULL;
@@ -75,12 +117,12 @@ xport_ctx_new(const struct cfg *c, const char *me, struct xport_ctx **out,
 		    "tls_dir", c->path);
 		goto out;
 	}
-	snprintf(f, sizeof(f), "%s.crt", me);
 	if (tls_path(c, "ca.crt", ca, sizeof(ca), e) == -1 ||
-	    tls_path(c, f, crt, sizeof(crt), e) == -1)
+	    own_paths(c, me, crt, key, e) == -1)
 		goto out;
-	snprintf(f, sizeof(f), "%s.key", me);
-	if (tls_path(c, f, key, sizeof(key), e) == -1)
+	/* Before anything is read: a key others could read is no secret. */
+	if (xport_check_private(c->tls_dir, "tls_dir", e) == -1 ||
+	    xport_check_private(key, "private key", e) == -1)
 		goto out;
 	if ((x = calloc(1, sizeof(*x))) == NULL ||
 	    (x->ssl = SSL_CTX_new(TLS_method())) == NULL) {
@@ -121,9 +163,17 @@ xport_ctx_new(const struct cfg *c, const char *me, struct xport_ctx **out,
 	    SSL_VERIFY_FAIL_IF_NO_PEER_CERT, NULL);
 	if (access(ca, R_OK) == -1 || access(crt, R_OK) == -1 ||
 	    access(key, R_OK) == -1) {
-		cs_errf(e, "TLS files for %s missing in %s (need ca.crt, "
-		    "%s.crt, %s.key); create them with: cutsnap cert -c %s",
-		    me, c->tls_dir, me, me, c->path);
+		if (strchr(me, '/') != NULL || (cfg_find(c, me) == -1 &&
+		    strcmp(me, XPORT_CLIENT_CN) != 0))
+			cs_errf(e, "TLS files for %s missing (need %s, %s and "
+			    "%s); create them with: cutsnap cert -c %s "
+			    "--client NAME --role ROLE", me, ca, crt, key,
+			    c->path);
+		else
+			cs_errf(e, "TLS files for %s missing in %s (need "
+			    "ca.crt, %s.crt, %s.key); create them with: "
+			    "cutsnap cert -c %s", me, c->tls_dir, me, me,
+			    c->path);
 		goto out;
 	}
 	if (SSL_CTX_load_verify_locations(x->ssl, ca, NULL) != 1) {
@@ -188,17 +238,43 @@ xconn_free(struct xconn *t)
 	free(t);
 }
 
+/* The role in a certificate's Subject: its one OU, or none. */
+static enum cs_role
+cert_role(X509_NAME *nm)
+{
+	X509_NAME_ENTRY *ent;
+	ASN1_STRING *v;
+	char s[16];
+	int k;
+
+	if ((k = X509_NAME_get_index_by_NID(nm, NID_organizationalUnitName,
+	    -1)) < 0)
+		return CS_ROLE_NONE;
+	if (X509_NAME_get_index_by_NID(nm, NID_organizationalUnitName, k) >= 0)
+		return CS_ROLE_BAD;	/* two roles: which one? neither */
+	ent = X509_NAME_get_entry(nm, k);
+	v = X509_NAME_ENTRY_get_data(ent);
+	if (v == NULL || ASN1_STRING_length(v) <= 0 ||
+	    ASN1_STRING_length(v) >= (int)sizeof(s))
+		return CS_ROLE_BAD;
+	memcpy(s, ASN1_STRING_get0_data(v), (size_t)ASN1_STRING_length(v));
+	s[ASN1_STRING_length(v)] = '\0';
+	return cs_role_parse(s);
+}
+
 static void
 peer_cn(struct xconn *t)
 {
 	X509 *cert = SSL_get1_peer_certificate(t->ssl);
 
 	t->cn[0] = '\0';
+	t->role = CS_ROLE_NONE;
 	if (cert == NULL)
 		return;
 	if (X509_NAME_get_text_by_NID(X509_get_subject_name(cert),
 	    NID_commonName, t->cn, sizeof(t->cn)) < 0)
 		t->cn[0] = '\0';
+	t->role = cert_role(X509_get_subject_name(cert));
 	X509_free(cert);
 }
 
@@ -235,10 +311,13 @@ xconn_handshake(struct xconn *t, char *why, size_t whysz)
 	    ERR_GET_REASON(ec) == SSL_R_UNEXPECTED_RECORD))
 		snprintf(why, whysz, "not a TLS client (plaintext?): %s",
 		    reason ? reason : "bad record");
+	else if (ec && ERR_GET_REASON(ec) ==
+	    SSL_R_UNEXPECTED_EOF_WHILE_READING)
+		snprintf(why, whysz, "%s", WHY_HS_CLOSED);
 	else if (reason != NULL)
 		snprintf(why, whysz, "TLS handshake failed: %s", reason);
 	else
-		snprintf(why, whysz, "closed during the TLS handshake");
+		snprintf(why, whysz, "%s", WHY_HS_CLOSED);
 	ERR_clear_error();
 	return XP_ERR;
 }
@@ -320,6 +399,12 @@ const char *
 xconn_peer_cn(struct xconn *t)
 {
 	return t->cn;
+}
+
+enum cs_role
+xconn_peer_role(struct xconn *t)
+{
+	return t->role;
 }
 
 void
@@ -470,10 +555,32 @@ xport_peer_name(int fd, char *out, size_t sz)
 	snprintf(out, sz, "%s:%s", h, p);
 }
 
-/* The commands' context, made once per tls_dir. */
+/* The commands' context, made once per tls_dir and certificate. */
 static pthread_mutex_t cli_mu = PTHREAD_MUTEX_INITIALIZER;
 static struct xport_ctx *cli_ctx;
 static char cli_dir[PATH_MAX];
+static char cli_made[PATH_MAX];		/* the certificate of cli_ctx */
+static char cli_cert[PATH_MAX];		/* xport_client_cert_set's */
+
+void
+xport_client_cert_set(const char *name)
+{
+	pthread_mutex_lock(&cli_mu);
+	snprintf(cli_cert, sizeof(cli_cert), "%s", name ? name : "");
+	pthread_mutex_unlock(&cli_mu);
+}
+
+/* The commands' certificate, under cli_mu: --cert, else the
+ * environment's CUTSNAP_CLIENT_CERT, else "client". */
+static const char *
+cli_cert_name(void)
+{
+	const char *v = getenv("CUTSNAP_CLIENT_CERT");
+
+	if (cli_cert[0] != '\0')
+		return cli_cert;
+	return v != NULL && v[0] != '\0' ? v : XPORT_CLIENT_CN;
+}
 
 /* xport_client_open's sessions, one per agent (name and addr), under
  * cli_mu; s NULL: the agent sent no ticket (an older agent), so its
@@ -597,19 +704,23 @@ static struct xport_ctx *
 client_ctx(const struct cfg *c, struct cs_err *e)
 {
 	struct xport_ctx *x = NULL;
+	const char *me;
 
 	pthread_mutex_lock(&cli_mu);
-	if (cli_ctx != NULL && strcmp(cli_dir, c->tls_dir) == 0) {
+	me = cli_cert_name();
+	if (cli_ctx != NULL && strcmp(cli_dir, c->tls_dir) == 0 &&
+	    strcmp(cli_made, me) == 0) {
 		x = cli_ctx;
 		goto out;
 	}
-	if (xport_ctx_new(c, XPORT_CLIENT_CN, &x, e) == -1)
+	if (xport_ctx_new(c, me, &x, e) == -1)
 		goto out;
 	/* One cluster per process; a previous one's is kept, since relay
 	 * threads may still use it. Its sessions are not. */
 	cli_sess_clear();
 	cli_ctx = x;
 	snprintf(cli_dir, sizeof(cli_dir), "%s", c->tls_dir);
+	snprintf(cli_made, sizeof(cli_made), "%s", me);
 out:
 	pthread_mutex_unlock(&cli_mu);
 	return x;
@@ -756,12 +867,45 @@ out:
 	return NULL;
 }
 
-/* Block until the handshake with fd is done or fails. */
+/* A command's blocking waits poll in slices this long, so that a stop
+ * signal handled by another thread ends them too. */
+#define WAIT_SLICE_MS	100
+
+/* Wait for ev on fd until deadline (cs_now_ms clock) or a stop signal:
+ * 1 ready, 0 timed out, -1 with errno set (EINTR: asked to stop). */
 static int
-client_handshake(struct xconn *t, int fd, const char *addr, const char *want,
-    struct cs_err *e)
+wait_fd(int fd, short ev, int64_t deadline)
 {
 	struct pollfd pf;
+	int64_t left;
+	int r;
+
+	for (;;) {
+		if (cs_stop_sig) {
+			errno = EINTR;
+			return -1;
+		}
+		if ((left = deadline - cs_now_ms()) <= 0)
+			return 0;
+		pf.fd = fd;
+		pf.events = ev;
+		pf.revents = 0;
+		r = poll(&pf, 1, (int)(left < WAIT_SLICE_MS ? left :
+		    WAIT_SLICE_MS));
+		if (r > 0)
+			return 1;
+		if (r == -1 && errno != EINTR)
+			return -1;
+	}
+}
+
+/* Block until the handshake with fd is done or fails, or deadline: one
+ * bound for the whole handshake, which a peer that trickles its bytes
+ * cannot stretch. */
+static int
+client_handshake(struct xconn *t, int fd, const char *addr, const char *want,
+    int64_t deadline, struct cs_err *e)
+{
 	char why[200];
 	int r;
 
@@ -769,36 +913,45 @@ client_handshake(struct xconn *t, int fd, const char *addr, const char *want,
 		r = xconn_handshake(t, why, sizeof(why));
 		if (r == XP_OK)
 			break;
+		if (r == XP_ERR && strcmp(why, WHY_HS_CLOSED) == 0)
+			return cs_errf(e, "agent %s at %s: closed by the agent "
+			    "during the TLS handshake (too many unauthenticated "
+			    "connections, or this client refused: see its "
+			    "log)", want, addr);
 		if (r == XP_ERR)
 			return cs_errf(e, "agent %s at %s: %s", want, addr, why);
-		pf.fd = fd;
-		pf.events = r == XP_WANT_READ ? POLLIN : POLLOUT;
-		if ((r = poll(&pf, 1, XPORT_HS_TIMEOUT_MS)) == 0)
+		r = wait_fd(fd, r == XP_WANT_READ ? POLLIN : POLLOUT,
+		    deadline);
+		if (r == 0)
 			return cs_errf(e, "agent %s at %s: TLS handshake "
 			    "timed out", want, addr);
-		if (r == -1 && errno != EINTR)
+		if (r == -1 && errno == EINTR)
+			return cs_errf(e, "agent %s at %s: interrupted during "
+			    "the TLS handshake", want, addr);
+		if (r == -1)
 			return cs_errno(e, "poll");
 	}
 	if (strcmp(xconn_peer_cn(t), want) != 0)
 		return cs_errf(e, "refused %s: its certificate is for '%s', "
 		    "not agent %s", addr, xconn_peer_cn(t), want);
+	/* A client's certificate named like the agent is no agent's. */
+	if (xconn_peer_role(t) != CS_ROLE_NONE)
+		return cs_errf(e, "refused %s: its certificate '%s' is a "
+		    "client's (role %s), not agent %s's", addr,
+		    xconn_peer_cn(t), cs_role_name(xconn_peer_role(t)), want);
 	return 0;
 }
 
-/* Wait for a non-blocking connect, at most XPORT_CONNECT_TIMEOUT_MS (a
- * host that is down answers nothing). 0, or -1 with errno set. */
+/* Wait for a non-blocking connect until deadline (a host that is down
+ * answers nothing). 0, or -1 with errno set (ETIMEDOUT; EINTR: asked to
+ * stop). */
 static int
-connect_wait(int fd)
+connect_wait(int fd, int64_t deadline)
 {
-	struct pollfd pf;
 	socklen_t elen = sizeof(int);
 	int r, err = 0;
 
-	pf.fd = fd;
-	pf.events = POLLOUT;
-	while ((r = poll(&pf, 1, XPORT_CONNECT_TIMEOUT_MS)) == -1 &&
-	    errno == EINTR)
-		;
+	r = wait_fd(fd, POLLOUT, deadline);
 	if (r == 0)
 		err = ETIMEDOUT;
 	else if (r == -1)
@@ -815,10 +968,12 @@ connect_wait(int fd)
 static void
 connect_err(const struct cfg_agent *ag, int err, struct cs_err *e)
 {
-	if (err == ETIMEDOUT)
+	if (err == EINTR)
+		cs_errf(e, "agent %s at %s: interrupted while connecting",
+		    ag->name, ag->addr);
+	else if (err == ETIMEDOUT)
 		cs_errf(e, "timed out connecting to agent %s at %s (no "
-		    "answer in %d s)", ag->name, ag->addr,
-		    XPORT_CONNECT_TIMEOUT_MS / 1000);
+		    "answer by the deadline)", ag->name, ag->addr);
 	else if (err == ECONNREFUSED || err == ENOENT)
 		cs_errf(e, "agent %s is not running (connect %s: %s)",
 		    ag->name, ag->addr, strerror(err));
@@ -829,8 +984,8 @@ connect_err(const struct cfg_agent *ag, int err, struct cs_err *e)
 
 /* xport_client_open; resume: offer and keep sessions (see xport.h). */
 static int
-client_open(const struct cfg *c, int i, int resume, int *fdp,
-    struct xconn **tp, struct cs_err *e)
+client_open(const struct cfg *c, int i, int resume, int64_t deadline,
+    int *fdp, struct xconn **tp, struct cs_err *e)
 {
 	const struct cfg_agent *ag = &c->agents[i];
 	struct xport_ctx *x;
@@ -839,10 +994,12 @@ client_open(const struct cfg *c, int i, int resume, int *fdp,
 
 	*fdp = -1;
 	*tp = NULL;
+	if (deadline < 0)
+		deadline = cs_now_ms() + XPORT_CMD_WAIT_MS;
 	if ((x = client_ctx(c, e)) == NULL)
 		return -1;
 	if ((fd = xport_tcp_connect(ag->addr, 1, &inprog, e)) == -1 ||
-	    (inprog && connect_wait(fd) == -1)) {
+	    (inprog && connect_wait(fd, deadline) == -1)) {
 		connect_err(ag, errno, e);
 		if (fd != -1)
 			close(fd);
@@ -854,7 +1011,7 @@ client_open(const struct cfg *c, int i, int resume, int *fdp,
 	}
 	if (resume && sess_offer(ag, t) == -1)
 		resume = 0;
-	if (client_handshake(t, fd, ag->addr, ag->name, e) == -1)
+	if (client_handshake(t, fd, ag->addr, ag->name, deadline, e) == -1)
 		goto fail;
 	if (resume && !SSL_session_reused(t->ssl))
 		ticket_wait(ag, t, fd);
@@ -868,23 +1025,25 @@ fail:
 }
 
 int
-xport_client_open(const struct cfg *c, int i, int *fdp, struct xconn **tp,
-    struct cs_err *e)
+xport_client_open(const struct cfg *c, int i, int64_t deadline, int *fdp,
+    struct xconn **tp, struct cs_err *e)
 {
-	return client_open(c, i, 1, fdp, tp, e);
+	return client_open(c, i, 1, deadline, fdp, tp, e);
 }
 
 int
-xport_client_connect(const struct cfg *c, int i, struct cs_err *e)
+xport_client_connect(const struct cfg *c, int i, int64_t deadline,
+    struct cs_err *e)
 {
 	struct relay *r = NULL;
 	struct xconn *t = NULL;
 	pthread_attr_t at;
 	pthread_t th;
-	int fd = -1, sp[2] = { -1, -1 }, fl;
+	sigset_t all, old;
+	int fd = -1, sp[2] = { -1, -1 }, fl, prc;
 
 	/* One connection per agent and command: nothing to resume. */
-	if (client_open(c, i, 0, &fd, &t, e) == -1)
+	if (client_open(c, i, 0, deadline, &fd, &t, e) == -1)
 		return -1;
 	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sp) == -1) {
 		cs_errno(e, "socketpair");
@@ -910,7 +1069,13 @@ xport_client_connect(const struct cfg *c, int i, struct cs_err *e)
 	pthread_mutex_lock(&relay_mu);
 	if (!relay_atexit && atexit(relays_end) == 0)
 		relay_atexit = 1;
-	if (pthread_create(&th, &at, relay_main, r) != 0) {
+	/* The relay takes no signals: a command's stop signal reaches the
+	 * thread that waits for its reply, whose poll then ends (EINTR). */
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	prc = pthread_create(&th, &at, relay_main, r);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (prc != 0) {
 		pthread_mutex_unlock(&relay_mu);
 		pthread_attr_destroy(&at);
 		cs_errf(e, "cannot start a TLS relay thread");

@@ -19,7 +19,7 @@ _cutsnap_positionals()
 	local i words=0
 	for ((i = 2; i < COMP_CWORD; i++)); do
 		case ${COMP_WORDS[i]} in
-		-c | --config) i=$((i + 1)) ;;
+		-c | --config | -t | --timeout | --request-id) i=$((i + 1)) ;;
 		-*) ;;
 		*) words=$((words + 1)) ;;
 		esac
@@ -88,7 +88,7 @@ _cutsnap()
 		COMPREPLY=($(compgen -W "zstd none" -- "$cur"))
 		return 0
 		;;
-	*:-t | *:--timeout | *:--keep-last | *:-l | *:-s | *:--sum | \
+	*:-t | *:--timeout | *:--request-id | *:--keep-last | *:-l | *:-s | *:--sum | \
 	    *:--keep-within | *:-w | *:--seconds | *:--clients | *:--threads | \
 	    *:--snapshot-every | *:--max-amount | *:--initial | *:--recheck-age | \
 	    snapshot:-m | *:--max-rate)
@@ -99,11 +99,12 @@ _cutsnap()
 	case $cmd in
 	agent) opts="-c --config -n --name -l --log-level --help" ;;
 	start) opts="-c --config -t --timeout -l --log-level --help" ;;
-	stop) opts="-c --config -t --timeout --help" ;;
-	status) opts="-c --config -j --json --help" ;;
-	put | get | del | add | transfer) opts="-c --config --help" ;;
-	channel) opts="-c --config --reverse --overtake --help" ;;
-	deadletter) opts="-c --config -a --all -j --json --help" ;;
+	stop) opts="-c --config -t --timeout --cert --help" ;;
+	status) opts="-c --config -j --json --cert --help" ;;
+	put | get) opts="-c --config --cert --help" ;;
+	del | add | transfer) opts="-c --config -t --timeout --request-id --cert --help" ;;
+	channel) opts="-c --config --reverse --overtake --cert --help" ;;
+	deadletter) opts="-c --config -a --all -j --json --cert --help" ;;
 	dump) opts="-j --json --help" ;;
 	init) opts="-r --repo -e --encrypt --password-file -C --compression
 	    -j --json --help" ;;
@@ -111,7 +112,7 @@ _cutsnap()
 	    --help" ;;
 	snapshot) opts="-c --config -r --repo --password-file -i --initiator -t --timeout
 	    -k --key -a --recheck-age -m --max-rate -j --json -q --quiet -v --verbose
-	    --help" ;;
+	    --cert --help" ;;
 	ls) opts="-r --repo -j --json --help" ;;
 	show) opts="-r --repo --password-file -s --sum -j --json --help" ;;
 	verify) opts="-r --repo --password-file --no-password -k --key -j --json -q --quiet
@@ -119,12 +120,12 @@ _cutsnap()
 	restore) opts="-r --repo --password-file -c --config -a --agent -k --key -j --json
 	    -q --quiet -v --verbose --help" ;;
 	load) opts="-c --config -r --repo --password-file --seconds --clients --threads
-	    --snapshot-every --max-amount --initial --no-drain -j --json --help" ;;
+	    --snapshot-every --max-amount --initial --no-drain -j --json --cert --help" ;;
 	forget) opts="-r --repo -l --keep-last -w --keep-within -f --force
 	    -n --dry-run -j --json --help" ;;
 	prune) opts="-r --repo -f --force -n --dry-run -j --json --grace --help" ;;
-	cert) opts="-c --config --days --help" ;;
-	compact) opts="-c --config -j --json -t --timeout --help" ;;
+	cert) opts="-c --config --days --client --role --out --help" ;;
+	compact) opts="-c --config -j --json -t --timeout --cert --help" ;;
 	demo) opts="--keep --help" ;;
 	*) return 0 ;;
 	esac

@@ -83,7 +83,7 @@ connect_all(struct run *r, struct cs_err *e)
 	int i;
 
 	for (i = 0; i < r->c->nagents; i++) {
-		if ((r->fds[i] = client_connect_agent(r->c, i, e)) < 0)
+		if ((r->fds[i] = client_connect_agent(r->c, i, r->deadline, e)) < 0)
 			return cs_errctx(e, "nothing was recorded");
 	}
 	return 0;

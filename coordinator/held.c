@@ -17,22 +17,25 @@
 #define HELD_ASK_MS 1000	/* per source agent: this is a diagnosis, */
 #define HELD_ALL_MS 2000	/* and all of them, so the abort is prompt */
 
-/* Agent s's status, parsed into st; 0, or -1 (it is not asked again). */
+/* Agent s's status, parsed into st, by deadline (cs_now_ms clock); 0,
+ * or -1 (it is not asked again). */
 static int
-ask_status(const struct cfg *c, int s, struct agstat *st)
+ask_status(const struct cfg *c, int s, int64_t deadline, struct agstat *st)
 {
 	struct cs_err e;
 	struct rbuf rb;
 	const uint8_t *t;
 	uint8_t code, *body = NULL;
 	size_t blen, tlen;
+	int64_t left;
 	int fd, rc = -1;
 
 	memset(st, 0, sizeof(*st));
-	if ((fd = client_connect_agent(c, s, &e)) < 0)
+	if ((fd = client_connect_agent(c, s, deadline, &e)) < 0)
 		return -1;
-	if (client_call(fd, W_REQ_STATUS, NULL, 0, &code, &body, &blen,
-	    HELD_ASK_MS, &e) < 0 || code != REPLY_OK)
+	left = deadline - cs_now_ms();
+	if (left <= 0 || client_call(fd, W_REQ_STATUS, NULL, 0, &code, &body,
+	    &blen, (int)left, &e) < 0 || code != REPLY_OK)
 		goto out;
 	rbuf_init(&rb, body, blen);
 	(void)rbuf_u32(&rb);
@@ -47,14 +50,15 @@ out:
 
 /* Append agent s's held channels into an agent of waiting[] to out. */
 static void
-add_held(const struct cfg *c, int s, const unsigned char *waiting,
-    char *out, size_t outsz, int *n)
+add_held(const struct cfg *c, int s, int64_t end,
+    const unsigned char *waiting, char *out, size_t outsz, int *n)
 {
+	int64_t deadline = cs_now_ms() + HELD_ASK_MS;
 	struct agstat st;
 	size_t j, len;
 	int d;
 
-	if (ask_status(c, s, &st) < 0)
+	if (ask_status(c, s, deadline < end ? deadline : end, &st) < 0)
 		return;
 	for (j = 0; j < st.nout; j++) {
 		d = cfg_find(c, st.out[j].peer);
@@ -81,7 +85,7 @@ coord_held_into(const struct cfg *c, const unsigned char *waiting,
 	for (s = 0; s < c->nagents && cs_now_ms() < end; s++)
 		for (d = 0; d < c->nagents; d++)
 			if (waiting[d] && cfg_has_channel(c, s, d)) {
-				add_held(c, s, waiting, out, outsz, &n);
+				add_held(c, s, end, waiting, out, outsz, &n);
 				break;
 			}
 	return n;

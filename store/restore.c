@@ -237,6 +237,67 @@ pick_agents(const struct cfg *c, const char *const *only, size_t nonly,
 	return 0;
 }
 
+/* 1 when some of c's agents are restored and others are not: the others
+ * may have moved on since the snapshot, and a restored agent that spent
+ * its recorded balance again over a channel without traffic since the
+ * cut would create value. Such files end with a FENCE record: the agent
+ * sends, applies and joins snapshots only once every one of its
+ * channels has checked its history with the peer (INTERNALS.md,
+ * "Fencing a partial restore"). A whole restore needs none: every file
+ * comes from one cut. */
+static int
+partial_restore(const struct cfg *c, const int *want)
+{
+	int i, n = 0;
+
+	for (i = 0; i < c->nagents; i++)
+		n += want[i] != 0;
+	return n > 0 && n < c->nagents;
+}
+
+/* Append FENCE(on, snapshot id) to a restored file's tail: a pure
+ * function of the snapshot, so restoring again yields the same file. */
+static int
+append_fence(struct wbuf *tail, uint64_t id)
+{
+	struct dl_record rec;
+
+	memset(&rec, 0, sizeof(rec));
+	rec.type = DL_FENCE;
+	rec.code = 1;
+	rec.seq = id;
+	dl_encode(tail, &rec);
+	return tail->oom ? -1 : 0;
+}
+
+/* The note a partial restore gives: what the fence means, what to do. */
+static void
+fence_note(struct store *st, const struct cfg *c, const int *want,
+    uint64_t rid)
+{
+	char names[512], line[1024];
+	size_t used = 0;
+	int i, w;
+
+	if (st->nfn == NULL)
+		return;
+	names[0] = '\0';
+	for (i = 0; i < c->nagents; i++) {
+		if (!want[i])
+			continue;
+		w = snprintf(names + used, sizeof(names) - used, "%s%s",
+		    used ? " " : "", c->agents[i].name);
+		if (w > 0 && (size_t)w < sizeof(names) - used)
+			used += (size_t)w;
+	}
+	snprintf(line, sizeof(line), "restored without the rest of the "
+	    "cluster (%s): each starts fenced (no transfer, no snapshot) "
+	    "until every channel of it has checked its history with the "
+	    "peer; if the other agents moved on since snapshot %llu, restore "
+	    "them from it too", names, (unsigned long long)rid);
+	st->nfn(st->nctx, line);
+}
+
 /* After a failed restore: remove the empty files lock_all created and
  * nothing replaced (still the same inode, still empty). */
 static void
@@ -366,6 +427,14 @@ store_restore_agents(struct store *st, uint64_t id, const struct cfg *c,
 		cs_errf(e, "snapshot %llu failed verification; nothing "
 		    "was restored", (unsigned long long)rid);
 		goto out;
+	}
+	if (partial_restore(c, want)) {
+		for (i = 0; i < c->nagents; i++)
+			if (want[i] && append_fence(&tails[i], rid) < 0) {
+				cs_errf(e, "out of memory");
+				goto out;
+			}
+		fence_note(st, c, want, rid);
 	}
 	fin = (struct finish){ c, want, tfd, tmp, size, tails, err };
 	store_pool_run((size_t)c->nagents, finish_task, &fin);

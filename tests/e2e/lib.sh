@@ -438,6 +438,19 @@ dump_val () {
 	return $rc
 }
 
+# restored_alone FILE WHOLE ID: FILE, restored by restore --agent without
+# the rest of its cluster, is WHOLE (the same agent's file from a whole
+# restore of snapshot ID) followed by one FENCE record of ID (18 bytes:
+# the record header, its type, on, the snapshot).
+restored_alone () {
+	local n j=$TEST_DIR/.fence.$BASHPID
+	n=$(stat -c %s "$2") &&
+	expect_eq "$(stat -c %s "$1")" $((n + 18)) "size of $1" &&
+	cmp -n "$n" "$1" "$2" &&
+	cs dump "$1" --json >"$j" &&
+	expect_eq "$(json_get 'd["fenced"]' "$j")" "$3" "$1 fenced from"
+}
+
 # dump_total KEY: the sum of KEY over every agent's data file (offline).
 dump_total () {
 	local n v s=0

@@ -195,8 +195,9 @@ test_expect_success 'restore host by host (--agent, each from its own copy of th
 	expect_ok restore -r repoA "$ID" -c "$CONF" --agent A &&
 	[ ! -e B.data ] &&
 	expect_ok restore -r repoB "$ID" -c "$CONF" --agent B &&
-	cmp A.data A.snap && cmp B.data B.snap &&
+	restored_alone A.data A.snap "$ID" && restored_alone B.data B.snap "$ID" &&
 	start_cluster &&
+	! grep -q fenced "$ERR" &&
 	wait_channels_settled &&
 	expect_ok transfer -c "$CONF" A:bal B:bal 3 &&
 	wait_bal B 63 &&

@@ -134,7 +134,7 @@ test_expect_success 'a client certificate from another CA is refused; A unharmed
 '
 
 test_expect_success 'an expired client certificate of the right CA is refused; A unharmed' '
-	mkdir -p exp/tls && cp tls/ca.crt tls/ca.key exp/tls/ &&
+	mkdir -p -m 700 exp/tls && cp tls/ca.crt tls/ca.key exp/tls/ &&
 	sed "s|^run_dir = run|run_dir = $TEST_DIR/run|" "$CONF" >exp/e.ini &&
 	CUTSNAP_TEST_CERT_DAYS=-2 cs cert -c exp/e.ini >/dev/null &&
 	! openssl x509 -in exp/tls/client.crt -noout -checkend 0 >/dev/null &&
@@ -144,7 +144,7 @@ test_expect_success 'an expired client certificate of the right CA is refused; A
 '
 
 test_expect_success 'an agent certificate may not send client requests' '
-	mkdir -p asagent/tls && cp tls/ca.crt asagent/tls/ &&
+	mkdir -p -m 700 asagent/tls && cp tls/ca.crt asagent/tls/ &&
 	cp tls/B.crt asagent/tls/client.crt && cp tls/B.key asagent/tls/client.key &&
 	sed "s|^run_dir = run|run_dir = $TEST_DIR/run|" "$CONF" >asagent/a.ini &&
 	expect_exit 1 get -c asagent/a.ini A bal &&
@@ -161,7 +161,7 @@ test_expect_success 'the command refuses an agent whose certificate is another a
 
 test_expect_success 'an agent with another agent'\''s certificate refuses to start; a HELLO sent with one is refused' '
 	pid=$(agent_pid C) && kill -TERM "$pid" && wait_for 10 pid_gone "$pid" &&
-	mkdir -p badtls && cp tls/ca.crt badtls/ &&
+	mkdir -p -m 700 badtls && cp tls/ca.crt badtls/ &&
 	cp tls/B.crt badtls/C.crt && cp tls/B.key badtls/C.key &&
 	sed "s/^tls_dir = tls/tls_dir = badtls/" "$CONF" >imp.ini &&
 	expect_error 2 agent -c imp.ini -n C &&

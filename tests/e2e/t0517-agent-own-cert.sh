@@ -9,7 +9,7 @@
 # variant DIR: a config like CONF whose tls_dir is DIR/tls, with the
 # cluster's CA copied there; its path in VCONF.
 variant () {
-	mkdir -p "$1/tls" && cp tls/ca.crt tls/ca.key "$1/tls/" &&
+	mkdir -p "$1" && mkdir -m 700 "$1/tls" && cp tls/ca.crt tls/ca.key "$1/tls/" &&
 	sed -e "s|^run_dir = run|run_dir = $TEST_DIR/run|" \
 	    -e "s|^tls_dir = tls|tls_dir = $TEST_DIR/$1/tls|" "$CONF" >"$1/c.ini" &&
 	VCONF=$TEST_DIR/$1/c.ini
@@ -35,7 +35,7 @@ test_expect_success 'an expired certificate of the cluster CA: refused at start'
 '
 
 test_expect_success 'a certificate from another CA: refused at start' '
-	mkdir -p other/tls &&
+	mkdir -p other && mkdir -m 700 other/tls &&
 	sed -e "s|^run_dir = run|run_dir = $TEST_DIR/run|" \
 	    -e "s|^tls_dir = tls|tls_dir = $TEST_DIR/other/tls|" "$CONF" >other/c.ini &&
 	expect_ok cert -c other/c.ini &&

@@ -1,6 +1,7 @@
 /* fuzz_datalog.c - libFuzzer target: replaying a data file image
  * (dl_replay), as dump, verify and restore do with untrusted bytes, with
- * and without torn-tail tolerance. */
+ * and without torn-tail tolerance; the second pass also keeps the request
+ * ids, as an agent's recovery does. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,6 +21,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	for (torn = 0; torn <= 1; torn++) {
 		if (dl_state_init(&st, torn) < 0)
 			abort();
+		st.track_reqs = torn;
 		e.msg[0] = '\0';
 		rc = dl_replay(data, size, "fuzz", torn, &st, &valid, &e);
 		if (rc == 0 && torn && valid > size)

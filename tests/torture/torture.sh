@@ -52,6 +52,11 @@
 #     total at the end; a
 #     repository gains no other complete snapshot; ids within a
 #     repository and the 128-bit identities across both are distinct;
+#   - a subset of the agents restored alone (restore --agent) into the
+#     live cluster never spends a recorded balance again: a transfer
+#     from a fenced agent fails; once its fence lifted by itself, or the
+#     other agents were restored from the same snapshot, the live total
+#     is the initial total;
 #   - files from different histories (a restore of the live cluster
 #     stopped after its first file) never lose a transfer: one across the
 #     mix is refused (diverged) or arrives; once the restore is finished
@@ -155,6 +160,7 @@ compact_agent     round     20
 kill_compacting   snapshot  15
 mix_histories     round     5
 overlap           round     12
+partial_restore   round     5
 "
 
 # cutsnap compact of a random live agent, in the background: it may wait
@@ -382,6 +388,123 @@ sum(1 for a in d if a.get("up") for c in a["out"] + a["in"]
 	return 0
 }
 
+# fence_states: "NAME:STATE" for every agent that answers, STATE none,
+# waiting (fenced, no diverged channel) or stuck (fenced, a channel
+# diverged), from status --json.
+fence_states () {
+	cs status -c "$CONF" --json 2>>"$LOG" | json '
+["%s:%s" % (a["agent"], "none" if not a.get("fenced") else
+    "stuck" if any(c.get("diverged") for c in a["out"] + a["in"])
+    else "waiting") for a in d if a.get("up")]' 2>/dev/null
+}
+
+# A host loses its disk: a random proper subset of the agents is killed
+# -9 and restored alone (restore --agent) from a complete snapshot into
+# the live cluster, the others running on. A restored agent must not
+# spend its recorded balance again: while fenced, a transfer from it to
+# any peer fails. Its fence lifts by itself only when no channel of it
+# moved since the cut; then the live total is the initial one at once.
+# Else the operator's documented step, restoring the other agents from
+# the same snapshot, resolves it, and the live total is the initial one.
+# Half the time the snapshot is taken right before the kill, so that
+# both outcomes occur.
+fault_partial_restore () {
+	local ids id names sub=() rest=() n k p s d st t args lifted=1
+	for p in $BG; do wait_pid "$p" 60; done
+	BG=""
+	restart_agents
+	if [ $((RANDOM % 2)) -eq 0 ]; then
+		cs snapshot -q -c "$CONF" -r "$REPO" --timeout 10 >>"$LOG" 2>&1 &&
+		    log "partial: a snapshot taken to restore from"
+	fi
+	ids=($(ids_with complete))
+	[ ${#ids[@]} -gt 0 ] || return 1
+	id=${ids[${#ids[@]} - 1]}
+	[ $((RANDOM % 2)) -eq 0 ] && id=${ids[$((RANDOM % ${#ids[@]}))]}
+	# A random k of the agents (a shuffle driven by RANDOM, so the
+	# seed replays it).
+	names=($NAMES)
+	for ((t = ${#names[@]} - 1; t > 0; t--)); do
+		p=$((RANDOM % (t + 1)))
+		n=${names[t]} names[t]=${names[p]} names[p]=$n
+	done
+	k=$((1 + RANDOM % (NAG - 1)))
+	sub=("${names[@]:0:k}") rest=("${names[@]:k}")
+	args=""
+	for n in "${sub[@]}"; do
+		p=$(agent_pid "$n")
+		[ -n "$p" ] && kill -KILL "$p" 2>/dev/null
+		args="$args --agent $n"
+	done
+	for n in "${sub[@]}"; do
+		for t in $(seq 1 100); do
+			[ -z "$(agent_pid "$n")" ] && break
+			sleep 0.1
+		done
+	done
+	if ! cs restore -r "$REPO" "$id" -c "$CONF" $args >>"$LOG" 2>&1; then
+		violation 0 "partial: restore of ${sub[*]} from snapshot $id failed"
+		restart_agents
+		return 0
+	fi
+	n_part=$((n_part + 1))
+	log "partial: ${sub[*]} restored alone from snapshot $id; ${rest[*]} live"
+	restart_agents
+	# Every restored agent lifts its fence or finds a diverged channel
+	# (bounded: start waited for it already).
+	for t in $(seq 1 100); do
+		st=$(fence_states)
+		echo "$st" | grep -q ':waiting$' || break
+		sleep 0.2
+	done
+	log "partial: fences: $(echo $st)"
+	for n in "${sub[@]}"; do
+		case " $(echo $st) " in
+		*" $n:none "*) continue ;;
+		esac
+		lifted=0
+		for d in "${rest[@]}"; do
+			if cs transfer -c "$CONF" "$n:bal" "$d:bal" 1 >/dev/null \
+			    2>"$W/part.err"; then
+				violation 1 "partial: fenced agent $n (restored alone from snapshot $id) transferred to $d"
+			elif grep -q fenced "$W/part.err"; then
+				n_part_refused=$((n_part_refused + 1))
+			else
+				log "partial: transfer $n->$d failed: $(cat "$W/part.err")"
+			fi
+		done
+	done
+	if [ $lifted = 1 ]; then
+		n_part_lifted=$((n_part_lifted + 1))
+	else
+		# The documented resolution: the others from the same snapshot.
+		args=""
+		for n in "${rest[@]}"; do args="$args --agent $n"; done
+		for k in 1 2 3; do
+			cs stop -c "$CONF" >>"$LOG" 2>&1 && break
+		done
+		if ! cs restore -r "$REPO" "$id" -c "$CONF" $args >>"$LOG" 2>&1; then
+			violation 0 "partial: restoring ${rest[*]} from snapshot $id failed"
+			restart_agents
+			return 0
+		fi
+		n_part_resolved=$((n_part_resolved + 1))
+	fi
+	t=""
+	for k in $(seq 1 300); do
+		cs start -c "$CONF" >/dev/null 2>&1
+		t=$(live_total) || t=""
+		[ "$t" = "$INIT_TOTAL" ] && break
+		sleep 0.2
+	done
+	[ "$t" = "$INIT_TOTAL" ] ||
+	    violation $(( ${t:-0} - INIT_TOTAL )) "partial: live total ${t:-unreadable} after restoring ${sub[*]} alone from snapshot $id ($([ $lifted = 1 ] && echo "fences lifted" || echo "the others restored too")), not $INIT_TOTAL"
+	st=$(fence_states)
+	echo "$st" | grep -qv ':none$' &&
+	    violation 0 "partial: agents still fenced at the end: $(echo $st)"
+	return 0
+}
+
 # Overlapping snapshots: two to four `cutsnap snapshot` started together
 # from random initiators, each into REPO or into the second repository
 # REPO2 (so sometimes into one, sometimes into two), over a held channel
@@ -560,6 +683,7 @@ n_viol=0 first_viol="" worst_viol="" worst_delta=0
 n_mix=0 n_mix_diverged=0 n_mix_sent=0 n_mix_delivered=0 n_mix_refused=0
 n_overlap=0 n_overlap_started=0 n_overlap_two=0 n_overlap_ok=0
 n_overlap_checked=0 n_overlap_idchecks=0
+n_part=0 n_part_lifted=0 n_part_resolved=0 n_part_refused=0
 
 log () { printf '%s\n' "$*" >>"$LOG"; }
 
@@ -1031,6 +1155,12 @@ if [ "${STRUCK[overlap]:-0}" -gt 0 ]; then
 	[ "$n_overlap_idchecks" -gt 0 ] ||
 	    nothing="$nothing, no ids compared"
 fi
+if [ "${STRUCK[partial_restore]:-0}" -gt 0 ]; then
+	[ "$n_part" -gt 0 ] ||
+	    nothing="$nothing, no partial restore checked"
+	[ $((n_part_lifted + n_part_resolved)) -eq "$n_part" ] ||
+	    nothing="$nothing, a partial restore neither lifted nor resolved"
+fi
 nothing=${nothing#, }
 
 kills=0 kill_list="" kill_kv=""
@@ -1054,6 +1184,7 @@ cutsnap torture: seed $SEED, $NAG agents, initial total $INIT_TOTAL$([ "$ENCRYPT
   checks            $n_verify verify, $n_cutsum cut sums, $n_restore restores checked (each also run twice)
   dead letters      $n_dead_sent credits sent to text keys, $n_dead_resolved refunds started
   overlapping       $n_overlap times $n_overlap_started snapshots started together ($n_overlap_two times into two repositories): $n_overlap_ok exited 0 and listed complete, $n_overlap_checked verified and summed at once, $n_overlap_restored restored at the end; $n_repo2 complete in the second repository checked at the end
+  partial restores  $n_part (a subset restored alone into the live cluster): $n_part_lifted lifted their fences, $n_part_resolved resolved by restoring the others; $n_part_refused transfers from fenced agents refused
   mixed histories   $n_mix mixes, $n_mix_diverged with diverged channels; transfers over them: $n_mix_refused refused as diverged, $n_mix_delivered of $n_mix_sent accepted ones delivered
   live total        ${live:-unreadable} (expected $INIT_TOTAL)
   violations        $n_viol
@@ -1077,6 +1208,8 @@ echo "torture-summary: seed=$SEED agents=$NAG rounds=$ROUNDS encrypted=$ENCRYPT 
     "overlap_two_repos=$n_overlap_two overlap_complete=$n_overlap_ok" \
     "overlap_checked=$n_overlap_checked overlap_restored=$n_overlap_restored" \
     "repo2_checked=$n_repo2" \
+    "partial=$n_part partial_lifted=$n_part_lifted" \
+    "partial_resolved=$n_part_resolved partial_refused=$n_part_refused" \
     "violations=$n_viol result=$result"
 if [ "$result" = FAIL ]; then
 	KEEP=1

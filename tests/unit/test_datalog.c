@@ -257,6 +257,49 @@ encoding_matches_the_documented_layout(void **state)
 	wbuf_free(&w);
 }
 
+static struct dl_record
+rec_fence(int on, uint64_t snap)
+{
+	struct dl_record r = { .type = DL_FENCE };
+
+	r.code = (uint8_t)on;
+	r.seq = snap;
+	return r;
+}
+
+/* FENCE: 18 bytes on disk (header, type, on, snapshot); a replay ends
+ * with the last one's state; a state other than 0 or 1 is corruption. */
+static void
+fence_record_round_trips(void **state)
+{
+	struct dl_record rs[3] = { rec_put("a", "1"), rec_fence(1, 7),
+	    rec_fence(0, 0) };
+	struct dl_state st;
+	struct cs_err e;
+	struct wbuf w;
+	size_t offs[4];
+
+	(void)state;
+	build(&w, rs, 3, offs);
+	assert_int_equal(offs[2] - offs[1], 18);
+	assert_int_equal(w.data[offs[1] + DL_REC_HDR_LEN], DL_FENCE);
+	/* The prefix that ends with the fence on: fenced from snapshot 7. */
+	assert_int_equal(dl_state_init(&st, 0), 0);
+	assert_int_equal(dl_replay(w.data, offs[2], "img", 1, &st, NULL, &e),
+	    0);
+	assert_int_equal(st.fenced, 1);
+	assert_int_equal(st.fence_snap, 7);
+	dl_state_free(&st);
+	/* The whole file: lifted. */
+	assert_int_equal(dl_state_init(&st, 0), 0);
+	assert_int_equal(dl_replay(w.data, w.len, "img", 1, &st, NULL, &e), 0);
+	assert_int_equal(st.fenced, 0);
+	assert_int_equal(st.fence_snap, 0);
+	assert_int_equal(st.records, 3);
+	dl_state_free(&st);
+	wbuf_free(&w);
+}
+
 /* Replay a two-record image and expect the second to be rejected. */
 static void
 expect_second_rejected(struct dl_record a, struct dl_record b,
@@ -294,6 +337,8 @@ replay_rejects_seq_violations(void **state)
 	    rec_ack("B", 2), "ack seq 2 from B beyond sent seq 1");
 	expect_second_rejected(rec_put("a", "1"),
 	    rec_apply("bad/name", 1, "a", "1"), "invalid peer name");
+	expect_second_rejected(rec_put("a", "1"), rec_fence(2, 1),
+	    "fence record with state 2");
 }
 
 static void
@@ -1729,6 +1774,7 @@ main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(replay_round_trips_every_record_type),
 		cmocka_unit_test(encoding_matches_the_documented_layout),
+		cmocka_unit_test(fence_record_round_trips),
 		cmocka_unit_test(replay_rejects_seq_violations),
 		cmocka_unit_test(state_check_enforces_names_and_caps),
 		cmocka_unit_test(older_ack_is_accepted_and_ignored),
