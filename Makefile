@@ -101,7 +101,7 @@ S3RUN := bash tests/s3/radosgw.sh run
 E2E_LONG := $(addprefix tests/e2e/,t0420-torture-overlap.sh t0040-io-faults.sh \
 	t0124-torture-mixed-histories.sh t0030-torture.sh \
 	t0006-random-transfers.sh t0364-torture-tcp.sh t0016-many-agents.sh \
-	t0122-thirty-two-agents.sh)
+	t0122-thirty-two-agents.sh t0461-torture-partial-restore.sh)
 E2E_REST := $(filter-out $(E2E_LONG),$(sort $(wildcard tests/e2e/t*.sh)))
 E2E      := $(E2E_LONG) $(E2E_REST)
 

@@ -19,6 +19,8 @@ static const char usage_text[] =
     "       cutsnap key -r REPO remove ID [--password-file FILE]\n"
     "       cutsnap key -r REPO passwd [--password-file FILE]\n"
     "                   [--new-password-file FILE] [--json]\n"
+    "       cutsnap key -r REPO rotate [--password-file FILE]\n"
+    "                   [--new-password-file FILE] [--json]\n"
     "\n"
     "The keys of an encrypted repository (cutsnap init --encrypt). Every\n"
     "key holds the repository's one master key, sealed (AES-256-GCM) under\n"
@@ -32,6 +34,11 @@ static const char usage_text[] =
     "  remove   key ID; not the one the given password opens\n"
     "  passwd   change the password: a new key replaces the one the\n"
     "           current password opens, in one transaction\n"
+    "  rotate   a new master key: every chunk object and recorded\n"
+    "           message is sealed and named again under it (the old\n"
+    "           objects are deleted), and one key for the new password\n"
+    "           replaces every key (add the others again); refused while\n"
+    "           a snapshot has a --key tag\n"
     "\n"
     "  -r, --repo REPO             the repository directory, or\n"
     "                              s3://BUCKET/PREFIX (an object store)\n"
@@ -98,7 +105,7 @@ list_keys(struct store *st, int json)
 	return rc;
 }
 
-/* add (replace 0) or passwd (replace 1). */
+/* add (replace 0), passwd (replace 1) or rotate (replace 2). */
 static int
 add_key(struct store *st, const char *repo, const char *newfile,
     int replace, int json)
@@ -114,7 +121,8 @@ add_key(struct store *st, const char *repo, const char *newfile,
 	if (cmd_password(CMD_PW_NEW, newfile, what, pass, sizeof(pass), &len,
 	    &e) < 0)
 		return cmd_fail(EXIT_USAGE, "%s", e.msg);
-	rc = store_key_add(st, pass, len, replace, &id, &e);
+	rc = replace == 2 ? store_key_rotate(st, pass, len, &id, &e) :
+	    store_key_add(st, pass, len, replace, &id, &e);
 	mac_cleanse(pass, sizeof(pass));
 	if (rc < 0)
 		return cmd_fail(EXIT_FAILED, "%s", e.msg);
@@ -126,8 +134,10 @@ add_key(struct store *st, const char *repo, const char *newfile,
 		if (json_end(&j) == -1)
 			return cmd_fail(EXIT_FAILED, "write stdout failed");
 	} else {
-		printf("%s key %" PRId64 "\n", replace ? "password changed: "
-		    "the new password opens" : "added", id);
+		printf("%s key %" PRId64 "\n", replace == 2 ? "a new master "
+		    "key, everything sealed again under it; the new password "
+		    "opens" : replace ? "password changed: the new password "
+		    "opens" : "added", id);
 	}
 	return EXIT_OK;
 }
@@ -163,13 +173,15 @@ cmd_keys(int argc, char **argv)
 	if (repo == NULL)
 		return cmd_usage_error("missing -r REPO");
 	if (optind >= argc)
-		return cmd_usage_error("missing list, add, remove or passwd");
+		return cmd_usage_error("missing list, add, remove, passwd or "
+		    "rotate");
 	verb = argv[optind];
 	nargs = strcmp(verb, "remove") == 0 ? 2 : 1;
 	if (strcmp(verb, "list") != 0 && strcmp(verb, "add") != 0 &&
-	    strcmp(verb, "remove") != 0 && strcmp(verb, "passwd") != 0)
+	    strcmp(verb, "remove") != 0 && strcmp(verb, "passwd") != 0 &&
+	    strcmp(verb, "rotate") != 0)
 		return cmd_usage_error("unknown key command '%s' (list, add, "
-		    "remove or passwd)", verb);
+		    "remove, passwd or rotate)", verb);
 	if (argc - optind < nargs)
 		return cmd_usage_error("remove needs a key ID");
 	if (argc - optind > nargs)
@@ -197,8 +209,8 @@ cmd_keys(int argc, char **argv)
 		if (rc == EXIT_OK)
 			printf("removed key %" PRIu64 "\n", id);
 	} else {
-		rc = add_key(st, repo, newfile, strcmp(verb, "passwd") == 0,
-		    json);
+		rc = add_key(st, repo, newfile, strcmp(verb, "rotate") == 0 ?
+		    2 : strcmp(verb, "passwd") == 0, json);
 	}
 	store_close(st);
 	return rc;

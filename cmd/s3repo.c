@@ -1320,6 +1320,10 @@ cmd_s3_run(const char *name, int (*fn)(int, char **), int argc, char **argv)
 
 	memset(&ss, 0, sizeof(ss));
 	e.msg[0] = '\0';
+	/* The local stand-in is not the repository: its commit is not the
+	 * bucket's (an upload may still fail), and the bucket has its own
+	 * numbered commits. */
+	store_set_gen_records(0);
 	if ((av = calloc((size_t)argc + 1, sizeof(*av))) == NULL)
 		return cmd_fail(EXIT_FAILED, "out of memory");
 	for (i = 0; i < argc; i++)
@@ -1334,6 +1338,13 @@ cmd_s3_run(const char *name, int (*fn)(int, char **), int argc, char **argv)
 	}
 	if (has_arg(argc, av, "-h", "--help")) {
 		rc = fn(argc, av);
+		goto out;
+	}
+	/* Its objects would have to be in the cache, and the old ones
+	 * stay in the bucket: not done over an object store yet. */
+	if (strcmp(name, "key") == 0 && has_arg(argc, av, "rotate", "rotate")) {
+		rc = cmd_usage_error("key rotate needs a directory repository: "
+		    "it is not done over s3:// yet");
 		goto out;
 	}
 	ri = find_repo(argc, av, &off);

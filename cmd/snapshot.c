@@ -17,7 +17,7 @@ static const char usage_text[] =
     "[--timeout SEC]\n"
     "                        [--key FILE] [--recheck-age DURATION] "
     "[--max-rate RATE]\n"
-    "                        [--json] [-q|-v]\n"
+    "                        [--accept-rollback] [--json] [-q|-v]\n"
     "\n"
     "Take a consistent snapshot (Chandy-Lamport) of the running agents of\n"
     "CONF into the repository REPO (created with the defaults of 'cutsnap\n"
@@ -63,6 +63,11 @@ static const char usage_text[] =
     "                          of CONF, else no limit. Each snapshot has\n"
     "                          its own limit. The copy must still end\n"
     "                          within --timeout\n"
+    "      --accept-rollback   take the snapshot into a repository whose\n"
+    "                          manifest.db is older than its newest commit\n"
+    "                          (REPO/commits/) or this user's record of it:\n"
+    "                          the snapshots it lost stay lost, new ids\n"
+    "                          continue past theirs\n"
     "  -j, --json              print {\"id\", \"status\", \"agents\", "
     "\"bytes\",\n"
     "                          \"msgs\", ...} instead of the id (schema "
@@ -108,6 +113,7 @@ static const struct option opts[] = {
 	{ "json", no_argument, NULL, 'j' },
 	{ "quiet", no_argument, NULL, 'q' },
 	{ "verbose", no_argument, NULL, 'v' },
+	{ "accept-rollback", no_argument, NULL, 'R' },
 	{ "help", no_argument, NULL, 'h' },
 	{ NULL, 0, NULL, 0 },
 };
@@ -285,6 +291,9 @@ cmd_snapshot(int argc, char **argv)
 			break;
 		case 'v':
 			verbosity = 1;
+			break;
+		case 'R':
+			store_set_accept_rollback(1);
 			break;
 		case 'h':
 			return cmd_help(usage_text);

@@ -603,6 +603,8 @@ cmd_open_repo(const char *repo, int mode, const char *keyfile,
 		*out = NULL;
 		return cmd_fail(EXIT_USAGE, "%s", e.msg);
 	}
+	if (store_rollback_warning(*out) != NULL)
+		cmd_warn("warning: %s", store_rollback_warning(*out));
 	if (keyfile != NULL && (rc = cmd_key_set(*out, keyfile)) != 0) {
 		store_close(*out);
 		*out = NULL;

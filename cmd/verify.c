@@ -115,6 +115,7 @@ verify_sealed(struct store *st, uint64_t id, const char *keyfile,
 		json_kuint(&j, "snapshot", resolved);
 		json_kbool(&j, "ok", found == 0);
 		json_kbool(&j, "content_checked", 0);
+		json_kbool(&j, "rows_authenticity_checked", 0);
 		cmd_lines_json(&j, p);
 		json_kuint(&j, "objects", w.objects);
 		json_kuint(&j, "object_bytes", w.bytes);
@@ -137,6 +138,9 @@ verify_sealed(struct store *st, uint64_t id, const char *keyfile,
 	cmd_warn("without the password nothing sealed was opened: no "
 	    "chunk's or message's bytes or hash, no record of the files, no "
 	    "replay; give the password for the full check");
+	cmd_warn("the rows' authenticity was not checked: only the "
+	    "repository key tells rows written with it from rows edited "
+	    "without it");
 	if (found == 0)
 		cmd_key_note(st, resolved, keyfile);
 	return found ? EXIT_FAILED : EXIT_OK;
@@ -230,6 +234,8 @@ cmd_verify(int argc, char **argv)
 		json_kuint(&j, "snapshot", resolved);
 		json_kbool(&j, "ok", found == 0);
 		json_kbool(&j, "content_checked", 1);
+		json_kbool(&j, "rows_authenticity_checked",
+		    store_rows_auth_checked(st));
 		cmd_lines_json(&j, &p);
 		cmd_lines_json(&j, &nt);
 		if (cmd_snap_info(st, resolved, &si) == 0) {

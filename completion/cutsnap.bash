@@ -111,8 +111,8 @@ _cutsnap()
 	key) opts="-r --repo --password-file -N --new-password-file -j --json
 	    --help" ;;
 	snapshot) opts="-c --config -r --repo --password-file -i --initiator -t --timeout
-	    -k --key -a --recheck-age -m --max-rate -j --json -q --quiet -v --verbose
-	    --cert --help" ;;
+	    -k --key -a --recheck-age -m --max-rate --accept-rollback -j --json
+	    -q --quiet -v --verbose --cert --help" ;;
 	ls) opts="-r --repo -j --json --help" ;;
 	show) opts="-r --repo --password-file -s --sum -j --json --help" ;;
 	verify) opts="-r --repo --password-file --no-password -k --key -j --json -q --quiet
@@ -171,7 +171,7 @@ _cutsnap()
 		COMPREPLY=($(compgen -f -- "$cur"))
 		;;
 	key)
-		COMPREPLY=($(compgen -W "list add remove passwd" -- "$cur"))
+		COMPREPLY=($(compgen -W "list add remove passwd rotate" -- "$cur"))
 		;;
 	esac
 	return 0

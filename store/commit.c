@@ -294,8 +294,9 @@ finish(struct store *st, uint64_t id, struct cs_err *e)
 	else if (sqlite3_changes(st->db) != 1)
 		cs_errf(e, "snapshot %llu changed while it was committed",
 		    (unsigned long long)id);
-	else
-		rc = store_auth_put(st, id, e);
+	else if (store_auth_put(st, id, e) == 0 &&
+	    store_rows_auth_upgrade(st, e) == 0)
+		rc = store_rows_mac_put(st, id, e);
 	sqlite3_finalize(s);
 	return rc;
 }
@@ -348,10 +349,10 @@ store_commit_snapshot(struct store *st, uint64_t id, const struct cfg *c,
 	sqlite3_finalize(k.chan);
 	sqlite3_finalize(k.msg);
 	k.agent = k.chunk = k.wm = k.chan = k.msg = NULL;
-	if (store_db_commit(st, e) < 0)
+	if (store_gen_step(st, e) < 0 || store_db_commit(st, e) < 0)
 		goto out;
 	store_lock_release(st, id);
-	rc = 0;
+	rc = store_gen_publish(st, e);
 out:
 	sqlite3_finalize(k.agent);
 	sqlite3_finalize(k.chunk);

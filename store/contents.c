@@ -62,7 +62,10 @@ store_read_contents(struct store *st, uint64_t id, uint64_t *resolved,
 
 	memset(out, 0, sizeof(*out));
 	memset(&r, 0, sizeof(r));
+	/* show reads the rows a restore would: an edit made without the key
+	 * is refused here too. */
 	if (store_snap_resolve(st, id, resolved, e) < 0 ||
+	    store_rows_auth_verify(st, *resolved, e) < 0 ||
 	    store_rows_load(st, *resolved, &r, e) < 0)
 		return -1;
 	if (r.nagents > 0 &&

@@ -24,7 +24,10 @@
 
 #define KEY_AAD "cutsnap-key-1"
 #define OBJ_AAD "cutsnap-obj-1"
+/* Key rows of a repository whose snapshot rows all carry a MAC use the
+ * second domain (rowauth.c): same length, so one buffer fits both. */
 #define KEYROW_DOMAIN "cutsnap-keyrow-1"
+#define KEYROW_DOMAIN_2 "cutsnap-keyrow-2"
 #define SALT_LEN 32
 /* The default cost: about half a second on a small server. */
 #define SCRYPT_N_DEFAULT (1u << 16)
@@ -86,11 +89,12 @@ key_aad(const struct store *st, const uint8_t salt[SALT_LEN],
 }
 
 /* A key row's check: HMAC-SHA256 under a key derived from the master key
- * over "cutsnap-keyrow-1" | repository id | le64 N, r, p | salt | sealed,
+ * over "cutsnap-keyrow-V" | repository id | le64 N, r, p | salt | sealed,
  * so that verify, holding the master key, finds a damaged row of any
- * other password too. */
+ * other password too. V is 2 (domain 2) in a repository that authenticates
+ * its snapshots' rows, else 1. */
 static int
-row_mac(const struct store *st, uint64_t n, uint64_t r, uint64_t p,
+row_mac_v(const struct store *st, int v2, uint64_t n, uint64_t r, uint64_t p,
     const uint8_t *salt, const uint8_t *sealed, uint8_t out[MAC_LEN],
     struct cs_err *e)
 {
@@ -103,7 +107,7 @@ row_mac(const struct store *st, uint64_t n, uint64_t r, uint64_t p,
 
 	if (aead_hkdf(st->master, AEAD_KEY_LEN, "cutsnap keys 1", k, e) < 0)
 		return -1;
-	memcpy(q, KEYROW_DOMAIN, sizeof(KEYROW_DOMAIN));
+	memcpy(q, v2 ? KEYROW_DOMAIN_2 : KEYROW_DOMAIN, sizeof(KEYROW_DOMAIN));
 	q += sizeof(KEYROW_DOMAIN);
 	memcpy(q, st->repo_idb, REPO_ID_LEN);
 	q += REPO_ID_LEN;
@@ -119,6 +123,14 @@ row_mac(const struct store *st, uint64_t n, uint64_t r, uint64_t p,
 }
 
 static int
+row_mac(const struct store *st, uint64_t n, uint64_t r, uint64_t p,
+    const uint8_t *salt, const uint8_t *sealed, uint8_t out[MAC_LEN],
+    struct cs_err *e)
+{
+	return row_mac_v(st, st->rows_authed, n, r, p, salt, sealed, out, e);
+}
+
+int
 store_crypt_add_key(struct store *st, const void *pass, size_t passlen,
     int64_t *id, struct cs_err *e)
 {
@@ -199,6 +211,13 @@ load_id(struct store *st, struct cs_err *e)
 }
 
 int
+store_crypt_new_master(struct store *st, struct cs_err *e)
+{
+	return aead_random(st->master, AEAD_KEY_LEN, e) < 0 ? -1 :
+	    derive(st, e);
+}
+
+int
 store_crypt_create(struct store *st, const void *pass, size_t passlen,
     struct cs_err *e)
 {
@@ -207,6 +226,7 @@ store_crypt_create(struct store *st, const void *pass, size_t passlen,
 	    derive(st, e) < 0)
 		return -1;
 	st->enc = 1;
+	st->rows_authed = 1;	/* a new repository: every snapshot's rows */
 	return store_crypt_add_key(st, pass, passlen, NULL, e);
 }
 
@@ -250,6 +270,93 @@ unlock_fail(const struct store *st, int nkeys, int nbad, int64_t bad_id,
 		    " with others" : "", nkeys - nbad);
 }
 
+/* For each key row with a valid MAC of either domain: fn(ctx, id, v2).
+ * Rows that are malformed or match neither are skipped (verify names
+ * them). */
+static int
+each_valid_row(struct store *st, int (*fn)(struct store *, int64_t, int,
+    const uint8_t *, struct cs_err *), struct cs_err *e)
+{
+	sqlite3_stmt *s = NULL;
+	uint8_t m1[MAC_LEN], m2[MAC_LEN];
+	uint64_t n, r, p;
+	int step, rc = -1, v2;
+
+	if (store_db_prepare(st, "SELECT id, n, r, p, salt, sealed, mac "
+	    "FROM repo_keys ORDER BY id", &s, e) < 0)
+		return -1;
+	while ((step = sqlite3_step(s)) == SQLITE_ROW) {
+		if (!row_form_ok(s, 1, &n, &r, &p) ||
+		    sqlite3_column_bytes(s, 6) != MAC_LEN)
+			continue;
+		if (row_mac_v(st, 0, n, r, p, sqlite3_column_blob(s, 4),
+		    sqlite3_column_blob(s, 5), m1, e) < 0 ||
+		    row_mac_v(st, 1, n, r, p, sqlite3_column_blob(s, 4),
+		    sqlite3_column_blob(s, 5), m2, e) < 0)
+			goto out;
+		v2 = mac_equal(m2, sqlite3_column_blob(s, 6), MAC_LEN);
+		if ((v2 || mac_equal(m1, sqlite3_column_blob(s, 6), MAC_LEN)) &&
+		    fn(st, sqlite3_column_int64(s, 0), v2, m2, e) < 0)
+			goto out;
+	}
+	if (step != SQLITE_DONE) {
+		store_db_fail(st, e, "reading the keys");
+		goto out;
+	}
+	rc = 0;
+out:
+	sqlite3_finalize(s);
+	return rc;
+}
+
+static int
+note_v2(struct store *st, int64_t id, int v2, const uint8_t *m2,
+    struct cs_err *e)
+{
+	(void)id;
+	(void)m2;
+	(void)e;
+	if (v2)
+		st->rows_authed = 1;
+	return 0;
+}
+
+/* st->rows_authed: whether any valid key row uses the second domain. */
+static int
+rows_mode(struct store *st, struct cs_err *e)
+{
+	st->rows_authed = 0;
+	return each_valid_row(st, note_v2, e);
+}
+
+static int
+rewrite_v2(struct store *st, int64_t id, int v2, const uint8_t *m2,
+    struct cs_err *e)
+{
+	sqlite3_stmt *s = NULL;
+	int rc = -1;
+
+	if (v2)
+		return 0;
+	if (store_db_prepare(st, "UPDATE repo_keys SET mac = ?1 WHERE id = ?2",
+	    &s, e) < 0)
+		return -1;
+	sqlite3_bind_blob(s, 1, m2, MAC_LEN, SQLITE_TRANSIENT);
+	sqlite3_bind_int64(s, 2, id);
+	if (sqlite3_step(s) != SQLITE_DONE)
+		store_db_fail(st, e, "updating a key");
+	else
+		rc = 0;
+	sqlite3_finalize(s);
+	return rc;
+}
+
+int
+store_crypt_keyrows_v2(struct store *st, struct cs_err *e)
+{
+	return each_valid_row(st, rewrite_v2, e);
+}
+
 static int
 store_crypt_unlock_with(struct store *st, const void *pass, size_t passlen,
     struct cs_err *e)
@@ -283,7 +390,10 @@ store_crypt_unlock_with(struct store *st, const void *pass, size_t passlen,
 		    AEAD_KEY_LEN + AEAD_OVERHEAD, master, &le) == 0) {
 			memcpy(st->master, master, AEAD_KEY_LEN);
 			st->key_id = sqlite3_column_int64(s, 0);
-			rc = derive(st, e);
+			sqlite3_finalize(s);
+			s = NULL;
+			if (derive(st, e) == 0 && rows_mode(st, e) == 0)
+				rc = 0;
 			goto out;
 		}
 	}
@@ -542,7 +652,8 @@ store_key_add(struct store *st, const void *pass, size_t passlen,
 		return cs_errf(e, "repository %s is not encrypted", st->repo);
 	if (store_db_begin(st, e) < 0)
 		return -1;
-	if (store_crypt_add_key(st, pass, passlen, id, e) < 0)
+	if (store_rows_auth_upgrade(st, e) < 0 ||
+	    store_crypt_add_key(st, pass, passlen, id, e) < 0)
 		goto out;
 	if (remove_current) {
 		if (store_db_prepare(st, "DELETE FROM repo_keys WHERE id = ?1",
@@ -555,9 +666,9 @@ store_key_add(struct store *st, const void *pass, size_t passlen,
 		}
 		st->key_id = *id;
 	}
-	if (store_db_commit(st, e) < 0)
+	if (store_gen_step(st, e) < 0 || store_db_commit(st, e) < 0)
 		goto out;
-	rc = 0;
+	rc = store_gen_publish(st, e);
 out:
 	sqlite3_finalize(s);
 	if (rc < 0)
@@ -594,9 +705,9 @@ store_key_remove(struct store *st, int64_t id, struct cs_err *e)
 		    (long long)id);
 		goto out;
 	}
-	if (store_db_commit(st, e) < 0)
+	if (store_gen_step(st, e) < 0 || store_db_commit(st, e) < 0)
 		goto out;
-	rc = 0;
+	rc = store_gen_publish(st, e);
 out:
 	sqlite3_finalize(s);
 	if (rc < 0)

@@ -527,6 +527,7 @@ open_repo(const char *repo, int mode, const struct store_settings *init,
 	    store_repo_id_check(st, e) < 0 ||
 	    settings_load(st, e) < 0 ||
 	    (unlock && store_crypt_unlock(st, e) < 0) ||
+	    store_gen_check(st, e) < 0 ||
 	    (mode != STORE_READ && store_reap_stale(st, e) < 0))
 		goto fail;
 	st->init = NULL;
@@ -638,6 +639,8 @@ store_begin_snapshot(struct store *st, const char *initiator,
 		return -1;
 	if (store_db_begin(st, e) < 0)
 		return -1;
+	if (store_gen_reserve_ids(st, e) < 0)
+		goto fail;
 	if (store_db_prepare(st, "INSERT INTO snapshots(started_at, status, "
 	    "initiator, config, lock) VALUES (?, 'running', ?, ?, ?)", &s,
 	    e) < 0)
@@ -666,10 +669,10 @@ store_begin_snapshot(struct store *st, const char *initiator,
 	}
 	sqlite3_finalize(s);
 	s = NULL;
-	if (store_db_commit(st, e) < 0)
+	if (store_gen_step(st, e) < 0 || store_db_commit(st, e) < 0)
 		goto fail;
 	st->lock_snap = *id;
-	return 0;
+	return store_gen_publish(st, e);
 fail:
 	*id = 0;
 	sqlite3_finalize(s);

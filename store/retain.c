@@ -226,9 +226,12 @@ store_forget(struct store *st, const struct store_forget_policy *p,
 	del = NULL;
 	sqlite3_finalize(s);
 	s = NULL;
-	if (store_db_commit(st, e) < 0)
+	if ((!p->dry_run && store_gen_step(st, e) < 0) ||
+	    store_db_commit(st, e) < 0)
 		goto out;
 	in_tx = 0;
+	if (store_gen_publish(st, e) < 0)
+		goto out;
 	rc = 0;
 out:
 	sqlite3_finalize(del);

@@ -90,6 +90,21 @@ typedef int (*store_password_fn)(void *ctx, const char *repo, char *buf,
     size_t bufsz, size_t *len, struct cs_err *e);
 void store_set_password_fn(store_password_fn fn, void *ctx);
 int store_encrypted(const struct store *st);
+/* 1 when an open's checks include each snapshot's row MAC under the master
+ * key: encrypted, unlocked, and its key rows demand the MACs (a repository
+ * an older version made and no keyed write has touched since has none). */
+int store_rows_auth_checked(const struct store *st);
+
+/* Rollback: a manifest older than the repository's newest commit object
+ * (REPO/commits/) or this user's record of it. Writers refuse to open it
+ * unless store_set_accept_rollback(1) was called first (then the next
+ * generation and ids continue past the lost ones); readers open it and
+ * store_rollback_warning gives the line to print (NULL when none). */
+void store_set_accept_rollback(int on);
+/* Off: no commit objects or state file are read or written (a local
+ * stand-in of an object store, cmd/s3repo.c). On by default. */
+void store_set_gen_records(int on);
+const char *store_rollback_warning(const struct store *st);
 struct store_key {
 	int64_t id;
 	char created[32];
@@ -107,6 +122,14 @@ int store_key_add(struct store *st, const void *pass, size_t passlen,
     int remove_current, int64_t *id, struct cs_err *e);
 /* Remove key id (not the one that opened the repository). */
 int store_key_remove(struct store *st, int64_t id, struct cs_err *e);
+/* A new master key (rotate.c): every chunk object and recorded message
+ * sealed and named again under it, every digest and row MAC recomputed,
+ * every key replaced by one for pass (its id in *id); the old objects
+ * deleted once that is committed. Refused while a snapshot has a --key
+ * tag. 0, or -1 with e set and nothing changed but new objects that
+ * prune removes. */
+int store_key_rotate(struct store *st, const void *pass, size_t passlen,
+    int64_t *id, struct cs_err *e);
 
 /* Progress of the long work: the chunk bytes store_put_chunks copies,
  * the bytes store_verify hashes, and for store_restore those it verifies

@@ -59,6 +59,15 @@ struct store {
 					 * every sealed object */
 	uint8_t master[32], objkey[32], namekey[32];	/* cleansed at close */
 	int64_t key_id;		/* the repo_keys row that opened it */
+	uint64_t gen_known;	/* generation.c: the highest generation the
+				 * commit objects and state file know */
+	uint64_t id_known;	/* and the highest snapshot id */
+	uint64_t gen_pending;	/* store_gen_step's, until published */
+	uint64_t gen_pending_max;
+	char gen_digest[SHA_HEX_LEN];	/* its snapshot list's digest */
+	char gen_warn[1024];	/* a reader's rollback warning, or "" */
+	int rows_authed;	/* its key rows say every snapshot's rows
+				 * carry a MAC (rowauth.c) */
 	atomic_ullong nchunk_reads;	/* chunks read from their blobs (and
 					 * decoded, if framed): view.c */
 	uint64_t vahead;	/* and of them, decoded by a replay ahead */
@@ -533,6 +542,39 @@ int store_commit_check_cut(const struct cfg *c, const struct report *reps,
  * transaction, after its digest), and check it in verify. */
 int store_auth_put(struct store *st, uint64_t id, struct cs_err *e);
 void store_auth_check(struct vrun *v);
+
+/* rowauth.c: an encrypted repository's MAC over each snapshot's rows under
+ * its master key. store_rows_mac_put stores snapshot id's (inside the
+ * commit's transaction; a no-op unless encrypted); store_rows_auth_upgrade
+ * gives every complete snapshot its MAC and the key rows the domain that
+ * demands them, once (inside a write transaction); store_rows_auth_verify
+ * fails with "snapshot N: rows not authenticated ..." when the rows do not
+ * match (0 when not encrypted or not unlocked); store_rows_auth_check is
+ * the same as a verify problem. store_crypt_keyrows_v2 (crypt.c) rewrites
+ * each valid key row's MAC in the second domain. */
+int store_rows_mac_put(struct store *st, uint64_t id, struct cs_err *e);
+int store_rows_auth_upgrade(struct store *st, struct cs_err *e);
+int store_rows_auth_verify(struct store *st, uint64_t id, struct cs_err *e);
+void store_rows_auth_check(struct vrun *v);
+int store_crypt_keyrows_v2(struct store *st, struct cs_err *e);
+/* crypt.c: store_crypt_add_key seals st->master under a new password into
+ * a new key row (its id in *id when id is not NULL; inside the caller's
+ * transaction); store_crypt_new_master draws a new master key into st
+ * and derives its keys (rotate.c keeps the old ones). */
+int store_crypt_add_key(struct store *st, const void *pass, size_t passlen,
+    int64_t *id, struct cs_err *e);
+int store_crypt_new_master(struct store *st, struct cs_err *e);
+
+/* generation.c: rollback detection. store_gen_check at open (refuses a
+ * writer on a rolled-back manifest, else sets the warning);
+ * store_gen_reserve_ids before a snapshot row is inserted (ids past every
+ * known one); store_gen_step inside a write transaction, just before its
+ * commit (the next generation); store_gen_publish after the commit (the
+ * commit object and the state file). */
+int store_gen_check(struct store *st, struct cs_err *e);
+int store_gen_reserve_ids(struct store *st, struct cs_err *e);
+int store_gen_step(struct store *st, struct cs_err *e);
+int store_gen_publish(struct store *st, struct cs_err *e);
 
 /* A shortened sha for messages: the first 12 hex digits. */
 #define SHORT_SHA(hex) 12, (hex)

@@ -1191,6 +1191,7 @@ run(struct store *st, uint64_t id, uint64_t *resolved,
 		atomic_init(&v.fc[i].wfailed, 0);
 	}
 	store_verify_db(&v);
+	store_rows_auth_check(&v);
 	for (i = 0; i < v.rows.nagents; i++)
 		open_file(&v, i);
 	/* Under restore a chunk is hashed and written in one pass: one

@@ -44,6 +44,9 @@ TEST_DIR=$(mktemp -d "$_base/cs-e2e.XXXXXX") || {
 }
 OUT=$TEST_DIR/.out
 ERR=$TEST_DIR/.err
+# Writers keep their record of each repository's generation under
+# XDG_STATE_HOME: the test's own, not the user's.
+export XDG_STATE_HOME=$TEST_DIR/.state
 
 if [ ! -x "$CUTSNAP" ]; then
 	echo "Bail out! no cutsnap binary at $CUTSNAP (run make, or set CUTSNAP)"

@@ -252,7 +252,7 @@ test_expect_success '--key authenticates an encrypted snapshot too' '
 test_expect_success 'key on an unencrypted repository, bad verbs: exit 2, one line' '
 	expect_error 2 key -r "$TEST_DIR/plain" list &&
 	err_matches "not encrypted" &&
-	expect_error 2 key -r "$REPO" rotate &&
+	expect_error 2 key -r "$REPO" frobnicate &&
 	err_matches "unknown key command" &&
 	expect_error 2 key -r "$REPO" remove &&
 	expect_error 2 key -r "$REPO" remove 99 --password-file pw &&

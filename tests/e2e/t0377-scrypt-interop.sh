@@ -17,9 +17,10 @@ export CUTSNAP_CHUNK_SIZE=65536
 
 # keyrow.py open DB PASSWORD: opens key row 1 of DB with PASSWORD through
 # hashlib.scrypt and AES-GCM, checks the row's MAC with the master key it
-# opened; prints "N R P". keyrow.py add DB PASSWORD N R P: a new key row
-# for PASSWORD sealing the same master key (opened with the password in
-# $PW1), as store/crypt.c lays it out; prints its id.
+# opened (in either domain, store/rowauth.c); prints "N R P". keyrow.py
+# add DB PASSWORD N R P: a new key row for PASSWORD sealing the same
+# master key (opened with the password in $PW1), its MAC in row 1's
+# domain, as store/crypt.c lays it out; prints its id.
 cat >keyrow.py <<'EOF'
 import hashlib, hmac, os, sqlite3, struct, sys
 from cryptography.hazmat.primitives import hashes
@@ -36,11 +37,12 @@ def kek(pw, salt, n, r, p):
 def aad(salt):
     return b"cutsnap-key-1\0" + rid + salt
 
-def row_mac(master, n, r, p, salt, sealed):
+# Domain 2: the repository's snapshot rows all carry their MAC.
+def row_mac(master, n, r, p, salt, sealed, domain):
     k = HKDF(algorithm=hashes.SHA256(), length=32, salt=None,
              info=b"cutsnap keys 1").derive(master)
-    msg = (b"cutsnap-keyrow-1\0" + rid + struct.pack("<QQQ", n, r, p) +
-           salt + sealed)
+    msg = (b"cutsnap-keyrow-%d\0" % domain + rid +
+           struct.pack("<QQQ", n, r, p) + salt + sealed)
     return hmac.new(k, msg, hashlib.sha256).digest()
 
 def open_row(pw, rowid):
@@ -49,15 +51,17 @@ def open_row(pw, rowid):
         (rowid,)).fetchone()
     master = AESGCM(kek(pw, salt, n, r, p)).decrypt(sealed[:12], sealed[12:],
                                                     aad(salt))
-    if len(master) != 32 or row_mac(master, n, r, p, salt, sealed) != mac:
-        sys.exit("key row %d: the MAC does not check" % rowid)
-    return master, (n, r, p)
+    for domain in (1, 2):
+        if (len(master) == 32 and
+                row_mac(master, n, r, p, salt, sealed, domain) == mac):
+            return master, (n, r, p), domain
+    sys.exit("key row %d: the MAC does not check" % rowid)
 
 if sys.argv[1] == "open":
-    master, nrp = open_row(sys.argv[3], 1)
+    master, nrp, _ = open_row(sys.argv[3], 1)
     print("%d %d %d" % nrp)
 else:
-    master, _ = open_row(os.environ["PW1"], 1)
+    master, _, domain = open_row(os.environ["PW1"], 1)
     n, r, p = (int(v) for v in sys.argv[4:7])
     salt = os.urandom(32)
     nonce = os.urandom(12)
@@ -66,7 +70,8 @@ else:
     cur = db.execute(
         "insert into repo_keys(created, kdf, n, r, p, salt, sealed, mac) "
         "values ('2026-12-02T00:00:00Z', 'scrypt', ?, ?, ?, ?, ?, ?)",
-        (n, r, p, salt, sealed, row_mac(master, n, r, p, salt, sealed)))
+        (n, r, p, salt, sealed,
+         row_mac(master, n, r, p, salt, sealed, domain)))
     db.commit()
     print(cur.lastrowid)
 EOF

@@ -271,6 +271,21 @@ live_total () {
 	echo "$t"
 }
 
+# live_total_is_initial WHAT: bounded like the final check, start what is
+# not up yet and poll until the live total is the initial one; else a
+# violation, WHAT's %s being the total found.
+live_total_is_initial () {
+	local k t=""
+	for k in $(seq 1 300); do
+		cs start -c "$CONF" >/dev/null 2>&1
+		t=$(live_total) || t=""
+		[ "$t" = "$INIT_TOTAL" ] && return 0
+		sleep 0.2
+	done
+	# shellcheck disable=SC2059 # WHAT is the format
+	violation $(( ${t:-0} - INIT_TOTAL )) "$(printf "$1" "${t:-unreadable}"), not $INIT_TOTAL"
+}
+
 # A restore stopped by CUTSNAP_FAULT after its N-th file (exit 99).
 fault_stop_restore () {
 	CUTSNAP_FAULT=restore-after-file:$((1 + RANDOM % NAG)) \
@@ -375,16 +390,7 @@ sum(1 for a in d if a.get("up") for c in a["out"] + a["in"]
 		restart_agents
 		return 0
 	fi
-	# Bounded like the final check: start what is not up yet, poll.
-	t=""
-	for k in $(seq 1 300); do
-		cs start -c "$CONF" >/dev/null 2>&1
-		t=$(live_total) || t=""
-		[ "$t" = "$INIT_TOTAL" ] && break
-		sleep 0.2
-	done
-	[ "$t" = "$INIT_TOTAL" ] ||
-	    violation $(( ${t:-0} - INIT_TOTAL )) "mix: live total ${t:-unreadable} after finishing the restore of snapshot $id, not $INIT_TOTAL"
+	live_total_is_initial "mix: live total %s after finishing the restore of snapshot $id"
 	return 0
 }
 
@@ -490,15 +496,7 @@ fault_partial_restore () {
 		fi
 		n_part_resolved=$((n_part_resolved + 1))
 	fi
-	t=""
-	for k in $(seq 1 300); do
-		cs start -c "$CONF" >/dev/null 2>&1
-		t=$(live_total) || t=""
-		[ "$t" = "$INIT_TOTAL" ] && break
-		sleep 0.2
-	done
-	[ "$t" = "$INIT_TOTAL" ] ||
-	    violation $(( ${t:-0} - INIT_TOTAL )) "partial: live total ${t:-unreadable} after restoring ${sub[*]} alone from snapshot $id ($([ $lifted = 1 ] && echo "fences lifted" || echo "the others restored too")), not $INIT_TOTAL"
+	live_total_is_initial "partial: live total %s after restoring ${sub[*]} alone from snapshot $id ($([ $lifted = 1 ] && echo "fences lifted" || echo "the others restored too"))"
 	st=$(fence_states)
 	echo "$st" | grep -qv ':none$' &&
 	    violation 0 "partial: agents still fenced at the end: $(echo $st)"

@@ -19,6 +19,16 @@
 char unit_dir[256];
 char unit_data[512];
 
+/* Writers keep a record of each repository's generation under
+ * XDG_STATE_HOME (store/generation.c). Unit tests make throwaway
+ * repositories: point it where nothing can be created, so that the user's
+ * home gets none of them (the record is best effort). */
+__attribute__((constructor)) static void
+unit_no_state(void)
+{
+	setenv("XDG_STATE_HOME", "/dev/null/cutsnap-unit-tests", 1);
+}
+
 int
 unit_mkdtemp(char *out, size_t sz)
 {
