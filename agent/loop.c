@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "../common/log.h"
+#include "../common/xcert.h"
 #include "../common/xport.h"
 #include "agent.h"
 #include "agent_int.h"
@@ -134,6 +135,25 @@ agent_commit(struct agent *a)
 
 /* This agent needs a TLS identity when any agent has an addr: its own
  * listener, or its channels to the others. */
+/* An existing data file of 0 bytes: a new file gets its header (and is
+ * synced, with its directory entry) before the agent takes any request,
+ * so an empty one lost its content (truncated by hand, a copy that
+ * failed, a file system that kept the name but not the data). Starting
+ * afresh would silently zero the agent's values and restart its
+ * channels; refuse instead, and say what to do. 0, or -1 with e set. */
+static int
+refuse_empty(const char *path, const char *name, struct cs_err *e)
+{
+	struct stat sb;
+
+	if (lstat(path, &sb) == -1 || !S_ISREG(sb.st_mode) || sb.st_size > 0)
+		return 0;	/* new, or datalog_open says what is wrong */
+	return cs_errf(e, "data file %s exists but is empty (0 bytes), so "
+	    "its content was lost: restore it (cutsnap restore --agent %s) "
+	    "or, if agent %s never ran, remove it to start afresh", path,
+	    name, name);
+}
+
 static int
 tls_needed(const struct cfg *c)
 {
@@ -249,7 +269,12 @@ agent_run(const struct cfg *c, int self, struct cs_err *e)
 
 	/* Its certificate first: without it, nothing to start. */
 	if (tls_needed(c) &&
-	    xport_ctx_new(c, a.name, &a.tls, e) == -1) {
+	    (xport_ctx_new(c, a.name, &a.tls, e) == -1 ||
+	    xcert_check_own(c, a.name, e) == -1)) {
+		rc = -2;
+		goto out;
+	}
+	if (refuse_empty(c->agents[self].data, a.name, e) == -1) {
 		rc = -2;
 		goto out;
 	}

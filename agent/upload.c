@@ -2,22 +2,28 @@
  * object store that holds the repository (W_SNAP_UPLOAD), so that they
  * do not travel through the coordinator.
  *
- * The coordinator names the bucket and prefix (and its endpoint and
- * region, which the agent's own AWS_ENDPOINT_URL and AWS_REGION
- * override) and the chunks of the reported prefix it needs: offset,
- * length and SHA-256. The credentials are the agent's own
- * (AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN, read from
- * its environment at each request). Each chunk is read from the data
- * file, hashed, and refused if its hash is not the one asked for (the
- * file changed under the snapshot); then it is PUT as blobs/XX/HASH,
- * create-only (If-None-Match: *, a 412 means it is there already) with
- * x-amz-content-sha256 set to that hash, so the server refuses bytes
- * damaged on the way, with the retries of s3.c. In a repository with
- * compression (form UPLOAD_ZSTD) the blob is the chunk's framed object
- * (chunkobj.h), made here as the store makes it, and the PUT's hash is
- * the object's; readers check the decoded chunk against its name, as
- * for every blob. Encrypted repositories are never asked: agents do not
- * hold the repository's key.
+ * The coordinator names the bucket and prefix (and its region, which the
+ * agent's own AWS_REGION overrides) and the chunks of the reported prefix
+ * it needs: offset, length and SHA-256. The endpoint and the credentials
+ * are the agent's own (AWS_ENDPOINT_URL, AWS_ACCESS_KEY_ID,
+ * AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN, read from its environment at
+ * each request): the agent signs requests only for the endpoint its own
+ * environment names, http only when that names http, so a coordinator
+ * (or whoever speaks as one) cannot send its signatures and session
+ * token elsewhere. An endpoint in the request (older coordinators sent
+ * theirs) is read and ignored; an agent with no endpoint of its own
+ * refuses, and its coordinator fetches the chunks itself.
+ *
+ * Each chunk is read from the data file, hashed, and refused if its hash
+ * is not the one asked for (the file changed under the snapshot); then it
+ * is PUT as blobs/XX/HASH, create-only (If-None-Match: *, a 412 means it
+ * is there already) with x-amz-content-sha256 set to that hash, so the
+ * server refuses bytes damaged on the way, with the retries of s3.c. In
+ * a repository with compression (form UPLOAD_ZSTD) the blob is the
+ * chunk's framed object (chunkobj.h), made here as the store makes it,
+ * and the PUT's hash is the object's; readers check the decoded chunk
+ * against its name, as for every blob. Encrypted repositories are never
+ * asked: agents do not hold the repository's key.
  *
  * The uploads run on a thread of their own with UP_THREADS workers, each
  * with its own connection, while the loop goes on serving requests; the
@@ -66,7 +72,7 @@ struct upload {
 	struct snapuid id;
 	struct conn *c;		/* the snapshot's connection: used only
 				 * once agent_snap_reported finds it */
-	char url[UP_URL_MAX], endpoint[UP_URL_MAX], region[UP_REGION_MAX];
+	char url[UP_URL_MAX], region[UP_REGION_MAX];
 	struct up_item *it;
 	size_t n;
 	uint32_t maxlen;
@@ -206,7 +212,7 @@ up_main(void *arg)
 	memset(w, 0, sizeof(w));
 	for (k = 0; k < nw; k++) {
 		w[k].u = u;
-		if (s3_open_at(u->url, u->endpoint, u->region, &w[k].s,
+		if (s3_open_at(u->url, NULL, u->region, &w[k].s,
 		    &e) < 0)
 			break;
 	}
@@ -260,10 +266,11 @@ static int
 up_parse(struct upload *u, struct rbuf *r, uint64_t L, char *why,
     size_t whysz)
 {
+	char ignored[UP_URL_MAX];	/* an older coordinator's endpoint */
 	uint32_t n, i;
 
 	rbuf_str(r, u->url, sizeof(u->url));
-	rbuf_str(r, u->endpoint, sizeof(u->endpoint));
+	rbuf_str(r, ignored, sizeof(ignored));
 	rbuf_str(r, u->region, sizeof(u->region));
 	u->form = rbuf_u8(r);
 	n = rbuf_u32(r);
@@ -304,6 +311,25 @@ up_parse(struct upload *u, struct rbuf *r, uint64_t L, char *why,
 	return 0;
 }
 
+/* Whether this agent's environment names its S3 endpoint; why filled
+ * when not. The only endpoint it signs for: the default of the AWS tools
+ * (https://BUCKET.s3.REGION.amazonaws.com) would let the coordinator pick
+ * the host through the bucket and region it names. */
+static int
+up_own_endpoint(char *why, size_t whysz)
+{
+	const char *ep = getenv("AWS_ENDPOINT_URL");
+
+	if (ep != NULL && (strncmp(ep, "https://", 8) == 0 ||
+	    strncmp(ep, "http://", 7) == 0))
+		return 1;
+	snprintf(why, whysz, "%s", ep == NULL || *ep == '\0' ?
+	    "no S3 endpoint of its own (AWS_ENDPOINT_URL in the agent's "
+	    "environment); it uploads only there" :
+	    "its AWS_ENDPOINT_URL is neither http:// nor https://");
+	return 0;
+}
+
 void
 agent_snap_upload(struct agent *a, struct conn *c, struct rbuf *r)
 {
@@ -330,6 +356,8 @@ agent_snap_upload(struct agent *a, struct conn *c, struct rbuf *r)
 		code = REPLY_BADREQ;
 		goto refuse;
 	}
+	if (!up_own_endpoint(why, sizeof(why)))
+		goto refuse;
 	if (a->up != NULL) {
 		snprintf(why, sizeof(why), "agent %s is uploading another "
 		    "snapshot's chunks", a->name);

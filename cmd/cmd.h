@@ -69,9 +69,14 @@ int cmd_bad_option(char **argv, int ch);
 /* Print usage text on stdout; returns EXIT_OK (for --help). */
 int cmd_help(const char *text);
 
+/* After getopt_long in order ("+"), whose options end at the first
+ * operand: the first "--" after optind is moved before the operands and
+ * stepped over (optind), unless getopt already stopped at one. */
+void cmd_skip_late_dashes(int argc, char **argv);
 /* Parse the options of a command whose only options are -c CONF and
  * --help. With in_order, parsing stops at the first argument that is not
- * an option, so later arguments may start with '-' (a negative DELTA).
+ * an option, so later arguments may start with '-' (a negative DELTA);
+ * a "--" among them is skipped as it is in any position elsewhere.
  * Returns -1 to go on with the arguments from optind, otherwise the exit
  * status to return. */
 int cmd_conf_opts(int argc, char **argv, const char *usage, int in_order,

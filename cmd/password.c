@@ -19,12 +19,15 @@
 
 const char *cmd_password_file;	/* --password-file, taken out by main */
 
-/* Strip one trailing newline (LF or CRLF). */
+/* Strip one trailing newline: LF, or CRLF as an editor on Windows
+ * writes it. A CR without its LF is part of the password (a key file of
+ * random bytes may end in one). */
 static void
 chomp(char *buf, size_t *len)
 {
-	if (*len > 0 && buf[*len - 1] == '\n')
-		(*len)--;
+	if (*len == 0 || buf[*len - 1] != '\n')
+		return;
+	(*len)--;
 	if (*len > 0 && buf[*len - 1] == '\r')
 		(*len)--;
 }
@@ -102,8 +105,10 @@ from_tty(const char *prompt, char *buf, size_t sz, size_t *len,
 		}
 		buf[off++] = c;
 	}
+	/* The LF ended the read; a terminal without ICRNL sends CR LF. */
+	if (off > 0 && buf[off - 1] == '\r')
+		off--;
 	*len = off;
-	chomp(buf, len);
 	if (*len == 0) {
 		cs_errf(e, "empty password");
 		goto out;

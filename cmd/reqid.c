@@ -97,6 +97,8 @@ cmd_req_opts(int argc, char **argv, const char *usage, int in_order,
 			return cmd_bad_option(argv, ch);
 		}
 	}
+	if (in_order)
+		cmd_skip_late_dashes(argc, argv);
 	if (!have_id && getrandom(o->id, REQ_ID_LEN, 0) != REQ_ID_LEN)
 		return cmd_fail(EXIT_FAILED, "getrandom failed");
 	return -1;

@@ -113,6 +113,31 @@ cmd_help(const char *text)
 	return EXIT_OK;
 }
 
+/* In order, options end at the first operand: "put A -- -k v" would keep
+ * its "--" as an operand. Unless getopt already stopped at a "--", the
+ * first "--" after optind ends the options as well and is skipped, so
+ * that a key or value starting with '-' can follow it; a value that is
+ * "--" itself follows an earlier "--". */
+void
+cmd_skip_late_dashes(int argc, char **argv)
+{
+	char *dashes;
+	int i;
+
+	if (optind > 1 && strcmp(argv[optind - 1], "--") == 0)
+		return;
+	for (i = optind; i < argc; i++)
+		if (strcmp(argv[i], "--") == 0)
+			break;
+	if (i == argc)
+		return;
+	/* Move it before the operands and step over it. */
+	dashes = argv[i];
+	for (; i > optind; i--)
+		argv[i] = argv[i - 1];
+	argv[optind++] = dashes;
+}
+
 int
 cmd_conf_opts(int argc, char **argv, const char *usage, int in_order,
     const char **conf)
@@ -139,6 +164,8 @@ cmd_conf_opts(int argc, char **argv, const char *usage, int in_order,
 			return cmd_bad_option(argv, ch);
 		}
 	}
+	if (in_order)
+		cmd_skip_late_dashes(argc, argv);
 	return -1;
 }
 

@@ -32,16 +32,13 @@ client_connect(const char *sock, const char *agent, struct cs_err *e)
 	while (connect(fd, (struct sockaddr *)&sun, sizeof(sun)) == -1) {
 		if (errno == EINTR)
 			continue;
-		cs_errno(e, "agent %s is not running (connect %s", agent, sock);
-		/* cs_errno appended ": strerror"; close the parenthesis. */
-		if (e != NULL) {
-			size_t n = strlen(e->msg);
-
-			if (n + 1 < sizeof(e->msg)) {
-				e->msg[n] = ')';
-				e->msg[n + 1] = '\0';
-			}
-		}
+		/* "Not running" only when nothing listens there. */
+		if (errno == ENOENT || errno == ECONNREFUSED)
+			cs_errf(e, "agent %s is not running (connect %s: %s)",
+			    agent, sock, strerror(errno));
+		else
+			cs_errf(e, "cannot connect to agent %s (connect %s: "
+			    "%s)", agent, sock, strerror(errno));
 		close(fd);
 		fd = -1;
 		goto out;

@@ -11,7 +11,11 @@
  * strips indentation (so an indented line is never read as a continuation
  * of the previous value), and reads section headers itself: libinih calls
  * the handler only for key = value lines, so an empty [agent X] would
- * otherwise go unseen, and it cuts long section names.
+ * otherwise go unseen, and it cuts long section names. libinih (as
+ * distributions build it) reads lines of at most 197 bytes; a longer line
+ * (a long data path, a channels list of many agents) reaches it cut
+ * short: "KEY=", with the value, split off the way libinih splits it,
+ * kept in pctx.longval for the handler.
  */
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -57,6 +61,9 @@ struct pctx {
 	int shared_line;	/* line of shared_data, or 0 */
 	int rate_line;		/* line of snapshot_max_rate, or 0 */
 	char *channels;		/* channels value as written, or NULL */
+	char *longval;		/* the value of a line too long for libinih,
+				 * which the handler takes instead of its
+				 * argument; NULL for other lines */
 	int chan_line;
 	int err_line;		/* line of the first error, or 0 */
 	char err[CS_ERR_MAX];	/* its message (without file:line) */
@@ -223,6 +230,59 @@ section(struct pctx *p, const char *s, size_t n)
 		add_agent(p, name);
 }
 
+/* Where a value (or a key) ends, as libinih finds it: at one of chars
+ * (NULL: none), or at an inline comment, a ';' after whitespace. */
+static const char *
+value_end(const char *s, const char *e, const char *chars)
+{
+	int was_space = 0;
+
+	for (; s < e; s++) {
+		if ((chars != NULL && strchr(chars, *s) != NULL) ||
+		    (was_space && *s == ';'))
+			break;
+		was_space = *s == ' ' || *s == '\t' || *s == '\r';
+	}
+	return s;
+}
+
+/* A line s[0, n) longer than libinih reads: hand it str (num bytes) in
+ * a form that fits ("KEY=" for a key line, the value in p->longval; a
+ * placeholder for a comment or a section header, which section() has
+ * read). 0, or -1 with the error recorded. */
+static int
+long_line(struct pctx *p, const char *s, size_t n, char *str, int num)
+{
+	const char *sep, *v, *ve;
+
+	if (*s == ';' || *s == '#' || *s == '[') {
+		snprintf(str, (size_t)num, "%s\n", *s == '[' ? "[long]" : ";");
+		return 0;
+	}
+	sep = value_end(s, s + n, "=:");
+	if (sep == s + n || *sep == ';') {
+		/* No key = value: libinih says so, at this line. */
+		snprintf(str, (size_t)num, "?\n");
+		return 0;
+	}
+	if ((size_t)(sep - s) + 3 > (size_t)num - 1) {
+		perr(p, "key longer than %d bytes", num - 4);
+		return -1;
+	}
+	v = sep + 1;
+	ve = value_end(v, s + n, NULL);
+	while (v < ve && (*v == ' ' || *v == '\t'))
+		v++;
+	while (ve > v && (ve[-1] == ' ' || ve[-1] == '\t' || ve[-1] == '\r'))
+		ve--;
+	if ((p->longval = strndup(v, (size_t)(ve - v))) == NULL) {
+		perr(p, "out of memory");
+		return -1;
+	}
+	snprintf(str, (size_t)num, "%.*s=\n", (int)(sep - s), s);
+	return 0;
+}
+
 /* libinih's fgets-style reader over p->text: one line per call. */
 static char *
 reader(char *str, int num, void *stream)
@@ -246,18 +306,20 @@ reader(char *str, int num, void *stream)
 		s++;
 		n--;
 	}
+	if (n > 0 && *s == '[')
+		section(p, s, n);
 	/* libinih needs room for "\r\n\0"; a longer line would reach it
 	 * in pieces and be misread. */
-	if (num < 3 || n > (size_t)num - 3) {
-		perr(p, "line longer than %d bytes", num - 3);
-		p->stop = 1;
-		return NULL;
+	if (num < 8 || n > (size_t)num - 3) {
+		if (num < 8 || long_line(p, s, n, str, num) == -1) {
+			p->stop = 1;
+			return NULL;
+		}
+		return str;
 	}
 	memcpy(str, s, n);
 	str[n] = '\n';
 	str[n + 1] = '\0';
-	if (n > 0 && *s == '[')
-		section(p, s, n);
 	return str;
 }
 
@@ -324,16 +386,12 @@ cfg_parse_rate(const char *s, uint64_t *out)
 	return parse_suffixed(s, "KMG", CFG_RATE_MIN, CFG_RATE_MAX, out);
 }
 
-/* libinih's handler: one "key = value" line; nonzero means ok. */
+/* One "key = value" line; nonzero means ok. */
 static int
-handler(void *user, const char *section_name, const char *key,
-    const char *value)
+key_value(struct pctx *p, const char *key, const char *value)
 {
-	struct pctx *p = user;
 	struct cfg_agent *a;
 
-	/* libinih's copy of the section name may be cut; ours is not. */
-	(void)section_name;
 	switch (p->sect) {
 	case S_BAD:
 		return 1;	/* the section line already failed */
@@ -415,6 +473,22 @@ handler(void *user, const char *section_name, const char *key,
 		    p->c->agents[p->cur].name);
 	}
 	return p->err_line == 0 || p->err_line != p->lineno;
+}
+
+/* libinih's handler: a long line's value is the one the reader kept. */
+static int
+handler(void *user, const char *section_name, const char *key,
+    const char *value)
+{
+	struct pctx *p = user;
+	int ok;
+
+	/* libinih's copy of the section name may be cut; ours is not. */
+	(void)section_name;
+	ok = key_value(p, key, p->longval != NULL ? p->longval : value);
+	free(p->longval);
+	p->longval = NULL;
+	return ok;
 }
 
 /* The config file's directory as an absolute path: realpath when it
@@ -610,6 +684,7 @@ out:
 	free(p.alines);
 	free(p.dlines);
 	free(p.channels);
+	free(p.longval);
 	return rc;
 }
 

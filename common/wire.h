@@ -73,8 +73,10 @@ enum wire_type {
 	W_SNAP_DATA = 25,
 	/* coordinator -> agent, after the report, on the JOIN connection, only
 	 * to an agent whose JOIN reply carried SNAP_CAP_UPLOAD: {uid id, str
-	 * url (s3://BUCKET/PREFIX), str endpoint, str region (either may be
-	 * empty: the agent's own AWS_ENDPOINT_URL / AWS_REGION come first),
+	 * url (s3://BUCKET/PREFIX), str endpoint (empty; older coordinators
+	 * sent theirs, which agents ignore: they upload only to their own
+	 * AWS_ENDPOINT_URL), str region (may be empty; the agent's own
+	 * AWS_REGION comes first),
 	 * u8 form (enum upload_form), u32 n <= UPLOAD_MAX_BATCH, then n times
 	 * {u64 off, u32 len, 32 bytes sha256}}: upload these chunks of the
 	 * recorded prefix as the blobs named by their sha256, in that form,

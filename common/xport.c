@@ -962,6 +962,26 @@ connect_wait(int fd, int64_t deadline)
 	return err == 0 ? 0 : -1;
 }
 
+/* Why a connect to agent ag failed with err: "not running" only when
+ * its host said so (refused); a host that did not answer may be down or
+ * cut off, and the agent may be running. */
+static void
+connect_err(const struct cfg_agent *ag, int err, struct cs_err *e)
+{
+	if (err == EINTR)
+		cs_errf(e, "agent %s at %s: interrupted while connecting",
+		    ag->name, ag->addr);
+	else if (err == ETIMEDOUT)
+		cs_errf(e, "timed out connecting to agent %s at %s (no "
+		    "answer by the deadline)", ag->name, ag->addr);
+	else if (err == ECONNREFUSED || err == ENOENT)
+		cs_errf(e, "agent %s is not running (connect %s: %s)",
+		    ag->name, ag->addr, strerror(err));
+	else
+		cs_errf(e, "cannot connect to agent %s at %s: %s", ag->name,
+		    ag->addr, strerror(err));
+}
+
 /* xport_client_open; resume: offer and keep sessions (see xport.h). */
 static int
 client_open(const struct cfg *c, int i, int resume, int64_t deadline,
@@ -980,12 +1000,7 @@ client_open(const struct cfg *c, int i, int resume, int64_t deadline,
 		return -1;
 	if ((fd = xport_tcp_connect(ag->addr, 1, &inprog, e)) == -1 ||
 	    (inprog && connect_wait(fd, deadline) == -1)) {
-		if (errno == EINTR)
-			cs_errf(e, "agent %s at %s: interrupted while "
-			    "connecting", ag->name, ag->addr);
-		else
-			cs_errf(e, "agent %s is not running (connect %s: %s)",
-		    ag->name, ag->addr, strerror(errno));
+		connect_err(ag, errno, e);
 		if (fd != -1)
 			close(fd);
 		return -1;

@@ -36,4 +36,10 @@ struct chunk_put;
 int coord_upload(void *ctx, struct chunk_put *v, size_t n, int compressed,
     struct cs_err *e);
 
+/* held.c: the held channels ("channel hold") into the agents marked in
+ * waiting[] (nagents bytes), asked of their sources: "A->B, C->B" into
+ * out; their count (0 when none is held or no source answered). */
+int coord_held_into(const struct cfg *c, const unsigned char *waiting,
+    char *out, size_t outsz);
+
 #endif

@@ -218,11 +218,38 @@ missing_names(const struct run *r, char *out, size_t outsz)
 	}
 }
 
+/* The deadline passed with agents yet to report: name them, and the
+ * held channels into them when there are ("channel hold"), which are
+ * the cause then rather than the agents. */
+static void
+fail_timeout(struct run *r)
+{
+	char names[300], held[300], *arrow;
+	unsigned char waiting[CFG_MAX_AGENTS];
+	int i, n;
+
+	missing_names(r, names, sizeof(names));
+	for (i = 0; i < r->c->nagents && i < CFG_MAX_AGENTS; i++)
+		waiting[i] = !r->have[i];
+	n = coord_held_into(r->c, waiting, held, sizeof(held));
+	if (n == 0) {
+		fail(r, "timed out after %d s waiting for %s", r->timeout_s,
+		    names);
+	} else if (n == 1 && (arrow = strstr(held, "->")) != NULL) {
+		fail(r, "timed out after %d s waiting for %s: channel %s is "
+		    "held (cutsnap channel release %.*s %s)", r->timeout_s,
+		    names, held, (int)(arrow - held), held, arrow + 2);
+	} else {
+		fail(r, "timed out after %d s waiting for %s: channels %s are "
+		    "held (cutsnap channel release SRC DST)", r->timeout_s,
+		    names, held);
+	}
+}
+
 static int
 wait_reports(struct run *r)
 {
 	struct pollfd *pfd;
-	char names[300];
 	int *who, i, n, k, rc = -1;
 
 	pfd = calloc((size_t)r->c->nagents, sizeof(*pfd));
@@ -251,9 +278,7 @@ wait_reports(struct run *r)
 			goto out;
 		}
 		if (k == 0) {
-			missing_names(r, names, sizeof(names));
-			fail(r, "timed out after %d s waiting for %s",
-			    r->timeout_s, names);
+			fail_timeout(r);
 			goto out;
 		}
 		for (i = 0; i < n; i++)

@@ -91,7 +91,7 @@ send_batch(struct upctx *u, size_t i, struct chunk_put *v, size_t n,
 	wbuf_init(&b);
 	snapuid_put(&b, &u->uid);
 	wbuf_put_str(&b, u->t->url);
-	wbuf_put_str(&b, u->t->endpoint);
+	wbuf_put_str(&b, "");	/* never an endpoint: the agent's own */
 	wbuf_put_str(&b, u->t->region);
 	wbuf_put_u8(&b, u->form);
 	wbuf_put_u32(&b, (uint32_t)*k);

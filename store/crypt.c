@@ -243,6 +243,33 @@ row_form_ok(sqlite3_stmt *s, int col, uint64_t *n, uint64_t *r, uint64_t *p)
 	    sqlite3_column_bytes(s, col + 4) == AEAD_KEY_LEN + AEAD_OVERHEAD;
 }
 
+/* Why no key row opened: none, damaged rows (a malformed row says nothing
+ * about the password: it could have been that key's), or a wrong
+ * password (every row well formed, none opens with it). */
+static void
+unlock_fail(const struct store *st, int nkeys, int nbad, int64_t bad_id,
+    struct cs_err *e)
+{
+	if (nkeys == 0)
+		cs_errf(e, "repository %s is encrypted but has no key",
+		    st->repo);
+	else if (nbad == 0)
+		cs_errf(e, "repository %s: wrong password (none of its %d "
+		    "key%s opens with it)", st->repo, nkeys,
+		    nkeys == 1 ? "" : "s");
+	else if (nbad == nkeys)
+		cs_errf(e, "repository %s: key row %lld is damaged (its scrypt "
+		    "parameters, salt or sealed key are malformed)%s, so no "
+		    "password can open it", st->repo, (long long)bad_id,
+		    nbad > 1 ? ", as are all the others" : "");
+	else
+		cs_errf(e, "repository %s: key row %lld is damaged (its scrypt "
+		    "parameters, salt or sealed key are malformed)%s, and "
+		    "none of the other %d opens with this password",
+		    st->repo, (long long)bad_id, nbad > 1 ?
+		    " with others" : "", nkeys - nbad);
+}
+
 /* For each key row with a valid MAC of either domain: fn(ctx, id, v2).
  * Rows that are malformed or match neither are skipped (verify names
  * them). */
@@ -339,7 +366,8 @@ store_crypt_unlock_with(struct store *st, const void *pass, size_t passlen,
 	sqlite3_stmt *s = NULL;
 	struct cs_err le;
 	uint64_t n, r, p;
-	int step, rc = -1, nkeys = 0;
+	int64_t bad_id = 0;
+	int step, rc = -1, nkeys = 0, nbad = 0;
 
 	if (store_db_prepare(st,
 	    "SELECT id, n, r, p, salt, sealed FROM repo_keys "
@@ -347,8 +375,13 @@ store_crypt_unlock_with(struct store *st, const void *pass, size_t passlen,
 		return -1;
 	while ((step = sqlite3_step(s)) == SQLITE_ROW) {
 		nkeys++;
-		if (!row_form_ok(s, 1, &n, &r, &p))
-			continue;	/* a malformed row opens nothing */
+		if (!row_form_ok(s, 1, &n, &r, &p)) {
+			/* A malformed row opens nothing: no password is
+			 * wrong for it, it is damaged. */
+			if (nbad++ == 0)
+				bad_id = sqlite3_column_int64(s, 0);
+			continue;
+		}
 		if (aead_scrypt(pass, passlen, sqlite3_column_blob(s, 4),
 		    SALT_LEN, n, (uint32_t)r, (uint32_t)p, kek, e) < 0)
 			goto out;
@@ -368,13 +401,7 @@ store_crypt_unlock_with(struct store *st, const void *pass, size_t passlen,
 		store_db_fail(st, e, "reading the keys");
 		goto out;
 	}
-	if (nkeys == 0)
-		cs_errf(e, "repository %s is encrypted but has no key",
-		    st->repo);
-	else
-		cs_errf(e, "repository %s: wrong password (none of its %d "
-		    "key%s opens with it)", st->repo, nkeys,
-		    nkeys == 1 ? "" : "s");
+	unlock_fail(st, nkeys, nbad, bad_id, e);
 out:
 	sqlite3_finalize(s);
 	mac_cleanse(kek, sizeof(kek));

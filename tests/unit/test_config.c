@@ -270,7 +270,7 @@ names_lines_and_files_are_bounded(void **state)
 {
 	struct cfg *c;
 	struct cs_err e;
-	char text[512], path[PATH_MAX];
+	char path[PATH_MAX];
 	char name[70];
 
 	(void)state;
@@ -287,18 +287,58 @@ names_lines_and_files_are_bounded(void **state)
 	name[64] = '\0';
 	assert_int_equal(cfg_valid_name(name), 0);
 
-	/* A line libinih would split is refused, not misread. */
-	memset(text, 0, sizeof(text));
-	strcpy(text, "[agent A]\ndata = ");
-	memset(text + strlen(text), 'x', 250);
-	strcat(text, "\n");
-	assert_int_equal(cfg_parse(text, "c.ini", &c, &e), -1);
-	assert_non_null(strstr(e.msg, "c.ini:2: line longer than"));
-
 	snprintf(path, sizeof(path), "%s/missing.ini", unit_dir);
 	assert_int_equal(cfg_load(path, &c, &e), -1);
 	assert_non_null(strstr(e.msg, "No such file or directory"));
 	assert_non_null(strstr(e.msg, path));
+}
+
+/* Lines longer than libinih reads (197 bytes) are read whole: a long
+ * data path with an inline comment, a long channels list, a long
+ * comment and section header; a key that long is refused, named. */
+static void
+long_lines_are_read_whole(void **state)
+{
+	char text[2048], want[400], line[300];
+	struct cfg *c;
+	struct cs_err e;
+	int i;
+
+	(void)state;
+	memset(want, 0, sizeof(want));
+	want[0] = '/';
+	memset(want + 1, 'x', 299);
+	memset(line, 0, sizeof(line));
+	memset(line, 'y', 260);
+	snprintf(text, sizeof(text), "; %s\n[cluster]\nchannels =", line);
+	for (i = 0; i < 40; i++)
+		strcat(text, " A>B  B>A");
+	snprintf(text + strlen(text), sizeof(text) - strlen(text),
+	    " ; both ways\n[agent A]   ; %s\ndata = %s ; %s\n"
+	    "[agent B]\ndata = /b;c\n", line, want, line);
+	assert_int_equal(cfg_parse(text, "/x/c.ini", &c, &e), 0);
+	assert_string_equal(c->agents[0].name, "A");
+	assert_string_equal(c->agents[0].data, want);
+	assert_string_equal(c->agents[1].data, "/b;c");
+	assert_int_equal(cfg_has_channel(c, 0, 1), 1);
+	assert_int_equal(cfg_has_channel(c, 1, 0), 1);
+	cfg_free(c);
+
+	/* A long line without "=": the syntax error at its line. */
+	snprintf(text, sizeof(text), "[agent A]\ndata = /a\n%s\n", line);
+	assert_int_equal(cfg_parse(text, "/x/c.ini", &c, &e), -1);
+	assert_non_null(strstr(e.msg, "/x/c.ini:3: syntax error"));
+
+	/* An unknown long key is named as any other. */
+	snprintf(text, sizeof(text), "[agent A]\ndata = /a\nzz = %s\n",
+	    line);
+	assert_int_equal(cfg_parse(text, "/x/c.ini", &c, &e), -1);
+	assert_non_null(strstr(e.msg, "/x/c.ini:3: unknown key 'zz'"));
+
+	/* A key too long for libinih is refused, not misread. */
+	snprintf(text, sizeof(text), "[agent A]\ndata = /a\n%s = 1\n", line);
+	assert_int_equal(cfg_parse(text, "/x/c.ini", &c, &e), -1);
+	assert_non_null(strstr(e.msg, "/x/c.ini:3: key longer than"));
 }
 
 static void
@@ -434,6 +474,7 @@ main(void)
 		cmocka_unit_test(first_error_in_the_file_is_reported),
 		cmocka_unit_test(long_socket_path_is_rejected),
 		cmocka_unit_test(names_lines_and_files_are_bounded),
+		cmocka_unit_test(long_lines_are_read_whole),
 		cmocka_unit_test(compact_min_size_accepts_suffixes),
 		cmocka_unit_test(shared_data_is_yes_or_no),
 		cmocka_unit_test(rates_parse_with_suffixes_and_bounds),
