@@ -235,6 +235,11 @@ cmd_forget(int argc, char **argv)
 		    argv[optind]);
 	if ((rc = check_policy(repo, &p)) != EXIT_OK)
 		return rc;
+	/* Over s3:// repo is a local stand-in (s3repo.c refuses the plain
+	 * spelling earlier; this catches an abbreviated --prune). */
+	if (p.prune && strcmp(cmd_repo_name(repo), repo) != 0)
+		return cmd_usage_error("forget --prune needs a directory "
+		    "repository: over s3:// run forget, then prune");
 	if ((rc = cmd_open_repo(repo, STORE_WRITE, NULL, &st)) != EXIT_OK)
 		return rc;
 	frc = store_forget(st, &p, &res, &e);
