@@ -227,6 +227,14 @@ void cmd_json_snap_info(struct json *j, const struct snap_info *s);
 /* A duration "7d", "12h", "1h30m" (units s m h d w) in seconds. 0, or -1
  * after printing a usage error. */
 int cmd_parse_duration(const char *s, int64_t *out);
+/* forget's report of r (forget_report.c): tables and a summary line, or
+ * one JSON object; within is --keep-within's text, pruned whether the
+ * prune of p ran. 0, or -1 when stdout failed. */
+struct store_forget_result;
+struct store_forget_policy;
+int cmd_forget_report(const struct store_forget_result *r,
+    const struct store_forget_policy *p, const char *within, int json,
+    int pruned);
 
 /* Milliseconds from a monotonic clock. */
 void cmd_sleep_ms(int ms);

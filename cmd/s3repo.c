@@ -1347,6 +1347,14 @@ cmd_s3_run(const char *name, int (*fn)(int, char **), int argc, char **argv)
 		    "it is not done over s3:// yet");
 		goto out;
 	}
+	/* The prune of an object store is a session of its own (stand-ins,
+	 * its grace period), not the tail of a writer's. */
+	if (strcmp(name, "forget") == 0 && has_arg(argc, av, "--prune",
+	    "--prune")) {
+		rc = cmd_usage_error("forget --prune needs a directory "
+		    "repository: over s3:// run forget, then prune");
+		goto out;
+	}
 	ri = find_repo(argc, av, &off);
 	url = av[ri] + off;
 	if (s3_open(url, &ss.s, &e) < 0) {

@@ -91,7 +91,8 @@ _cutsnap()
 	*:-t | *:--timeout | *:--request-id | *:--keep-last | *:-l | *:-s | *:--sum | \
 	    *:--keep-within | *:-w | *:--seconds | *:--clients | *:--threads | \
 	    *:--snapshot-every | *:--max-amount | *:--initial | *:--recheck-age | \
-	    snapshot:-m | *:--max-rate)
+	    snapshot:-m | *:--max-rate | *:--keep-hourly | *:--keep-daily | \
+	    *:--keep-weekly | *:--keep-monthly | *:--keep-yearly)
 		return 0
 		;;
 	esac
@@ -121,7 +122,8 @@ _cutsnap()
 	    -q --quiet -v --verbose --help" ;;
 	load) opts="-c --config -r --repo --password-file --seconds --clients --threads
 	    --snapshot-every --max-amount --initial --no-drain -j --json --cert --help" ;;
-	forget) opts="-r --repo -l --keep-last -w --keep-within -f --force
+	forget) opts="-r --repo -l --keep-last --keep-hourly --keep-daily --keep-weekly
+	    --keep-monthly --keep-yearly -w --keep-within --prune -f --force
 	    -n --dry-run -j --json --help" ;;
 	prune) opts="-r --repo -f --force -n --dry-run -j --json --grace --help" ;;
 	cert) opts="-c --config --days --client --role --out --help" ;;

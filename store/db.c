@@ -7,6 +7,7 @@
 #include <time.h>
 
 #include "store_int.h"
+#include "../common/util.h"
 
 int
 store_db_fail(struct store *st, struct cs_err *e, const char *what)
@@ -112,10 +113,38 @@ out:
 	return rc;
 }
 
+int64_t
+store_parse_utc(const char *iso)
+{
+	struct tm tm;
+	const char *end;
+
+	memset(&tm, 0, sizeof(tm));
+	end = strptime(iso, "%Y-%m-%dT%H:%M:%SZ", &tm);
+	if (end == NULL || *end != '\0')
+		return -1;
+	return (int64_t)timegm(&tm);
+}
+
+/* Test hook: CUTSNAP_FAULT=clock:2024-05-01T12:00:00Z sets the store's
+ * wall clock (the times a snapshot records, the "now" of forget), so the
+ * retention tests can lay out a history over hours and years. */
+int64_t
+store_clock(void)
+{
+	char v[32];
+	int64_t t;
+
+	if (cs_fault_value("clock", v, sizeof(v)) != NULL &&
+	    (t = store_parse_utc(v)) >= 0)
+		return t;
+	return (int64_t)time(NULL);
+}
+
 void
 store_now(char out[32])
 {
-	time_t t = time(NULL);
+	time_t t = (time_t)store_clock();
 	struct tm tm;
 
 	if (gmtime_r(&t, &tm) == NULL ||

@@ -19,6 +19,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "keep.h"
 #include "store_int.h"
 #include "../common/fsutil.h"
 #include "../common/util.h"
@@ -91,129 +92,106 @@ is_hex(const char *s, size_t len)
 	return 1;
 }
 
-/* Seconds since the epoch of "2024-05-01T12:00:00Z", or -1. */
-static int64_t
-parse_utc(const char *iso)
-{
-	struct tm tm;
-	const char *end;
-
-	memset(&tm, 0, sizeof(tm));
-	end = strptime(iso, "%Y-%m-%dT%H:%M:%SZ", &tm);
-	if (end == NULL || *end != '\0')
-		return -1;
-	return (int64_t)timegm(&tm);
-}
-
-/* A snapshot row as forget sees it. */
-struct srow {
-	uint64_t id;
-	char status[16];
-	int64_t started;	/* -1: unparsable */
-	int keep;
-};
-
-/* Decide keep for each row, newest first. */
-static void
-decide(const struct store_forget_policy *p, struct srow *v, size_t n,
-    int64_t now)
-{
-	int64_t complete = 0;
-	size_t i;
-
-	for (i = 0; i < n; i++) {
-		v[i].keep = strcmp(v[i].status, "running") == 0;
-		if (strcmp(v[i].status, "complete") == 0 &&
-		    p->keep_last >= 0 && complete++ < p->keep_last)
-			v[i].keep = 1;
-		if (p->keep_within_s >= 0 && v[i].started >= 0 &&
-		    now - v[i].started <= p->keep_within_s)
-			v[i].keep = 1;
-	}
-}
-
 /* How many complete snapshots go when none stays; 0 otherwise. */
 static size_t
-forgets_all(const struct srow *v, size_t n)
+forgets_all(const struct store_forget_item *v, const struct keep_snap *k,
+    size_t n)
 {
 	size_t i, gone = 0;
 
 	for (i = 0; i < n; i++) {
 		if (strcmp(v[i].status, "complete") != 0)
 			continue;
-		if (v[i].keep)
+		if (k[i].why != 0)
 			return 0;
 		gone++;
 	}
 	return gone;
 }
 
-int
-store_forget(struct store *st, const struct store_forget_policy *p,
-    struct store_forget_result *res, struct cs_err *e)
+static int
+state_of(const char *status)
 {
-	sqlite3_stmt *s = NULL, *del = NULL;
-	struct srow *v = NULL, *nv;
-	int step, rc = -1, in_tx = 0;
-	size_t n = 0, cap = 0, i;
+	if (strcmp(status, "complete") == 0)
+		return KEEP_COMPLETE;
+	return strcmp(status, "running") == 0 ? KEEP_RUNNING : KEEP_ABORTED;
+}
 
-	memset(res, 0, sizeof(*res));
-	if (p->keep_last < 0 && p->keep_within_s < 0)
-		return cs_errf(e, "no retention rule given");
-	if (store_lock(st, 1, e) < 0)
-		return -1;
-	if (store_db_begin(st, e) < 0)
-		return -1;
-	in_tx = 1;
+/* Every snapshot row, newest first (by start time, then id), into *v and
+ * *k (malloc'ed, n each). */
+static int
+load_rows(struct store *st, struct store_forget_item **v,
+    struct keep_snap **k, size_t *n, struct cs_err *e)
+{
+	sqlite3_stmt *s = NULL;
+	struct store_forget_item *nv;
+	struct keep_snap *nk;
+	size_t cap = 0;
+	int step, rc = -1;
+
 	if (store_db_prepare(st, "SELECT id, status, started_at FROM snapshots "
-	    "ORDER BY id DESC", &s, e) < 0)
-		goto out;
+	    "ORDER BY started_at DESC, id DESC", &s, e) < 0)
+		return -1;
 	while ((step = sqlite3_step(s)) == SQLITE_ROW) {
-		if (n == cap) {
+		if (*n == cap) {
 			cap = cap ? cap * 2 : 64;
-			if ((nv = realloc(v, cap * sizeof(*v))) == NULL) {
+			if ((nv = realloc(*v, cap * sizeof(**v))) != NULL)
+				*v = nv;
+			if ((nk = realloc(*k, cap * sizeof(**k))) != NULL)
+				*k = nk;
+			if (nv == NULL || nk == NULL) {
 				cs_errf(e, "out of memory");
 				goto out;
 			}
-			v = nv;
 		}
-		if (store_col_u64(s, 0, &v[n].id) < 0) {
+		memset(&(*v)[*n], 0, sizeof(**v));
+		if (store_col_u64(s, 0, &(*v)[*n].id) < 0) {
 			cs_errf(e, "repository %s: malformed snapshot id",
 			    st->repo);
 			goto out;
 		}
-		snprintf(v[n].status, sizeof(v[n].status), "%s",
+		snprintf((*v)[*n].status, sizeof((*v)[*n].status), "%s",
 		    store_col_text(s, 1));
-		v[n].started = parse_utc(store_col_text(s, 2));
-		n++;
+		snprintf((*v)[*n].started, sizeof((*v)[*n].started), "%s",
+		    store_col_text(s, 2));
+		(*k)[*n].started = store_parse_utc((*v)[*n].started);
+		(*k)[*n].state = state_of((*v)[*n].status);
+		(*n)++;
 	}
 	if (step != SQLITE_DONE) {
 		store_db_fail(st, e, "list snapshots");
 		goto out;
 	}
-	if ((res->forgotten = calloc(n + 1, sizeof(uint64_t))) == NULL ||
-	    (res->kept = calloc(n + 1, sizeof(uint64_t))) == NULL) {
-		cs_errf(e, "out of memory");
-		goto out;
-	}
-	decide(p, v, n, (int64_t)time(NULL));
-	if (!p->force && !p->dry_run && forgets_all(v, n) > 0) {
-		cs_errf(e, "repository %s: this would forget every complete "
-		    "snapshot (%zu); add --force if that is what you mean",
-		    st->repo, forgets_all(v, n));
-		goto out;
-	}
+	rc = 0;
+out:
+	sqlite3_finalize(s);
+	return rc;
+}
+
+/* Split v into res's kept and forgotten lists, and (for real, or inside
+ * a transaction a dry run rolls back) delete the forgotten rows. */
+static int
+apply(struct store *st, const struct store_forget_item *v,
+    const struct keep_snap *k, size_t n, int del_rows,
+    struct store_forget_result *res, struct cs_err *e)
+{
+	sqlite3_stmt *del = NULL;
+	struct store_forget_item *it;
+	size_t i;
+	int rc = -1;
+
+	if ((res->forgotten = calloc(n + 1, sizeof(*it))) == NULL ||
+	    (res->kept = calloc(n + 1, sizeof(*it))) == NULL)
+		return cs_errf(e, "out of memory");
 	if (store_db_prepare(st, "DELETE FROM snapshots WHERE id = ?", &del,
 	    e) < 0)
-		goto out;
-	/* Oldest first in the result. */
-	for (i = n; i-- > 0;) {
-		if (v[i].keep) {
-			res->kept[res->nkept++] = v[i].id;
-			continue;
-		}
-		res->forgotten[res->nforgotten++] = v[i].id;
-		if (p->dry_run)
+		return -1;
+	for (i = n; i-- > 0;) {		/* oldest first */
+		it = k[i].why ? &res->kept[res->nkept++] :
+		    &res->forgotten[res->nforgotten++];
+		*it = v[i];
+		it->why = k[i].why;
+		if (k[i].why || !del_rows)
 			continue;
 		sqlite3_reset(del);
 		sqlite3_bind_int64(del, 1, (sqlite3_int64)v[i].id);
@@ -222,25 +200,98 @@ store_forget(struct store *st, const struct store_forget_policy *p,
 			goto out;
 		}
 	}
-	sqlite3_finalize(del);
-	del = NULL;
-	sqlite3_finalize(s);
-	s = NULL;
-	if ((!p->dry_run && store_gen_step(st, e) < 0) ||
-	    store_db_commit(st, e) < 0)
-		goto out;
-	in_tx = 0;
-	if (store_gen_publish(st, e) < 0)
-		goto out;
 	rc = 0;
 out:
 	sqlite3_finalize(del);
-	sqlite3_finalize(s);
+	return rc;
+}
+
+static int prune_with(struct store *st, char **ref, size_t nref,
+    int dry_run, int force, struct store_prune_result *r, struct cs_err *e);
+
+/* The forget of p on the open transaction; a dry run that prunes deletes
+ * the rows too, to learn what stays referenced, then rolls back. */
+static int
+forget_tx(struct store *st, const struct store_forget_policy *p,
+    struct store_forget_result *res, char ***ref, size_t *nref,
+    struct cs_err *e)
+{
+	struct store_forget_item *v = NULL;
+	struct keep_snap *k = NULL;
+	size_t n = 0;
+	int rc = -1;
+
+	if (load_rows(st, &v, &k, &n, e) < 0)
+		goto out;
+	keep_decide(p, k, n, store_clock());
+	if (!p->force && !p->dry_run && forgets_all(v, k, n) > 0) {
+		cs_errf(e, "repository %s: this would forget every complete "
+		    "snapshot (%zu); add --force if that is what you mean",
+		    st->repo, forgets_all(v, k, n));
+		goto out;
+	}
+	if (apply(st, v, k, n, !p->dry_run || p->prune, res, e) < 0)
+		goto out;
+	if (p->dry_run && p->prune && blob_referenced(st, ref, nref, e) < 0)
+		goto out;
+	rc = 0;
+out:
+	free(v);
+	free(k);
+	return rc;
+}
+
+int
+store_forget(struct store *st, const struct store_forget_policy *p,
+    struct store_forget_result *res, struct cs_err *e)
+{
+	char **ref = NULL;
+	size_t nref = 0, r;
+	int rc = -1, in_tx = 0, done = 0, any = p->keep_within_s >= 0;
+
+	memset(res, 0, sizeof(*res));
+	for (r = 0; r < STORE_KEEP_NRULES; r++)
+		any |= p->keep[r] >= 0;
+	if (!any)
+		return cs_errf(e, "no retention rule given");
+	if (store_lock(st, 1, e) < 0)
+		return -1;
+	if (store_db_begin(st, e) < 0)
+		return -1;
+	in_tx = 1;
+	if (forget_tx(st, p, res, &ref, &nref, e) < 0)
+		goto out;
+	if (p->dry_run) {
+		store_db_rollback(st);
+		in_tx = 0;
+	} else {
+		if (store_gen_step(st, e) < 0 || store_db_commit(st, e) < 0)
+			goto out;
+		in_tx = 0;
+		if (store_gen_publish(st, e) < 0)
+			goto out;
+		done = 1;
+	}
+	if (p->prune && !p->dry_run && blob_referenced(st, &ref, &nref, e) < 0)
+		goto out;
+	if (p->prune && prune_with(st, ref, nref, p->dry_run, p->force,
+	    &res->prune, e) < 0) {
+		ref = NULL;	/* prune_with freed it */
+		goto out;
+	}
+	ref = NULL;
+	rc = 0;
+out:
 	if (in_tx)
 		store_db_rollback(st);
-	if (rc < 0)
+	if (ref != NULL) {
+		while (nref > 0)
+			free(ref[--nref]);
+		free(ref);
+	}
+	/* A forget done stays reported when its prune fails. */
+	if (rc < 0 && !done)
 		store_forget_result_free(res);
-	free(v);
 	return rc;
 }
 
@@ -390,20 +441,16 @@ out:
 	return rc;
 }
 
-int
-store_prune(struct store *st, int dry_run, int force,
-    struct store_prune_result *r, struct cs_err *e)
+/* Prune against the referenced names ref (sorted; freed here). */
+static int
+prune_with(struct store *st, char **ref, size_t nref, int dry_run,
+    int force, struct store_prune_result *r, struct cs_err *e)
 {
-	char **ref = NULL;
-	size_t nref = 0, i;
+	size_t i;
 	uint64_t all;
 	int rc = -1;
 
 	memset(r, 0, sizeof(*r));
-	if (store_lock(st, 1, e) < 0)
-		return -1;
-	if (blob_referenced(st, &ref, &nref, e) < 0)
-		return -1;
 	/* Count first: deleting most blobs, or any while the manifest names
 	 * none, is what a manifest from elsewhere (or an emptied one) would
 	 * do, so it needs --force. */
@@ -433,4 +480,19 @@ out:
 		free(ref[i]);
 	free(ref);
 	return rc;
+}
+
+int
+store_prune(struct store *st, int dry_run, int force,
+    struct store_prune_result *r, struct cs_err *e)
+{
+	char **ref = NULL;
+	size_t nref = 0;
+
+	memset(r, 0, sizeof(*r));
+	if (store_lock(st, 1, e) < 0)
+		return -1;
+	if (blob_referenced(st, &ref, &nref, e) < 0)
+		return -1;
+	return prune_with(st, ref, nref, dry_run, force, r, e);
 }

@@ -145,26 +145,42 @@ void store_set_progress(struct store *st, progress_fn fn, void *ctx);
  * transaction, every snapshot no rule keeps; prune then deletes the blobs
  * no remaining snapshot refers to. Both take the exclusive repository
  * lock, so they never run beside a snapshot, verify or restore. */
+/* The count rules of a policy, restic's: keep the newest snapshot of each
+ * of the last N distinct hours, days, ISO weeks, months, years (UTC) that
+ * have a complete snapshot; STORE_KEEP_LAST: of the last N snapshots. */
+enum store_keep {
+	STORE_KEEP_LAST,
+	STORE_KEEP_HOURLY,
+	STORE_KEEP_DAILY,
+	STORE_KEEP_WEEKLY,
+	STORE_KEEP_MONTHLY,
+	STORE_KEEP_YEARLY,
+	STORE_KEEP_NRULES
+};
+#define STORE_KEEP_ALL INT64_MAX	/* a count without limit */
 struct store_forget_policy {
-	int64_t keep_last;	/* keep the newest N complete; -1: no rule */
+	int64_t keep[STORE_KEEP_NRULES];	/* N; -1: no such rule */
 	int64_t keep_within_s;	/* keep any started within S seconds before
 				 * now; -1: no rule */
 	int dry_run;		/* decide and report, delete nothing */
-	int force;		/* may forget every complete snapshot */
+	int force;		/* may forget every complete snapshot; with
+				 * prune, may delete most blobs */
+	int prune;		/* then prune, under the same lock */
 };
-/* A running snapshot is always kept; an aborted one only by keep_within. */
-struct store_forget_result {
-	uint64_t *forgotten;	/* ids, oldest first, malloc'ed */
-	size_t nforgotten;
-	uint64_t *kept;		/* ids, oldest first, malloc'ed */
-	size_t nkept;
+/* Why a snapshot is kept: a set of these bits (0: it is forgotten). */
+#define STORE_WHY_RUNNING	(1u << 0)	/* a running snapshot */
+#define STORE_WHY_WITHIN	(1u << 1)	/* keep_within_s */
+#define STORE_WHY_RULE(r)	(1u << (2 + (r)))	/* count rule r */
+/* Count rule r with counts left at the oldest complete snapshot. */
+#define STORE_WHY_OLDEST(r)	(1u << (2 + STORE_KEEP_NRULES + (r)))
+/* A running snapshot is always kept; an aborted one only by keep_within;
+ * the count rules see only complete snapshots. */
+struct store_forget_item {
+	uint64_t id;
+	char status[16];	/* complete, aborted, running */
+	char started[32];	/* as in the manifest, UTC */
+	unsigned why;		/* STORE_WHY_* bits; 0 when forgotten */
 };
-/* Unless force is set, a forget that would leave no complete snapshot
- * while there is one is refused (-1, nothing changed). */
-int store_forget(struct store *st, const struct store_forget_policy *p,
-    struct store_forget_result *res, struct cs_err *e);
-void store_forget_result_free(struct store_forget_result *r);
-
 struct store_prune_result {
 	uint64_t referenced;	/* blob names the manifest refers to */
 	uint64_t kept;		/* blob files kept */
@@ -172,6 +188,23 @@ struct store_prune_result {
 	uint64_t bytes;		/* their bytes */
 	uint64_t temps;		/* leftover temp files deleted */
 };
+struct store_forget_result {
+	struct store_forget_item *forgotten;	/* oldest first, malloc'ed */
+	size_t nforgotten;
+	struct store_forget_item *kept;		/* oldest first, malloc'ed */
+	size_t nkept;
+	struct store_prune_result prune;	/* when the policy prunes */
+};
+/* Unless force is set, a forget that would leave no complete snapshot
+ * while there is one is refused (-1, nothing changed). With p->prune the
+ * prune follows the committed forget (a dry run counts what the prune
+ * would delete once the forgotten snapshots are gone); a prune that
+ * fails leaves the forget done and reported in res, and -1 with e
+ * set. */
+int store_forget(struct store *st, const struct store_forget_policy *p,
+    struct store_forget_result *res, struct cs_err *e);
+void store_forget_result_free(struct store_forget_result *r);
+
 /* Delete every blob file under blobs/ that no snapshot refers to, and
  * temp files left by killed snapshots. Files are only ever unlinked after
  * the manifest change that stopped referring to them was committed (by

@@ -52,8 +52,9 @@ test_expect_success 'forget and prune refuse while a snapshot holds the reposito
 
 test_expect_success 'forget --dry-run: names what would go, changes nothing' '
 	expect_ok forget -r "$REPO" --keep-last 2 --dry-run &&
-	grep -q "^would forget snapshot $S1 (complete, started " "$OUT" &&
-	grep -q "^would forget snapshot $ABORTED (aborted, started " "$OUT" &&
+	grep -Eq "^$S1 +[0-9-]+T[0-9:]+Z +complete$" "$OUT" &&
+	grep -Eq "^$ABORTED +[0-9-]+T[0-9:]+Z +aborted$" "$OUT" &&
+	grep -Eq "^$S6 +[0-9-]+T[0-9:]+Z +complete +last snapshot$" "$OUT" &&
 	tail -n 1 "$OUT" | grep -qx "would forget 5 snapshots, kept 2" &&
 	expect_eq "$(nsnaps)" 7 "snapshots"
 '
@@ -61,7 +62,8 @@ test_expect_success 'forget --dry-run: names what would go, changes nothing' '
 test_expect_success 'forget --keep-last 2 --json: the two newest complete stay' '
 	before=$(nblobs) &&
 	expect_ok forget -r "$REPO" --keep-last 2 --json &&
-	json_check "d == {\"forgotten\": [$S1, $S2, $S3, $S4, $ABORTED], \"kept\": [$S5, $S6], \"dry_run\": False}" &&
+	json_check "d[\"forgotten\"] == [$S1, $S2, $S3, $S4, $ABORTED] and d[\"kept\"] == [$S5, $S6] and d[\"dry_run\"] is False" &&
+	json_check "[(s[\"id\"], s[\"reasons\"]) for s in d[\"keep\"]] == [($S5, [\"last snapshot\"]), ($S6, [\"last snapshot\"])]" &&
 	expect_eq "$(sql "select group_concat(id) from (select id from snapshots order by id)")" "$S5,$S6" "manifest" &&
 	expect_eq "$(sql "select count(*) from agent_chunks where snapshot_id not in ($S5, $S6)")" 0 "orphan chunk rows" &&
 	expect_eq "$(nblobs)" "$before" "blob files (forget deletes none)" &&

@@ -75,7 +75,7 @@ test_expect_success 'completion: subcommands, options, agents, directories' '
 	expect_eq "$(complete_words cutsnap sn)" snapshot "cutsnap sn" &&
 	expect_eq "$(complete_words cutsnap pr | tr "\n" " ")" "prune " "cutsnap pr" &&
 	expect_eq "$(complete_words cutsnap verify --j)" --json "verify --j" &&
-	expect_eq "$(complete_words cutsnap forget --keep | tr "\n" " ")" "--keep-last --keep-within " "forget --keep" &&
+	expect_eq "$(complete_words cutsnap forget --keep | tr "\n" " ")" "--keep-last --keep-hourly --keep-daily --keep-weekly --keep-monthly --keep-yearly --keep-within " "forget --keep" &&
 	expect_eq "$(complete_words cutsnap get -c "$CONF" "" | tr "\n" " ")" "A B " "agent names" &&
 	expect_eq "$(complete_words cutsnap snapshot -c "$CONF" --initiator B)" B "initiator" &&
 	expect_eq "$(complete_words cutsnap get -c "$CONF" A "")" "" "KEY: nothing" &&

@@ -106,6 +106,15 @@ test_expect_success 'both snapshots listed, the newer one verifies and restores 
 	json_check "d[\"sum\"][\"total\"] == 1500"
 '
 
+test_expect_success 'forget --prune in the bucket, even abbreviated: exit 2, nothing forgotten' '
+	expect_error 2 forget -r "$REPO_URL" --keep-last 1 --prune &&
+	err_matches "forget --prune needs a directory repository" &&
+	expect_error 2 forget -r "$REPO_URL" --keep-last 1 --pru &&
+	err_matches "forget --prune needs a directory repository" &&
+	expect_ok ls -r "$REPO_URL" --json &&
+	json_check "[s[\"id\"] for s in d] == [$S1, $S2]"
+'
+
 test_expect_success 'forget in the bucket: the older snapshot is gone for every reader' '
 	expect_ok forget -r "$REPO_URL" --keep-last 1 &&
 	expect_eq "$(s3count "$BUCKET" repo/commits/)" 3 "commit objects" &&
