@@ -7,7 +7,8 @@
  *   PREFIX/blobs/.repository-id  the repository's identity
  *   PREFIX/manifests/GEN-R.db    a whole manifest (SQLite), immutable
  *   PREFIX/commits/GEN           "cutsnap-commit 1", the manifest's key,
- *                                its SHA-256 and size; created only once
+ *                                its SHA-256, size, generation and highest
+ *                                snapshot id (s3gen.c); created only once
  *   PREFIX/lease                 the writer lease: owner and expiry
  *
  * GEN is 20 decimal digits, so the newest commit is the last key of a
@@ -51,6 +52,7 @@
 #include <unistd.h>
 
 #include "cmd.h"
+#include "s3gen.h"
 #include "../common/s3.h"
 #include "../common/sha.h"
 #include "../store/store.h"
@@ -91,6 +93,7 @@ struct sess {
 	char dir[PATH_MAX];	/* the local repository the command uses */
 	int temp;		/* dir is ours to remove */
 	uint64_t gen;		/* newest commit, 0 when none */
+	struct s3gen rec;	/* the generations known outside its manifest */
 	char mkey[128];		/* its manifest's key */
 	char mhash[SHA_HEX_LEN];
 	int bad_config;		/* the failure is the user's (exit 2) */
@@ -238,6 +241,8 @@ parse_commit(struct sess *ss, const char *t, struct cs_err *e)
 		    s3_url(ss->s), (unsigned long long)ss->gen);
 	snprintf(ss->mkey, sizeof(ss->mkey), "%s", key);
 	snprintf(ss->mhash, sizeof(ss->mhash), "%s", hex);
+	ss->rec.head = ss->gen;
+	s3gen_fields(t, &ss->rec.head_gen, &ss->rec.head_max);
 	return 0;
 }
 
@@ -249,6 +254,7 @@ read_head(struct sess *ss, struct cs_err *e)
 	size_t n = 0, i, len;
 	char *body = NULL, key[64];
 	unsigned long long g, best = 0;
+	uint64_t prev[2] = { 0, 0 };
 	int st, rc = -1;
 
 	ss->gen = 0;
@@ -263,6 +269,17 @@ read_head(struct sess *ss, struct cs_err *e)
 		if (strlen(o[i].key) == 28 &&
 		    sscanf(o[i].key, "commits/%20llu", &g) == 1 && g > best)
 			best = g;
+	/* The two before the newest, for the generations they say. */
+	for (i = 0; i < n; i++)
+		if (strlen(o[i].key) == 28 &&
+		    sscanf(o[i].key, "commits/%20llu", &g) == 1 && g < best) {
+			if (g > prev[0]) {
+				prev[1] = prev[0];
+				prev[0] = g;
+			} else if (g > prev[1]) {
+				prev[1] = g;
+			}
+		}
 	if (best == 0) {
 		rc = 0;
 		goto out;
@@ -276,7 +293,9 @@ read_head(struct sess *ss, struct cs_err *e)
 		status_fail(ss, "get", key, st, e);
 		goto out;
 	}
-	rc = parse_commit(ss, body, e);
+	if ((rc = parse_commit(ss, body, e)) == 0)
+		rc = s3gen_earlier(ss->s, &ss->rec, prev, prev[1] ? 2 : prev[0] ?
+		    1 : 0, e);
 out:
 	free(body);
 	s3_objs_free(o, n);
@@ -975,7 +994,7 @@ publish(struct sess *ss, struct cs_err *e)
 	char mkey[128], ckey[64], text[COMMIT_CAP], marker[PATH_MAX + 16];
 	char *body = NULL;
 	uint8_t rnd[4];
-	uint64_t size;
+	uint64_t size, mgen, mmax;
 	size_t len;
 	int st, rc = -1;
 	FILE *f = NULL;
@@ -985,7 +1004,8 @@ publish(struct sess *ss, struct cs_err *e)
 	snprintf(man, sizeof(man), "%s/manifest.db", ss->dir);
 	snprintf(tmp, sizeof(tmp), "%s/.s3-upload.db", ss->dir);
 	if (store_manifest_copy(man, tmp, e) < 0 ||
-	    file_sha(tmp, hex, &size, e) < 0)
+	    file_sha(tmp, hex, &size, e) < 0 ||
+	    store_manifest_gen(tmp, &mgen, &mmax, e) < 0)
 		goto out;
 	if (size > MANIFEST_CAP) {
 		cs_errf(e, "manifest too large for an object store (%llu "
@@ -1015,7 +1035,9 @@ publish(struct sess *ss, struct cs_err *e)
 	snprintf(ckey, sizeof(ckey), "commits/%020llu",
 	    (unsigned long long)ss->gen + 1);
 	snprintf(text, sizeof(text), "cutsnap-commit 1\nmanifest %s\nsha256 "
-	    "%s\nsize %llu\n", mkey, hex, (unsigned long long)size);
+	    "%s\nsize %llu\ngeneration %llu\nmax_snapshot_id %llu\n", mkey,
+	    hex, (unsigned long long)size, (unsigned long long)mgen,
+	    (unsigned long long)mmax);
 	if ((st = s3_put(ss->s, ckey, text, strlen(text), "*", NULL, e)) < 0)
 		goto out;
 	if (st == 412) {
@@ -1028,6 +1050,7 @@ publish(struct sess *ss, struct cs_err *e)
 		goto out;
 	}
 	ss->gen++;
+	s3gen_published(ss->dir, mgen, mmax);
 	snprintf(ss->mkey, sizeof(ss->mkey), "%s", mkey);
 	snprintf(ss->mhash, sizeof(ss->mhash), "%s", hex);
 	snprintf(marker, sizeof(marker), "%s/.s3-commit", ss->dir);
@@ -1363,7 +1386,7 @@ cmd_s3_run(const char *name, int (*fn)(int, char **), int argc, char **argv)
 	}
 	if ((ss.kind == K_WRITE || ss.kind == K_PRUNE) && lease_take(&ss, &e) < 0)
 		goto fail;
-	if (read_head(&ss, &e) < 0)
+	if (s3gen_start(ss.s, &ss.rec, &e) < 0 || read_head(&ss, &e) < 0)
 		goto fail;
 	if (ss.kind == K_WRITE) {
 		if (cache_dir(&ss, &e) < 0 || sync_cache(&ss, &e) < 0 ||
@@ -1413,6 +1436,8 @@ cmd_s3_run(const char *name, int (*fn)(int, char **), int argc, char **argv)
 		store_set_blob_target(&ss.target);
 		active = &ss;
 	}
+	if (ss.gen > 0)
+		s3gen_floor(&ss.rec);
 	cmd_repo_alias(ss.dir, s3_url(ss.s));
 	rc = fn(argc, av);
 	store_set_blob_sink(NULL, NULL);
@@ -1442,6 +1467,7 @@ out:
 	/* A failed command's own output (a --json error object) still shows. */
 	release_stdout(saved, held, rc != EXIT_OK && e.msg[0] == '\0');
 	cmd_repo_alias(NULL, NULL);
+	store_set_gen_floor(NULL);
 	store_set_blob_sink(NULL, NULL);
 	store_set_blob_target(NULL);
 	active = NULL;

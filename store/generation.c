@@ -23,7 +23,11 @@
  * manifest's commit, so a writer committing beside the open never looks
  * like a rollback. Snapshot ids are reserved past the highest id any of
  * the three knows (AUTOINCREMENT's sqlite_sequence is raised), so an id
- * is never handed out twice, even after an accepted rollback. */
+ * is never handed out twice, even after an accepted rollback.
+ *
+ * With the records off (an object store's local stand-in), the caller
+ * hands in what the bucket's commits and this user's record say instead
+ * (store_set_gen_floor, cmd/s3gen.c), and the same comparison runs. */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -48,11 +52,21 @@ static const char gen_sql[] =
 
 static int accept_rollback;
 static int records = 1;
+static struct store_gen_floor gen_floor;	/* with the records off */
 
 void
 store_set_gen_records(int on)
 {
 	records = on;
+}
+
+void
+store_set_gen_floor(const struct store_gen_floor *f)
+{
+	if (f != NULL)
+		gen_floor = *f;
+	else
+		memset(&gen_floor, 0, sizeof(gen_floor));
 }
 
 void
@@ -68,20 +82,20 @@ store_rollback_warning(const struct store *st)
 }
 
 /* The state file's path into out; -1 when there is no place for it (no
- * identity, no HOME). */
+ * identity, no HOME, or an identity that is not one). */
 static int
-state_path(const struct store *st, char *out, size_t n)
+state_path(const char *id, char *out, size_t n)
 {
 	const char *x = getenv("XDG_STATE_HOME"), *h = getenv("HOME");
 	int k;
 
-	if (st->repo_id[0] == '\0')
+	if (id[0] == '\0' || strspn(id, "0123456789abcdef") != strlen(id))
 		return -1;
 	if (x != NULL && x[0] == '/')
-		k = snprintf(out, n, "%s/cutsnap/repos/%s", x, st->repo_id);
+		k = snprintf(out, n, "%s/cutsnap/repos/%s", x, id);
 	else if (h != NULL && h[0] == '/')
 		k = snprintf(out, n, "%s/.local/state/cutsnap/repos/%s", h,
-		    st->repo_id);
+		    id);
 	else
 		return -1;
 	return k < 0 || (size_t)k >= n ? -1 : 0;
@@ -185,8 +199,8 @@ newest_commit(struct store *st, uint64_t *gen, uint64_t *max_id,
 }
 
 /* The state file's generation and max id (0 when none). */
-static void
-state_read(struct store *st, uint64_t *gen, uint64_t *max_id)
+void
+store_gen_record_read(const char *id, uint64_t *gen, uint64_t *max_id)
 {
 	char path[PATH_MAX];
 	unsigned long long g, m;
@@ -196,7 +210,7 @@ state_read(struct store *st, uint64_t *gen, uint64_t *max_id)
 	size_t n;
 
 	*gen = *max_id = 0;
-	if (state_path(st, path, sizeof(path)) < 0 ||
+	if (state_path(id, path, sizeof(path)) < 0 ||
 	    fs_read_file(path, 256, &p, &n, &e) < 0)
 		return;
 	memcpy(t, p, n);
@@ -242,11 +256,17 @@ store_gen_check(struct store *st, struct cs_err *e)
 	uint64_t cg, cm, sg, sm, mg, mm;
 	const char *where;
 
-	if (!records)
+	if (!records && gen_floor.gen == 0 && gen_floor.max_id == 0)
 		return 0;
-	if (newest_commit(st, &cg, &cm, e) < 0)
+	if (!records) {		/* what the object store knows instead */
+		cg = gen_floor.gen;
+		cm = gen_floor.max_id;
+		sg = sm = 0;
+	} else if (newest_commit(st, &cg, &cm, e) < 0) {
 		return -1;
-	state_read(st, &sg, &sm);
+	} else {
+		store_gen_record_read(st->repo_id, &sg, &sm);
+	}
 	if (manifest_gen(st, &mg, &mm, e) < 0)
 		return -1;
 	st->gen_known = cg > sg ? cg : sg;
@@ -255,16 +275,17 @@ store_gen_check(struct store *st, struct cs_err *e)
 		st->id_known = mm;
 	if (mg >= st->gen_known)
 		return 0;
-	where = cg >= sg ? "as its newest commit object says" :
+	where = !records ? gen_floor.where : cg >= sg ?
+	    "as its newest commit object says" :
 	    "as this user's record of it says; its commit objects were "
 	    "removed too";
 	if (snprintf(st->gen_warn, sizeof(st->gen_warn), "repository %s: "
 	    "manifest.db is at generation %" PRIu64 " but generation %" PRIu64
 	    " was committed (%s): it was rolled back or replaced by an older "
 	    "copy, and the snapshots after %" PRIu64 " are missing from it; "
-	    "put the newest manifest.db back, or accept the loss with "
-	    "cutsnap snapshot --accept-rollback", st->repo, mg,
-	    st->gen_known, where, mg) < 0)
+	    "%s, or accept the loss with cutsnap snapshot --accept-rollback",
+	    st->repo, mg, st->gen_known, where, mg, !records ? gen_floor.fix :
+	    "put the newest manifest.db back") < 0)
 		st->gen_warn[0] = '?';
 	if (st->mode != STORE_READ && !accept_rollback)
 		return cs_errf(e, "%s", st->gen_warn);
@@ -431,26 +452,26 @@ write_commit(struct store *st, const char *dir, struct cs_err *e)
 	return 0;
 }
 
-/* The state file, raised to the new generation. Best effort: it is the
+/* The state file, raised to a new generation. Best effort: it is the
  * second record, for a repository whose commit objects were removed with
  * its manifest; a home without room for it must not fail a snapshot. */
-static void
-write_state(struct store *st)
+void
+store_gen_record_raise(const char *id, uint64_t gen, uint64_t max_id)
 {
 	char path[PATH_MAX], dir[PATH_MAX], text[128];
 	uint64_t sg, sm;
 	struct cs_err e;
 	int n;
 
-	if (state_path(st, path, sizeof(path)) < 0)
+	if (state_path(id, path, sizeof(path)) < 0)
 		return;
-	state_read(st, &sg, &sm);
-	if (sg > st->gen_pending)
+	store_gen_record_read(id, &sg, &sm);
+	if (sg > gen)
 		return;		/* a writer beside us went further */
 	fs_path_dirname(path, dir, sizeof(dir));
 	n = snprintf(text, sizeof(text), "generation %" PRIu64
-	    "\nmax_snapshot_id %" PRIu64 "\n", st->gen_pending,
-	    sm > st->gen_pending_max ? sm : st->gen_pending_max);
+	    "\nmax_snapshot_id %" PRIu64 "\n", gen,
+	    sm > max_id ? sm : max_id);
 	if (fs_mkdir_p(dir, 0700, &e) == 0)
 		(void)fs_atomic_write_file(path, text, (size_t)n, 0600, &e);
 }
@@ -483,7 +504,8 @@ store_gen_publish(struct store *st, struct cs_err *e)
 			st->nfn(st->nctx, line);
 		}
 	} else
-		write_state(st);
+		store_gen_record_raise(st->repo_id, st->gen_pending,
+		    st->gen_pending_max);
 	st->gen_known = st->gen_pending;
 	if (st->gen_pending_max > st->id_known)
 		st->id_known = st->gen_pending_max;

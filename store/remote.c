@@ -112,3 +112,44 @@ out:
 	sqlite3_close(db);
 	return rc;
 }
+
+int
+store_manifest_gen(const char *manifest, uint64_t *gen, uint64_t *max_id,
+    struct cs_err *e)
+{
+	sqlite3 *db = NULL;
+	sqlite3_stmt *s = NULL;
+	int r, rc = -1;
+
+	*gen = *max_id = 0;
+	if (open_ro(manifest, &db, e) < 0)
+		return -1;
+	r = sqlite3_prepare_v2(db, "SELECT count(*) FROM sqlite_master WHERE "
+	    "type = 'table' AND name = 'repo_generation'", -1, &s, NULL);
+	if (r != SQLITE_OK || sqlite3_step(s) != SQLITE_ROW)
+		goto fail;
+	r = sqlite3_column_int(s, 0);
+	sqlite3_finalize(s);
+	s = NULL;
+	if (r == 0) {
+		rc = 0;
+		goto out;
+	}
+	if (sqlite3_prepare_v2(db, "SELECT gen, max_id FROM repo_generation "
+	    "WHERE id = 1", -1, &s, NULL) != SQLITE_OK)
+		goto fail;
+	if ((r = sqlite3_step(s)) == SQLITE_ROW) {
+		*gen = (uint64_t)sqlite3_column_int64(s, 0);
+		*max_id = (uint64_t)sqlite3_column_int64(s, 1);
+	} else if (r != SQLITE_DONE) {
+		goto fail;
+	}
+	rc = 0;
+	goto out;
+fail:
+	cs_errf(e, "%s: %s", manifest, sqlite3_errmsg(db));
+out:
+	sqlite3_finalize(s);
+	sqlite3_close(db);
+	return rc;
+}

@@ -104,6 +104,20 @@ void store_set_accept_rollback(int on);
 /* Off: no commit objects or state file are read or written (a local
  * stand-in of an object store, cmd/s3repo.c). On by default. */
 void store_set_gen_records(int on);
+/* With the records off, what the object store knows instead: the highest
+ * generation and snapshot id committed (0: nothing known), where that was
+ * found and what would repair it (both for the message). NULL clears. */
+struct store_gen_floor {
+	uint64_t gen, max_id;
+	char where[192];
+	char fix[128];
+};
+void store_set_gen_floor(const struct store_gen_floor *f);
+/* This user's record of repository identity id (32 hex digits): the
+ * highest generation and snapshot id it saw committed (0 when none);
+ * raised, never lowered, best effort. */
+void store_gen_record_read(const char *id, uint64_t *gen, uint64_t *max_id);
+void store_gen_record_raise(const char *id, uint64_t gen, uint64_t max_id);
 const char *store_rollback_warning(const struct store *st);
 struct store_key {
 	int64_t id;
@@ -464,5 +478,9 @@ int store_manifest_copy(const char *manifest, const char *dst,
     struct cs_err *e);
 int store_manifest_blobs(const char *manifest, uint64_t id, char ***names,
     size_t *n, struct cs_err *e);
+/* The generation and highest snapshot id a manifest file records (0 and
+ * 0 for one written before generations were kept). */
+int store_manifest_gen(const char *manifest, uint64_t *gen, uint64_t *max_id,
+    struct cs_err *e);
 
 #endif

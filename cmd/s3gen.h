@@ -1,0 +1,38 @@
+/* s3gen.h - noticing a rolled-back object-store repository (s3gen.c). */
+#ifndef CUTSNAP_CMD_S3GEN_H
+#define CUTSNAP_CMD_S3GEN_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "../common/err.h"
+#include "../common/s3.h"
+
+/* What is known outside the manifest the newest commit names. */
+struct s3gen {
+	char ident[40];		/* the bucket's identity, "" when none */
+	uint64_t rec_gen, rec_max;	/* this user's record of it */
+	uint64_t head, head_gen, head_max;	/* the newest commit's fields */
+	uint64_t prev, prev_gen, prev_max;	/* the highest before it */
+};
+
+/* The identity and this user's record, read before the commits are
+ * listed: a commit another process makes meanwhile is then at least as
+ * new as anything the record says, never a false alarm. */
+int s3gen_start(struct s3 *s, struct s3gen *g, struct cs_err *e);
+/* The optional generation and max_snapshot_id lines of a commit's text
+ * (0 when absent: written by a version that did not keep them). */
+void s3gen_fields(const char *text, uint64_t *gen, uint64_t *max_id);
+/* The fields of the commits numbered nums[0, n) (the ones before the
+ * newest), the highest kept in g->prev*; one missing (pruned meanwhile)
+ * or malformed is skipped. */
+int s3gen_earlier(struct s3 *s, struct s3gen *g, const uint64_t *nums,
+    size_t n, struct cs_err *e);
+/* Hands the store the highest generation and id known, with where it was
+ * found, for its check at open (store_set_gen_floor). */
+void s3gen_floor(const struct s3gen *g);
+/* Commit gen was created for the manifest of the stand-in dir: this
+ * user's record is raised to its generation and max id. */
+void s3gen_published(const char *dir, uint64_t gen, uint64_t max_id);
+
+#endif
