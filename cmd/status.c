@@ -275,6 +275,7 @@ print_json(struct json *j, const struct cfg_agent *ag, const struct agstat *st,
 		json_kbool(j, "up", o->up);
 		json_kbool(j, "held", o->held);
 		json_kbool(j, "diverged", o->diverged);
+		json_kuint(j, "stalled_ms", o->stalled_ms);
 		json_obj_end(j);
 	}
 	json_arr_end(j);
