@@ -138,6 +138,11 @@ struct outch {
 	struct conn *conn;	/* NULL while disconnected */
 	int up;			/* WELCOME received on conn */
 	int held;		/* channel hold: write nothing */
+	int64_t stall_ms;	/* monotonic ms since which entries have
+				 * waited with no acknowledgement moving:
+				 * set when the channel stops being empty
+				 * and on each ack that advances; status
+				 * reports its age while work waits */
 	struct qent *q;		/* live entries are q[qh, qt) */
 	size_t qh, qt, qcap;
 	size_t w;		/* q[qh, qh+w) are written */
@@ -477,6 +482,9 @@ int agent_outch_timeout(struct agent *a, int64_t now);
 int agent_outch_hold(struct agent *a, int dst, int hold, int mode);
 size_t agent_outch_queued(const struct agent *a, int dst);
 size_t agent_outch_unacked(const struct agent *a, int dst);	/* messages */
+/* How long channel self->dst has had entries waiting with no ack
+ * progress, in ms; 0 when nothing waits. */
+uint64_t agent_outch_stalled_ms(const struct agent *a, int dst);
 
 /* inch.c */
 int agent_inch_init(struct agent *a);

@@ -142,6 +142,22 @@ acked_chain(struct agent *a, int d, uint64_t k, uint8_t out[DL_CHAIN_LEN])
 	return 1;
 }
 
+/* Something waits on o: an entry not written yet, or a written message
+ * not acknowledged (a written marker waits for nothing). Scanned from
+ * the tail, where a message almost always is. */
+static int
+outch_waiting(const struct outch *o)
+{
+	size_t i;
+
+	if (o->qt - o->qh > o->w || o->f_lo != 0 || o->nfm != 0)
+		return 1;
+	for (i = o->qt; i > o->qh; i--)
+		if (o->q[i - 1].kind == Q_MSG)
+			return 1;
+	return 0;
+}
+
 /* A message whose SEND record is the one appended last (its offset starts
  * the file part when the window is full), or a marker. */
 int
@@ -153,6 +169,8 @@ agent_outch_enqueue(struct agent *a, int dst, enum qkind kind, uint64_t seq,
 	struct qent e, *nm;
 	size_t ncap;
 
+	if (!outch_waiting(o))
+		o->stall_ms = cs_now_ms();
 	memset(&e, 0, sizeof(e));
 	e.kind = kind;
 	e.seq = seq;
@@ -283,6 +301,7 @@ agent_outch_init(struct agent *a, struct cs_err *e)
 		a->out[d].configured = 1;
 		a->out[d].backoff_ms = BACKOFF_MIN_MS;
 		a->out[d].retry_at = 1;	/* connect at once */
+		a->out[d].stall_ms = cs_now_ms();
 	}
 	/* Unacknowledged sends of the log, already durable: the whole
 	 * backlog starts as the file part and is read in as it is sent. */
@@ -346,6 +365,17 @@ agent_outch_unacked(const struct agent *a, int dst)
 	for (i = o->qh; i < o->qh + o->w; i++)
 		n += o->q[i].kind == Q_MSG;
 	return n;
+}
+
+uint64_t
+agent_outch_stalled_ms(const struct agent *a, int dst)
+{
+	const struct outch *o = &a->out[dst];
+	int64_t d = cs_now_ms() - o->stall_ms;
+
+	if (!outch_waiting(o) || d < 0)
+		return 0;
+	return (uint64_t)d;
 }
 
 static void
@@ -560,6 +590,7 @@ outch_acked(struct agent *a, int d, uint64_t k, int welcome)
 		return -1;
 	}
 	if (k > dl_wm_get(&st->acked, dname(a, d))) {
+		o->stall_ms = cs_now_ms();
 		memset(&rec, 0, sizeof(rec));
 		rec.type = DL_ACK;
 		rec.peer = dname(a, d);

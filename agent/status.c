@@ -72,6 +72,7 @@ collect(struct agent *a, struct agstat *st)
 			c->held = a->out[d].held;
 			c->diverged = a->out[d].diverged;
 			c->checked = a->out[d].fence_ok;
+			c->stalled_ms = agent_outch_stalled_ms(a, d);
 		}
 		if (a->in[d].configured) {
 			struct agstat_ch *c = &st->in[st->nin++];

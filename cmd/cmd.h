@@ -50,6 +50,7 @@ int cmd_demo(int argc, char **argv);
 int cmd_load(int argc, char **argv);
 int cmd_cert(int argc, char **argv);
 int cmd_deadletter(int argc, char **argv);
+int cmd_check(int argc, char **argv);
 
 /* The running subcommand's name, used in every message ("put"). Set by
  * main before dispatching. */
@@ -213,6 +214,8 @@ void cmd_progress_fn(void *ctx, const char *agent, uint64_t done,
     uint64_t total);
 /* Erase the line; with -v print the summary. */
 void cmd_progress_end(struct cmd_progress *p);
+/* A span of seconds: "3d04h", "1h02m", "5m07s", "42s". */
+void cmd_human_secs(int64_t s, char *out, size_t outsz);
 /* "512 B", "1.5 KiB", "3.2 GiB". */
 void cmd_human_bytes(uint64_t n, char *out, size_t outsz);
 

@@ -28,6 +28,7 @@ static const struct command commands[] = {
 	{ "start", cmd_start, "start every agent in the background" },
 	{ "stop", cmd_stop, "stop every agent gracefully" },
 	{ "status", cmd_status, "show which agents answer" },
+	{ "check", cmd_check, "one health check for monitoring" },
 	{ "put", cmd_put, "set a key on an agent" },
 	{ "get", cmd_get, "print a key's value" },
 	{ "del", cmd_del, "delete a key" },

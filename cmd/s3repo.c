@@ -1305,7 +1305,7 @@ kind_of(const char *name, enum kind *k)
 			*k = K_WRITE;
 			return 0;
 		}
-	if (strcmp(name, "ls") == 0)
+	if (strcmp(name, "ls") == 0 || strcmp(name, "check") == 0)
 		*k = K_META;
 	else if (strcmp(name, "show") == 0 || strcmp(name, "verify") == 0 ||
 	    strcmp(name, "restore") == 0)

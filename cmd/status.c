@@ -80,23 +80,6 @@ count_diverged(const struct agstat *st)
 	return n;
 }
 
-/* "3d04h", "1h02m", "5m07s", "42s". */
-static void
-fmt_uptime(int64_t s, char *out, size_t outsz)
-{
-	if (s >= 86400)
-		snprintf(out, outsz, "%lldd%02lldh", (long long)(s / 86400),
-		    (long long)(s % 86400 / 3600));
-	else if (s >= 3600)
-		snprintf(out, outsz, "%lldh%02lldm", (long long)(s / 3600),
-		    (long long)(s % 3600 / 60));
-	else if (s >= 60)
-		snprintf(out, outsz, "%lldm%02llds", (long long)(s / 60),
-		    (long long)(s % 60));
-	else
-		snprintf(out, outsz, "%llds", (long long)s);
-}
-
 /* The data file's line: its size, its live size, its last rewrite. */
 static void
 print_file(const struct agstat *st)
@@ -126,7 +109,7 @@ print_text(const char *name, int width, const struct agstat *st,
 	char up[32];
 	size_t k;
 
-	fmt_uptime(st->uptime_s, up, sizeof(up));
+	cmd_human_secs(st->uptime_s, up, sizeof(up));
 	printf("%-*s  up  pid=%d  uptime=%s  size=%llu  records=%llu  "
 	    "syncs=%llu  writes=%llu  snapshot=", width, name, st->pid, up,
 	    (unsigned long long)st->size, (unsigned long long)st->records,
@@ -275,6 +258,7 @@ print_json(struct json *j, const struct cfg_agent *ag, const struct agstat *st,
 		json_kbool(j, "up", o->up);
 		json_kbool(j, "held", o->held);
 		json_kbool(j, "diverged", o->diverged);
+		json_kuint(j, "stalled_ms", o->stalled_ms);
 		json_obj_end(j);
 	}
 	json_arr_end(j);

@@ -659,3 +659,19 @@ cmd_lines_free(struct cmd_lines *l)
 	l->v = NULL;
 	l->n = 0;
 }
+
+void
+cmd_human_secs(int64_t s, char *out, size_t outsz)
+{
+	if (s >= 86400)
+		snprintf(out, outsz, "%lldd%02lldh", (long long)(s / 86400),
+		    (long long)(s % 86400 / 3600));
+	else if (s >= 3600)
+		snprintf(out, outsz, "%lldh%02lldm", (long long)(s / 3600),
+		    (long long)(s % 3600 / 60));
+	else if (s >= 60)
+		snprintf(out, outsz, "%lldm%02llds", (long long)(s / 60),
+		    (long long)(s % 60));
+	else
+		snprintf(out, outsz, "%llds", (long long)s);
+}

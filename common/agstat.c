@@ -70,9 +70,9 @@ agstat_format(const struct agstat *st, const char *self, struct wbuf *w)
 
 		put(w, "%s%s>%s:sent=%" PRIu64 ",acked=%" PRIu64 ",queued=%"
 		    PRIu64 ",unacked=%" PRIu64 ",up=%d,held=%d,diverged=%d,"
-		    "checked=%d", i ? ";" : "", self, c->peer, c->seq,
-		    c->acked, c->queued, c->unacked, c->up, c->held,
-		    c->diverged, c->checked);
+		    "checked=%d,stalled_ms=%" PRIu64, i ? ";" : "", self,
+		    c->peer, c->seq, c->acked, c->queued, c->unacked, c->up,
+		    c->held, c->diverged, c->checked, c->stalled_ms);
 	}
 	if (st->nout == 0)
 		put(w, "none");
@@ -159,6 +159,8 @@ parse_ch(char *s, int out, struct agstat_ch *c)
 			c->diverged = v != 0;
 		else if (strcmp(kv, "checked") == 0)
 			c->checked = v != 0;
+		else if (out && strcmp(kv, "stalled_ms") == 0)
+			c->stalled_ms = v;
 	}
 	return 0;
 }

@@ -28,6 +28,9 @@ struct agstat_ch {
 				 * histories (chain.h): refused */
 	int checked;		/* its history check passed since the agent
 				 * started (what a fenced agent waits for) */
+	uint64_t stalled_ms;	/* out: how long entries have waited with
+				 * no acknowledgement moving (0: nothing
+				 * waits, or an agent too old to say) */
 };
 
 /* One snapshot in progress at the agent. */
@@ -79,7 +82,7 @@ struct agstat {
  *   live=200 gen=1 compacted_at=1700000000 compactions=1
  *   compact_before=5000 compact_after=210 compact_ms=12 compacting=0
  *   (the data file's live size and its compactions) fenced=0
- * Each channel also carries checked=0|1.
+ * Each channel also carries checked=0|1, an outgoing one stalled_ms=N.
  * snapshot is "none" or "ID:PHASE" of the first snapshot in progress,
  * snapshots lists every one with its identity (32 hex digits); lists are ';'-separated, "none" when
  * empty; dead counts the open dead letters (W_REQ_DEAD_LIST lists them);

@@ -33,7 +33,7 @@ _cutsnap()
 	COMPREPLY=()
 	cur=${COMP_WORDS[COMP_CWORD]}
 	prev=${COMP_WORDS[COMP_CWORD-1]}
-	local cmds="agent start stop status put get del add transfer channel
+	local cmds="agent start stop status check put get del add transfer channel
 	    deadletter dump init key snapshot ls show verify restore forget prune
 	    compact load cert demo help"
 
@@ -92,7 +92,8 @@ _cutsnap()
 	    *:--keep-within | *:-w | *:--seconds | *:--clients | *:--threads | \
 	    *:--snapshot-every | *:--max-amount | *:--initial | *:--recheck-age | \
 	    snapshot:-m | *:--max-rate | *:--keep-hourly | *:--keep-daily | \
-	    *:--keep-weekly | *:--keep-monthly | *:--keep-yearly)
+	    *:--keep-weekly | *:--keep-monthly | *:--keep-yearly | \
+	    *:--max-age | *:--stuck-after)
 		return 0
 		;;
 	esac
@@ -102,6 +103,8 @@ _cutsnap()
 	start) opts="-c --config -t --timeout -l --log-level --help" ;;
 	stop) opts="-c --config -t --timeout --cert --help" ;;
 	status) opts="-c --config -j --json --cert --help" ;;
+	check) opts="-c --config -r --repo --max-age --stuck-after -j --json
+	    --cert --help" ;;
 	put | get) opts="-c --config --cert --help" ;;
 	del | add | transfer) opts="-c --config -t --timeout --request-id --cert --help" ;;
 	channel) opts="-c --config --reverse --overtake --cert --help" ;;

@@ -347,7 +347,8 @@ store_check_path(const char *repo, int mode, struct cs_err *e)
 	if (is_url(repo))
 		return cs_errf(e, "repository %s: only s3:// object stores "
 		    "are supported, and only by init, key, snapshot, ls, "
-		    "show, verify, restore, forget, prune and load", repo);
+		    "check, show, verify, restore, forget, prune and load",
+		    repo);
 	if (stat(repo, &sb) < 0) {
 		if (errno == ENOENT && mode == STORE_CREATE)
 			return 0;

@@ -13,9 +13,12 @@ idle_json_ok () {
 	json_check 'd[0]["records"] == 2 and d[0]["uptime_s"] >= 0' &&
 	json_check 'd[0]["writes"] == 2 and d[0]["syncs"] >= 1' &&
 	json_check 'd[0]["held"] == ["B"] and d[1]["held"] == []' &&
-	json_check 'd[0]["out"] == [{"dst": "B", "sent": 1, "acked": 0,
+	json_check '[{k: v for k, v in o.items() if k != "stalled_ms"}
+	    for o in d[0]["out"]] == [{"dst": "B", "sent": 1, "acked": 0,
 	    "queued": 1, "unacked": 0, "up": True, "held": True,
 	    "diverged": False}]' &&
+	json_check '(d[0]["out"][0]["stalled_ms"] >= 0 and
+	    d[1]["out"][0]["stalled_ms"] == 0)' &&
 	json_check 'd[1]["in"] == [{"src": "A", "applied": 0, "queued": 0,
 	    "up": True, "diverged": False}]' &&
 	json_check 'd[0]["snapshot"] is None and d[1]["snapshot"] is None'

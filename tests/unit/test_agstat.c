@@ -67,6 +67,7 @@ test_round_trip(void **state)
 	st.dead = 3;
 	st.fenced = 7;
 	out[0].checked = 1;
+	out[0].stalled_ms = 61000;
 	wbuf_init(&w);
 	agstat_format(&st, "A", &w);
 	assert_false(w.oom);
@@ -77,9 +78,9 @@ test_round_trip(void **state)
 	    "snapshots=9:recording:00112233445566778899aabbccddeeff;"
 	    "2:joined:ffeeddccbbaa99887766554433221100 held=A>B "
 	    "out=A>B:sent=12,acked=10,queued=3,unacked=2,up=1,held=1,"
-	    "diverged=0,checked=1;"
+	    "diverged=0,checked=1,stalled_ms=61000;"
 	    "A>C.2:sent=5,acked=0,queued=0,unacked=0,up=0,held=0,diverged=1,"
-	    "checked=0 "
+	    "checked=0,stalled_ms=0 "
 	    "in=B>A:applied=8,queued=4,up=1,diverged=1,checked=0 dead=3 "
 	    "live=321 gen=2 compacted_at=1700000000 compactions=1 "
 	    "compact_before=5000 compact_after=210 compact_ms=12 "
@@ -96,6 +97,8 @@ test_round_trip(void **state)
 	assert_int_equal(got.fenced, 7);
 	assert_int_equal(got.out[0].checked, 1);
 	assert_int_equal(got.out[1].checked, 0);
+	assert_int_equal(got.out[0].stalled_ms, 61000);
+	assert_int_equal(got.out[1].stalled_ms, 0);
 	assert_int_equal(got.snap_id, 9);
 	assert_string_equal(got.phase, "recording");
 	assert_int_equal(got.nsnaps, 2);
