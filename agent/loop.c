@@ -3,6 +3,7 @@
 #include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 
 #include <errno.h>
@@ -145,9 +146,19 @@ static int
 refuse_empty(const char *path, const char *name, struct cs_err *e)
 {
 	struct stat sb;
+	int fd, busy;
 
 	if (lstat(path, &sb) == -1 || !S_ISREG(sb.st_mode) || sb.st_size > 0)
 		return 0;	/* new, or datalog_open says what is wrong */
+	/* Held by another owner (a restore locks the empty file it creates
+	 * until it renames the restored one over it): datalog_open says
+	 * "locked", which is the reason. */
+	if ((fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)) >= 0) {
+		busy = flock(fd, LOCK_EX | LOCK_NB) == -1;
+		close(fd);	/* releases it when it was ours */
+		if (busy)
+			return 0;
+	}
 	return cs_errf(e, "data file %s exists but is empty (0 bytes), so "
 	    "its content was lost: restore it (cutsnap restore --agent %s) "
 	    "or, if agent %s never ran, remove it to start afresh", path,
