@@ -204,20 +204,6 @@ check_channels(const struct cfg *c, const struct agstat *st, const int *up,
 	}
 }
 
-/* Seconds since the epoch of "2024-05-01T12:00:00Z", or -1. */
-static int64_t
-parse_utc(const char *iso)
-{
-	struct tm tm;
-	const char *end;
-
-	memset(&tm, 0, sizeof(tm));
-	end = strptime(iso, "%Y-%m-%dT%H:%M:%SZ", &tm);
-	if (end == NULL || *end != '\0')
-		return -1;
-	return (int64_t)timegm(&tm);
-}
-
 /* The newest complete snapshot of repo (by its start: the cut's time)
  * and its age. Only the listing is read: no password is needed. */
 static void
@@ -238,7 +224,7 @@ check_repo(const char *repo, int64_t max_age, struct check_report *r)
 	}
 	for (i = 0; i < n; i++) {
 		if (strcmp(v[i].status, "complete") != 0 ||
-		    (at = parse_utc(v[i].started)) < best)
+		    (at = store_parse_utc(v[i].started)) < best)
 			continue;
 		best = at;
 		r->newest = v[i].id;

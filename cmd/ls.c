@@ -3,7 +3,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "../common/json.h"
 #include "../store/store.h"
@@ -60,25 +59,12 @@ print_json(const struct snap_info *v, size_t n)
 	return json_end(&j);
 }
 
-/* Seconds since the epoch of "2024-05-01T12:00:00Z", or -1. */
-static int64_t
-parse_utc(const char *iso)
-{
-	struct tm tm;
-	const char *end;
-
-	memset(&tm, 0, sizeof(tm));
-	end = strptime(iso, "%Y-%m-%dT%H:%M:%SZ", &tm);
-	if (end == NULL || *end != '\0')
-		return -1;
-	return (int64_t)timegm(&tm);
-}
-
 /* From start to finish ("-" while running or unknown): "42s", "3m05s". */
 static void
 fmt_duration(const struct snap_info *v, char *out, size_t outsz)
 {
-	int64_t a = parse_utc(v->started), b = parse_utc(v->finished), d;
+	int64_t a = store_parse_utc(v->started);
+	int64_t b = store_parse_utc(v->finished), d;
 
 	if (a < 0 || b < a) {
 		snprintf(out, outsz, "-");

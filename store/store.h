@@ -51,6 +51,10 @@ int store_open_listing(const char *repo, struct store **out,
     struct cs_err *e);
 void store_close(struct store *st);	/* accepts NULL */
 
+/* Seconds since the epoch of a time the manifest records,
+ * "2024-05-01T12:00:00Z" (UTC), or -1 when it is not one. */
+int64_t store_parse_utc(const char *iso);
+
 /* The repository's identity (32 hex digits), or "" for a version 2
  * repository read without an upgrade. Owned by st. */
 const char *store_repo_id(const struct store *st);

@@ -134,8 +134,6 @@ void store_db_rollback(struct store *st);
 void store_now(char out[32]);
 /* The wall clock store_now formats, in seconds since the epoch. */
 int64_t store_clock(void);
-/* Seconds since the epoch of "2024-05-01T12:00:00Z", or -1. */
-int64_t store_parse_utc(const char *iso);
 /* A column as a string: "" for NULL, never NULL itself. */
 const char *store_col_text(sqlite3_stmt *s, int i);
 /* A column that must be a non-negative INTEGER: 0, or -1 if it is not. */
