@@ -159,6 +159,12 @@ int cmd_request_id(const struct cfg *c, int i, uint8_t type,
  * of type carrying KEY, and fail with "key 'K' not found on A" (exit 1)
  * when it is absent. Returns an exit status; on EXIT_OK *r holds the
  * reply. The caller frees *r with cmd_reply_free in every case. */
+/* The operands "AGENT KEY" after the options: the key checked (1 to
+ * WIRE_MAX_KEY bytes), conf loaded into *c, AGENT's index in *i. EXIT_OK,
+ * or an exit status with the error printed (*c is then NULL). */
+struct cfg;
+int cmd_agent_key(int argc, char **argv, const char *conf, struct cfg **c,
+    int *i, const char **key);
 int cmd_key_request(int argc, char **argv, const char *usage_text,
     uint8_t type, struct cmd_reply *r);
 /* STATUS, parsed into st (whatever its size; agstat_free it). 0, or -1

@@ -36,19 +36,8 @@ cmd_del(int argc, char **argv)
 	wbuf_init(&req);
 	if ((rc = cmd_req_opts(argc, argv, usage_text, 0, &o)) != -1)
 		return rc;
-	if (argc - optind != 2)
-		return cmd_usage_error("expected AGENT KEY, got %d argument%s",
-		    argc - optind, argc - optind == 1 ? "" : "s");
-	key = argv[optind + 1];
-	if (*key == '\0' || strlen(key) > WIRE_MAX_KEY)
-		return cmd_usage_error("a key must be 1 to %u bytes long",
-		    WIRE_MAX_KEY);
-	if ((rc = cmd_load_config(o.conf, &c)) != 0)
+	if ((rc = cmd_agent_key(argc, argv, o.conf, &c, &i, &key)) != EXIT_OK)
 		return rc;
-	if ((i = cmd_find_agent(c, argv[optind])) == -1) {
-		rc = EXIT_USAGE;
-		goto out;
-	}
 	wbuf_put_bytes(&req, key, strlen(key));
 	if ((rc = cmd_request_id(c, i, W_REQ_DEL, &req, &o, 1, &r)) != EXIT_OK)
 		goto out;

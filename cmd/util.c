@@ -497,6 +497,30 @@ cmd_last_line(const char *path, char *out, size_t outsz)
 }
 
 int
+cmd_agent_key(int argc, char **argv, const char *conf, struct cfg **c,
+    int *i, const char **key)
+{
+	int rc;
+
+	*c = NULL;
+	if (argc - optind != 2)
+		return cmd_usage_error("expected AGENT KEY, got %d argument%s",
+		    argc - optind, argc - optind == 1 ? "" : "s");
+	*key = argv[optind + 1];
+	if (**key == '\0' || strlen(*key) > WIRE_MAX_KEY)
+		return cmd_usage_error("a key must be 1 to %u bytes long",
+		    WIRE_MAX_KEY);
+	if ((rc = cmd_load_config(conf, c)) != 0)
+		return rc;
+	if ((*i = cmd_find_agent(*c, argv[optind])) == -1) {
+		cfg_free(*c);
+		*c = NULL;
+		return EXIT_USAGE;
+	}
+	return EXIT_OK;
+}
+
+int
 cmd_key_request(int argc, char **argv, const char *usage_text,
     uint8_t type, struct cmd_reply *r)
 {
@@ -508,19 +532,8 @@ cmd_key_request(int argc, char **argv, const char *usage_text,
 	wbuf_init(&req);
 	if ((rc = cmd_conf_opts(argc, argv, usage_text, 0, &conf)) != -1)
 		return rc;
-	if (argc - optind != 2)
-		return cmd_usage_error("expected AGENT KEY, got %d argument%s",
-		    argc - optind, argc - optind == 1 ? "" : "s");
-	key = argv[optind + 1];
-	if (*key == '\0' || strlen(key) > WIRE_MAX_KEY)
-		return cmd_usage_error("a key must be 1 to %u bytes long",
-		    WIRE_MAX_KEY);
-	if ((rc = cmd_load_config(conf, &c)) != 0)
+	if ((rc = cmd_agent_key(argc, argv, conf, &c, &i, &key)) != EXIT_OK)
 		return rc;
-	if ((i = cmd_find_agent(c, argv[optind])) == -1) {
-		rc = EXIT_USAGE;
-		goto out;
-	}
 	wbuf_put_bytes(&req, key, strlen(key));
 	if ((rc = cmd_request(c, i, type, &req, r, 1)) != EXIT_OK)
 		goto out;
