@@ -28,12 +28,12 @@ LDFLAGS += $(SAN)
 
 # pkg-config runs only once the dependency step has made sure it can.
 PKG_CFLAGS = $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
-# libcurl is not linked: common/curl_dl.c loads it for S3 repositories
+# libcurl is not linked: s3/curl_dl.c loads it for S3 repositories
 # only (every command would otherwise pay its 28 libraries at start-up).
 PKG_LIBS   = $(shell pkg-config --libs $(filter-out libcurl,$(PKGS)) 2>/dev/null) -ldl
 CMOCKA_LIBS = $(shell pkg-config --libs cmocka 2>/dev/null)
 
-LIB_SRC  := $(wildcard common/*.c store/*.c agent/*.c coordinator/*.c)
+LIB_SRC  := $(wildcard lib/*.c crypto/*.c log/*.c net/*.c proto/*.c s3/*.c store/*.c agent/*.c coordinator/*.c)
 CMD_SRC  := $(wildcard cmd/*.c)
 UNIT_SRC := $(wildcard tests/unit/test_*.c)
 

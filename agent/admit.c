@@ -20,8 +20,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "../common/log.h"
-#include "../common/xport.h"
+#include "../lib/log.h"
+#include "../net/xport.h"
 #include "agent_int.h"
 
 /* Once this many connections were queued and none is left, give the

@@ -3,9 +3,9 @@
 #ifndef CUTSNAP_AGENT_H
 #define CUTSNAP_AGENT_H
 
-#include "../common/config.h"
-#include "../common/err.h"
-#include "../common/log.h"
+#include "../lib/config.h"
+#include "../lib/err.h"
+#include "../lib/log.h"
 
 /* Run agent number self of c in the foreground until SIGTERM, SIGINT or a
  * STOP request. Returns 0 after a clean shutdown, -1 with e set when it

@@ -19,16 +19,16 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "../common/buf.h"
-#include "../common/config.h"
-#include "../common/datalog.h"
-#include "../common/dlfile.h"
-#include "../common/err.h"
-#include "../common/report.h"
-#include "../common/role.h"
-#include "../common/snapuid.h"
-#include "../common/util.h"
-#include "../common/wire.h"
+#include "../lib/buf.h"
+#include "../lib/config.h"
+#include "../log/datalog.h"
+#include "../log/dlfile.h"
+#include "../lib/err.h"
+#include "../proto/report.h"
+#include "../net/role.h"
+#include "../proto/snapuid.h"
+#include "../lib/util.h"
+#include "../net/wire.h"
 
 #define OUT_HIGH_WATER	(64u << 20)	/* stop reading a client above this */
 #define CH_PUMP_LIMIT	(1u << 20)	/* channel bytes buffered per socket */

@@ -16,9 +16,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "../common/fsutil.h"
-#include "../common/log.h"
-#include "../common/xport.h"
+#include "../lib/fsutil.h"
+#include "../lib/log.h"
+#include "../net/xport.h"
 #include "agent_int.h"
 
 /* Bytes of a TLS reply read from the data file at a time. */

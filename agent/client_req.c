@@ -15,10 +15,10 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "../common/chain.h"
-#include "../common/chmsg.h"
-#include "../common/kvmap.h"
-#include "../common/log.h"
+#include "../log/chain.h"
+#include "../proto/chmsg.h"
+#include "../log/kvmap.h"
+#include "../lib/log.h"
 #include "agent_int.h"
 
 static const struct dl_state *

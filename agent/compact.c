@@ -20,8 +20,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "../common/dlrewrite.h"
-#include "../common/log.h"
+#include "../log/dlrewrite.h"
+#include "../lib/log.h"
 #include "agent_int.h"
 
 void

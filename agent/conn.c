@@ -9,8 +9,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "../common/log.h"
-#include "../common/xport.h"
+#include "../lib/log.h"
+#include "../net/xport.h"
 #include "agent_int.h"
 
 #define READ_CHUNK	(256u << 10)

@@ -9,9 +9,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../common/chain.h"
-#include "../common/chmsg.h"
-#include "../common/log.h"
+#include "../log/chain.h"
+#include "../proto/chmsg.h"
+#include "../lib/log.h"
 #include "agent_int.h"
 
 static const struct dl_state *

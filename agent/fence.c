@@ -27,7 +27,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "../common/log.h"
+#include "../lib/log.h"
 #include "agent_int.h"
 
 int

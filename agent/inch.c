@@ -4,10 +4,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../common/chain.h"
-#include "../common/chmsg.h"
-#include "../common/datalog.h"
-#include "../common/log.h"
+#include "../log/chain.h"
+#include "../proto/chmsg.h"
+#include "../log/datalog.h"
+#include "../lib/log.h"
 #include "agent_int.h"
 
 #define MSG_MAX CHMSG_MAX

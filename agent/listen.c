@@ -12,9 +12,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "../common/fsutil.h"
-#include "../common/log.h"
-#include "../common/xport.h"
+#include "../lib/fsutil.h"
+#include "../lib/log.h"
+#include "../net/xport.h"
 #include "agent_int.h"
 
 static int

@@ -16,9 +16,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "../common/log.h"
-#include "../common/xcert.h"
-#include "../common/xport.h"
+#include "../lib/log.h"
+#include "../net/xcert.h"
+#include "../net/xport.h"
 #include "agent.h"
 #include "agent_int.h"
 

@@ -16,9 +16,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "../common/chain.h"
-#include "../common/log.h"
-#include "../common/xport.h"
+#include "../log/chain.h"
+#include "../lib/log.h"
+#include "../net/xport.h"
 #include "agent_int.h"
 
 static const char *

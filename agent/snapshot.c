@@ -20,9 +20,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../common/chunkhash.h"
-#include "../common/fsutil.h"
-#include "../common/log.h"
+#include "../log/chunkhash.h"
+#include "../lib/fsutil.h"
+#include "../lib/log.h"
 #include "agent_int.h"
 
 static const char *

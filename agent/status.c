@@ -4,8 +4,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "../common/agstat.h"
-#include "../common/dlrewrite.h"
+#include "../proto/agstat.h"
+#include "../log/dlrewrite.h"
 #include "agent_int.h"
 
 /* Fill st from the live agent; st->out and st->in are heap arrays. */

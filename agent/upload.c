@@ -49,11 +49,11 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "../common/chunkobj.h"
-#include "../common/fsutil.h"
-#include "../common/log.h"
-#include "../common/s3.h"
-#include "../common/sha.h"
+#include "../proto/chunkobj.h"
+#include "../lib/fsutil.h"
+#include "../lib/log.h"
+#include "../s3/s3.h"
+#include "../crypto/sha.h"
 #include "agent_int.h"
 
 #define UP_THREADS 4

@@ -19,7 +19,7 @@
 #include <unistd.h>
 #include <zstd.h>
 
-#include "common/chunkobj.h"
+#include "proto/chunkobj.h"
 
 #define PIECE (4u << 20)
 

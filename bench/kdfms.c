@@ -6,8 +6,8 @@
 #include <stdlib.h>
 #include <time.h>
 
-#include "common/aead.h"
-#include "common/cryptomem.h"
+#include "crypto/aead.h"
+#include "crypto/cryptomem.h"
 
 int
 main(int argc, char **argv)

@@ -71,7 +71,7 @@ tls_ctx(const char *dir, const char *me, int server)
 	if ((x = SSL_CTX_new(server ? TLS_server_method() :
 	    TLS_client_method())) == NULL)
 		return NULL;
-	/* As cutsnap's transport sets it up (common/xport.c). */
+	/* As cutsnap's transport sets it up (net/xport.c). */
 	SSL_CTX_set_min_proto_version(x, TLS1_3_VERSION);
 	SSL_CTX_set_num_tickets(x, 0);
 	SSL_CTX_set_read_ahead(x, 1);

@@ -3,7 +3,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "../common/wire.h"
+#include "../net/wire.h"
 #include "cmd.h"
 
 static const char usage_text[] =

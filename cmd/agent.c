@@ -5,7 +5,7 @@
 #include <string.h>
 
 #include "../agent/agent.h"
-#include "../common/log.h"
+#include "../lib/log.h"
 #include "cmd.h"
 
 static const char usage_text[] =

@@ -18,8 +18,8 @@
 #include <openssl/x509.h>
 #include <openssl/x509v3.h>
 
-#include "../common/fsutil.h"
-#include "../common/xport.h"
+#include "../lib/fsutil.h"
+#include "../net/xport.h"
 #include "cmd.h"
 
 #define CERT_DAYS_DEFAULT	3650

@@ -9,8 +9,8 @@
 #include <string.h>
 #include <time.h>
 
-#include "../common/agstat.h"
-#include "../common/json.h"
+#include "../proto/agstat.h"
+#include "../lib/json.h"
 #include "../store/store.h"
 #include "cmd.h"
 

@@ -6,12 +6,12 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <sys/types.h>
-#include "../common/buf.h"
-#include "../common/config.h"
-#include "../common/err.h"
-#include "../common/json.h"
-#include "../common/reqtab.h"
-#include "../common/util.h"
+#include "../lib/buf.h"
+#include "../lib/config.h"
+#include "../lib/err.h"
+#include "../lib/json.h"
+#include "../log/reqtab.h"
+#include "../lib/util.h"
 
 struct store;
 struct snap_info;

@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../common/wire.h"
+#include "../net/wire.h"
 #include "cmd.h"
 
 #define COMPACT_TIMEOUT_S 600

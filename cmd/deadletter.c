@@ -8,8 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../common/datalog.h"
-#include "../common/wire.h"
+#include "../log/datalog.h"
+#include "../net/wire.h"
 #include "cmd.h"
 
 static const char usage_text[] =

@@ -2,7 +2,7 @@
 #include <unistd.h>
 #include <string.h>
 
-#include "../common/wire.h"
+#include "../net/wire.h"
 #include "cmd.h"
 
 static const char usage_text[] =

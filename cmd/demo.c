@@ -15,14 +15,14 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "../common/chmsg.h"
-#include "../common/datalog.h"
-#include "../common/fsutil.h"
-#include "../common/kvmap.h"
-#include "../common/wire.h"
+#include "../proto/chmsg.h"
+#include "../log/datalog.h"
+#include "../lib/fsutil.h"
+#include "../log/kvmap.h"
+#include "../net/wire.h"
 #include "../coordinator/coordinator.h"
 #include "../store/store.h"
-#include "../common/agstat.h"
+#include "../proto/agstat.h"
 #include "cmd.h"
 
 #define KEY "bal"

@@ -6,10 +6,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../common/datalog.h"
-#include "../common/fsutil.h"
-#include "../common/json.h"
-#include "../common/kvmap.h"
+#include "../log/datalog.h"
+#include "../lib/fsutil.h"
+#include "../lib/json.h"
+#include "../log/kvmap.h"
 #include "cmd.h"
 
 #define DUMP_MAX_FILE ((size_t)2 << 30)	/* 2 GiB */

@@ -1,7 +1,7 @@
 /* get.c - "cutsnap get": print a key's value. */
 #include <stdio.h>
 
-#include "../common/wire.h"
+#include "../net/wire.h"
 #include "cmd.h"
 
 static const char usage_text[] =

@@ -5,7 +5,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "../common/mac.h"
+#include "../crypto/mac.h"
 #include "../store/store.h"
 #include "cmd.h"
 

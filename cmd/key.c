@@ -3,7 +3,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 
-#include "../common/mac.h"
+#include "../crypto/mac.h"
 #include "../store/store.h"
 #include "cmd.h"
 

@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../common/mac.h"
+#include "../crypto/mac.h"
 #include "../store/store.h"
 #include "cmd.h"
 

@@ -7,9 +7,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../common/agstat.h"
-#include "../common/json.h"
-#include "../common/wire.h"
+#include "../proto/agstat.h"
+#include "../lib/json.h"
+#include "../net/wire.h"
 #include "../coordinator/coordinator.h"
 #include "cmd.h"
 #include "load.h"

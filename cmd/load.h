@@ -5,7 +5,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
-#include "../common/config.h"
+#include "../lib/config.h"
 
 #define LOAD_KEY "bal"
 

@@ -25,10 +25,10 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "../common/client.h"
-#include "../common/util.h"
-#include "../common/wire.h"
-#include "../common/xport.h"
+#include "../net/client.h"
+#include "../lib/util.h"
+#include "../net/wire.h"
+#include "../net/xport.h"
 #include "cmd.h"
 #include "load_io.h"
 

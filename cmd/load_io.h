@@ -6,7 +6,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
-#include "../common/buf.h"
+#include "../lib/buf.h"
 #include "load.h"
 
 struct load_pair {

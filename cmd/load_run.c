@@ -15,7 +15,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "../common/util.h"
+#include "../lib/util.h"
 #include "../coordinator/coordinator.h"
 #include "cmd.h"
 #include "load.h"

@@ -5,9 +5,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "../common/cryptomem.h"
-#include "../common/wire.h"
-#include "../common/xport.h"
+#include "../crypto/cryptomem.h"
+#include "../net/wire.h"
+#include "../net/xport.h"
 #include "../store/store.h"
 #include "cmd.h"
 

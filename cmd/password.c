@@ -12,8 +12,8 @@
 #include <termios.h>
 #include <unistd.h>
 
-#include "../common/fsutil.h"
-#include "../common/mac.h"
+#include "../lib/fsutil.h"
+#include "../crypto/mac.h"
 #include "../store/store.h"
 #include "cmd.h"
 

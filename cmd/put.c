@@ -5,7 +5,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "../common/wire.h"
+#include "../net/wire.h"
 #include "cmd.h"
 
 static const char usage_text[] =

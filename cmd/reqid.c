@@ -8,8 +8,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "../common/client.h"
-#include "../common/wire.h"
+#include "../net/client.h"
+#include "../net/wire.h"
 #include "cmd.h"
 
 /* A wait before connecting again to an agent that did not answer. */

@@ -22,7 +22,7 @@
 #include <string.h>
 
 #include "s3gen.h"
-#include "../common/fsutil.h"
+#include "../lib/fsutil.h"
 #include "../store/store.h"
 
 #define ID_HEX 32

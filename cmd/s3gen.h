@@ -5,8 +5,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "../common/err.h"
-#include "../common/s3.h"
+#include "../lib/err.h"
+#include "../s3/s3.h"
 
 /* What is known outside the manifest the newest commit names. */
 struct s3gen {

@@ -53,8 +53,8 @@
 
 #include "cmd.h"
 #include "s3gen.h"
-#include "../common/s3.h"
-#include "../common/sha.h"
+#include "../s3/s3.h"
+#include "../crypto/sha.h"
 #include "../store/store.h"
 
 #define COMMIT_CAP 4096

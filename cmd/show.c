@@ -7,10 +7,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../common/chmsg.h"
-#include "../common/datalog.h"
-#include "../common/kvmap.h"
-#include "../common/sha.h"
+#include "../proto/chmsg.h"
+#include "../log/datalog.h"
+#include "../log/kvmap.h"
+#include "../crypto/sha.h"
 #include "../store/store.h"
 #include "cmd.h"
 

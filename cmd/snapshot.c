@@ -6,8 +6,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "../common/mac.h"
-#include "../common/util.h"
+#include "../crypto/mac.h"
+#include "../lib/util.h"
 #include "../coordinator/coordinator.h"
 #include "../store/store.h"
 #include "cmd.h"

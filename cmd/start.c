@@ -9,8 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../common/agstat.h"
-#include "../common/fsutil.h"
+#include "../proto/agstat.h"
+#include "../lib/fsutil.h"
 #include "cmd.h"
 
 #define START_POLL_MS 50

@@ -6,9 +6,9 @@
 #include <string.h>
 #include <time.h>
 
-#include "../common/agstat.h"
-#include "../common/datalog.h"
-#include "../common/json.h"
+#include "../proto/agstat.h"
+#include "../log/datalog.h"
+#include "../lib/json.h"
 #include "cmd.h"
 
 #define STATUS_TIMEOUT_MS 3000

@@ -15,8 +15,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "../common/client.h"
-#include "../common/wire.h"
+#include "../net/client.h"
+#include "../net/wire.h"
 #include "cmd.h"
 
 #define STOP_POLL_MS 20

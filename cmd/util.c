@@ -11,13 +11,13 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "../common/agstat.h"
-#include "../common/buf.h"
-#include "../common/client.h"
-#include "../common/config.h"
-#include "../common/util.h"
-#include "../common/wire.h"
-#include "../common/xport.h"
+#include "../proto/agstat.h"
+#include "../lib/buf.h"
+#include "../net/client.h"
+#include "../lib/config.h"
+#include "../lib/util.h"
+#include "../net/wire.h"
+#include "../net/xport.h"
 #include "cmd.h"
 #include "../store/store.h"
 

@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../common/json.h"
+#include "../lib/json.h"
 #include "../store/store.h"
 #include "cmd.h"
 

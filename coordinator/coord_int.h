@@ -6,7 +6,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include "coordinator.h"
-#include "../common/snapuid.h"
+#include "../proto/snapuid.h"
 
 /* Mark in seen[] (nagents bytes) every agent that markers sent from
  * `from` reach over c's channels, `from` included. 0, or -1 on OOM. */

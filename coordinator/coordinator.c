@@ -16,12 +16,12 @@
 #include <unistd.h>
 
 #include "coord_int.h"
-#include "../common/buf.h"
-#include "../common/client.h"
-#include "../common/report.h"
-#include "../common/snapuid.h"
-#include "../common/util.h"
-#include "../common/wire.h"
+#include "../lib/buf.h"
+#include "../net/client.h"
+#include "../proto/report.h"
+#include "../proto/snapuid.h"
+#include "../lib/util.h"
+#include "../net/wire.h"
 #include "../store/store.h"
 
 /* One snapshot in progress. */

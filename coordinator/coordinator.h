@@ -4,8 +4,8 @@
 
 #include <signal.h>
 #include <stdint.h>
-#include "../common/config.h"
-#include "../common/err.h"
+#include "../lib/config.h"
+#include "../lib/err.h"
 
 /* What storing the recorded files took (store.h's struct chunk_stats). */
 struct coord_copy {

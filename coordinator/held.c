@@ -8,11 +8,11 @@
 #include <unistd.h>
 
 #include "coord_int.h"
-#include "../common/agstat.h"
-#include "../common/buf.h"
-#include "../common/client.h"
-#include "../common/util.h"
-#include "../common/wire.h"
+#include "../proto/agstat.h"
+#include "../lib/buf.h"
+#include "../net/client.h"
+#include "../lib/util.h"
+#include "../net/wire.h"
 
 #define HELD_ASK_MS 1000	/* per source agent: this is a diagnosis, */
 #define HELD_ALL_MS 2000	/* and all of them, so the abort is prompt */

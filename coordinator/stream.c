@@ -21,10 +21,10 @@
 #include <time.h>
 
 #include "coord_int.h"
-#include "../common/buf.h"
-#include "../common/client.h"
-#include "../common/util.h"
-#include "../common/wire.h"
+#include "../lib/buf.h"
+#include "../net/client.h"
+#include "../lib/util.h"
+#include "../net/wire.h"
 
 struct stream_agent {
 	pthread_mutex_t mu;

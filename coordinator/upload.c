@@ -34,10 +34,10 @@
 #include <string.h>
 
 #include "coord_int.h"
-#include "../common/buf.h"
-#include "../common/client.h"
-#include "../common/util.h"
-#include "../common/wire.h"
+#include "../lib/buf.h"
+#include "../net/client.h"
+#include "../lib/util.h"
+#include "../net/wire.h"
 #include "../store/store.h"
 
 struct upctx {

@@ -16,7 +16,7 @@
 #include <string.h>
 
 #include "store_int.h"
-#include "../common/mac.h"
+#include "../crypto/mac.h"
 
 #define MAC_DOMAIN "cutsnap-manifest-mac-1"
 

@@ -34,7 +34,7 @@
 #include <zstd.h>
 
 #include "store_int.h"
-#include "../common/fsutil.h"
+#include "../lib/fsutil.h"
 
 #define DELTA_MAX_FRAMES 8
 

@@ -70,10 +70,10 @@
 #include <unistd.h>
 
 #include "store_int.h"
-#include "../common/bigbuf.h"
-#include "../common/chunkhash.h"
-#include "../common/fsutil.h"
-#include "../common/ratelimit.h"
+#include "../lib/bigbuf.h"
+#include "../log/chunkhash.h"
+#include "../lib/fsutil.h"
+#include "../lib/ratelimit.h"
 
 #define DIRECT_ALIGN 4096u
 #define DIRECT_PIECE (1u << 20)

@@ -5,7 +5,7 @@
 #include <string.h>
 
 #include "store_int.h"
-#include "../common/chunkhash.h"
+#include "../log/chunkhash.h"
 
 /* The statements of one commit, prepared once. */
 struct commit {

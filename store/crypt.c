@@ -19,8 +19,8 @@
 #include <string.h>
 
 #include "store_int.h"
-#include "../common/aead.h"
-#include "../common/mac.h"
+#include "../crypto/aead.h"
+#include "../crypto/mac.h"
 
 #define KEY_AAD "cutsnap-key-1"
 #define OBJ_AAD "cutsnap-obj-1"

@@ -7,7 +7,7 @@
 #include <time.h>
 
 #include "store_int.h"
-#include "../common/util.h"
+#include "../lib/util.h"
 
 int
 store_db_fail(struct store *st, struct cs_err *e, const char *what)

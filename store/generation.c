@@ -38,8 +38,8 @@
 #include <unistd.h>
 
 #include "store_int.h"
-#include "../common/fsutil.h"
-#include "../common/mac.h"
+#include "../lib/fsutil.h"
+#include "../crypto/mac.h"
 
 #define COMMIT_MAGIC "cutsnap-commit-1"
 #define COMMIT_MAX 1024

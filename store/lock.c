@@ -32,7 +32,7 @@
 #include <unistd.h>
 
 #include "store_int.h"
-#include "../common/fsutil.h"
+#include "../lib/fsutil.h"
 
 /* A lock name as stored in the manifest: "locks/" and a plain file name,
  * so a tampered row can never make us open or unlink anything else. */

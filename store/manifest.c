@@ -11,9 +11,9 @@
 #include <unistd.h>
 
 #include "store_int.h"
-#include "../common/fsutil.h"
-#include "../common/mac.h"
-#include "../common/util.h"
+#include "../lib/fsutil.h"
+#include "../crypto/mac.h"
+#include "../lib/util.h"
 
 #define STR_(x) #x
 #define STR(x) STR_(x)

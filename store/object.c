@@ -13,7 +13,7 @@
  * added since (chunkdelta.c); ZSTD_decompress decodes both. The blob keeps its
  * name, the SHA-256 of the plain chunk, so chunks still deduplicate and
  * every reader checks the decoded bytes against the name. The object is
- * made in common/chunkobj.c, which an agent uploading its own chunks to
+ * made in proto/chunkobj.c, which an agent uploading its own chunks to
  * an object store uses too.
  *
  * In an encrypted repository (crypt.c) the object above is sealed:
@@ -33,10 +33,10 @@
 #include <zstd.h>
 
 #include "store_int.h"
-#include "../common/aead.h"
-#include "../common/bigbuf.h"
-#include "../common/chunkobj.h"
-#include "../common/fsutil.h"
+#include "../crypto/aead.h"
+#include "../lib/bigbuf.h"
+#include "../proto/chunkobj.h"
+#include "../lib/fsutil.h"
 
 #define OBJ_MAGIC CHUNKOBJ_MAGIC
 #define SEALED_MAGIC "CSE1"

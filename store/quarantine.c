@@ -10,7 +10,7 @@
 #include <sys/stat.h>
 
 #include "store_int.h"
-#include "../common/fsutil.h"
+#include "../lib/fsutil.h"
 
 int
 store_blob_quarantine(struct store *st, const char *hex, struct cs_err *e)

@@ -14,7 +14,7 @@
 #include <string.h>
 
 #include "store_int.h"
-#include "../common/chmsg.h"
+#include "../proto/chmsg.h"
 
 static int
 cmp_key(const uint8_t *k, size_t kl, const struct chmsg *m)

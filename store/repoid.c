@@ -11,7 +11,7 @@
 #include <unistd.h>
 
 #include "store_int.h"
-#include "../common/fsutil.h"
+#include "../lib/fsutil.h"
 
 /* blobs/.repository-id: the identity, 32 hex digits and a newline. */
 #define REPO_ID_FILE ".repository-id"

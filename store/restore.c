@@ -27,9 +27,9 @@
 #include <unistd.h>
 
 #include "store_int.h"
-#include "../common/datalog.h"
-#include "../common/fsutil.h"
-#include "../common/util.h"
+#include "../log/datalog.h"
+#include "../lib/fsutil.h"
+#include "../lib/util.h"
 
 /* rowof[i]: the agent row of config agent i. Both sets must be equal. */
 static int

@@ -14,7 +14,7 @@
 #include <sys/stat.h>
 
 #include "store_int.h"
-#include "../common/fsutil.h"
+#include "../lib/fsutil.h"
 
 struct place {
 	char dir[PATH_MAX];	/* canonical directory */

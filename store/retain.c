@@ -21,8 +21,8 @@
 
 #include "keep.h"
 #include "store_int.h"
-#include "../common/fsutil.h"
-#include "../common/util.h"
+#include "../lib/fsutil.h"
+#include "../lib/util.h"
 
 /* Every blob name (lowercase hex) some snapshot's rows refer to, sorted
  * and distinct; *out malloc'ed, each name too. */

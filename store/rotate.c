@@ -18,8 +18,8 @@
 #include <unistd.h>
 
 #include "store_int.h"
-#include "../common/fsutil.h"
-#include "../common/mac.h"
+#include "../lib/fsutil.h"
+#include "../crypto/mac.h"
 
 struct keys {
 	uint8_t master[32], objkey[32], namekey[32];

@@ -22,7 +22,7 @@
 #include <string.h>
 
 #include "store_int.h"
-#include "../common/mac.h"
+#include "../crypto/mac.h"
 
 #define ROWS_DOMAIN "cutsnap-rows-1"
 

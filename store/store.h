@@ -5,11 +5,11 @@
 
 #include <stddef.h>
 #include <stdint.h>
-#include "../common/config.h"
-#include "../common/err.h"
-#include "../common/report.h"
-#include "../common/sha.h"
-#include "../common/snapuid.h"
+#include "../lib/config.h"
+#include "../lib/err.h"
+#include "../proto/report.h"
+#include "../crypto/sha.h"
+#include "../proto/snapuid.h"
 
 /* Version 3: snapshot ids never come back (AUTOINCREMENT) and the
  * repository has an identity. */

@@ -9,10 +9,10 @@
 #include <stdint.h>
 #include <sqlite3.h>
 #include "store.h"
-#include "../common/aead.h"
-#include "../common/chunkobj.h"
-#include "../common/datalog.h"
-#include "../common/sha.h"
+#include "../crypto/aead.h"
+#include "../proto/chunkobj.h"
+#include "../log/datalog.h"
+#include "../crypto/sha.h"
 
 #define REPO_ID_LEN 16
 

@@ -11,11 +11,11 @@
 #include <unistd.h>
 
 #include "store_int.h"
-#include "../common/bigbuf.h"
-#include "../common/crcblk.h"
-#include "../common/datalog.h"
-#include "../common/fsutil.h"
-#include "../common/util.h"
+#include "../lib/bigbuf.h"
+#include "../log/crcblk.h"
+#include "../log/datalog.h"
+#include "../lib/fsutil.h"
+#include "../lib/util.h"
 
 void
 store_vproblem(struct vrun *v, const char *fmt, ...)

@@ -12,8 +12,8 @@
 
 #include "store_int.h"
 #include "cutcheck.h"
-#include "../common/chain.h"
-#include "../common/datalog.h"
+#include "../log/chain.h"
+#include "../log/datalog.h"
 
 /* The SEND records of one agent's file to one peer, in log order. The
  * replay enforced seq == previous + 1 per peer, so the send with seq q is

@@ -16,7 +16,7 @@
 #include <string.h>
 
 #include "store_int.h"
-#include "../common/aead.h"
+#include "../crypto/aead.h"
 
 static void
 check_status_and_digest(struct vrun *v)

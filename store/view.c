@@ -15,7 +15,7 @@
 #include <unistd.h>
 
 #include "store_int.h"
-#include "../common/fsutil.h"
+#include "../lib/fsutil.h"
 
 struct vopen {
 	chunk_problem_fn fn;

@@ -1,6 +1,6 @@
 #!/bin/bash
 # libcurl is loaded only by a command that opens an s3:// repository
-# (common/curl_dl.h): agents and commands on a directory repository never
+# (s3/curl_dl.h): agents and commands on a directory repository never
 # map it, an S3 command does and works, and a libcurl that cannot be
 # loaded, or lacks a function, is one clear error line on S3 commands
 # while everything else keeps working.

@@ -19,8 +19,8 @@
 #include <unistd.h>
 
 #include "../../agent/agent_int.h"
-#include "../../common/dlfile.h"
-#include "../../common/log.h"
+#include "../../log/dlfile.h"
+#include "../../lib/log.h"
 
 #define NCONN 3
 

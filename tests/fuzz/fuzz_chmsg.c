@@ -4,8 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../common/chmsg.h"
-#include "../../common/wire.h"
+#include "../../proto/chmsg.h"
+#include "../../net/wire.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../common/report.h"
+#include "../../proto/report.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../common/wire.h"
+#include "../../net/wire.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -16,7 +16,7 @@
 #include <cmocka.h>
 
 #include "../../agent/agent_int.h"
-#include "../../common/log.h"
+#include "../../lib/log.h"
 
 #define NMAX	16
 

@@ -12,10 +12,10 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "../../common/aead.h"
-#include "../../common/bigbuf.h"
-#include "../../common/cryptomem.h"
-#include "../../common/sha.h"
+#include "../../crypto/aead.h"
+#include "../../lib/bigbuf.h"
+#include "../../crypto/cryptomem.h"
+#include "../../crypto/sha.h"
 
 static void
 hex_of(const uint8_t *p, size_t n, char *out)

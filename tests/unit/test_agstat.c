@@ -8,7 +8,7 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "../../common/agstat.h"
+#include "../../proto/agstat.h"
 
 static void
 test_round_trip(void **state)

@@ -9,7 +9,7 @@
 #include <unistd.h>
 #include <cmocka.h>
 
-#include "../../common/bigbuf.h"
+#include "../../lib/bigbuf.h"
 
 static void
 sizes_are_aligned_zeroed_and_writable(void **state)

@@ -6,7 +6,7 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "../../common/buf.h"
+#include "../../lib/buf.h"
 
 static void
 roundtrip_every_field_type(void **state)

@@ -12,10 +12,10 @@
 #include <cmocka.h>
 #include <isa-l/crc.h>
 
-#include "../../common/chain.h"
-#include "../../common/chmsg.h"
-#include "../../common/datalog.h"
-#include "../../common/sha.h"
+#include "../../log/chain.h"
+#include "../../proto/chmsg.h"
+#include "../../log/datalog.h"
+#include "../../crypto/sha.h"
 
 static const uint8_t zeros[DL_CHAIN_LEN];
 

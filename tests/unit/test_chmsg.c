@@ -7,8 +7,8 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "../../common/chmsg.h"
-#include "../../common/wire.h"
+#include "../../proto/chmsg.h"
+#include "../../net/wire.h"
 
 static void
 roundtrip_keeps_key_and_amount(void **state)

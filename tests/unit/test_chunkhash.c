@@ -12,10 +12,10 @@
 #include <unistd.h>
 #include <cmocka.h>
 
-#include "../../common/chunkhash.h"
-#include "../../common/datalog.h"
-#include "../../common/dlfile.h"
-#include "../../common/sha.h"
+#include "../../log/chunkhash.h"
+#include "../../log/datalog.h"
+#include "../../log/dlfile.h"
+#include "../../crypto/sha.h"
 #include "unit.h"
 
 #define CS 4096u

@@ -13,8 +13,8 @@
 #include <unistd.h>
 #include <cmocka.h>
 
-#include "../../common/client.h"
-#include "../../common/wire.h"
+#include "../../net/client.h"
+#include "../../net/wire.h"
 #include "unit.h"
 
 /* A child that reads one frame on fd and answers with the given raw reply

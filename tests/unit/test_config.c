@@ -13,7 +13,7 @@
 #include <unistd.h>
 #include <cmocka.h>
 
-#include "../../common/config.h"
+#include "../../lib/config.h"
 #include "unit.h"
 
 static const char good[] =

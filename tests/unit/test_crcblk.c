@@ -8,7 +8,7 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "../../common/crcblk.h"
+#include "../../log/crcblk.h"
 #include "unit.h"
 
 /* A length that ends in a short block. */

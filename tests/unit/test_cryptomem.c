@@ -13,8 +13,8 @@
 
 #include <openssl/crypto.h>
 
-#include "../../common/bigbuf.h"
-#include "../../common/cryptomem.h"
+#include "../../lib/bigbuf.h"
+#include "../../crypto/cryptomem.h"
 
 #define MIB ((size_t)1 << 20)
 

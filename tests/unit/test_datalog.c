@@ -14,13 +14,13 @@
 #include <unistd.h>
 #include <cmocka.h>
 
-#include "../../common/chain.h"
-#include "../../common/chmsg.h"
-#include "../../common/crcblk.h"
-#include "../../common/datalog.h"
-#include "../../common/dlfile.h"
-#include "../../common/fsutil.h"
-#include "../../common/sha.h"
+#include "../../log/chain.h"
+#include "../../proto/chmsg.h"
+#include "../../log/crcblk.h"
+#include "../../log/datalog.h"
+#include "../../log/dlfile.h"
+#include "../../lib/fsutil.h"
+#include "../../crypto/sha.h"
 #include "unit.h"
 
 /* --- record builders ------------------------------------------------------ */

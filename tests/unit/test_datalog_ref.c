@@ -14,10 +14,10 @@
 #include <unistd.h>
 #include <cmocka.h>
 
-#include "../../common/datalog.h"
-#include "../../common/dlfile.h"
-#include "../../common/fsutil.h"
-#include "../../common/sha.h"
+#include "../../log/datalog.h"
+#include "../../log/dlfile.h"
+#include "../../lib/fsutil.h"
+#include "../../crypto/sha.h"
 #include "unit.h"
 
 /* Deterministic, distinct contents for value i. */

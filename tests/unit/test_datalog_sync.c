@@ -12,9 +12,9 @@
 #include <unistd.h>
 #include <cmocka.h>
 
-#include "../../common/datalog.h"
+#include "../../log/datalog.h"
 #include "unit.h"
-#include "../../common/dlfile.h"
+#include "../../log/dlfile.h"
 
 static void
 append(struct datalog *dl, const struct dl_record *r)

@@ -18,10 +18,10 @@
 #include <unistd.h>
 #include <cmocka.h>
 
-#include "../../common/datalog.h"
-#include "../../common/dlfile.h"
-#include "../../common/dlrewrite.h"
-#include "../../common/fsutil.h"
+#include "../../log/datalog.h"
+#include "../../log/dlfile.h"
+#include "../../log/dlrewrite.h"
+#include "../../lib/fsutil.h"
 #include "unit.h"
 
 /* --- building a history ----------------------------------------------------- */

@@ -15,7 +15,7 @@
 #include <unistd.h>
 #include <cmocka.h>
 
-#include "../../common/fsutil.h"
+#include "../../lib/fsutil.h"
 #include "unit.h"
 
 static void

@@ -8,7 +8,7 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "../../common/json.h"
+#include "../../lib/json.h"
 
 /* A writer on a memory stream. */
 struct mem {

@@ -9,7 +9,7 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "../../common/kvmap.h"
+#include "../../log/kvmap.h"
 
 /* Assert that key maps to the NUL-terminated value want. */
 static void

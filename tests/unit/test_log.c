@@ -11,7 +11,7 @@
 #include <unistd.h>
 #include <cmocka.h>
 
-#include "../../common/log.h"
+#include "../../lib/log.h"
 #include "unit.h"
 
 /* Runs fn with stderr sent to a temp file; returns what it wrote. */

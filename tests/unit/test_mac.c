@@ -10,8 +10,8 @@
 #include <unistd.h>
 #include <cmocka.h>
 
-#include "../../common/mac.h"
-#include "../../common/sha.h"
+#include "../../crypto/mac.h"
+#include "../../crypto/sha.h"
 #include "unit.h"
 
 static void

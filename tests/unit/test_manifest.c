@@ -16,7 +16,7 @@
 #include <cmocka.h>
 #include <sqlite3.h>
 
-#include "../../common/chmsg.h"
+#include "../../proto/chmsg.h"
 #include "../../store/store.h"
 #include "unit.h"
 

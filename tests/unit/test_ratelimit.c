@@ -10,8 +10,8 @@
 #include <time.h>
 #include <cmocka.h>
 
-#include "../../common/ratelimit.h"
-#include "../../common/util.h"
+#include "../../lib/ratelimit.h"
+#include "../../lib/util.h"
 
 /* 10 takes of 64K at 1M/s: at least 625 ms, the first one included (no
  * burst). */

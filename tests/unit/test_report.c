@@ -7,9 +7,9 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "../../common/chunkhash.h"
-#include "../../common/chmsg.h"
-#include "../../common/report.h"
+#include "../../log/chunkhash.h"
+#include "../../proto/chmsg.h"
+#include "../../proto/report.h"
 
 /* A report with two watermark lists and three channels: one with two
  * messages (one of them empty), one empty, one with a single message. */

@@ -15,10 +15,10 @@
 #include <unistd.h>
 #include <cmocka.h>
 
-#include "../../common/datalog.h"
-#include "../../common/dlfile.h"
-#include "../../common/dlrewrite.h"
-#include "../../common/reqtab.h"
+#include "../../log/datalog.h"
+#include "../../log/dlfile.h"
+#include "../../log/dlrewrite.h"
+#include "../../log/reqtab.h"
 #include "unit.h"
 
 /* The id numbered k: its first 8 bytes k, the rest fixed. */

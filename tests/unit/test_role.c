@@ -8,8 +8,8 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "../../common/role.h"
-#include "../../common/wire.h"
+#include "../../net/role.h"
+#include "../../net/wire.h"
 
 static const uint8_t reads[] = { W_REQ_STATUS, W_REQ_GET, W_REQ_DEAD_LIST };
 static const uint8_t snaps[] = { W_SNAP_JOIN, W_SNAP_START, W_SNAP_DONE,

@@ -9,7 +9,7 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "../../common/s3.h"
+#include "../../s3/s3.h"
 
 static int
 creds(void **state)

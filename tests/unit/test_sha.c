@@ -11,8 +11,8 @@
 #include <unistd.h>
 #include <cmocka.h>
 
-#include "../../common/fsutil.h"
-#include "../../common/sha.h"
+#include "../../lib/fsutil.h"
+#include "../../crypto/sha.h"
 #include "unit.h"
 
 #define SHA_EMPTY \

@@ -7,7 +7,7 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "../../common/snapuid.h"
+#include "../../proto/snapuid.h"
 
 static void
 new_ids_are_nonzero_and_distinct(void **state)

@@ -9,7 +9,7 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "../../common/util.h"
+#include "../../lib/util.h"
 #include "unit.h"
 
 static void

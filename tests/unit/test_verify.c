@@ -17,14 +17,14 @@
 #include <cmocka.h>
 #include <sqlite3.h>
 
-#include "../../common/bigbuf.h"
-#include "../../common/chain.h"
-#include "../../common/chmsg.h"
-#include "../../common/chunkhash.h"
-#include "../../common/datalog.h"
-#include "../../common/dlfile.h"
-#include "../../common/fsutil.h"
-#include "../../common/sha.h"
+#include "../../lib/bigbuf.h"
+#include "../../log/chain.h"
+#include "../../proto/chmsg.h"
+#include "../../log/chunkhash.h"
+#include "../../log/datalog.h"
+#include "../../log/dlfile.h"
+#include "../../lib/fsutil.h"
+#include "../../crypto/sha.h"
 #include "../../store/store_int.h"
 #include "unit.h"
 

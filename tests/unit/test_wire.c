@@ -14,8 +14,8 @@
 #include <unistd.h>
 #include <cmocka.h>
 
-#include "../../common/fsutil.h"
-#include "../../common/wire.h"
+#include "../../lib/fsutil.h"
+#include "../../net/wire.h"
 
 static void
 hdr(uint8_t *b, uint32_t len, uint8_t version, uint8_t type)

@@ -10,7 +10,7 @@
 #include <unistd.h>
 #include <cmocka.h>
 
-#include "../../common/xport.h"
+#include "../../net/xport.h"
 
 static void
 split_accepts_host_port_and_v6(void **state)

@@ -15,7 +15,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "../../common/snapuid.h"
+#include "../../proto/snapuid.h"
 
 /* --- temporary directories ---------------------------------------------- */
 

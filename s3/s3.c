@@ -1,0 +1,1280 @@
+/* s3.c - the S3 client of s3.h.
+ *
+ * Every request goes through run(): a batch of requests, at most
+ * s->parallel of them on the multi handle at a time; a request that got a
+ * 5xx or a timeout / broken connection is tried again after a backoff
+ * (0.25 s doubling, S3_TRIES attempts in all); one that could not connect
+ * or resolve fails at once, so a wrong endpoint is reported in seconds.
+ * Bodies are hashed before the request so that x-amz-content-sha256 is
+ * the body's SHA-256 (curl signs that header's value; the server rejects a
+ * body that does not match it). */
+#include <curl/curl.h>
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "curl_dl.h"
+#include "s3.h"
+#include "../crypto/sha.h"
+
+#define S3_TRIES 5
+#define S3_PARALLEL 16
+#define S3_ERRBODY_CAP (64 * 1024)
+#define S3_LIST_CAP (16 * 1024 * 1024)
+#define S3_FILE_CAP ((uint64_t)4 << 30)
+#define EMPTY_SHA "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
+
+struct s3 {
+	char *endpoint;		/* "http://host:port" or "https://b.s3.r.amazonaws.com" */
+	char *bucket;
+	char *prefix;		/* "" or "dir/" */
+	char *url;		/* "s3://bucket/prefix" */
+	char *userpwd;		/* "key:secret" */
+	char *token;		/* AWS_SESSION_TOKEN or NULL */
+	char sigv4[96];		/* "aws:amz:REGION:s3" */
+	char region[48];
+	int path_style;
+	int parallel;
+	char code[64];		/* <Code> of the last failed answer */
+	CURLM *multi;
+};
+
+/* One request of a batch. */
+struct req {
+	const char *method;	/* "GET", "PUT", "DELETE" */
+	char *url;
+	const char *cond_hdr;	/* "If-None-Match: *" style, or NULL */
+	char cond[S3_ETAG_MAX + 32];
+	const uint8_t *body;	/* PUT body (borrowed), or */
+	FILE *in;		/* PUT body read from this file */
+	size_t body_len, body_off;
+	char sha[SHA_HEX_LEN];
+	FILE *out;		/* GET into a file, or NULL for memory */
+	char *mem;		/* response in memory (capped) */
+	size_t mem_len, mem_cap;
+	size_t limit;		/* cap of a 2xx body in memory; 0: error bodies */
+	int overflow;
+	char etag[S3_ETAG_MAX];
+	int status;		/* HTTP status, or -1 */
+	CURLcode cerr;
+	int tries;
+	int used;		/* the slot holds a request (pump) */
+	char key[S3_KEY_MAX];	/* a fed request's key, for messages */
+	struct timespec not_before;
+	CURL *h;
+	struct curl_slist *hdrs;
+};
+
+static char *
+xstrdup(const char *s)
+{
+	return s == NULL ? NULL : strdup(s);
+}
+
+static int
+valid_bucket(const char *b, size_t n)
+{
+	size_t i;
+
+	if (n < 3 || n > 63)
+		return 0;
+	for (i = 0; i < n; i++)
+		if (!((b[i] >= 'a' && b[i] <= 'z') || (b[i] >= '0' && b[i] <= '9')
+		    || b[i] == '-' || b[i] == '.'))
+			return 0;
+	return 1;
+}
+
+static int
+valid_prefix(const char *p)
+{
+	for (; *p; p++)
+		if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') ||
+		    (*p >= '0' && *p <= '9') || *p == '-' || *p == '_' ||
+		    *p == '.' || *p == '/'))
+			return 0;
+	return 1;
+}
+
+int
+s3_open(const char *url, struct s3 **out, struct cs_err *e)
+{
+	return s3_open_at(url, NULL, NULL, out, e);
+}
+
+int
+s3_open_at(const char *url, const char *def_endpoint, const char *def_region,
+    struct s3 **out, struct cs_err *e)
+{
+	struct s3 *s = NULL;
+	const char *b, *slash, *ep, *region, *key, *secret, *par;
+	size_t blen, plen;
+	int rc = -1;
+
+	*out = NULL;
+	if (strncmp(url, "s3://", 5) != 0)
+		return cs_errf(e, "%s: not an s3:// URL", url);
+	b = url + 5;
+	slash = strchr(b, '/');
+	blen = slash ? (size_t)(slash - b) : strlen(b);
+	if (!valid_bucket(b, blen))
+		return cs_errf(e, "%s: bucket name must be 3 to 63 of a-z, 0-9, "
+		    "'-' and '.'", url);
+	if (slash && (!valid_prefix(slash + 1) || strstr(slash + 1, "//") ||
+	    strstr(slash + 1, "..")))
+		return cs_errf(e, "%s: the prefix may hold only A-Z a-z 0-9 "
+		    "'-' '_' '.' '/' (no '//' or '..')", url);
+	key = getenv("AWS_ACCESS_KEY_ID");
+	secret = getenv("AWS_SECRET_ACCESS_KEY");
+	if (key == NULL || *key == '\0' || secret == NULL || *secret == '\0')
+		return cs_errf(e, "%s: set AWS_ACCESS_KEY_ID and "
+		    "AWS_SECRET_ACCESS_KEY", url);
+	if (strchr(key, ':') != NULL)
+		return cs_errf(e, "AWS_ACCESS_KEY_ID must not contain ':'");
+	region = getenv("AWS_REGION");
+	if (region == NULL || *region == '\0')
+		region = def_region;
+	if (region == NULL || *region == '\0')
+		region = "us-east-1";
+	if (strlen(region) > 40 || strchr(region, ':') != NULL)
+		return cs_errf(e, "AWS_REGION '%s' is not a region", region);
+	if (curl_dl_load(e) < 0)
+		return -1;
+	if ((s = calloc(1, sizeof(*s))) == NULL)
+		goto oom;
+	s->bucket = strndup(b, blen);
+	plen = slash ? strlen(slash + 1) : 0;
+	while (plen > 0 && slash[plen] == '/')
+		plen--;
+	s->prefix = malloc(plen + 2);
+	s->url = malloc(blen + plen + 8);
+	s->userpwd = malloc(strlen(key) + strlen(secret) + 2);
+	if (s->bucket == NULL || s->prefix == NULL || s->url == NULL ||
+	    s->userpwd == NULL)
+		goto oom;
+	if (plen > 0)
+		snprintf(s->prefix, plen + 2, "%.*s/", (int)plen, slash + 1);
+	else
+		s->prefix[0] = '\0';
+	snprintf(s->url, blen + plen + 8, "s3://%s%s%.*s", s->bucket,
+	    plen ? "/" : "", (int)plen, plen ? slash + 1 : "");
+	sprintf(s->userpwd, "%s:%s", key, secret);
+	snprintf(s->sigv4, sizeof(s->sigv4), "aws:amz:%s:s3", region);
+	snprintf(s->region, sizeof(s->region), "%s", region);
+	s->token = xstrdup(getenv("AWS_SESSION_TOKEN"));
+	if (s->token != NULL && *s->token == '\0') {
+		free(s->token);
+		s->token = NULL;
+	}
+	ep = getenv("AWS_ENDPOINT_URL");
+	if (ep == NULL || *ep == '\0')
+		ep = def_endpoint;
+	if (ep != NULL && *ep != '\0') {
+		if (strncmp(ep, "http://", 7) != 0 &&
+		    strncmp(ep, "https://", 8) != 0) {
+			cs_errf(e, "AWS_ENDPOINT_URL '%s' must start with "
+			    "http:// or https://", ep);
+			goto out;
+		}
+		s->endpoint = strdup(ep);
+		if (s->endpoint != NULL)
+			while (*s->endpoint &&
+			    s->endpoint[strlen(s->endpoint) - 1] == '/')
+				s->endpoint[strlen(s->endpoint) - 1] = '\0';
+		s->path_style = 1;
+	} else {
+		s->endpoint = malloc(blen + strlen(region) + 40);
+		if (s->endpoint != NULL)
+			sprintf(s->endpoint, "https://%s.s3.%s.amazonaws.com",
+			    s->bucket, region);
+	}
+	if (s->endpoint == NULL || (s->multi = curl_multi_init()) == NULL)
+		goto oom;
+	s->parallel = S3_PARALLEL;
+	if ((par = getenv("CUTSNAP_S3_PARALLEL")) != NULL && atoi(par) > 0 &&
+	    atoi(par) <= 256)
+		s->parallel = atoi(par);
+	*out = s;
+	s = NULL;
+	rc = 0;
+	goto out;
+oom:
+	cs_errf(e, "out of memory");
+out:
+	s3_close(s);
+	return rc;
+}
+
+void
+s3_close(struct s3 *s)
+{
+	if (s == NULL)
+		return;
+	if (s->multi != NULL)
+		curl_multi_cleanup(s->multi);
+	free(s->endpoint);
+	free(s->bucket);
+	free(s->prefix);
+	free(s->url);
+	if (s->userpwd != NULL)
+		memset(s->userpwd, 0, strlen(s->userpwd));
+	free(s->userpwd);
+	free(s->token);
+	free(s);
+}
+
+const char *
+s3_url(const struct s3 *s)
+{
+	return s->url;
+}
+
+const char *
+s3_endpoint(const struct s3 *s)
+{
+	return s->path_style ? s->endpoint : "";
+}
+
+const char *
+s3_region(const struct s3 *s)
+{
+	return s->region;
+}
+
+/* The request URL of key (relative to the prefix) with query (may be
+ * NULL, already in canonical order and encoded). Keys hold only the
+ * characters valid_prefix allows and hex names, so need no escaping. */
+static char *
+obj_url(const struct s3 *s, const char *key, const char *query)
+{
+	size_t n = strlen(s->endpoint) + strlen(s->bucket) + strlen(s->prefix)
+	    + strlen(key) + (query ? strlen(query) : 0) + 8;
+	char *u = malloc(n);
+
+	if (u == NULL)
+		return NULL;
+	if (s->path_style)
+		snprintf(u, n, "%s/%s/%s%s%s%s", s->endpoint, s->bucket,
+		    s->prefix, key, query ? "?" : "", query ? query : "");
+	else
+		snprintf(u, n, "%s/%s%s%s%s", s->endpoint, s->prefix, key,
+		    query ? "?" : "", query ? query : "");
+	return u;
+}
+
+static size_t
+on_write(char *p, size_t size, size_t nmemb, void *ctx)
+{
+	struct req *r = ctx;
+	size_t n = size * nmemb, lim, cap;
+	long code = 0;
+	char *m;
+
+	if (r->out != NULL) {
+		curl_easy_getinfo(r->h, CURLINFO_RESPONSE_CODE, &code);
+		if (code >= 200 && code < 300)
+			return fwrite(p, 1, n, r->out) == n ? n : 0;
+	}
+	/* In memory: a preallocated buffer (s3_get, lists) is the cap;
+	 * otherwise (error bodies) grow up to S3_ERRBODY_CAP. */
+	lim = r->limit ? r->limit : S3_ERRBODY_CAP;
+	if (r->mem_len + n + 1 > lim) {
+		r->overflow = 1;
+		return 0;
+	}
+	if (r->mem_len + n + 1 > r->mem_cap) {
+		cap = r->mem_cap ? r->mem_cap : 4096;
+		while (cap < r->mem_len + n + 1)
+			cap *= 2;
+		if (cap > lim)
+			cap = lim;
+		if ((m = realloc(r->mem, cap)) == NULL)
+			return 0;
+		r->mem = m;
+		r->mem_cap = cap;
+	}
+	memcpy(r->mem + r->mem_len, p, n);
+	r->mem_len += n;
+	r->mem[r->mem_len] = '\0';
+	return n;
+}
+
+static size_t
+on_read(char *p, size_t size, size_t nmemb, void *ctx)
+{
+	struct req *r = ctx;
+	size_t n = size * nmemb;
+
+	if (n > r->body_len - r->body_off)
+		n = r->body_len - r->body_off;
+	if (r->in != NULL) {
+		if (n > 0 && fread(p, 1, n, r->in) != n)
+			return CURL_READFUNC_ABORT;	/* the file shrank */
+	} else {
+		memcpy(p, r->body + r->body_off, n);
+	}
+	r->body_off += n;
+	return n;
+}
+
+static size_t
+on_header(char *p, size_t size, size_t nmemb, void *ctx)
+{
+	struct req *r = ctx;
+	size_t n = size * nmemb, i = 5, j = 0;
+
+	if (n > 5 && strncasecmp(p, "etag:", 5) == 0) {
+		while (i < n && (p[i] == ' ' || p[i] == '"'))
+			i++;
+		while (i < n && p[i] != '"' && p[i] != '\r' && p[i] != '\n' &&
+		    j + 1 < sizeof(r->etag))
+			r->etag[j++] = p[i++];
+		r->etag[j] = '\0';
+	}
+	return n;
+}
+
+/* Sets up r's easy handle for one attempt. */
+static int
+prepare(struct s3 *s, struct req *r)
+{
+	char h[160];
+	struct curl_slist *l = NULL, *t;
+
+	if (r->h == NULL && (r->h = curl_easy_init()) == NULL)
+		return -1;
+	curl_easy_reset(r->h);
+	curl_slist_free_all(r->hdrs);
+	r->hdrs = NULL;
+	r->body_off = 0;
+	r->mem_len = 0;
+	r->etag[0] = '\0';
+	r->overflow = 0;
+	if (r->out != NULL && (fflush(r->out) != 0 ||
+	    ftruncate(fileno(r->out), 0) < 0 || fseek(r->out, 0, SEEK_SET)))
+		return -1;
+	if (r->in != NULL && fseek(r->in, 0, SEEK_SET) != 0)
+		return -1;
+	snprintf(h, sizeof(h), "x-amz-content-sha256: %s", r->sha);
+	if ((t = curl_slist_append(l, h)) == NULL)
+		goto fail;
+	l = t;
+	if (r->cond_hdr != NULL) {
+		if ((t = curl_slist_append(l, r->cond)) == NULL)
+			goto fail;
+		l = t;
+	}
+	if (s->token != NULL) {
+		char *th = malloc(strlen(s->token) + 32);
+
+		if (th == NULL)
+			goto fail;
+		sprintf(th, "x-amz-security-token: %s", s->token);
+		t = curl_slist_append(l, th);
+		free(th);
+		if (t == NULL)
+			goto fail;
+		l = t;
+	}
+	r->hdrs = l;
+	curl_easy_setopt(r->h, CURLOPT_URL, r->url);
+	curl_easy_setopt(r->h, CURLOPT_HTTPHEADER, r->hdrs);
+	curl_easy_setopt(r->h, CURLOPT_AWS_SIGV4, s->sigv4);
+	curl_easy_setopt(r->h, CURLOPT_USERPWD, s->userpwd);
+	curl_easy_setopt(r->h, CURLOPT_NOSIGNAL, 1L);
+	curl_easy_setopt(r->h, CURLOPT_CONNECTTIMEOUT, 5L);
+	curl_easy_setopt(r->h, CURLOPT_LOW_SPEED_LIMIT, 1L);
+	curl_easy_setopt(r->h, CURLOPT_LOW_SPEED_TIME, 30L);
+	curl_easy_setopt(r->h, CURLOPT_WRITEFUNCTION, on_write);
+	curl_easy_setopt(r->h, CURLOPT_WRITEDATA, r);
+	curl_easy_setopt(r->h, CURLOPT_HEADERFUNCTION, on_header);
+	curl_easy_setopt(r->h, CURLOPT_HEADERDATA, r);
+	curl_easy_setopt(r->h, CURLOPT_PRIVATE, r);
+	if (strcmp(r->method, "PUT") == 0) {
+		curl_easy_setopt(r->h, CURLOPT_UPLOAD, 1L);
+		curl_easy_setopt(r->h, CURLOPT_READFUNCTION, on_read);
+		curl_easy_setopt(r->h, CURLOPT_READDATA, r);
+		curl_easy_setopt(r->h, CURLOPT_INFILESIZE_LARGE,
+		    (curl_off_t)r->body_len);
+	} else if (strcmp(r->method, "DELETE") == 0) {
+		curl_easy_setopt(r->h, CURLOPT_CUSTOMREQUEST, "DELETE");
+	}
+	return 0;
+fail:
+	curl_slist_free_all(l);
+	return -1;
+}
+
+static int
+retryable(const struct req *r)
+{
+	if (r->cerr == CURLE_OK)
+		return r->status >= 500;
+	return r->cerr == CURLE_OPERATION_TIMEDOUT ||
+	    r->cerr == CURLE_SEND_ERROR || r->cerr == CURLE_RECV_ERROR ||
+	    r->cerr == CURLE_GOT_NOTHING || r->cerr == CURLE_PARTIAL_FILE;
+}
+
+static int
+due(const struct timespec *t)
+{
+	struct timespec now;
+
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	return now.tv_sec > t->tv_sec ||
+	    (now.tv_sec == t->tv_sec && now.tv_nsec >= t->tv_nsec);
+}
+
+static void
+backoff(struct req *r)
+{
+	long ms = 250L << (r->tries - 1);
+
+	clock_gettime(CLOCK_MONOTONIC, &r->not_before);
+	r->not_before.tv_sec += ms / 1000;
+	r->not_before.tv_nsec += (ms % 1000) * 1000000L;
+	if (r->not_before.tv_nsec >= 1000000000L) {
+		r->not_before.tv_sec++;
+		r->not_before.tv_nsec -= 1000000000L;
+	}
+}
+
+/* The <Code> of an error body, into s->code. */
+static void
+keep_code(struct s3 *s, const struct req *r)
+{
+	const char *a, *b;
+
+	s->code[0] = '\0';
+	if (r->mem == NULL || (a = strstr(r->mem, "<Code>")) == NULL)
+		return;
+	a += 6;
+	if ((b = strstr(a, "</Code>")) == NULL || b - a >= (long)sizeof(s->code))
+		return;
+	memcpy(s->code, a, (size_t)(b - a));
+	s->code[b - a] = '\0';
+}
+
+/* Where pump() gets more requests from, beyond the ones it was given: a
+ * stream of uploads that are queued while earlier ones run (s3_pipe). */
+struct feed {
+	/* Fills r (a zeroed, free slot): 1 when it did, 0 when nothing is
+	 * queued yet, -1 when nothing more will come, -2 to stop at once
+	 * (the requests in flight are abandoned). With r NULL only says
+	 * whether to stop: -2, else 0. */
+	int (*next)(void *ctx, struct req *r);
+	/* r got its final answer (or failed without one, status -1); the
+	 * callee frees what r holds and zeroes it, making the slot free. */
+	void (*done)(void *ctx, struct req *r);
+	void *ctx;
+};
+
+/* Runs the n requests of rs (or, with a feed, those it hands out in
+ * the n slots of rs) to an answer or to a failure not worth retrying,
+ * at most s->parallel at a time. 0 when each got an HTTP status; -1
+ * with e set at the first that got none (a fed request that got none
+ * is handed to done first). */
+static int
+pump(struct s3 *s, struct req *rs, size_t n, const struct feed *f,
+    struct cs_err *e)
+{
+	size_t active = 0, live = 0, i;
+	int still, msgs, rc = 0, ended = f == NULL, k;
+	CURLMsg *m;
+
+	for (i = 0; f == NULL && i < n; i++) {
+		rs[i].used = 1;
+		rs[i].tries = 0;
+		rs[i].status = 0;
+		rs[i].not_before.tv_sec = 0;
+		rs[i].not_before.tv_nsec = 0;
+		live++;
+	}
+	while (live > 0 || !ended) {
+		if (f != NULL && f->next(f->ctx, NULL) == -2)
+			goto out;
+		/* Fill the free slots from the feed. */
+		for (i = 0; !ended && i < n; i++) {
+			if (rs[i].used)
+				continue;
+			if ((k = f->next(f->ctx, &rs[i])) == -2)
+				goto out;
+			if (k < 0)
+				ended = 1;
+			if (k <= 0)
+				break;
+			rs[i].used = 1;
+			live++;
+		}
+		/* Start what is due, up to the parallel limit. */
+		for (i = 0; i < n && active < (size_t)s->parallel; i++) {
+			struct req *r = &rs[i];
+
+			if (!r->used || r->status != 0 || !due(&r->not_before))
+				continue;
+			if (prepare(s, r) < 0) {
+				rc = cs_errf(e, "out of memory");
+				goto out;
+			}
+			r->tries = r->tries + 1;
+			r->status = -2;	/* in flight */
+			curl_multi_add_handle(s->multi, r->h);
+			active++;
+		}
+		curl_multi_perform(s->multi, &still);
+		while ((m = curl_multi_info_read(s->multi, &msgs)) != NULL) {
+			struct req *r;
+			long code = 0;
+
+			if (m->msg != CURLMSG_DONE)
+				continue;
+			curl_easy_getinfo(m->easy_handle, CURLINFO_PRIVATE,
+			    (char **)&r);
+			r->cerr = m->data.result;
+			curl_easy_getinfo(r->h, CURLINFO_RESPONSE_CODE, &code);
+			curl_multi_remove_handle(s->multi, r->h);
+			active--;
+			r->status = r->cerr == CURLE_OK ? (int)code : -1;
+			if (r->overflow) {
+				r->status = -1;
+				r->cerr = CURLE_WRITE_ERROR;
+			}
+			if (r->status >= 300)
+				keep_code(s, r);
+			if (retryable(r) && r->tries < S3_TRIES) {
+				backoff(r);
+				r->status = 0;
+				continue;
+			}
+			live--;
+			if (r->status == -1 && rc == 0)
+				rc = cs_errf(e, "%s: endpoint %s: %s (%s, after "
+				    "%d %s)", s->url, s->endpoint,
+				    r->overflow ? "answer too large" :
+				    curl_easy_strerror(r->cerr), r->method,
+				    r->tries, r->tries == 1 ? "try" : "tries");
+			if (f != NULL)
+				f->done(f->ctx, r);
+			if (rc < 0)
+				goto out;
+		}
+		if (live > 0 || !ended)
+			curl_multi_poll(s->multi, NULL, 0, live > 0 ? 50 : 200,
+			    NULL);
+	}
+out:
+	for (i = 0; i < n; i++)
+		if (rs[i].used && rs[i].status == -2) {
+			curl_multi_remove_handle(s->multi, rs[i].h);
+			rs[i].status = -1;
+		}
+	return rc;
+}
+
+static int
+run(struct s3 *s, struct req *rs, size_t n, struct cs_err *e)
+{
+	return pump(s, rs, n, NULL, e);
+}
+
+static void
+req_free(struct req *r)
+{
+	if (r->h != NULL)
+		curl_easy_cleanup(r->h);
+	curl_slist_free_all(r->hdrs);
+	free(r->url);
+	free(r->mem);
+}
+
+static void
+set_cond(struct req *r, const char *cond)
+{
+	if (cond == NULL)
+		return;
+	if (strcmp(cond, "*") == 0)
+		snprintf(r->cond, sizeof(r->cond), "If-None-Match: *");
+	else
+		snprintf(r->cond, sizeof(r->cond), "If-Match: %s", cond);
+	r->cond_hdr = r->cond;
+}
+
+int
+s3_get(struct s3 *s, const char *key, size_t cap, char **data, size_t *len,
+    char etag[S3_ETAG_MAX], struct cs_err *e)
+{
+	struct req r;
+	int rc = -1;
+
+	memset(&r, 0, sizeof(r));
+	*data = NULL;
+	*len = 0;
+	r.method = "GET";
+	strcpy(r.sha, EMPTY_SHA);
+	r.mem_cap = 0;
+	if ((r.url = obj_url(s, key, NULL)) == NULL) {
+		cs_errf(e, "out of memory");
+		goto out;
+	}
+	r.limit = cap + 1;	/* of a 2xx body; error bodies have their own */
+	if (run(s, &r, 1, e) < 0)
+		goto out;
+	rc = r.status;
+	if (etag != NULL)
+		snprintf(etag, S3_ETAG_MAX, "%s", r.etag);
+	if (rc >= 200 && rc < 300) {
+		*data = r.mem != NULL ? r.mem : strdup("");
+		*len = r.mem_len;
+		r.mem = NULL;
+	}
+out:
+	req_free(&r);
+	return rc;
+}
+
+int
+s3_put(struct s3 *s, const char *key, const void *data, size_t len,
+    const char *cond, char etag[S3_ETAG_MAX], struct cs_err *e)
+{
+	struct req r;
+	uint8_t d[SHA_LEN];
+	int rc = -1;
+
+	memset(&r, 0, sizeof(r));
+	r.method = "PUT";
+	r.body = data;
+	r.body_len = len;
+	set_cond(&r, cond);
+	if (sha256_buf(data, len, d) < 0) {
+		cs_errf(e, "sha256 failed");
+		goto out;
+	}
+	sha_hex(d, r.sha);
+	if ((r.url = obj_url(s, key, NULL)) == NULL) {
+		cs_errf(e, "out of memory");
+		goto out;
+	}
+	if (run(s, &r, 1, e) < 0)
+		goto out;
+	rc = r.status;
+	if (etag != NULL)
+		snprintf(etag, S3_ETAG_MAX, "%s", r.etag);
+out:
+	req_free(&r);
+	return rc;
+}
+
+int
+s3_delete(struct s3 *s, const char *key, struct cs_err *e)
+{
+	struct req r;
+	int rc = -1;
+
+	memset(&r, 0, sizeof(r));
+	r.method = "DELETE";
+	strcpy(r.sha, EMPTY_SHA);
+	if ((r.url = obj_url(s, key, NULL)) == NULL) {
+		cs_errf(e, "out of memory");
+		goto out;
+	}
+	if (run(s, &r, 1, e) < 0)
+		goto out;
+	rc = r.status;
+out:
+	req_free(&r);
+	return rc;
+}
+
+/* The text between <tag> and </tag> in [p, end), or NULL. */
+static const char *
+xml_field(const char *p, const char *end, const char *tag, size_t *n)
+{
+	char open[48], close[48];
+	const char *a, *b;
+
+	snprintf(open, sizeof(open), "<%s>", tag);
+	snprintf(close, sizeof(close), "</%s>", tag);
+	if ((a = strstr(p, open)) == NULL || a >= end)
+		return NULL;
+	a += strlen(open);
+	if ((b = strstr(a, close)) == NULL || b > end)
+		return NULL;
+	*n = (size_t)(b - a);
+	return a;
+}
+
+static int64_t
+iso_time(const char *p, size_t n)
+{
+	struct tm tm;
+	char buf[32];
+
+	if (n >= sizeof(buf))
+		return 0;
+	memcpy(buf, p, n);
+	buf[n] = '\0';
+	memset(&tm, 0, sizeof(tm));
+	if (strptime(buf, "%Y-%m-%dT%H:%M:%S", &tm) == NULL)
+		return 0;
+	return (int64_t)timegm(&tm);
+}
+
+int
+s3_list(struct s3 *s, const char *sub, struct s3_obj **objs, size_t *n,
+    struct cs_err *e)
+{
+	struct s3_obj *v = NULL, *nv;
+	size_t cnt = 0, cap = 0, plen = strlen(s->prefix), fl;
+	char *token = NULL, *full = NULL, *esc = NULL, *etok = NULL;
+	char *query = NULL, *body = NULL;
+	const char *p, *end, *f;
+	size_t blen;
+	int st, rc = -1, more;
+
+	*objs = NULL;
+	*n = 0;
+	if ((full = malloc(plen + strlen(sub) + 1)) == NULL)
+		goto oom;
+	sprintf(full, "%s%s", s->prefix, sub);
+	do {
+		CURL *h = curl_easy_init();
+
+		if (h == NULL)
+			goto oom;
+		esc = curl_easy_escape(h, full, 0);
+		etok = token ? curl_easy_escape(h, token, 0) : NULL;
+		curl_easy_cleanup(h);
+		if (esc == NULL || (token && etok == NULL))
+			goto oom;
+		free(query);
+		/* The query in canonical (sorted) order, as SigV4 signs it. */
+		if ((query = malloc(strlen(esc) + (etok ? strlen(etok) : 0) +
+		    64)) == NULL)
+			goto oom;
+		sprintf(query, "%s%s%slist-type=2&prefix=%s",
+		    etok ? "continuation-token=" : "", etok ? etok : "",
+		    etok ? "&" : "", esc);
+		curl_free(esc);
+		curl_free(etok);
+		esc = etok = NULL;
+		{
+			/* a GET of the bucket with the query */
+			struct req r;
+			size_t ul = strlen(s->endpoint) + strlen(s->bucket) +
+			    strlen(query) + 8;
+
+			memset(&r, 0, sizeof(r));
+			r.method = "GET";
+			strcpy(r.sha, EMPTY_SHA);
+			if ((r.url = malloc(ul)) == NULL) {
+				req_free(&r);
+				goto oom;
+			}
+			r.limit = S3_LIST_CAP;
+			if (s->path_style)
+				snprintf(r.url, ul, "%s/%s?%s", s->endpoint,
+				    s->bucket, query);
+			else
+				snprintf(r.url, ul, "%s/?%s", s->endpoint, query);
+			if (run(s, &r, 1, e) < 0) {
+				req_free(&r);
+				goto out;
+			}
+			st = r.status;
+			free(body);
+			body = r.mem;
+			blen = r.mem_len;
+			r.mem = NULL;
+			req_free(&r);
+		}
+		if (st != 200) {
+			s3_status_err(s, "list", sub, st, e);
+			goto out;
+		}
+		if (body == NULL)
+			goto bad;
+		end = body + blen;
+		for (p = body; (p = strstr(p, "<Contents>")) != NULL; ) {
+			const char *ce = strstr(p, "</Contents>");
+
+			if (ce == NULL)
+				goto bad;
+			if (cnt == cap) {
+				cap = cap ? cap * 2 : 256;
+				if ((nv = realloc(v, cap * sizeof(*v))) == NULL)
+					goto oom;
+				v = nv;
+			}
+			if ((f = xml_field(p, ce, "Key", &fl)) == NULL ||
+			    fl < plen || strncmp(f, s->prefix, plen) != 0)
+				goto bad;
+			memset(&v[cnt], 0, sizeof(v[cnt]));
+			if ((v[cnt].key = strndup(f + plen, fl - plen)) == NULL)
+				goto oom;
+			cnt++;
+			if ((f = xml_field(p, ce, "Size", &fl)) != NULL)
+				v[cnt - 1].size = strtoull(f, NULL, 10);
+			if ((f = xml_field(p, ce, "LastModified", &fl)) != NULL)
+				v[cnt - 1].mtime = iso_time(f, fl);
+			p = ce;
+		}
+		more = (f = xml_field(body, end, "IsTruncated", &fl)) != NULL &&
+		    fl == 4 && strncmp(f, "true", 4) == 0;
+		free(token);
+		token = NULL;
+		if (more) {
+			if ((f = xml_field(body, end, "NextContinuationToken",
+			    &fl)) == NULL || fl == 0 || fl > 1024)
+				goto bad;
+			if ((token = strndup(f, fl)) == NULL)
+				goto oom;
+		}
+	} while (more);
+	*objs = v;
+	*n = cnt;
+	v = NULL;
+	cnt = 0;
+	rc = 0;
+	goto out;
+bad:
+	cs_errf(e, "%s: list %s: malformed answer", s->url, sub);
+	goto out;
+oom:
+	cs_errf(e, "out of memory");
+out:
+	s3_objs_free(v, cnt);
+	free(token);
+	free(full);
+	free(query);
+	free(body);
+	return rc;
+}
+
+void
+s3_objs_free(struct s3_obj *objs, size_t n)
+{
+	size_t i;
+
+	if (objs == NULL)
+		return;
+	for (i = 0; i < n; i++)
+		free(objs[i].key);
+	free(objs);
+}
+
+int
+s3_put_files(struct s3 *s, struct s3_xfer *x, size_t n, int create,
+    struct cs_err *e)
+{
+	struct req *rs;
+	struct stat sb;
+	uint8_t d[SHA_LEN];
+	size_t i, j, k, batch = (size_t)s->parallel * 8;
+	int rc = -1;
+
+	if ((rs = calloc(batch, sizeof(*rs))) == NULL)
+		return cs_errf(e, "out of memory");
+	/* In groups of open files; each body is read from its file (hashed
+	 * in a first pass), so memory does not grow with the chunk size. */
+	for (i = 0; i < n; i += batch) {
+		int bad = 0;
+
+		k = n - i < batch ? n - i : batch;
+		for (j = 0; j < k && !bad; j++) {
+			struct req *r = &rs[j];
+
+			memset(r, 0, sizeof(*r));
+			r->method = "PUT";
+			if (create)
+				set_cond(r, "*");
+			if ((r->in = fopen(x[i + j].path, "re")) == NULL) {
+				bad = cs_errno(e, "open %s", x[i + j].path);
+				break;
+			}
+			if (fstat(fileno(r->in), &sb) < 0 ||
+			    (uint64_t)sb.st_size > S3_FILE_CAP) {
+				bad = cs_errf(e, "%s: unreadable or too large",
+				    x[i + j].path);
+				break;
+			}
+			r->body_len = (size_t)sb.st_size;
+			if (sha256_fd(fileno(r->in), (uint64_t)sb.st_size, d,
+			    e) < 0) {
+				bad = -1;
+				break;
+			}
+			sha_hex(d, r->sha);
+			if ((r->url = obj_url(s, x[i + j].key, NULL)) == NULL)
+				bad = cs_errf(e, "out of memory");
+		}
+		if (!bad && run(s, rs, k, e) < 0)
+			bad = -1;
+		for (j = 0; j < k; j++) {
+			x[i + j].status = rs[j].status;
+			x[i + j].bytes = rs[j].body_len;
+			if (rs[j].in != NULL)
+				fclose(rs[j].in);
+			req_free(&rs[j]);
+			memset(&rs[j], 0, sizeof(rs[j]));
+		}
+		if (bad)
+			goto out;
+	}
+	rc = 0;
+out:
+	free(rs);
+	return rc;
+}
+
+int
+s3_get_files(struct s3 *s, struct s3_xfer *x, size_t n, struct cs_err *e)
+{
+	struct req *rs;
+	char **tmps;
+	size_t i, j, batch = (size_t)s->parallel * 4;
+	int rc = -1;
+
+	rs = calloc(batch, sizeof(*rs));
+	tmps = calloc(batch, sizeof(*tmps));
+	if (rs == NULL || tmps == NULL) {
+		cs_errf(e, "out of memory");
+		goto out;
+	}
+	for (i = 0; i < n; i += batch) {
+		size_t k = n - i < batch ? n - i : batch;
+		int bad = 0;
+
+		for (j = 0; j < k && !bad; j++) {
+			struct req *r = &rs[j];
+			const char *path = x[i + j].path;
+
+			memset(r, 0, sizeof(*r));
+			r->method = "GET";
+			strcpy(r->sha, EMPTY_SHA);
+			if ((tmps[j] = malloc(strlen(path) + 16)) == NULL ||
+			    (r->url = obj_url(s, x[i + j].key, NULL)) == NULL) {
+				bad = cs_errf(e, "out of memory");
+				break;
+			}
+			sprintf(tmps[j], "%s.tmp", path);
+			if ((r->out = fopen(tmps[j], "w+e")) == NULL)
+				bad = cs_errno(e, "create %s", tmps[j]);
+		}
+		if (!bad && run(s, rs, k, e) < 0)
+			bad = -1;
+		for (j = 0; j < k; j++) {
+			struct req *r = &rs[j];
+
+			x[i + j].status = r->status;
+			if (r->out != NULL) {
+				long pos = ftell(r->out);
+
+				x[i + j].bytes = pos > 0 ? (uint64_t)pos : 0;
+				if (fclose(r->out) != 0 && !bad)
+					bad = cs_errno(e, "write %s", tmps[j]);
+				r->out = NULL;
+			}
+			if (!bad && r->status >= 200 && r->status < 300) {
+				if (rename(tmps[j], x[i + j].path) < 0)
+					bad = cs_errno(e, "rename %s", tmps[j]);
+			} else if (tmps[j] != NULL) {
+				unlink(tmps[j]);
+			}
+			req_free(r);
+			free(tmps[j]);
+			tmps[j] = NULL;
+		}
+		if (bad)
+			goto out;
+	}
+	rc = 0;
+out:
+	free(rs);
+	free(tmps);
+	return rc;
+}
+
+int
+s3_status_err(struct s3 *s, const char *what, const char *key, int status,
+    struct cs_err *e)
+{
+	if (strcmp(s->code, "NoSuchBucket") == 0)
+		return cs_errf(e, "%s: bucket %s does not exist", s->url,
+		    s->bucket);
+	if (status == 403)
+		return cs_errf(e, "%s: %s %s: access denied (%s): check "
+		    "AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY", s->url, what,
+		    key, s->code[0] ? s->code : "403");
+	return cs_errf(e, "%s: %s %s: HTTP %d%s%s", s->url, what, key, status,
+	    s->code[0] ? " " : "", s->code);
+}
+
+/* ---- the upload pipe ---- */
+
+struct pipe_item {
+	char key[S3_KEY_MAX];
+	int fd;
+};
+
+struct s3_pipe {
+	struct s3 *s;		/* the thread's own handle */
+	pthread_t th;
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	struct pipe_item *q;	/* a ring of qcap items */
+	size_t qcap, qhead, qn;
+	size_t inflight;	/* taken from q, not yet answered */
+	int closing;		/* s3_pipe_stop: no more items */
+	int abort;		/* ... and drop what is queued or in flight */
+	int failed;
+	struct cs_err err;	/* the first failure */
+	uint64_t put, bytes, had;
+};
+
+static void
+pipe_fail(struct s3_pipe *p, const struct cs_err *e)
+{
+	if (!p->failed) {
+		p->failed = 1;
+		p->err = *e;
+	}
+	pthread_cond_broadcast(&p->cv);
+}
+
+/* feed.next: the oldest queued blob, as a create-only PUT read from its
+ * file and hashed first (x-amz-content-sha256). */
+static int
+pipe_next(void *ctx, struct req *r)
+{
+	struct s3_pipe *p = ctx;
+	struct pipe_item it;
+	struct cs_err e;
+	struct stat sb;
+	uint8_t d[SHA_LEN];
+	int rc = -2, have = 0;
+
+	pthread_mutex_lock(&p->mu);
+	if (p->abort || p->failed)
+		rc = -2;
+	else if (r == NULL || p->qn == 0)
+		rc = r == NULL || !p->closing ? 0 : -1;
+	else {
+		it = p->q[p->qhead];
+		p->qhead = (p->qhead + 1) % p->qcap;
+		p->qn--;
+		p->inflight++;
+		have = 1;
+		pthread_cond_broadcast(&p->cv);	/* room in the queue */
+	}
+	pthread_mutex_unlock(&p->mu);
+	if (!have)
+		goto out;
+	memset(r, 0, sizeof(*r));
+	r->method = "PUT";
+	set_cond(r, "*");
+	snprintf(r->key, sizeof(r->key), "%s", it.key);
+	if ((r->in = fdopen(it.fd, "r")) == NULL) {
+		close(it.fd);
+		cs_errno(&e, "open the blob %s", it.key);
+		goto fail;
+	}
+	if (fstat(fileno(r->in), &sb) < 0 ||
+	    (uint64_t)sb.st_size > S3_FILE_CAP) {
+		cs_errf(&e, "the blob %s: unreadable or too large", it.key);
+		goto fail;
+	}
+	r->body_len = (size_t)sb.st_size;
+	if (sha256_fd(fileno(r->in), (uint64_t)sb.st_size, d, &e) < 0)
+		goto fail;
+	sha_hex(d, r->sha);
+	if ((r->url = obj_url(p->s, it.key, NULL)) == NULL) {
+		cs_errf(&e, "out of memory");
+		goto fail;
+	}
+	rc = 1;
+	goto out;
+fail:
+	if (r->in != NULL)
+		fclose(r->in);
+	req_free(r);
+	memset(r, 0, sizeof(*r));
+	pthread_mutex_lock(&p->mu);
+	p->inflight--;
+	pipe_fail(p, &e);
+	pthread_mutex_unlock(&p->mu);
+	rc = -2;
+out:
+	return rc;
+}
+
+/* feed.done: counts the answer (412: the blob was there already), or
+ * fails the pipe on any other. */
+static void
+pipe_done(void *ctx, struct req *r)
+{
+	struct s3_pipe *p = ctx;
+	struct cs_err e;
+
+	pthread_mutex_lock(&p->mu);
+	p->inflight--;
+	if (r->status == 200) {
+		p->put++;
+		p->bytes += r->body_len;
+	} else if (r->status == 412) {
+		p->had++;
+	} else if (r->status > 0) {
+		s3_status_err(p->s, "put", r->key, r->status, &e);
+		pipe_fail(p, &e);
+	}	/* -1: pump returns it */
+	pthread_cond_broadcast(&p->cv);
+	pthread_mutex_unlock(&p->mu);
+	if (r->in != NULL)
+		fclose(r->in);
+	req_free(r);
+	memset(r, 0, sizeof(*r));
+}
+
+static void *
+pipe_thread(void *arg)
+{
+	struct s3_pipe *p = arg;
+	struct feed f = { pipe_next, pipe_done, p };
+	struct req *rs;
+	struct cs_err e;
+	size_t i, n = (size_t)p->s->parallel;
+
+	if ((rs = calloc(n, sizeof(*rs))) == NULL)
+		cs_errf(&e, "out of memory");
+	if (rs == NULL || pump(p->s, rs, n, &f, &e) < 0) {
+		pthread_mutex_lock(&p->mu);
+		pipe_fail(p, &e);
+		pthread_mutex_unlock(&p->mu);
+	}
+	/* Requests abandoned in flight (a stop, a failure). */
+	for (i = 0; rs != NULL && i < n; i++) {
+		if (!rs[i].used)
+			continue;
+		if (rs[i].in != NULL)
+			fclose(rs[i].in);
+		req_free(&rs[i]);
+	}
+	free(rs);
+	pthread_mutex_lock(&p->mu);
+	p->inflight = 0;
+	pthread_cond_broadcast(&p->cv);
+	pthread_mutex_unlock(&p->mu);
+	return NULL;
+}
+
+int
+s3_pipe_start(const struct s3 *s, struct s3_pipe **out, struct cs_err *e)
+{
+	struct s3_pipe *p;
+	int rc = -1;
+
+	*out = NULL;
+	if ((p = calloc(1, sizeof(*p))) == NULL)
+		return cs_errf(e, "out of memory");
+	if (s3_open(s->url, &p->s, e) < 0)
+		goto out;
+	p->s->parallel = s->parallel;
+	p->qcap = (size_t)s->parallel * 4;
+	if ((p->q = calloc(p->qcap, sizeof(*p->q))) == NULL) {
+		cs_errf(e, "out of memory");
+		goto out;
+	}
+	if (pthread_mutex_init(&p->mu, NULL) != 0 ||
+	    pthread_cond_init(&p->cv, NULL) != 0 ||
+	    pthread_create(&p->th, NULL, pipe_thread, p) != 0) {
+		cs_errf(e, "cannot start the upload thread");
+		goto out;
+	}
+	*out = p;
+	p = NULL;
+	rc = 0;
+out:
+	if (p != NULL) {
+		s3_close(p->s);
+		free(p->q);
+		free(p);
+	}
+	return rc;
+}
+
+int
+s3_pipe_put(struct s3_pipe *p, const char *key, int fd, struct cs_err *e)
+{
+	int rc = -1;
+
+	pthread_mutex_lock(&p->mu);
+	while (p->qn == p->qcap && !p->failed && !p->closing)
+		pthread_cond_wait(&p->cv, &p->mu);
+	if (p->failed) {
+		*e = p->err;
+	} else if (p->closing || strlen(key) >= S3_KEY_MAX) {
+		cs_errf(e, "the upload of %s was not queued", key);
+	} else {
+		struct pipe_item *it = &p->q[(p->qhead + p->qn) % p->qcap];
+
+		snprintf(it->key, sizeof(it->key), "%s", key);
+		it->fd = fd;
+		fd = -1;
+		p->qn++;
+		rc = 0;
+	}
+	pthread_mutex_unlock(&p->mu);
+	if (fd >= 0)
+		close(fd);
+	else
+		curl_multi_wakeup(p->s->multi);
+	return rc;
+}
+
+int
+s3_pipe_drain(struct s3_pipe *p, struct s3_pipe_stats *st, struct cs_err *e)
+{
+	int rc = 0;
+
+	pthread_mutex_lock(&p->mu);
+	while ((p->qn > 0 || p->inflight > 0) && !p->failed)
+		pthread_cond_wait(&p->cv, &p->mu);
+	if (p->failed) {
+		*e = p->err;
+		rc = -1;
+	}
+	if (st != NULL) {
+		st->put = p->put;
+		st->bytes = p->bytes;
+		st->had = p->had;
+	}
+	pthread_mutex_unlock(&p->mu);
+	return rc;
+}
+
+void
+s3_pipe_stop(struct s3_pipe *p)
+{
+	size_t i;
+
+	if (p == NULL)
+		return;
+	pthread_mutex_lock(&p->mu);
+	p->closing = 1;
+	p->abort = 1;
+	pthread_cond_broadcast(&p->cv);
+	pthread_mutex_unlock(&p->mu);
+	curl_multi_wakeup(p->s->multi);
+	pthread_join(p->th, NULL);
+	for (i = 0; i < p->qn; i++)
+		close(p->q[(p->qhead + i) % p->qcap].fd);
+	pthread_cond_destroy(&p->cv);
+	pthread_mutex_destroy(&p->mu);
+	s3_close(p->s);
+	free(p->q);
+	free(p);
+}

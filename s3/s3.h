@@ -1,0 +1,110 @@
+/* s3.h - a small S3 client over libcurl: SigV4 signing by curl
+ * (CURLOPT_AWS_SIGV4), every request carrying x-amz-content-sha256 of its
+ * body, parallel transfers through one curl multi handle, retries with
+ * backoff on 5xx and timeouts. s3.c and curl_dl.c, which loads libcurl
+ * on first use, are the only modules including curl.h.
+ *
+ * Endpoint and credentials come from the environment the AWS tools use:
+ * AWS_ENDPOINT_URL (path-style addressing when set, else
+ * https://BUCKET.s3.REGION.amazonaws.com), AWS_ACCESS_KEY_ID,
+ * AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN, AWS_REGION (default
+ * us-east-1). Object keys given to these functions are relative to the
+ * URL's prefix. */
+#ifndef CUTSNAP_S3_H
+#define CUTSNAP_S3_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "../lib/err.h"
+
+#define S3_ETAG_MAX 128
+#define S3_KEY_MAX 256	/* of an object key given to the pipe */
+
+struct s3;	/* opaque */
+
+/* One object of a listing. */
+struct s3_obj {
+	char *key;		/* heap, relative to the prefix */
+	uint64_t size;
+	int64_t mtime;		/* LastModified, seconds since the epoch */
+};
+
+/* One file transfer of s3_put_files / s3_get_files. */
+struct s3_xfer {
+	const char *key;	/* borrowed, relative to the prefix */
+	const char *path;	/* borrowed: the local file */
+	int status;		/* out: HTTP status of the last attempt */
+	uint64_t bytes;		/* out: body bytes sent or received */
+};
+
+/* Parses "s3://BUCKET[/PREFIX]" and reads the environment. -1 with e set
+ * (a usage error: bad URL, no credentials). Free with s3_close. */
+int s3_open(const char *url, struct s3 **out, struct cs_err *e);
+/* The same, where endpoint and region (either may be NULL) stand in for
+ * AWS_ENDPOINT_URL and AWS_REGION when the environment has none. */
+int s3_open_at(const char *url, const char *endpoint, const char *region,
+    struct s3 **out, struct cs_err *e);
+void s3_close(struct s3 *s);	/* accepts NULL */
+/* The endpoint requests go to and the region they are signed for. */
+const char *s3_endpoint(const struct s3 *s);
+const char *s3_region(const struct s3 *s);
+const char *s3_url(const struct s3 *s);	/* "s3://bucket/prefix" */
+
+/* Single requests. Each returns the HTTP status (2xx, 404, 412, ...) or
+ * -1 with e set when no answer came (unreachable, timed out after the
+ * retries). A status that is neither 2xx nor the ones the caller expects
+ * is turned into a message by s3_status_err. */
+/* GET into *data (malloc'd, NUL-terminated, at most cap bytes); etag
+ * (may be NULL) receives the ETag without quotes. */
+int s3_get(struct s3 *s, const char *key, size_t cap, char **data,
+    size_t *len, char etag[S3_ETAG_MAX], struct cs_err *e);
+/* PUT; cond NULL, "*" (If-None-Match: *, 412 when the key exists) or an
+ * ETag (If-Match, 412 when the object changed). */
+int s3_put(struct s3 *s, const char *key, const void *data, size_t len,
+    const char *cond, char etag[S3_ETAG_MAX], struct cs_err *e);
+int s3_delete(struct s3 *s, const char *key, struct cs_err *e);
+/* ListObjectsV2 of every key under sub (relative to the prefix), all pages;
+ * *objs is malloc'd, free with s3_objs_free. 0 / -1 with e set. */
+int s3_list(struct s3 *s, const char *sub, struct s3_obj **objs, size_t *n,
+    struct cs_err *e);
+void s3_objs_free(struct s3_obj *objs, size_t n);
+
+/* Uploads (create-only when create is set: 412 counts as already there)
+ * or downloads (into path, via a temp file and rename; 404 leaves no file)
+ * up to s3_parallel() at a time. 0 when every transfer got an answer
+ * (each x[i].status says which), -1 with e set otherwise. */
+int s3_put_files(struct s3 *s, struct s3_xfer *x, size_t n, int create,
+    struct cs_err *e);
+int s3_get_files(struct s3 *s, struct s3_xfer *x, size_t n, struct cs_err *e);
+
+/* Fills e with the message for an unexpected status of key ("bucket B
+ * does not exist", "access denied: check AWS_ACCESS_KEY_ID and
+ * AWS_SECRET_ACCESS_KEY", ...) from the last answer's error code; -1. */
+int s3_status_err(struct s3 *s, const char *what, const char *key, int status,
+    struct cs_err *e);
+
+/* An upload pipe: blobs queued while earlier ones upload, on a thread
+ * of its own with its own handle (from s's URL and the environment), up
+ * to s3_parallel() at a time, create-only (412: already there). */
+struct s3_pipe;	/* opaque */
+struct s3_pipe_stats {
+	uint64_t put, bytes;	/* created, their body bytes */
+	uint64_t had;		/* were there already (412) */
+};
+int s3_pipe_start(const struct s3 *s, struct s3_pipe **out,
+    struct cs_err *e);
+/* Queues the upload of fd's whole contents (an open file, taken over:
+ * closed by the pipe) as key; waits while the queue is full. -1 with e
+ * set (the pipe's first failure) once an upload failed: the caller
+ * stops what it was doing. */
+int s3_pipe_put(struct s3_pipe *p, const char *key, int fd,
+    struct cs_err *e);
+/* Waits until every queued upload got its answer: 0 when each was
+ * stored (or there already); -1 with e set at the first failure.
+ * st (may be NULL) gets the counts so far. */
+int s3_pipe_drain(struct s3_pipe *p, struct s3_pipe_stats *st,
+    struct cs_err *e);
+/* Stops the thread at once, abandoning what is queued or in flight. */
+void s3_pipe_stop(struct s3_pipe *p);	/* accepts NULL */
+
+#endif
