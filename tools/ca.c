@@ -1,10 +1,10 @@
-/* cert.c - "cutsnap cert": the cluster's CA and the certificates of its
- * agents and commands in tls_dir, creating only what is missing. */
+/* ca.c - the cluster's certificate authority (ca.h): the CA and the
+ * certificates of its agents and clients in tls_dir, creating only what
+ * is missing. */
 #include <sys/stat.h>
 
 #include <arpa/inet.h>
 #include <errno.h>
-#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,52 +20,11 @@
 
 #include "../lib/fsutil.h"
 #include "../net/xport.h"
-#include "cmd.h"
+#include "ca.h"
 
-#define CERT_DAYS_DEFAULT	3650
-#define CERT_DAYS_MAX		36500
 #define CERT_PEM_MAX		(64u << 10)
 /* Certificates start an hour early, for hosts whose clocks differ. */
 #define CERT_BACKDATE_S		3600
-
-static const char usage_text[] =
-    "usage: cutsnap cert -c CONF [--days N]\n"
-    "       cutsnap cert -c CONF --client NAME --role ROLE [--out DIR]\n"
-    "                    [--days N]\n"
-    "\n"
-    "Create the cluster's TLS files in the tls_dir of CONF's [cluster]\n"
-    "section, only those that are missing: the CA (ca.crt, ca.key), each\n"
-    "agent's NAME.crt and NAME.key (CN = the agent's name, a SAN with the\n"
-    "host of its addr) and client.crt/client.key, the commands' admin\n"
-    "certificate. Keys are EC P-256, mode 0600, tls_dir mode 0700.\n"
-    "Running it again creates nothing; it says what it created. Copy\n"
-    "ca.crt, NAME.crt/NAME.key and client.crt/client.key to each host;\n"
-    "ca.key stays where certificates are made.\n"
-    "\n"
-    "With --client, issue one client certificate instead, NAME.crt and\n"
-    "NAME.key in DIR (default tls_dir), signed by the CA, its role in the\n"
-    "Subject's OU: admin (every request), backup (snapshot, status and\n"
-    "reads) or read-only (status and reads). Commands present it with\n"
-    "--cert NAME (or DIR/NAME) or CUTSNAP_CLIENT_CERT.\n"
-    "\n"
-    "  -c, --config CONF   the cluster config file (with tls_dir)\n"
-    "      --days N        validity of new certificates (default 3650)\n"
-    "      --client NAME   issue the client certificate NAME\n"
-    "      --role ROLE     its role: admin, backup or read-only\n"
-    "      --out DIR       where to write it (default: tls_dir)\n"
-    "\n"
-    "Exit status: 0 done, 1 a file could not be read or written, or is\n"
-    "open to group or others, 2 bad usage or bad config (no tls_dir).\n";
-
-static const struct option opts[] = {
-	{ "config", required_argument, NULL, 'c' },
-	{ "days", required_argument, NULL, 'd' },
-	{ "client", required_argument, NULL, 'C' },
-	{ "role", required_argument, NULL, 'R' },
-	{ "out", required_argument, NULL, 'o' },
-	{ "help", no_argument, NULL, 'h' },
-	{ NULL, 0, NULL, 0 },
-};
 
 static int
 ossl_fail(struct cs_err *e, const char *what)
@@ -260,25 +219,6 @@ agent_san(const struct cfg *c, int i, char *out, size_t sz)
 		snprintf(out + n, sz - (size_t)n, ",DNS:%s", host);
 }
 
-/* The days of new certificates; CUTSNAP_TEST_CERT_DAYS, which may be
- * negative (an expired certificate), overrides it for the tests. */
-static long
-cert_days(long days)
-{
-	const char *t = getenv("CUTSNAP_TEST_CERT_DAYS");
-	char *end;
-	long v;
-
-	if (t == NULL || *t == '\0')
-		return days;
-	errno = 0;
-	v = strtol(t, &end, 10);
-	if (errno != 0 || *end != '\0' || v < -CERT_DAYS_MAX ||
-	    v > CERT_DAYS_MAX || v == 0)
-		return days;
-	return v;
-}
-
 /* Create NAME.key and NAME.crt unless both exist. *made set to 1 when
  * created. */
 static int
@@ -348,10 +288,10 @@ load_ca(const char *dir, X509 **ca, EVP_PKEY **ca_key, struct cs_err *e)
 	return 0;
 }
 
-/* --client: NAME.crt and NAME.key of role in out (tls_dir when NULL). */
-static int
-issue_client(const struct cfg *c, const char *name, const char *role,
-    const char *out, long days, struct cs_err *e)
+int
+ca_issue_client(const struct cfg *c, const char *name, const char *role,
+    const char *out, long days, ca_made_fn *made_fn, void *arg,
+    struct cs_err *e)
 {
 	const char *dir = out != NULL ? out : c->tls_dir;
 	char kp[PATH_MAX], cp[PATH_MAX], san[NAME_MAX_LEN + 8];
@@ -378,7 +318,8 @@ issue_client(const struct cfg *c, const char *name, const char *role,
 	snprintf(san, sizeof(san), "DNS:%s", name);
 	if (leaf(dir, name, role, san, ca, ca_key, days, &made, e) == -1)
 		goto out;
-	printf("created %s and %s (role %s)\n", cp, kp, role);
+	if (made_fn != NULL)
+		made_fn(arg, cp, kp);
 	rc = 0;
 out:
 	X509_free(ca);
@@ -386,8 +327,9 @@ out:
 	return rc;
 }
 
-static int
-run(const struct cfg *c, long days, struct cs_err *e)
+int
+ca_cluster(const struct cfg *c, long days, ca_made_fn *made_fn, void *arg,
+    struct cs_err *e)
 {
 	const char *dir = c->tls_dir;
 	char kp[PATH_MAX], cp[PATH_MAX], san[600];
@@ -406,11 +348,12 @@ run(const struct cfg *c, long days, struct cs_err *e)
 			goto out;
 		}
 		if ((ca = make_cert(ca_key, "cutsnap CA", NULL, NULL, NULL,
-		    days > 0 ? days : CERT_DAYS_DEFAULT, NULL, e)) == NULL ||
+		    days > 0 ? days : CA_DAYS_DEFAULT, NULL, e)) == NULL ||
 		    write_pem(kp, ca_key, NULL, e) == -1 ||
 		    write_pem(cp, NULL, ca, e) == -1)
 			goto out;
-		printf("created %s and %s\n", cp, kp);
+		if (made_fn != NULL)
+			made_fn(arg, cp, kp);
 		n++;
 	}
 	for (i = -1; i < c->nagents; i++) {
@@ -435,94 +378,15 @@ run(const struct cfg *c, long days, struct cs_err *e)
 		    days, &made, e) == -1)
 			goto out;
 		if (made) {
-			printf("created %s and %s\n", p2, p1);
+			if (made_fn != NULL)
+				made_fn(arg, p2, p1);
 			n++;
 		}
 	}
-	if (n == 0)
-		printf("nothing to create: every certificate is in %s\n", dir);
-	rc = 0;
+	rc = n;
 out:
 	X509_free(ca);
 	EVP_PKEY_free(ca_key);
 	return rc;
 }
 
-/* --client, --role and --out go together; EXIT_OK or EXIT_USAGE. */
-static int
-client_args(const char *client, const char *role, const char *out)
-{
-	if (client == NULL && (role != NULL || out != NULL))
-		return cmd_usage_error("%s needs --client NAME",
-		    role != NULL ? "--role" : "--out");
-	if (client == NULL)
-		return EXIT_OK;
-	if (!cfg_valid_name(client) || strcmp(client, "ca") == 0)
-		return cmd_usage_error("bad client name '%s' (letters, "
-		    "digits, '_', '-' and '.'; not 'ca')", client);
-	if (role == NULL)
-		return cmd_usage_error("--client needs --role admin, backup "
-		    "or read-only");
-	if (cs_role_parse(role) == CS_ROLE_BAD)
-		return cmd_usage_error("unknown role '%s' (admin, backup or "
-		    "read-only)", role);
-	return EXIT_OK;
-}
-
-int
-cmd_cert(int argc, char **argv)
-{
-	const char *conf = NULL, *client = NULL, *role = NULL, *out = NULL;
-	uint64_t days = CERT_DAYS_DEFAULT;
-	struct cfg *c = NULL;
-	struct cs_err e;
-	int ch, rc;
-
-	optind = 1;
-	opterr = 0;
-	while ((ch = getopt_long(argc, argv, ":c:h", opts, NULL)) != -1) {
-		switch (ch) {
-		case 'c':
-			conf = optarg;
-			break;
-		case 'd':
-			if (cmd_parse_pos(optarg, "days", CERT_DAYS_MAX, &days)
-			    == -1)
-				return EXIT_USAGE;
-			break;
-		case 'C':
-			client = optarg;
-			break;
-		case 'R':
-			role = optarg;
-			break;
-		case 'o':
-			out = optarg;
-			break;
-		case 'h':
-			return cmd_help(usage_text);
-		default:
-			return cmd_bad_option(argv, ch);
-		}
-	}
-	if (optind < argc)
-		return cmd_usage_error("unexpected argument '%s'",
-		    argv[optind]);
-	if ((rc = client_args(client, role, out)) != 0)
-		return rc;
-	if ((rc = cmd_load_config(conf, &c)) != 0)
-		return rc;
-	if (c->tls_dir[0] == '\0')
-		rc = cmd_fail(EXIT_USAGE, "%s has no tls_dir under [cluster]; "
-		    "add one (tls_dir = tls)", c->path);
-	else if (client != NULL && cfg_find(c, client) != -1)
-		rc = cmd_usage_error("--client %s is an agent's name: a "
-		    "client's certificate needs a name of its own", client);
-	else if (client != NULL && issue_client(c, client, role, out,
-	    cert_days((long)days), &e) == -1)
-		rc = cmd_fail(EXIT_FAILED, "%s", e.msg);
-	else if (client == NULL && run(c, cert_days((long)days), &e) == -1)
-		rc = cmd_fail(EXIT_FAILED, "%s", e.msg);
-	cfg_free(c);
-	return rc;
-}
