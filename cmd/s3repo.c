@@ -305,16 +305,16 @@ try_commit(struct sess *ss, uint64_t g, struct s3_obj *man, size_t nman,
 	if (st < 0)
 		return -1;
 	if (st == 404) {
-		cmd_warn("%s: %s vanished while being read; using the one "
+		cmd_warn("warning: %s: %s vanished while being read; using the one "
 		    "before it", s3_url(ss->s), key);
 	} else if (st != 200) {
 		rc = status_fail(ss, "get", key, st, e);
 	} else {
 		ss->gen = g;
 		if (parse_commit(ss, body, &pe) < 0)
-			cmd_warn("%s; using the commit before it", pe.msg);
+			cmd_warn("warning: %s; using the commit before it", pe.msg);
 		else if (!listed(man, nman, ss->mkey))
-			cmd_warn("%s: commit %020llu names %s, which the bucket "
+			cmd_warn("warning: %s: commit %020llu names %s, which the bucket "
 			    "does not have; reading the newest commit whose "
 			    "manifest exists (a writer then refuses it as a "
 			    "rollback: snapshot --accept-rollback continues "
@@ -360,7 +360,7 @@ read_head(struct sess *ss, struct cs_err *e)
 		if ((g = commit_num(o[i].key)) != 0)
 			nums[nc++] = g;
 		else
-			cmd_warn("%s: ignoring %s: not a commit's name",
+			cmd_warn("warning: %s: ignoring %s: not a commit's name",
 			    s3_url(ss->s), o[i].key);
 	}
 	if (nc == 0) {
