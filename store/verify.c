@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "store_int.h"
+#include "verify_int.h"
 #include "../lib/bigbuf.h"
 #include "../log/crcblk.h"
 #include "../log/datalog.h"
@@ -190,9 +191,9 @@ fault_after_chunks(struct vrun *v)
 /* Under restore: chunk c of the file f, its bytes at p just hashed to
  * its name, written to the temp file at its offset from the buffer it
  * was read (and decoded) into, by the thread that checked it. */
-static void
-write_chunk(struct vrun *v, struct fcheck *f, const struct row_chunk *c,
-    const uint8_t *p)
+void
+store_vsink_write_chunk(struct vrun *v, struct fcheck *f,
+    const struct row_chunk *c, const uint8_t *p)
 {
 	if (sink_write(f, p, (size_t)c->size, c->off) < 0)
 		sink_failed(f, strerror(errno));
@@ -225,23 +226,6 @@ enum {
  * few chunks per file, whatever its size. */
 #define HANDOFF_READY 4
 
-/* After a chunk buffer's csz bytes: the block checksums of the chunk it
- * holds, taken with its hash (crcblk.h), for the replay's record
- * checksums (crc_at): valid only once the chunk is hashed, and only for
- * that chunk; and the worker that last wrote the buffer. */
-struct ctail {
-	size_t agent, chunk;
-	int valid;
-	int owner;
-	uint32_t crc[];
-};
-
-static struct ctail *
-ctail_of(const struct vrun *v, const uint8_t *buf)
-{
-	return (struct ctail *)(void *)(buf + v->csz);
-}
-
 /* A chunk buffer for worker w, or NULL: a spare one (those the replay
  * passed, up to VERIFY_SPARE_MAX, are kept for the next chunks), else a
  * new one (a bigbuf: page-aligned, in huge pages where the kernel gives
@@ -251,8 +235,8 @@ ctail_of(const struct vrun *v, const uint8_t *buf)
  * INTERNALS.md, performance IX and XI). So the newest spare w wrote
  * itself (still in its own cache; the replay reads little of a chunk),
  * else the oldest spare. */
-static uint8_t *
-buf_get(struct vrun *v, int w)
+uint8_t *
+store_vbuf_get(struct vrun *v, int w)
 {
 	void *p = NULL;
 	size_t j;
@@ -260,7 +244,7 @@ buf_get(struct vrun *v, int w)
 	pthread_mutex_lock(&v->smu);
 	if (v->nspare > 0) {
 		for (j = v->nspare; j-- > 0;)
-			if (ctail_of(v, v->spare[j])->owner == w)
+			if (store_vchunk_tail(v, v->spare[j])->owner == w)
 				break;
 		if (j >= v->nspare)
 			j = 0;
@@ -277,8 +261,8 @@ buf_get(struct vrun *v, int w)
 
 /* Keep buffer p (a chunk's, or NULL) as a spare, oldest first, or free
  * it when VERIFY_SPARE_MAX are kept. */
-static void
-buf_put(struct vrun *v, uint8_t *p)
+void
+store_vbuf_put(struct vrun *v, uint8_t *p)
 {
 	pthread_mutex_lock(&v->smu);
 	if (p != NULL && v->nspare < VERIFY_SPARE_MAX) {
@@ -298,8 +282,8 @@ buf_put(struct vrun *v, uint8_t *p)
  * core. Progress counts each chunk once it is hashed. 0: its bytes are
  * in v->wbuf[w] (whether or not they hash to its name), or -1: they
  * could not be read. */
-static int
-check_chunk(struct vrun *v, size_t i, size_t k, int w)
+int
+store_vchunk_check(struct vrun *v, size_t i, size_t k, int w)
 {
 	const struct row_agent *a = &v->rows.agents[i];
 	const struct row_chunk *c = &a->chunks[k];
@@ -310,11 +294,11 @@ check_chunk(struct vrun *v, size_t i, size_t k, int w)
 	struct cs_err e;
 	int rc;
 
-	if (v->wbuf[w] == NULL && (v->wbuf[w] = buf_get(v, w)) == NULL) {
+	if (v->wbuf[w] == NULL && (v->wbuf[w] = store_vbuf_get(v, w)) == NULL) {
 		f->hash_failed = 1;	/* a benign race: only ever set */
 		return -1;
 	}
-	t = ctail_of(v, v->wbuf[w]);
+	t = store_vchunk_tail(v, v->wbuf[w]);
 	t->valid = 0;
 	t->owner = w;
 	fault_slow_chunk();
@@ -341,7 +325,7 @@ check_chunk(struct vrun *v, size_t i, size_t k, int w)
 	if (strcmp(hex, c->sha) != 0)
 		f->bad[k] = 1;
 	else if (f->sink >= 0 && !atomic_load(&f->wfailed))
-		write_chunk(v, f, c, v->wbuf[w]);
+		store_vsink_write_chunk(v, f, c, v->wbuf[w]);
 	store_progress_add(v->st, a->name, c->size);
 	return 0;
 }
@@ -352,8 +336,8 @@ check_chunk(struct vrun *v, size_t i, size_t k, int w)
  * or the replay reads it now, or dropped when the replay has ended. The
  * replay never waits on a task that waits on it: a chunk it reads now
  * is always taken. */
-static void
-offer_chunk(struct vrun *v, size_t i, size_t k, int w)
+void
+store_handoff_offer(struct vrun *v, size_t i, size_t k, int w)
 {
 	const struct row_chunk *c = &v->rows.agents[i].chunks[k];
 	struct fcheck *f = &v->fc[i];
@@ -366,7 +350,7 @@ offer_chunk(struct vrun *v, size_t i, size_t k, int w)
 	}
 	f->cstate[k] = HO_BUSY;
 	pthread_mutex_unlock(&f->mu);
-	ok = check_chunk(v, i, k, w) == 0;
+	ok = store_vchunk_check(v, i, k, w) == 0;
 	pthread_mutex_lock(&f->mu);
 	while (ok && !f->rdone && c->off >= f->rneed &&
 	    f->nready >= HANDOFF_READY)
@@ -388,8 +372,8 @@ offer_chunk(struct vrun *v, size_t i, size_t k, int w)
 /* Whether restore wrote every chunk of agent row i to its temp file
  * (after the chunk pass only): then the file's bytes are there,
  * verified, to be read back. */
-static int
-sink_complete(const struct vrun *v, size_t i)
+int
+store_vsink_complete(const struct vrun *v, size_t i)
 {
 	const struct fcheck *f = &v->fc[i];
 	size_t k;
@@ -488,7 +472,7 @@ reader_at(struct reader *r, uint64_t off, uint64_t end)
 	pthread_mutex_lock(&f->mu);
 	for (; r->lo < k; r->lo++)
 		if (f->cstate[r->lo] == HO_TAKEN && f->held[r->lo] != NULL) {
-			buf_put(r->v, f->held[r->lo]);
+			store_vbuf_put(r->v, f->held[r->lo]);
 			f->held[r->lo] = NULL;
 		}
 	f->rneed = end;
@@ -534,7 +518,7 @@ reader_help(struct reader *r, size_t k)
 	f->cstate[j] = HO_BUSY;
 	pthread_mutex_unlock(&f->mu);
 	atomic_fetch_add(&r->v->nahead, 1);
-	ok = check_chunk(r->v, r->i, j, r->worker) == 0;
+	ok = store_vchunk_check(r->v, r->i, j, r->worker) == 0;
 	pthread_mutex_lock(&f->mu);
 	if (ok) {
 		f->held[j] = r->v->wbuf[r->worker];
@@ -582,7 +566,7 @@ reader_take(struct reader *r, size_t k)
 			return NULL;
 		return r->buf;
 	case HO_FREE:
-		ok = check_chunk(r->v, r->i, k, r->worker) == 0;
+		ok = store_vchunk_check(r->v, r->i, k, r->worker) == 0;
 		pthread_mutex_lock(&f->mu);
 		if (ok) {
 			f->held[k] = r->v->wbuf[r->worker];
@@ -604,8 +588,8 @@ reader_take(struct reader *r, size_t k)
 /* Handoff: the replay of agent row i no longer reads: what a task
  * handed over and the replay did not take is freed, and the tasks still
  * to come check their chunks without keeping them. */
-static void
-reader_end(struct vrun *v, size_t i)
+void
+store_handoff_end(struct vrun *v, size_t i)
 {
 	struct fcheck *f = &v->fc[i];
 	size_t k;
@@ -615,7 +599,7 @@ reader_end(struct vrun *v, size_t i)
 	f->nready = 0;
 	for (k = 0; k < v->rows.agents[i].nchunks; k++)
 		if (f->held[k] != NULL) {
-			buf_put(v, f->held[k]);
+			store_vbuf_put(v, f->held[k]);
 			f->held[k] = NULL;
 		}
 	pthread_cond_broadcast(&f->cv);
@@ -685,7 +669,7 @@ crc_at(void *ctx, uint64_t off, size_t n, uint32_t *out)
 		if (take > n)
 			take = n;
 		/* r->buf (read again here) has no block checksums. */
-		t = p != r->buf ? ctail_of(r->v, p) : NULL;
+		t = p != r->buf ? store_vchunk_tail(r->v, p) : NULL;
 		if (t != NULL && t->valid && t->agent == r->i && t->chunk == k)
 			crc = crcblk_range(crc, p, (size_t)c->size, t->crc,
 			    at, at + take);
@@ -743,9 +727,9 @@ view_at(void *ctx, uint64_t off, size_t n)
  * dl_state): from the chunks the pool's tasks check (the handoff) when
  * run as the file's task (worker >= 0), else from restore's complete
  * temp file, else from the blobs. 0, or -1 with err. */
-static int
-replay_into(struct vrun *v, size_t i, int worker, const struct wm_set *from,
-    struct dl_state *st, char *err, size_t errsz)
+int
+store_handoff_replay(struct vrun *v, size_t i, int worker,
+    const struct wm_set *from, struct dl_state *st, char *err, size_t errsz)
 {
 	const struct row_agent *a = &v->rows.agents[i];
 	struct fcheck *f = &v->fc[i];
@@ -758,7 +742,7 @@ replay_into(struct vrun *v, size_t i, int worker, const struct wm_set *from,
 	r.v = v;
 	r.i = i;
 	r.handoff = worker >= 0;
-	r.fd = !r.handoff && sink_complete(v, i) ? f->sink : -1;
+	r.fd = !r.handoff && store_vsink_complete(v, i) ? f->sink : -1;
 	r.worker = worker;
 	if (dl_state_init(st, from != NULL) < 0) {
 		snprintf(err, errsz, "out of memory");
@@ -793,10 +777,10 @@ replay_file(struct vrun *v, size_t i, int worker)
 	struct fcheck *f = &v->fc[i];
 
 	/* A replay that fails is store_verify_cut's problem ("unreadable"). */
-	if (replay_into(v, i, worker, NULL, &f->st, f->err,
+	if (store_handoff_replay(v, i, worker, NULL, &f->st, f->err,
 	    sizeof(f->err)) == 0)
 		f->have = 1;
-	reader_end(v, i);
+	store_handoff_end(v, i);
 }
 
 int
@@ -805,7 +789,7 @@ store_verify_resend(struct vrun *v, size_t i, const struct wm_set *from)
 	struct fcheck *f = &v->fc[i];
 	struct dl_state st;
 
-	if (replay_into(v, i, -1, from, &st, f->err,
+	if (store_handoff_replay(v, i, -1, from, &st, f->err,
 	    sizeof(f->err)) < 0)
 		return -1;
 	dl_state_free(&f->st);
@@ -829,7 +813,7 @@ chunk_task(void *ctx, size_t t, int worker)
 	struct vrun *v = ctx;
 	const struct vtask *task = &v->tasks[v->nfiletasks + t];
 
-	offer_chunk(v, task->agent, (size_t)task->chunk, worker);
+	store_handoff_offer(v, task->agent, (size_t)task->chunk, worker);
 }
 
 static void
@@ -1090,8 +1074,8 @@ store_verify_ahead(const struct store *st)
 }
 
 /* The handoff of agent row i's chunks (plain verify). 0 / -1. */
-static int
-handoff_init(struct vrun *v, size_t i)
+int
+store_handoff_init(struct vrun *v, size_t i)
 {
 	struct fcheck *f = &v->fc[i];
 	size_t n = v->rows.agents[i].nchunks;
@@ -1105,8 +1089,8 @@ handoff_init(struct vrun *v, size_t i)
 	return 0;
 }
 
-static void
-handoff_free(struct vrun *v, size_t i)
+void
+store_handoff_free(struct vrun *v, size_t i)
 {
 	struct fcheck *f = &v->fc[i];
 	size_t k;
@@ -1136,8 +1120,8 @@ store_verify_restore(struct store *st, uint64_t id, const struct vsink *sinks,
 }
 
 /* A failed write to a temp file fails the restore, not the snapshot. */
-static int
-sink_error(const struct vrun *v, struct cs_err *e)
+int
+store_vsink_error(const struct vrun *v, struct cs_err *e)
 {
 	size_t i;
 
@@ -1213,7 +1197,7 @@ run(struct store *st, uint64_t id, uint64_t *resolved,
 			goto out;
 		}
 	for (i = 0; i < v.rows.nagents; i++)
-		if (v.fc[i].mapped && handoff_init(&v, i) < 0) {
+		if (v.fc[i].mapped && store_handoff_init(&v, i) < 0) {
 			cs_errf(e, "out of memory");
 			rc = -1;
 			goto out;
@@ -1236,7 +1220,7 @@ run(struct store *st, uint64_t id, uint64_t *resolved,
 			if (v.fc[i].mapped)
 				st->vchunks += v.rows.agents[i].nchunks;
 	}
-	if (sink_error(&v, e) < 0)
+	if (store_vsink_error(&v, e) < 0)
 		goto out;
 	for (i = 0; i < v.rows.nagents; i++)
 		report_file(&v, i);
@@ -1257,7 +1241,7 @@ out:
 			dl_state_free(&v.fc[i].st);
 		free(v.fc[i].bad);
 		store_keyset_free(&v.fc[i].ks);
-		handoff_free(&v, i);
+		store_handoff_free(&v, i);
 	}
 	free(v.fc);
 	free(v.tasks);
