@@ -95,6 +95,7 @@ struct sess {
 	int temp;		/* dir is ours to remove */
 	uint64_t gen;		/* the commit read, 0 when none */
 	uint64_t top;		/* the highest commit number listed */
+	char ctext[COMMIT_CAP];	/* the text of the commit read */
 	struct s3gen rec;	/* the generations known outside its manifest */
 	char mkey[128];		/* its manifest's key */
 	char mhash[SHA_HEX_LEN];
@@ -313,6 +314,9 @@ try_commit(struct sess *ss, uint64_t g, struct s3_obj *man, size_t nman,
 		ss->gen = g;
 		if (parse_commit(ss, body, &pe) < 0)
 			cmd_warn("warning: %s; using the commit before it", pe.msg);
+		else if (snprintf(ss->ctext, sizeof(ss->ctext), "%s", body) < 0)
+			rc = cs_errf(e, "%s: cannot keep commit text",
+			    s3_url(ss->s));
 		else if (!listed(man, nman, ss->mkey))
 			cmd_warn("warning: %s: commit %020llu names %s, which the bucket "
 			    "does not have; reading the newest commit whose "
@@ -438,6 +442,8 @@ fetch_manifest(struct sess *ss, struct cs_err *e)
 	}
 	return 0;
 }
+
+static void fault_commit_pause(struct sess *ss);
 
 /* ---- the lease ---- */
 
@@ -1130,6 +1136,7 @@ publish(struct sess *ss, struct cs_err *e)
 	}
 	if (lease_held(ss, e) < 0)
 		goto out;
+	fault_commit_pause(ss);
 	snprintf(ckey, sizeof(ckey), "commits/%020llu",
 	    (unsigned long long)ss->gen + 1);
 	snprintf(text, sizeof(text), "cutsnap-commit 1\nmanifest %s\nsha256 "
@@ -1252,6 +1259,61 @@ out:
 	return rc;
 }
 
+/* Test hook: CUTSNAP_FAULT=s3-commit-pause:PATH makes a writer that has
+ * checked its lease stop renewing it, create PATH.reached and wait, for
+ * as long as PATH exists (at most two minutes), before its commit PUT:
+ * the window in which a slow commit (retries) meets a prune that took the
+ * lapsed lease, which the prune's fence commit must close. */
+static void
+fault_commit_pause(struct sess *ss)
+{
+	char path[PATH_MAX], reached[PATH_MAX + 16];
+	struct lease *l = &ss->lease;
+	struct cs_err e;
+	int n;
+
+	if (cs_fault_value("s3-commit-pause", path, sizeof(path)) == NULL)
+		return;
+	pthread_mutex_lock(&l->mu);
+	l->stop = 1;
+	pthread_cond_signal(&l->cv);
+	pthread_mutex_unlock(&l->mu);
+	if (l->running)
+		pthread_join(l->th, NULL);
+	l->running = 0;
+	snprintf(reached, sizeof(reached), "%s.reached", path);
+	write_small(reached, "", 0, &e);
+	for (n = 0; n < 2400 && access(path, F_OK) == 0; n++)
+		cs_sleep_ms(50);
+}
+
+/* A prune's fence: the commit it read, again, under the next number. A
+ * writer that read an earlier commit can then no longer commit (its
+ * create-only PUT of that number is refused), so no snapshot is
+ * committed that refers to a blob this prune deletes, however long the
+ * writer's commit took after its lease lapsed. 412: a writer committed
+ * since this prune read the bucket; nothing is deleted. */
+static int
+fence_commit(struct sess *ss, struct cs_err *e)
+{
+	char key[64];
+	uint64_t num = (ss->top > ss->gen ? ss->top : ss->gen) + 1;
+	int st;
+
+	snprintf(key, sizeof(key), "commits/%020llu", (unsigned long long)num);
+	st = s3_put(ss->s, key, ss->ctext, strlen(ss->ctext), "*", NULL, e);
+	if (st < 0)
+		return -1;
+	if (st == 412)
+		return cs_errf(e, "%s: a writer committed %s since this prune "
+		    "started; nothing was deleted; run prune again",
+		    s3_url(ss->s), key);
+	if (st != 200)
+		return status_fail(ss, "put", key, st, e);
+	ss->gen = ss->top = num;
+	return 0;
+}
+
 /* Deletes the bucket's blobs whose stand-ins the prune removed, then
  * commits older than the newest and manifests no newer commit names,
  * all older than the grace period. */
@@ -1265,6 +1327,8 @@ prune_bucket(struct sess *ss, char **keys, size_t nk, int64_t grace,
 	int st, rc = -1;
 	unsigned long long g;
 
+	if (fence_commit(ss, e) < 0)
+		return -1;
 	for (i = 0; i < nk; i++) {
 		char path[PATH_MAX + 96];
 
@@ -1296,6 +1360,20 @@ prune_bucket(struct sess *ss, char **keys, size_t nk, int64_t grace,
 		    (st = s3_delete(ss->s, o[i].key, e)) != 204 && st != 200 &&
 		    st != 404)
 			goto fail;
+	/* A lease that lapsed while deleting: a writer may have taken it
+	 * and chosen to reuse a blob deleted after that; a second fence
+	 * stops that writer's commit too. */
+	if (lease_held(ss, e) < 0) {
+		if (fence_commit(ss, e) < 0) {
+			cs_errctx(e, "the lease lapsed while prune deleted "
+			    "blobs, and a writer committed meanwhile: verify "
+			    "the newest snapshot");
+			goto out;
+		}
+		cmd_warn("warning: %s: the lease lapsed while prune deleted "
+		    "blobs; a second fence commit stops any writer that "
+		    "began meanwhile", s3_url(ss->s));
+	}
 	rc = 0;
 	goto out;
 fail:
