@@ -41,6 +41,7 @@
 #include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <sys/file.h>
 #include <ftw.h>
 #include <limits.h>
 #include <pthread.h>
@@ -96,6 +97,7 @@ struct sess {
 	uint64_t gen;		/* the commit read, 0 when none */
 	uint64_t top;		/* the highest commit number listed */
 	char ctext[COMMIT_CAP];	/* the text of the commit read */
+	int cache_fd;		/* holds the cache's lock, or -1 */
 	struct s3gen rec;	/* the generations known outside its manifest */
 	char mkey[128];		/* its manifest's key */
 	char mhash[SHA_HEX_LEN];
@@ -625,6 +627,35 @@ lease_drop(struct sess *ss)
 
 /* ---- local directories ---- */
 
+/* One writer at a time per cache: a second one (the first's lease
+ * lapsed while it still runs, so the second got the lease) would rewrite
+ * the cache under the first. The lock is the file DIR.lock beside it,
+ * held until the process ends. */
+static int
+cache_lock(struct sess *ss, struct cs_err *e)
+{
+	char path[PATH_MAX + 8];
+	int fd;
+
+	snprintf(path, sizeof(path), "%s.lock", ss->dir);
+	if ((fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600)) < 0)
+		return cs_errno(e, "open %s", path);
+	if (flock(fd, LOCK_EX | LOCK_NB) < 0) {
+		int err = errno;
+
+		close(fd);
+		if (err == EWOULDBLOCK)
+			return cs_errf(e, "%s: another writer on this host still "
+			    "uses the cache %s (its lease lapsed, but it has not "
+			    "ended); try again once it has", s3_url(ss->s),
+			    ss->dir);
+		errno = err;
+		return cs_errno(e, "lock %s", path);
+	}
+	ss->cache_fd = fd;
+	return 0;
+}
+
 static int
 cache_dir(struct sess *ss, struct cs_err *e)
 {
@@ -660,7 +691,7 @@ cache_dir(struct sess *ss, struct cs_err *e)
 		return cs_errf(e, "cache directory path too long");
 	if (mkdir(ss->dir, 0700) < 0 && errno != EEXIST)
 		return cs_errno(e, "mkdir %s", ss->dir);
-	return 0;
+	return cache_lock(ss, e);
 }
 
 static int
@@ -1518,6 +1549,7 @@ cmd_s3_run(const char *name, int (*fn)(int, char **), int argc, char **argv)
 	int i, ri, rc = EXIT_FAILED, dry = 0, saved = -1;
 
 	memset(&ss, 0, sizeof(ss));
+	ss.cache_fd = -1;
 	e.msg[0] = '\0';
 	/* The local stand-in is not the repository: its commit is not the
 	 * bucket's (an upload may still fail), and the bucket has its own
@@ -1653,6 +1685,8 @@ out:
 	free(ss.vouched.v);
 	free(ss.put.v);
 	lease_drop(&ss);
+	if (ss.cache_fd >= 0)
+		close(ss.cache_fd);
 	if (ss.temp) {
 		chmod(ss.dir, 0700);
 		rm_rf(ss.dir);

@@ -8,7 +8,9 @@
 # commit it read, under the next number) makes the writer's commit fail
 # instead of committing a snapshot whose blobs are gone; every snapshot
 # listed afterwards verifies. Without the fence the writer reported
-# success and its snapshot failed verify.
+# success and its snapshot failed verify. A second writer on the same
+# host, which gets the lapsed lease too, stops at the cache's lock with a
+# message rather than rewriting the cache under the first.
 . "$(dirname "$0")/lib.sh"
 . "$_lib_dir/lib-s3.sh"
 
@@ -35,6 +37,13 @@ test_expect_success 'a writer reusing those blobs pauses before its commit; its 
 	CUTSNAP_FAULT=s3-commit-pause:$HOLD REPO=$REPO_URL snapshot_bg &&
 	wait_for 60 test -e "$HOLD.reached" &&
 	wait_for 60 lease_expired
+'
+
+test_expect_success 'a second writer on this host gets the lapsed lease but not the cache: it says so and ends' '
+	t0=$SECONDS &&
+	expect_error 1 snapshot -c "$CONF" -r "$REPO_URL" &&
+	err_matches "another writer on this host still uses the cache" &&
+	[ $((SECONDS - t0)) -lt 20 ]
 '
 
 test_expect_success 'prune takes the lapsed lease, fences with a commit, and deletes the unreferenced blobs' '
