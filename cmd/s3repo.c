@@ -629,15 +629,15 @@ lease_drop(struct sess *ss)
 
 /* One writer at a time per cache: a second one (the first's lease
  * lapsed while it still runs, so the second got the lease) would rewrite
- * the cache under the first. The lock is the file DIR.lock beside it,
- * held until the process ends. */
+ * the cache under the first. The lock is the file .writer-lock in it,
+ * held until the session ends. */
 static int
 cache_lock(struct sess *ss, struct cs_err *e)
 {
-	char path[PATH_MAX + 8];
+	char path[PATH_MAX + 32];
 	int fd;
 
-	snprintf(path, sizeof(path), "%s.lock", ss->dir);
+	snprintf(path, sizeof(path), "%s/.writer-lock", ss->dir);
 	if ((fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600)) < 0)
 		return cs_errno(e, "open %s", path);
 	if (flock(fd, LOCK_EX | LOCK_NB) < 0) {
