@@ -866,7 +866,7 @@ parse_i64(const uint8_t *p, size_t n, int64_t *out)
 }
 
 int
-dl_parse_i64(const uint8_t *p, size_t n, int64_t *out)
+dl_int_parse(const uint8_t *p, size_t n, int64_t *out)
 {
 	return parse_i64(p, n, out);
 }

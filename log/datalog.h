@@ -334,6 +334,10 @@ int dl_state_check(const struct dl_state *st, const struct dl_record *r,
 int dl_int_add(const struct dl_state *st, const void *key, size_t klen,
     int64_t delta, char out[24], int64_t *result, struct cs_err *e);
 
+/* The decimal int64 p[0, n) (an optional '-' and 1..19 digits, as
+ * dl_int_add writes them) into *out. 0, or -1 when it is not one. */
+int dl_int_parse(const uint8_t *p, size_t n, int64_t *out);
+
 /* The dead letter (src, seq), or NULL. */
 const struct dl_dead *dl_dead_find(const struct dl_state *st,
     const char *src, uint64_t seq);

@@ -41,8 +41,6 @@ int dl_replay_src(struct dl_src *s, const char *what, int allow_torn,
     struct dl_state *st, size_t *valid_len, struct cs_err *e);
 int dl_decode(const uint8_t *p, size_t n, struct dl_record *r,
     char peer[NAME_MAX_LEN + 1], struct cs_err *e);
-/* Strict decimal int64 p[0, n): optional '-', 1..19 digits. 0 / -1. */
-int dl_parse_i64(const uint8_t *p, size_t n, int64_t *out);
 /* Does the state keep key's value (it has a map, and keep wants it)? */
 int dl_tracked(const struct dl_state *st, const uint8_t *key, size_t klen);
 

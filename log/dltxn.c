@@ -24,7 +24,7 @@ dl_txn_next(struct rbuf *rb, struct dl_txn_op *op)
 		rb->err = 1;
 	if (rb->err || op->klen == 0)
 		return -1;
-	if (op->kind == DL_TXN_ADD && dl_parse_i64(op->val, op->vlen, &v) == -1)
+	if (op->kind == DL_TXN_ADD && dl_int_parse(op->val, op->vlen, &v) == -1)
 		return -1;
 	return 0;
 }
@@ -80,7 +80,7 @@ dl_txn_reply(const struct dl_record *r, struct wbuf *out)
 		(void)dl_txn_next(&rb, &op);
 		if (op.kind != DL_TXN_ADD)
 			continue;
-		(void)dl_parse_i64(op.val, op.vlen, &v);
+		(void)dl_int_parse(op.val, op.vlen, &v);
 		wbuf_put_i64(out, v);
 	}
 	return out->oom ? -1 : 0;
