@@ -38,6 +38,7 @@
  * blobs no manifest of the newest commit refers to, and only those older
  * than its grace period, while holding the lease. */
 #include <dirent.h>
+#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
@@ -92,7 +93,8 @@ struct sess {
 	enum kind kind;
 	char dir[PATH_MAX];	/* the local repository the command uses */
 	int temp;		/* dir is ours to remove */
-	uint64_t gen;		/* newest commit, 0 when none */
+	uint64_t gen;		/* the commit read, 0 when none */
+	uint64_t top;		/* the highest commit number listed */
 	struct s3gen rec;	/* the generations known outside its manifest */
 	char mkey[128];		/* its manifest's key */
 	char mhash[SHA_HEX_LEN];
@@ -246,16 +248,101 @@ parse_commit(struct sess *ss, const char *t, struct cs_err *e)
 	return 0;
 }
 
-/* The newest commit into ss (gen 0 when there is none). */
+/* The number of a commit's key: "commits/" and exactly 20 digits that
+ * print back the same (so no overflow); 0 for anything else. */
+static uint64_t
+commit_num(const char *key)
+{
+	char back[32];
+	unsigned long long g;
+	char *end;
+
+	if (strlen(key) != 28 || strncmp(key, "commits/", 8) != 0 ||
+	    !isdigit((unsigned char)key[8]))
+		return 0;
+	errno = 0;
+	g = strtoull(key + 8, &end, 10);
+	if (errno != 0 || *end != '\0')
+		return 0;
+	snprintf(back, sizeof(back), "commits/%020llu", g);
+	return strcmp(back, key) == 0 ? g : 0;
+}
+
+static int
+desc_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? 1 : x > y ? -1 : 0;
+}
+
+/* Whether the bucket has object key, in the sorted listing. */
+static int
+listed(struct s3_obj *o, size_t n, const char *key)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		if (strcmp(o[i].key, key) == 0)
+			return 1;
+	return 0;
+}
+
+/* Commit g, read and parsed into ss, when it names a manifest the bucket
+ * has: 1; 0 (with a warning) when it is gone, malformed or names a
+ * missing manifest; -1 on a failure to read (e set). */
+static int
+try_commit(struct sess *ss, uint64_t g, struct s3_obj *man, size_t nman,
+    struct cs_err *e)
+{
+	char key[64], *body = NULL;
+	size_t len;
+	struct cs_err pe;
+	int st, rc = 0;
+
+	snprintf(key, sizeof(key), "commits/%020llu", (unsigned long long)g);
+	st = s3_get(ss->s, key, COMMIT_CAP, &body, &len, NULL, e);
+	if (st < 0)
+		return -1;
+	if (st == 404) {
+		cmd_warn("warning: %s: %s vanished while being read; using the one "
+		    "before it", s3_url(ss->s), key);
+	} else if (st != 200) {
+		rc = status_fail(ss, "get", key, st, e);
+	} else {
+		ss->gen = g;
+		if (parse_commit(ss, body, &pe) < 0)
+			cmd_warn("warning: %s; using the commit before it", pe.msg);
+		else if (!listed(man, nman, ss->mkey))
+			cmd_warn("warning: %s: commit %020llu names %s, which the bucket "
+			    "does not have; reading the newest commit whose "
+			    "manifest exists (a writer then refuses it as a "
+			    "rollback: snapshot --accept-rollback continues "
+			    "from it)", s3_url(ss->s), (unsigned long long)g,
+			    ss->mkey);
+		else
+			rc = 1;
+	}
+	free(body);
+	return rc;
+}
+
+/* How many commits below an unusable newest one are tried before giving
+ * up: enough for a few damaged ones, few enough to stay quick. */
+#define COMMIT_FALLBACK 16
+
+/* The newest usable commit into ss (gen 0 when there is none). Keys under
+ * commits/ that are not commit numbers are ignored with a warning (a
+ * stray commits/99999999999999999999 must not stop every command); a
+ * newest commit that is malformed or whose manifest is gone is passed
+ * over, with a warning, for the newest one before it that is whole. */
 static int
 read_head(struct sess *ss, struct cs_err *e)
 {
-	struct s3_obj *o = NULL;
-	size_t n = 0, i, len;
-	char *body = NULL, key[64];
-	unsigned long long g, best = 0;
-	uint64_t prev[2] = { 0, 0 };
-	int st, rc = -1;
+	struct s3_obj *o = NULL, *man = NULL;
+	size_t n = 0, nman = 0, i, nc = 0, tried;
+	uint64_t *nums = NULL, prev[2] = { 0, 0 }, g;
+	int rc = -1, k = 0;
 
 	ss->gen = 0;
 	ss->mkey[0] = ss->mhash[0] = '\0';
@@ -265,40 +352,47 @@ read_head(struct sess *ss, struct cs_err *e)
 			ss->bad_config = 1;
 		return -1;
 	}
-	for (i = 0; i < n; i++)
-		if (strlen(o[i].key) == 28 &&
-		    sscanf(o[i].key, "commits/%20llu", &g) == 1 && g > best)
-			best = g;
-	/* The two before the newest, for the generations they say. */
-	for (i = 0; i < n; i++)
-		if (strlen(o[i].key) == 28 &&
-		    sscanf(o[i].key, "commits/%20llu", &g) == 1 && g < best) {
-			if (g > prev[0]) {
-				prev[1] = prev[0];
-				prev[0] = g;
-			} else if (g > prev[1]) {
-				prev[1] = g;
-			}
-		}
-	if (best == 0) {
+	if (n > 0 && (nums = malloc(n * sizeof(*nums))) == NULL) {
+		cs_errf(e, "out of memory");
+		goto out;
+	}
+	for (i = 0; i < n; i++) {
+		if ((g = commit_num(o[i].key)) != 0)
+			nums[nc++] = g;
+		else
+			cmd_warn("warning: %s: ignoring %s: not a commit's name",
+			    s3_url(ss->s), o[i].key);
+	}
+	if (nc == 0) {
 		rc = 0;
 		goto out;
 	}
-	ss->gen = best;
-	snprintf(key, sizeof(key), "commits/%020llu", best);
-	st = s3_get(ss->s, key, COMMIT_CAP, &body, &len, NULL, e);
-	if (st < 0)
+	qsort(nums, nc, sizeof(*nums), desc_u64);
+	if (s3_list(ss->s, "manifests/", &man, &nman, e) < 0)
 		goto out;
-	if (st != 200) {
-		status_fail(ss, "get", key, st, e);
+	for (tried = 0; tried < nc && tried < COMMIT_FALLBACK; tried++)
+		if ((k = try_commit(ss, nums[tried], man, nman, e)) != 0)
+			break;
+	if (k < 0)
+		goto out;
+	if (k == 0) {
+		cs_errf(e, "%s: none of the newest %zu commits names a manifest "
+		    "the bucket has", s3_url(ss->s), tried);
 		goto out;
 	}
-	if ((rc = parse_commit(ss, body, e)) == 0)
-		rc = s3gen_earlier(ss->s, &ss->rec, prev, prev[1] ? 2 : prev[0] ?
-		    1 : 0, e);
+	/* The two commits before it, and any passed over above it, for
+	 * the generations they say: the rollback check weighs them. */
+	ss->top = nums[0];
+	for (i = tried + 1; i < nc && i < tried + 3; i++)
+		prev[i - tried - 1] = nums[i];
+	rc = s3gen_earlier(ss->s, &ss->rec, prev, prev[1] ? 2 : prev[0] ?
+	    1 : 0, e);
+	if (rc == 0 && tried > 0)
+		rc = s3gen_earlier(ss->s, &ss->rec, nums, tried, e);
 out:
-	free(body);
+	free(nums);
 	s3_objs_free(o, n);
+	s3_objs_free(man, nman);
 	return rc;
 }
 
@@ -1022,6 +1116,10 @@ publish(struct sess *ss, struct cs_err *e)
 		cs_errno(e, "getrandom");
 		goto out;
 	}
+	/* Past every commit listed, also one passed over as unusable: its
+	 * number is taken. */
+	if (ss->top > ss->gen)
+		ss->gen = ss->top;
 	snprintf(mkey, sizeof(mkey), "manifests/%020llu-%02x%02x%02x%02x.db",
 	    (unsigned long long)ss->gen + 1, rnd[0], rnd[1], rnd[2], rnd[3]);
 	if ((st = s3_put(ss->s, mkey, body, len, "*", NULL, e)) < 0)
