@@ -41,6 +41,7 @@
 #include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <sys/file.h>
 #include <ftw.h>
 #include <limits.h>
 #include <pthread.h>
@@ -95,6 +96,8 @@ struct sess {
 	int temp;		/* dir is ours to remove */
 	uint64_t gen;		/* the commit read, 0 when none */
 	uint64_t top;		/* the highest commit number listed */
+	char ctext[COMMIT_CAP];	/* the text of the commit read */
+	int cache_fd;		/* holds the cache's lock, or -1 */
 	struct s3gen rec;	/* the generations known outside its manifest */
 	char mkey[128];		/* its manifest's key */
 	char mhash[SHA_HEX_LEN];
@@ -313,6 +316,9 @@ try_commit(struct sess *ss, uint64_t g, struct s3_obj *man, size_t nman,
 		ss->gen = g;
 		if (parse_commit(ss, body, &pe) < 0)
 			cmd_warn("warning: %s; using the commit before it", pe.msg);
+		else if (snprintf(ss->ctext, sizeof(ss->ctext), "%s", body) < 0)
+			rc = cs_errf(e, "%s: cannot keep commit text",
+			    s3_url(ss->s));
 		else if (!listed(man, nman, ss->mkey))
 			cmd_warn("warning: %s: commit %020llu names %s, which the bucket "
 			    "does not have; reading the newest commit whose "
@@ -438,6 +444,8 @@ fetch_manifest(struct sess *ss, struct cs_err *e)
 	}
 	return 0;
 }
+
+static void fault_commit_pause(struct sess *ss);
 
 /* ---- the lease ---- */
 
@@ -619,6 +627,35 @@ lease_drop(struct sess *ss)
 
 /* ---- local directories ---- */
 
+/* One writer at a time per cache: a second one (the first's lease
+ * lapsed while it still runs, so the second got the lease) would rewrite
+ * the cache under the first. The lock is the file DIR.lock beside it,
+ * held until the process ends. */
+static int
+cache_lock(struct sess *ss, struct cs_err *e)
+{
+	char path[PATH_MAX + 8];
+	int fd;
+
+	snprintf(path, sizeof(path), "%s.lock", ss->dir);
+	if ((fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600)) < 0)
+		return cs_errno(e, "open %s", path);
+	if (flock(fd, LOCK_EX | LOCK_NB) < 0) {
+		int err = errno;
+
+		close(fd);
+		if (err == EWOULDBLOCK)
+			return cs_errf(e, "%s: another writer on this host still "
+			    "uses the cache %s (its lease lapsed, but it has not "
+			    "ended); try again once it has", s3_url(ss->s),
+			    ss->dir);
+		errno = err;
+		return cs_errno(e, "lock %s", path);
+	}
+	ss->cache_fd = fd;
+	return 0;
+}
+
 static int
 cache_dir(struct sess *ss, struct cs_err *e)
 {
@@ -654,7 +691,7 @@ cache_dir(struct sess *ss, struct cs_err *e)
 		return cs_errf(e, "cache directory path too long");
 	if (mkdir(ss->dir, 0700) < 0 && errno != EEXIST)
 		return cs_errno(e, "mkdir %s", ss->dir);
-	return 0;
+	return cache_lock(ss, e);
 }
 
 static int
@@ -1130,6 +1167,7 @@ publish(struct sess *ss, struct cs_err *e)
 	}
 	if (lease_held(ss, e) < 0)
 		goto out;
+	fault_commit_pause(ss);
 	snprintf(ckey, sizeof(ckey), "commits/%020llu",
 	    (unsigned long long)ss->gen + 1);
 	snprintf(text, sizeof(text), "cutsnap-commit 1\nmanifest %s\nsha256 "
@@ -1252,6 +1290,61 @@ out:
 	return rc;
 }
 
+/* Test hook: CUTSNAP_FAULT=s3-commit-pause:PATH makes a writer that has
+ * checked its lease stop renewing it, create PATH.reached and wait, for
+ * as long as PATH exists (at most two minutes), before its commit PUT:
+ * the window in which a slow commit (retries) meets a prune that took the
+ * lapsed lease, which the prune's fence commit must close. */
+static void
+fault_commit_pause(struct sess *ss)
+{
+	char path[PATH_MAX], reached[PATH_MAX + 16];
+	struct lease *l = &ss->lease;
+	struct cs_err e;
+	int n;
+
+	if (cs_fault_value("s3-commit-pause", path, sizeof(path)) == NULL)
+		return;
+	pthread_mutex_lock(&l->mu);
+	l->stop = 1;
+	pthread_cond_signal(&l->cv);
+	pthread_mutex_unlock(&l->mu);
+	if (l->running)
+		pthread_join(l->th, NULL);
+	l->running = 0;
+	snprintf(reached, sizeof(reached), "%s.reached", path);
+	write_small(reached, "", 0, &e);
+	for (n = 0; n < 2400 && access(path, F_OK) == 0; n++)
+		cs_sleep_ms(50);
+}
+
+/* A prune's fence: the commit it read, again, under the next number. A
+ * writer that read an earlier commit can then no longer commit (its
+ * create-only PUT of that number is refused), so no snapshot is
+ * committed that refers to a blob this prune deletes, however long the
+ * writer's commit took after its lease lapsed. 412: a writer committed
+ * since this prune read the bucket; nothing is deleted. */
+static int
+fence_commit(struct sess *ss, struct cs_err *e)
+{
+	char key[64];
+	uint64_t num = (ss->top > ss->gen ? ss->top : ss->gen) + 1;
+	int st;
+
+	snprintf(key, sizeof(key), "commits/%020llu", (unsigned long long)num);
+	st = s3_put(ss->s, key, ss->ctext, strlen(ss->ctext), "*", NULL, e);
+	if (st < 0)
+		return -1;
+	if (st == 412)
+		return cs_errf(e, "%s: a writer committed %s since this prune "
+		    "started; nothing was deleted; run prune again",
+		    s3_url(ss->s), key);
+	if (st != 200)
+		return status_fail(ss, "put", key, st, e);
+	ss->gen = ss->top = num;
+	return 0;
+}
+
 /* Deletes the bucket's blobs whose stand-ins the prune removed, then
  * commits older than the newest and manifests no newer commit names,
  * all older than the grace period. */
@@ -1265,6 +1358,8 @@ prune_bucket(struct sess *ss, char **keys, size_t nk, int64_t grace,
 	int st, rc = -1;
 	unsigned long long g;
 
+	if (fence_commit(ss, e) < 0)
+		return -1;
 	for (i = 0; i < nk; i++) {
 		char path[PATH_MAX + 96];
 
@@ -1296,6 +1391,20 @@ prune_bucket(struct sess *ss, char **keys, size_t nk, int64_t grace,
 		    (st = s3_delete(ss->s, o[i].key, e)) != 204 && st != 200 &&
 		    st != 404)
 			goto fail;
+	/* A lease that lapsed while deleting: a writer may have taken it
+	 * and chosen to reuse a blob deleted after that; a second fence
+	 * stops that writer's commit too. */
+	if (lease_held(ss, e) < 0) {
+		if (fence_commit(ss, e) < 0) {
+			cs_errctx(e, "the lease lapsed while prune deleted "
+			    "blobs, and a writer committed meanwhile: verify "
+			    "the newest snapshot");
+			goto out;
+		}
+		cmd_warn("warning: %s: the lease lapsed while prune deleted "
+		    "blobs; a second fence commit stops any writer that "
+		    "began meanwhile", s3_url(ss->s));
+	}
 	rc = 0;
 	goto out;
 fail:
@@ -1440,6 +1549,7 @@ cmd_s3_run(const char *name, int (*fn)(int, char **), int argc, char **argv)
 	int i, ri, rc = EXIT_FAILED, dry = 0, saved = -1;
 
 	memset(&ss, 0, sizeof(ss));
+	ss.cache_fd = -1;
 	e.msg[0] = '\0';
 	/* The local stand-in is not the repository: its commit is not the
 	 * bucket's (an upload may still fail), and the bucket has its own
@@ -1575,6 +1685,8 @@ out:
 	free(ss.vouched.v);
 	free(ss.put.v);
 	lease_drop(&ss);
+	if (ss.cache_fd >= 0)
+		close(ss.cache_fd);
 	if (ss.temp) {
 		chmod(ss.dir, 0700);
 		rm_rf(ss.dir);
