@@ -33,7 +33,7 @@ PKG_CFLAGS = $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS   = $(shell pkg-config --libs $(filter-out libcurl,$(PKGS)) 2>/dev/null) -ldl
 CMOCKA_LIBS = $(shell pkg-config --libs cmocka 2>/dev/null)
 
-LIB_SRC  := $(wildcard lib/*.c crypto/*.c log/*.c net/*.c proto/*.c s3/*.c store/*.c agent/*.c coordinator/*.c)
+LIB_SRC  := $(wildcard lib/*.c crypto/*.c log/*.c net/*.c proto/*.c s3/*.c store/*.c agent/*.c coordinator/*.c tools/*.c)
 CMD_SRC  := $(wildcard cmd/*.c)
 UNIT_SRC := $(wildcard tests/unit/test_*.c)
 

@@ -25,6 +25,7 @@
 #include "../log/dlfile.h"
 #include "../lib/err.h"
 #include "../proto/report.h"
+#include "../net/conn.h"
 #include "../net/role.h"
 #include "../proto/snapuid.h"
 #include "../lib/util.h"
@@ -84,10 +85,10 @@ struct conn {
 	int compact_wait;	/* asked for a compaction: answered when
 				 * the rewrite is durable */
 	int dead;		/* closed; freed by agent_conn_reap */
-	/* TCP + TLS (agents with an addr, xport.h); x is NULL on a Unix
-	 * socket. Nothing is read or written before the handshake is done
-	 * and the peer's CN is accepted. */
-	struct xconn *x;
+	/* Its transport (net/conn.h): plain on a Unix socket, TLS over
+	 * TCP (agents with an addr). Over TLS nothing is read or written
+	 * before the handshake is done and the peer's CN is accepted. */
+	struct netconn *nc;
 	int hs;			/* handshake under way */
 	uint32_t hs_want;	/* its epoll interest */
 	int64_t hs_deadline;	/* monotonic ms: closed then if not done */

@@ -82,7 +82,7 @@ agent_inch_hello(struct agent *a, struct conn *c, const uint8_t *p, size_t n)
 		return;
 	}
 	/* Over TLS the HELLO must name the agent of the certificate. */
-	if (c->x != NULL && strcmp(src, c->cn) != 0) {
+	if (netconn_is_tls(c->nc) && strcmp(src, c->cn) != 0) {
 		log_warn("refused a HELLO as %s from the certificate of %s: "
 		    "a CN that is not the agent it claims to be", src, c->cn);
 		agent_conn_close(a, c, NULL);

@@ -121,7 +121,7 @@ exchange(const struct cfg *c, int i, uint8_t type, const struct wbuf *req,
 	    &r->blen, wait_ms, e) == 0;
 	if (!rc)
 		cs_errctx(e, "agent %s", c->agents[i].name);
-	close(fd);
+	client_close(fd);
 	return rc;
 }
 

@@ -296,7 +296,7 @@ cmd_call(const struct cfg *c, int i, uint8_t type, const struct wbuf *req,
 	}
 	rc = 0;
 out:
-	close(fd);
+	client_close(fd);
 	return rc;
 }
 

@@ -271,7 +271,7 @@ wait_reports(struct run *r)
 			break;
 		if (interrupted(r))
 			goto out;
-		if ((k = poll(pfd, (nfds_t)n, left_ms(r))) < 0) {
+		if ((k = client_poll(pfd, (nfds_t)n, left_ms(r))) < 0) {
 			if (errno == EINTR)
 				continue;
 			fail(r, "poll: %s", strerror(errno));
@@ -344,7 +344,7 @@ all_alive(struct run *r)
 		p.fd = r->fds[i];
 		p.events = POLLIN;
 		p.revents = 0;
-		if (poll(&p, 1, 0) == 0)
+		if (client_poll(&p, 1, 0) == 0)
 			continue;
 		name = r->c->agents[i].name;
 		if (cs_now_ms() >= r->deadline && answers(r, i))
@@ -557,7 +557,7 @@ abort:
 out:
 	for (i = 0; r.fds != NULL && i < c->nagents; i++)
 		if (r.fds[i] >= 0)
-			close(r.fds[i]);
+			client_close(r.fds[i]);
 	for (i = 0; r.reps != NULL && i < c->nagents; i++)
 		report_free(&r.reps[i]);
 	free(r.fds);

@@ -108,12 +108,10 @@ void xport_client_cert_set(const char *name);
  * e set ("agent A at ADDR: TLS handshake timed out"). */
 int xport_client_open(const struct cfg *c, int i, int64_t deadline, int *fd,
     struct xconn **t, struct cs_err *e);
-/* For the commands: a blocking TCP + TLS connection to agent i of c, as
- * "client", checked to be agent i; returns one end of a socket pair that a
- * relay thread joins to the TLS connection, so that callers read and
- * write a plain fd (the relay thread blocks every signal). deadline as
- * for xport_client_open. -1 with e set. */
+/* For the commands: as xport_client_open, but neither offering nor
+ * keeping a session (one connection per agent and command); the caller
+ * reads and writes it directly (client.h registers it by its fd). */
 int xport_client_connect(const struct cfg *c, int i, int64_t deadline,
-    struct cs_err *e);
+    int *fd, struct xconn **t, struct cs_err *e);
 
 #endif
