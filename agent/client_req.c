@@ -459,6 +459,9 @@ agent_client_frame(struct agent *a, struct conn *c, uint8_t type,
 	    type == W_REQ_TRANSFER || type == W_REQ_DEAD_RESOLVE)
 		a->writes++;
 	switch (type) {
+	case W_HELLO:
+		agent_hello(a, c, &r);
+		break;
 	case W_REQ_STATUS:
 		if (!rbuf_done(&r))
 			badreq(a, c, "status");
