@@ -239,8 +239,14 @@ $(BUILD)/bench/decpar: bench/decpar.c $(LIBA) | $(DEPS_OK)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(PKG_CFLAGS) -I. -o $@ $< $(LIBA) $(PKG_LIBS) $(LDFLAGS) -lpthread
 
+# libget times libcutsnap's gets as an application links it (the .so).
+$(BUILD)/bench/libget: bench/libget.c $(SO) | $(DEPS_OK)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -Iinclude -o $@ $< -L$(BUILD) -lcutsnap \
+	    -Wl,-rpath,$(abspath $(BUILD))
+
 bench: all bench-deps $(BUILD)/bench/syncw $(BUILD)/bench/pingpong $(BUILD)/bench/shapar \
-    $(BUILD)/bench/kdfms $(BUILD)/bench/decpar
+    $(BUILD)/bench/kdfms $(BUILD)/bench/decpar $(BUILD)/bench/libget
 	bash bench/run.sh
 
 ROUNDS ?= 500
