@@ -8,9 +8,6 @@
 #include "../proto/agstat.h"
 #include "api_int.h"
 
-/* The agent's versioned get (docs/PROTOCOL.md). */
-#define W_GETV 52
-
 /* Build {bytes key [, bytes value]} in w. 0, or -1 recorded. */
 static int
 key_req(cs_conn *c, struct wbuf *w, const void *k, size_t kl)
@@ -276,7 +273,7 @@ cs_get_version(cs_conn *c, const void *k, size_t kl, void **v, size_t *vl,
 		wbuf_free(&w);
 		return -1;
 	}
-	if ((rc = call(c, W_GETV, &w, &b, &n)) != CS_OK)
+	if ((rc = call(c, W_REQ_GETV, &w, &b, &n)) != CS_OK)
 		return rc;
 	rbuf_init(&r, b, n);
 	ver = rbuf_u64(&r);

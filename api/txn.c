@@ -8,25 +8,9 @@
 #include "../lib/util.h"
 #include "api_int.h"
 
-/* Wire types and reply codes of the agent's transactions and inbox
- * (docs/PROTOCOL.md). */
-#define W_TXN		50
+/* W_REQ_RECV (reserved in docs/PROTOCOL.md; the agent does not answer it
+ * yet). */
 #define W_RECV		51
-#define R_CONFLICT	4
-#define R_TIMEOUT	5
-#define R_BUSY		6
-
-/* Operation kinds in a W_TXN. */
-enum {
-	OP_EXPECT_EQ = 1,
-	OP_EXPECT_ABSENT = 2,
-	OP_EXPECT_VERSION = 3,
-	OP_PUT = 10,
-	OP_DEL = 11,
-	OP_ADD = 12,
-	OP_SEND = 13,
-	OP_CONSUME = 14,
-};
 
 /* The ops staged in a transaction, and its results once committed. */
 #define TXN_MAX_OPS 65536u
@@ -123,7 +107,7 @@ value_ok(cs_txn *t, size_t vl)
 int
 cs_txn_put(cs_txn *t, const void *k, size_t kl, const void *v, size_t vl)
 {
-	if (t == NULL || !value_ok(t, vl) || op_start(t, OP_PUT, k, kl, 1))
+	if (t == NULL || !value_ok(t, vl) || op_start(t, TXN_PUT, k, kl, 1))
 		return -1;
 	wbuf_put_bytes(&t->ops, v, vl);
 	return op_end(t);
@@ -132,7 +116,7 @@ cs_txn_put(cs_txn *t, const void *k, size_t kl, const void *v, size_t vl)
 int
 cs_txn_del(cs_txn *t, const void *k, size_t kl)
 {
-	if (op_start(t, OP_DEL, k, kl, 1) == -1)
+	if (op_start(t, TXN_DEL, k, kl, 1) == -1)
 		return -1;
 	return op_end(t);
 }
@@ -140,7 +124,7 @@ cs_txn_del(cs_txn *t, const void *k, size_t kl)
 int
 cs_txn_add(cs_txn *t, const void *k, size_t kl, int64_t delta)
 {
-	if (op_start(t, OP_ADD, k, kl, 1) == -1)
+	if (op_start(t, TXN_ADD, k, kl, 1) == -1)
 		return -1;
 	wbuf_put_i64(&t->ops, delta);
 	return op_end(t);
@@ -157,7 +141,7 @@ cs_txn_send(cs_txn *t, const char *peer, const void *p, size_t n)
 		t->bad = 1;
 		return -1;
 	}
-	if (op_start(t, OP_SEND, NULL, 0, 0) == -1)
+	if (op_start(t, TXN_SEND, NULL, 0, 0) == -1)
 		return -1;
 	wbuf_put_bytes(&t->ops, peer, strlen(peer));
 	wbuf_put_bytes(&t->ops, p, n);
@@ -175,7 +159,7 @@ cs_txn_consume(cs_txn *t, const cs_msg *m)
 		t->bad = 1;
 		return -1;
 	}
-	if (op_start(t, OP_CONSUME, NULL, 0, 0) == -1)
+	if (op_start(t, TXN_CONSUME, NULL, 0, 0) == -1)
 		return -1;
 	wbuf_put_bytes(&t->ops, m->from, strlen(m->from));
 	wbuf_put_u64(&t->ops, m->seq);
@@ -186,10 +170,10 @@ int
 cs_txn_expect(cs_txn *t, const void *k, size_t kl, const void *v, size_t vl)
 {
 	if (v == NULL)
-		return op_start(t, OP_EXPECT_ABSENT, k, kl, 1) == -1 ? -1 :
+		return op_start(t, TXN_EXPECT_ABSENT, k, kl, 1) == -1 ? -1 :
 		    op_end(t);
 	if (t == NULL || !value_ok(t, vl) ||
-	    op_start(t, OP_EXPECT_EQ, k, kl, 1) == -1)
+	    op_start(t, TXN_EXPECT_EQ, k, kl, 1) == -1)
 		return -1;
 	wbuf_put_bytes(&t->ops, v, vl);
 	return op_end(t);
@@ -198,7 +182,7 @@ cs_txn_expect(cs_txn *t, const void *k, size_t kl, const void *v, size_t vl)
 int
 cs_txn_expect_version(cs_txn *t, const void *k, size_t kl, uint64_t version)
 {
-	if (op_start(t, OP_EXPECT_VERSION, k, kl, 1) == -1)
+	if (op_start(t, TXN_EXPECT_VERSION, k, kl, 1) == -1)
 		return -1;
 	wbuf_put_u64(&t->ops, version);
 	return op_end(t);
@@ -283,15 +267,15 @@ cs_commit(cs_conn *c, cs_txn *t)
 		rc = api_fail(c, CS_ERROR, "transaction of %zu bytes exceeds "
 		    "the protocol's limit of %u", w.len, WIRE_MAX_FRAME - 2);
 	else
-		rc = api_request(c, W_TXN, w.data, w.len, &code, &b, &n);
+		rc = api_request(c, W_REQ_TXN, w.data, w.len, &code, &b, &n);
 	wbuf_free(&w);
 	if (rc == -1)
 		return -1;
 	if (code == REPLY_OK)
 		return commit_ok(c, t, b, n);
-	if (code == R_CONFLICT)
+	if (code == REPLY_CONFLICT)
 		return commit_conflict(c, b, n);
-	if (code == R_BUSY) {
+	if (code == REPLY_BUSY) {
 		char m[CS_ERR_MAX];
 
 		cs_printable(b, n, m, sizeof(m), 0);
@@ -380,7 +364,7 @@ cs_recv(cs_conn *c, int timeout_ms, cs_msg **m)
 		return -1;
 	if (code == REPLY_OK)
 		return recv_msg(c, b, n, m);
-	if (code == R_TIMEOUT) {
+	if (code == REPLY_TIMEOUT) {
 		api_fail(c, CS_TIMEOUT, "no message within %d ms", timeout_ms);
 		return CS_TIMEOUT;
 	}

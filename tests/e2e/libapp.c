@@ -24,6 +24,45 @@ field(const char *name, const char *fmt, long long v, const char *s)
 		printf("%lld", v);
 }
 
+/* Transactions: one that applies, one whose condition fails (nothing
+ * changes), and a version condition. */
+static void
+txn(cs_conn *c)
+{
+	cs_txn *t = cs_txn_new();
+	uint64_t ver = 0;
+	int64_t r = 0;
+	size_t vl;
+	void *v;
+	int rc;
+
+	cs_txn_expect(t, "t1", 2, NULL, 0);
+	cs_txn_put(t, "t1", 2, "one", 3);
+	cs_txn_add(t, "tn", 2, 5);
+	field("txn", "d", cs_commit(c, t), NULL);
+	field("txn_added", "d", cs_txn_result(t, 0, &r) == 0 ? r : -99, NULL);
+	cs_txn_free(t);
+	t = cs_txn_new();
+	cs_txn_put(t, "t2", 2, "two", 3);
+	cs_txn_expect(t, "t1", 2, "other", 5);
+	field("txn_conflict", "d", cs_commit(c, t), NULL);
+	field("txn_conflict_msg", "s", 0, strstr(cs_errmsg(c),
+	    "operation 1") ? "operation 1" : cs_errmsg(c));
+	cs_txn_free(t);
+	rc = cs_get(c, "t2", 2, &v, &vl);
+	field("txn_conflict_t2", "d", rc, NULL);
+	free(v);
+	rc = cs_get_version(c, "t1", 2, &v, &vl, &ver);
+	field("getv", "d", rc, NULL);
+	free(v);
+	t = cs_txn_new();
+	cs_txn_expect_version(t, "t1", 2, ver);
+	cs_txn_put(t, "t1", 2, "uno", 3);
+	field("txn_version", "d", cs_commit(c, t), NULL);
+	field("txn_version_again", "d", cs_commit(c, t), NULL);
+	cs_txn_free(t);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -94,6 +133,7 @@ main(int argc, char **argv)
 		free(v);
 	}
 	field("pipelined_ok", "d", piped, NULL);
+	txn(c);
 	cs_close(c);
 	p = cs_connect_path(argv[3], err, sizeof(err));
 	rc = p != NULL ? cs_get(p, "n", 1, &v, &vl) : -1;

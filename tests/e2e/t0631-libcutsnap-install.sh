@@ -4,8 +4,8 @@
 # puts cutsnap.h, libcutsnap.so.0 (soname libcutsnap.so.0), libcutsnap.a,
 # cutsnap.pc and cutsnap(3) in place; a program built with only those and
 # `cc $(pkg-config --cflags --libs cutsnap)` runs against a live agent
-# (tests/e2e/libapp.c: every single request, pipelined gets, errors,
-# a snapshot); the shared object exports exactly the header's functions.
+# (tests/e2e/libapp.c: every single request, pipelined gets,
+# transactions with their conditions, errors, a snapshot); the shared object exports exactly the header's functions.
 . "$(dirname "$0")/lib.sh"
 
 SRC=$(cd "$_lib_dir/../.." && pwd)
@@ -74,6 +74,9 @@ test_expect_success 'it runs against a live agent' '
 	json_check "d[\"del\"] == 0 and d[\"del_again\"] == 1" &&
 	json_check "d[\"bad_key\"] == -1 and d[\"bad_key_kind\"] == -1" &&
 	json_check "d[\"status\"] == 0 and d[\"status_pid\"] == $APID and d[\"status_has_agent\"] == 1" &&
+	json_check "d[\"txn\"] == 0 and d[\"txn_added\"] == 5" &&
+	json_check "d[\"txn_conflict\"] == 2 and d[\"txn_conflict_msg\"] == \"operation 1\" and d[\"txn_conflict_t2\"] == 1" &&
+	json_check "d[\"getv\"] == 0 and d[\"txn_version\"] == 0 and d[\"txn_version_again\"] == 2" &&
 	json_check "d[\"pipelined_ok\"] == 100 and d[\"put_while_piped\"] == -1" &&
 	json_check "d[\"path_get\"] == \"42\" and d[\"unknown_agent\"] == \"refused\"" &&
 	json_check "d[\"snapshot\"] == 0 and d[\"snapshot_id\"] >= 1"
@@ -85,6 +88,8 @@ test_expect_success 'what the program did is what the command sees' '
 	expect_error 1 get -c "$CONF" A k &&
 	expect_ok get -c "$CONF" A p99 &&
 	expect_eq "$(cat "$OUT")" v693 "p99 on A" &&
+	expect_ok get -c "$CONF" A t1 &&
+	expect_eq "$(cat "$OUT")" uno "t1 on A" &&
 	expect_ok ls -r "$REPO" --json &&
 	json_check "[s[\"status\"] for s in d] == [\"complete\"]" &&
 	stop_cluster
