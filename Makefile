@@ -12,8 +12,10 @@
 # make torture    the fault loop, ROUNDS rounds (default 500; SEED=n replays;
 #                 ENCRYPT=1 on an encrypted repository; TCP=1 with the
 #                 agents on TCP with mutual TLS)
-# make install    bin/cutsnap, its manual page and bash completion under
-#                 PREFIX (default /usr/local; DESTDIR is honoured)
+# make install    bin/cutsnap, its manual page and bash completion, and
+#                 libcutsnap (cutsnap.h, libcutsnap.so.0, libcutsnap.a,
+#                 cutsnap.pc, cutsnap(3)) under PREFIX (default /usr/local;
+#                 DESTDIR is honoured)
 
 CC      ?= cc
 BUILD   ?= build
@@ -33,7 +35,7 @@ PKG_CFLAGS = $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS   = $(shell pkg-config --libs $(filter-out libcurl,$(PKGS)) 2>/dev/null) -ldl
 CMOCKA_LIBS = $(shell pkg-config --libs cmocka 2>/dev/null)
 
-LIB_SRC  := $(wildcard lib/*.c crypto/*.c log/*.c net/*.c proto/*.c s3/*.c store/*.c agent/*.c coordinator/*.c tools/*.c)
+LIB_SRC  := $(wildcard api/*.c lib/*.c crypto/*.c log/*.c net/*.c proto/*.c s3/*.c store/*.c agent/*.c coordinator/*.c tools/*.c)
 CMD_SRC  := $(wildcard cmd/*.c)
 UNIT_SRC := $(wildcard tests/unit/test_*.c)
 
@@ -43,10 +45,21 @@ UNIT_BIN := $(UNIT_SRC:%.c=$(BUILD)/%)
 LIBA     := $(BUILD)/libcutsnap.a
 
 PREFIX  ?= /usr/local
+LIBDIR  ?= $(PREFIX)/lib
+
+# libcutsnap.so.0: the same sources compiled with -fPIC in a tree of their
+# own, exporting only the public API (api/libcutsnap.map lists it by name:
+# internal helpers start with cs_ too). build/libcutsnap.a, which the
+# command and the tests link, is installed as the static library.
+SO_NAME  := libcutsnap.so.0
+SO       := $(BUILD)/$(SO_NAME)
+PIC_OBJ  := $(LIB_SRC:%.c=$(BUILD)/pic/%.o)
+API_MAP  := api/libcutsnap.map
+API_NAMES = $(shell sed -n 's/^[[:space:]]*\(cs_[a-z0-9_]*\);$$/\1/p' $(API_MAP))
 
 .PHONY: all deps check test test-numbers unit e2e demo asan asan-ci valgrind fuzz fuzz-bins fuzz-run torture clean \
     bench bench-deps install
-all: $(BIN)
+all: $(BIN) $(SO)
 
 # Every compile waits for the dependency step (order-only, so it runs once
 # and before anything else even under make -j).
@@ -63,6 +76,16 @@ $(BUILD)/%.o: %.c | $(DEPS_OK)
 $(LIBA): $(LIB_OBJ)
 	@rm -f $@
 	ar rcs $@ $^
+
+$(BUILD)/pic/%.o: %.c | $(DEPS_OK)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -fPIC $(PKG_CFLAGS) -c $< -o $@
+
+$(SO): $(PIC_OBJ) $(API_MAP)
+	$(CC) $(LDFLAGS) -shared -Wl,-soname,$(SO_NAME) \
+	    -Wl,--version-script=$(API_MAP) -Wl,--no-undefined -o $@ \
+	    $(PIC_OBJ) $(PKG_LIBS) -lpthread
+	ln -sf $(SO_NAME) $(BUILD)/libcutsnap.so
 
 $(BIN): $(CMD_OBJ) $(LIBA)
 	@mkdir -p $(dir $@)
@@ -216,8 +239,14 @@ $(BUILD)/bench/decpar: bench/decpar.c $(LIBA) | $(DEPS_OK)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(PKG_CFLAGS) -I. -o $@ $< $(LIBA) $(PKG_LIBS) $(LDFLAGS) -lpthread
 
+# libget times libcutsnap's gets as an application links it (the .so).
+$(BUILD)/bench/libget: bench/libget.c $(SO) | $(DEPS_OK)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -Iinclude -o $@ $< -L$(BUILD) -lcutsnap \
+	    -Wl,-rpath,$(abspath $(BUILD))
+
 bench: all bench-deps $(BUILD)/bench/syncw $(BUILD)/bench/pingpong $(BUILD)/bench/shapar \
-    $(BUILD)/bench/kdfms $(BUILD)/bench/decpar
+    $(BUILD)/bench/kdfms $(BUILD)/bench/decpar $(BUILD)/bench/libget
 	bash bench/run.sh
 
 ROUNDS ?= 500
@@ -235,8 +264,23 @@ install:
 	install -m 0644 man/cutsnap.1 $(DESTDIR)$(PREFIX)/share/man/man1/cutsnap.1
 	install -m 0644 completion/cutsnap.bash \
 	    $(DESTDIR)$(PREFIX)/share/bash-completion/completions/cutsnap
+	@test -f $(SO) || { echo "no $(SO): run make first" >&2; exit 1; }
+	install -d $(DESTDIR)$(PREFIX)/include $(DESTDIR)$(LIBDIR)/pkgconfig \
+	    $(DESTDIR)$(PREFIX)/share/man/man3
+	install -m 0644 include/cutsnap.h $(DESTDIR)$(PREFIX)/include/cutsnap.h
+	install -m 0755 $(SO) $(DESTDIR)$(LIBDIR)/$(SO_NAME)
+	ln -sf $(SO_NAME) $(DESTDIR)$(LIBDIR)/libcutsnap.so
+	install -m 0644 $(LIBA) $(DESTDIR)$(LIBDIR)/libcutsnap.a
+	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@LIBDIR@|$(LIBDIR)|' \
+	    -e 's|@LIBS_PRIVATE@|$(PKG_LIBS) -lpthread|' api/cutsnap.pc.in \
+	    >$(DESTDIR)$(LIBDIR)/pkgconfig/cutsnap.pc
+	install -m 0644 man/cutsnap.3 $(DESTDIR)$(PREFIX)/share/man/man3/cutsnap.3
+	@# One page for the API: each function's name leads to it.
+	for n in $(API_NAMES); do \
+	    echo '.so man3/cutsnap.3' >$(DESTDIR)$(PREFIX)/share/man/man3/$$n.3; \
+	done
 
 clean:
 	rm -rf build build-asan build-fuzz bin
 
--include $(LIB_OBJ:.o=.d) $(CMD_OBJ:.o=.d) $(UNIT_OBJ:.o=.d) $(UNIT_BIN:=.d)
+-include $(LIB_OBJ:.o=.d) $(PIC_OBJ:.o=.d) $(CMD_OBJ:.o=.d) $(UNIT_OBJ:.o=.d) $(UNIT_BIN:=.d)

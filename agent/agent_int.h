@@ -161,6 +161,8 @@ struct outch {
 	int backoff_ms;
 	int logged_down;	/* "down" logged since the last "up" */
 	int refused;		/* conn is refused (histories differ): idle */
+	int vrefused;		/* the peer refused our protocol version;
+				 * logged, not again until the channel is up */
 	int diverged;		/* the last check refused: transfers fail */
 	char why[160];		/* diverged: the reason (chain_check) */
 	int fence_ok;		/* its check accepted in this run (fence.c) */
@@ -336,6 +338,11 @@ void agent_getv_request(struct agent *a, struct conn *c, struct rbuf *r);
 int agent_listen_open(struct agent *a, struct cs_err *e);
 void agent_listen_accept(struct agent *a);
 void agent_listen_close(struct agent *a);	/* idempotent */
+
+/* version.c: W_HELLO's answer; a frame in protocol v (not ours) at the
+ * start of c's input refused by name, then c closed. */
+void agent_hello(struct agent *a, struct conn *c, struct rbuf *r);
+void agent_version_refuse(struct agent *a, struct conn *c, unsigned v);
 
 /* conn.c */
 struct conn *agent_conn_new(struct agent *a, int fd, enum conn_role role,

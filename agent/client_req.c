@@ -461,6 +461,9 @@ agent_client_frame(struct agent *a, struct conn *c, uint8_t type,
 	    type == W_REQ_TXN)
 		a->writes++;
 	switch (type) {
+	case W_HELLO:
+		agent_hello(a, c, &r);
+		break;
 	case W_REQ_STATUS:
 		if (!rbuf_done(&r))
 			badreq(a, c, "status");

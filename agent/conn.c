@@ -573,7 +573,7 @@ conn_input(struct agent *a, struct conn *c)
 	size_t plen, used;
 	uint8_t type;
 	char nm[160];
-	int r;
+	int r, v;
 
 	while (!c->dead && !a->fatal && c->vs == NULL &&
 	    agent_conn_pending(c) < OUT_HIGH_WATER) {
@@ -589,6 +589,11 @@ conn_input(struct agent *a, struct conn *c)
 			continue;
 		if (r == 0)
 			break;
+		if (r == -1 && (v = wire_other_version(c->in + c->inoff,
+		    c->inlen - c->inoff)) >= 0) {
+			agent_version_refuse(a, c, (unsigned)v);
+			return;
+		}
 		if (r == -1) {
 			log_warn("%s: %s; closing it",
 			    role_name(a, c, nm, sizeof(nm)), e.msg);

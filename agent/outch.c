@@ -654,6 +654,35 @@ outch_check(struct agent *a, struct conn *c, uint64_t k,
 	return 0;
 }
 
+/* A W_REPLY on a channel is the peer's refusal of our protocol version
+ * (version.c): logged once until the channel next comes up, then the
+ * connection closes and is retried at the backoff's pace, so that the
+ * channel resumes once both ends speak one protocol. 1 if it was that. */
+static int
+version_refused(struct agent *a, struct conn *c, const uint8_t *p, size_t n)
+{
+	struct outch *o = &a->out[c->peer];
+	char msg[256];
+	const uint8_t *b;
+	struct rbuf r;
+	size_t blen;
+
+	rbuf_init(&r, p, n);
+	if (rbuf_u8(&r) != REPLY_VERSION)
+		return 0;
+	b = rbuf_bytes(&r, &blen, sizeof(msg));
+	if (!rbuf_done(&r))
+		return 0;
+	cs_printable(b, blen, msg, sizeof(msg), 0);
+	if (!o->vrefused)
+		log_warn("channel %s>%s refused by %s: %s; retrying until both "
+		    "speak one protocol", a->name, dname(a, c->peer),
+		    dname(a, c->peer), msg);
+	o->vrefused = 1;
+	agent_conn_close(a, c, NULL);
+	return 1;
+}
+
 void
 agent_outch_frame(struct agent *a, struct conn *c, uint8_t type,
     const uint8_t *p, size_t n)
@@ -664,6 +693,8 @@ agent_outch_frame(struct agent *a, struct conn *c, uint8_t type,
 	uint64_t k;
 	int told = 0, known = 0;
 
+	if (type == W_REPLY && version_refused(a, c, p, n))
+		return;
 	rbuf_init(&r, p, n);
 	k = rbuf_u64(&r);
 	if (type == W_PEER_WELCOME && !r.err &&
@@ -696,6 +727,7 @@ agent_outch_frame(struct agent *a, struct conn *c, uint8_t type,
 	if (type == W_PEER_WELCOME) {
 		o->up = 1;
 		o->logged_down = 0;
+		o->vrefused = 0;
 		o->backoff_ms = BACKOFF_MIN_MS;
 		log_info("channel %s>%s up (peer applied %llu, %zu queued)",
 		    a->name, dname(a, c->peer), (unsigned long long)k,

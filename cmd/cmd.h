@@ -155,8 +155,8 @@ int cmd_req_opts(int argc, char **argv, const char *usage, int in_order,
 int cmd_request_id(const struct cfg *c, int i, uint8_t type,
     struct wbuf *req, const struct cmd_req_opts *o, int notfound_ok,
     struct cmd_reply *r);
-/* The body of get: parse "-c CONF AGENT KEY", send one request
- * of type carrying KEY, and fail with "key 'K' not found on A" (exit 1)
+/* The body of get: parse "-c CONF AGENT KEY", read KEY with libcutsnap's
+ * cs_get, and fail with "key 'K' not found on A" (exit 1)
  * when it is absent. Returns an exit status; on EXIT_OK *r holds the
  * reply. The caller frees *r with cmd_reply_free in every case. */
 /* The operands "AGENT KEY" after the options: the key checked (1 to
@@ -166,7 +166,7 @@ struct cfg;
 int cmd_agent_key(int argc, char **argv, const char *conf, struct cfg **c,
     int *i, const char **key);
 int cmd_key_request(int argc, char **argv, const char *usage_text,
-    uint8_t type, struct cmd_reply *r);
+    struct cmd_reply *r);
 /* STATUS, parsed into st (whatever its size; agstat_free it). 0, or -1
  * with e set when the agent does not answer or the reply is malformed. */
 struct agstat;

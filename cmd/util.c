@@ -11,6 +11,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "../api/api.h"
 #include "../proto/agstat.h"
 #include "../lib/buf.h"
 #include "../net/client.h"
@@ -275,28 +276,33 @@ int
 cmd_call(const struct cfg *c, int i, uint8_t type, const struct wbuf *req,
     struct cmd_reply *r, int timeout_ms, struct cs_err *e)
 {
-	const struct cfg_agent *a = &c->agents[i];
-	int fd, rc = -1;
+	const uint8_t *b;
+	cs_conn *conn;
+	int rc = -1;
 
 	r->code = 0;
 	r->body = NULL;
 	r->blen = 0;
 	if (req != NULL && req->oom)
 		return cs_errf(e, "out of memory");
-	/* The handshake within the call's time, and never longer than a
-	 * command without a deadline of its own waits for one. */
-	if ((fd = client_connect_agent(c, i, cs_now_ms() +
-	    (timeout_ms >= 0 && timeout_ms < XPORT_CMD_WAIT_MS ? timeout_ms :
-	    XPORT_CMD_WAIT_MS), e)) == -1)
+	/* One client for the command and libcutsnap (api/). */
+	if ((conn = api_open_cfg(c, i, timeout_ms, e, NULL)) == NULL)
 		return -1;
-	if (client_call(fd, type, req ? req->data : NULL, req ? req->len : 0,
-	    &r->code, &r->body, &r->blen, timeout_ms, e) == -1) {
-		cs_errctx(e, "agent %s", a->name);
+	if (api_request(conn, type, req ? req->data : NULL, req ? req->len :
+	    0, &r->code, &b, &r->blen) == -1) {
+		cs_errf(e, "%s", cs_errmsg(conn));
 		goto out;
 	}
+	if (r->blen > 0 && (r->body = malloc(r->blen)) == NULL) {
+		r->blen = 0;
+		cs_errf(e, "out of memory");
+		goto out;
+	}
+	if (r->blen > 0)
+		memcpy(r->body, b, r->blen);
 	rc = 0;
 out:
-	client_close(fd);
+	cs_close(conn);
 	return rc;
 }
 
@@ -345,37 +351,30 @@ int
 cmd_agent_stat(const struct cfg *c, int i, int timeout_ms, struct agstat *st,
     struct cs_err *e)
 {
-	struct cmd_reply r;
-	struct rbuf rb;
-	const uint8_t *t;
-	size_t tlen;
-	uint32_t p;
-	int rc = -1;
+	cs_conn *conn;
+	char *text = NULL;
+	int pid, rc = -1;
 
 	memset(st, 0, sizeof(*st));
-	if (cmd_call(c, i, W_REQ_STATUS, NULL, &r, timeout_ms, e) == -1)
+	if ((conn = api_open_cfg(c, i, timeout_ms, e, NULL)) == NULL)
 		return -1;
-	if (r.code != REPLY_OK) {
-		cs_errf(e, "agent %s: status request refused (code %u)",
-		    c->agents[i].name, r.code);
+	if (cs_status(conn, &text, &pid) != CS_OK) {
+		if (cs_errcode(conn) == CS_EIO)
+			cs_errf(e, "%s", cs_errmsg(conn));
+		else
+			cs_errf(e, "agent %s: status request refused (%s)",
+			    c->agents[i].name, cs_errmsg(conn));
 		goto out;
 	}
-	rbuf_init(&rb, r.body, r.blen);
-	p = rbuf_u32(&rb);
-	t = rbuf_bytes(&rb, &tlen, AGSTAT_MAX_TEXT);
-	if (!rbuf_done(&rb)) {
-		cs_errf(e, "agent %s: malformed status reply",
-		    c->agents[i].name);
-		goto out;
-	}
-	if (agstat_parse((const char *)t, tlen, st, e) == -1) {
+	if (agstat_parse(text, strlen(text), st, e) == -1) {
 		cs_errctx(e, "agent %s", c->agents[i].name);
 		goto out;
 	}
-	st->pid = (int)p;
+	st->pid = pid;
 	rc = 0;
 out:
-	cmd_reply_free(&r);
+	free(text);
+	cs_close(conn);
 	return rc;
 }
 
@@ -522,26 +521,40 @@ cmd_agent_key(int argc, char **argv, const char *conf, struct cfg **c,
 
 int
 cmd_key_request(int argc, char **argv, const char *usage_text,
-    uint8_t type, struct cmd_reply *r)
+    struct cmd_reply *r)
 {
 	const char *conf, *key;
 	struct cfg *c = NULL;
-	struct wbuf req;
+	struct cs_err e;
+	cs_conn *conn = NULL;
+	void *v;
 	int i, rc;
 
-	wbuf_init(&req);
 	if ((rc = cmd_conf_opts(argc, argv, usage_text, 0, &conf)) != -1)
 		return rc;
 	if ((rc = cmd_agent_key(argc, argv, conf, &c, &i, &key)) != EXIT_OK)
 		return rc;
-	wbuf_put_bytes(&req, key, strlen(key));
-	if ((rc = cmd_request(c, i, type, &req, r, 1)) != EXIT_OK)
+	if ((conn = api_open_cfg(c, i, CMD_REQ_TIMEOUT_MS, &e, NULL)) ==
+	    NULL) {
+		rc = cmd_fail(EXIT_FAILED, "%s", e.msg);
 		goto out;
-	if (r->code == REPLY_NOTFOUND)
+	}
+	switch (cs_get(conn, key, strlen(key), &v, &r->blen)) {
+	case CS_OK:
+		r->code = REPLY_OK;
+		r->body = v;
+		rc = EXIT_OK;
+		break;
+	case CS_NOTFOUND:
 		rc = cmd_fail(EXIT_FAILED, "key '%s' not found on %s", key,
 		    c->agents[i].name);
+		break;
+	default:
+		rc = cmd_fail(EXIT_FAILED, "%s", cs_errmsg(conn));
+		break;
+	}
 out:
-	wbuf_free(&req);
+	cs_close(conn);
 	cfg_free(c);
 	return rc;
 }

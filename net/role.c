@@ -12,6 +12,7 @@ static const struct {
 	const char *name;
 	uint8_t backup, readonly;
 } reqs[] = {
+	{ W_HELLO, "hello", 1, 1 },
 	{ W_REQ_STATUS, "status", 1, 1 },
 	{ W_REQ_GET, "get", 1, 1 },
 	{ W_REQ_GETV, "get", 1, 1 },

@@ -14,6 +14,27 @@
 #include "conn.h"
 #include "wire.h"
 
+unsigned
+wire_version(void)
+{
+	/* Read once: every frame of the process speaks one version. */
+	static unsigned v;
+	char val[16];
+	const char *s;
+	char *end;
+	unsigned long n;
+
+	if (v != 0)
+		return v;
+	v = WIRE_VERSION;
+	if ((s = cs_fault_value("wire-version", val, sizeof(val))) != NULL) {
+		n = strtoul(s, &end, 10);
+		if (end != s && *end == '\0' && n >= 1 && n <= 255)
+			v = (unsigned)n;
+	}
+	return v;
+}
+
 /* Validates the u32 length of a frame; 0, or -1 with e set. */
 static int
 wire_check_len(uint32_t len, struct cs_err *e)
@@ -36,13 +57,26 @@ wire_check_header(const uint8_t *hdr, uint32_t *lenp, struct cs_err *e)
 
 	if (wire_check_len(len, e) == -1)
 		return -1;
-	if (hdr[4] != WIRE_VERSION)
-		return cs_errf(e, "malformed frame: version %u, expected %u",
-		    hdr[4], WIRE_VERSION);
+	if (hdr[4] != wire_version())
+		return cs_errf(e, "protocol version mismatch: the other end "
+		    "speaks protocol %u, this one %u", hdr[4], wire_version());
 	if (hdr[5] == 0)
 		return cs_errf(e, "malformed frame: type 0");
 	*lenp = len;
 	return 0;
+}
+
+int
+wire_other_version(const uint8_t *buf, size_t len)
+{
+	uint32_t flen;
+
+	if (len < WIRE_HDR_LEN)
+		return -1;
+	flen = buf_le32_get(buf);
+	if (flen < 2 || flen > WIRE_MAX_FRAME || buf[4] == wire_version())
+		return -1;
+	return buf[4];
 }
 
 int
@@ -73,7 +107,7 @@ void
 wire_header(uint8_t hdr[WIRE_HDR_LEN], uint8_t type, size_t plen)
 {
 	buf_le32_put(hdr, (uint32_t)(plen + 2));
-	hdr[4] = WIRE_VERSION;
+	hdr[4] = (uint8_t)wire_version();
 	hdr[5] = type;
 }
 

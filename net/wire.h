@@ -2,9 +2,14 @@
  *
  * Frame: u32 len (little-endian; counts version+type+payload, so >= 2)
  *        u8 version (WIRE_VERSION) | u8 type | payload.
- * len above WIRE_MAX_FRAME, len < 2, a wrong version or an unknown type is
- * malformed: the receiver logs one line and closes that connection.
- * Payloads are encoded with buf.h; the field lists are next to each type. */
+ * len above WIRE_MAX_FRAME, len < 2 or an unknown type is malformed: the
+ * receiver logs one line and closes that connection. A frame of another
+ * version is refused by name (wire_other_version): a client is answered
+ * REPLY_VERSION in its own version, a peer is logged and closed.
+ * Payloads are encoded with buf.h; the field lists are next to each type.
+ * docs/PROTOCOL.md describes what an application may send.
+ *
+ * Bump WIRE_VERSION whenever a frame or a record format changes. */
 #ifndef CUTSNAP_WIRE_H
 #define CUTSNAP_WIRE_H
 
@@ -13,7 +18,7 @@
 #include "../lib/buf.h"
 #include "../lib/err.h"
 
-#define WIRE_VERSION 1
+#define WIRE_VERSION 2
 #define WIRE_HDR_LEN 6
 #define WIRE_MAX_VALUE (16u << 20)		/* put VALUE cap: 16 MiB */
 #define WIRE_MAX_FRAME (WIRE_MAX_VALUE + 4096u)	/* value + key + fields */
@@ -111,6 +116,11 @@ enum wire_type {
 	 * keeps the connection open and idle, writes nothing on it, and
 	 * checks again only on a new connection */
 	W_PEER_VERDICT = 45,
+	/* client -> agent, optionally the first frame of a client
+	 * connection: {u32 protocol, str client_name} -> REPLY_OK {u32
+	 * protocol, str agent_name}, or REPLY_VERSION (then the agent closes
+	 * the connection) when protocol is not the agent's */
+	W_HELLO = 60,
 };
 
 /* The ops of a W_REQ_TXN, each u8 kind and its fields. */
@@ -163,7 +173,21 @@ enum reply_code {
 	/* the connection's certificate role may not make this request
 	 * (role.h); body is a message; nothing was done */
 	REPLY_DENIED = 14,
+	/* the request's protocol version is not the agent's; body is "agent
+	 * A speaks protocol X, this client Y"; the agent closes the
+	 * connection after it */
+	REPLY_VERSION = 15,
 };
+
+/* The version this process speaks: WIRE_VERSION, or N under the test
+ * hook CUTSNAP_FAULT=wire-version:N (an old or future build, for tests). */
+unsigned wire_version(void);
+
+/* When buf[0, len) starts with a whole header of a well-formed length
+ * whose version byte is not wire_version(): that version; else -1. A
+ * receiver calls it on a frame wire_parse refused, to name the mismatch
+ * rather than call the frame malformed. */
+int wire_other_version(const uint8_t *buf, size_t len);
 
 /* Try to parse one frame from the start of buf[0, len).
  * Returns 1 and fills type/payload/plen/consumed when a whole frame is
