@@ -70,6 +70,8 @@
 #include <unistd.h>
 
 #include "store_int.h"
+#include "claims.h"
+#include "direct.h"
 #include "../lib/bigbuf.h"
 #include "../log/chunkhash.h"
 #include "../lib/fsutil.h"
@@ -173,16 +175,16 @@ tmp_path(const struct crun *r, const struct cjob *j, char *out, size_t sz,
 	return 0;
 }
 
-static size_t
-align_up(size_t n)
+size_t
+store_direct_align(size_t n)
 {
 	return (n + DIRECT_ALIGN - 1) / DIRECT_ALIGN * DIRECT_ALIGN;
 }
 
 /* Create the temp file tmp, with O_DIRECT where the filesystem has it;
  * *direct says which. */
-static int
-create_tmp(const char *tmp, int *direct)
+int
+store_direct_create(const char *tmp, int *direct)
 {
 	const int flags = O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC;
 	int fd;
@@ -203,8 +205,8 @@ create_tmp(const char *tmp, int *direct)
  * truncate per chunk, and ext4 reads the last block back from the disk
  * to zero it past the new end. A filesystem that took O_DIRECT at open
  * but refuses the write gets the rest buffered. */
-static int
-write_chunk(int tfd, int direct, const uint8_t *buf, size_t len)
+int
+store_direct_write(int tfd, int direct, const uint8_t *buf, size_t len)
 {
 	const size_t aligned = len / DIRECT_ALIGN * DIRECT_ALIGN;
 	size_t off = 0, n;
@@ -266,7 +268,7 @@ hash_chunk(const struct store *st, const struct cjob *j, const uint8_t *in,
 
 /* Pass 1 for chunk j: read it, check its digest, write it as a temp file,
  * so that the disk works while the next chunks are hashed. buf holds
- * align_up(maxchunk) bytes, aligned for O_DIRECT. */
+ * store_direct_align(maxchunk) bytes, aligned for O_DIRECT. */
 static int
 copy_chunk(struct crun *r, struct cjob *j, uint8_t *buf, uint8_t *obuf,
     uint8_t *dbuf, struct cs_err *e)
@@ -325,19 +327,19 @@ copy_chunk(struct crun *r, struct cjob *j, uint8_t *buf, uint8_t *obuf,
 	} else if (obuf != NULL) {
 		if (store_obj_encode_in_place(r->st, j->name, (size_t)j->len,
 		    obuf, store_obj_bound(r->st, r->maxchunk), buf,
-		    align_up(r->maxchunk), &bloblen, e) < 0)
+		    store_direct_align(r->maxchunk), &bloblen, e) < 0)
 			goto out;
 		blob = obuf;
 	}
 	if (tmp_path(r, j, tmp, sizeof(tmp), e) < 0)
 		goto out;
 	unlink(tmp);
-	if ((tfd = create_tmp(tmp, &direct)) < 0) {
+	if ((tfd = store_direct_create(tmp, &direct)) < 0) {
 		cs_errno(e, "create %s", tmp);
 		goto out;
 	}
 	j->written = 1;
-	if (write_chunk(tfd, direct, blob, bloblen) < 0) {
+	if (store_direct_write(tfd, direct, blob, bloblen) < 0) {
 		cs_errno(e, "write %s", tmp);
 		goto out;
 	}
@@ -416,9 +418,9 @@ bufs_take(struct crun *r)
 {
 	int i;
 
-	r->bufsz = align_up(r->maxchunk);
+	r->bufsz = store_direct_align(r->maxchunk);
 	r->obufsz = store_obj_framed(r->st) ?
-	    align_up(store_obj_bound(r->st, r->maxchunk)) : 0;
+	    store_direct_align(store_obj_bound(r->st, r->maxchunk)) : 0;
 	pthread_mutex_lock(&spare.mu);
 	if (!spare.busy) {
 		spare.busy = 1;
@@ -467,8 +469,9 @@ bufs_give(struct crun *r)
 	pthread_mutex_unlock(&spare.mu);
 }
 
-/* Worker w's buffer (align_up(maxchunk) bytes, aligned for O_DIRECT),
- * allocated on first use; NULL after crun_fail when out of memory. */
+/* Worker w's buffer (store_direct_align(maxchunk) bytes, aligned for
+ * O_DIRECT), allocated on first use; NULL after crun_fail when out of
+ * memory. */
 static uint8_t *
 worker_buf(struct crun *r, int w)
 {
@@ -644,9 +647,9 @@ cmp_job(const void *a, const void *b)
  * when they were last checked (the blob's mtime); 2 when that check is
  * older than the recheck age (the blob must be hashed before it is
  * reused); 0 when not stored. */
-static int
-stored(struct store *st, const uint8_t name[SHA_LEN], uint64_t len,
-    time_t now, struct cs_err *e)
+int
+store_blob_stored(struct store *st, const uint8_t name[SHA_LEN],
+    uint64_t len, time_t now, struct cs_err *e)
 {
 	char hex[SHA_HEX_LEN], path[PATH_MAX];
 	int64_t age = st->recheck_set ? st->recheck_s : RECHECK_DEFAULT_S;
@@ -824,7 +827,7 @@ plan(struct crun *r, size_t n, struct cs_err *e)
 			len = rep->size - off < rep->chunk_size ?
 			    rep->size - off : rep->chunk_size;
 			store_name(r->st, rep->chunks[k], name);
-			if ((s = stored(r->st, name, len, now,
+			if ((s = store_blob_stored(r->st, name, len, now,
 			    e)) < 0)
 				return -1;
 			if (s == 1)
@@ -879,7 +882,8 @@ all_there(struct crun *r, size_t n, struct cs_err *e)
 			if (r->nelsewhere > 0 && bsearch(name, r->elsewhere,
 			    r->nelsewhere, SHA_LEN, cmp_name) != NULL)
 				continue;
-			if ((s = stored(r->st, name, len, 0, e)) < 0)
+			if ((s = store_blob_stored(r->st, name, len, 0,
+			    e)) < 0)
 				return -1;
 			if (s == 0) {
 				sha_hex(name, hex);
@@ -950,8 +954,8 @@ claims_open(struct crun *r, struct cs_err *e)
 /* Claim every job. A job another run claimed moves to r->waiting; a job
  * stored since plan() is dropped. Without chunks.claims (it could not be
  * opened) nothing is shared. */
-static int
-claim_jobs(struct crun *r, struct cs_err *e)
+int
+store_claims_take(struct crun *r, struct cs_err *e)
 {
 	size_t i, kept = 0;
 	int s;
@@ -968,8 +972,8 @@ claim_jobs(struct crun *r, struct cs_err *e)
 			r->waiting[r->nwaiting++] = r->jobs[i];
 			continue;
 		}
-		if ((s = stored(r->st, r->jobs[i].name, r->jobs[i].len, 0,
-		    e)) < 0)
+		if ((s = store_blob_stored(r->st, r->jobs[i].name,
+		    r->jobs[i].len, 0, e)) < 0)
 			return -1;
 		if (!s)
 			r->jobs[kept++] = r->jobs[i];
@@ -982,8 +986,8 @@ claim_jobs(struct crun *r, struct cs_err *e)
  * shared, the others become this run's jobs (r->jobs is empty then).
  * Called with this run's own claims dropped; each claim it gets here is
  * dropped at once, so it never holds one while it waits. */
-static int
-wait_claims(struct crun *r, struct cs_err *e)
+int
+store_claims_wait(struct crun *r, struct cs_err *e)
 {
 	struct timespec ts = { 0, CLAIM_POLL_MS * 1000000L };
 	struct cjob *j;
@@ -1006,7 +1010,7 @@ wait_claims(struct crun *r, struct cs_err *e)
 		}
 		if (r->claim_fd >= 0)
 			(void)claim(r->claim_fd, j->name, F_UNLCK);
-		if ((s = stored(r->st, j->name, j->len, 0, e)) < 0)
+		if ((s = store_blob_stored(r->st, j->name, j->len, 0, e)) < 0)
 			return -1;
 		if (s)
 			r->shared++;
@@ -1121,7 +1125,7 @@ store_put_chunks(struct store *st, const char *const *paths,
 	bufs_take(&r);
 	if (recheck_all(&r, e) < 0 ||
 	    put_elsewhere(&r, e) < 0 ||
-	    make_dirs(&r, dirs, e) < 0 || claim_jobs(&r, e) < 0)
+	    make_dirs(&r, dirs, e) < 0 || store_claims_take(&r, e) < 0)
 		goto out;
 	/* Progress counts the bytes of the chunks to copy. */
 	store_progress_start(st, 0);
@@ -1130,7 +1134,7 @@ store_put_chunks(struct store *st, const char *const *paths,
 	copied = r.njobs + r.put;
 	/* The chunks other runs were copying: shared, or copied now. */
 	if (r.nwaiting > 0) {
-		if (wait_claims(&r, e) < 0 || copy_jobs(&r, e) < 0)
+		if (store_claims_wait(&r, e) < 0 || copy_jobs(&r, e) < 0)
 			goto out;
 		copied += r.njobs;
 	}
