@@ -536,7 +536,7 @@ int store_verify_status(struct vrun *v, const char *status);
  * commit stored), a problem when they differ. */
 void store_verify_digest(struct vrun *v, const char *want);
 
-/* commit.c: the report of agent name among reps[0, n), or NULL. */
+/* reportset.c: the report of agent name among reps[0, n), or NULL. */
 const struct report *store_find_report(const struct report *reps, size_t n,
     const char *name);
 /* commit_cut.c: verify's cut check (cutcheck.c) on the agents' reports,
