@@ -86,6 +86,11 @@ $(FAULTFS): tests/fault/faultfs.c | $(DEPS_OK)
 unit: $(UNIT_BIN)
 	CMOCKA_MESSAGE_OUTPUT=TAP prove -f --exec '' $(UNIT_BIN)
 
+# The module-level include graph has no circle outside agent/
+# (tests/include-graph.py), with a self-test on fixture trees: a TAP
+# script run with the unit tests.
+STRUCT_TESTS := tests/include-graph-test.sh
+
 # Every e2e test has a number of its own (tests/check-numbers.sh).
 test-numbers:
 	@sh tests/check-numbers.sh
@@ -134,13 +139,13 @@ CHECK_E2E := $(addprefix tests/e2e/,t0001-cli-basics.sh t0002-bad-input.sh \
 check: all $(UNIT_BIN) $(FAULTFS) test-numbers
 	CMOCKA_MESSAGE_OUTPUT=TAP CUTSNAP=$(abspath $(BIN)) \
 	    FAULTFS=$(abspath $(FAULTFS)) \
-	    $(PROVE) $(UNIT_BIN) $(CHECK_E2E)
+	    $(PROVE) $(UNIT_BIN) $(STRUCT_TESTS) $(CHECK_E2E)
 
 # One prove run, so its closing summary counts every test.
 test: all $(UNIT_BIN) $(FAULTFS) test-numbers
 	CMOCKA_MESSAGE_OUTPUT=TAP CUTSNAP=$(abspath $(BIN)) \
 	    FAULTFS=$(abspath $(FAULTFS)) \
-	    $(S3RUN) $(PROVE) $(UNIT_BIN) $(E2E)
+	    $(S3RUN) $(PROVE) $(UNIT_BIN) $(STRUCT_TESTS) $(E2E)
 
 demo: all
 	./$(BIN) demo
