@@ -109,6 +109,11 @@ $(FAULTFS): tests/fault/faultfs.c | $(DEPS_OK)
 unit: $(UNIT_BIN)
 	CMOCKA_MESSAGE_OUTPUT=TAP prove -f --exec '' $(UNIT_BIN)
 
+# The module-level include graph has no circle outside agent/
+# (tests/include-graph.py), with a self-test on fixture trees: a TAP
+# script run with the unit tests.
+STRUCT_TESTS := tests/include-graph-test.sh
+
 # Every e2e test has a number of its own (tests/check-numbers.sh).
 test-numbers:
 	@sh tests/check-numbers.sh
@@ -116,6 +121,10 @@ test-numbers:
 # The object-store tests share one S3 server (Ceph radosgw on loopback,
 # tests/s3/radosgw.sh), started once for the run and stopped after it.
 S3RUN := bash tests/s3/radosgw.sh run
+# $(call s3run,SCRIPTS): S3RUN when one of SCRIPTS needs the server (it
+# sources lib-s3.sh), else nothing: `make test E2E="..."` with no object-
+# store script in it starts no radosgw.
+s3run = $(if $(shell grep -l 'lib-s3\.sh' $(filter %.sh,$(1)) /dev/null),$(S3RUN))
 
 # The longest scripts (the fault loops, the random-transfer run, the 16-
 # and 32-agent clusters: over a third of the suite's time) start first, so
@@ -141,7 +150,7 @@ PROVE := prove -j$(TEST_JOBS) --timer -f --exec ''
 
 e2e: all $(FAULTFS) test-numbers
 	CUTSNAP=$(abspath $(BIN)) FAULTFS=$(abspath $(FAULTFS)) \
-	    $(S3RUN) $(PROVE) $(E2E)
+	    $(call s3run,$(E2E)) $(PROVE) $(E2E)
 
 # The quick tier: every unit test and the e2e scripts below, which cover
 # the bank cases, restore, kill -9, dead letters, one history, fencing,
@@ -157,13 +166,13 @@ CHECK_E2E := $(addprefix tests/e2e/,t0001-cli-basics.sh t0002-bad-input.sh \
 check: all $(UNIT_BIN) $(FAULTFS) test-numbers
 	CMOCKA_MESSAGE_OUTPUT=TAP CUTSNAP=$(abspath $(BIN)) \
 	    FAULTFS=$(abspath $(FAULTFS)) \
-	    $(PROVE) $(UNIT_BIN) $(CHECK_E2E)
+	    $(PROVE) $(UNIT_BIN) $(STRUCT_TESTS) $(CHECK_E2E)
 
 # One prove run, so its closing summary counts every test.
 test: all $(UNIT_BIN) $(FAULTFS) test-numbers
 	CMOCKA_MESSAGE_OUTPUT=TAP CUTSNAP=$(abspath $(BIN)) \
 	    FAULTFS=$(abspath $(FAULTFS)) \
-	    $(S3RUN) $(PROVE) $(UNIT_BIN) $(E2E)
+	    $(call s3run,$(E2E)) $(PROVE) $(UNIT_BIN) $(STRUCT_TESTS) $(E2E)
 
 demo: all
 	./$(BIN) demo

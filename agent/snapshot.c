@@ -414,8 +414,8 @@ agent_snap_fetch(struct agent *a, struct conn *c, const struct snapuid *id,
 	 * The piece goes from the file to the socket as it drains (a copy
 	 * of 128 KiB at a time over TLS, none over a Unix socket): built
 	 * in memory, each piece cost two fresh 1 MiB buffers, the frame's
-	 * and the output's, faulted in and freed again (docs/INTERNALS.md,
-	 * "performance VIII"). */
+	 * and the output's, faulted in and freed again (docs/perf/
+	 * profiles.md, "performance VIII"). */
 	buf_le32_put(pre, (uint32_t)off);	/* u64, little-endian */
 	buf_le32_put(pre + 4, (uint32_t)(off >> 32));
 	if (agent_conn_send_range(a, c, W_SNAP_DATA, pre, sizeof(pre), off,

@@ -713,7 +713,7 @@ row "snapshot floor: write+fsync / sha256 on $NCPU cores" "$(fm fw) / $(fm fh)" 
 row "full snapshot ms, $(mib "$DATA_B") MiB, fastest of $RUNS5" "$(fm v)" \
     "$(fm b) cp+fsync+sha256" "$(ratio_fm v b)" "<= 0.3x" \
     "$(floored "$(verdict "$(fastest "${v[@]}") <= 0.3 * $(fastest "${b[@]}")")" \
-    "$(calc "$SFL / $(fastest "${b[@]}")")" "<=" 0.3 "$SFL_WHAT; a snapshot with nothing to copy took $(fastest "${z[@]}") ms; the copy writes on two threads per core, which leaves the disk idle while all of them hash, as more would lengthen the agents' waits during a snapshot: docs/INTERNALS.md, performance VII")"
+    "$(calc "$SFL / $(fastest "${b[@]}")")" "<=" 0.3 "$SFL_WHAT; a snapshot with nothing to copy took $(fastest "${z[@]}") ms; the copy writes on two threads per core, which leaves the disk idle while all of them hash, as more would lengthen the agents' waits during a snapshot: docs/perf/profiles.md, performance VII")"
 cmd "cutsnap snapshot -c CONF -r REPO   # again at once: nothing to copy"
 row "snapshot with nothing to copy ms, after the full one" "$(fm z)" "$(fm v) full" "$(ratio_fm z v)" "-" "-"
 FULL_REPO=$(du_b "$W/big/repo")

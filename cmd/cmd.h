@@ -245,9 +245,6 @@ int cmd_forget_report(const struct store_forget_result *r,
     const struct store_forget_policy *p, const char *within, int json,
     int pruned);
 
-/* Milliseconds from a monotonic clock. */
-void cmd_sleep_ms(int ms);
-
 /* Start every agent of c that does not answer yet (spawned like
  * cmd_spawn_agent, logs in run_dir/NAME.log) and wait up to timeout_s
  * until all answer. pids (nagents entries, may be NULL) gets the pid of

@@ -131,7 +131,7 @@ drain(const struct cfg *c, struct cluster_stat *st, struct cs_err *e)
 		if (cs_now_ms() >= end)
 			return cs_errf(e, "channels did not drain within %d s "
 			    "(is a channel held?)", DRAIN_TIMEOUT_MS / 1000);
-		cmd_sleep_ms(20);
+		cs_sleep_ms(20);
 	}
 }
 

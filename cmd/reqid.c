@@ -159,7 +159,7 @@ cmd_request_id(const struct cfg *c, int i, uint8_t type, struct wbuf *req,
 			lost = e;
 		got = 0;	/* not answered, or still down: unknown */
 		if ((left = deadline - cs_now_ms()) > 0)
-			cmd_sleep_ms(left < RETRY_PAUSE_MS ? (int)left :
+			cs_sleep_ms(left < RETRY_PAUSE_MS ? (int)left :
 			    RETRY_PAUSE_MS);
 	}
 	if (got)

@@ -57,6 +57,7 @@
 #include "s3gen.h"
 #include "../s3/s3.h"
 #include "../crypto/sha.h"
+#include "../proto/chunkobj.h"
 #include "../store/store.h"
 
 #define COMMIT_CAP 4096
@@ -895,7 +896,7 @@ target_has(void *ctx, const uint8_t name[SHA_LEN])
 		s3_objs_free(o, no);
 	}
 	sha_hex(name, hex);
-	snprintf(key, sizeof(key), "blobs/%.2s/%s", hex, hex);
+	chunkobj_key(hex, key, sizeof(key));
 	if ((ss->nlisted > 0 && bsearch(&kp, ss->listed, ss->nlisted,
 	    sizeof(*ss->listed), cmp_str) != NULL) || set_has(&ss->put, name)) {
 		set_add(&ss->vouched, name);
@@ -920,7 +921,7 @@ check_vouched(struct sess *ss, char **names, size_t nn, char **have,
 		if (sha_unhex(names[i], sha) < 0 ||
 		    !set_has(&ss->vouched, sha))
 			continue;
-		snprintf(key, sizeof(key), "blobs/%.2s/%s", names[i], names[i]);
+		chunkobj_key(names[i], key, sizeof(key));
 		if (bsearch(&kp, have, no, sizeof(*have), cmp_str) == NULL)
 			return cs_errf(e, "%s: blob %s, which an agent uploaded "
 			    "or the bucket had, is not in the bucket; nothing "
@@ -965,8 +966,7 @@ put_blobs(struct sess *ss, struct cs_err *e)
 		char key[96], *kp = key;
 
 		if (i < nn)
-			snprintf(key, sizeof(key), "blobs/%.2s/%s", names[i],
-			    names[i]);
+			chunkobj_key(names[i], key, sizeof(key));
 		else
 			snprintf(key, sizeof(key), "blobs/.repository-id");
 		if (bsearch(&kp, have, no, sizeof(*have), cmp_str) != NULL) {
@@ -1086,10 +1086,10 @@ get_blobs(struct sess *ss, uint64_t id, struct cs_err *e)
 			cs_errno(e, "mkdir %s", sub);
 			goto out;
 		}
-		if ((keys[i] = malloc(80)) == NULL ||
+		if ((keys[i] = malloc(CHUNKOBJ_KEY_MAX)) == NULL ||
 		    (paths[i] = malloc(strlen(sub) + 72)) == NULL)
 			goto oom;
-		sprintf(keys[i], "blobs/%.2s/%s", names[i], names[i]);
+		chunkobj_key(names[i], keys[i], CHUNKOBJ_KEY_MAX);
 		sprintf(paths[i], "%s/%s", sub, names[i]);
 		x[i].key = keys[i];
 		x[i].path = paths[i];

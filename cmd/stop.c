@@ -254,7 +254,7 @@ cmd_stop_cluster(const struct cfg *c, int timeout_s, struct cs_err *e)
 				    timeout_s);
 			goto out;
 		}
-		cmd_sleep_ms(STOP_POLL_MS);
+		cs_sleep_ms(STOP_POLL_MS);
 	}
 	rc = 0;
 out:

@@ -414,15 +414,6 @@ cmd_snapshot_error(uint64_t id, const char *msg, char *out, size_t outsz)
 		    (unsigned long long)id, msg);
 }
 
-void
-cmd_sleep_ms(int ms)
-{
-	struct timespec ts = { ms / 1000, (long)(ms % 1000) * 1000000L };
-
-	while (nanosleep(&ts, &ts) == -1 && errno == EINTR)
-		;
-}
-
 pid_t
 cmd_spawn_agent(const char *conf, const char *name, const char *logpath,
     struct cs_err *e)

@@ -32,7 +32,7 @@
 #include <unistd.h>
 
 #include "config.h"
-#include "../net/xport.h"
+#include "../net/xport_name.h"
 #include "fsutil.h"
 
 #define CFG_MAX_FILE (1u << 20)

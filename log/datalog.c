@@ -22,7 +22,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "chain.h"
+#include "chainhash.h"
 #include "../proto/chmsg.h"
 #include "chunkhash.h"
 #include "crcblk.h"

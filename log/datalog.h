@@ -111,6 +111,7 @@
 #include <stdint.h>
 #include "../lib/buf.h"
 #include "../lib/err.h"
+#include "chainhash.h"
 #include "kvmap.h"
 #include "reqtab.h"
 #include "../net/wire.h"
@@ -227,7 +228,7 @@ struct dl_dead {
 	uint64_t refund_seq;		/* REFUND: its seq on self->peer */
 };
 
-#define DL_CHAIN_LEN 32
+#define DL_CHAIN_LEN CHAIN_HASH_LEN
 
 /* Per-peer sequence numbers, and the channel's history chain at seq. */
 struct wm {

@@ -16,8 +16,8 @@
 #include "../lib/config.h"
 #include "../lib/err.h"
 #include "role.h"
+#include "xport_name.h"
 
-#define XPORT_CLIENT_CN	"client"
 #define XPORT_HS_TIMEOUT_MS	5000	/* a handshake not done by then is
 					 * closed, so no client holds a slot */
 #define XPORT_CMD_WAIT_MS	15000	/* a command's TCP connect and TLS
@@ -79,9 +79,6 @@ enum cs_role xconn_peer_role(struct xconn *t);
 /* Best-effort close_notify. */
 void xconn_shutdown(struct xconn *t);
 
-/* Parse "HOST:PORT" or "[V6]:PORT". 0 / -1. */
-int xport_split(const char *addr, char *host, size_t hsz, char *port,
-    size_t psz);
 /* A socket to addr: non-blocking when nonblock, connecting (*inprog set
  * when it is still under way). -1 with e set. */
 int xport_tcp_connect(const char *addr, int nonblock, int *inprog,

@@ -17,8 +17,8 @@
  * new one (a bigbuf: page-aligned, in huge pages where the kernel gives
  * them), as large as the snapshot's largest chunk. Writing into a buffer
  * whose lines another core holds is what costs here: decompressing into
- * the buffer another worker wrote last took 2-3x the CPU (docs/
- * INTERNALS.md, performance IX and XI). So the newest spare w wrote
+ * the buffer another worker wrote last took 2-3x the CPU (docs/perf/
+ * profiles.md, performance IX and XI). So the newest spare w wrote
  * itself (still in its own cache; the replay reads little of a chunk),
  * else the oldest spare. */
 uint8_t *
