@@ -12,8 +12,10 @@
 # make torture    the fault loop, ROUNDS rounds (default 500; SEED=n replays;
 #                 ENCRYPT=1 on an encrypted repository; TCP=1 with the
 #                 agents on TCP with mutual TLS)
-# make install    bin/cutsnap, its manual page and bash completion under
-#                 PREFIX (default /usr/local; DESTDIR is honoured)
+# make install    bin/cutsnap, its manual page, bash completion and the
+#                 systemd units (SYSTEMDUNITDIR, default
+#                 PREFIX/lib/systemd/system) under PREFIX (default
+#                 /usr/local; DESTDIR is honoured)
 
 CC      ?= cc
 BUILD   ?= build
@@ -43,6 +45,11 @@ UNIT_BIN := $(UNIT_SRC:%.c=$(BUILD)/%)
 LIBA     := $(BUILD)/libcutsnap.a
 
 PREFIX  ?= /usr/local
+# systemd reads units from /usr/local/lib/systemd/system as well as from
+# /usr/lib/systemd/system, so PREFIX/lib/systemd/system suits both.
+SYSTEMDUNITDIR ?= $(PREFIX)/lib/systemd/system
+SYSUSERSDIR    ?= $(PREFIX)/lib/sysusers.d
+UNITS := cutsnap-agent@.service cutsnap-snapshot@.service cutsnap-snapshot@.timer
 
 .PHONY: all deps check test test-numbers unit e2e demo asan asan-ci valgrind fuzz fuzz-bins fuzz-run torture clean \
     bench bench-deps install
@@ -235,6 +242,16 @@ install:
 	install -m 0644 man/cutsnap.1 $(DESTDIR)$(PREFIX)/share/man/man1/cutsnap.1
 	install -m 0644 completion/cutsnap.bash \
 	    $(DESTDIR)$(PREFIX)/share/bash-completion/completions/cutsnap
+	install -d $(DESTDIR)$(SYSTEMDUNITDIR) $(DESTDIR)$(SYSUSERSDIR)
+	@# The units name the binary where it was installed (@BINDIR@).
+	for u in $(UNITS); do \
+	    src=contrib/systemd/$$u; [ -f $$src ] || src=$$src.in; \
+	    sed 's|@BINDIR@|$(PREFIX)/bin|g' $$src >$(DESTDIR)$(SYSTEMDUNITDIR)/$$u.tmp && \
+	    chmod 0644 $(DESTDIR)$(SYSTEMDUNITDIR)/$$u.tmp && \
+	    mv $(DESTDIR)$(SYSTEMDUNITDIR)/$$u.tmp $(DESTDIR)$(SYSTEMDUNITDIR)/$$u || exit 1; \
+	done
+	install -m 0644 contrib/systemd/cutsnap.sysusers \
+	    $(DESTDIR)$(SYSUSERSDIR)/cutsnap.conf
 
 clean:
 	rm -rf build build-asan build-fuzz bin
