@@ -12,10 +12,11 @@
 # make torture    the fault loop, ROUNDS rounds (default 500; SEED=n replays;
 #                 ENCRYPT=1 on an encrypted repository; TCP=1 with the
 #                 agents on TCP with mutual TLS)
-# make install    bin/cutsnap, its manual page and bash completion, and
+# make install    bin/cutsnap, its manual page and bash completion,
 #                 libcutsnap (cutsnap.h, libcutsnap.so.0, libcutsnap.a,
-#                 cutsnap.pc, cutsnap(3)) under PREFIX (default /usr/local;
-#                 DESTDIR is honoured)
+#                 cutsnap.pc, cutsnap(3)) and the systemd units
+#                 (SYSTEMDUNITDIR, default PREFIX/lib/systemd/system)
+#                 under PREFIX (default /usr/local; DESTDIR is honoured)
 
 CC      ?= cc
 BUILD   ?= build
@@ -56,6 +57,12 @@ SO       := $(BUILD)/$(SO_NAME)
 PIC_OBJ  := $(LIB_SRC:%.c=$(BUILD)/pic/%.o)
 API_MAP  := api/libcutsnap.map
 API_NAMES = $(shell sed -n 's/^[[:space:]]*\(cs_[a-z0-9_]*\);$$/\1/p' $(API_MAP))
+
+# systemd reads units from /usr/local/lib/systemd/system as well as from
+# /usr/lib/systemd/system, so PREFIX/lib/systemd/system suits both.
+SYSTEMDUNITDIR ?= $(PREFIX)/lib/systemd/system
+SYSUSERSDIR    ?= $(PREFIX)/lib/sysusers.d
+UNITS := cutsnap-agent@.service cutsnap-snapshot@.service cutsnap-snapshot@.timer
 
 .PHONY: all deps check test test-numbers unit e2e demo asan asan-ci valgrind fuzz fuzz-bins fuzz-run torture clean \
     bench bench-deps install
@@ -288,6 +295,17 @@ install:
 	for n in $(API_NAMES); do \
 	    echo '.so man3/cutsnap.3' >$(DESTDIR)$(PREFIX)/share/man/man3/$$n.3; \
 	done
+
+	install -d $(DESTDIR)$(SYSTEMDUNITDIR) $(DESTDIR)$(SYSUSERSDIR)
+	@# The units name the binary where it was installed (@BINDIR@).
+	for u in $(UNITS); do \
+	    src=contrib/systemd/$$u; [ -f $$src ] || src=$$src.in; \
+	    sed 's|@BINDIR@|$(PREFIX)/bin|g' $$src >$(DESTDIR)$(SYSTEMDUNITDIR)/$$u.tmp && \
+	    chmod 0644 $(DESTDIR)$(SYSTEMDUNITDIR)/$$u.tmp && \
+	    mv $(DESTDIR)$(SYSTEMDUNITDIR)/$$u.tmp $(DESTDIR)$(SYSTEMDUNITDIR)/$$u || exit 1; \
+	done
+	install -m 0644 contrib/systemd/cutsnap.sysusers \
+	    $(DESTDIR)$(SYSUSERSDIR)/cutsnap.conf
 
 clean:
 	rm -rf build build-asan build-fuzz bin

@@ -227,6 +227,7 @@ struct snap {
 	size_t nch;
 	size_t nopen;
 	int64_t deadline;	/* monotonic ms: forget it then (0: none) */
+	int64_t rec_ms;		/* monotonic ms when its state was recorded */
 };
 
 /* How many snapshots an agent takes part in at once; a JOIN beyond it is
@@ -242,6 +243,18 @@ struct snap {
  * so that the coordinator, not the agent, normally decides. */
 #define SNAP_DEFAULT_TIMEOUT_S	60
 #define SNAP_GRACE_MS		2000
+
+/* Counts since the agent started, for /metrics (metrics.c). */
+struct agent_counters {
+	uint64_t transfers;	/* transfers debited here */
+	uint64_t acks_sent;	/* ACK frames sent to senders */
+	uint64_t dead;		/* dead letters recorded */
+	uint64_t snaps;		/* snapshots recorded and reported */
+	uint64_t snap_bytes;	/* their recorded prefixes, summed */
+	uint64_t snap_ms;	/* their times from recording to report */
+	uint64_t snaps_done;	/* snapshots its coordinator committed */
+	uint64_t snaps_failed;	/* aborted, timed out or left */
+};
 
 struct agent {
 	const struct cfg *c;
@@ -304,6 +317,17 @@ struct agent {
 	int stop;		/* shut down cleanly */
 	int fatal;		/* shut down with an error */
 	long drop_replies;	/* test hook drop-reply (client_req.c) */
+	/* systemd (sdnotify.c): notifications on, the watchdog's ping
+	 * interval (0: none) and the next ping (monotonic ms). */
+	int sd_on;
+	int64_t wd_ms, wd_next;
+	const char *log_file;	/* --log FILE (SIGHUP reopens it), or NULL */
+	/* What metrics.c exposes: counts since start. */
+	struct agent_counters ct;
+	uint64_t *sent_to;	/* n entries: messages emitted to each peer */
+	uint64_t *applied_from;	/* n entries: applied from each peer */
+	uint64_t *acked_by;	/* n entries: acknowledged by each peer */
+	struct metrics *mx;	/* the /metrics listener, or NULL */
 };
 
 /* Append r; any failure is fatal for the agent (logged). 0 / -1. */
@@ -548,5 +572,21 @@ void agent_snap_tick(struct agent *a);
 int agent_snap_timeout(struct agent *a, int64_t now);
 void agent_snap_free(struct agent *a);
 const char *agent_snap_phase_name(enum snap_phase p);	/* "recording" */
+
+/* sdnotify.c: notifications to systemd, when it asked for them. */
+void agent_sd_init(struct agent *a);
+/* Send state (e.g. "READY=1"); nothing when systemd did not ask. */
+void agent_sd_notify(struct agent *a, const char *state);
+/* Ping the watchdog when due; ms until the next ping, -1 for none. */
+int agent_sd_watchdog(struct agent *a, int64_t now);
+
+/* metrics.c: GET /metrics (Prometheus text format) on the agent's
+ * metrics_addr, served from the event loop. */
+int agent_metrics_open(struct agent *a, struct cs_err *e);
+/* 1 if tag is one of the metrics sockets' epoll tags (then handled). */
+int agent_metrics_event(struct agent *a, void *tag, uint32_t ev);
+/* Close scrapers idle past their deadline; ms until the next, or -1. */
+int agent_metrics_timeout(struct agent *a, int64_t now);
+void agent_metrics_close(struct agent *a);
 
 #endif

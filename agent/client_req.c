@@ -344,6 +344,7 @@ req_transfer(struct agent *a, struct conn *c, struct rbuf *r)
 	rec.req_digest = digest;
 	if (agent_append_send(a, d, &rec, seq, msg.data, msg.len) == -1)
 		goto out;
+	a->ct.transfers++;
 	agent_req_reply_ok(a, c, rid, nv, strlen(nv));
 out:
 	wbuf_free(&msg);

@@ -295,6 +295,11 @@ agent_outch_init(struct agent *a, struct cs_err *e)
 
 	if ((a->out = calloc((size_t)a->n, sizeof(*a->out))) == NULL)
 		return cs_errf(e, "out of memory");
+	/* The per-peer counts of /metrics (metrics.c), one block. */
+	if ((a->sent_to = calloc((size_t)a->n * 3, sizeof(uint64_t))) == NULL)
+		return cs_errf(e, "out of memory");
+	a->applied_from = a->sent_to + a->n;
+	a->acked_by = a->sent_to + 2 * a->n;
 	for (d = 0; d < a->n; d++) {
 		if (d == a->self || !cfg_has_channel(a->c, a->self, d))
 			continue;
@@ -335,6 +340,8 @@ agent_outch_free(struct agent *a)
 	size_t i;
 	int d;
 
+	free(a->sent_to);
+	a->sent_to = a->applied_from = a->acked_by = NULL;
 	if (a->out == NULL)
 		return;
 	for (d = 0; d < a->n; d++) {
@@ -590,6 +597,7 @@ outch_acked(struct agent *a, int d, uint64_t k, int welcome)
 		return -1;
 	}
 	if (k > dl_wm_get(&st->acked, dname(a, d))) {
+		a->acked_by[d] += k - dl_wm_get(&st->acked, dname(a, d));
 		o->stall_ms = cs_now_ms();
 		memset(&rec, 0, sizeof(rec));
 		rec.type = DL_ACK;

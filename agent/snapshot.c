@@ -150,6 +150,9 @@ snap_forget(struct agent *a, struct snap *sn, const char *why)
 	if (sn->phase == SNAP_NONE)
 		return;
 	log_info("snapshot %s: %s", SNAME(sn), why);
+	/* Every end but a commit (agent_snap_done counts those). */
+	if (strcmp(why, "committed") != 0)
+		a->ct.snaps_failed++;
 	done_add(a, &sn->id);
 	if (sn->coord != NULL)
 		sn->coord->is_coord = 0;
@@ -315,6 +318,7 @@ snap_record(struct agent *a, struct snap *sn, int first_src, uint64_t s)
 	int i;
 
 	sn->L = datalog_end(a->dl);
+	sn->rec_ms = cs_now_ms();
 	sn->nfull = chunkhash_nfull(datalog_chunks(a->dl));
 	if (datalog_prefix_sha(a->dl, sn->sha) == -1 ||
 	    chunkhash_peek(datalog_chunks(a->dl), sn->partial) == -1 ||
@@ -374,6 +378,8 @@ agent_snap_done(struct agent *a, const struct snapuid *id, int committed)
 		done_add(a, id);
 		return;
 	}
+	if (committed)
+		a->ct.snaps_done++;
 	snap_forget(a, sn, committed ? "committed" : "aborted");
 }
 
@@ -581,6 +587,9 @@ snap_report(struct agent *a, struct snap *sn)
 		goto oom;
 	agent_conn_send(a, sn->coord, W_SNAP_REPORT, w.data, w.len, 0);
 	sn->phase = SNAP_REPORTED;
+	a->ct.snaps++;
+	a->ct.snap_bytes += sn->L;
+	a->ct.snap_ms += (uint64_t)(cs_now_ms() - sn->rec_ms);
 	log_info("snapshot %s: reported (%" PRIu64 " bytes)", SNAME(sn),
 	    sn->L);
 	goto out;

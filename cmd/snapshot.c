@@ -1,12 +1,19 @@
 /* snapshot.c - "cutsnap snapshot": take a consistent snapshot of a running
  * cluster into a repository. */
+#include <sys/stat.h>
+
 #include <getopt.h>
+#include <libgen.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "../crypto/mac.h"
+#include "../lib/fsutil.h"
 #include "../lib/util.h"
 #include "../coordinator/coordinator.h"
 #include "../store/store.h"
@@ -17,7 +24,8 @@ static const char usage_text[] =
     "[--timeout SEC]\n"
     "                        [--key FILE] [--recheck-age DURATION] "
     "[--max-rate RATE]\n"
-    "                        [--accept-rollback] [--json] [-q|-v]\n"
+    "                        [--accept-rollback] [--metrics-file FILE] "
+    "[--json] [-q|-v]\n"
     "\n"
     "Take a consistent snapshot (Chandy-Lamport) of the running agents of\n"
     "CONF into the repository REPO (created with the defaults of 'cutsnap\n"
@@ -68,6 +76,13 @@ static const char usage_text[] =
     "                          (REPO/commits/) or this user's record of it:\n"
     "                          the snapshots it lost stay lost, new ids\n"
     "                          continue past theirs\n"
+    "      --metrics-file FILE\n"
+    "                          write the outcome to FILE for node_exporter's\n"
+    "                          textfile collector (replaced atomically,\n"
+    "                          also when the snapshot fails):\n"
+    "                          cutsnap_snapshot_success, _duration_seconds,\n"
+    "                          _bytes, _files, _messages, _id and\n"
+    "                          _timestamp_seconds, labelled repo=REPO\n"
     "  -j, --json              print {\"id\", \"status\", \"agents\", "
     "\"bytes\",\n"
     "                          \"msgs\", ...} instead of the id (schema "
@@ -114,6 +129,7 @@ static const struct option opts[] = {
 	{ "quiet", no_argument, NULL, 'q' },
 	{ "verbose", no_argument, NULL, 'v' },
 	{ "accept-rollback", no_argument, NULL, 'R' },
+	{ "metrics-file", required_argument, NULL, 'M' },
 	{ "help", no_argument, NULL, 'h' },
 	{ NULL, 0, NULL, 0 },
 };
@@ -232,6 +248,88 @@ print_json(const char *repo, uint64_t id, const struct coord_copy *cp,
 	return json_end(&j);
 }
 
+/* REPO as a label value of the text format: \\, \" and \\n escaped. */
+static void
+label_escape(const char *s, char *out, size_t sz)
+{
+	size_t o = 0;
+
+	for (; *s != '\0' && o + 3 < sz; s++) {
+		if (*s == '\\' || *s == '"' || *s == '\n') {
+			out[o++] = '\\';
+			out[o++] = *s == '\n' ? 'n' : *s;
+		} else {
+			out[o++] = *s;
+		}
+	}
+	out[o] = '\0';
+}
+
+/* --metrics-file: the snapshot's outcome in Prometheus' text format, for
+ * node_exporter's textfile collector, which must never read half a file:
+ * temp file, fsync, rename. ok: it completed; then id's listing row gives
+ * its bytes, files (one data file per agent) and messages. */
+static int
+write_metrics_file(const char *path, const char *repo, uint64_t id, int ok,
+    int64_t ms, struct cs_err *e)
+{
+	struct snap_info si;
+	struct store *st = NULL;
+	char text[4096], lbl[1024];
+	int n;
+
+	memset(&si, 0, sizeof(si));
+	if (ok && (store_open_listing(repo, &st, e) < 0 ||
+	    cmd_snap_info(st, id, &si) != 0))
+		memset(&si, 0, sizeof(si));	/* the figures stay 0 */
+	store_close(st);
+	label_escape(repo, lbl, sizeof(lbl));
+	n = snprintf(text, sizeof(text),
+	    "# HELP cutsnap_snapshot_success 1 if the last snapshot completed.\n"
+	    "# TYPE cutsnap_snapshot_success gauge\n"
+	    "cutsnap_snapshot_success{repo=\"%s\"} %d\n"
+	    "# HELP cutsnap_snapshot_duration_seconds How long it took.\n"
+	    "# TYPE cutsnap_snapshot_duration_seconds gauge\n"
+	    "cutsnap_snapshot_duration_seconds{repo=\"%s\"} %.3f\n"
+	    "# HELP cutsnap_snapshot_bytes Bytes of data files it recorded.\n"
+	    "# TYPE cutsnap_snapshot_bytes gauge\n"
+	    "cutsnap_snapshot_bytes{repo=\"%s\"} %llu\n"
+	    "# HELP cutsnap_snapshot_files Data files it recorded.\n"
+	    "# TYPE cutsnap_snapshot_files gauge\n"
+	    "cutsnap_snapshot_files{repo=\"%s\"} %d\n"
+	    "# HELP cutsnap_snapshot_messages In-flight messages it recorded.\n"
+	    "# TYPE cutsnap_snapshot_messages gauge\n"
+	    "cutsnap_snapshot_messages{repo=\"%s\"} %llu\n"
+	    "# HELP cutsnap_snapshot_id Its id in the repository (0: none).\n"
+	    "# TYPE cutsnap_snapshot_id gauge\n"
+	    "cutsnap_snapshot_id{repo=\"%s\"} %llu\n"
+	    "# HELP cutsnap_snapshot_timestamp_seconds When it ended (Unix "
+	    "time).\n"
+	    "# TYPE cutsnap_snapshot_timestamp_seconds gauge\n"
+	    "cutsnap_snapshot_timestamp_seconds{repo=\"%s\"} %lld\n",
+	    lbl, ok, lbl, (double)ms / 1000.0, lbl,
+	    (unsigned long long)si.bytes, lbl, si.nagents, lbl,
+	    (unsigned long long)si.nmsgs, lbl, (unsigned long long)id, lbl,
+	    (long long)time(NULL));
+	if (n < 0 || (size_t)n >= sizeof(text))
+		return cs_errf(e, "metrics file: repository name too long");
+	return fs_atomic_write_file(path, text, (size_t)n, 0644, e);
+}
+
+/* The directory FILE goes in exists: checked before the snapshot, so a
+ * typo is a usage error, not a snapshot taken without its metrics. */
+static int
+metrics_dir_ok(const char *path)
+{
+	char buf[PATH_MAX];
+	struct stat sb;
+
+	if (strlen(path) >= sizeof(buf) || path[0] == '\0')
+		return 0;
+	memcpy(buf, path, strlen(path) + 1);
+	return stat(dirname(buf), &sb) == 0 && S_ISDIR(sb.st_mode);
+}
+
 int
 cmd_snapshot(int argc, char **argv)
 {
@@ -247,7 +345,8 @@ cmd_snapshot(int argc, char **argv)
 	struct cs_err e;
 	char msg[CS_ERR_MAX + 64];
 	uint64_t timeout, id = 0;
-	const char *rate = NULL;
+	const char *rate = NULL, *mfile = NULL;
+	int64_t t0;
 	int ch, init, rc, json = 0, verbosity = 0;
 
 	optind = 1;
@@ -295,6 +394,9 @@ cmd_snapshot(int argc, char **argv)
 		case 'R':
 			store_set_accept_rollback(1);
 			break;
+		case 'M':
+			mfile = optarg;
+			break;
 		case 'h':
 			return cmd_help(usage_text);
 		default:
@@ -306,6 +408,9 @@ cmd_snapshot(int argc, char **argv)
 		    argv[optind]);
 	if (o.repo == NULL)
 		return cmd_usage_error("missing -r REPO");
+	if (mfile != NULL && !metrics_dir_ok(mfile))
+		return cmd_usage_error("--metrics-file %s: its directory does "
+		    "not exist", mfile);
 	if (store_check_path(o.repo, STORE_CREATE, &e) < 0)
 		return cmd_fail(EXIT_USAGE, "%s", e.msg);
 	if (keyfile != NULL) {
@@ -344,8 +449,18 @@ cmd_snapshot(int argc, char **argv)
 	o.progress_ctx = &prog;
 	memset(&copy, 0, sizeof(copy));
 	o.copy = &copy;
+	t0 = cs_now_ms();
 	rc = coord_snapshot(c, &o, &id, &e);
 	cmd_progress_end(&prog);
+	if (mfile != NULL) {
+		struct cs_err me;
+
+		/* A snapshot that completed stays complete (exit 0): the
+		 * file is its report, not part of it. */
+		if (write_metrics_file(mfile, o.repo, id, rc >= 0,
+		    cs_now_ms() - t0, &me) < 0)
+			cmd_warn("warning: %s", me.msg);
+	}
 	if (rc < 0) {
 		cmd_snapshot_error(id, e.msg, msg, sizeof(msg));
 		if (json)

@@ -80,7 +80,8 @@ _cutsnap()
 		COMPREPLY=($(compgen -W "error warn info debug" -- "$cur"))
 		return 0
 		;;
-	*:-k | *:--key | *:--password-file | key:-N | *:--new-password-file)
+	*:-k | *:--key | *:--password-file | key:-N | *:--new-password-file | \
+	    agent:-L | agent:--log | snapshot:--metrics-file)
 		COMPREPLY=($(compgen -f -- "$cur"))
 		return 0
 		;;
@@ -99,7 +100,7 @@ _cutsnap()
 	esac
 
 	case $cmd in
-	agent) opts="-c --config -n --name -l --log-level --help" ;;
+	agent) opts="-c --config -n --name -l --log-level -L --log --help" ;;
 	start) opts="-c --config -t --timeout -l --log-level --help" ;;
 	stop) opts="-c --config -t --timeout --cert --help" ;;
 	status) opts="-c --config -j --json --cert --help" ;;
@@ -115,7 +116,7 @@ _cutsnap()
 	key) opts="-r --repo --password-file -N --new-password-file -j --json
 	    --help" ;;
 	snapshot) opts="-c --config -r --repo --password-file -i --initiator -t --timeout
-	    -k --key -a --recheck-age -m --max-rate --accept-rollback -j --json
+	    -k --key -a --recheck-age -m --max-rate --accept-rollback --metrics-file -j --json
 	    -q --quiet -v --verbose --cert --help" ;;
 	ls) opts="-r --repo -j --json --help" ;;
 	show) opts="-r --repo --password-file -s --sum -j --json --help" ;;

@@ -8,9 +8,13 @@ need() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q 'install ok ins
 if [ "${1:-}" = bench ]; then
 	list="restic borgbackup openssl"
 else
+	# libsystemd-dev: sd-daemon.h (the agent loads libsystemd0 when run
+	# by systemd); systemd: systemd-analyze verify of the units;
+	# python3-prometheus-client: the metrics test's parser.
 	list="gcc make pkg-config libsqlite3-dev libssl-dev libinih-dev libisal-dev
 	      libcmocka-dev libzstd-dev zlib1g-dev zstd perl sqlite3 procps valgrind clang libclang-rt-14-dev
-	      python3 man-db groff-base iproute2 libcurl4-openssl-dev curl
+	      python3 man-db groff-base iproute2 libcurl4-openssl-dev curl libsystemd-dev
+	      systemd python3-prometheus-client
 	      radosgw ceph-mon ceph-osd"
 fi
 for p in $list; do
