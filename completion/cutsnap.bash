@@ -123,7 +123,7 @@ _cutsnap()
 	    -q --quiet -v --verbose --cert --help" ;;
 	ls) opts="-r --repo -j --json --help" ;;
 	show) opts="-r --repo --password-file --password-command -s --sum -j --json --help" ;;
-	verify) opts="-r --repo --password-file --password-command --no-password -k --key -j --json -q --quiet
+	verify) opts="-r --repo --password-file --password-command --no-password -a --all -k --key -j --json -q --quiet
 	    -v --verbose --help" ;;
 	restore) opts="-r --repo --password-file --password-command -c --config -a --agent -k --key -j --json
 	    -q --quiet -v --verbose --help" ;;
