@@ -202,6 +202,14 @@ void cmd_dead_text(FILE *f, const char *indent, const struct dl_dead *d,
     const char *self);
 
 
+/* restore --target DIR (restore_target.c): DIR created if missing, the
+ * config of snapshot id's cluster written as DIR/cluster.ini (its path in
+ * conf) and loaded into *out, refused (EXIT_USAGE) when DIR already holds
+ * that config or one of its data files. EXIT_OK, or the exit status after
+ * printing why (conf "" then: nothing written). */
+int cmd_restore_target(struct store *st, uint64_t id, const char *dir,
+    uint64_t *resolved, char *conf, size_t confsz, struct cfg **out);
+
 /* Rewrite coord_snapshot's error for snapshot id (0: none was created)
  * as "snapshot N aborted: REASON" in out. */
 void cmd_snapshot_error(uint64_t id, const char *msg, char *out,

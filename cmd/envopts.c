@@ -65,6 +65,10 @@ cmd_env_defaults(const char *name, int *argc, char ***argv)
 	if (conf != NULL && (*conf == '\0' || !listed(conf_cmds, name) ||
 	    has_opt(*argc, *argv, 'c', "config")))
 		conf = NULL;
+	/* restore --target writes a config of its own and takes none. */
+	if (conf != NULL && strcmp(name, "restore") == 0 &&
+	    (has_opt(*argc, *argv, 't', "target")))
+		conf = NULL;
 	if (repo == NULL && conf == NULL)
 		return 0;
 	/* Lives as long as the process, as argv does. */

@@ -65,7 +65,7 @@ _cutsnap()
 		COMPREPLY=($(compgen -f -X '!*.ini' -- "$cur") $(compgen -d -- "$cur"))
 		return 0
 		;;
-	*:-r | *:--repo)
+	*:-r | *:--repo | restore:-t | restore:--target)
 		COMPREPLY=($(compgen -d -- "$cur"))
 		return 0
 		;;
@@ -125,7 +125,7 @@ _cutsnap()
 	show) opts="-r --repo --password-file --password-command -s --sum -j --json --help" ;;
 	verify) opts="-r --repo --password-file --password-command --no-password -a --all -k --key -j --json -q --quiet
 	    -v --verbose --help" ;;
-	restore) opts="-r --repo --password-file --password-command -c --config -a --agent -k --key -j --json
+	restore) opts="-r --repo --password-file --password-command -c --config -t --target -a --agent -k --key -j --json
 	    -q --quiet -v --verbose --help" ;;
 	load) opts="-c --config -r --repo --password-file --password-command --seconds --clients --threads
 	    --snapshot-every --max-amount --initial --no-drain -j --json --cert --help" ;;
