@@ -87,6 +87,12 @@ enum wire_type {
 	 * chunks itself (W_SNAP_FETCH). */
 	W_SNAP_UPLOAD = 26,
 	W_SNAP_UPLOADED = 27,
+	/* coordinator -> agent, on the JOIN connection, once a second while
+	 * the snapshot makes progress: {uid id}, no reply. The agent counts
+	 * its own timeout for the snapshot from the last one (as from each
+	 * W_SNAP_FETCH and W_SNAP_UPLOAD), so --timeout bounds a stall, not
+	 * a long copy. */
+	W_SNAP_ALIVE = 28,
 	W_REPLY = 30,		/* {u8 code (enum reply_code), bytes body} */
 	/* peer S -> D on the channel S->D (S connects to D) */
 	W_PEER_HELLO = 40,	/* {str src}: first frame on a peer connection */
