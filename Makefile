@@ -1,8 +1,11 @@
 # cutsnap - consistent multi-file backups with Chandy-Lamport snapshots.
-# make            build bin/cutsnap (installs missing Debian packages first)
+# make            build bin/cutsnap (installs the missing Debian packages of
+#                 the build list first: scripts/deps.sh build)
 # make check      the quick tier, before every commit (under two minutes):
 #                 the unit tests and the e2e scripts of CHECK_E2E
 # make test       unit tests (cmocka) and end-to-end tests (TAP, prove)
+#                 (check, test and the other test targets install the
+#                 test list first: scripts/deps.sh test)
 # make demo       the bank example, end to end
 # make asan       the whole test suite under AddressSanitizer + UBSan
 # make valgrind   the unit tests under valgrind
@@ -64,16 +67,23 @@ SYSTEMDUNITDIR ?= $(PREFIX)/lib/systemd/system
 SYSUSERSDIR    ?= $(PREFIX)/lib/sysusers.d
 UNITS := cutsnap-agent@.service cutsnap-snapshot@.service cutsnap-snapshot@.timer
 
-.PHONY: all deps check test test-numbers unit e2e demo asan asan-ci valgrind fuzz fuzz-bins fuzz-run torture clean \
+.PHONY: all deps test-deps check test test-numbers unit e2e demo asan asan-ci valgrind fuzz fuzz-bins fuzz-run torture clean \
     bench bench-deps install
 all: $(BIN) $(SO)
 
 # Every compile waits for the dependency step (order-only, so it runs once
-# and before anything else even under make -j).
+# and before anything else even under make -j). The build needs only the
+# libraries; what the tests run is a list of its own, installed by the
+# targets that run tests.
 DEPS_OK := $(BUILD)/.deps-ok
+TEST_DEPS_OK := $(BUILD)/.test-deps-ok
 deps: $(DEPS_OK)
 $(DEPS_OK): scripts/deps.sh
-	@sh scripts/deps.sh
+	@sh scripts/deps.sh build
+	@mkdir -p $(dir $@) && touch $@
+test-deps: $(TEST_DEPS_OK)
+$(TEST_DEPS_OK): scripts/deps.sh
+	@sh scripts/deps.sh test
 	@mkdir -p $(dir $@) && touch $@
 
 $(BUILD)/%.o: %.c | $(DEPS_OK)
@@ -102,7 +112,8 @@ $(BIN): $(CMD_OBJ) $(LIBA)
 # directories, file helpers, report fixtures).
 UNIT_OBJ := $(BUILD)/tests/unit/unit.o
 .SECONDARY: $(UNIT_OBJ)
-$(BUILD)/tests/unit/test_%: tests/unit/test_%.c $(UNIT_OBJ) $(LIBA) | $(DEPS_OK)
+$(UNIT_OBJ): | $(TEST_DEPS_OK)
+$(BUILD)/tests/unit/test_%: tests/unit/test_%.c $(UNIT_OBJ) $(LIBA) | $(DEPS_OK) $(TEST_DEPS_OK)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(PKG_CFLAGS) -o $@ $< $(UNIT_OBJ) $(LIBA) $(PKG_LIBS) $(CMOCKA_LIBS) $(LDFLAGS) -lpthread
 
@@ -113,7 +124,7 @@ $(FAULTFS): tests/fault/faultfs.c | $(DEPS_OK)
 	@mkdir -p $(dir $@)
 	$(CC) $(CSTD) $(WARN) -O2 -g -fPIC -shared -o $@ $< -ldl
 
-unit: $(UNIT_BIN)
+unit: $(TEST_DEPS_OK) $(UNIT_BIN)
 	CMOCKA_MESSAGE_OUTPUT=TAP prove -f --exec '' $(UNIT_BIN)
 
 # The module-level include graph has no circle outside agent/
@@ -155,7 +166,7 @@ E2E      := $(E2E_LONG) $(E2E_REST)
 TEST_JOBS ?= $(shell nproc 2>/dev/null || echo 1)
 PROVE := prove -j$(TEST_JOBS) --timer -f --exec ''
 
-e2e: all $(FAULTFS) test-numbers
+e2e: $(TEST_DEPS_OK) all $(FAULTFS) test-numbers
 	CUTSNAP=$(abspath $(BIN)) FAULTFS=$(abspath $(FAULTFS)) \
 	    $(call s3run,$(E2E)) $(PROVE) $(E2E)
 
@@ -170,13 +181,13 @@ CHECK_E2E := $(addprefix tests/e2e/,t0001-cli-basics.sh t0002-bad-input.sh \
 	t0041-authenticated.sh t0101-status.sh t0200-deadletter.sh \
 	t0341-encryption.sh t0360-tls-loopback.sh t0460-restore-fence.sh)
 
-check: all $(UNIT_BIN) $(FAULTFS) test-numbers
+check: $(TEST_DEPS_OK) all $(UNIT_BIN) $(FAULTFS) test-numbers
 	CMOCKA_MESSAGE_OUTPUT=TAP CUTSNAP=$(abspath $(BIN)) \
 	    FAULTFS=$(abspath $(FAULTFS)) \
 	    $(PROVE) $(UNIT_BIN) $(STRUCT_TESTS) $(CHECK_E2E)
 
 # One prove run, so its closing summary counts every test.
-test: all $(UNIT_BIN) $(FAULTFS) test-numbers
+test: $(TEST_DEPS_OK) all $(UNIT_BIN) $(FAULTFS) test-numbers
 	CMOCKA_MESSAGE_OUTPUT=TAP CUTSNAP=$(abspath $(BIN)) \
 	    FAULTFS=$(abspath $(FAULTFS)) \
 	    $(call s3run,$(E2E)) $(PROVE) $(UNIT_BIN) $(STRUCT_TESTS) $(E2E)
@@ -195,7 +206,7 @@ asan:
 asan-ci:
 	$(ASAN_MAKE) E2E="$(E2E_REST)" test
 
-valgrind: $(UNIT_BIN)
+valgrind: $(TEST_DEPS_OK) $(UNIT_BIN)
 	@for t in $(UNIT_BIN); do \
 	    echo "valgrind $$t"; \
 	    CMOCKA_MESSAGE_OUTPUT=TAP valgrind -q --error-exitcode=99 --leak-check=full \
@@ -218,7 +229,7 @@ fuzz:
 
 fuzz-bins: $(FUZZ_BIN)
 
-$(BUILD)/fuzz/%: tests/fuzz/%.c $(LIBA) | $(DEPS_OK)
+$(BUILD)/fuzz/%: tests/fuzz/%.c $(LIBA) | $(DEPS_OK) $(TEST_DEPS_OK)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(PKG_CFLAGS) -fsanitize=fuzzer -o $@ $< $(LIBA) \
 	    $(PKG_LIBS) $(LDFLAGS) -lpthread

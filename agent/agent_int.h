@@ -228,6 +228,8 @@ struct snap {
 	size_t nopen;
 	int64_t deadline;	/* monotonic ms: forget it then (0: none) */
 	int64_t rec_ms;		/* monotonic ms when its state was recorded */
+	uint32_t timeout_s;	/* the coordinator's; the deadline is this
+				 * plus a grace past its last word */
 };
 
 /* How many snapshots an agent takes part in at once; a JOIN beyond it is
@@ -570,6 +572,11 @@ void agent_snap_conn_closed(struct agent *a, struct conn *c);
 void agent_snap_tick(struct agent *a);
 /* Forget snapshots past their deadline; ms until the next, or -1. */
 int agent_snap_timeout(struct agent *a, int64_t now);
+/* W_SNAP_ALIVE on c: the coordinator of snapshot id goes on; its
+ * deadline counts from now. No reply; ignored for a snapshot c does not
+ * drive (one already forgotten). */
+void agent_snap_alive(struct agent *a, struct conn *c,
+    const struct snapuid *id);
 void agent_snap_free(struct agent *a);
 const char *agent_snap_phase_name(enum snap_phase p);	/* "recording" */
 

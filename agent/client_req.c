@@ -420,6 +420,8 @@ req_snap(struct agent *a, struct conn *c, uint8_t type, struct rbuf *r)
 		agent_snap_start(a, &id);
 	else if (type == W_SNAP_FETCH)
 		agent_snap_fetch(a, c, &id, off, len);
+	else if (type == W_SNAP_ALIVE)
+		agent_snap_alive(a, c, &id);
 	else
 		agent_snap_done(a, &id, committed);
 }
@@ -517,6 +519,7 @@ agent_client_frame(struct agent *a, struct conn *c, uint8_t type,
 	case W_SNAP_START:
 	case W_SNAP_DONE:
 	case W_SNAP_FETCH:
+	case W_SNAP_ALIVE:
 		req_snap(a, c, type, &r);
 		break;
 	case W_SNAP_UPLOAD:

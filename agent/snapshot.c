@@ -133,14 +133,24 @@ done_add(struct agent *a, const struct snapuid *id)
 }
 
 /* The agent's own deadline for a snapshot it joined: the coordinator's
- * timeout (counted from the JOIN, so a little later than the
- * coordinator's own) plus a grace. */
+ * timeout (counted from the JOIN or its last word, so a little later
+ * than the coordinator's own) plus a grace. */
 static void
 snap_arm(struct snap *sn, uint32_t timeout_s)
 {
 	uint32_t t = timeout_s ? timeout_s : SNAP_DEFAULT_TIMEOUT_S;
 
+	sn->timeout_s = t;
 	sn->deadline = cs_now_ms() + (int64_t)t * 1000 + SNAP_GRACE_MS;
+}
+
+void
+agent_snap_alive(struct agent *a, struct conn *c, const struct snapuid *id)
+{
+	struct snap *sn = snap_find(a, id);
+
+	if (sn != NULL && sn->coord == c && sn->deadline != 0)
+		snap_arm(sn, sn->timeout_s);
 }
 
 /* Forget the snapshot; markers already queued still leave. */
@@ -415,6 +425,8 @@ agent_snap_fetch(struct agent *a, struct conn *c, const struct snapuid *id,
 		    " are not within the recorded %" PRIu64, off, len, sn->L);
 		return;
 	}
+	/* A fetch is the coordinator's word that the copy goes on. */
+	snap_arm(sn, sn->timeout_s);
 	/* [0, L) is durable, so on the file; a compaction does not switch
 	 * files while a recorded prefix is held (agent_snap_holds_prefix).
 	 * The piece goes from the file to the socket as it drains (a copy

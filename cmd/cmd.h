@@ -52,6 +52,12 @@ int cmd_cert(int argc, char **argv);
 int cmd_deadletter(int argc, char **argv);
 int cmd_check(int argc, char **argv);
 
+/* envopts.c: with CUTSNAP_REPOSITORY / CUTSNAP_CONFIG set and command name
+ * taking -r / -c without one on its command line, a new argv (kept for
+ * the process's life) with "-r VALUE" / "-c VALUE" before the command's
+ * words. 0, or -1 out of memory. */
+int cmd_env_defaults(const char *name, int *argc, char ***argv);
+
 /* The running subcommand's name, used in every message ("put"). Set by
  * main before dispatching. */
 extern const char *cmd_name;
@@ -196,6 +202,14 @@ void cmd_dead_text(FILE *f, const char *indent, const struct dl_dead *d,
     const char *self);
 
 
+/* restore --target DIR (restore_target.c): DIR created if missing, the
+ * config of snapshot id's cluster written as DIR/cluster.ini (its path in
+ * conf) and loaded into *out, refused (EXIT_USAGE) when DIR already holds
+ * that config or one of its data files. EXIT_OK, or the exit status after
+ * printing why (conf "" then: nothing written). */
+int cmd_restore_target(struct store *st, uint64_t id, const char *dir,
+    uint64_t *resolved, char *conf, size_t confsz, struct cfg **out);
+
 /* Rewrite coord_snapshot's error for snapshot id (0: none was created)
  * as "snapshot N aborted: REASON" in out. */
 void cmd_snapshot_error(uint64_t id, const char *msg, char *out,
@@ -274,15 +288,18 @@ void cmd_last_line(const char *path, char *out, size_t outsz);
 struct store;
 int cmd_key_set(struct store *st, const char *path);
 
-/* password.c: --password-file FILE, taken out of argv by main for the
- * commands that read an encrypted repository (-1: it lacks FILE). */
+/* password.c: --password-file FILE and --password-command CMD, taken out
+ * of argv by main for the commands that read an encrypted repository
+ * (-1: the first lacks its value, -2: the second). */
 extern const char *cmd_password_file;
+extern const char *cmd_password_command;
 int cmd_take_password_file(int *argc, char **argv);
 /* Let the store ask for a repository's password when it is encrypted. */
 void cmd_password_setup(void);
-/* A password into buf[0, *len): from file, else the environment
- * (CUTSNAP_PASSWORD_FILE, CUTSNAP_PASSWORD; CMD_PW_NEW:
- * CUTSNAP_NEW_PASSWORD_FILE, CUTSNAP_NEW_PASSWORD), else the terminal
+/* A password into buf[0, *len): from file, else --password-command,
+ * else the environment (CUTSNAP_PASSWORD_FILE, CUTSNAP_PASSWORD_COMMAND,
+ * CUTSNAP_PASSWORD; CMD_PW_NEW: CUTSNAP_NEW_PASSWORD_FILE,
+ * CUTSNAP_NEW_PASSWORD, no command), else the terminal
  * without echo, prompting with what (twice unless CMD_PW_CURRENT). */
 #define CMD_PW_CURRENT 0	/* the password of a key that exists */
 #define CMD_PW_FIRST 1		/* init --encrypt: the first key's */

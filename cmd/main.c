@@ -65,7 +65,9 @@ usage(FILE *f)
 	fputs("\nRun 'cutsnap COMMAND --help' for a command's usage; "
 	    "'cutsnap --version' (-V)\nprints the version.\n"
 	    "Exit status: 0 success, 1 the operation or check failed, "
-	    "2 bad usage, bad config or unreadable input.\n", f);
+	    "2 bad usage, bad config or unreadable input.\n"
+	    "CUTSNAP_REPOSITORY and CUTSNAP_CONFIG stand for -r REPO and "
+	    "-c CONF when\nthose are not given.\n", f);
 }
 
 /* Text output is buffered: a failed write (a full disk, /dev/full, a
@@ -174,6 +176,32 @@ take_cert(int *argc, char **argv)
 	return 0;
 }
 
+/* Run command c on its words (argv[0] its name). */
+static int
+run(const struct command *c, int argc, char **argv)
+{
+	cmd_name = c->name;
+	catch_stop(SIGTERM);
+	catch_stop(SIGINT);
+	if (cmd_env_defaults(c->name, &argc, &argv) < 0)
+		return cmd_fail(EXIT_FAILED, "out of memory");
+	/* cert makes certificates: it presents none. */
+	if (strcmp(c->name, "cert") != 0 && take_cert(&argc, argv) < 0)
+		return cmd_usage_error("--cert needs NAME");
+	if (reads_repo(c->name)) {
+		switch (cmd_take_password_file(&argc, argv)) {
+		case -1:
+			return cmd_usage_error("--password-file needs FILE");
+		case -2:
+			return cmd_usage_error("--password-command needs CMD");
+		}
+		cmd_password_setup();
+	}
+	if (cmd_s3_wants(c->name, argc, argv))
+		return finish(cmd_s3_run(c->name, c->fn, argc, argv));
+	return finish(c->fn(argc, argv));
+}
+
 int
 main(int argc, char **argv)
 {
@@ -204,34 +232,8 @@ main(int argc, char **argv)
 		return EXIT_OK;
 	}
 	for (i = 0; i < NCOMMANDS; i++) {
-		if (strcmp(name, commands[i].name) == 0) {
-			cmd_name = commands[i].name;
-			catch_stop(SIGTERM);
-			catch_stop(SIGINT);
-			/* cert makes certificates: it presents none. */
-			if (strcmp(name, "cert") != 0) {
-				argc--;
-				if (take_cert(&argc, argv + 1) < 0)
-					return cmd_usage_error("--cert needs "
-					    "NAME");
-				argc++;
-			}
-			if (reads_repo(name)) {
-				argc--;
-				if (cmd_take_password_file(&argc, argv + 1) < 0)
-					return cmd_usage_error("--password-file "
-					    "needs FILE");
-				cmd_password_setup();
-				if (cmd_s3_wants(name, argc, argv + 1))
-					return finish(cmd_s3_run(name,
-					    commands[i].fn, argc, argv + 1));
-				return finish(commands[i].fn(argc, argv + 1));
-			}
-			if (cmd_s3_wants(name, argc - 1, argv + 1))
-				return finish(cmd_s3_run(name, commands[i].fn,
-				    argc - 1, argv + 1));
-			return finish(commands[i].fn(argc - 1, argv + 1));
-		}
+		if (strcmp(name, commands[i].name) == 0)
+			return run(&commands[i], argc - 1, argv + 1);
 	}
 	fprintf(stderr, "cutsnap: unknown command '%s' (see cutsnap --help)\n",
 	    name);

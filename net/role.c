@@ -22,6 +22,7 @@ static const struct {
 	{ W_SNAP_DONE, "snapshot", 1, 0 },
 	{ W_SNAP_FETCH, "snapshot", 1, 0 },
 	{ W_SNAP_UPLOAD, "snapshot", 1, 0 },
+	{ W_SNAP_ALIVE, "snapshot", 1, 0 },
 	{ W_REQ_PUT, "put", 0, 0 },
 	{ W_REQ_DEL, "del", 0, 0 },
 	{ W_REQ_ADD, "add", 0, 0 },

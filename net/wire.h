@@ -92,6 +92,11 @@ enum wire_type {
 	 * chunks itself (W_SNAP_FETCH). */
 	W_SNAP_UPLOAD = 26,
 	W_SNAP_UPLOADED = 27,
+	/* coordinator -> agent, on the JOIN connection, once a second while
+	 * the snapshot makes progress: {uid id}, no reply. The agent counts
+	 * its own timeout for the snapshot from the last one (as from each
+	 * W_SNAP_FETCH), so --timeout bounds a stall, not a long copy. */
+	W_SNAP_ALIVE = 28,
 	/* {16 bytes request id (all zero: none), u32 n, n ops (enum
 	 * txn_op)}: conditions first, then the writes as one record; ->
 	 * body {u32 n, n x i64}: each TXN_ADD's new value, in op order;
