@@ -314,6 +314,23 @@ int agent_append_send(struct agent *a, int d, const struct dl_record *r,
  * it (called once per loop iteration; the fuzz target drives it too). */
 void agent_commit(struct agent *a);
 
+/* client_req.c: request ids (reqtab.h) */
+/* Answer a request whose id was seen: with the first outcome (the same
+ * request), or refuse it (another one). 1 answered, 0 a new id (or id
+ * NULL). */
+int agent_req_seen(struct agent *a, struct conn *c, const uint8_t *id,
+    uint64_t digest);
+/* The OK reply, body val[0, vlen), of a request that may carry an id,
+ * once its record is durable (the drop-reply test hook applies). */
+void agent_req_reply_ok(struct agent *a, struct conn *c, const uint8_t *id,
+    const void *val, size_t vlen);
+
+/* txn.c */
+/* W_REQ_TXN, its whole payload p[0, n); W_REQ_GETV. Each answers. */
+void agent_txn_request(struct agent *a, struct conn *c, const uint8_t *p,
+    size_t n);
+void agent_getv_request(struct agent *a, struct conn *c, struct rbuf *r);
+
 /* listen.c */
 int agent_listen_open(struct agent *a, struct cs_err *e);
 void agent_listen_accept(struct agent *a);

@@ -87,6 +87,15 @@ enum wire_type {
 	 * chunks itself (W_SNAP_FETCH). */
 	W_SNAP_UPLOAD = 26,
 	W_SNAP_UPLOADED = 27,
+	/* {16 bytes request id (all zero: none), u32 n, n ops (enum
+	 * txn_op)}: conditions first, then the writes as one record; ->
+	 * body {u32 n, n x i64}: each TXN_ADD's new value, in op order;
+	 * REPLY_CONFLICT {u32 op index, str reason} when a condition
+	 * failed; any failure changes nothing (docs/PROTOCOL.md) */
+	W_REQ_TXN = 50,
+	/* {bytes key} -> body {u64 version, bytes value}, or
+	 * REPLY_NOTFOUND (datalog.h: what a key's version counts) */
+	W_REQ_GETV = 52,
 	W_REPLY = 30,		/* {u8 code (enum reply_code), bytes body} */
 	/* peer S -> D on the channel S->D (S connects to D) */
 	W_PEER_HELLO = 40,	/* {str src}: first frame on a peer connection */
@@ -102,6 +111,18 @@ enum wire_type {
 	 * keeps the connection open and idle, writes nothing on it, and
 	 * checks again only on a new connection */
 	W_PEER_VERDICT = 45,
+};
+
+/* The ops of a W_REQ_TXN, each u8 kind and its fields. */
+enum txn_op {
+	TXN_EXPECT_EQ = 1,	/* {bytes key, bytes value} */
+	TXN_EXPECT_ABSENT = 2,	/* {bytes key} */
+	TXN_EXPECT_VERSION = 3,	/* {bytes key, u64 version (0: absent)} */
+	TXN_PUT = 10,		/* {bytes key, bytes value} */
+	TXN_DEL = 11,		/* {bytes key}: an absent key is no error */
+	TXN_ADD = 12,		/* {bytes key, i64 delta} */
+	TXN_SEND = 13,		/* {str peer, bytes payload} (reserved) */
+	TXN_CONSUME = 14,	/* {str from, u64 seq} (reserved) */
 };
 
 /* How W_REQ_RELEASE delivers what the channel queued while held: in
@@ -136,6 +157,9 @@ enum reply_code {
 	REPLY_FAIL = 1,		/* the operation failed; body is a message */
 	REPLY_BADREQ = 2,		/* malformed or invalid request; body message */
 	REPLY_NOTFOUND = 3,		/* key absent */
+	REPLY_CONFLICT = 4,	/* a TXN's condition failed; nothing changed */
+	REPLY_TIMEOUT = 5,	/* reserved: W_REQ_RECV found nothing in time */
+	REPLY_BUSY = 6,		/* reserved: a channel is over its limit */
 	/* the connection's certificate role may not make this request
 	 * (role.h); body is a message; nothing was done */
 	REPLY_DENIED = 14,
