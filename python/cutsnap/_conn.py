@@ -3,8 +3,9 @@
 A connection starts with the version exchange (W_HELLO).  An agent from
 before the exchange (protocol 1) closes a connection whose first frame has
 another version byte without a word; the package then connects again and
-speaks protocol 1, which has keys (put, get, delete, add, status) but no
-transactions or inbox: those raise VersionMismatch naming both versions.
+speaks protocol 1.  An agent of protocol 1 that does not know a request
+(the inbox, on agents built before it) closes the connection: that raises
+VersionMismatch naming both versions.
 
 Any failure in the middle of a frame (a timeout, a lost connection) leaves
 the stream at an unknown place, so the connection is closed then and every
@@ -246,9 +247,19 @@ class Connection:
                                "protocol %d" % (ver, self.protocol))
         return code, body
 
-    def _call(self, ftype, payload, extra_s=0.0):
+    def _call(self, ftype, payload, extra_s=0.0, what=None):
         self._send(ftype, payload)
-        return self._reply(extra_s)
+        try:
+            return self._reply(extra_s)
+        except _Closed:
+            # An agent closes a connection on a request type it does not
+            # know: say which, on a connection without the exchange.
+            if what is None or self.protocol >= w.PROTOCOL:
+                raise
+            raise VersionMismatch(
+                "agent %s closed the connection on a %s request: it speaks "
+                "protocol %d and does not know it (this client speaks %d)"
+                % (self.agent, what, self.protocol, w.PROTOCOL)) from None
 
     def _fail(self, code, body, what):
         """The exception for an unexpected reply code."""
@@ -261,12 +272,6 @@ class Connection:
             return Timeout(msg or "%s: timed out" % what)
         return Error(msg or "agent %s: %s failed (reply code %d)"
                      % (self.agent, what, code))
-
-    def _need(self, what):
-        if self.protocol < w.PROTOCOL:
-            raise VersionMismatch(
-                "agent %s speaks protocol %d, which has no %s; this client "
-                "speaks %d" % (self.agent, self.protocol, what, w.PROTOCOL))
 
     # --- keys ---------------------------------------------------------
 
@@ -288,8 +293,8 @@ class Connection:
     def get_version(self, key):
         """(version, value) of key, (0, None) when it is absent: the
         version for Transaction.expect_version."""
-        self._need("key versions")
-        code, body = self._call(w.W_REQ_GETV, w.blob(_key(key)))
+        code, body = self._call(w.W_REQ_GETV, w.blob(_key(key)),
+                                what="get_version")
         if code == w.REPLY_NOTFOUND:
             return 0, None
         if code != w.REPLY_OK:
@@ -354,10 +359,10 @@ class Connection:
         Conflict (a condition failed), NotFound (a consumed message is not
         in the inbox), Busy (a send met a full inbox) or Error: then
         nothing changed."""
-        self._need("transactions")
         if t.committed:
             raise Error("this transaction is already committed")
-        code, body = self._call(w.W_REQ_TXN, t.encode())
+        code, body = self._call(w.W_REQ_TXN, t.encode(),
+                                what="transaction")
         try:
             if code == w.REPLY_OK:
                 t.results = w.txn_ok(body)
@@ -377,7 +382,6 @@ class Connection:
         again until a transaction consumes it), waiting at most timeout
         seconds (0: do not wait; None: until one comes); None when none
         came in time."""
-        self._need("inbox")
         if timeout is not None and timeout < 0:
             raise ValueError("timeout must be >= 0")
         while True:
@@ -385,7 +389,8 @@ class Connection:
                 ms = _RECV_SLICE_MS
             else:
                 ms = min(int(timeout * 1000), 0xffffffff)
-            code, body = self._call(w.W_REQ_RECV, w.u32(ms), ms / 1000.0)
+            code, body = self._call(w.W_REQ_RECV, w.u32(ms), ms / 1000.0,
+                                    what="recv")
             if code == w.REPLY_OK:
                 try:
                     return Message(*w.recv_ok(body))
