@@ -98,6 +98,7 @@ struct sess {
 	uint64_t top;		/* the highest commit number listed */
 	char ctext[COMMIT_CAP];	/* the text of the commit read */
 	int cache_fd;		/* holds the cache's lock, or -1 */
+	uint64_t want;		/* --commit N of a reader, 0: the newest */
 	struct s3gen rec;	/* the generations known outside its manifest */
 	char mkey[128];		/* its manifest's key */
 	char mhash[SHA_HEX_LEN];
@@ -333,6 +334,31 @@ try_commit(struct sess *ss, uint64_t g, struct s3_obj *man, size_t nman,
 	return rc;
 }
 
+/* A reader's --commit N: that commit and no other, whole. */
+static int
+read_wanted(struct sess *ss, const uint64_t *nums, size_t nc,
+    struct s3_obj *man, size_t nman, struct cs_err *e)
+{
+	size_t i;
+	int k;
+
+	for (i = 0; i < nc && nums[i] != ss->want; i++)
+		;
+	if (i == nc)
+		return cs_errf(e, "%s: there is no commit %llu (the bucket has "
+		    "%zu, the newest %llu)", s3_url(ss->s),
+		    (unsigned long long)ss->want, nc,
+		    (unsigned long long)nums[0]);
+	if ((k = try_commit(ss, ss->want, man, nman, e)) < 0)
+		return -1;
+	if (k == 0)
+		return cs_errf(e, "%s: commit %llu cannot be read (see the "
+		    "warning above)", s3_url(ss->s),
+		    (unsigned long long)ss->want);
+	ss->top = nums[0];
+	return 0;
+}
+
 /* How many commits below an unusable newest one are tried before giving
  * up: enough for a few damaged ones, few enough to stay quick. */
 #define COMMIT_FALLBACK 16
@@ -376,6 +402,10 @@ read_head(struct sess *ss, struct cs_err *e)
 	qsort(nums, nc, sizeof(*nums), desc_u64);
 	if (s3_list(ss->s, "manifests/", &man, &nman, e) < 0)
 		goto out;
+	if (ss->want != 0) {
+		rc = read_wanted(ss, nums, nc, man, nman, e);
+		goto out;
+	}
 	for (tried = 0; tried < nc && tried < COMMIT_FALLBACK; tried++)
 		if ((k = try_commit(ss, nums[tried], man, nman, e)) != 0)
 			break;
@@ -1458,6 +1488,43 @@ release_stdout(int saved, FILE *held, int show)
 	fclose(held);
 }
 
+/* Takes "--commit N" / "--commit=N" out of argv: a reader reads the
+ * manifest of commit N instead of the newest one (an older state, or the
+ * one before a damaged commit). 1 when given, 0 when not, -1 when bad. */
+static int
+take_commit(int *argc, char **argv, uint64_t *num)
+{
+	int i, j, k, found = 0;
+	const char *v;
+	char *end;
+
+	for (i = 1; i < *argc; i++) {
+		if (strcmp(argv[i], "--commit") == 0 && i + 1 < *argc) {
+			v = argv[i + 1];
+			k = 2;
+		} else if (strncmp(argv[i], "--commit=", 9) == 0) {
+			v = argv[i] + 9;
+			k = 1;
+		} else {
+			continue;
+		}
+		errno = 0;
+		*num = strtoull(v, &end, 10);
+		if (errno != 0 || *end != '\0' || *num == 0 || !isdigit(
+		    (unsigned char)*v)) {
+			cmd_usage_error("--commit: '%s' is not a commit number",
+			    v);
+			return -1;
+		}
+		for (j = i; j + k <= *argc; j++)
+			argv[j] = argv[j + k];
+		*argc -= k;
+		i--;
+		found = 1;
+	}
+	return found;
+}
+
 /* Takes "--grace DURATION" / "--grace=DURATION" out of argv. */
 static int
 take_grace(int *argc, char **argv, int64_t *grace)
@@ -1546,7 +1613,7 @@ cmd_s3_run(const char *name, int (*fn)(int, char **), int argc, char **argv)
 	size_t off, nk = 0;
 	int64_t grace = 3600;
 	FILE *held = NULL;
-	int i, ri, rc = EXIT_FAILED, dry = 0, saved = -1;
+	int i, k, ri, rc = EXIT_FAILED, dry = 0, saved = -1;
 
 	memset(&ss, 0, sizeof(ss));
 	ss.cache_fd = -1;
@@ -1566,6 +1633,15 @@ cmd_s3_run(const char *name, int (*fn)(int, char **), int argc, char **argv)
 			goto out;
 		}
 		dry = has_arg(argc, av, "-n", "--dry-run");
+	}
+	if ((k = take_commit(&argc, av, &ss.want)) < 0) {
+		rc = EXIT_USAGE;
+		goto out;
+	}
+	if (k == 1 && ss.kind != K_META && ss.kind != K_BLOBS) {
+		rc = cmd_usage_error("--commit is for commands that read (ls, "
+		    "show, verify, restore), not %s", name);
+		goto out;
 	}
 	if (has_arg(argc, av, "-h", "--help")) {
 		rc = fn(argc, av);
@@ -1644,7 +1720,8 @@ cmd_s3_run(const char *name, int (*fn)(int, char **), int argc, char **argv)
 		store_set_blob_target(&ss.target);
 		active = &ss;
 	}
-	if (ss.gen > 0)
+	/* An older commit read on purpose is no rollback to warn about. */
+	if (ss.gen > 0 && ss.want == 0)
 		s3gen_floor(&ss.rec);
 	cmd_repo_alias(ss.dir, s3_url(ss.s));
 	rc = fn(argc, av);

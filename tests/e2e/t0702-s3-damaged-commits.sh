@@ -5,7 +5,7 @@
 # deleted, or whose text is not a commit, is passed over with a warning
 # for the newest whole one, which readers read; a writer refuses it as a
 # rollback, and snapshot --accept-rollback commits past every number
-# listed.
+# listed. ls, show, verify and restore --commit N read an older commit.
 . "$(dirname "$0")/lib.sh"
 . "$_lib_dir/lib-s3.sh"
 
@@ -66,6 +66,21 @@ test_expect_success 'a newest commit that is not a commit'"'"'s text: passed ove
 	expect_ok ls -r "$REPO_URL" --json &&
 	err_matches "commit 0*9 is malformed; using the commit before it" &&
 	json_check "len(d) >= 3"
+'
+
+test_expect_success 'ls --commit N reads an older commit; a missing or damaged one is an error; writers refuse it' '
+	expect_ok ls -r "$REPO_URL" --commit 1 --json &&
+	json_check "[s[\"id\"] for s in d] == [$S1]" &&
+	! grep -q "rolled back" "$ERR" &&
+	expect_ok verify -r "$REPO_URL" --commit 2 "$S2" &&
+	expect_error 1 ls -r "$REPO_URL" --commit 77 &&
+	err_matches "there is no commit 77" &&
+	expect_exit 1 ls -r "$REPO_URL" --commit 3 &&
+	err_matches "commit 3 cannot be read" &&
+	expect_error 2 snapshot -c "$CONF" -r "$REPO_URL" --commit 2 &&
+	err_matches "--commit is for commands that read" &&
+	expect_error 2 ls -r "$REPO_URL" --commit x1 &&
+	err_matches "not a commit number"
 '
 
 test_done
