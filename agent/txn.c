@@ -21,6 +21,7 @@
 
 #include "../lib/log.h"
 #include "../log/kvmap.h"
+#include "../proto/chmsg.h"
 #include "agent_int.h"
 
 /* One parsed op of a request; pointers borrow the frame. */
@@ -53,6 +54,58 @@ st(const struct agent *a)
 	return datalog_state(a->dl);
 }
 
+/* Op i, a send {str peer, bytes payload} or a consume {str from, u64
+ * seq}: its form checked (a channel self->peer or from->self, a payload
+ * within CHMSG_APP_MAX), so that a client learns of a bad op by name.
+ * Neither is carried out yet: a well-formed one is refused too. Always
+ * -1 after replying BADREQ. */
+static int
+parse_msg_op(struct agent *a, struct conn *c, struct rbuf *r, uint32_t i,
+    struct op *o)
+{
+	const char *what = o->kind == TXN_SEND ? "send" : "consume";
+	char peer[NAME_MAX_LEN + 1];
+	int d;
+
+	rbuf_str(r, peer, sizeof(peer));
+	if (o->kind == TXN_SEND)
+		o->val = rbuf_bytes(r, &o->vlen, WIRE_MAX_FRAME);
+	else
+		o->version = rbuf_u64(r);
+	if (r->err || peer[0] == '\0') {
+		agent_conn_replyf(a, c, REPLY_BADREQ, "malformed transaction "
+		    "request: op %" PRIu32 " (%s) is %s; nothing was done", i,
+		    what, r->err ? "truncated or its agent name too long" :
+		    "missing its agent");
+		return -1;
+	}
+	if ((d = cfg_find(a->c, peer)) == -1) {
+		agent_conn_replyf(a, c, REPLY_BADREQ, "transaction op %" PRIu32
+		    ": %s names unknown agent %s; nothing was done", i, what,
+		    peer);
+		return -1;
+	}
+	if (o->kind == TXN_SEND ? d == a->self ||
+	    !cfg_has_channel(a->c, a->self, d) : d == a->self ||
+	    !cfg_has_channel(a->c, d, a->self)) {
+		agent_conn_replyf(a, c, REPLY_BADREQ, "transaction op %" PRIu32
+		    ": %s: no channel %s->%s; nothing was done", i, what,
+		    o->kind == TXN_SEND ? a->name : peer,
+		    o->kind == TXN_SEND ? peer : a->name);
+		return -1;
+	}
+	if (o->vlen > CHMSG_APP_MAX) {
+		agent_conn_replyf(a, c, REPLY_BADREQ, "transaction op %" PRIu32
+		    ": send payload is %zu bytes, at most %u; nothing was done",
+		    i, o->vlen, (unsigned)CHMSG_APP_MAX);
+		return -1;
+	}
+	agent_conn_replyf(a, c, REPLY_BADREQ, "transaction op %" PRIu32
+	    ": %s is not supported by agent %s yet; nothing was done", i, what,
+	    a->name);
+	return -1;
+}
+
 /* Read op i's fields; 0, or -1 after replying BADREQ. */
 static int
 parse_op(struct agent *a, struct conn *c, struct rbuf *r, uint32_t i,
@@ -80,10 +133,7 @@ parse_op(struct agent *a, struct conn *c, struct rbuf *r, uint32_t i,
 		break;
 	case TXN_SEND:
 	case TXN_CONSUME:
-		agent_conn_replyf(a, c, REPLY_BADREQ, "transaction op %" PRIu32
-		    ": %s is not supported by agent %s yet; nothing was done",
-		    i, o->kind == TXN_SEND ? "send" : "consume", a->name);
-		return -1;
+		return parse_msg_op(a, c, r, i, o);
 	default:
 		if (r->err)
 			break;

@@ -7,7 +7,8 @@ usage: txn.py SOCKET txn [--id HEX32] OP...
        txn.py SOCKET loop N
 
 OP is one of: put K V, del K, add K N, eq K V, absent K, ver K N,
-send PEER PAYLOAD, kind N (an op of unknown kind N, for refusals).
+send PEER PAYLOAD, sendn PEER N (a payload of N bytes "x"),
+consume FROM SEQ, kind N (an op of unknown kind N, for refusals).
 txn prints one JSON object: {"code": C, "adds": [...]} on success,
 {"code": 4, "op": I, "reason": R} on a failed condition, else
 {"code": C, "message": M}. getv prints {"code": 0, "version": N,
@@ -21,7 +22,7 @@ import json, os, socket, struct, sys, time
 
 W_REQ_TXN, W_REQ_GETV, W_REPLY = 50, 52, 30
 KINDS = {"eq": 1, "absent": 2, "ver": 3, "put": 10, "del": 11, "add": 12,
-         "send": 13}
+         "send": 13, "sendn": 13, "consume": 14}
 VERSION = int(os.environ["CS_WIRE"])
 
 
@@ -62,6 +63,15 @@ def ops_payload(args):
         elif k in ("put", "eq", "send"):
             out += struct.pack("<B", KINDS[k]) + b(args[i + 1]) + \
                 b(args[i + 2])
+            i += 3
+        elif k == "sendn":
+            out += struct.pack("<B", KINDS[k]) + b(args[i + 1]) + \
+                struct.pack("<I", int(args[i + 2])) + \
+                b"x" * int(args[i + 2])
+            i += 3
+        elif k == "consume":
+            out += struct.pack("<B", KINDS[k]) + b(args[i + 1]) + \
+                struct.pack("<Q", int(args[i + 2]))
             i += 3
         elif k in ("del", "absent"):
             out += struct.pack("<B", KINDS[k]) + b(args[i + 1])
