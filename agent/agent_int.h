@@ -26,7 +26,7 @@
 #include "../lib/err.h"
 #include "../proto/report.h"
 #include "../net/conn.h"
-#include "../net/role.h"
+#include "../net/role_policy.h"
 #include "../proto/snapuid.h"
 #include "../lib/util.h"
 #include "../net/wire.h"

@@ -23,7 +23,7 @@
 #include <limits.h>
 #include <stdint.h>
 #include "err.h"
-#include "../net/wire.h"
+#include "names.h"
 
 #define CFG_MAX_AGENTS 256
 

@@ -1,41 +1,8 @@
-/* role.c - the roles of client certificates and what each may do
- * (role.h). One table, so that what a role may do is read in one place. */
+/* role.c - the roles of client certificates: their names (role.h). What
+ * each may send is role_policy.c's table. */
 #include <string.h>
 
 #include "role.h"
-#include "wire.h"
-
-/* What each role may send: reads for read-only; the snapshot frames
- * besides for backup (a coordinator also reads each agent's status). */
-static const struct {
-	uint8_t type;
-	const char *name;
-	uint8_t backup, readonly;
-} reqs[] = {
-	{ W_HELLO, "hello", 1, 1 },
-	{ W_REQ_STATUS, "status", 1, 1 },
-	{ W_REQ_GET, "get", 1, 1 },
-	{ W_REQ_GETV, "get", 1, 1 },
-	{ W_REQ_DEAD_LIST, "list dead letters", 1, 1 },
-	{ W_SNAP_JOIN, "snapshot", 1, 0 },
-	{ W_SNAP_START, "snapshot", 1, 0 },
-	{ W_SNAP_DONE, "snapshot", 1, 0 },
-	{ W_SNAP_FETCH, "snapshot", 1, 0 },
-	{ W_SNAP_UPLOAD, "snapshot", 1, 0 },
-	{ W_SNAP_ALIVE, "snapshot", 1, 0 },
-	{ W_REQ_PUT, "put", 0, 0 },
-	{ W_REQ_DEL, "del", 0, 0 },
-	{ W_REQ_ADD, "add", 0, 0 },
-	{ W_REQ_TXN, "commit a transaction", 0, 0 },
-	{ W_REQ_TRANSFER, "transfer", 0, 0 },
-	{ W_REQ_HOLD, "hold a channel", 0, 0 },
-	{ W_REQ_RELEASE, "release a channel", 0, 0 },
-	{ W_REQ_STOP, "stop", 0, 0 },
-	{ W_REQ_DEAD_RESOLVE, "resolve dead letters", 0, 0 },
-	{ W_REQ_COMPACT, "compact", 0, 0 },
-};
-
-#define NREQS	(sizeof(reqs) / sizeof(reqs[0]))
 
 const char *
 cs_role_name(enum cs_role r)
@@ -64,29 +31,4 @@ cs_role_parse(const char *s)
 	if (strcmp(s, "read-only") == 0)
 		return CS_ROLE_READONLY;
 	return CS_ROLE_BAD;
-}
-
-int
-cs_role_may(enum cs_role r, uint8_t type)
-{
-	size_t i;
-
-	if (r == CS_ROLE_ADMIN)
-		return 1;	/* unknown types too: their handler answers */
-	for (i = 0; i < NREQS; i++)
-		if (reqs[i].type == type)
-			return r == CS_ROLE_BACKUP ? reqs[i].backup :
-			    r == CS_ROLE_READONLY ? reqs[i].readonly : 0;
-	return 0;
-}
-
-const char *
-cs_role_req_name(uint8_t type)
-{
-	size_t i;
-
-	for (i = 0; i < NREQS; i++)
-		if (reqs[i].type == type)
-			return reqs[i].name;
-	return "send this request";
 }

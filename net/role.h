@@ -22,10 +22,5 @@ enum cs_role {
 const char *cs_role_name(enum cs_role r);
 /* The role named s, or CS_ROLE_BAD. */
 enum cs_role cs_role_parse(const char *s);
-/* 1 when role r may send a request or snapshot frame of type (wire.h),
- * else 0 (CS_ROLE_NONE and CS_ROLE_BAD may send none). */
-int cs_role_may(enum cs_role r, uint8_t type);
-/* The request type's name for messages ("transfer", "snapshot"). */
-const char *cs_role_req_name(uint8_t type);
 
 #endif

@@ -17,13 +17,13 @@
 #include <stdint.h>
 #include "../lib/buf.h"
 #include "../lib/err.h"
+#include "../lib/names.h"
 
 #define WIRE_VERSION 2
 #define WIRE_HDR_LEN 6
 #define WIRE_MAX_VALUE (16u << 20)		/* put VALUE cap: 16 MiB */
 #define WIRE_MAX_FRAME (WIRE_MAX_VALUE + 4096u)	/* value + key + fields */
 #define WIRE_MAX_KEY 4096u
-#define NAME_MAX_LEN 63				/* agent names */
 #define WIRE_MAX_PIECE (1u << 20)	/* bytes of one W_SNAP_DATA */
 #define WIRE_PIECE_WINDOW 4u		/* W_SNAP_FETCH requests in flight */
 #define DEAD_LIST_MAX 1000u	/* dead letters in one W_REQ_DEAD_LIST reply */

@@ -8,7 +8,7 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "../../net/role.h"
+#include "../../net/role_policy.h"
 #include "../../net/wire.h"
 
 static const uint8_t reads[] = { W_REQ_STATUS, W_REQ_GET, W_REQ_DEAD_LIST };
