@@ -294,7 +294,7 @@ agent_outch_init(struct agent *a, struct cs_err *e)
 	int d;
 
 	if ((a->out = calloc((size_t)a->n, sizeof(*a->out))) == NULL)
-		return cs_errf(e, "out of memory");
+		return cs_errc(e, CS_E_NOMEM, "out of memory");
 	for (d = 0; d < a->n; d++) {
 		if (d == a->self || !cfg_has_channel(a->c, a->self, d))
 			continue;

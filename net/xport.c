@@ -1057,7 +1057,7 @@ xport_client_connect(const struct cfg *c, int i, int64_t deadline,
 		goto fail;
 	}
 	if ((r = calloc(1, sizeof(*r))) == NULL) {
-		cs_errf(e, "out of memory");
+		cs_errc(e, CS_E_NOMEM, "out of memory");
 		goto fail;
 	}
 	r->local = sp[1];

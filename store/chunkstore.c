@@ -706,7 +706,7 @@ put_elsewhere(struct crun *r, struct cs_err *e)
 	if ((v = calloc(n, sizeof(*v))) == NULL ||
 	    (r->elsewhere = malloc(n * sizeof(*r->elsewhere))) == NULL) {
 		free(v);
-		return cs_errf(e, "out of memory");
+		return cs_errc(e, CS_E_NOMEM, "out of memory");
 	}
 	for (i = 0, n = 0; i < r->njobs; i++)
 		if (r->paths[r->jobs[i].src] == NULL)
@@ -833,7 +833,7 @@ plan(struct crun *r, size_t n, struct cs_err *e)
 				cap = cap ? cap * 2 : 64;
 				nv = realloc(r->jobs, cap * sizeof(*nv));
 				if (nv == NULL)
-					return cs_errf(e, "out of memory");
+					return cs_errc(e, CS_E_NOMEM, "out of memory");
 				r->jobs = nv;
 			}
 			r->jobs[r->njobs] = (struct cjob){ (int)i, k, off,
@@ -962,7 +962,7 @@ claim_jobs(struct crun *r, struct cs_err *e)
 		return 0;
 	if ((r->waiting = malloc((r->njobs + 1) * sizeof(*r->waiting))) ==
 	    NULL)
-		return cs_errf(e, "out of memory");
+		return cs_errc(e, CS_E_NOMEM, "out of memory");
 	for (i = 0; i < r->njobs; i++) {
 		if (claim(r->claim_fd, r->jobs[i].name, F_WRLCK) < 0) {
 			r->waiting[r->nwaiting++] = r->jobs[i];
@@ -1105,13 +1105,13 @@ store_put_chunks(struct store *st, const char *const *paths,
 	if (store_need_key(st, e) < 0)
 		return -1;
 	if (pthread_mutex_init(&r.mu, NULL) != 0)
-		return cs_errf(e, "out of memory");
+		return cs_errc(e, CS_E_NOMEM, "out of memory");
 	if (ratelimit_init(&r.pace, st->max_rate) < 0) {
 		pthread_mutex_destroy(&r.mu);
-		return cs_errf(e, "out of memory");
+		return cs_errc(e, CS_E_NOMEM, "out of memory");
 	}
 	if ((r.fds = malloc((n + 1) * sizeof(*r.fds))) == NULL) {
-		cs_errf(e, "out of memory");
+		cs_errc(e, CS_E_NOMEM, "out of memory");
 		goto out;
 	}
 	for (i = 0; i < n; i++)
