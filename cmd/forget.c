@@ -249,7 +249,7 @@ cmd_forget(int argc, char **argv)
 	    cmd_forget_report(&res, &p, within, json, frc == 0) == -1)
 		rc = cmd_fail(EXIT_FAILED, "write stdout failed");
 	if (frc == -1)
-		rc = cmd_fail(EXIT_FAILED, "%s", e.msg);
+		rc = cmd_fail_err(&e);
 	store_forget_result_free(&res);
 	store_close(st);
 	return rc;

@@ -195,17 +195,18 @@ cmd_keys(int argc, char **argv)
 		store_set_password_fn(NULL, NULL);
 	if (store_open(repo, strcmp(verb, "list") == 0 ? STORE_READ :
 	    STORE_WRITE, &st, &e) == -1)
-		return cmd_fail(EXIT_USAGE, "%s", e.msg);
+		return cmd_fail_errs(EXIT_USAGE, &e);
 	if (!store_encrypted(st)) {
 		rc = cmd_fail(EXIT_USAGE, "repository %s is not encrypted "
 		    "(it has no keys)", repo);
 	} else if (strcmp(verb, "list") == 0) {
 		rc = list_keys(st, json);
 	} else if (strcmp(verb, "remove") == 0) {
+		/* Naming a key that is not there, or the one in use, is
+		 * bad input. */
 		rc = store_key_remove(st, (int64_t)id, &e) < 0 ?
-		    cmd_fail(strstr(e.msg, "has no key") != NULL ||
-		    strstr(e.msg, "the one this password opens") != NULL ?
-		    EXIT_USAGE : EXIT_FAILED, "%s", e.msg) : EXIT_OK;
+		    cmd_fail_errs(cs_err_code(&e) == CS_E_NOTFOUND ?
+		    EXIT_USAGE : EXIT_FAILED, &e) : EXIT_OK;
 		if (rc == EXIT_OK)
 			printf("removed key %" PRIu64 "\n", id);
 	} else {

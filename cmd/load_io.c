@@ -124,7 +124,7 @@ int
 load_io_init(struct load_worker *w, struct cs_err *e)
 {
 	if ((w->ready = calloc((size_t)w->ncls, sizeof(*w->ready))) == NULL)
-		return cs_errf(e, "out of memory");
+		return cs_errc(e, CS_E_NOMEM, "out of memory");
 	if ((w->epfd = epoll_create1(EPOLL_CLOEXEC)) == -1)
 		return cs_errno(e, "epoll_create1");
 	return 0;

@@ -181,7 +181,7 @@ cmd_ls(int argc, char **argv)
 		return rc;
 	if (store_lock(st, 0, &e) == -1 ||
 	    store_list(st, &v, &n, &e) == -1) {
-		rc = cmd_fail(EXIT_FAILED, "%s", e.msg);
+		rc = cmd_fail_err(&e);
 		goto out;
 	}
 	if (json) {

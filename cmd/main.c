@@ -64,8 +64,10 @@ usage(FILE *f)
 		    commands[i].summary);
 	fputs("\nRun 'cutsnap COMMAND --help' for a command's usage; "
 	    "'cutsnap --version' (-V)\nprints the version.\n"
-	    "Exit status: 0 success, 1 the operation or check failed, "
-	    "2 bad usage, bad config or unreadable input.\n", f);
+	    "Exit status: 0 success, 1 failed, 2 bad usage or config, "
+	    "3 partial,\n4 outcome unknown, 10 no repository, 11 locked, "
+	    "12 wrong password,\n130/143 interrupted (see cutsnap(1) EXIT "
+	    "STATUS).\n", f);
 }
 
 /* Text output is buffered: a failed write (a full disk, /dev/full, a
@@ -82,6 +84,7 @@ finish(int rc)
 	if (err && rc == EXIT_OK)
 		return cmd_fail(EXIT_FAILED, "write stdout failed%s%s",
 		    errno ? ": " : "", errno ? strerror(errno) : "");
+	cmd_json_error(rc);
 	return rc;
 }
 
@@ -99,6 +102,7 @@ on_stop(int sig)
 	(void)!write(STDERR_FILENO, pre, sizeof(pre) - 1);
 	(void)!write(STDERR_FILENO, cmd_name, strlen(cmd_name));
 	(void)!write(STDERR_FILENO, what, strlen(what));
+	cmd_json_signal(sig);
 	_exit(128 + sig);
 }
 
@@ -141,6 +145,19 @@ opt_value(char **argv, int i)
 	const char *p = argv[i - 1];
 
 	return i > 1 && p[0] == '-' && p[1] != '\0' && strchr(p, '=') == NULL;
+}
+
+/* 1 when --json is among the options (before a "--"): failures are then
+ * reported as a JSON object on stdout too (cmd_json_error). */
+static int
+wants_json(int argc, char **argv)
+{
+	int i;
+
+	for (i = 1; i < argc && strcmp(argv[i], "--") != 0; i++)
+		if (strcmp(argv[i], "--json") == 0)
+			return 1;
+	return 0;
 }
 
 /* Take --cert NAME (or --cert=NAME) out of argv, among the options before
@@ -206,21 +223,22 @@ main(int argc, char **argv)
 	for (i = 0; i < NCOMMANDS; i++) {
 		if (strcmp(name, commands[i].name) == 0) {
 			cmd_name = commands[i].name;
+			cmd_json_errors = wants_json(argc - 1, argv + 1);
 			catch_stop(SIGTERM);
 			catch_stop(SIGINT);
 			/* cert makes certificates: it presents none. */
 			if (strcmp(name, "cert") != 0) {
 				argc--;
 				if (take_cert(&argc, argv + 1) < 0)
-					return cmd_usage_error("--cert needs "
-					    "NAME");
+					return finish(cmd_usage_error("--cert "
+					    "needs NAME"));
 				argc++;
 			}
 			if (reads_repo(name)) {
 				argc--;
 				if (cmd_take_password_file(&argc, argv + 1) < 0)
-					return cmd_usage_error("--password-file "
-					    "needs FILE");
+					return finish(cmd_usage_error(
+					    "--password-file needs FILE"));
 				cmd_password_setup();
 				if (cmd_s3_wants(name, argc, argv + 1))
 					return finish(cmd_s3_run(name,

@@ -90,7 +90,7 @@ cmd_prune(int argc, char **argv)
 	if ((rc = cmd_open_repo(repo, STORE_WRITE, NULL, &st)) != EXIT_OK)
 		return rc;
 	if (store_prune(st, dry_run, force, &r, &e) == -1) {
-		rc = cmd_fail(EXIT_FAILED, "%s", e.msg);
+		rc = cmd_fail_err(&e);
 		goto out;
 	}
 	rc = EXIT_OK;

@@ -208,13 +208,13 @@ build(struct view *v, struct cs_err *e)
 	int64_t x;
 
 	if ((v->ag = calloc(v->ct.nfiles + 1, sizeof(*v->ag))) == NULL)
-		return cs_errf(e, "out of memory");
+		return cs_errc(e, CS_E_NOMEM, "out of memory");
 	for (i = 0; i < v->ct.nfiles; i++) {
 		struct agent_view *a = &v->ag[i];
 
 		a->f = &v->ct.files[i];
 		if (dl_state_init(&a->st, 0) == -1)
-			return cs_errf(e, "out of memory");
+			return cs_errc(e, CS_E_NOMEM, "out of memory");
 		v->nag++;
 		if (dl_replay(a->f->data, a->f->len, a->f->agent, 0, &a->st,
 		    NULL, e) == -1)
@@ -248,7 +248,7 @@ build(struct view *v, struct cs_err *e)
 			return cs_errf(e, "the total of %s overflows", v->key);
 	}
 	if (build_channels(v) == -1)
-		return cs_errf(e, "out of memory");
+		return cs_errc(e, CS_E_NOMEM, "out of memory");
 	return 0;
 }
 
@@ -514,7 +514,7 @@ cmd_show(int argc, char **argv)
 	if ((rc = cmd_open_repo(repo, STORE_READ, NULL, &st)) != EXIT_OK)
 		return rc;
 	if (store_lock(st, 0, &e) == -1) {
-		rc = cmd_fail(EXIT_FAILED, "%s", e.msg);
+		rc = cmd_fail_err(&e);
 		goto out;
 	}
 	if ((rc = cmd_snapshot_exists(st, id)) != EXIT_OK)

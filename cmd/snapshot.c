@@ -248,7 +248,7 @@ cmd_snapshot(int argc, char **argv)
 	char msg[CS_ERR_MAX + 64];
 	uint64_t timeout, id = 0;
 	const char *rate = NULL;
-	int ch, init, rc, json = 0, verbosity = 0;
+	int ch, init, rc, status, json = 0, verbosity = 0;
 
 	optind = 1;
 	opterr = 0;
@@ -350,8 +350,11 @@ cmd_snapshot(int argc, char **argv)
 		cmd_snapshot_error(id, e.msg, msg, sizeof(msg));
 		if (json)
 			print_json(o.repo, id, NULL, 0, msg);
-		rc = cmd_fail(rc == COORD_BAD_REPO ? EXIT_USAGE : EXIT_FAILED,
-		    "%s", msg);
+		/* A repository that cannot be opened is bad input unless
+		 * its kind says more (locked, wrong password). */
+		status = cmd_exit_status(cs_err_code(&e));
+		rc = cmd_fail(status == EXIT_FAILED && rc == COORD_BAD_REPO ?
+		    EXIT_USAGE : status, "%s", msg);
 		goto out;
 	}
 	rc = EXIT_OK;

@@ -42,22 +42,36 @@ cmd_repo_name(const char *repo)
 	    repo;
 }
 
+/* msg with the stand-in directory named as the user gave it, into out. */
 static void
-vwarn_line(const char *suffix, const char *fmt, va_list ap)
+alias_line(const char *msg, char *out, size_t outsz)
 {
-	char msg[2048];
-	const char *p, *q;
-	size_t n;
+	const char *p = msg, *q;
+	size_t n, off = 0;
 
-	vsnprintf(msg, sizeof(msg), fmt, ap);
-	fprintf(stderr, "cutsnap: %s: ", cmd_name);
-	p = msg;
+	out[0] = '\0';
 	if (alias_dir != NULL && (n = strlen(alias_dir)) > 0)
-		while ((q = strstr(p, alias_dir)) != NULL) {
-			fprintf(stderr, "%.*s%s", (int)(q - p), p, alias_url);
+		while ((q = strstr(p, alias_dir)) != NULL && off < outsz) {
+			off += (size_t)snprintf(out + off, outsz - off,
+			    "%.*s%s", (int)(q - p), p, alias_url);
 			p = q + n;
 		}
-	fprintf(stderr, "%s%s\n", p, suffix);
+	if (off < outsz)
+		snprintf(out + off, outsz - off, "%s", p);
+}
+
+/* Print the line; a failure's (status >= 0) is also kept for the JSON
+ * error object. */
+static void
+vwarn_line(int status, const char *suffix, const char *fmt, va_list ap)
+{
+	char msg[2048], line[2048];
+
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	alias_line(msg, line, sizeof(line));
+	fprintf(stderr, "cutsnap: %s: %s%s\n", cmd_name, line, suffix);
+	if (status >= 0)
+		cmd_note_failure(status, 0, CS_E_FAILED, line);
 }
 
 void
@@ -66,7 +80,7 @@ cmd_warn(const char *fmt, ...)
 	va_list ap;
 
 	va_start(ap, fmt);
-	vwarn_line("", fmt, ap);
+	vwarn_line(-1, "", fmt, ap);
 	va_end(ap);
 }
 
@@ -76,7 +90,7 @@ cmd_fail(int status, const char *fmt, ...)
 	va_list ap;
 
 	va_start(ap, fmt);
-	vwarn_line("", fmt, ap);
+	vwarn_line(status, "", fmt, ap);
 	va_end(ap);
 	return status;
 }
@@ -89,7 +103,7 @@ cmd_usage_error(const char *fmt, ...)
 
 	snprintf(suffix, sizeof(suffix), " (see cutsnap %s --help)", cmd_name);
 	va_start(ap, fmt);
-	vwarn_line(suffix, fmt, ap);
+	vwarn_line(EXIT_USAGE, suffix, fmt, ap);
 	va_end(ap);
 	return EXIT_USAGE;
 }
@@ -282,7 +296,7 @@ cmd_call(const struct cfg *c, int i, uint8_t type, const struct wbuf *req,
 	r->body = NULL;
 	r->blen = 0;
 	if (req != NULL && req->oom)
-		return cs_errf(e, "out of memory");
+		return cs_errc(e, CS_E_NOMEM, "out of memory");
 	/* The handshake within the call's time, and never longer than a
 	 * command without a deadline of its own waits for one. */
 	if ((fd = client_connect_agent(c, i, cs_now_ms() +
@@ -614,7 +628,7 @@ cmd_open_repo(const char *repo, int mode, const char *keyfile,
 		return cmd_usage_error("missing -r REPO");
 	if (store_open(repo, mode, out, &e) == -1) {
 		*out = NULL;
-		return cmd_fail(EXIT_USAGE, "%s", e.msg);
+		return cmd_fail_errs(EXIT_USAGE, &e);
 	}
 	if (store_rollback_warning(*out) != NULL)
 		cmd_warn("warning: %s", store_rollback_warning(*out));

@@ -204,7 +204,7 @@ cmd_verify(int argc, char **argv)
 		goto out;
 	}
 	if (store_lock(st, 0, &e) == -1) {
-		rc = cmd_fail(EXIT_FAILED, "%s", e.msg);
+		rc = cmd_fail_err(&e);
 		goto out;
 	}
 	if ((rc = cmd_snapshot_exists(st, id)) != EXIT_OK)
