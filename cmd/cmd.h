@@ -36,9 +36,24 @@ int cmd_fail_err(const struct cs_err *e);
  * failure to open the repository given is a usage error). */
 int cmd_fail_errs(int fallback, const struct cs_err *e);
 /* Keep the first failure for the JSON error object (cmd_fail and
- * cmd_usage_error call it); have_code 0: the kind follows from status. */
+ * cmd_usage_error call it); have_code 0: the kind follows from status.
+ * status -1: a warning line, the message only if no failure comes. */
 void cmd_note_failure(int status, int have_code, enum cs_errcode code,
     const char *msg);
+/* retrylock.c: --retry-lock DURATION, taken out of argv by main for the
+ * commands that lock the repository: -1 to go on, otherwise the exit
+ * status (the usage error printed). */
+int cmd_take_retry_lock(int *argc, char **argv);
+/* When a retry that starts now must give up (now without the option). */
+int64_t cmd_retry_lock_deadline(void);
+/* After a failure e: 1 when it is a lock conflict and deadline has not
+ * passed, after sleeping a little (*wait_ms, 0 at first, grows), so the
+ * caller tries again; 0 to report e. */
+int cmd_retry_lock_again(const struct cs_err *e, int64_t deadline,
+    int *wait_ms);
+/* store_lock, tried again while it conflicts, until the deadline. */
+int cmd_lock(struct store *st, int exclusive, struct cs_err *e);
+
 /* Set by main when the command line has --json: a failure is also one
  * JSON object on stdout, {"error": {"code", "message", "exit"}}, written
  * by cmd_json_error(status) unless the command wrote its own JSON there. */

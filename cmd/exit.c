@@ -36,6 +36,10 @@ static struct {
 	char msg[CS_ERR_MAX];
 } first;
 
+/* The last warning line (status -1), the message when no failure was
+ * noted. */
+static char last_warning[CS_ERR_MAX];
+
 /* The kind cmd_fail_err is reporting, while it prints through cmd_fail. */
 static enum cs_errcode pending;
 
@@ -66,6 +70,11 @@ void
 cmd_note_failure(int status, int have_code, enum cs_errcode code,
     const char *msg)
 {
+	if (status < 0) {
+		if (!first.set)
+			snprintf(last_warning, sizeof(last_warning), "%s", msg);
+		return;
+	}
 	if (first.set)
 		return;
 	first.set = 1;
@@ -116,7 +125,7 @@ cmd_json_error(int status)
 	json_obj(&j);
 	json_kstr(&j, "code", cs_err_name(first.set && first.status ==
 	    status ? first.code : status_code(status)));
-	json_kstr(&j, "message", first.set ? first.msg : "");
+	json_kstr(&j, "message", first.set ? first.msg : last_warning);
 	json_kint(&j, "exit", status);
 	json_obj_end(&j);
 	json_obj_end(&j);

@@ -70,8 +70,9 @@ vwarn_line(int status, const char *suffix, const char *fmt, va_list ap)
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	alias_line(msg, line, sizeof(line));
 	fprintf(stderr, "cutsnap: %s: %s%s\n", cmd_name, line, suffix);
-	if (status >= 0)
-		cmd_note_failure(status, 0, CS_E_FAILED, line);
+	/* A warning may be the only line of a failure that returns its
+	 * status itself: kept too, in case no failure follows. */
+	cmd_note_failure(status, 0, CS_E_FAILED, line);
 }
 
 void
@@ -221,7 +222,8 @@ cmd_find_agent(const struct cfg *c, const char *name)
 		memcpy(list + off, c->agents[i].name, n + 1);
 		off += n;
 	}
-	cmd_warn("unknown agent %s (config has %s)", name, list);
+	(void)cmd_fail(EXIT_USAGE, "unknown agent %s (config has %s)",
+	    name, list);
 	return -1;
 }
 
@@ -241,10 +243,11 @@ cmd_parse_i64(const char *s, const char *what, int64_t *out)
 	return 0;
 bad:
 	if (errno == ERANGE)
-		cmd_warn("invalid %s '%s': out of range for a 64-bit integer",
-		    what, s);
+		(void)cmd_fail(EXIT_USAGE, "invalid %s '%s': out of range "
+		    "for a 64-bit integer", what, s);
 	else
-		cmd_warn("invalid %s '%s': expected an integer", what, s);
+		(void)cmd_fail(EXIT_USAGE, "invalid %s '%s': expected an "
+		    "integer", what, s);
 	return -1;
 }
 
@@ -260,7 +263,7 @@ cmd_parse_pos(const char *s, const char *what, uint64_t max, uint64_t *out)
 		if (*p < '0' || *p > '9')
 			goto bad;
 		if (v > (max - (uint64_t)(*p - '0')) / 10) {
-			cmd_warn("invalid %s '%s': at most %" PRIu64, what, s,
+			(void)cmd_fail(EXIT_USAGE, "invalid %s '%s': at most %" PRIu64, what, s,
 			    max);
 			return -1;
 		}
@@ -271,7 +274,8 @@ cmd_parse_pos(const char *s, const char *what, uint64_t max, uint64_t *out)
 	*out = v;
 	return 0;
 bad:
-	cmd_warn("invalid %s '%s': expected a positive integer", what, s);
+	(void)cmd_fail(EXIT_USAGE, "invalid %s '%s': expected a positive "
+	    "integer", what, s);
 	return -1;
 }
 
