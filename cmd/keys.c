@@ -55,9 +55,14 @@ static const char usage_text[] =
     "                              \"n\":N,\"r\":N,\"p\":N}]; add, passwd:\n"
     "                              {\"id\":N}\n"
     "\n"
+    "--retry-lock DURATION: while the repository is locked, try again for\n"
+    "up to DURATION (30s, 5m, 1h) before giving up.\n"
+    "\n"
     "Exit status: 0 success, 1 the change could not be written, 2 bad\n"
-    "usage, a wrong password, an unknown key or a repository that is not\n"
-    "encrypted.\n";
+    "usage, an unknown key or a repository that is not\n"
+    "encrypted.\n"
+    "Also: 10 no such repository, 11 locked (after --retry-lock), 12 a\n"
+    "wrong password (cutsnap(1) EXIT STATUS).\n";
 
 static const struct option opts[] = {
 	{ "repo", required_argument, NULL, 'r' },
@@ -209,6 +214,8 @@ cmd_keys(int argc, char **argv)
 		    EXIT_USAGE : EXIT_FAILED, &e) : EXIT_OK;
 		if (rc == EXIT_OK)
 			printf("removed key %" PRIu64 "\n", id);
+	} else if (strcmp(verb, "rotate") == 0 && cmd_lock(st, 1, &e) < 0) {
+		rc = cmd_fail_err(&e);	/* rotate rewrites: exclusive */
 	} else {
 		rc = add_key(st, repo, newfile, strcmp(verb, "rotate") == 0 ?
 		    2 : strcmp(verb, "passwd") == 0, json);

@@ -136,6 +136,20 @@ reads_repo(const char *name)
 	return 0;
 }
 
+/* The commands that lock the repository: they take --retry-lock. */
+static int
+locks_repo(const char *name)
+{
+	static const char *const names[] = { "key", "snapshot", "ls",
+	    "show", "verify", "restore", "forget", "prune" };
+	size_t i;
+
+	for (i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+		if (strcmp(name, names[i]) == 0)
+			return 1;
+	return 0;
+}
+
 /* 1 when argv[i] is the value of the option before it ("-c CONF"): any
  * word after a "-x" or "--xx" without '=' counts, which is lenient only
  * for flags. */
@@ -233,6 +247,15 @@ main(int argc, char **argv)
 					return finish(cmd_usage_error("--cert "
 					    "needs NAME"));
 				argc++;
+			}
+			if (locks_repo(name)) {
+				int rc;
+
+				argc--;
+				rc = cmd_take_retry_lock(&argc, argv + 1);
+				argc++;
+				if (rc >= 0)
+					return finish(rc);
 			}
 			if (reads_repo(name)) {
 				argc--;

@@ -43,9 +43,14 @@ static const char usage_text[] =
     "else it is asked on the terminal; a missing or wrong one fails at\n"
     "once, in one line, before anything is written.\n"
     "\n"
+    "--retry-lock DURATION: while the repository is locked, try again for\n"
+    "up to DURATION (30s, 5m, 1h) before giving up.\n"
+    "\n"
     "Exit status: 0 success, 1 a recorded file that does not match the\n"
     "manifest, or a KEY value that is not an integer, 2 bad usage, no such\n"
-    "snapshot, or a bad repository.\n";
+    "snapshot, or a bad repository.\n"
+    "Also: 10 no such repository, 11 locked (after --retry-lock), 12 a\n"
+    "wrong password (cutsnap(1) EXIT STATUS).\n";
 
 static const struct option opts[] = {
 	{ "repo", required_argument, NULL, 'r' },
@@ -513,7 +518,7 @@ cmd_show(int argc, char **argv)
 		return cmd_usage_error("empty KEY for --sum");
 	if ((rc = cmd_open_repo(repo, STORE_READ, NULL, &st)) != EXIT_OK)
 		return rc;
-	if (store_lock(st, 0, &e) == -1) {
+	if (cmd_lock(st, 0, &e) == -1) {
 		rc = cmd_fail_err(&e);
 		goto out;
 	}

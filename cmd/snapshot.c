@@ -98,9 +98,14 @@ static const char usage_text[] =
     "else it is asked on the terminal; a missing or wrong one fails at\n"
     "once, in one line, before anything is written.\n"
     "\n"
+    "--retry-lock DURATION: while the repository is locked, try again for\n"
+    "up to DURATION (30s, 5m, 1h) before giving up.\n"
+    "\n"
     "Exit status: 0 the snapshot is complete, 1 it failed or was aborted\n"
     "or an agent does not answer, 2 bad usage, bad config or a bad\n"
-    "repository path.\n";
+    "repository path.\n"
+    "Also: 10 no such repository, 11 locked (after --retry-lock), 12 a\n"
+    "wrong password (cutsnap(1) EXIT STATUS).\n";
 
 static const struct option opts[] = {
 	{ "config", required_argument, NULL, 'c' },
@@ -248,7 +253,8 @@ cmd_snapshot(int argc, char **argv)
 	char msg[CS_ERR_MAX + 64];
 	uint64_t timeout, id = 0;
 	const char *rate = NULL;
-	int ch, init, rc, status, json = 0, verbosity = 0;
+	int ch, init, rc, status, json = 0, verbosity = 0, wait_ms = 0;
+	int64_t deadline;
 
 	optind = 1;
 	opterr = 0;
@@ -344,7 +350,12 @@ cmd_snapshot(int argc, char **argv)
 	o.progress_ctx = &prog;
 	memset(&copy, 0, sizeof(copy));
 	o.copy = &copy;
-	rc = coord_snapshot(c, &o, &id, &e);
+	deadline = cmd_retry_lock_deadline();
+	/* A locked repository stops it before a snapshot row exists (id
+	 * 0): then it may simply be tried again (--retry-lock). */
+	while ((rc = coord_snapshot(c, &o, &id, &e)) < 0 && id == 0 &&
+	    !got_signal && cmd_retry_lock_again(&e, deadline, &wait_ms))
+		;
 	cmd_progress_end(&prog);
 	if (rc < 0) {
 		cmd_snapshot_error(id, e.msg, msg, sizeof(msg));
