@@ -1,8 +1,11 @@
 # cutsnap - consistent multi-file backups with Chandy-Lamport snapshots.
-# make            build bin/cutsnap (installs missing Debian packages first)
+# make            build bin/cutsnap (installs the missing Debian packages of
+#                 the build list first: scripts/deps.sh build)
 # make check      the quick tier, before every commit (under two minutes):
 #                 the unit tests and the e2e scripts of CHECK_E2E
 # make test       unit tests (cmocka) and end-to-end tests (TAP, prove)
+#                 (check, test and the other test targets install the
+#                 test list first: scripts/deps.sh test)
 # make demo       the bank example, end to end
 # make asan       the whole test suite under AddressSanitizer + UBSan
 # make valgrind   the unit tests under valgrind
@@ -12,8 +15,11 @@
 # make torture    the fault loop, ROUNDS rounds (default 500; SEED=n replays;
 #                 ENCRYPT=1 on an encrypted repository; TCP=1 with the
 #                 agents on TCP with mutual TLS)
-# make install    bin/cutsnap, its manual page and bash completion under
-#                 PREFIX (default /usr/local; DESTDIR is honoured)
+# make install    bin/cutsnap, its manual page and bash completion,
+#                 libcutsnap (cutsnap.h, libcutsnap.so.0, libcutsnap.a,
+#                 cutsnap.pc, cutsnap(3)) and the systemd units
+#                 (SYSTEMDUNITDIR, default PREFIX/lib/systemd/system)
+#                 under PREFIX (default /usr/local; DESTDIR is honoured)
 
 CC      ?= cc
 BUILD   ?= build
@@ -33,7 +39,7 @@ PKG_CFLAGS = $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS   = $(shell pkg-config --libs $(filter-out libcurl,$(PKGS)) 2>/dev/null) -ldl
 CMOCKA_LIBS = $(shell pkg-config --libs cmocka 2>/dev/null)
 
-LIB_SRC  := $(wildcard lib/*.c crypto/*.c log/*.c net/*.c proto/*.c s3/*.c store/*.c agent/*.c coordinator/*.c)
+LIB_SRC  := $(wildcard api/*.c lib/*.c crypto/*.c log/*.c net/*.c proto/*.c s3/*.c store/*.c agent/*.c coordinator/*.c tools/*.c)
 CMD_SRC  := $(wildcard cmd/*.c)
 UNIT_SRC := $(wildcard tests/unit/test_*.c)
 
@@ -43,17 +49,41 @@ UNIT_BIN := $(UNIT_SRC:%.c=$(BUILD)/%)
 LIBA     := $(BUILD)/libcutsnap.a
 
 PREFIX  ?= /usr/local
+LIBDIR  ?= $(PREFIX)/lib
 
-.PHONY: all deps check test test-numbers unit e2e demo asan asan-ci valgrind fuzz fuzz-bins fuzz-run torture clean \
+# libcutsnap.so.0: the same sources compiled with -fPIC in a tree of their
+# own, exporting only the public API (api/libcutsnap.map lists it by name:
+# internal helpers start with cs_ too). build/libcutsnap.a, which the
+# command and the tests link, is installed as the static library.
+SO_NAME  := libcutsnap.so.0
+SO       := $(BUILD)/$(SO_NAME)
+PIC_OBJ  := $(LIB_SRC:%.c=$(BUILD)/pic/%.o)
+API_MAP  := api/libcutsnap.map
+API_NAMES = $(shell sed -n 's/^[[:space:]]*\(cs_[a-z0-9_]*\);$$/\1/p' $(API_MAP))
+
+# systemd reads units from /usr/local/lib/systemd/system as well as from
+# /usr/lib/systemd/system, so PREFIX/lib/systemd/system suits both.
+SYSTEMDUNITDIR ?= $(PREFIX)/lib/systemd/system
+SYSUSERSDIR    ?= $(PREFIX)/lib/sysusers.d
+UNITS := cutsnap-agent@.service cutsnap-snapshot@.service cutsnap-snapshot@.timer
+
+.PHONY: all deps test-deps check test test-numbers unit e2e demo asan asan-ci valgrind fuzz fuzz-bins fuzz-run torture clean \
     bench bench-deps install
-all: $(BIN)
+all: $(BIN) $(SO)
 
 # Every compile waits for the dependency step (order-only, so it runs once
-# and before anything else even under make -j).
+# and before anything else even under make -j). The build needs only the
+# libraries; what the tests run is a list of its own, installed by the
+# targets that run tests.
 DEPS_OK := $(BUILD)/.deps-ok
+TEST_DEPS_OK := $(BUILD)/.test-deps-ok
 deps: $(DEPS_OK)
 $(DEPS_OK): scripts/deps.sh
-	@sh scripts/deps.sh
+	@sh scripts/deps.sh build
+	@mkdir -p $(dir $@) && touch $@
+test-deps: $(TEST_DEPS_OK)
+$(TEST_DEPS_OK): scripts/deps.sh
+	@sh scripts/deps.sh test
 	@mkdir -p $(dir $@) && touch $@
 
 $(BUILD)/%.o: %.c | $(DEPS_OK)
@@ -64,6 +94,16 @@ $(LIBA): $(LIB_OBJ)
 	@rm -f $@
 	ar rcs $@ $^
 
+$(BUILD)/pic/%.o: %.c | $(DEPS_OK)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -fPIC $(PKG_CFLAGS) -c $< -o $@
+
+$(SO): $(PIC_OBJ) $(API_MAP)
+	$(CC) $(LDFLAGS) -shared -Wl,-soname,$(SO_NAME) \
+	    -Wl,--version-script=$(API_MAP) -Wl,--no-undefined -o $@ \
+	    $(PIC_OBJ) $(PKG_LIBS) -lpthread
+	ln -sf $(SO_NAME) $(BUILD)/libcutsnap.so
+
 $(BIN): $(CMD_OBJ) $(LIBA)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -o $@ $(CMD_OBJ) $(LIBA) $(PKG_LIBS) -lpthread
@@ -72,7 +112,8 @@ $(BIN): $(CMD_OBJ) $(LIBA)
 # directories, file helpers, report fixtures).
 UNIT_OBJ := $(BUILD)/tests/unit/unit.o
 .SECONDARY: $(UNIT_OBJ)
-$(BUILD)/tests/unit/test_%: tests/unit/test_%.c $(UNIT_OBJ) $(LIBA) | $(DEPS_OK)
+$(UNIT_OBJ): | $(TEST_DEPS_OK)
+$(BUILD)/tests/unit/test_%: tests/unit/test_%.c $(UNIT_OBJ) $(LIBA) | $(DEPS_OK) $(TEST_DEPS_OK)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(PKG_CFLAGS) -o $@ $< $(UNIT_OBJ) $(LIBA) $(PKG_LIBS) $(CMOCKA_LIBS) $(LDFLAGS) -lpthread
 
@@ -83,8 +124,13 @@ $(FAULTFS): tests/fault/faultfs.c | $(DEPS_OK)
 	@mkdir -p $(dir $@)
 	$(CC) $(CSTD) $(WARN) -O2 -g -fPIC -shared -o $@ $< -ldl
 
-unit: $(UNIT_BIN)
+unit: $(TEST_DEPS_OK) $(UNIT_BIN)
 	CMOCKA_MESSAGE_OUTPUT=TAP prove -f --exec '' $(UNIT_BIN)
+
+# The module-level include graph has no circle outside agent/
+# (tests/include-graph.py), with a self-test on fixture trees: a TAP
+# script run with the unit tests.
+STRUCT_TESTS := tests/include-graph-test.sh
 
 # Every e2e test has a number of its own (tests/check-numbers.sh).
 test-numbers:
@@ -93,6 +139,10 @@ test-numbers:
 # The object-store tests share one S3 server (Ceph radosgw on loopback,
 # tests/s3/radosgw.sh), started once for the run and stopped after it.
 S3RUN := bash tests/s3/radosgw.sh run
+# $(call s3run,SCRIPTS): S3RUN when one of SCRIPTS needs the server (it
+# sources lib-s3.sh), else nothing: `make test E2E="..."` with no object-
+# store script in it starts no radosgw.
+s3run = $(if $(shell grep -l 'lib-s3\.sh' $(filter %.sh,$(1)) /dev/null),$(S3RUN))
 
 # The longest scripts (the fault loops, the random-transfer run, the 16-
 # and 32-agent clusters: over a third of the suite's time) start first, so
@@ -116,9 +166,9 @@ E2E      := $(E2E_LONG) $(E2E_REST)
 TEST_JOBS ?= $(shell nproc 2>/dev/null || echo 1)
 PROVE := prove -j$(TEST_JOBS) --timer -f --exec ''
 
-e2e: all $(FAULTFS) test-numbers
+e2e: $(TEST_DEPS_OK) all $(FAULTFS) test-numbers
 	CUTSNAP=$(abspath $(BIN)) FAULTFS=$(abspath $(FAULTFS)) \
-	    $(S3RUN) $(PROVE) $(E2E)
+	    $(call s3run,$(E2E)) $(PROVE) $(E2E)
 
 # The quick tier: every unit test and the e2e scripts below, which cover
 # the bank cases, restore, kill -9, dead letters, one history, fencing,
@@ -131,16 +181,16 @@ CHECK_E2E := $(addprefix tests/e2e/,t0001-cli-basics.sh t0002-bad-input.sh \
 	t0041-authenticated.sh t0101-status.sh t0200-deadletter.sh \
 	t0341-encryption.sh t0360-tls-loopback.sh t0460-restore-fence.sh)
 
-check: all $(UNIT_BIN) $(FAULTFS) test-numbers
+check: $(TEST_DEPS_OK) all $(UNIT_BIN) $(FAULTFS) test-numbers
 	CMOCKA_MESSAGE_OUTPUT=TAP CUTSNAP=$(abspath $(BIN)) \
 	    FAULTFS=$(abspath $(FAULTFS)) \
-	    $(PROVE) $(UNIT_BIN) $(CHECK_E2E)
+	    $(PROVE) $(UNIT_BIN) $(STRUCT_TESTS) $(CHECK_E2E)
 
 # One prove run, so its closing summary counts every test.
-test: all $(UNIT_BIN) $(FAULTFS) test-numbers
+test: $(TEST_DEPS_OK) all $(UNIT_BIN) $(FAULTFS) test-numbers
 	CMOCKA_MESSAGE_OUTPUT=TAP CUTSNAP=$(abspath $(BIN)) \
 	    FAULTFS=$(abspath $(FAULTFS)) \
-	    $(S3RUN) $(PROVE) $(UNIT_BIN) $(E2E)
+	    $(call s3run,$(E2E)) $(PROVE) $(UNIT_BIN) $(STRUCT_TESTS) $(E2E)
 
 demo: all
 	./$(BIN) demo
@@ -156,7 +206,7 @@ asan:
 asan-ci:
 	$(ASAN_MAKE) E2E="$(E2E_REST)" test
 
-valgrind: $(UNIT_BIN)
+valgrind: $(TEST_DEPS_OK) $(UNIT_BIN)
 	@for t in $(UNIT_BIN); do \
 	    echo "valgrind $$t"; \
 	    CMOCKA_MESSAGE_OUTPUT=TAP valgrind -q --error-exitcode=99 --leak-check=full \
@@ -179,7 +229,7 @@ fuzz:
 
 fuzz-bins: $(FUZZ_BIN)
 
-$(BUILD)/fuzz/%: tests/fuzz/%.c $(LIBA) | $(DEPS_OK)
+$(BUILD)/fuzz/%: tests/fuzz/%.c $(LIBA) | $(DEPS_OK) $(TEST_DEPS_OK)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(PKG_CFLAGS) -fsanitize=fuzzer -o $@ $< $(LIBA) \
 	    $(PKG_LIBS) $(LDFLAGS) -lpthread
@@ -216,8 +266,14 @@ $(BUILD)/bench/decpar: bench/decpar.c $(LIBA) | $(DEPS_OK)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(PKG_CFLAGS) -I. -o $@ $< $(LIBA) $(PKG_LIBS) $(LDFLAGS) -lpthread
 
+# libget times libcutsnap's gets as an application links it (the .so).
+$(BUILD)/bench/libget: bench/libget.c $(SO) | $(DEPS_OK)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -Iinclude -o $@ $< -L$(BUILD) -lcutsnap \
+	    -Wl,-rpath,$(abspath $(BUILD))
+
 bench: all bench-deps $(BUILD)/bench/syncw $(BUILD)/bench/pingpong $(BUILD)/bench/shapar \
-    $(BUILD)/bench/kdfms $(BUILD)/bench/decpar
+    $(BUILD)/bench/kdfms $(BUILD)/bench/decpar $(BUILD)/bench/libget
 	bash bench/run.sh
 
 ROUNDS ?= 500
@@ -235,8 +291,34 @@ install:
 	install -m 0644 man/cutsnap.1 $(DESTDIR)$(PREFIX)/share/man/man1/cutsnap.1
 	install -m 0644 completion/cutsnap.bash \
 	    $(DESTDIR)$(PREFIX)/share/bash-completion/completions/cutsnap
+	@test -f $(SO) || { echo "no $(SO): run make first" >&2; exit 1; }
+	install -d $(DESTDIR)$(PREFIX)/include $(DESTDIR)$(LIBDIR)/pkgconfig \
+	    $(DESTDIR)$(PREFIX)/share/man/man3
+	install -m 0644 include/cutsnap.h $(DESTDIR)$(PREFIX)/include/cutsnap.h
+	install -m 0755 $(SO) $(DESTDIR)$(LIBDIR)/$(SO_NAME)
+	ln -sf $(SO_NAME) $(DESTDIR)$(LIBDIR)/libcutsnap.so
+	install -m 0644 $(LIBA) $(DESTDIR)$(LIBDIR)/libcutsnap.a
+	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@LIBDIR@|$(LIBDIR)|' \
+	    -e 's|@LIBS_PRIVATE@|$(PKG_LIBS) -lpthread|' api/cutsnap.pc.in \
+	    >$(DESTDIR)$(LIBDIR)/pkgconfig/cutsnap.pc
+	install -m 0644 man/cutsnap.3 $(DESTDIR)$(PREFIX)/share/man/man3/cutsnap.3
+	@# One page for the API: each function's name leads to it.
+	for n in $(API_NAMES); do \
+	    echo '.so man3/cutsnap.3' >$(DESTDIR)$(PREFIX)/share/man/man3/$$n.3; \
+	done
+
+	install -d $(DESTDIR)$(SYSTEMDUNITDIR) $(DESTDIR)$(SYSUSERSDIR)
+	@# The units name the binary where it was installed (@BINDIR@).
+	for u in $(UNITS); do \
+	    src=contrib/systemd/$$u; [ -f $$src ] || src=$$src.in; \
+	    sed 's|@BINDIR@|$(PREFIX)/bin|g' $$src >$(DESTDIR)$(SYSTEMDUNITDIR)/$$u.tmp && \
+	    chmod 0644 $(DESTDIR)$(SYSTEMDUNITDIR)/$$u.tmp && \
+	    mv $(DESTDIR)$(SYSTEMDUNITDIR)/$$u.tmp $(DESTDIR)$(SYSTEMDUNITDIR)/$$u || exit 1; \
+	done
+	install -m 0644 contrib/systemd/cutsnap.sysusers \
+	    $(DESTDIR)$(SYSUSERSDIR)/cutsnap.conf
 
 clean:
 	rm -rf build build-asan build-fuzz bin
 
--include $(LIB_OBJ:.o=.d) $(CMD_OBJ:.o=.d) $(UNIT_OBJ:.o=.d) $(UNIT_BIN:=.d)
+-include $(LIB_OBJ:.o=.d) $(PIC_OBJ:.o=.d) $(CMD_OBJ:.o=.d) $(UNIT_OBJ:.o=.d) $(UNIT_BIN:=.d)

@@ -25,6 +25,7 @@
 #include "../log/dlfile.h"
 #include "../lib/err.h"
 #include "../proto/report.h"
+#include "../net/conn.h"
 #include "../net/role.h"
 #include "../proto/snapuid.h"
 #include "../lib/util.h"
@@ -84,10 +85,10 @@ struct conn {
 	int compact_wait;	/* asked for a compaction: answered when
 				 * the rewrite is durable */
 	int dead;		/* closed; freed by agent_conn_reap */
-	/* TCP + TLS (agents with an addr, xport.h); x is NULL on a Unix
-	 * socket. Nothing is read or written before the handshake is done
-	 * and the peer's CN is accepted. */
-	struct xconn *x;
+	/* Its transport (net/conn.h): plain on a Unix socket, TLS over
+	 * TCP (agents with an addr). Over TLS nothing is read or written
+	 * before the handshake is done and the peer's CN is accepted. */
+	struct netconn *nc;
 	int hs;			/* handshake under way */
 	uint32_t hs_want;	/* its epoll interest */
 	int64_t hs_deadline;	/* monotonic ms: closed then if not done */
@@ -160,6 +161,8 @@ struct outch {
 	int backoff_ms;
 	int logged_down;	/* "down" logged since the last "up" */
 	int refused;		/* conn is refused (histories differ): idle */
+	int vrefused;		/* the peer refused our protocol version;
+				 * logged, not again until the channel is up */
 	int diverged;		/* the last check refused: transfers fail */
 	char why[160];		/* diverged: the reason (chain_check) */
 	int fence_ok;		/* its check accepted in this run (fence.c) */
@@ -224,6 +227,9 @@ struct snap {
 	size_t nch;
 	size_t nopen;
 	int64_t deadline;	/* monotonic ms: forget it then (0: none) */
+	int64_t rec_ms;		/* monotonic ms when its state was recorded */
+	uint32_t timeout_s;	/* the coordinator's; the deadline is this
+				 * plus a grace past its last word */
 };
 
 /* How many snapshots an agent takes part in at once; a JOIN beyond it is
@@ -239,6 +245,18 @@ struct snap {
  * so that the coordinator, not the agent, normally decides. */
 #define SNAP_DEFAULT_TIMEOUT_S	60
 #define SNAP_GRACE_MS		2000
+
+/* Counts since the agent started, for /metrics (metrics.c). */
+struct agent_counters {
+	uint64_t transfers;	/* transfers debited here */
+	uint64_t acks_sent;	/* ACK frames sent to senders */
+	uint64_t dead;		/* dead letters recorded */
+	uint64_t snaps;		/* snapshots recorded and reported */
+	uint64_t snap_bytes;	/* their recorded prefixes, summed */
+	uint64_t snap_ms;	/* their times from recording to report */
+	uint64_t snaps_done;	/* snapshots its coordinator committed */
+	uint64_t snaps_failed;	/* aborted, timed out or left */
+};
 
 struct agent {
 	const struct cfg *c;
@@ -301,6 +319,17 @@ struct agent {
 	int stop;		/* shut down cleanly */
 	int fatal;		/* shut down with an error */
 	long drop_replies;	/* test hook drop-reply (client_req.c) */
+	/* systemd (sdnotify.c): notifications on, the watchdog's ping
+	 * interval (0: none) and the next ping (monotonic ms). */
+	int sd_on;
+	int64_t wd_ms, wd_next;
+	const char *log_file;	/* --log FILE (SIGHUP reopens it), or NULL */
+	/* What metrics.c exposes: counts since start. */
+	struct agent_counters ct;
+	uint64_t *sent_to;	/* n entries: messages emitted to each peer */
+	uint64_t *applied_from;	/* n entries: applied from each peer */
+	uint64_t *acked_by;	/* n entries: acknowledged by each peer */
+	struct metrics *mx;	/* the /metrics listener, or NULL */
 };
 
 /* Append r; any failure is fatal for the agent (logged). 0 / -1. */
@@ -314,10 +343,32 @@ int agent_append_send(struct agent *a, int d, const struct dl_record *r,
  * it (called once per loop iteration; the fuzz target drives it too). */
 void agent_commit(struct agent *a);
 
+/* client_req.c: request ids (reqtab.h) */
+/* Answer a request whose id was seen: with the first outcome (the same
+ * request), or refuse it (another one). 1 answered, 0 a new id (or id
+ * NULL). */
+int agent_req_seen(struct agent *a, struct conn *c, const uint8_t *id,
+    uint64_t digest);
+/* The OK reply, body val[0, vlen), of a request that may carry an id,
+ * once its record is durable (the drop-reply test hook applies). */
+void agent_req_reply_ok(struct agent *a, struct conn *c, const uint8_t *id,
+    const void *val, size_t vlen);
+
+/* txn.c */
+/* W_REQ_TXN, its whole payload p[0, n); W_REQ_GETV. Each answers. */
+void agent_txn_request(struct agent *a, struct conn *c, const uint8_t *p,
+    size_t n);
+void agent_getv_request(struct agent *a, struct conn *c, struct rbuf *r);
+
 /* listen.c */
 int agent_listen_open(struct agent *a, struct cs_err *e);
 void agent_listen_accept(struct agent *a);
 void agent_listen_close(struct agent *a);	/* idempotent */
+
+/* version.c: W_HELLO's answer; a frame in protocol v (not ours) at the
+ * start of c's input refused by name, then c closed. */
+void agent_hello(struct agent *a, struct conn *c, struct rbuf *r);
+void agent_version_refuse(struct agent *a, struct conn *c, unsigned v);
 
 /* conn.c */
 struct conn *agent_conn_new(struct agent *a, int fd, enum conn_role role,
@@ -521,7 +572,28 @@ void agent_snap_conn_closed(struct agent *a, struct conn *c);
 void agent_snap_tick(struct agent *a);
 /* Forget snapshots past their deadline; ms until the next, or -1. */
 int agent_snap_timeout(struct agent *a, int64_t now);
+/* W_SNAP_ALIVE on c: the coordinator of snapshot id goes on; its
+ * deadline counts from now. No reply; ignored for a snapshot c does not
+ * drive (one already forgotten). */
+void agent_snap_alive(struct agent *a, struct conn *c,
+    const struct snapuid *id);
 void agent_snap_free(struct agent *a);
 const char *agent_snap_phase_name(enum snap_phase p);	/* "recording" */
+
+/* sdnotify.c: notifications to systemd, when it asked for them. */
+void agent_sd_init(struct agent *a);
+/* Send state (e.g. "READY=1"); nothing when systemd did not ask. */
+void agent_sd_notify(struct agent *a, const char *state);
+/* Ping the watchdog when due; ms until the next ping, -1 for none. */
+int agent_sd_watchdog(struct agent *a, int64_t now);
+
+/* metrics.c: GET /metrics (Prometheus text format) on the agent's
+ * metrics_addr, served from the event loop. */
+int agent_metrics_open(struct agent *a, struct cs_err *e);
+/* 1 if tag is one of the metrics sockets' epoll tags (then handled). */
+int agent_metrics_event(struct agent *a, void *tag, uint32_t ev);
+/* Close scrapers idle past their deadline; ms until the next, or -1. */
+int agent_metrics_timeout(struct agent *a, int64_t now);
+void agent_metrics_close(struct agent *a);
 
 #endif

@@ -5,7 +5,6 @@
  * of such a value is sent from the data file as the socket drains. The
  * wire format is unchanged: a frame is still one frame, only where its
  * bytes stay while it passes changes. */
-#include <sys/sendfile.h>
 #include <sys/socket.h>
 
 #include <errno.h>
@@ -18,7 +17,6 @@
 
 #include "../lib/fsutil.h"
 #include "../lib/log.h"
-#include "../net/xport.h"
 #include "agent_int.h"
 
 /* Bytes of a TLS reply read from the data file at a time. */
@@ -217,7 +215,8 @@ stream_begin(struct conn *c, int fd, uint64_t off, size_t len, size_t hlen,
 		close(fd);
 		return 0;
 	}
-	if ((c->x != NULL && (vs->buf = malloc(STREAM_PIECE)) == NULL) ||
+	if ((!netconn_can_sendfile(c->nc) &&
+	    (vs->buf = malloc(STREAM_PIECE)) == NULL) ||
 	    (*head = wbuf_extend(&c->out, hlen)) == NULL) {
 		free(vs->buf);
 		free(vs);
@@ -293,11 +292,11 @@ stream_free(struct conn *c)
 	c->vs = NULL;
 }
 
-/* Over TLS: write the piece in the buffer, reading the next one from the
- * file when it is all out. SSL_write is called again with the same bytes
- * after a WANT, as it requires. */
+/* A transport without sendfile (TLS): write the piece in the buffer,
+ * reading the next one from the file when it is all out. SSL_write is
+ * called again with the same bytes after a WANT, as it requires. */
 static int
-stream_tls(struct agent *a, struct conn *c)
+stream_copy(struct agent *a, struct conn *c)
 {
 	struct vstream *vs = c->vs;
 	size_t n;
@@ -317,15 +316,16 @@ stream_tls(struct agent *a, struct conn *c)
 			vs->boff = 0;
 			vs->blen = n;
 		}
-		k = xconn_write(c->x, vs->buf + vs->boff, vs->blen - vs->boff);
+		k = netconn_write(c->nc, vs->buf + vs->boff,
+		    vs->blen - vs->boff);
 		if (k > 0) {
 			vs->boff += (size_t)k;
 			vs->left -= (size_t)k;
 			continue;
 		}
-		if (k == XP_WANT_WRITE)
+		if (k == NETCONN_WANT_WRITE)
 			return 0;
-		if (k == XP_WANT_READ) {
+		if (k == NETCONN_WANT_READ) {
 			c->wr_want_r = 1;
 			return 0;
 		}
@@ -337,7 +337,7 @@ stream_tls(struct agent *a, struct conn *c)
 
 /* On a Unix socket: from the page cache to the socket, no copy here. */
 static int
-stream_unix(struct agent *a, struct conn *c)
+stream_sendfile(struct agent *a, struct conn *c)
 {
 	struct vstream *vs = c->vs;
 	off_t o;
@@ -345,21 +345,19 @@ stream_unix(struct agent *a, struct conn *c)
 
 	while (vs->left > 0) {
 		o = (off_t)vs->off;
-		k = sendfile(c->fd, vs->fd, &o, vs->left < SENDFILE_MAX ?
-		    vs->left : SENDFILE_MAX);
+		k = netconn_sendfile(c->nc, vs->fd, &o,
+		    vs->left < SENDFILE_MAX ? vs->left : SENDFILE_MAX);
 		if (k > 0) {
 			vs->off += (uint64_t)k;
 			vs->left -= (size_t)k;
 			continue;
 		}
-		if (k == -1 && errno == EINTR)
-			continue;
-		if (k == -1 && (errno == EAGAIN || errno == EWOULDBLOCK))
+		if (k == NETCONN_WANT_WRITE)
 			return 0;
 		if (k == 0)
 			log_error("get: %s ended inside a value",
 			    datalog_path(a->dl));
-		agent_conn_close(a, c, k == -1 ? strerror(errno) :
+		agent_conn_close(a, c, k == NETCONN_ERR ? strerror(errno) :
 		    "short file");
 		return -1;
 	}
@@ -371,7 +369,8 @@ agent_stream_send(struct agent *a, struct conn *c)
 {
 	int r;
 
-	r = c->x != NULL ? stream_tls(a, c) : stream_unix(a, c);
+	r = netconn_can_sendfile(c->nc) ? stream_sendfile(a, c) :
+	    stream_copy(a, c);
 	if (r == 1)
 		stream_free(c);
 	return r;

@@ -1,4 +1,5 @@
-/* client_req.c - client requests: put/get/del/add/transfer, channel
+/* client_req.c - client requests: put/get/del/add/transfer (txn.c:
+ * transactions and versioned gets), channel
  * hold/release, status, stop, and the snapshot frames of a coordinator.
  *
  * Every reply is queued with the log offset it depends on: a write waits
@@ -77,8 +78,8 @@ req_id_get(struct rbuf *r, uint8_t type, const uint8_t **id,
  * record (or, for a retry, the log end) is durable. Test hook:
  * CUTSNAP_FAULT=drop-reply:N leaves the first N such replies of requests
  * with an id unsent (the connection stays open), as if lost on the way. */
-static void
-req_reply_ok(struct agent *a, struct conn *c, const uint8_t *id,
+void
+agent_req_reply_ok(struct agent *a, struct conn *c, const uint8_t *id,
     const void *val, size_t vlen)
 {
 	if (id != NULL && a->drop_replies > 0) {
@@ -91,8 +92,8 @@ req_reply_ok(struct agent *a, struct conn *c, const uint8_t *id,
 
 /* Answer a request whose id was seen: with the first outcome (the same
  * request), or refuse it (another one). 1 answered, 0 a new id. */
-static int
-req_seen(struct agent *a, struct conn *c, const uint8_t *id,
+int
+agent_req_seen(struct agent *a, struct conn *c, const uint8_t *id,
     uint64_t digest)
 {
 	const struct reqent *en;
@@ -111,7 +112,7 @@ req_seen(struct agent *a, struct conn *c, const uint8_t *id,
 		return 1;
 	}
 	log_debug("request answered again from its ID, nothing applied");
-	req_reply_ok(a, c, id, en->val, en->vlen);
+	agent_req_reply_ok(a, c, id, en->val, en->vlen);
 	return 1;
 }
 
@@ -188,7 +189,7 @@ req_del(struct agent *a, struct conn *c, struct rbuf *r)
 		badreq(a, c, "del");
 		return;
 	}
-	if (req_seen(a, c, id, digest))
+	if (agent_req_seen(a, c, id, digest))
 		return;
 	if (!kvmap_get(st(a)->kv, k, kl, &v, &vl)) {
 		agent_conn_reply(a, c, REPLY_NOTFOUND, NULL, 0,
@@ -203,7 +204,7 @@ req_del(struct agent *a, struct conn *c, struct rbuf *r)
 	rec.req_digest = digest;
 	if (agent_append(a, &rec) == -1)
 		return;
-	req_reply_ok(a, c, id, NULL, 0);
+	agent_req_reply_ok(a, c, id, NULL, 0);
 }
 
 static void
@@ -224,7 +225,7 @@ req_add(struct agent *a, struct conn *c, struct rbuf *r)
 		badreq(a, c, "add");
 		return;
 	}
-	if (req_seen(a, c, id, digest))
+	if (agent_req_seen(a, c, id, digest))
 		return;
 	if (dl_int_add(st(a), k, kl, delta, out, &res, &e) == -1) {
 		cs_printable(k, kl, kp, sizeof(kp),
@@ -243,7 +244,7 @@ req_add(struct agent *a, struct conn *c, struct rbuf *r)
 	rec.req_digest = digest;
 	if (agent_append(a, &rec) == -1)
 		return;
-	req_reply_ok(a, c, id, out, strlen(out));
+	agent_req_reply_ok(a, c, id, out, strlen(out));
 }
 
 /* Debit srckey and emit "add n to dstkey" on self->dst, in one SEND
@@ -272,7 +273,7 @@ req_transfer(struct agent *a, struct conn *c, struct rbuf *r)
 		return;
 	}
 	/* A retry gets the first outcome whatever has changed since. */
-	if (req_seen(a, c, rid, digest))
+	if (agent_req_seen(a, c, rid, digest))
 		return;
 	if (n <= 0) {
 		agent_conn_replyf(a, c, REPLY_BADREQ,
@@ -343,7 +344,8 @@ req_transfer(struct agent *a, struct conn *c, struct rbuf *r)
 	rec.req_digest = digest;
 	if (agent_append_send(a, d, &rec, seq, msg.data, msg.len) == -1)
 		goto out;
-	req_reply_ok(a, c, rid, nv, strlen(nv));
+	a->ct.transfers++;
+	agent_req_reply_ok(a, c, rid, nv, strlen(nv));
 out:
 	wbuf_free(&msg);
 }
@@ -418,6 +420,8 @@ req_snap(struct agent *a, struct conn *c, uint8_t type, struct rbuf *r)
 		agent_snap_start(a, &id);
 	else if (type == W_SNAP_FETCH)
 		agent_snap_fetch(a, c, &id, off, len);
+	else if (type == W_SNAP_ALIVE)
+		agent_snap_alive(a, c, &id);
 	else
 		agent_snap_done(a, &id, committed);
 }
@@ -456,9 +460,13 @@ agent_client_frame(struct agent *a, struct conn *c, uint8_t type,
 		return;
 	rbuf_init(&r, p, n);
 	if (type == W_REQ_PUT || type == W_REQ_DEL || type == W_REQ_ADD ||
-	    type == W_REQ_TRANSFER || type == W_REQ_DEAD_RESOLVE)
+	    type == W_REQ_TRANSFER || type == W_REQ_DEAD_RESOLVE ||
+	    type == W_REQ_TXN)
 		a->writes++;
 	switch (type) {
+	case W_HELLO:
+		agent_hello(a, c, &r);
+		break;
 	case W_REQ_STATUS:
 		if (!rbuf_done(&r))
 			badreq(a, c, "status");
@@ -479,6 +487,12 @@ agent_client_frame(struct agent *a, struct conn *c, uint8_t type,
 		break;
 	case W_REQ_TRANSFER:
 		req_transfer(a, c, &r);
+		break;
+	case W_REQ_TXN:
+		agent_txn_request(a, c, p, n);
+		break;
+	case W_REQ_GETV:
+		agent_getv_request(a, c, &r);
 		break;
 	case W_REQ_HOLD:
 	case W_REQ_RELEASE:
@@ -505,6 +519,7 @@ agent_client_frame(struct agent *a, struct conn *c, uint8_t type,
 	case W_SNAP_START:
 	case W_SNAP_DONE:
 	case W_SNAP_FETCH:
+	case W_SNAP_ALIVE:
 		req_snap(a, c, type, &r);
 		break;
 	case W_SNAP_UPLOAD:

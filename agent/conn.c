@@ -126,12 +126,23 @@ conn_dirty(struct agent *a, struct conn *c)
 	list_add(a, &a->dirty, &a->ndirty, &a->dirtycap, &c->in_dirty, c);
 }
 
+/* Why a read or write (what) on c failed, for the log: TLS has no errno
+ * worth giving. */
+static const char *
+conn_io_why(const struct conn *c, const char *what)
+{
+	if (netconn_is_tls(c->nc))
+		return strcmp(what, "read") == 0 ? "TLS read failed" :
+		    "TLS write failed";
+	return strerror(errno);
+}
+
 /* TLS is about to be used on c: it may then hold bytes read ahead that
  * epoll does not report; agent_conn_tls_pending looks at c. */
 static void
 conn_tls_used(struct agent *a, struct conn *c)
 {
-	if (c->x != NULL)
+	if (c->nc != NULL && netconn_can_pend(c->nc))
 		list_add(a, &a->tlsp, &a->ntlsp, &a->tlspcap, &c->in_tlsp, c);
 }
 
@@ -148,12 +159,14 @@ struct conn *
 agent_conn_new(struct agent *a, int fd, enum conn_role role, int connecting)
 {
 	struct epoll_event ev;
-	struct conn *c;
+	struct conn *c = NULL;
 
 	if (list_room(&a->dirty, &a->dirtycap, a->nconns + 1) == -1 ||
 	    list_room(&a->tlsp, &a->tlspcap, a->nconns + 1) == -1 ||
-	    (c = calloc(1, sizeof(*c))) == NULL) {
+	    (c = calloc(1, sizeof(*c))) == NULL ||
+	    (c->nc = netconn_plain(fd)) == NULL) {
 		log_error("out of memory for a connection");
+		free(c);
 		close(fd);
 		return NULL;
 	}
@@ -168,7 +181,7 @@ agent_conn_new(struct agent *a, int fd, enum conn_role role, int connecting)
 	ev.data.ptr = c;
 	if (epoll_ctl(a->ep, EPOLL_CTL_ADD, fd, &ev) == -1) {
 		log_error("epoll_ctl add: %s", strerror(errno));
-		close(fd);
+		netconn_close(c->nc);	/* and fd */
 		free(c);
 		return NULL;
 	}
@@ -189,13 +202,9 @@ agent_conn_close(struct agent *a, struct conn *c, const char *why)
 		log_debug("%s: closed: %s", role_name(a, c, nm, sizeof(nm)),
 		    why);
 	epoll_ctl(a->ep, EPOLL_CTL_DEL, c->fd, NULL);
-	if (c->x != NULL) {
-		if (!c->hs)
-			xconn_shutdown(c->x);
-		xconn_free(c->x);
-		c->x = NULL;
-	}
-	close(c->fd);
+	/* TLS says close_notify only once its handshake is done. */
+	netconn_close(c->nc);
+	c->nc = NULL;
 	agent_bigval_drop(c);
 	c->dead = 1;
 	a->ndead++;
@@ -449,34 +458,19 @@ agent_conn_flush(struct agent *a, struct conn *c)
 		/* Up to a get's value that is still to come. */
 		lim = c->vs != NULL && c->vs_at > c->outoff &&
 		    c->vs_at < c->rel ? c->vs_at : c->rel;
-		if (c->x != NULL) {
-			k = xconn_write(c->x, c->out.data + c->outoff,
-			    lim - c->outoff);
-			if (k > 0) {
-				c->outoff += (size_t)k;
-				continue;
-			}
-			if (k == XP_WANT_WRITE)
-				break;
-			if (k == XP_WANT_READ) {
-				c->wr_want_r = 1;
-				break;
-			}
-			agent_conn_close(a, c, "TLS write failed");
-			return;
-		}
-		k = send(c->fd, c->out.data + c->outoff, lim - c->outoff,
-		    MSG_NOSIGNAL);
+		k = netconn_write(c->nc, c->out.data + c->outoff,
+		    lim - c->outoff);
 		if (k > 0) {
 			c->outoff += (size_t)k;
 			continue;
 		}
-		if (k == -1 && errno == EINTR)
-			continue;
-		if (k == -1 && (errno == EAGAIN || errno == EWOULDBLOCK))
+		if (k == NETCONN_WANT_WRITE)
 			break;
-		agent_conn_close(a, c,
-		    k == -1 ? strerror(errno) : "short write");
+		if (k == NETCONN_WANT_READ) {	/* TLS */
+			c->wr_want_r = 1;
+			break;
+		}
+		agent_conn_close(a, c, conn_io_why(c, "write"));
 		return;
 	}
 	conn_compact(c);
@@ -537,7 +531,7 @@ conn_dispatch(struct agent *a, struct conn *c, uint8_t type,
 		 * with a role) sends requests, an agent's opens its own
 		 * channel (agent_inch_hello checks the name). An agent's
 		 * requests are answered, refused, by agent_client_frame. */
-		if (c->x != NULL && (type == W_PEER_HELLO) !=
+		if (netconn_is_tls(c->nc) && (type == W_PEER_HELLO) !=
 		    (c->crole == CS_ROLE_NONE)) {
 			char who[64];
 
@@ -579,7 +573,7 @@ conn_input(struct agent *a, struct conn *c)
 	size_t plen, used;
 	uint8_t type;
 	char nm[160];
-	int r;
+	int r, v;
 
 	while (!c->dead && !a->fatal && c->vs == NULL &&
 	    agent_conn_pending(c) < OUT_HIGH_WATER) {
@@ -595,6 +589,11 @@ conn_input(struct agent *a, struct conn *c)
 			continue;
 		if (r == 0)
 			break;
+		if (r == -1 && (v = wire_other_version(c->in + c->inoff,
+		    c->inlen - c->inoff)) >= 0) {
+			agent_version_refuse(a, c, (unsigned)v);
+			return;
+		}
 		if (r == -1) {
 			log_warn("%s: %s; closing it",
 			    role_name(a, c, nm, sizeof(nm)), e.msg);
@@ -671,48 +670,28 @@ conn_read(struct agent *a, struct conn *c)
 		if (c->inlen == c->incap)
 			break;	/* a whole frame fits: parse first */
 		want = c->incap - c->inlen;
-		if (c->x != NULL) {
-			c->rd_want_w = 0;
-			k = xconn_read(c->x, c->in + c->inlen, want);
-			if (k > 0) {
-				c->inlen += (size_t)k;
-				got += (size_t)k;
-				/* Like a short recv below: when TLS holds nothing
-				 * more, skip the read that would only say
-				 * EAGAIN (epoll reports the socket again). */
-				if (xconn_pending(c->x) <= 0)
-					break;
-				continue;
-			}
-			if (k == XP_WANT_READ)
-				break;
-			if (k == XP_WANT_WRITE) {
-				c->rd_want_w = 1;
-				break;
-			}
-			if (k == XP_ERR) {
-				agent_conn_close(a, c, "TLS read failed");
-				return;
-			}
-			k = 0;	/* XP_EOF */
-		} else
-			k = recv(c->fd, c->in + c->inlen, want, 0);
+		c->rd_want_w = 0;
+		k = netconn_read(c->nc, c->in + c->inlen, want);
 		if (k > 0) {
 			c->inlen += (size_t)k;
 			got += (size_t)k;
-			/* A short read drained the socket: skip the recv that
-			 * would only say EAGAIN (epoll is level-triggered, so
-			 * later data or EOF is reported again). */
-			if ((size_t)k < want)
+			/* The socket is drained, a short read said so (or, over
+			 * TLS, nothing more is held): skip the read that would
+			 * only say EAGAIN (epoll is level-triggered, so later
+			 * data or EOF is reported again). */
+			if (netconn_can_pend(c->nc) ?
+			    !netconn_pending(c->nc) : (size_t)k < want)
 				break;
 			continue;
 		}
-		if (k == -1 && errno == EINTR)
-			continue;
-		if (k == -1 && (errno == EAGAIN || errno == EWOULDBLOCK))
+		if (k == NETCONN_WANT_READ)
 			break;
-		if (k == -1) {
-			agent_conn_close(a, c, strerror(errno));
+		if (k == NETCONN_WANT_WRITE) {	/* TLS */
+			c->rd_want_w = 1;
+			break;
+		}
+		if (k == NETCONN_ERR) {
+			agent_conn_close(a, c, conn_io_why(c, "read"));
 			return;
 		}
 		/* EOF: answer what was asked, then close. A coordinator or
@@ -735,7 +714,7 @@ conn_read(struct agent *a, struct conn *c)
 int
 agent_conn_tls(struct agent *a, struct conn *c, int server)
 {
-	if ((c->x = xconn_new(a->tls, c->fd, server)) == NULL) {
+	if (netconn_start_tls(c->nc, a->tls, server) == -1) {
 		log_error("out of memory for a TLS connection");
 		agent_conn_close(a, c, NULL);
 		return -1;
@@ -791,20 +770,23 @@ static void
 conn_handshake(struct agent *a, struct conn *c)
 {
 	char why[200], who[64], nm[160];
+	struct netconn_peer peer;
 	int r;
 
-	r = xconn_handshake(c->x, why, sizeof(why));
-	if (r == XP_WANT_READ || r == XP_WANT_WRITE) {
-		c->hs_want = r == XP_WANT_READ ? EPOLLIN : EPOLLOUT;
+	r = netconn_handshake(c->nc, why, sizeof(why));
+	if (r == NETCONN_WANT_READ || r == NETCONN_WANT_WRITE) {
+		c->hs_want = r == NETCONN_WANT_READ ? EPOLLIN : EPOLLOUT;
 		conn_set_events(a, c);
 		return;
 	}
-	if (r == XP_OK && conn_cn_ok(a, c, xconn_peer_cn(c->x),
-	    xconn_peer_role(c->x), &c->crole, why, sizeof(why))) {
+	if (r == NETCONN_OK)
+		netconn_peer(c->nc, &peer);
+	if (r == NETCONN_OK && conn_cn_ok(a, c, peer.cn, peer.role,
+	    &c->crole, why, sizeof(why))) {
 		c->hs = 0;
 		a->nhs--;
 		agent_admit_done(a, c);
-		snprintf(c->cn, sizeof(c->cn), "%s", xconn_peer_cn(c->x));
+		snprintf(c->cn, sizeof(c->cn), "%s", peer.cn);
 		if (c->role == ROLE_PEER_OUT)
 			agent_outch_connected(a, c);
 		conn_set_events(a, c);
@@ -863,12 +845,12 @@ agent_conn_tls_pending(struct agent *a)
 
 	if (a->lists_lost) {
 		for (c = a->conns; c != NULL; c = c->next) {
-			if (c->dead || c->x == NULL || c->hs ||
-			    !(c->events & EPOLLIN) || xconn_pending(c->x) <= 0)
+			if (c->dead || c->hs || !(c->events & EPOLLIN) ||
+			    !netconn_pending(c->nc))
 				continue;
 			agent_conn_event(a, c, EPOLLIN);
 			if (!c->dead && (c->events & EPOLLIN) &&
-			    xconn_pending(c->x) > 0)
+			    netconn_pending(c->nc))
 				more = 1;
 		}
 		return more;
@@ -880,11 +862,10 @@ agent_conn_tls_pending(struct agent *a)
 	 * array and is looked at in this pass too. */
 	for (i = 0; i < a->ntlsp; i++) {
 		c = a->tlsp[i];
-		if (!c->dead && c->x != NULL && !c->hs &&
-		    (c->events & EPOLLIN) && xconn_pending(c->x) > 0)
+		if (!c->dead && !c->hs && (c->events & EPOLLIN) &&
+		    netconn_pending(c->nc))
 			agent_conn_event(a, c, EPOLLIN);
-		if (c->dead || c->x == NULL || c->hs ||
-		    xconn_pending(c->x) <= 0) {
+		if (c->dead || c->hs || !netconn_pending(c->nc)) {
 			c->in_tlsp = 0;
 			continue;
 		}
@@ -914,7 +895,7 @@ agent_conn_event(struct agent *a, struct conn *c, uint32_t ev)
 			return;
 		}
 		c->connecting = 0;
-		if (c->x == NULL) {
+		if (!netconn_is_tls(c->nc)) {
 			agent_outch_connected(a, c);
 			conn_set_events(a, c);
 			return;

@@ -82,7 +82,7 @@ agent_inch_hello(struct agent *a, struct conn *c, const uint8_t *p, size_t n)
 		return;
 	}
 	/* Over TLS the HELLO must name the agent of the certificate. */
-	if (c->x != NULL && strcmp(src, c->cn) != 0) {
+	if (netconn_is_tls(c->nc) && strcmp(src, c->cn) != 0) {
 		log_warn("refused a HELLO as %s from the certificate of %s: "
 		    "a CN that is not the agent it claims to be", src, c->cn);
 		agent_conn_close(a, c, NULL);
@@ -155,7 +155,9 @@ inch_apply(struct agent *a, int s, uint64_t seq, const uint8_t *p, size_t n)
 	}
 	if (agent_append(a, &rec) == -1)
 		return -1;
+	a->applied_from[s]++;
 	if (rec.type == DL_DEAD) {
+		a->ct.dead++;
 		cs_printable(rec.key, rec.klen, kp, sizeof(kp),
 		    CS_PRINT_ASCII | CS_PRINT_ELLIPSIS);
 		log_warn("channel %s>%s: seq %llu: dead letter: cannot add "
@@ -326,6 +328,7 @@ inch_ack(struct agent *a, int s)
 	if (ic->conn == NULL || ic->conn->dead)
 		return;
 	ic->acked = dl_wm_get(&datalog_state(a->dl)->applied, sname(a, s));
+	a->ct.acks_sent++;
 	wbuf_init(&w);
 	wbuf_put_u64(&w, ic->acked);
 	agent_conn_send(a, ic->conn, W_PEER_ACK, w.data, w.len,

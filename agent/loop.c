@@ -47,6 +47,7 @@ agent_append_send(struct agent *a, int d, const struct dl_record *r,
 {
 	if (agent_append(a, r) == -1)
 		return -1;
+	a->sent_to[d]++;
 	if (agent_outch_enqueue(a, d, Q_MSG, seq, NULL, datalog_need(a->dl),
 	    msg, len) == -1) {
 		/* The record is in the log: only a restart could resend. */
@@ -67,6 +68,7 @@ signals_open(struct agent *a, sigset_t *old, struct cs_err *e)
 	sigemptyset(&set);
 	sigaddset(&set, SIGTERM);
 	sigaddset(&set, SIGINT);
+	sigaddset(&set, SIGHUP);	/* reopen the log file */
 	if (sigprocmask(SIG_BLOCK, &set, old) == -1)
 		return cs_errno(e, "sigprocmask");
 	if ((a->sfd = signalfd(-1, &set, SFD_NONBLOCK | SFD_CLOEXEC)) == -1)
@@ -78,8 +80,26 @@ static void
 signals_read(struct agent *a)
 {
 	struct signalfd_siginfo si;
+	struct cs_err e;
 
 	while (read(a->sfd, &si, sizeof(si)) == (ssize_t)sizeof(si)) {
+		if (si.ssi_signo == SIGHUP) {
+			/* logrotate moved the file: go on in a new one. */
+			switch (log_reopen(&e)) {
+			case 1:
+				log_info("got SIGHUP, log file reopened");
+				break;
+			case 0:
+				log_info("got SIGHUP: no log file to reopen "
+				    "(logging to stderr)");
+				break;
+			default:
+				log_error("got SIGHUP: %s; logging on to the "
+				    "old file", e.msg);
+				break;
+			}
+			continue;
+		}
 		log_info("got %s, shutting down",
 		    si.ssi_signo == SIGINT ? "SIGINT" : "SIGTERM");
 		a->stop = 1;
@@ -203,6 +223,14 @@ run_loop(struct agent *a)
 		k = agent_admit_tick(a, now);
 		if (k >= 0 && (timeout < 0 || k < timeout))
 			timeout = k;
+		k = agent_metrics_timeout(a, now);
+		if (k >= 0 && (timeout < 0 || k < timeout))
+			timeout = k;
+		/* From the loop, not a timer thread: a loop that hangs stops
+		 * the pings, and systemd restarts the agent. */
+		k = agent_sd_watchdog(a, now);
+		if (k >= 0 && (timeout < 0 || k < timeout))
+			timeout = k;
 		if (tls_more)
 			timeout = 0;
 		k = epoll_wait(a->ep, evs, MAX_EVENTS, timeout);
@@ -222,6 +250,9 @@ run_loop(struct agent *a)
 				agent_compact_event(a);
 			else if (evs[i].data.ptr == &a->up)
 				agent_upload_event(a);
+			else if (agent_metrics_event(a, evs[i].data.ptr,
+			    evs[i].events))
+				;	/* a scraper of /metrics */
 			else
 				agent_conn_event(a, evs[i].data.ptr,
 				    evs[i].events);
@@ -240,6 +271,8 @@ shutdown_agent(struct agent *a)
 {
 	struct conn *c;
 
+	agent_sd_notify(a, "STOPPING=1");
+	agent_metrics_close(a);
 	agent_compact_free(a);
 	agent_upload_free(a);
 	/* The ACKs still owed go out with the final commit. */
@@ -328,9 +361,18 @@ agent_run(const struct cfg *c, int self, struct cs_err *e)
 		goto out;
 	if (ep_add(&a, a.lfd, &a.lfd, e) == -1)
 		goto out;
+	if (agent_metrics_open(&a, e) == -1) {
+		rc = -2;
+		goto out;
+	}
 	log_info("agent %s listening on %s%s", a.name, a.tcp ?
 	    c->agents[self].addr : c->agents[self].sock, a.tcp ?
 	    " (TCP, mutual TLS 1.3)" : "");
+	/* Connections are accepted from here on (they queue on the
+	 * listener until the loop's first turn). */
+	agent_sd_init(&a);
+	agent_sd_notify(&a, "READY=1");
+	a.wd_next = cs_now_ms();
 	agent_compact_init(&a);
 	agent_fence_start(&a);
 
@@ -342,7 +384,8 @@ agent_run(const struct cfg *c, int self, struct cs_err *e)
 	shutdown_agent(&a);
 	log_info("agent %s stopped", a.name);
 out:
-	if (rc == -1 && a.lfd != -1)
+	agent_metrics_close(&a);
+	if (rc != 0 && a.lfd != -1)
 		agent_listen_close(&a);
 	agent_outch_free(&a);
 	agent_inch_free(&a);

@@ -295,6 +295,11 @@ agent_outch_init(struct agent *a, struct cs_err *e)
 
 	if ((a->out = calloc((size_t)a->n, sizeof(*a->out))) == NULL)
 		return cs_errc(e, CS_E_NOMEM, "out of memory");
+	/* The per-peer counts of /metrics (metrics.c), one block. */
+	if ((a->sent_to = calloc((size_t)a->n * 3, sizeof(uint64_t))) == NULL)
+		return cs_errc(e, CS_E_NOMEM, "out of memory");
+	a->applied_from = a->sent_to + a->n;
+	a->acked_by = a->sent_to + 2 * a->n;
 	for (d = 0; d < a->n; d++) {
 		if (d == a->self || !cfg_has_channel(a->c, a->self, d))
 			continue;
@@ -335,6 +340,8 @@ agent_outch_free(struct agent *a)
 	size_t i;
 	int d;
 
+	free(a->sent_to);
+	a->sent_to = a->applied_from = a->acked_by = NULL;
 	if (a->out == NULL)
 		return;
 	for (d = 0; d < a->n; d++) {
@@ -590,6 +597,7 @@ outch_acked(struct agent *a, int d, uint64_t k, int welcome)
 		return -1;
 	}
 	if (k > dl_wm_get(&st->acked, dname(a, d))) {
+		a->acked_by[d] += k - dl_wm_get(&st->acked, dname(a, d));
 		o->stall_ms = cs_now_ms();
 		memset(&rec, 0, sizeof(rec));
 		rec.type = DL_ACK;
@@ -654,6 +662,35 @@ outch_check(struct agent *a, struct conn *c, uint64_t k,
 	return 0;
 }
 
+/* A W_REPLY on a channel is the peer's refusal of our protocol version
+ * (version.c): logged once until the channel next comes up, then the
+ * connection closes and is retried at the backoff's pace, so that the
+ * channel resumes once both ends speak one protocol. 1 if it was that. */
+static int
+version_refused(struct agent *a, struct conn *c, const uint8_t *p, size_t n)
+{
+	struct outch *o = &a->out[c->peer];
+	char msg[256];
+	const uint8_t *b;
+	struct rbuf r;
+	size_t blen;
+
+	rbuf_init(&r, p, n);
+	if (rbuf_u8(&r) != REPLY_VERSION)
+		return 0;
+	b = rbuf_bytes(&r, &blen, sizeof(msg));
+	if (!rbuf_done(&r))
+		return 0;
+	cs_printable(b, blen, msg, sizeof(msg), 0);
+	if (!o->vrefused)
+		log_warn("channel %s>%s refused by %s: %s; retrying until both "
+		    "speak one protocol", a->name, dname(a, c->peer),
+		    dname(a, c->peer), msg);
+	o->vrefused = 1;
+	agent_conn_close(a, c, NULL);
+	return 1;
+}
+
 void
 agent_outch_frame(struct agent *a, struct conn *c, uint8_t type,
     const uint8_t *p, size_t n)
@@ -664,6 +701,8 @@ agent_outch_frame(struct agent *a, struct conn *c, uint8_t type,
 	uint64_t k;
 	int told = 0, known = 0;
 
+	if (type == W_REPLY && version_refused(a, c, p, n))
+		return;
 	rbuf_init(&r, p, n);
 	k = rbuf_u64(&r);
 	if (type == W_PEER_WELCOME && !r.err &&
@@ -696,6 +735,7 @@ agent_outch_frame(struct agent *a, struct conn *c, uint8_t type,
 	if (type == W_PEER_WELCOME) {
 		o->up = 1;
 		o->logged_down = 0;
+		o->vrefused = 0;
 		o->backoff_ms = BACKOFF_MIN_MS;
 		log_info("channel %s>%s up (peer applied %llu, %zu queued)",
 		    a->name, dname(a, c->peer), (unsigned long long)k,

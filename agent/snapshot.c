@@ -133,14 +133,24 @@ done_add(struct agent *a, const struct snapuid *id)
 }
 
 /* The agent's own deadline for a snapshot it joined: the coordinator's
- * timeout (counted from the JOIN, so a little later than the
- * coordinator's own) plus a grace. */
+ * timeout (counted from the JOIN or its last word, so a little later
+ * than the coordinator's own) plus a grace. */
 static void
 snap_arm(struct snap *sn, uint32_t timeout_s)
 {
 	uint32_t t = timeout_s ? timeout_s : SNAP_DEFAULT_TIMEOUT_S;
 
+	sn->timeout_s = t;
 	sn->deadline = cs_now_ms() + (int64_t)t * 1000 + SNAP_GRACE_MS;
+}
+
+void
+agent_snap_alive(struct agent *a, struct conn *c, const struct snapuid *id)
+{
+	struct snap *sn = snap_find(a, id);
+
+	if (sn != NULL && sn->coord == c && sn->deadline != 0)
+		snap_arm(sn, sn->timeout_s);
 }
 
 /* Forget the snapshot; markers already queued still leave. */
@@ -150,6 +160,9 @@ snap_forget(struct agent *a, struct snap *sn, const char *why)
 	if (sn->phase == SNAP_NONE)
 		return;
 	log_info("snapshot %s: %s", SNAME(sn), why);
+	/* Every end but a commit (agent_snap_done counts those). */
+	if (strcmp(why, "committed") != 0)
+		a->ct.snaps_failed++;
 	done_add(a, &sn->id);
 	if (sn->coord != NULL)
 		sn->coord->is_coord = 0;
@@ -315,6 +328,7 @@ snap_record(struct agent *a, struct snap *sn, int first_src, uint64_t s)
 	int i;
 
 	sn->L = datalog_end(a->dl);
+	sn->rec_ms = cs_now_ms();
 	sn->nfull = chunkhash_nfull(datalog_chunks(a->dl));
 	if (datalog_prefix_sha(a->dl, sn->sha) == -1 ||
 	    chunkhash_peek(datalog_chunks(a->dl), sn->partial) == -1 ||
@@ -374,6 +388,8 @@ agent_snap_done(struct agent *a, const struct snapuid *id, int committed)
 		done_add(a, id);
 		return;
 	}
+	if (committed)
+		a->ct.snaps_done++;
 	snap_forget(a, sn, committed ? "committed" : "aborted");
 }
 
@@ -409,13 +425,15 @@ agent_snap_fetch(struct agent *a, struct conn *c, const struct snapuid *id,
 		    " are not within the recorded %" PRIu64, off, len, sn->L);
 		return;
 	}
+	/* A fetch is the coordinator's word that the copy goes on. */
+	snap_arm(sn, sn->timeout_s);
 	/* [0, L) is durable, so on the file; a compaction does not switch
 	 * files while a recorded prefix is held (agent_snap_holds_prefix).
 	 * The piece goes from the file to the socket as it drains (a copy
 	 * of 128 KiB at a time over TLS, none over a Unix socket): built
 	 * in memory, each piece cost two fresh 1 MiB buffers, the frame's
-	 * and the output's, faulted in and freed again (docs/INTERNALS.md,
-	 * "performance VIII"). */
+	 * and the output's, faulted in and freed again (docs/perf/
+	 * profiles.md, "performance VIII"). */
 	buf_le32_put(pre, (uint32_t)off);	/* u64, little-endian */
 	buf_le32_put(pre + 4, (uint32_t)(off >> 32));
 	if (agent_conn_send_range(a, c, W_SNAP_DATA, pre, sizeof(pre), off,
@@ -581,6 +599,9 @@ snap_report(struct agent *a, struct snap *sn)
 		goto oom;
 	agent_conn_send(a, sn->coord, W_SNAP_REPORT, w.data, w.len, 0);
 	sn->phase = SNAP_REPORTED;
+	a->ct.snaps++;
+	a->ct.snap_bytes += sn->L;
+	a->ct.snap_ms += (uint64_t)(cs_now_ms() - sn->rec_ms);
 	log_info("snapshot %s: reported (%" PRIu64 " bytes)", SNAME(sn),
 	    sn->L);
 	goto out;

@@ -144,7 +144,7 @@ up_one(struct upload *u, struct s3 *s, struct up_item *it, uint8_t *buf,
 		body = obj;
 	}
 	sha_hex(it->sha, hex);
-	snprintf(key, sizeof(key), "blobs/%.2s/%s", hex, hex);
+	chunkobj_key(hex, key, sizeof(key));
 	if ((st = s3_put(s, key, body, blen, "*", NULL, &e)) < 0) {
 		atomic_store(&u->give_up, 1);
 		goto fail;

@@ -29,6 +29,7 @@ PINGPONG=$ROOT/build/bench/pingpong
 SHAPAR=$ROOT/build/bench/shapar
 KDFMS=$ROOT/build/bench/kdfms
 DECPAR=$ROOT/build/bench/decpar
+LIBGET=$ROOT/build/bench/libget
 NCPU=$(nproc)
 RUNS=${BENCH_RUNS:-3}
 RESULTS=$ROOT/bench/RESULTS.md
@@ -336,12 +337,57 @@ pace_rows () {
 	rm -rf "$d"
 }
 
+# The library rows: gets/s through libcutsnap (build/bench/libget) on one
+# connection to an agent's Unix socket, one request at a time and 64
+# pipelined, each against the command's gets/s (a process, a config read
+# and a connection per get: what an application had before the library).
+# The one-at-a-time row's floor is the round trips/s of one pingpong
+# client (a Unix socket, no work). One agent, a 64-byte value. Runs alone
+# too: BENCH_LIB=1 . bench/run.sh; W=DIR LOG=... ROWS=... CMDS=... lib_rows
+LIB_SECONDS=${BENCH_LIB_SECONDS:-3}
+LIB_CLI_CALLS=${BENCH_LIB_CLI_CALLS:-100}
+lib_rows () {
+	local d=$W/lib c=$W/lib/c.ini r i t0 one=() piped=() cli=() pp=()
+	local v_one v_piped v_cli v_pp
+	make_cluster "$d" 1
+	start "$c"
+	for r in $(seq 1 "$RUNS"); do
+		one+=("$("$LIBGET" "$d/run/a1.sock" "$LIB_SECONDS" 1 2>>"$LOG")") ||
+		    fail "libget"
+		piped+=("$("$LIBGET" "$d/run/a1.sock" "$LIB_SECONDS" 64 2>>"$LOG")") ||
+		    fail "libget, 64 pipelined"
+		t0=$(now_ns)
+		for i in $(seq 1 "$LIB_CLI_CALLS"); do
+			"$CS" get -c "$c" a1 bench >/dev/null 2>>"$LOG" ||
+			    fail "cutsnap get"
+		done
+		cli+=("$(calc "$LIB_CLI_CALLS / (($(now_ns) - $t0) / 1e9)")")
+		pp+=("$("$PINGPONG" "$d" "$LIB_SECONDS" 1 1 1 2>>"$LOG")") ||
+		    fail "pingpong, 1 client"
+	done
+	stop "$c"
+	v_one=$(median "${one[@]}") v_piped=$(median "${piped[@]}")
+	v_cli=$(median "${cli[@]}") v_pp=$(median "${pp[@]}")
+	cmd "build/bench/libget SOCKET $LIB_SECONDS DEPTH   # DEPTH 1 and 64; against $LIB_CLI_CALLS x cutsnap get -c CONF a1 bench"
+	cmd "build/bench/pingpong DIR $LIB_SECONDS 1 1 1   # one client's round trips/s"
+	row "library gets/s, one connection, one at a time" "$v_one" \
+	    "$v_cli gets/s (cutsnap get)" "$(calc "$v_one / $v_cli")" \
+	    ">= 50000/s, >= 20x" \
+	    "$(verdict "$v_one >= 50000 && $v_one >= 20 * $v_cli") (floor: one client's ping-pong, $v_pp round trips/s$(
+	    [ "$(verdict "$v_pp >= 50000")" = FAIL ] && echo "; target out of reach here"))"
+	row "library gets/s, one connection, 64 pipelined" "$v_piped" \
+	    "$v_cli gets/s (cutsnap get)" "$(calc "$v_piped / $v_cli")" \
+	    ">= 50000/s, >= 20x" \
+	    "$(verdict "$v_piped >= 50000 && $v_piped >= 20 * $v_cli")"
+	rm -rf "$d"
+}
+
 # Sourced for its helpers: stop here.
 [ "${BENCH_LIB:-0}" = 1 ] && return 0
 
 [ -x "$CS" ] && [ -x "$SYNCW" ] && [ -x "$PINGPONG" ] && [ -x "$SHAPAR" ] && [ -x "$KDFMS" ] &&
-    [ -x "$DECPAR" ] || {
-	echo "bench: run 'make bench' (needs bin/cutsnap and build/bench/syncw, pingpong, shapar, kdfms, decpar)" >&2
+    [ -x "$DECPAR" ] && [ -x "$LIBGET" ] || {
+	echo "bench: run 'make bench' (needs bin/cutsnap and build/bench/syncw, pingpong, shapar, kdfms, decpar, libget)" >&2
 	exit 2
 }
 for t in restic borg openssl; do
@@ -667,7 +713,7 @@ row "snapshot floor: write+fsync / sha256 on $NCPU cores" "$(fm fw) / $(fm fh)" 
 row "full snapshot ms, $(mib "$DATA_B") MiB, fastest of $RUNS5" "$(fm v)" \
     "$(fm b) cp+fsync+sha256" "$(ratio_fm v b)" "<= 0.3x" \
     "$(floored "$(verdict "$(fastest "${v[@]}") <= 0.3 * $(fastest "${b[@]}")")" \
-    "$(calc "$SFL / $(fastest "${b[@]}")")" "<=" 0.3 "$SFL_WHAT; a snapshot with nothing to copy took $(fastest "${z[@]}") ms; the copy writes on two threads per core, which leaves the disk idle while all of them hash, as more would lengthen the agents' waits during a snapshot: docs/INTERNALS.md, performance VII")"
+    "$(calc "$SFL / $(fastest "${b[@]}")")" "<=" 0.3 "$SFL_WHAT; a snapshot with nothing to copy took $(fastest "${z[@]}") ms; the copy writes on two threads per core, which leaves the disk idle while all of them hash, as more would lengthen the agents' waits during a snapshot: docs/perf/profiles.md, performance VII")"
 cmd "cutsnap snapshot -c CONF -r REPO   # again at once: nothing to copy"
 row "snapshot with nothing to copy ms, after the full one" "$(fm z)" "$(fm v) full" "$(ratio_fm z v)" "-" "-"
 FULL_REPO=$(du_b "$W/big/repo")
@@ -1210,6 +1256,10 @@ s3_rows
 
 compact_rows
 concurrent_rows
+
+# --- 7. libcutsnap -----------------------------------------------------------
+
+lib_rows
 
 # --- RESULTS.md ---------------------------------------------------------------
 

@@ -9,13 +9,19 @@
 #include "cmd.h"
 
 static const char usage_text[] =
-    "usage: cutsnap agent -c CONF -n NAME [--log-level LEVEL]\n"
+    "usage: cutsnap agent -c CONF -n NAME [--log-level LEVEL] [--log FILE]\n"
     "\n"
     "Run agent NAME of the cluster in CONF in the foreground until SIGTERM,\n"
     "SIGINT or 'cutsnap stop'. It owns NAME's data file and serves clients\n"
     "and peers on run_dir/NAME.sock, or with an addr in its section on\n"
     "HOST:PORT with TCP and mutual TLS 1.3 (certificates from tls_dir, see\n"
-    "cutsnap cert). Log lines go to stderr. It refuses a\n"
+    "cutsnap cert). Log lines go to stderr, or to FILE with --log (SIGHUP\n"
+    "reopens it, for logrotate); under systemd (JOURNAL_STREAM) they go\n"
+    "to the journal with their priority and no timestamp. With\n"
+    "metrics_addr in CONF it serves Prometheus metrics on GET /metrics.\n"
+    "Under systemd with Type=notify it says READY=1 once it accepts\n"
+    "connections, WATCHDOG=1 with WatchdogSec=, STOPPING=1 as it stops.\n"
+    "It refuses a\n"
     "CONF without a channel on which its data file still holds\n"
     "unacknowledged messages (exit 2): put the channel back, or run with\n"
     "the old config until the channel is drained.\n"
@@ -23,6 +29,7 @@ static const char usage_text[] =
     "  -c, --config CONF      the cluster config file\n"
     "  -n, --name NAME        the agent to run (an [agent NAME] section)\n"
     "  -l, --log-level LEVEL  error, warn, info (default) or debug\n"
+    "  -L, --log FILE         append the log to FILE, not stderr\n"
     "\n"
     "Exit status: 0 after a clean stop, 1 if the agent failed, 2 bad usage\n"
     "or bad config.\n";
@@ -31,6 +38,7 @@ static const struct option opts[] = {
 	{ "config", required_argument, NULL, 'c' },
 	{ "name", required_argument, NULL, 'n' },
 	{ "log-level", required_argument, NULL, 'l' },
+	{ "log", required_argument, NULL, 'L' },
 	{ "help", no_argument, NULL, 'h' },
 	{ NULL, 0, NULL, 0 },
 };
@@ -75,7 +83,7 @@ block_stop_signals(void)
 int
 cmd_agent(int argc, char **argv)
 {
-	const char *conf = NULL, *name = NULL;
+	const char *conf = NULL, *name = NULL, *logfile = NULL;
 	enum log_level level = LOG_INFO;
 	struct cfg *c = NULL;
 	struct cs_err e;
@@ -84,7 +92,7 @@ cmd_agent(int argc, char **argv)
 	block_stop_signals();
 	optind = 1;
 	opterr = 0;
-	while ((ch = getopt_long(argc, argv, ":c:n:l:h", opts, NULL)) != -1) {
+	while ((ch = getopt_long(argc, argv, ":c:n:l:L:h", opts, NULL)) != -1) {
 		switch (ch) {
 		case 'c':
 			conf = optarg;
@@ -97,6 +105,9 @@ cmd_agent(int argc, char **argv)
 				return cmd_usage_error("invalid log level "
 				    "'%s': expected error, warn, info or debug",
 				    optarg);
+			break;
+		case 'L':
+			logfile = optarg;
 			break;
 		case 'h':
 			return cmd_help(usage_text);
@@ -116,6 +127,10 @@ cmd_agent(int argc, char **argv)
 		goto out;
 	}
 	log_init(c->agents[i].name, level);
+	if (logfile != NULL && log_open_file(logfile, &e) == -1) {
+		rc = cmd_fail(EXIT_USAGE, "%s", e.msg);
+		goto out;
+	}
 	if ((rc = agent_run(c, i, &e)) < 0)
 		rc = cmd_fail(rc == -2 ? EXIT_USAGE : EXIT_FAILED, "%s: %s",
 		    c->agents[i].name, e.msg);

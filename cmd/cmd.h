@@ -91,6 +91,12 @@ int cmd_cert(int argc, char **argv);
 int cmd_deadletter(int argc, char **argv);
 int cmd_check(int argc, char **argv);
 
+/* envopts.c: with CUTSNAP_REPOSITORY / CUTSNAP_CONFIG set and command name
+ * taking -r / -c without one on its command line, a new argv (kept for
+ * the process's life) with "-r VALUE" / "-c VALUE" before the command's
+ * words. 0, or -1 out of memory. */
+int cmd_env_defaults(const char *name, int *argc, char ***argv);
+
 /* The running subcommand's name, used in every message ("put"). Set by
  * main before dispatching. */
 extern const char *cmd_name;
@@ -194,8 +200,8 @@ int cmd_req_opts(int argc, char **argv, const char *usage, int in_order,
 int cmd_request_id(const struct cfg *c, int i, uint8_t type,
     struct wbuf *req, const struct cmd_req_opts *o, int notfound_ok,
     struct cmd_reply *r);
-/* The body of get: parse "-c CONF AGENT KEY", send one request
- * of type carrying KEY, and fail with "key 'K' not found on A" (exit 1)
+/* The body of get: parse "-c CONF AGENT KEY", read KEY with libcutsnap's
+ * cs_get, and fail with "key 'K' not found on A" (exit 1)
  * when it is absent. Returns an exit status; on EXIT_OK *r holds the
  * reply. The caller frees *r with cmd_reply_free in every case. */
 /* The operands "AGENT KEY" after the options: the key checked (1 to
@@ -205,7 +211,7 @@ struct cfg;
 int cmd_agent_key(int argc, char **argv, const char *conf, struct cfg **c,
     int *i, const char **key);
 int cmd_key_request(int argc, char **argv, const char *usage_text,
-    uint8_t type, struct cmd_reply *r);
+    struct cmd_reply *r);
 /* STATUS, parsed into st (whatever its size; agstat_free it). 0, or -1
  * with e set when the agent does not answer or the reply is malformed. */
 struct agstat;
@@ -234,6 +240,14 @@ void cmd_dead_json(struct json *j, const struct dl_dead *d,
 void cmd_dead_text(FILE *f, const char *indent, const struct dl_dead *d,
     const char *self);
 
+
+/* restore --target DIR (restore_target.c): DIR created if missing, the
+ * config of snapshot id's cluster written as DIR/cluster.ini (its path in
+ * conf) and loaded into *out, refused (EXIT_USAGE) when DIR already holds
+ * that config or one of its data files. EXIT_OK, or the exit status after
+ * printing why (conf "" then: nothing written). */
+int cmd_restore_target(struct store *st, uint64_t id, const char *dir,
+    uint64_t *resolved, char *conf, size_t confsz, struct cfg **out);
 
 /* Rewrite coord_snapshot's error for snapshot id (0: none was created)
  * as "snapshot N aborted: REASON" in out. */
@@ -284,9 +298,6 @@ int cmd_forget_report(const struct store_forget_result *r,
     const struct store_forget_policy *p, const char *within, int json,
     int pruned);
 
-/* Milliseconds from a monotonic clock. */
-void cmd_sleep_ms(int ms);
-
 /* Start every agent of c that does not answer yet (spawned like
  * cmd_spawn_agent, logs in run_dir/NAME.log) and wait up to timeout_s
  * until all answer. pids (nagents entries, may be NULL) gets the pid of
@@ -316,15 +327,18 @@ void cmd_last_line(const char *path, char *out, size_t outsz);
 struct store;
 int cmd_key_set(struct store *st, const char *path);
 
-/* password.c: --password-file FILE, taken out of argv by main for the
- * commands that read an encrypted repository (-1: it lacks FILE). */
+/* password.c: --password-file FILE and --password-command CMD, taken out
+ * of argv by main for the commands that read an encrypted repository
+ * (-1: the first lacks its value, -2: the second). */
 extern const char *cmd_password_file;
+extern const char *cmd_password_command;
 int cmd_take_password_file(int *argc, char **argv);
 /* Let the store ask for a repository's password when it is encrypted. */
 void cmd_password_setup(void);
-/* A password into buf[0, *len): from file, else the environment
- * (CUTSNAP_PASSWORD_FILE, CUTSNAP_PASSWORD; CMD_PW_NEW:
- * CUTSNAP_NEW_PASSWORD_FILE, CUTSNAP_NEW_PASSWORD), else the terminal
+/* A password into buf[0, *len): from file, else --password-command,
+ * else the environment (CUTSNAP_PASSWORD_FILE, CUTSNAP_PASSWORD_COMMAND,
+ * CUTSNAP_PASSWORD; CMD_PW_NEW: CUTSNAP_NEW_PASSWORD_FILE,
+ * CUTSNAP_NEW_PASSWORD, no command), else the terminal
  * without echo, prompting with what (twice unless CMD_PW_CURRENT). */
 #define CMD_PW_CURRENT 0	/* the password of a key that exists */
 #define CMD_PW_FIRST 1		/* init --encrypt: the first key's */

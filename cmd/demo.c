@@ -410,7 +410,7 @@ wait_marker(struct demo *d, int src, struct cs_err *e)
 			    "(%ld entries queued to %s)",
 			    d->c->agents[src].name, WAIT_MARKER_MS, n,
 			    d->c->agents[1 - src].name);
-		cmd_sleep_ms(20);
+		cs_sleep_ms(20);
 	}
 }
 
@@ -429,7 +429,7 @@ wait_value(struct demo *d, int i, int64_t want, struct cs_err *e)
 			return cs_errf(e, "%s at %s is %lld after %d ms, "
 			    "expected %lld", KEY, d->c->agents[i].name,
 			    (long long)v, WAIT_CREDIT_MS, (long long)want);
-		cmd_sleep_ms(20);
+		cs_sleep_ms(20);
 	}
 }
 

@@ -33,7 +33,8 @@ static const char usage_text[] =
     "and dead letter lines start with #). Other bytes, UTF-8 included, are\n"
     "written as they are; --json gives every byte exactly.\n"
     "\n"
-    "  -j, --json   {\"keys\":{...},\"sent\":{...},\"applied\":{...},\n"
+    "  -j, --json   {\"keys\":{...},\"versions\":{KEY:N,...},\n"
+    "               \"sent\":{...},\"applied\":{...},\n"
     "               \"acked\":{...},\"dead_letters\":[{\"src\":S,\"seq\":N,\n"
     "               \"key\":K,\"amount\":N,\"reason\":R,\"from\":K|null,\n"
     "               \"state\":S},...],\"fenced\":SNAPSHOT|null}; bytes\n"
@@ -207,8 +208,17 @@ cmd_dump(int argc, char **argv)
 			putchar('\n');
 		}
 	}
-	if (json)
+	if (json) {
 		json_obj_end(&j);
+		/* Each key's version (datalog.h), what W_REQ_GETV answers. */
+		json_key(&j, "versions");
+		json_obj(&j);
+		for (i = 0; i < n; i++) {
+			json_keyn(&j, ents[i]->key, ents[i]->klen);
+			json_uint(&j, ents[i]->ver);
+		}
+		json_obj_end(&j);
+	}
 	print_wms(&st.sent, "sent", json ? &j : NULL);
 	print_wms(&st.applied, "applied", json ? &j : NULL);
 	print_wms(&st.acked, "acked", json ? &j : NULL);

@@ -21,7 +21,7 @@ cmd_get(int argc, char **argv)
 	struct cmd_reply r = { 0, NULL, 0 };
 	int rc;
 
-	rc = cmd_key_request(argc, argv, usage_text, W_REQ_GET, &r);
+	rc = cmd_key_request(argc, argv, usage_text, &r);
 	if (rc == EXIT_OK) {
 		if (r.blen > 0)
 			fwrite(r.body, 1, r.blen, stdout);

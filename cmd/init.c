@@ -11,6 +11,7 @@
 
 static const char usage_text[] =
     "usage: cutsnap init -r REPO [--encrypt] [--password-file FILE]\n"
+    "                    [--password-command CMD]\n"
     "                    [--compression zstd|none] [--json]\n"
     "\n"
     "Create the repository REPO and record its settings, which stay fixed\n"
@@ -31,6 +32,9 @@ static const char usage_text[] =
     "                            trailing newline dropped); else\n"
     "                            CUTSNAP_PASSWORD_FILE, CUTSNAP_PASSWORD, or\n"
     "                            asked twice on the terminal\n"
+    "      --password-command CMD\n"
+    "                            the password is what CMD (run by /bin/sh)\n"
+    "                            prints; else CUTSNAP_PASSWORD_COMMAND\n"
     "  -j, --json                {\"repo\":R,\"compression\":ALGO,\n"
     "                            \"encrypted\":BOOL}\n"
     "\n"

@@ -64,7 +64,8 @@ static const char usage_text[] =
     "  -j, --json                the summary as one JSON object\n"
     "\n"
     "An encrypted repository (cutsnap init --encrypt) needs its password:\n"
-    "--password-file FILE, else CUTSNAP_PASSWORD_FILE or CUTSNAP_PASSWORD,\n"
+    "--password-file FILE, else --password-command CMD (its output), else\n"
+    "CUTSNAP_PASSWORD_FILE, CUTSNAP_PASSWORD_COMMAND or CUTSNAP_PASSWORD,\n"
     "else it is asked on the terminal; a missing or wrong one fails at\n"
     "once, in one line, before anything is written.\n"
     "\n"
@@ -131,7 +132,7 @@ drain(const struct cfg *c, struct cluster_stat *st, struct cs_err *e)
 		if (cs_now_ms() >= end)
 			return cs_errf(e, "channels did not drain within %d s "
 			    "(is a channel held?)", DRAIN_TIMEOUT_MS / 1000);
-		cmd_sleep_ms(20);
+		cs_sleep_ms(20);
 	}
 }
 

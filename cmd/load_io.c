@@ -66,42 +66,36 @@ load_client_init(struct load_client *cl, int nagents, uint64_t seed)
 static void
 conn_drop(struct load_conn *lc)
 {
-	xconn_free(lc->x);
-	lc->x = NULL;
-	if (lc->fd != -1)
-		close(lc->fd);
+	netconn_close(lc->nc);	/* and fd */
+	lc->nc = NULL;
 	lc->fd = -1;
 }
 
-/* send(2) and read(2) over the connection, TLS or not: bytes moved, or
- * -1 with errno (EAGAIN when TLS waits for the socket, EIO when it
- * failed); 0 from conn_read at the end. */
+/* A netconn_rc as send(2) and read(2) say it: -1 with errno (EAGAIN
+ * when the transport waits for the socket; a failure keeps its own, EIO
+ * for TLS), 0 at the end. */
+static ssize_t
+conn_rc(ssize_t k)
+{
+	if (k > 0)
+		return k;
+	if (k == NETCONN_EOF)
+		return 0;
+	if (k == NETCONN_WANT_READ || k == NETCONN_WANT_WRITE)
+		errno = EAGAIN;
+	return -1;
+}
+
 static ssize_t
 conn_write(struct load_conn *lc, const void *p, size_t n)
 {
-	ssize_t k;
-
-	if (lc->x == NULL)
-		return send(lc->fd, p, n, MSG_NOSIGNAL);
-	if ((k = xconn_write(lc->x, p, n)) > 0)
-		return k;
-	errno = k == XP_WANT_READ || k == XP_WANT_WRITE ? EAGAIN : EIO;
-	return -1;
+	return conn_rc(netconn_write(lc->nc, p, n));
 }
 
 static ssize_t
 conn_read(struct load_conn *lc, void *p, size_t n)
 {
-	ssize_t k;
-
-	if (lc->x == NULL)
-		return read(lc->fd, p, n);
-	if ((k = xconn_read(lc->x, p, n)) > 0)
-		return k;
-	if (k == XP_EOF)
-		return 0;
-	errno = k == XP_WANT_READ || k == XP_WANT_WRITE ? EAGAIN : EIO;
-	return -1;
+	return conn_rc(netconn_read(lc->nc, p, n));
 }
 
 void
@@ -191,6 +185,7 @@ conn_open(struct load_worker *w, int ci, int a, int quiet)
 	struct load_client *cl = &w->cls[ci];
 	const struct cfg_agent *ag = &w->o->c->agents[a];
 	struct epoll_event ev;
+	struct netconn *nc = NULL;
 	struct xconn *x = NULL;
 	struct cs_err e;
 	int fd;
@@ -199,8 +194,14 @@ conn_open(struct load_worker *w, int ci, int a, int quiet)
 	 * per connection costs two more wake-ups per request. */
 	if (ag->addr[0] != '\0' ?
 	    xport_client_open(w->o->c, a, -1, &fd, &x, &e) == -1 :
-	    (fd = client_connect_agent(w->o->c, a, -1, &e)) == -1)
+	    (fd = client_connect(ag->sock, ag->name, &e)) == -1)
 		goto fail;
+	if ((nc = x != NULL ? netconn_tls_wrap(fd, x) : netconn_plain(fd)) ==
+	    NULL) {
+		cs_errc(&e, CS_E_NOMEM, "out of memory");
+		goto fail;
+	}
+	x = NULL;	/* nc owns fd and x now */
 	cl->conns[a].gen++;
 	memset(&ev, 0, sizeof(ev));
 	ev.events = EPOLLIN;
@@ -214,12 +215,16 @@ conn_open(struct load_worker *w, int ci, int a, int quiet)
 		goto fail;
 	}
 	cl->conns[a].fd = fd;
-	cl->conns[a].x = x;
+	cl->conns[a].nc = nc;
 	return 0;
 fail:
-	xconn_free(x);
-	if (fd != -1)
-		close(fd);
+	if (nc != NULL)
+		netconn_close(nc);
+	else {
+		xconn_free(x);
+		if (fd != -1)
+			close(fd);
+	}
 	if (!quiet)
 		note_failure(cl, ag->name, e.msg);
 	return -1;

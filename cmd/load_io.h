@@ -7,6 +7,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include "../lib/buf.h"
+#include "../net/conn.h"
 #include "load.h"
 
 struct load_pair {
@@ -18,8 +19,9 @@ struct load_pair {
 struct load_conn {
 	int fd;			/* -1 until connected */
 	uint32_t gen;
-	struct xconn *x;	/* TCP + TLS, driven by this thread (no
-				 * relay: xport_client_open), or NULL */
+	struct netconn *nc;	/* its transport (net/conn.h), owning fd:
+				 * over TLS driven by this thread
+				 * (xport_client_open), or NULL */
 };
 
 /* One logical client: at most one TRANSFER outstanding, on conns[cur]. */

@@ -120,7 +120,7 @@ snapper_main(void *arg)
 		 * is followed by the next one at once. */
 		while ((now = (cs_now_ns() / 1000)) < next &&
 		    now < s->end_us && !load_stopping())
-			cmd_sleep_ms(next - now > 50000 ? 50 :
+			cs_sleep_ms(next - now > 50000 ? 50 :
 			    (int)((next - now) / 1000) + 1);
 		if (now >= s->end_us || load_stopping())
 			break;

@@ -67,7 +67,9 @@ usage(FILE *f)
 	    "Exit status: 0 success, 1 failed, 2 bad usage or config, "
 	    "3 partial,\n4 outcome unknown, 10 no repository, 11 locked, "
 	    "12 wrong password,\n130/143 interrupted (see cutsnap(1) EXIT "
-	    "STATUS).\n", f);
+	    "STATUS).\n"
+	    "CUTSNAP_REPOSITORY and CUTSNAP_CONFIG stand for -r REPO and "
+	    "-c CONF when\nthose are not given.\n", f);
 }
 
 /* Text output is buffered: a failed write (a full disk, /dev/full, a
@@ -205,6 +207,40 @@ take_cert(int *argc, char **argv)
 	return 0;
 }
 
+/* Run command c on its words (argv[0] its name). */
+static int
+run(const struct command *c, int argc, char **argv)
+{
+	int rc;
+
+	cmd_name = c->name;
+	cmd_json_errors = wants_json(argc, argv);
+	catch_stop(SIGTERM);
+	catch_stop(SIGINT);
+	if (cmd_env_defaults(c->name, &argc, &argv) < 0)
+		return finish(cmd_fail(EXIT_FAILED, "out of memory"));
+	/* cert makes certificates: it presents none. */
+	if (strcmp(c->name, "cert") != 0 && take_cert(&argc, argv) < 0)
+		return finish(cmd_usage_error("--cert needs NAME"));
+	if (locks_repo(c->name) &&
+	    (rc = cmd_take_retry_lock(&argc, argv)) >= 0)
+		return finish(rc);
+	if (reads_repo(c->name)) {
+		switch (cmd_take_password_file(&argc, argv)) {
+		case -1:
+			return finish(cmd_usage_error(
+			    "--password-file needs FILE"));
+		case -2:
+			return finish(cmd_usage_error(
+			    "--password-command needs CMD"));
+		}
+		cmd_password_setup();
+	}
+	if (cmd_s3_wants(c->name, argc, argv))
+		return finish(cmd_s3_run(c->name, c->fn, argc, argv));
+	return finish(c->fn(argc, argv));
+}
+
 int
 main(int argc, char **argv)
 {
@@ -235,44 +271,8 @@ main(int argc, char **argv)
 		return EXIT_OK;
 	}
 	for (i = 0; i < NCOMMANDS; i++) {
-		if (strcmp(name, commands[i].name) == 0) {
-			cmd_name = commands[i].name;
-			cmd_json_errors = wants_json(argc - 1, argv + 1);
-			catch_stop(SIGTERM);
-			catch_stop(SIGINT);
-			/* cert makes certificates: it presents none. */
-			if (strcmp(name, "cert") != 0) {
-				argc--;
-				if (take_cert(&argc, argv + 1) < 0)
-					return finish(cmd_usage_error("--cert "
-					    "needs NAME"));
-				argc++;
-			}
-			if (locks_repo(name)) {
-				int rc;
-
-				argc--;
-				rc = cmd_take_retry_lock(&argc, argv + 1);
-				argc++;
-				if (rc >= 0)
-					return finish(rc);
-			}
-			if (reads_repo(name)) {
-				argc--;
-				if (cmd_take_password_file(&argc, argv + 1) < 0)
-					return finish(cmd_usage_error(
-					    "--password-file needs FILE"));
-				cmd_password_setup();
-				if (cmd_s3_wants(name, argc, argv + 1))
-					return finish(cmd_s3_run(name,
-					    commands[i].fn, argc, argv + 1));
-				return finish(commands[i].fn(argc, argv + 1));
-			}
-			if (cmd_s3_wants(name, argc - 1, argv + 1))
-				return finish(cmd_s3_run(name, commands[i].fn,
-				    argc - 1, argv + 1));
-			return finish(commands[i].fn(argc - 1, argv + 1));
-		}
+		if (strcmp(name, commands[i].name) == 0)
+			return run(&commands[i], argc - 1, argv + 1);
 	}
 	fprintf(stderr, "cutsnap: unknown command '%s' (see cutsnap --help)\n",
 	    name);

@@ -1,5 +1,6 @@
 /* password.c - an encrypted repository's password: from --password-file
- * FILE, CUTSNAP_PASSWORD_FILE, CUTSNAP_PASSWORD or the terminal (no echo),
+ * FILE, --password-command CMD, CUTSNAP_PASSWORD_FILE,
+ * CUTSNAP_PASSWORD_COMMAND, CUTSNAP_PASSWORD or the terminal (no echo),
  * never from the command line. A new password (init --encrypt, key add,
  * key passwd) has its own sources, and from the terminal it is asked
  * twice. */
@@ -9,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <termios.h>
 #include <unistd.h>
 
@@ -18,6 +20,7 @@
 #include "cmd.h"
 
 const char *cmd_password_file;	/* --password-file, taken out by main */
+const char *cmd_password_command; /* --password-command, the same */
 
 /* Strip one trailing newline: LF, or CRLF as an editor on Windows
  * writes it. A CR without its LF is part of the password (a key file of
@@ -71,6 +74,83 @@ out:
 	return rc;
 }
 
+/* The stdout of "/bin/sh -c CMD" (stdin and stderr are ours, so that it
+ * may ask on the terminal): the password, one trailing newline stripped.
+ * A command that fails, is killed or prints nothing is an error. */
+static int
+from_command(const char *cmd, char *buf, size_t sz, size_t *len,
+    struct cs_err *e)
+{
+	int p[2], st, rc = -1, over = 0;
+	size_t off = 0;
+	ssize_t n;
+	pid_t pid;
+	char sink[256];
+
+	if (pipe2(p, O_CLOEXEC) < 0)
+		return cs_errno(e, "password command: pipe");
+	if ((pid = fork()) < 0) {
+		close(p[0]);
+		close(p[1]);
+		return cs_errno(e, "password command: fork");
+	}
+	if (pid == 0) {
+		if (dup2(p[1], STDOUT_FILENO) < 0)
+			_exit(127);
+		execl("/bin/sh", "sh", "-c", cmd, (char *)NULL);
+		_exit(127);
+	}
+	close(p[1]);
+	/* Read to the end even past the cap: a writer stopped by a full
+	 * pipe would never exit. */
+	for (;;) {
+		if (off < sz)
+			n = read(p[0], buf + off, sz - off);
+		else
+			n = read(p[0], sink, sizeof(sink));
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			break;
+		if (off < sz)
+			off += (size_t)n;
+		else
+			over = 1;
+	}
+	close(p[0]);
+	while (waitpid(pid, &st, 0) < 0)
+		if (errno != EINTR) {
+			cs_errno(e, "password command: wait");
+			goto out;
+		}
+	if (WIFSIGNALED(st)) {
+		cs_errf(e, "password command '%s' was killed by signal %d",
+		    cmd, WTERMSIG(st));
+		goto out;
+	}
+	if (WEXITSTATUS(st) != 0) {
+		cs_errf(e, "password command '%s' failed with exit status %d",
+		    cmd, WEXITSTATUS(st));
+		goto out;
+	}
+	if (over || off == sz) {
+		cs_errf(e, "password command '%s' printed more than %zu bytes",
+		    cmd, sz - 1);
+		goto out;
+	}
+	*len = off;
+	chomp(buf, len);
+	if (*len == 0) {
+		cs_errf(e, "password command '%s' printed no password", cmd);
+		goto out;
+	}
+	rc = 0;
+out:
+	if (rc < 0)
+		mac_cleanse(buf, sz);
+	return rc;
+}
+
 /* One line from the terminal, not echoed. */
 static int
 from_tty(const char *prompt, char *buf, size_t sz, size_t *len,
@@ -84,8 +164,9 @@ from_tty(const char *prompt, char *buf, size_t sz, size_t *len,
 
 	if ((fd = open("/dev/tty", O_RDWR | O_CLOEXEC | O_NOCTTY)) < 0)
 		return cs_errf(e, "a password is needed: give --password-file "
-		    "FILE, CUTSNAP_PASSWORD_FILE or CUTSNAP_PASSWORD, or run "
-		    "on a terminal");
+		    "FILE, --password-command CMD, CUTSNAP_PASSWORD_FILE, "
+		    "CUTSNAP_PASSWORD_COMMAND or CUTSNAP_PASSWORD, or run on a "
+		    "terminal");
 	if (tcgetattr(fd, &old) == 0) {
 		quiet = old;
 		quiet.c_lflag &= ~(tcflag_t)(ECHO | ECHONL);
@@ -139,8 +220,14 @@ cmd_password(int mode, const char *file, const char *what, char *buf,
 	*len = 0;
 	if (file != NULL)
 		return from_file(file, buf, sz, len, e);
+	/* A new key's password has sources of its own, no command. */
+	if (mode != CMD_PW_NEW && cmd_password_command != NULL)
+		return from_command(cmd_password_command, buf, sz, len, e);
 	if ((s = getenv(envfile)) != NULL && *s != '\0')
 		return from_file(s, buf, sz, len, e);
+	if (mode != CMD_PW_NEW && (s = getenv("CUTSNAP_PASSWORD_COMMAND")) !=
+	    NULL && *s != '\0')
+		return from_command(s, buf, sz, len, e);
 	if ((s = getenv(envpw)) != NULL && *s != '\0') {
 		if (strlen(s) >= sz)
 			return cs_errf(e, "%s is longer than %zu bytes", envpw,
@@ -181,19 +268,22 @@ cmd_password_setup(void)
 	store_set_password_fn(repo_password, NULL);
 }
 
-int
-cmd_take_password_file(int *argc, char **argv)
+/* Take "--NAME VALUE" or "--NAME=VALUE" out of argv (before any "--")
+ * into *out. 0, or -1 when VALUE is missing. */
+static int
+take_opt(int *argc, char **argv, const char *name, const char **out)
 {
+	size_t n = strlen(name);
 	int i, j;
 
 	for (i = 1; i < *argc && strcmp(argv[i], "--") != 0; i++) {
-		if (strncmp(argv[i], "--password-file=", 16) == 0) {
-			cmd_password_file = argv[i] + 16;
+		if (strncmp(argv[i], name, n) == 0 && argv[i][n] == '=') {
+			*out = argv[i] + n + 1;
 			j = 1;
-		} else if (strcmp(argv[i], "--password-file") == 0) {
+		} else if (strcmp(argv[i], name) == 0) {
 			if (i + 1 >= *argc)
 				return -1;
-			cmd_password_file = argv[i + 1];
+			*out = argv[i + 1];
 			j = 2;
 		} else {
 			continue;
@@ -203,5 +293,16 @@ cmd_take_password_file(int *argc, char **argv)
 		*argc -= j;
 		i--;
 	}
+	return 0;
+}
+
+int
+cmd_take_password_file(int *argc, char **argv)
+{
+	if (take_opt(argc, argv, "--password-file", &cmd_password_file) < 0)
+		return -1;
+	if (take_opt(argc, argv, "--password-command",
+	    &cmd_password_command) < 0)
+		return -2;
 	return 0;
 }

@@ -5,6 +5,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "../api/api.h"
 #include "../net/wire.h"
 #include "cmd.h"
 
@@ -77,11 +78,10 @@ cmd_put(int argc, char **argv)
 	uint8_t *in = NULL;
 	size_t vlen;
 	struct cfg *c = NULL;
-	struct cmd_reply r = { 0, NULL, 0 };
-	struct wbuf req;
+	struct cs_err e;
+	cs_conn *conn = NULL;
 	int i, rc;
 
-	wbuf_init(&req);
 	if ((rc = cmd_conf_opts(argc, argv, usage_text, 1, &conf)) != -1)
 		return rc;
 	if (argc - optind != 3)
@@ -111,12 +111,16 @@ cmd_put(int argc, char **argv)
 			goto out;
 		}
 	}
-	wbuf_put_bytes(&req, key, strlen(key));
-	wbuf_put_bytes(&req, value, vlen);
-	rc = cmd_request(c, i, W_REQ_PUT, &req, &r, 0);
+	if ((conn = api_open_cfg(c, i, CMD_REQ_TIMEOUT_MS, &e, NULL)) ==
+	    NULL) {
+		rc = cmd_fail(EXIT_FAILED, "%s", e.msg);
+		goto out;
+	}
+	rc = EXIT_OK;
+	if (cs_put(conn, key, strlen(key), value, vlen) != CS_OK)
+		rc = cmd_fail(EXIT_FAILED, "%s", cs_errmsg(conn));
 out:
-	cmd_reply_free(&r);
-	wbuf_free(&req);
+	cs_close(conn);
 	free(in);
 	cfg_free(c);
 	return rc;

@@ -5,9 +5,11 @@
 
 #include <getopt.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "../api/api.h"
 #include "../net/client.h"
 #include "../net/wire.h"
 #include "cmd.h"
@@ -111,17 +113,25 @@ static int
 exchange(const struct cfg *c, int i, uint8_t type, const struct wbuf *req,
     struct cmd_reply *r, int wait_ms, struct cs_err *e)
 {
-	int fd, rc;
+	const uint8_t *b;
+	cs_conn *conn;
+	int rc = 0;
 
 	cmd_reply_free(r);
-	if ((fd = client_connect_agent(c, i, cs_now_ms() + wait_ms,
-	    e)) == -1)
+	if ((conn = api_open_cfg(c, i, wait_ms, e, NULL)) == NULL)
 		return -1;
-	rc = client_call(fd, type, req->data, req->len, &r->code, &r->body,
-	    &r->blen, wait_ms, e) == 0;
-	if (!rc)
-		cs_errctx(e, "agent %s", c->agents[i].name);
-	close(fd);
+	if (api_request(conn, type, req->data, req->len, &r->code, &b,
+	    &r->blen) == -1) {
+		cs_errf(e, "%s", cs_errmsg(conn));
+		goto out;
+	}
+	rc = 1;
+	if (r->blen > 0 && (r->body = malloc(r->blen)) != NULL)
+		memcpy(r->body, b, r->blen);
+	else
+		r->blen = 0;
+out:
+	cs_close(conn);
 	return rc;
 }
 
@@ -149,7 +159,7 @@ cmd_request_id(const struct cfg *c, int i, uint8_t type, struct wbuf *req,
 			lost = e;
 		got = 0;	/* not answered, or still down: unknown */
 		if ((left = deadline - cs_now_ms()) > 0)
-			cmd_sleep_ms(left < RETRY_PAUSE_MS ? (int)left :
+			cs_sleep_ms(left < RETRY_PAUSE_MS ? (int)left :
 			    RETRY_PAUSE_MS);
 	}
 	if (got)

@@ -1,7 +1,9 @@
 /* restore.c - "cutsnap restore": write a snapshot back into a config's data
  * files and replay its in-flight messages exactly once. */
 #include <getopt.h>
+#include <limits.h>
 #include <stdio.h>
+#include <unistd.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -11,6 +13,8 @@
 static const char usage_text[] =
     "usage: cutsnap restore -r REPO [ID] -c CONF [--agent NAME]...\n"
     "                       [--key FILE] [--json] [-q|-v]\n"
+    "       cutsnap restore -r REPO [ID] --target DIR [--key FILE] [--json]\n"
+    "                       [-q|-v]\n"
     "\n"
     "Verify snapshot ID (default: the newest complete one) of REPO and, in\n"
     "the same pass, write each agent's recorded file into the data path\n"
@@ -45,11 +49,24 @@ static const char usage_text[] =
     "                      checked its history with its peer, so that an\n"
     "                      agent restored into a cluster that moved on\n"
     "                      cannot spend its old balance again (see status)\n"
+    "  -t, --target DIR    restore into DIR instead of CONF's data paths:\n"
+    "                      DIR (created if missing) gets the snapshot's\n"
+    "                      cluster as DIR/cluster.ini (its agents and\n"
+    "                      channels, data NAME.data, sockets in DIR/run,\n"
+    "                      no addr or tls_dir) and each agent's file with\n"
+    "                      the recorded messages replayed into it, as a\n"
+    "                      restore writes them: inspect them with dump, or\n"
+    "                      start that cluster with start -c DIR/cluster.ini.\n"
+    "                      No live agent is contacted. Refused (exit 2)\n"
+    "                      when DIR already holds cluster.ini or one of\n"
+    "                      the data files: nothing is overwritten. Takes\n"
+    "                      no -c and no --agent\n"
     "  -k, --key FILE      verify the snapshot's HMAC-SHA256 tag under the\n"
     "                      key in FILE first (see verify --key)\n"
     "  -j, --json          {\"snapshot\":N,\"ok\":true|false,\"files\":N,\n"
     "                      \"problems\":[...],\"notes\":[...],\n"
-    "                      \"error\":...}\n"
+    "                      \"error\":...}; with --target also\n"
+    "                      \"target\":DIR,\"config\":DIR/cluster.ini\n"
     "  -q, --quiet         no progress line\n"
     "  -v, --verbose       a summary line on stderr at the end\n"
     "\n"
@@ -61,7 +78,8 @@ static const char usage_text[] =
     "nothing at all.\n"
     "\n"
     "An encrypted repository (cutsnap init --encrypt) needs its password:\n"
-    "--password-file FILE, else CUTSNAP_PASSWORD_FILE or CUTSNAP_PASSWORD,\n"
+    "--password-file FILE, else --password-command CMD (its output), else\n"
+    "CUTSNAP_PASSWORD_FILE, CUTSNAP_PASSWORD_COMMAND or CUTSNAP_PASSWORD,\n"
     "else it is asked on the terminal; a missing or wrong one fails at\n"
     "once, in one line, before anything is written.\n"
     "\n"
@@ -78,6 +96,7 @@ static const struct option opts[] = {
 	{ "config", required_argument, NULL, 'c' },
 	{ "agent", required_argument, NULL, 'a' },
 	{ "key", required_argument, NULL, 'k' },
+	{ "target", required_argument, NULL, 't' },
 	{ "json", no_argument, NULL, 'j' },
 	{ "quiet", no_argument, NULL, 'q' },
 	{ "verbose", no_argument, NULL, 'v' },
@@ -87,7 +106,8 @@ static const struct option opts[] = {
 
 static int
 print_json(uint64_t id, int files, const struct cmd_lines *p,
-    const struct cmd_lines *nt, const char *err)
+    const struct cmd_lines *nt, const char *err, const char *target,
+    const char *conf)
 {
 	struct json j;
 
@@ -103,6 +123,10 @@ print_json(uint64_t id, int files, const struct cmd_lines *p,
 	cmd_lines_json(&j, p);
 	cmd_lines_json(&j, nt);
 	json_kstr(&j, "error", err);
+	if (target != NULL) {
+		json_kstr(&j, "target", target);
+		json_kstr(&j, "config", conf[0] != '\0' ? conf : NULL);
+	}
 	json_obj_end(&j);
 	return json_end(&j);
 }
@@ -110,7 +134,8 @@ print_json(uint64_t id, int files, const struct cmd_lines *p,
 int
 cmd_restore(int argc, char **argv)
 {
-	const char *repo = NULL, *conf = NULL, *keyfile = NULL;
+	const char *repo = NULL, *conf = NULL, *keyfile = NULL, *target = NULL;
+	char tconf[PATH_MAX] = "";
 	struct store *st = NULL;
 	struct cfg *c = NULL;
 	struct cs_err e;
@@ -124,7 +149,7 @@ cmd_restore(int argc, char **argv)
 
 	optind = 1;
 	opterr = 0;
-	while ((ch = getopt_long(argc, argv, ":r:c:a:k:jqvh", opts,
+	while ((ch = getopt_long(argc, argv, ":r:c:a:k:t:jqvh", opts,
 	    NULL)) != -1) {
 		switch (ch) {
 		case 'r':
@@ -144,6 +169,9 @@ cmd_restore(int argc, char **argv)
 			break;
 		case 'k':
 			keyfile = optarg;
+			break;
+		case 't':
+			target = optarg;
 			break;
 		case 'j':
 			p.json = nt.json = 1;
@@ -174,7 +202,16 @@ cmd_restore(int argc, char **argv)
 		rc = cmd_usage_error("missing -r REPO");
 		goto out;
 	}
-	if ((rc = cmd_load_config(conf, &c)) != 0)
+	if (target != NULL && (conf != NULL || nonly > 0)) {
+		rc = cmd_usage_error("--target restores every agent into a "
+		    "config of its own: give no -c and no --agent with it");
+		goto out;
+	}
+	if (target != NULL && *target == '\0') {
+		rc = cmd_usage_error("--target needs a directory");
+		goto out;
+	}
+	if (target == NULL && (rc = cmd_load_config(conf, &c)) != 0)
 		goto out;
 	for (i = 0; i < nonly; i++) {
 		if (cfg_find(c, only[i]) < 0) {
@@ -183,19 +220,24 @@ cmd_restore(int argc, char **argv)
 			goto out;
 		}
 	}
-	files = nonly > 0 ? (int)nonly : c->nagents;
 	if ((rc = cmd_open_repo(repo, STORE_READ, keyfile, &st)) != EXIT_OK)
 		goto out;
-	if (store_check_paths(st, c, &e) == -1) {
-		rc = cmd_fail(EXIT_USAGE, "%s", e.msg);
-		goto out;
-	}
 	if (cmd_lock(st, 0, &e) == -1) {
 		rc = cmd_fail_err(&e);
 		goto out;
 	}
 	if ((rc = cmd_snapshot_exists(st, id)) != EXIT_OK)
 		goto out;
+	if (target != NULL && (rc = cmd_restore_target(st, id, target, &id,
+	    tconf, sizeof(tconf), &c)) != EXIT_OK)
+		goto out;
+	files = nonly > 0 ? (int)nonly : c->nagents;
+	if (store_check_paths(st, c, &e) == -1) {
+		if (tconf[0] != '\0')
+			(void)unlink(tconf);
+		rc = cmd_fail(EXIT_USAGE, "%s", e.msg);
+		goto out;
+	}
 	cmd_progress_init(&prog, "restore", verbosity);
 	store_set_progress(st, cmd_progress_fn, &prog);
 	store_set_notes(st, cmd_lines_add, &nt);
@@ -207,16 +249,24 @@ cmd_restore(int argc, char **argv)
 		snprintf(e.msg, sizeof(e.msg), "out of memory");
 	}
 	if (rc == -1) {
+		/* Nothing restored: the config written for it goes too. */
+		if (tconf[0] != '\0' && unlink(tconf) == 0)
+			tconf[0] = '\0';
 		if (p.json)
-			print_json(resolved, 0, &p, &nt, e.msg);
+			print_json(resolved, 0, &p, &nt, e.msg, target, tconf);
 		fflush(stdout);
 		rc = cmd_fail(EXIT_FAILED, "%s", e.msg);
 		goto out;
 	}
 	rc = EXIT_OK;
 	if (p.json) {
-		if (print_json(resolved, files, &p, &nt, NULL) == -1)
+		if (print_json(resolved, files, &p, &nt, NULL, target,
+		    tconf) == -1)
 			rc = cmd_fail(EXIT_FAILED, "write stdout failed");
+	} else if (target != NULL) {
+		printf("restored snapshot %llu into %s: %d data file%s, "
+		    "config %s\n", (unsigned long long)resolved, target, files,
+		    files == 1 ? "" : "s", tconf);
 	} else {
 		printf("restored snapshot %llu into %d data file%s\n",
 		    (unsigned long long)resolved, files, files == 1 ? "" : "s");

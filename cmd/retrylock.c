@@ -64,7 +64,7 @@ cmd_retry_lock_again(const struct cs_err *e, int64_t deadline, int *wait_ms)
 	nap = *wait_ms <= 0 ? RETRY_FIRST_MS : *wait_ms;
 	if (nap > left)
 		nap = (int)left;
-	cmd_sleep_ms(nap);
+	cs_sleep_ms(nap);
 	*wait_ms = nap * 2 > RETRY_MAX_MS ? RETRY_MAX_MS : nap * 2;
 	return 1;
 }

@@ -120,8 +120,7 @@ s3gen_floor(const struct s3gen *g)
 	if (g->prev_gen > f.gen) {
 		f.gen = g->prev_gen;
 		snprintf(f.where, sizeof(f.where), "as commits/%020" PRIu64
-		    ", before the newest commit %020" PRIu64 ", says", g->prev,
-		    g->head);
+		    " says; the commit read is %020" PRIu64, g->prev, g->head);
 	}
 	if (g->rec_gen > f.gen) {
 		f.gen = g->rec_gen;

@@ -38,8 +38,10 @@
  * blobs no manifest of the newest commit refers to, and only those older
  * than its grace period, while holding the lease. */
 #include <dirent.h>
+#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <sys/file.h>
 #include <ftw.h>
 #include <limits.h>
 #include <pthread.h>
@@ -55,6 +57,7 @@
 #include "s3gen.h"
 #include "../s3/s3.h"
 #include "../crypto/sha.h"
+#include "../proto/chunkobj.h"
 #include "../store/store.h"
 
 #define COMMIT_CAP 4096
@@ -92,7 +95,11 @@ struct sess {
 	enum kind kind;
 	char dir[PATH_MAX];	/* the local repository the command uses */
 	int temp;		/* dir is ours to remove */
-	uint64_t gen;		/* newest commit, 0 when none */
+	uint64_t gen;		/* the commit read, 0 when none */
+	uint64_t top;		/* the highest commit number listed */
+	char ctext[COMMIT_CAP];	/* the text of the commit read */
+	int cache_fd;		/* holds the cache's lock, or -1 */
+	uint64_t want;		/* --commit N of a reader, 0: the newest */
 	struct s3gen rec;	/* the generations known outside its manifest */
 	char mkey[128];		/* its manifest's key */
 	char mhash[SHA_HEX_LEN];
@@ -246,16 +253,129 @@ parse_commit(struct sess *ss, const char *t, struct cs_err *e)
 	return 0;
 }
 
-/* The newest commit into ss (gen 0 when there is none). */
+/* The number of a commit's key: "commits/" and exactly 20 digits that
+ * print back the same (so no overflow); 0 for anything else. */
+static uint64_t
+commit_num(const char *key)
+{
+	char back[32];
+	unsigned long long g;
+	char *end;
+
+	if (strlen(key) != 28 || strncmp(key, "commits/", 8) != 0 ||
+	    !isdigit((unsigned char)key[8]))
+		return 0;
+	errno = 0;
+	g = strtoull(key + 8, &end, 10);
+	if (errno != 0 || *end != '\0')
+		return 0;
+	snprintf(back, sizeof(back), "commits/%020llu", g);
+	return strcmp(back, key) == 0 ? g : 0;
+}
+
+static int
+desc_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? 1 : x > y ? -1 : 0;
+}
+
+/* Whether the bucket has object key, in the sorted listing. */
+static int
+listed(struct s3_obj *o, size_t n, const char *key)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		if (strcmp(o[i].key, key) == 0)
+			return 1;
+	return 0;
+}
+
+/* Commit g, read and parsed into ss, when it names a manifest the bucket
+ * has: 1; 0 (with a warning) when it is gone, malformed or names a
+ * missing manifest; -1 on a failure to read (e set). */
+static int
+try_commit(struct sess *ss, uint64_t g, struct s3_obj *man, size_t nman,
+    struct cs_err *e)
+{
+	char key[64], *body = NULL;
+	size_t len;
+	struct cs_err pe;
+	int st, rc = 0;
+
+	snprintf(key, sizeof(key), "commits/%020llu", (unsigned long long)g);
+	st = s3_get(ss->s, key, COMMIT_CAP, &body, &len, NULL, e);
+	if (st < 0)
+		return -1;
+	if (st == 404) {
+		cmd_warn("warning: %s: %s vanished while being read; using the one "
+		    "before it", s3_url(ss->s), key);
+	} else if (st != 200) {
+		rc = status_fail(ss, "get", key, st, e);
+	} else {
+		ss->gen = g;
+		if (parse_commit(ss, body, &pe) < 0)
+			cmd_warn("warning: %s; using the commit before it", pe.msg);
+		else if (snprintf(ss->ctext, sizeof(ss->ctext), "%s", body) < 0)
+			rc = cs_errf(e, "%s: cannot keep commit text",
+			    s3_url(ss->s));
+		else if (!listed(man, nman, ss->mkey))
+			cmd_warn("warning: %s: commit %020llu names %s, which the bucket "
+			    "does not have; reading the newest commit whose "
+			    "manifest exists (a writer then refuses it as a "
+			    "rollback: snapshot --accept-rollback continues "
+			    "from it)", s3_url(ss->s), (unsigned long long)g,
+			    ss->mkey);
+		else
+			rc = 1;
+	}
+	free(body);
+	return rc;
+}
+
+/* A reader's --commit N: that commit and no other, whole. */
+static int
+read_wanted(struct sess *ss, const uint64_t *nums, size_t nc,
+    struct s3_obj *man, size_t nman, struct cs_err *e)
+{
+	size_t i;
+	int k;
+
+	for (i = 0; i < nc && nums[i] != ss->want; i++)
+		;
+	if (i == nc)
+		return cs_errf(e, "%s: there is no commit %llu (the bucket has "
+		    "%zu, the newest %llu)", s3_url(ss->s),
+		    (unsigned long long)ss->want, nc,
+		    (unsigned long long)nums[0]);
+	if ((k = try_commit(ss, ss->want, man, nman, e)) < 0)
+		return -1;
+	if (k == 0)
+		return cs_errf(e, "%s: commit %llu cannot be read (see the "
+		    "warning above)", s3_url(ss->s),
+		    (unsigned long long)ss->want);
+	ss->top = nums[0];
+	return 0;
+}
+
+/* How many commits below an unusable newest one are tried before giving
+ * up: enough for a few damaged ones, few enough to stay quick. */
+#define COMMIT_FALLBACK 16
+
+/* The newest usable commit into ss (gen 0 when there is none). Keys under
+ * commits/ that are not commit numbers are ignored with a warning (a
+ * stray commits/99999999999999999999 must not stop every command); a
+ * newest commit that is malformed or whose manifest is gone is passed
+ * over, with a warning, for the newest one before it that is whole. */
 static int
 read_head(struct sess *ss, struct cs_err *e)
 {
-	struct s3_obj *o = NULL;
-	size_t n = 0, i, len;
-	char *body = NULL, key[64];
-	unsigned long long g, best = 0;
-	uint64_t prev[2] = { 0, 0 };
-	int st, rc = -1;
+	struct s3_obj *o = NULL, *man = NULL;
+	size_t n = 0, nman = 0, i, nc = 0, tried;
+	uint64_t *nums = NULL, prev[2] = { 0, 0 }, g;
+	int rc = -1, k = 0;
 
 	ss->gen = 0;
 	ss->mkey[0] = ss->mhash[0] = '\0';
@@ -265,40 +385,51 @@ read_head(struct sess *ss, struct cs_err *e)
 			ss->bad_config = 1;
 		return -1;
 	}
-	for (i = 0; i < n; i++)
-		if (strlen(o[i].key) == 28 &&
-		    sscanf(o[i].key, "commits/%20llu", &g) == 1 && g > best)
-			best = g;
-	/* The two before the newest, for the generations they say. */
-	for (i = 0; i < n; i++)
-		if (strlen(o[i].key) == 28 &&
-		    sscanf(o[i].key, "commits/%20llu", &g) == 1 && g < best) {
-			if (g > prev[0]) {
-				prev[1] = prev[0];
-				prev[0] = g;
-			} else if (g > prev[1]) {
-				prev[1] = g;
-			}
-		}
-	if (best == 0) {
+	if (n > 0 && (nums = malloc(n * sizeof(*nums))) == NULL) {
+		cs_errc(e, CS_E_NOMEM, "out of memory");
+		goto out;
+	}
+	for (i = 0; i < n; i++) {
+		if ((g = commit_num(o[i].key)) != 0)
+			nums[nc++] = g;
+		else
+			cmd_warn("warning: %s: ignoring %s: not a commit's name",
+			    s3_url(ss->s), o[i].key);
+	}
+	if (nc == 0) {
 		rc = 0;
 		goto out;
 	}
-	ss->gen = best;
-	snprintf(key, sizeof(key), "commits/%020llu", best);
-	st = s3_get(ss->s, key, COMMIT_CAP, &body, &len, NULL, e);
-	if (st < 0)
+	qsort(nums, nc, sizeof(*nums), desc_u64);
+	if (s3_list(ss->s, "manifests/", &man, &nman, e) < 0)
 		goto out;
-	if (st != 200) {
-		status_fail(ss, "get", key, st, e);
+	if (ss->want != 0) {
+		rc = read_wanted(ss, nums, nc, man, nman, e);
 		goto out;
 	}
-	if ((rc = parse_commit(ss, body, e)) == 0)
-		rc = s3gen_earlier(ss->s, &ss->rec, prev, prev[1] ? 2 : prev[0] ?
-		    1 : 0, e);
+	for (tried = 0; tried < nc && tried < COMMIT_FALLBACK; tried++)
+		if ((k = try_commit(ss, nums[tried], man, nman, e)) != 0)
+			break;
+	if (k < 0)
+		goto out;
+	if (k == 0) {
+		cs_errf(e, "%s: none of the newest %zu commits names a manifest "
+		    "the bucket has", s3_url(ss->s), tried);
+		goto out;
+	}
+	/* The two commits before it, and any passed over above it, for
+	 * the generations they say: the rollback check weighs them. */
+	ss->top = nums[0];
+	for (i = tried + 1; i < nc && i < tried + 3; i++)
+		prev[i - tried - 1] = nums[i];
+	rc = s3gen_earlier(ss->s, &ss->rec, prev, prev[1] ? 2 : prev[0] ?
+	    1 : 0, e);
+	if (rc == 0 && tried > 0)
+		rc = s3gen_earlier(ss->s, &ss->rec, nums, tried, e);
 out:
-	free(body);
+	free(nums);
 	s3_objs_free(o, n);
+	s3_objs_free(man, nman);
 	return rc;
 }
 
@@ -344,6 +475,8 @@ fetch_manifest(struct sess *ss, struct cs_err *e)
 	}
 	return 0;
 }
+
+static void fault_commit_pause(struct sess *ss);
 
 /* ---- the lease ---- */
 
@@ -525,6 +658,35 @@ lease_drop(struct sess *ss)
 
 /* ---- local directories ---- */
 
+/* One writer at a time per cache: a second one (the first's lease
+ * lapsed while it still runs, so the second got the lease) would rewrite
+ * the cache under the first. The lock is the file .writer-lock in it,
+ * held until the session ends. */
+static int
+cache_lock(struct sess *ss, struct cs_err *e)
+{
+	char path[PATH_MAX + 32];
+	int fd;
+
+	snprintf(path, sizeof(path), "%s/.writer-lock", ss->dir);
+	if ((fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600)) < 0)
+		return cs_errno(e, "open %s", path);
+	if (flock(fd, LOCK_EX | LOCK_NB) < 0) {
+		int err = errno;
+
+		close(fd);
+		if (err == EWOULDBLOCK)
+			return cs_errf(e, "%s: another writer on this host still "
+			    "uses the cache %s (its lease lapsed, but it has not "
+			    "ended); try again once it has", s3_url(ss->s),
+			    ss->dir);
+		errno = err;
+		return cs_errno(e, "lock %s", path);
+	}
+	ss->cache_fd = fd;
+	return 0;
+}
+
 static int
 cache_dir(struct sess *ss, struct cs_err *e)
 {
@@ -560,7 +722,7 @@ cache_dir(struct sess *ss, struct cs_err *e)
 		return cs_errf(e, "cache directory path too long");
 	if (mkdir(ss->dir, 0700) < 0 && errno != EEXIST)
 		return cs_errno(e, "mkdir %s", ss->dir);
-	return 0;
+	return cache_lock(ss, e);
 }
 
 static int
@@ -734,7 +896,7 @@ target_has(void *ctx, const uint8_t name[SHA_LEN])
 		s3_objs_free(o, no);
 	}
 	sha_hex(name, hex);
-	snprintf(key, sizeof(key), "blobs/%.2s/%s", hex, hex);
+	chunkobj_key(hex, key, sizeof(key));
 	if ((ss->nlisted > 0 && bsearch(&kp, ss->listed, ss->nlisted,
 	    sizeof(*ss->listed), cmp_str) != NULL) || set_has(&ss->put, name)) {
 		set_add(&ss->vouched, name);
@@ -759,7 +921,7 @@ check_vouched(struct sess *ss, char **names, size_t nn, char **have,
 		if (sha_unhex(names[i], sha) < 0 ||
 		    !set_has(&ss->vouched, sha))
 			continue;
-		snprintf(key, sizeof(key), "blobs/%.2s/%s", names[i], names[i]);
+		chunkobj_key(names[i], key, sizeof(key));
 		if (bsearch(&kp, have, no, sizeof(*have), cmp_str) == NULL)
 			return cs_errf(e, "%s: blob %s, which an agent uploaded "
 			    "or the bucket had, is not in the bucket; nothing "
@@ -804,8 +966,7 @@ put_blobs(struct sess *ss, struct cs_err *e)
 		char key[96], *kp = key;
 
 		if (i < nn)
-			snprintf(key, sizeof(key), "blobs/%.2s/%s", names[i],
-			    names[i]);
+			chunkobj_key(names[i], key, sizeof(key));
 		else
 			snprintf(key, sizeof(key), "blobs/.repository-id");
 		if (bsearch(&kp, have, no, sizeof(*have), cmp_str) != NULL) {
@@ -925,10 +1086,10 @@ get_blobs(struct sess *ss, uint64_t id, struct cs_err *e)
 			cs_errno(e, "mkdir %s", sub);
 			goto out;
 		}
-		if ((keys[i] = malloc(80)) == NULL ||
+		if ((keys[i] = malloc(CHUNKOBJ_KEY_MAX)) == NULL ||
 		    (paths[i] = malloc(strlen(sub) + 72)) == NULL)
 			goto oom;
-		sprintf(keys[i], "blobs/%.2s/%s", names[i], names[i]);
+		chunkobj_key(names[i], keys[i], CHUNKOBJ_KEY_MAX);
 		sprintf(paths[i], "%s/%s", sub, names[i]);
 		x[i].key = keys[i];
 		x[i].path = paths[i];
@@ -1022,6 +1183,10 @@ publish(struct sess *ss, struct cs_err *e)
 		cs_errno(e, "getrandom");
 		goto out;
 	}
+	/* Past every commit listed, also one passed over as unusable: its
+	 * number is taken. */
+	if (ss->top > ss->gen)
+		ss->gen = ss->top;
 	snprintf(mkey, sizeof(mkey), "manifests/%020llu-%02x%02x%02x%02x.db",
 	    (unsigned long long)ss->gen + 1, rnd[0], rnd[1], rnd[2], rnd[3]);
 	if ((st = s3_put(ss->s, mkey, body, len, "*", NULL, e)) < 0)
@@ -1032,6 +1197,7 @@ publish(struct sess *ss, struct cs_err *e)
 	}
 	if (lease_held(ss, e) < 0)
 		goto out;
+	fault_commit_pause(ss);
 	snprintf(ckey, sizeof(ckey), "commits/%020llu",
 	    (unsigned long long)ss->gen + 1);
 	snprintf(text, sizeof(text), "cutsnap-commit 1\nmanifest %s\nsha256 "
@@ -1154,6 +1320,61 @@ out:
 	return rc;
 }
 
+/* Test hook: CUTSNAP_FAULT=s3-commit-pause:PATH makes a writer that has
+ * checked its lease stop renewing it, create PATH.reached and wait, for
+ * as long as PATH exists (at most two minutes), before its commit PUT:
+ * the window in which a slow commit (retries) meets a prune that took the
+ * lapsed lease, which the prune's fence commit must close. */
+static void
+fault_commit_pause(struct sess *ss)
+{
+	char path[PATH_MAX], reached[PATH_MAX + 16];
+	struct lease *l = &ss->lease;
+	struct cs_err e;
+	int n;
+
+	if (cs_fault_value("s3-commit-pause", path, sizeof(path)) == NULL)
+		return;
+	pthread_mutex_lock(&l->mu);
+	l->stop = 1;
+	pthread_cond_signal(&l->cv);
+	pthread_mutex_unlock(&l->mu);
+	if (l->running)
+		pthread_join(l->th, NULL);
+	l->running = 0;
+	snprintf(reached, sizeof(reached), "%s.reached", path);
+	write_small(reached, "", 0, &e);
+	for (n = 0; n < 2400 && access(path, F_OK) == 0; n++)
+		cs_sleep_ms(50);
+}
+
+/* A prune's fence: the commit it read, again, under the next number. A
+ * writer that read an earlier commit can then no longer commit (its
+ * create-only PUT of that number is refused), so no snapshot is
+ * committed that refers to a blob this prune deletes, however long the
+ * writer's commit took after its lease lapsed. 412: a writer committed
+ * since this prune read the bucket; nothing is deleted. */
+static int
+fence_commit(struct sess *ss, struct cs_err *e)
+{
+	char key[64];
+	uint64_t num = (ss->top > ss->gen ? ss->top : ss->gen) + 1;
+	int st;
+
+	snprintf(key, sizeof(key), "commits/%020llu", (unsigned long long)num);
+	st = s3_put(ss->s, key, ss->ctext, strlen(ss->ctext), "*", NULL, e);
+	if (st < 0)
+		return -1;
+	if (st == 412)
+		return cs_errf(e, "%s: a writer committed %s since this prune "
+		    "started; nothing was deleted; run prune again",
+		    s3_url(ss->s), key);
+	if (st != 200)
+		return status_fail(ss, "put", key, st, e);
+	ss->gen = ss->top = num;
+	return 0;
+}
+
 /* Deletes the bucket's blobs whose stand-ins the prune removed, then
  * commits older than the newest and manifests no newer commit names,
  * all older than the grace period. */
@@ -1167,6 +1388,8 @@ prune_bucket(struct sess *ss, char **keys, size_t nk, int64_t grace,
 	int st, rc = -1;
 	unsigned long long g;
 
+	if (fence_commit(ss, e) < 0)
+		return -1;
 	for (i = 0; i < nk; i++) {
 		char path[PATH_MAX + 96];
 
@@ -1198,6 +1421,20 @@ prune_bucket(struct sess *ss, char **keys, size_t nk, int64_t grace,
 		    (st = s3_delete(ss->s, o[i].key, e)) != 204 && st != 200 &&
 		    st != 404)
 			goto fail;
+	/* A lease that lapsed while deleting: a writer may have taken it
+	 * and chosen to reuse a blob deleted after that; a second fence
+	 * stops that writer's commit too. */
+	if (lease_held(ss, e) < 0) {
+		if (fence_commit(ss, e) < 0) {
+			cs_errctx(e, "the lease lapsed while prune deleted "
+			    "blobs, and a writer committed meanwhile: verify "
+			    "the newest snapshot");
+			goto out;
+		}
+		cmd_warn("warning: %s: the lease lapsed while prune deleted "
+		    "blobs; a second fence commit stops any writer that "
+		    "began meanwhile", s3_url(ss->s));
+	}
 	rc = 0;
 	goto out;
 fail:
@@ -1249,6 +1486,43 @@ release_stdout(int saved, FILE *held, int show)
 				break;
 	fflush(stdout);
 	fclose(held);
+}
+
+/* Takes "--commit N" / "--commit=N" out of argv: a reader reads the
+ * manifest of commit N instead of the newest one (an older state, or the
+ * one before a damaged commit). 1 when given, 0 when not, -1 when bad. */
+static int
+take_commit(int *argc, char **argv, uint64_t *num)
+{
+	int i, j, k, found = 0;
+	const char *v;
+	char *end;
+
+	for (i = 1; i < *argc; i++) {
+		if (strcmp(argv[i], "--commit") == 0 && i + 1 < *argc) {
+			v = argv[i + 1];
+			k = 2;
+		} else if (strncmp(argv[i], "--commit=", 9) == 0) {
+			v = argv[i] + 9;
+			k = 1;
+		} else {
+			continue;
+		}
+		errno = 0;
+		*num = strtoull(v, &end, 10);
+		if (errno != 0 || *end != '\0' || *num == 0 || !isdigit(
+		    (unsigned char)*v)) {
+			cmd_usage_error("--commit: '%s' is not a commit number",
+			    v);
+			return -1;
+		}
+		for (j = i; j + k <= *argc; j++)
+			argv[j] = argv[j + k];
+		*argc -= k;
+		i--;
+		found = 1;
+	}
+	return found;
 }
 
 /* Takes "--grace DURATION" / "--grace=DURATION" out of argv. */
@@ -1339,9 +1613,10 @@ cmd_s3_run(const char *name, int (*fn)(int, char **), int argc, char **argv)
 	size_t off, nk = 0;
 	int64_t grace = 3600;
 	FILE *held = NULL;
-	int i, ri, rc = EXIT_FAILED, dry = 0, saved = -1;
+	int i, k, ri, rc = EXIT_FAILED, dry = 0, saved = -1;
 
 	memset(&ss, 0, sizeof(ss));
+	ss.cache_fd = -1;
 	e.msg[0] = '\0';
 	/* The local stand-in is not the repository: its commit is not the
 	 * bucket's (an upload may still fail), and the bucket has its own
@@ -1358,6 +1633,15 @@ cmd_s3_run(const char *name, int (*fn)(int, char **), int argc, char **argv)
 			goto out;
 		}
 		dry = has_arg(argc, av, "-n", "--dry-run");
+	}
+	if ((k = take_commit(&argc, av, &ss.want)) < 0) {
+		rc = EXIT_USAGE;
+		goto out;
+	}
+	if (k == 1 && ss.kind != K_META && ss.kind != K_BLOBS) {
+		rc = cmd_usage_error("--commit is for commands that read (ls, "
+		    "show, verify, restore), not %s", name);
+		goto out;
 	}
 	if (has_arg(argc, av, "-h", "--help")) {
 		rc = fn(argc, av);
@@ -1420,7 +1704,7 @@ cmd_s3_run(const char *name, int (*fn)(int, char **), int argc, char **argv)
 	}
 	/* The command, on the local stand-in for the bucket. */
 	if ((rep = malloc(off + strlen(ss.dir) + 1)) == NULL) {
-		cs_errf(&e, "out of memory");
+		cs_errc(&e, CS_E_NOMEM, "out of memory");
 		goto fail;
 	}
 	sprintf(rep, "%.*s%s", (int)off, av[ri], ss.dir);
@@ -1436,7 +1720,8 @@ cmd_s3_run(const char *name, int (*fn)(int, char **), int argc, char **argv)
 		store_set_blob_target(&ss.target);
 		active = &ss;
 	}
-	if (ss.gen > 0)
+	/* An older commit read on purpose is no rollback to warn about. */
+	if (ss.gen > 0 && ss.want == 0)
 		s3gen_floor(&ss.rec);
 	cmd_repo_alias(ss.dir, s3_url(ss.s));
 	rc = fn(argc, av);
@@ -1477,6 +1762,8 @@ out:
 	free(ss.vouched.v);
 	free(ss.put.v);
 	lease_drop(&ss);
+	if (ss.cache_fd >= 0)
+		close(ss.cache_fd);
 	if (ss.temp) {
 		chmod(ss.dir, 0700);
 		rm_rf(ss.dir);

@@ -1,12 +1,19 @@
 /* snapshot.c - "cutsnap snapshot": take a consistent snapshot of a running
  * cluster into a repository. */
+#include <sys/stat.h>
+
 #include <getopt.h>
+#include <libgen.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "../crypto/mac.h"
+#include "../lib/fsutil.h"
 #include "../lib/util.h"
 #include "../coordinator/coordinator.h"
 #include "../store/store.h"
@@ -17,7 +24,8 @@ static const char usage_text[] =
     "[--timeout SEC]\n"
     "                        [--key FILE] [--recheck-age DURATION] "
     "[--max-rate RATE]\n"
-    "                        [--accept-rollback] [--json] [-q|-v]\n"
+    "                        [--accept-rollback] [--metrics-file FILE] "
+    "[--json] [-q|-v]\n"
     "\n"
     "Take a consistent snapshot (Chandy-Lamport) of the running agents of\n"
     "CONF into the repository REPO (created with the defaults of 'cutsnap\n"
@@ -43,8 +51,11 @@ static const char usage_text[] =
     "                          s3://BUCKET/PREFIX (an object store)\n"
     "  -i, --initiator NAME    the agent that starts the snapshot (default:\n"
     "                          the config's first agent)\n"
-    "  -t, --timeout SEC       give up and mark the snapshot aborted after\n"
-    "                          SEC seconds (default 60)\n"
+    "  -t, --timeout SEC       give up and mark the snapshot aborted once\n"
+    "                          it has made no progress for SEC seconds\n"
+    "                          (no report came in, no byte was copied;\n"
+    "                          default 60): a long copy that moves is\n"
+    "                          never cut short\n"
     "  -k, --key FILE          authenticate the snapshot: store an\n"
     "                          HMAC-SHA256 over its rows under the key in\n"
     "                          FILE (16 to 4096 bytes; never stored)\n"
@@ -61,13 +72,19 @@ static const char usage_text[] =
     "                          so that the agents' requests keep their\n"
     "                          latency; default: [cluster] snapshot_max_rate\n"
     "                          of CONF, else no limit. Each snapshot has\n"
-    "                          its own limit. The copy must still end\n"
-    "                          within --timeout\n"
+    "                          its own limit\n"
     "      --accept-rollback   take the snapshot into a repository whose\n"
     "                          manifest.db is older than its newest commit\n"
     "                          (REPO/commits/) or this user's record of it:\n"
     "                          the snapshots it lost stay lost, new ids\n"
     "                          continue past theirs\n"
+    "      --metrics-file FILE\n"
+    "                          write the outcome to FILE for node_exporter's\n"
+    "                          textfile collector (replaced atomically,\n"
+    "                          also when the snapshot fails):\n"
+    "                          cutsnap_snapshot_success, _duration_seconds,\n"
+    "                          _bytes, _files, _messages, _id and\n"
+    "                          _timestamp_seconds, labelled repo=REPO\n"
     "  -j, --json              print {\"id\", \"status\", \"agents\", "
     "\"bytes\",\n"
     "                          \"msgs\", ...} instead of the id (schema "
@@ -94,7 +111,8 @@ static const char usage_text[] =
     "rate, ETA, current agent) is drawn on stderr when it is a terminal.\n"
     "\n"
     "An encrypted repository (cutsnap init --encrypt) needs its password:\n"
-    "--password-file FILE, else CUTSNAP_PASSWORD_FILE or CUTSNAP_PASSWORD,\n"
+    "--password-file FILE, else --password-command CMD (its output), else\n"
+    "CUTSNAP_PASSWORD_FILE, CUTSNAP_PASSWORD_COMMAND or CUTSNAP_PASSWORD,\n"
     "else it is asked on the terminal; a missing or wrong one fails at\n"
     "once, in one line, before anything is written.\n"
     "\n"
@@ -119,6 +137,7 @@ static const struct option opts[] = {
 	{ "quiet", no_argument, NULL, 'q' },
 	{ "verbose", no_argument, NULL, 'v' },
 	{ "accept-rollback", no_argument, NULL, 'R' },
+	{ "metrics-file", required_argument, NULL, 'M' },
 	{ "help", no_argument, NULL, 'h' },
 	{ NULL, 0, NULL, 0 },
 };
@@ -237,6 +256,88 @@ print_json(const char *repo, uint64_t id, const struct coord_copy *cp,
 	return json_end(&j);
 }
 
+/* REPO as a label value of the text format: \\, \" and \\n escaped. */
+static void
+label_escape(const char *s, char *out, size_t sz)
+{
+	size_t o = 0;
+
+	for (; *s != '\0' && o + 3 < sz; s++) {
+		if (*s == '\\' || *s == '"' || *s == '\n') {
+			out[o++] = '\\';
+			out[o++] = *s == '\n' ? 'n' : *s;
+		} else {
+			out[o++] = *s;
+		}
+	}
+	out[o] = '\0';
+}
+
+/* --metrics-file: the snapshot's outcome in Prometheus' text format, for
+ * node_exporter's textfile collector, which must never read half a file:
+ * temp file, fsync, rename. ok: it completed; then id's listing row gives
+ * its bytes, files (one data file per agent) and messages. */
+static int
+write_metrics_file(const char *path, const char *repo, uint64_t id, int ok,
+    int64_t ms, struct cs_err *e)
+{
+	struct snap_info si;
+	struct store *st = NULL;
+	char text[4096], lbl[1024];
+	int n;
+
+	memset(&si, 0, sizeof(si));
+	if (ok && (store_open_listing(repo, &st, e) < 0 ||
+	    cmd_snap_info(st, id, &si) != 0))
+		memset(&si, 0, sizeof(si));	/* the figures stay 0 */
+	store_close(st);
+	label_escape(repo, lbl, sizeof(lbl));
+	n = snprintf(text, sizeof(text),
+	    "# HELP cutsnap_snapshot_success 1 if the last snapshot completed.\n"
+	    "# TYPE cutsnap_snapshot_success gauge\n"
+	    "cutsnap_snapshot_success{repo=\"%s\"} %d\n"
+	    "# HELP cutsnap_snapshot_duration_seconds How long it took.\n"
+	    "# TYPE cutsnap_snapshot_duration_seconds gauge\n"
+	    "cutsnap_snapshot_duration_seconds{repo=\"%s\"} %.3f\n"
+	    "# HELP cutsnap_snapshot_bytes Bytes of data files it recorded.\n"
+	    "# TYPE cutsnap_snapshot_bytes gauge\n"
+	    "cutsnap_snapshot_bytes{repo=\"%s\"} %llu\n"
+	    "# HELP cutsnap_snapshot_files Data files it recorded.\n"
+	    "# TYPE cutsnap_snapshot_files gauge\n"
+	    "cutsnap_snapshot_files{repo=\"%s\"} %d\n"
+	    "# HELP cutsnap_snapshot_messages In-flight messages it recorded.\n"
+	    "# TYPE cutsnap_snapshot_messages gauge\n"
+	    "cutsnap_snapshot_messages{repo=\"%s\"} %llu\n"
+	    "# HELP cutsnap_snapshot_id Its id in the repository (0: none).\n"
+	    "# TYPE cutsnap_snapshot_id gauge\n"
+	    "cutsnap_snapshot_id{repo=\"%s\"} %llu\n"
+	    "# HELP cutsnap_snapshot_timestamp_seconds When it ended (Unix "
+	    "time).\n"
+	    "# TYPE cutsnap_snapshot_timestamp_seconds gauge\n"
+	    "cutsnap_snapshot_timestamp_seconds{repo=\"%s\"} %lld\n",
+	    lbl, ok, lbl, (double)ms / 1000.0, lbl,
+	    (unsigned long long)si.bytes, lbl, si.nagents, lbl,
+	    (unsigned long long)si.nmsgs, lbl, (unsigned long long)id, lbl,
+	    (long long)time(NULL));
+	if (n < 0 || (size_t)n >= sizeof(text))
+		return cs_errf(e, "metrics file: repository name too long");
+	return fs_atomic_write_file(path, text, (size_t)n, 0644, e);
+}
+
+/* The directory FILE goes in exists: checked before the snapshot, so a
+ * typo is a usage error, not a snapshot taken without its metrics. */
+static int
+metrics_dir_ok(const char *path)
+{
+	char buf[PATH_MAX];
+	struct stat sb;
+
+	if (strlen(path) >= sizeof(buf) || path[0] == '\0')
+		return 0;
+	memcpy(buf, path, strlen(path) + 1);
+	return stat(dirname(buf), &sb) == 0 && S_ISDIR(sb.st_mode);
+}
+
 int
 cmd_snapshot(int argc, char **argv)
 {
@@ -252,9 +353,9 @@ cmd_snapshot(int argc, char **argv)
 	struct cs_err e;
 	char msg[CS_ERR_MAX + 64];
 	uint64_t timeout, id = 0;
-	const char *rate = NULL;
+	const char *rate = NULL, *mfile = NULL;
+	int64_t t0, deadline;
 	int ch, init, rc, status, json = 0, verbosity = 0, wait_ms = 0;
-	int64_t deadline;
 
 	optind = 1;
 	opterr = 0;
@@ -301,6 +402,9 @@ cmd_snapshot(int argc, char **argv)
 		case 'R':
 			store_set_accept_rollback(1);
 			break;
+		case 'M':
+			mfile = optarg;
+			break;
 		case 'h':
 			return cmd_help(usage_text);
 		default:
@@ -312,6 +416,9 @@ cmd_snapshot(int argc, char **argv)
 		    argv[optind]);
 	if (o.repo == NULL)
 		return cmd_usage_error("missing -r REPO");
+	if (mfile != NULL && !metrics_dir_ok(mfile))
+		return cmd_usage_error("--metrics-file %s: its directory does "
+		    "not exist", mfile);
 	if (store_check_path(o.repo, STORE_CREATE, &e) < 0)
 		return cmd_fail(EXIT_USAGE, "%s", e.msg);
 	if (keyfile != NULL) {
@@ -350,6 +457,7 @@ cmd_snapshot(int argc, char **argv)
 	o.progress_ctx = &prog;
 	memset(&copy, 0, sizeof(copy));
 	o.copy = &copy;
+	t0 = cs_now_ms();
 	deadline = cmd_retry_lock_deadline();
 	/* A locked repository stops it before a snapshot row exists (id
 	 * 0): then it may simply be tried again (--retry-lock). */
@@ -357,6 +465,15 @@ cmd_snapshot(int argc, char **argv)
 	    !got_signal && cmd_retry_lock_again(&e, deadline, &wait_ms))
 		;
 	cmd_progress_end(&prog);
+	if (mfile != NULL) {
+		struct cs_err me;
+
+		/* A snapshot that completed stays complete (exit 0): the
+		 * file is its report, not part of it. */
+		if (write_metrics_file(mfile, o.repo, id, rc >= 0,
+		    cs_now_ms() - t0, &me) < 0)
+			cmd_warn("warning: %s", me.msg);
+	}
 	if (rc < 0) {
 		cmd_snapshot_error(id, e.msg, msg, sizeof(msg));
 		if (json)

@@ -121,7 +121,7 @@ cmd_start_cluster(const struct cfg *c, int timeout_s, pid_t *pids,
 			    c->run_dir, c->agents[i].name);
 			goto out;
 		}
-		cmd_sleep_ms(START_POLL_MS);
+		cs_sleep_ms(START_POLL_MS);
 	}
 	rc = 0;
 out:
@@ -175,7 +175,7 @@ wait_fences(const struct cfg *c, int timeout_s)
 		for (i = 0; i < c->nagents; i++)
 			waiting += fence_state(c, i, &snap) == 1;
 		if (waiting > 0)
-			cmd_sleep_ms(START_POLL_MS);
+			cs_sleep_ms(START_POLL_MS);
 	} while (waiting > 0 && cs_now_ms() < deadline);
 	for (i = 0; i < c->nagents; i++) {
 		if ((s = fence_state(c, i, &snap)) == 2)

@@ -120,7 +120,7 @@ agent_gone(const struct cfg *c, int i, pid_t pid)
 	if (c->agents[i].addr[0] == '\0')
 		return gone(pid);
 	if ((fd = client_connect_agent(c, i, -1, &se)) != -1) {
-		close(fd);
+		client_close(fd);
 		return 0;
 	}
 	return !local_cutsnap(pid) || gone(pid);
@@ -254,7 +254,7 @@ cmd_stop_cluster(const struct cfg *c, int timeout_s, struct cs_err *e)
 				    timeout_s);
 			goto out;
 		}
-		cmd_sleep_ms(STOP_POLL_MS);
+		cs_sleep_ms(STOP_POLL_MS);
 	}
 	rc = 0;
 out:

@@ -11,6 +11,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "../api/api.h"
 #include "../proto/agstat.h"
 #include "../lib/buf.h"
 #include "../net/client.h"
@@ -42,37 +43,22 @@ cmd_repo_name(const char *repo)
 	    repo;
 }
 
-/* msg with the stand-in directory named as the user gave it, into out. */
 static void
-alias_line(const char *msg, char *out, size_t outsz)
+vwarn_line(const char *suffix, const char *fmt, va_list ap)
 {
-	const char *p = msg, *q;
-	size_t n, off = 0;
-
-	out[0] = '\0';
-	if (alias_dir != NULL && (n = strlen(alias_dir)) > 0)
-		while ((q = strstr(p, alias_dir)) != NULL && off < outsz) {
-			off += (size_t)snprintf(out + off, outsz - off,
-			    "%.*s%s", (int)(q - p), p, alias_url);
-			p = q + n;
-		}
-	if (off < outsz)
-		snprintf(out + off, outsz - off, "%s", p);
-}
-
-/* Print the line; a failure's (status >= 0) is also kept for the JSON
- * error object. */
-static void
-vwarn_line(int status, const char *suffix, const char *fmt, va_list ap)
-{
-	char msg[2048], line[2048];
+	char msg[2048];
+	const char *p, *q;
+	size_t n;
 
 	vsnprintf(msg, sizeof(msg), fmt, ap);
-	alias_line(msg, line, sizeof(line));
-	fprintf(stderr, "cutsnap: %s: %s%s\n", cmd_name, line, suffix);
-	/* A warning may be the only line of a failure that returns its
-	 * status itself: kept too, in case no failure follows. */
-	cmd_note_failure(status, 0, CS_E_FAILED, line);
+	fprintf(stderr, "cutsnap: %s: ", cmd_name);
+	p = msg;
+	if (alias_dir != NULL && (n = strlen(alias_dir)) > 0)
+		while ((q = strstr(p, alias_dir)) != NULL) {
+			fprintf(stderr, "%.*s%s", (int)(q - p), p, alias_url);
+			p = q + n;
+		}
+	fprintf(stderr, "%s%s\n", p, suffix);
 }
 
 void
@@ -81,7 +67,7 @@ cmd_warn(const char *fmt, ...)
 	va_list ap;
 
 	va_start(ap, fmt);
-	vwarn_line(-1, "", fmt, ap);
+	vwarn_line("", fmt, ap);
 	va_end(ap);
 }
 
@@ -91,7 +77,7 @@ cmd_fail(int status, const char *fmt, ...)
 	va_list ap;
 
 	va_start(ap, fmt);
-	vwarn_line(status, "", fmt, ap);
+	vwarn_line("", fmt, ap);
 	va_end(ap);
 	return status;
 }
@@ -104,7 +90,7 @@ cmd_usage_error(const char *fmt, ...)
 
 	snprintf(suffix, sizeof(suffix), " (see cutsnap %s --help)", cmd_name);
 	va_start(ap, fmt);
-	vwarn_line(EXIT_USAGE, suffix, fmt, ap);
+	vwarn_line(suffix, fmt, ap);
 	va_end(ap);
 	return EXIT_USAGE;
 }
@@ -222,8 +208,7 @@ cmd_find_agent(const struct cfg *c, const char *name)
 		memcpy(list + off, c->agents[i].name, n + 1);
 		off += n;
 	}
-	(void)cmd_fail(EXIT_USAGE, "unknown agent %s (config has %s)",
-	    name, list);
+	cmd_warn("unknown agent %s (config has %s)", name, list);
 	return -1;
 }
 
@@ -243,11 +228,10 @@ cmd_parse_i64(const char *s, const char *what, int64_t *out)
 	return 0;
 bad:
 	if (errno == ERANGE)
-		(void)cmd_fail(EXIT_USAGE, "invalid %s '%s': out of range "
-		    "for a 64-bit integer", what, s);
+		cmd_warn("invalid %s '%s': out of range for a 64-bit integer",
+		    what, s);
 	else
-		(void)cmd_fail(EXIT_USAGE, "invalid %s '%s': expected an "
-		    "integer", what, s);
+		cmd_warn("invalid %s '%s': expected an integer", what, s);
 	return -1;
 }
 
@@ -263,7 +247,7 @@ cmd_parse_pos(const char *s, const char *what, uint64_t max, uint64_t *out)
 		if (*p < '0' || *p > '9')
 			goto bad;
 		if (v > (max - (uint64_t)(*p - '0')) / 10) {
-			(void)cmd_fail(EXIT_USAGE, "invalid %s '%s': at most %" PRIu64, what, s,
+			cmd_warn("invalid %s '%s': at most %" PRIu64, what, s,
 			    max);
 			return -1;
 		}
@@ -274,8 +258,7 @@ cmd_parse_pos(const char *s, const char *what, uint64_t max, uint64_t *out)
 	*out = v;
 	return 0;
 bad:
-	(void)cmd_fail(EXIT_USAGE, "invalid %s '%s': expected a positive "
-	    "integer", what, s);
+	cmd_warn("invalid %s '%s': expected a positive integer", what, s);
 	return -1;
 }
 
@@ -293,28 +276,33 @@ int
 cmd_call(const struct cfg *c, int i, uint8_t type, const struct wbuf *req,
     struct cmd_reply *r, int timeout_ms, struct cs_err *e)
 {
-	const struct cfg_agent *a = &c->agents[i];
-	int fd, rc = -1;
+	const uint8_t *b;
+	cs_conn *conn;
+	int rc = -1;
 
 	r->code = 0;
 	r->body = NULL;
 	r->blen = 0;
 	if (req != NULL && req->oom)
 		return cs_errc(e, CS_E_NOMEM, "out of memory");
-	/* The handshake within the call's time, and never longer than a
-	 * command without a deadline of its own waits for one. */
-	if ((fd = client_connect_agent(c, i, cs_now_ms() +
-	    (timeout_ms >= 0 && timeout_ms < XPORT_CMD_WAIT_MS ? timeout_ms :
-	    XPORT_CMD_WAIT_MS), e)) == -1)
+	/* One client for the command and libcutsnap (api/). */
+	if ((conn = api_open_cfg(c, i, timeout_ms, e, NULL)) == NULL)
 		return -1;
-	if (client_call(fd, type, req ? req->data : NULL, req ? req->len : 0,
-	    &r->code, &r->body, &r->blen, timeout_ms, e) == -1) {
-		cs_errctx(e, "agent %s", a->name);
+	if (api_request(conn, type, req ? req->data : NULL, req ? req->len :
+	    0, &r->code, &b, &r->blen) == -1) {
+		cs_errf(e, "%s", cs_errmsg(conn));
 		goto out;
 	}
+	if (r->blen > 0 && (r->body = malloc(r->blen)) == NULL) {
+		r->blen = 0;
+		cs_errc(e, CS_E_NOMEM, "out of memory");
+		goto out;
+	}
+	if (r->blen > 0)
+		memcpy(r->body, b, r->blen);
 	rc = 0;
 out:
-	close(fd);
+	cs_close(conn);
 	return rc;
 }
 
@@ -363,37 +351,30 @@ int
 cmd_agent_stat(const struct cfg *c, int i, int timeout_ms, struct agstat *st,
     struct cs_err *e)
 {
-	struct cmd_reply r;
-	struct rbuf rb;
-	const uint8_t *t;
-	size_t tlen;
-	uint32_t p;
-	int rc = -1;
+	cs_conn *conn;
+	char *text = NULL;
+	int pid, rc = -1;
 
 	memset(st, 0, sizeof(*st));
-	if (cmd_call(c, i, W_REQ_STATUS, NULL, &r, timeout_ms, e) == -1)
+	if ((conn = api_open_cfg(c, i, timeout_ms, e, NULL)) == NULL)
 		return -1;
-	if (r.code != REPLY_OK) {
-		cs_errf(e, "agent %s: status request refused (code %u)",
-		    c->agents[i].name, r.code);
+	if (cs_status(conn, &text, &pid) != CS_OK) {
+		if (cs_errcode(conn) == CS_EIO)
+			cs_errf(e, "%s", cs_errmsg(conn));
+		else
+			cs_errf(e, "agent %s: status request refused (%s)",
+			    c->agents[i].name, cs_errmsg(conn));
 		goto out;
 	}
-	rbuf_init(&rb, r.body, r.blen);
-	p = rbuf_u32(&rb);
-	t = rbuf_bytes(&rb, &tlen, AGSTAT_MAX_TEXT);
-	if (!rbuf_done(&rb)) {
-		cs_errf(e, "agent %s: malformed status reply",
-		    c->agents[i].name);
-		goto out;
-	}
-	if (agstat_parse((const char *)t, tlen, st, e) == -1) {
+	if (agstat_parse(text, strlen(text), st, e) == -1) {
 		cs_errctx(e, "agent %s", c->agents[i].name);
 		goto out;
 	}
-	st->pid = (int)p;
+	st->pid = pid;
 	rc = 0;
 out:
-	cmd_reply_free(&r);
+	free(text);
+	cs_close(conn);
 	return rc;
 }
 
@@ -431,15 +412,6 @@ cmd_snapshot_error(uint64_t id, const char *msg, char *out, size_t outsz)
 	else
 		snprintf(out, outsz, "snapshot %llu aborted: %s",
 		    (unsigned long long)id, msg);
-}
-
-void
-cmd_sleep_ms(int ms)
-{
-	struct timespec ts = { ms / 1000, (long)(ms % 1000) * 1000000L };
-
-	while (nanosleep(&ts, &ts) == -1 && errno == EINTR)
-		;
 }
 
 pid_t
@@ -540,26 +512,40 @@ cmd_agent_key(int argc, char **argv, const char *conf, struct cfg **c,
 
 int
 cmd_key_request(int argc, char **argv, const char *usage_text,
-    uint8_t type, struct cmd_reply *r)
+    struct cmd_reply *r)
 {
 	const char *conf, *key;
 	struct cfg *c = NULL;
-	struct wbuf req;
+	struct cs_err e;
+	cs_conn *conn = NULL;
+	void *v;
 	int i, rc;
 
-	wbuf_init(&req);
 	if ((rc = cmd_conf_opts(argc, argv, usage_text, 0, &conf)) != -1)
 		return rc;
 	if ((rc = cmd_agent_key(argc, argv, conf, &c, &i, &key)) != EXIT_OK)
 		return rc;
-	wbuf_put_bytes(&req, key, strlen(key));
-	if ((rc = cmd_request(c, i, type, &req, r, 1)) != EXIT_OK)
+	if ((conn = api_open_cfg(c, i, CMD_REQ_TIMEOUT_MS, &e, NULL)) ==
+	    NULL) {
+		rc = cmd_fail(EXIT_FAILED, "%s", e.msg);
 		goto out;
-	if (r->code == REPLY_NOTFOUND)
+	}
+	switch (cs_get(conn, key, strlen(key), &v, &r->blen)) {
+	case CS_OK:
+		r->code = REPLY_OK;
+		r->body = v;
+		rc = EXIT_OK;
+		break;
+	case CS_NOTFOUND:
 		rc = cmd_fail(EXIT_FAILED, "key '%s' not found on %s", key,
 		    c->agents[i].name);
+		break;
+	default:
+		rc = cmd_fail(EXIT_FAILED, "%s", cs_errmsg(conn));
+		break;
+	}
 out:
-	wbuf_free(&req);
+	cs_close(conn);
 	cfg_free(c);
 	return rc;
 }
@@ -632,7 +618,7 @@ cmd_open_repo(const char *repo, int mode, const char *keyfile,
 		return cmd_usage_error("missing -r REPO");
 	if (store_open(repo, mode, out, &e) == -1) {
 		*out = NULL;
-		return cmd_fail_errs(EXIT_USAGE, &e);
+		return cmd_fail(EXIT_USAGE, "%s", e.msg);
 	}
 	if (store_rollback_warning(*out) != NULL)
 		cmd_warn("warning: %s", store_rollback_warning(*out));

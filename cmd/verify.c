@@ -12,6 +12,7 @@
 static const char usage_text[] =
     "usage: cutsnap verify -r REPO [ID] [--json] [--key FILE] [-q|-v]\n"
     "                      [--no-password]\n"
+    "       cutsnap verify -r REPO --all [--json] [--key FILE] [-q|-v]\n"
     "\n"
     "Verify snapshot ID (default: the newest complete one) of REPO:\n"
     "integrity (manifest integrity check, every blob's size and SHA-256,\n"
@@ -34,6 +35,12 @@ static const char usage_text[] =
     "\n"
     "  -r, --repo REPO   the repository directory, or\n"
     "                    s3://BUCKET/PREFIX (an object store)\n"
+    "  -a, --all         verify every complete snapshot, oldest first,\n"
+    "                    each as alone (its problems, then its verdict);\n"
+    "                    then \"cutsnap: verify: K of N snapshots failed\"\n"
+    "                    on stderr and exit 1 when one fails. --json:\n"
+    "                    {\"ok\":B,\"checked\":N,\"failed\":K,\n"
+    "                    \"snapshots\":[{one object as below}...]}\n"
     "  -j, --json        {\"snapshot\":N,\"ok\":true|false,"
     "\"problems\":[...],\n"
     "                    \"notes\":[...],\"agents\":N,\"bytes\":N,\"msgs\":N,\n"
@@ -71,7 +78,8 @@ static const char usage_text[] =
     "nothing at all.\n"
     "\n"
     "An encrypted repository (cutsnap init --encrypt) needs its password:\n"
-    "--password-file FILE, else CUTSNAP_PASSWORD_FILE or CUTSNAP_PASSWORD,\n"
+    "--password-file FILE, else --password-command CMD (its output), else\n"
+    "CUTSNAP_PASSWORD_FILE, CUTSNAP_PASSWORD_COMMAND or CUTSNAP_PASSWORD,\n"
     "else it is asked on the terminal; a missing or wrong one fails at\n"
     "once, in one line, before anything is written. --no-password checks\n"
     "what can be checked without it, and says what it did not check.\n"
@@ -79,7 +87,8 @@ static const char usage_text[] =
     "--retry-lock DURATION: while the repository is locked, try again for\n"
     "up to DURATION (30s, 5m, 1h) before giving up.\n"
     "\n"
-    "Exit status: 0 ok, 1 problems found or no complete snapshot, 2 bad\n"
+    "Exit status: 0 ok, 1 problems found (in any snapshot, with --all) or\n"
+    "no complete snapshot, 2 bad\n"
     "usage, no such snapshot ID, or a bad repository.\n"
     "Also: 10 no such repository, 11 locked (after --retry-lock), 12 a\n"
     "wrong password (cutsnap(1) EXIT STATUS).\n";
@@ -91,6 +100,7 @@ static const struct option opts[] = {
 	{ "quiet", no_argument, NULL, 'q' },
 	{ "verbose", no_argument, NULL, 'v' },
 	{ "no-password", no_argument, NULL, 'P' },
+	{ "all", no_argument, NULL, 'a' },
 	{ "help", no_argument, NULL, 'h' },
 	{ NULL, 0, NULL, 0 },
 };
@@ -151,28 +161,158 @@ verify_sealed(struct store *st, uint64_t id, const char *keyfile,
 	return found ? EXIT_FAILED : EXIT_OK;
 }
 
+/* Verify snapshot id (0: the newest complete one) of st: with j, one
+ * JSON object into it, else the problem lines and the verdict as text
+ * (the verdict of a failed check is an error line on stderr). Returns
+ * the number of problems, or -1 after printing why it could not verify. */
+static int
+verify_one(struct store *st, uint64_t id, int verbosity, const char *keyfile,
+    struct json *j)
+{
+	struct cmd_lines p = { "problem", "problems", 0, NULL, 0, 0 };
+	struct cmd_lines nt = { "note", "notes", 0, NULL, 0, 0 };
+	struct cmd_progress prog;
+	struct snap_info si;
+	struct cs_err e;
+	uint64_t resolved = 0, nchunks, nreads;
+	int found;
+
+	p.json = nt.json = j != NULL;
+	cmd_progress_init(&prog, "verify", verbosity);
+	store_set_progress(st, cmd_progress_fn, &prog);
+	store_set_notes(st, cmd_lines_add, &nt);
+	found = store_verify(st, id, &resolved, cmd_lines_add, &p, &e);
+	cmd_progress_end(&prog);
+	store_set_notes(st, NULL, NULL);
+	if (found == -1) {
+		cmd_warn("%s", e.msg);
+		goto out;
+	}
+	if (p.oom || nt.oom) {
+		found = cmd_fail(-1, "out of memory");
+		goto out;
+	}
+	if (j != NULL) {
+		json_obj(j);
+		json_kuint(j, "snapshot", resolved);
+		json_kbool(j, "ok", found == 0);
+		json_kbool(j, "content_checked", 1);
+		json_kbool(j, "rows_authenticity_checked",
+		    store_rows_auth_checked(st));
+		cmd_lines_json(j, &p);
+		cmd_lines_json(j, &nt);
+		if (cmd_snap_info(st, resolved, &si) == 0) {
+			json_kint(j, "agents", si.nagents);
+			json_kuint(j, "bytes", si.bytes);
+			json_kuint(j, "msgs", si.nmsgs);
+		}
+		store_verify_work(st, &nchunks, &nreads);
+		json_kuint(j, "chunks", nchunks);
+		json_kuint(j, "chunks_decoded", nreads);
+		json_kuint(j, "chunks_decoded_ahead", store_verify_ahead(st));
+		json_obj_end(j);
+	}
+	if (found > 0) {
+		/* The verdict of a failed check is the error line. */
+		fflush(stdout);
+		cmd_warn("snapshot %llu: %d problem%s",
+		    (unsigned long long)resolved, found, found == 1 ? "" : "s");
+	} else if (j == NULL) {
+		if (cmd_snap_info(st, resolved, &si) == -1)
+			memset(&si, 0, sizeof(si));
+		printf("snapshot %llu: ok (%d agent%s, %llu in-flight "
+		    "message%s", (unsigned long long)resolved, si.nagents,
+		    si.nagents == 1 ? "" : "s", (unsigned long long)si.nmsgs,
+		    si.nmsgs == 1 ? "" : "s");
+		if (nt.n > 0)
+			printf(", %zu dead letter%s on replay", nt.n,
+			    nt.n == 1 ? "" : "s");
+		printf(")\n");
+	}
+	if (found == 0)
+		cmd_key_note(st, resolved, keyfile);
+out:
+	cmd_lines_free(&p);
+	cmd_lines_free(&nt);
+	return found;
+}
+
+/* verify --all: every complete snapshot, oldest first, each verified as
+ * alone (one line, or one entry of "snapshots"); a snapshot that cannot
+ * be verified at all counts as failed and the others go on. With json:
+ * {"ok":B,"checked":N,"failed":N,"snapshots":[...]}. */
+static int
+verify_all(struct store *st, int json, int verbosity, const char *keyfile)
+{
+	struct snap_info *v = NULL;
+	struct cs_err e;
+	struct json j;
+	size_t n = 0, i, checked = 0, failed = 0;
+	int rc = EXIT_FAILED;
+
+	if (store_list(st, &v, &n, &e) == -1)
+		return cmd_fail(EXIT_FAILED, "%s", e.msg);
+	if (json) {
+		json_init(&j, stdout);
+		json_obj(&j);
+		json_key(&j, "snapshots");
+		json_arr(&j);
+	}
+	for (i = 0; i < n; i++) {
+		if (strcmp(v[i].status, "complete") != 0)
+			continue;
+		checked++;
+		if (verify_one(st, v[i].id, verbosity, keyfile,
+		    json ? &j : NULL) != 0)
+			failed++;
+		fflush(stdout);
+	}
+	if (json) {
+		json_arr_end(&j);
+		json_kbool(&j, "ok", checked > 0 && failed == 0);
+		json_kuint(&j, "checked", checked);
+		json_kuint(&j, "failed", failed);
+		json_obj_end(&j);
+		if (json_end(&j) == -1) {
+			rc = cmd_fail(EXIT_FAILED, "write stdout failed");
+			goto out;
+		}
+	}
+	if (checked == 0)
+		cmd_warn("no complete snapshot to verify");
+	else if (failed > 0)
+		cmd_warn("%zu of %zu snapshot%s failed", failed, checked,
+		    checked == 1 ? "" : "s");
+	else
+		rc = EXIT_OK;
+out:
+	free(v);
+	return rc;
+}
+
 int
 cmd_verify(int argc, char **argv)
 {
 	const char *repo = NULL, *keyfile = NULL;
 	struct cmd_lines p = { "problem", "problems", 0, NULL, 0, 0 };
-	struct cmd_lines nt = { "note", "notes", 0, NULL, 0, 0 };
 	struct store *st = NULL;
 	struct cs_err e;
-	struct cmd_progress prog;
-	struct snap_info si;
-	uint64_t id = 0, resolved = 0, nchunks, nreads;
-	int ch, found, rc, verbosity = 0, nopw = 0;
+	struct json j;
+	uint64_t id = 0;
+	int ch, found, rc, verbosity = 0, nopw = 0, json = 0, all = 0;
 
 	optind = 1;
 	opterr = 0;
-	while ((ch = getopt_long(argc, argv, ":r:jk:qvh", opts, NULL)) != -1) {
+	while ((ch = getopt_long(argc, argv, ":r:jk:qvah", opts, NULL)) != -1) {
 		switch (ch) {
 		case 'r':
 			repo = optarg;
 			break;
 		case 'j':
-			p.json = nt.json = 1;
+			p.json = json = 1;
+			break;
+		case 'a':
+			all = 1;
 			break;
 		case 'k':
 			keyfile = optarg;
@@ -195,6 +335,13 @@ cmd_verify(int argc, char **argv)
 	if (argc - optind > 1)
 		return cmd_usage_error("unexpected argument '%s'",
 		    argv[optind + 1]);
+	if (all && argc - optind > 0)
+		return cmd_usage_error("--all verifies every snapshot: give "
+		    "no ID with it");
+	if (all && nopw)
+		return cmd_usage_error("--all and --no-password together are "
+		    "not supported: verify one snapshot at a time without the "
+		    "password");
 	if (argc - optind == 1 &&
 	    cmd_parse_pos(argv[optind], "snapshot id", INT64_MAX, &id) == -1)
 		return EXIT_USAGE;
@@ -218,70 +365,22 @@ cmd_verify(int argc, char **argv)
 		rc = verify_sealed(st, id, keyfile, &p);
 		goto out;
 	}
-	cmd_progress_init(&prog, "verify", verbosity);
-	store_set_progress(st, cmd_progress_fn, &prog);
-	store_set_notes(st, cmd_lines_add, &nt);
-	found = store_verify(st, id, &resolved, cmd_lines_add, &p, &e);
-	cmd_progress_end(&prog);
-	if (found == -1) {
-		rc = cmd_fail(EXIT_FAILED, "%s", e.msg);
+	if (all) {
+		rc = verify_all(st, json, verbosity, keyfile);
 		goto out;
 	}
-	if (p.oom || nt.oom) {
-		rc = cmd_fail(EXIT_FAILED, "out of memory");
-		goto out;
-	}
-	if (p.json) {
-		struct json j;
-
+	if (json)
 		json_init(&j, stdout);
-		json_obj(&j);
-		json_kuint(&j, "snapshot", resolved);
-		json_kbool(&j, "ok", found == 0);
-		json_kbool(&j, "content_checked", 1);
-		json_kbool(&j, "rows_authenticity_checked",
-		    store_rows_auth_checked(st));
-		cmd_lines_json(&j, &p);
-		cmd_lines_json(&j, &nt);
-		if (cmd_snap_info(st, resolved, &si) == 0) {
-			json_kint(&j, "agents", si.nagents);
-			json_kuint(&j, "bytes", si.bytes);
-			json_kuint(&j, "msgs", si.nmsgs);
-		}
-		store_verify_work(st, &nchunks, &nreads);
-		json_kuint(&j, "chunks", nchunks);
-		json_kuint(&j, "chunks_decoded", nreads);
-		json_kuint(&j, "chunks_decoded_ahead",
-		    store_verify_ahead(st));
-		json_obj_end(&j);
-		if (json_end(&j) == -1) {
-			rc = cmd_fail(EXIT_FAILED, "write stdout failed");
-			goto out;
-		}
+	found = verify_one(st, id, verbosity, keyfile, json ? &j : NULL);
+	if (json && found >= 0 && json_end(&j) == -1)
+		found = cmd_fail(-1, "write stdout failed");
+	if (found == -1) {
+		rc = EXIT_FAILED;
+		goto out;
 	}
-	if (found > 0) {
-		/* The verdict of a failed check is the error line. */
-		fflush(stdout);
-		cmd_warn("snapshot %llu: %d problem%s",
-		    (unsigned long long)resolved, found, found == 1 ? "" : "s");
-	} else if (!p.json) {
-		if (cmd_snap_info(st, resolved, &si) == -1)
-			memset(&si, 0, sizeof(si));
-		printf("snapshot %llu: ok (%d agent%s, %llu in-flight "
-		    "message%s", (unsigned long long)resolved, si.nagents,
-		    si.nagents == 1 ? "" : "s", (unsigned long long)si.nmsgs,
-		    si.nmsgs == 1 ? "" : "s");
-		if (nt.n > 0)
-			printf(", %zu dead letter%s on replay", nt.n,
-			    nt.n == 1 ? "" : "s");
-		printf(")\n");
-	}
-	if (found == 0)
-		cmd_key_note(st, resolved, keyfile);
 	rc = found ? EXIT_FAILED : EXIT_OK;
 out:
 	cmd_lines_free(&p);
-	cmd_lines_free(&nt);
 	store_close(st);
 	return rc;
 }

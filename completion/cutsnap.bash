@@ -65,7 +65,7 @@ _cutsnap()
 		COMPREPLY=($(compgen -f -X '!*.ini' -- "$cur") $(compgen -d -- "$cur"))
 		return 0
 		;;
-	*:-r | *:--repo)
+	*:-r | *:--repo | restore:-t | restore:--target)
 		COMPREPLY=($(compgen -d -- "$cur"))
 		return 0
 		;;
@@ -80,8 +80,13 @@ _cutsnap()
 		COMPREPLY=($(compgen -W "error warn info debug" -- "$cur"))
 		return 0
 		;;
-	*:-k | *:--key | *:--password-file | key:-N | *:--new-password-file)
+	*:-k | *:--key | *:--password-file | key:-N | *:--new-password-file | \
+	    agent:-L | agent:--log | snapshot:--metrics-file)
 		COMPREPLY=($(compgen -f -- "$cur"))
+		return 0
+		;;
+	*:--password-command)
+		COMPREPLY=($(compgen -c -- "$cur"))
 		return 0
 		;;
 	init:-C | init:--compression)
@@ -99,7 +104,7 @@ _cutsnap()
 	esac
 
 	case $cmd in
-	agent) opts="-c --config -n --name -l --log-level --help" ;;
+	agent) opts="-c --config -n --name -l --log-level -L --log --help" ;;
 	start) opts="-c --config -t --timeout -l --log-level --help" ;;
 	stop) opts="-c --config -t --timeout --cert --help" ;;
 	status) opts="-c --config -j --json --cert --help" ;;
@@ -110,20 +115,20 @@ _cutsnap()
 	channel) opts="-c --config --reverse --overtake --cert --help" ;;
 	deadletter) opts="-c --config -a --all -j --json --cert --help" ;;
 	dump) opts="-j --json --help" ;;
-	init) opts="-r --repo -e --encrypt --password-file -C --compression
+	init) opts="-r --repo -e --encrypt --password-file --password-command -C --compression
 	    -j --json --help" ;;
-	key) opts="-r --repo --password-file -N --new-password-file -j --json
+	key) opts="-r --repo --password-file --password-command -N --new-password-file -j --json
 	    --retry-lock --help" ;;
-	snapshot) opts="-c --config -r --repo --password-file -i --initiator -t --timeout
-	    -k --key -a --recheck-age -m --max-rate --accept-rollback -j --json
+	snapshot) opts="-c --config -r --repo --password-file --password-command -i --initiator -t --timeout
+	    -k --key -a --recheck-age -m --max-rate --accept-rollback --metrics-file -j --json
 	    -q --quiet -v --verbose --cert --retry-lock --help" ;;
 	ls) opts="-r --repo -j --json --retry-lock --help" ;;
-	show) opts="-r --repo --password-file -s --sum -j --json --retry-lock --help" ;;
-	verify) opts="-r --repo --password-file --no-password -k --key -j --json -q --quiet
+	show) opts="-r --repo --password-file --password-command -s --sum -j --json --retry-lock --help" ;;
+	verify) opts="-r --repo --password-file --password-command --no-password -a --all -k --key -j --json -q --quiet
 	    -v --verbose --retry-lock --help" ;;
-	restore) opts="-r --repo --password-file -c --config -a --agent -k --key -j --json
+	restore) opts="-r --repo --password-file --password-command -c --config -t --target -a --agent -k --key -j --json
 	    -q --quiet -v --verbose --retry-lock --help" ;;
-	load) opts="-c --config -r --repo --password-file --seconds --clients --threads
+	load) opts="-c --config -r --repo --password-file --password-command --seconds --clients --threads
 	    --snapshot-every --max-amount --initial --no-drain -j --json --cert --help" ;;
 	forget) opts="-r --repo -l --keep-last --keep-hourly --keep-daily --keep-weekly
 	    --keep-monthly --keep-yearly -w --keep-within --prune -f --force

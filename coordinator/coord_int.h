@@ -3,10 +3,16 @@
 #define CUTSNAP_COORD_INT_H
 
 #include <signal.h>
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 #include "coordinator.h"
 #include "../proto/snapuid.h"
+
+/* A run's deadline (CLOCK_MONOTONIC ms): --timeout past the last
+ * progress (a report, bytes copied), moved forward by the run's thread
+ * while the copy's threads read it. */
+typedef _Atomic int64_t coord_deadline;
 
 /* Mark in seen[] (nagents bytes) every agent that markers sent from
  * `from` reach over c's channels, `from` included. 0, or -1 on OOM. */
@@ -16,7 +22,7 @@ int coord_reach_mark(const struct cfg *c, int from, unsigned char *seen);
  * (fds: per agent, borrowed for the stream's life). NULL on OOM. */
 struct stream;
 int coord_stream_new(const struct cfg *c, const int *fds,
-    const struct snapuid *uid, int64_t deadline,
+    const struct snapuid *uid, const coord_deadline *deadline,
     volatile sig_atomic_t *interrupted, struct stream **out);
 void coord_stream_free(struct stream *s);	/* NULL ok */
 /* A chunk_fetch_fn (store.h) whose ctx is a struct stream. */
@@ -29,7 +35,8 @@ int coord_stream_fetch(void *ctx, size_t i, uint64_t off, uint8_t *buf,
 struct upctx;
 int coord_upload_new(const struct cfg *c, const int *fds,
     const uint8_t *caps, const int *streamed, const struct snapuid *uid,
-    int64_t deadline, char *note, size_t notesz, struct upctx **out);
+    const coord_deadline *deadline, char *note, size_t notesz,
+    struct upctx **out);
 void coord_upload_free(struct upctx *u);	/* NULL ok */
 struct chunk_put;
 /* A chunk_put_fn (store.h) whose ctx is a struct upctx. */
@@ -41,5 +48,17 @@ int coord_upload(void *ctx, struct chunk_put *v, size_t n, int compressed,
  * out; their count (0 when none is held or no source answered). */
 int coord_held_into(const struct cfg *c, const unsigned char *waiting,
     char *out, size_t outsz);
+
+/* alive.c: while the run waits for reports and copies, W_SNAP_ALIVE once
+ * a second to each agent whose connection no other thread writes (not
+ * streamed[i]; streamed may be NULL: none is), as long as the deadline
+ * has not passed: each agent's own deadline is then counted from there.
+ * NULL in *out on OOM or when the thread cannot start (agents then keep
+ * their deadline from the JOIN). */
+struct alive;
+void coord_alive_start(const struct cfg *c, const int *fds,
+    const int *streamed, const struct snapuid *uid,
+    const coord_deadline *deadline, struct alive **out);
+void coord_alive_stop(struct alive *a);	/* NULL ok */
 
 #endif

@@ -30,13 +30,17 @@ struct run {
 	struct store *st;
 	uint64_t id;		/* the manifest's id; 0 until begun */
 	struct snapuid uid;	/* the identity agents and markers carry */
-	int64_t deadline;	/* CLOCK_MONOTONIC ms */
+	coord_deadline deadline;	/* CLOCK_MONOTONIC ms: timeout_s past
+					 * the last progress (progressed) */
 	int timeout_s;
+	_Atomic int stalled;	/* progress once came after the deadline:
+				 * the agents may have given up meanwhile */
 	volatile sig_atomic_t *interrupted;	/* may be NULL */
 	struct chunk_stats stats;	/* what store_all copied */
 	int *fds;		/* per agent, -1 when not connected */
 	int *have;		/* per agent: rep is filled */
 	uint8_t *caps;		/* per agent: its JOIN reply's SNAP_CAP_* */
+	int *streamed;		/* per agent: streamed() */
 	char note[CS_ERR_MAX];	/* coord_copy.note */
 	struct report *reps;	/* per agent, in config order */
 	int nreports;		/* reports in so far */
@@ -73,6 +77,31 @@ left_ms(const struct run *r)
 	int64_t left = r->deadline - cs_now_ms();
 
 	return left < 0 ? 0 : left > 86400000 ? 86400000 : (int)left;
+}
+
+/* The run made progress (a report came in, bytes were copied): the
+ * timeout counts from now. --timeout bounds a stall, never the length
+ * of a copy that moves (a large file at a low --max-rate). */
+static void
+progressed(struct run *r)
+{
+	int64_t now = cs_now_ms();
+
+	if (now > r->deadline)
+		r->stalled = 1;
+	r->deadline = now + (int64_t)r->timeout_s * 1000;
+}
+
+/* A progress_fn (store.h) around the caller's: every chunk copied is
+ * progress. Called by the copy's threads. */
+static void
+copy_progress(void *ctx, const char *agent, uint64_t done, uint64_t total)
+{
+	struct run *r = ctx;
+
+	progressed(r);
+	if (r->o->progress != NULL)
+		r->o->progress(r->o->progress_ctx, agent, done, total);
 }
 
 /* Connect to every agent, before anything is created in the
@@ -271,7 +300,7 @@ wait_reports(struct run *r)
 			break;
 		if (interrupted(r))
 			goto out;
-		if ((k = poll(pfd, (nfds_t)n, left_ms(r))) < 0) {
+		if ((k = client_poll(pfd, (nfds_t)n, left_ms(r))) < 0) {
 			if (errno == EINTR)
 				continue;
 			fail(r, "poll: %s", strerror(errno));
@@ -281,9 +310,13 @@ wait_reports(struct run *r)
 			fail_timeout(r);
 			goto out;
 		}
-		for (i = 0; i < n; i++)
-			if (pfd[i].revents != 0 && read_report(r, who[i]) < 0)
+		for (i = 0; i < n; i++) {
+			if (pfd[i].revents == 0)
+				continue;
+			if (read_report(r, who[i]) < 0)
 				goto out;
+			progressed(r);
+		}
 	}
 	rc = 0;
 out:
@@ -344,12 +377,14 @@ all_alive(struct run *r)
 		p.fd = r->fds[i];
 		p.events = POLLIN;
 		p.revents = 0;
-		if (poll(&p, 1, 0) == 0)
+		if (client_poll(&p, 1, 0) == 0)
 			continue;
 		name = r->c->agents[i].name;
-		if (cs_now_ms() >= r->deadline && answers(r, i))
+		if ((r->stalled || cs_now_ms() >= r->deadline) &&
+		    answers(r, i))
 			fail(r, "agent %s gave up the snapshot: it was not "
-			    "committed within its %d s timeout (was this "
+			    "committed within its %d s timeout without "
+			    "progress (was this "
 			    "process paused or starved of CPU while the "
 			    "recorded files were copied?); take it again, or "
 			    "give a larger --timeout", name, r->timeout_s);
@@ -383,9 +418,9 @@ store_all(struct run *r)
 	paths = calloc((size_t)r->c->nagents, sizeof(*paths));
 	str = calloc((size_t)r->c->nagents, sizeof(*str));
 	if (paths == NULL || str == NULL ||
-	    coord_stream_new(r->c, r->fds, &r->uid, r->deadline, r->interrupted,
-	    &sm) < 0 ||
-	    coord_upload_new(r->c, r->fds, r->caps, str, &r->uid, r->deadline,
+	    coord_stream_new(r->c, r->fds, &r->uid, &r->deadline,
+	    r->interrupted, &sm) < 0 ||
+	    coord_upload_new(r->c, r->fds, r->caps, str, &r->uid, &r->deadline,
 	    r->note, sizeof(r->note), &up) < 0) {
 		coord_stream_free(sm);
 		free(paths);
@@ -478,6 +513,7 @@ coord_snapshot(const struct cfg *c, const struct coord_opts *o,
     uint64_t *id, struct cs_err *e)
 {
 	struct run r;
+	struct alive *alive = NULL;
 	int i, init, rc = -1;
 
 	*id = 0;
@@ -500,9 +536,10 @@ coord_snapshot(const struct cfg *c, const struct coord_opts *o,
 	r.fds = malloc((size_t)c->nagents * sizeof(*r.fds));
 	r.have = calloc((size_t)c->nagents, sizeof(*r.have));
 	r.caps = calloc((size_t)c->nagents, sizeof(*r.caps));
+	r.streamed = calloc((size_t)c->nagents, sizeof(*r.streamed));
 	r.reps = calloc((size_t)c->nagents, sizeof(*r.reps));
 	if (r.fds == NULL || r.have == NULL || r.reps == NULL ||
-	    r.caps == NULL) {
+	    r.caps == NULL || r.streamed == NULL) {
 		cs_errc(e, CS_E_NOMEM, "out of memory");
 		goto out;
 	}
@@ -521,7 +558,7 @@ coord_snapshot(const struct cfg *c, const struct coord_opts *o,
 	    &r.id, e) < 0)
 		goto out;
 	*id = r.id;
-	store_set_progress(r.st, o->progress, o->progress_ctx);
+	store_set_progress(r.st, copy_progress, &r);
 	store_set_recheck_age(r.st, o->recheck_age_s);
 	store_set_max_rate(r.st, o->max_rate);
 	r.o = o;
@@ -529,9 +566,16 @@ coord_snapshot(const struct cfg *c, const struct coord_opts *o,
 		goto abort;
 	if (o->joined != NULL)
 		o->joined(o->event_ctx, r.id, c->nagents, c->agents[init].name);
-	if (start(&r, init) < 0 ||
-	    wait_reports(&r) < 0 || interrupted(&r) || store_all(&r) < 0)
+	if (start(&r, init) < 0)
 		goto abort;
+	for (i = 0; i < c->nagents; i++)
+		r.streamed[i] = streamed(c, i);
+	coord_alive_start(c, r.fds, r.streamed, &r.uid, &r.deadline, &alive);
+	if (wait_reports(&r) < 0 || interrupted(&r) || store_all(&r) < 0) {
+		coord_alive_stop(alive);
+		goto abort;
+	}
+	coord_alive_stop(alive);
 	send_done(&r, 1);
 	if (o->copy != NULL) {
 		o->copy->chunks = r.stats.chunks;
@@ -557,12 +601,13 @@ abort:
 out:
 	for (i = 0; r.fds != NULL && i < c->nagents; i++)
 		if (r.fds[i] >= 0)
-			close(r.fds[i]);
+			client_close(r.fds[i]);
 	for (i = 0; r.reps != NULL && i < c->nagents; i++)
 		report_free(&r.reps[i]);
 	free(r.fds);
 	free(r.have);
 	free(r.caps);
+	free(r.streamed);
 	free(r.reps);
 	store_close(r.st);
 	return rc;

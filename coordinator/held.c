@@ -44,7 +44,7 @@ ask_status(const struct cfg *c, int s, int64_t deadline, struct agstat *st)
 		rc = 0;
 out:
 	free(body);
-	close(fd);
+	client_close(fd);
 	return rc;
 }
 

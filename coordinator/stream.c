@@ -37,7 +37,7 @@ struct stream {
 	const struct cfg *c;
 	const int *fds;		/* per agent, borrowed */
 	struct snapuid uid;
-	int64_t deadline;	/* CLOCK_MONOTONIC ms */
+	const coord_deadline *deadline;	/* the run's, borrowed */
 	volatile sig_atomic_t *interrupted;	/* may be NULL */
 	struct stream_agent *ag;	/* c->nagents */
 	long delay_ms;		/* test hook coord-stream-delay:MS */
@@ -48,7 +48,7 @@ struct stream {
 
 int
 coord_stream_new(const struct cfg *c, const int *fds, const struct snapuid *uid,
-    int64_t deadline, volatile sig_atomic_t *interrupted,
+    const coord_deadline *deadline, volatile sig_atomic_t *interrupted,
     struct stream **out)
 {
 	struct stream *s;
@@ -91,7 +91,7 @@ coord_stream_free(struct stream *s)
 static int
 left(const struct stream *s)
 {
-	int64_t l = s->deadline - cs_now_ms();
+	int64_t l = atomic_load(s->deadline) - cs_now_ms();
 
 	return l < 0 ? 0 : l > 86400000 ? 86400000 : (int)l;
 }

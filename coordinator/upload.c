@@ -47,7 +47,7 @@ struct upctx {
 	const int *streamed;	/* per agent */
 	struct snapuid uid;
 	uint8_t form;		/* enum upload_form, this copy's */
-	int64_t deadline;
+	const coord_deadline *deadline;	/* the run's, borrowed */
 	const struct blob_target *t;
 	char *note;		/* the first fallback, for the user */
 	size_t notesz;
@@ -57,7 +57,7 @@ struct upctx {
 static int
 left(const struct upctx *u)
 {
-	int64_t l = u->deadline - cs_now_ms();
+	int64_t l = atomic_load(u->deadline) - cs_now_ms();
 
 	return l < 0 ? 0 : l > 86400000 ? 86400000 : (int)l;
 }
@@ -235,8 +235,9 @@ out:
 
 int
 coord_upload_new(const struct cfg *c, const int *fds, const uint8_t *caps,
-    const int *streamed, const struct snapuid *uid, int64_t deadline,
-    char *note, size_t notesz, struct upctx **out)
+    const int *streamed, const struct snapuid *uid,
+    const coord_deadline *deadline, char *note, size_t notesz,
+    struct upctx **out)
 {
 	const struct blob_target *t = store_blob_target();
 

@@ -81,7 +81,7 @@ fill_range(struct filler *f, size_t lo, size_t hi, int up)
  * when V is written (a model of the two rates puts that at 28%). From the
  * top down instead, they met a third of the way up and the filler then
  * idled while the caller wrote the rest: a cold derivation's median 275
- * ms against 248 from a quarter up (docs/INTERNALS.md, performance XII). */
+ * ms against 248 from a quarter up (docs/perf/profiles.md, performance XII). */
 static void *
 fill_ahead(void *arg)
 {

@@ -32,7 +32,7 @@
 #include <unistd.h>
 
 #include "config.h"
-#include "../net/xport.h"
+#include "../net/xport_name.h"
 #include "fsutil.h"
 
 #define CFG_MAX_FILE (1u << 20)
@@ -60,6 +60,7 @@ struct pctx {
 	int cmin_line;		/* line of compact_min_size, or 0 */
 	int shared_line;	/* line of shared_data, or 0 */
 	int rate_line;		/* line of snapshot_max_rate, or 0 */
+	char metrics[272];	/* [cluster] metrics_addr, or "" */
 	char *channels;		/* channels value as written, or NULL */
 	char *longval;		/* the value of a line too long for libinih,
 				 * which the handler takes instead of its
@@ -386,6 +387,22 @@ cfg_parse_rate(const char *s, uint64_t *out)
 	return parse_suffixed(s, "KMG", CFG_RATE_MIN, CFG_RATE_MAX, out);
 }
 
+/* metrics_addr (in [cluster] or [agent NAME]) into dst, once. */
+static void
+set_metrics(struct pctx *p, char *dst, const char *value)
+{
+	char h[256], pt[8];
+
+	if (dst[0] != '\0')
+		perr(p, "duplicate key 'metrics_addr'");
+	else if (strlen(value) >= sizeof(p->metrics) ||
+	    xport_split(value, h, sizeof(h), pt, sizeof(pt)) == -1)
+		perr(p, "bad metrics_addr '%s' (want HOST:PORT, PORT 1-65535; "
+		    "0.0.0.0:PORT for every address)", value);
+	else
+		memcpy(dst, value, strlen(value) + 1);
+}
+
 /* One "key = value" line; nonzero means ok. */
 static int
 key_value(struct pctx *p, const char *key, const char *value)
@@ -450,6 +467,9 @@ key_value(struct pctx *p, const char *key, const char *value)
 			perr(p, "snapshot_max_rate '%s': " CFG_RATE_EXPECTED, value);
 		else
 			p->rate_line = p->lineno;
+	} else if (strcmp(key, "metrics_addr") == 0) {
+		set_metrics(p, p->sect == S_CLUSTER ? p->metrics :
+		    p->c->agents[p->cur].metrics, value);
 	} else if (p->sect == S_CLUSTER) {
 		perr(p, "unknown key '%s' in [cluster]", key);
 	} else if (strcmp(key, "data") == 0) {
@@ -606,6 +626,14 @@ finish(struct pctx *p, struct cs_err *e)
 				    "share the addr %s", p->path,
 				    p->alines[i], c->agents[j].name,
 				    c->agents[i].name, c->agents[i].addr);
+	}
+	/* [cluster]'s metrics_addr is every agent's that has none of its
+	 * own: one agent per host, the same port on each (two agents on
+	 * one host need their own, or the second cannot listen). */
+	for (i = 0; i < n; i++) {
+		if (c->agents[i].metrics[0] == '\0')
+			memcpy(c->agents[i].metrics, p->metrics,
+			    sizeof(p->metrics));
 	}
 	for (i = 0; i < n; i++) {
 		memcpy(raw, c->agents[i].data, sizeof(raw));

@@ -9,9 +9,11 @@
  *                          ; coordinator runs (else agents with addr
  *                          ; stream their chunks)
  *   snapshot_max_rate = 50M ; snapshots copy at most this many bytes/s
+ *   metrics_addr = :9477   ; every agent serves GET /metrics there
  *   [agent A]
  *   data = a.data
  *   addr = host1:7101      ; optional: TCP + mutual TLS, not run_dir/A.sock
+ *   metrics_addr = 127.0.0.1:9478 ; optional: this agent's, not [cluster]'s
  *
  * Relative paths are relative to the config file's directory; all paths in
  * struct cfg are absolute after loading. */
@@ -30,6 +32,9 @@ struct cfg_agent {
 	char data[PATH_MAX];		/* absolute data file path */
 	char sock[PATH_MAX];		/* run_dir/NAME.sock (< 108 bytes) */
 	char addr[272];			/* HOST:PORT (TCP + TLS), or "" */
+	char metrics[272];		/* HOST:PORT of /metrics (its own
+					 * metrics_addr, else [cluster]'s),
+					 * or "" (none) */
 };
 
 struct cfg {

@@ -10,43 +10,6 @@
 #include "../crypto/sha.h"
 
 int
-chain_next(const uint8_t *prev, uint64_t seq, const uint8_t *msg, size_t n,
-    uint8_t out[DL_CHAIN_LEN])
-{
-	static const uint8_t genesis[DL_CHAIN_LEN];
-	uint8_t small[256], *b = small;
-	size_t len = DL_CHAIN_LEN + 8 + n;
-	int rc;
-
-	/* A channel message is a few dozen bytes: hashed from the stack,
-	 * without a heap buffer per message. */
-	if (n > SIZE_MAX - DL_CHAIN_LEN - 8 ||
-	    (len > sizeof(small) && (b = malloc(len)) == NULL))
-		return -1;
-	memcpy(b, prev != NULL ? prev : genesis, DL_CHAIN_LEN);
-	buf_le32_put(b + DL_CHAIN_LEN, (uint32_t)seq);
-	buf_le32_put(b + DL_CHAIN_LEN + 4, (uint32_t)(seq >> 32));
-	if (n > 0)
-		memcpy(b + DL_CHAIN_LEN + 8, msg, n);
-	rc = sha256_buf(b, len, out);
-	if (b != small)
-		free(b);
-	return rc;
-}
-
-int
-chain_after(const uint8_t *prev, uint64_t seq, const uint8_t *msg, size_t n,
-    uint8_t out[DL_CHAIN_LEN], int *known)
-{
-	struct chmsg m;
-
-	*known = chmsg_decode(msg, n, &m) == 0 && m.id != NULL;
-	if (!*known)
-		return 0;
-	return chain_next(prev, seq, msg, n, out);
-}
-
-int
 chain_sent_at(const struct dl_state *st, const char *dst, uint64_t seq,
     const uint8_t **chain)
 {

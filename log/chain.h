@@ -16,22 +16,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "chainhash.h"
 #include "datalog.h"
-
-/* out = SHA-256(prev | le64 seq | msg); prev NULL (an unknown chain from
- * an older file) counts as genesis. 0, or -1 if hashing failed. */
-int chain_next(const uint8_t *prev, uint64_t seq, const uint8_t *msg,
-    size_t n, uint8_t out[DL_CHAIN_LEN]);
-
-/* The receiver's chain after applying message seq (msg[0, n)) on a
- * channel whose chain was prev (NULL: unknown). A message with an id
- * (CHMSG_ADD_ID, what every sender that keeps a chain writes) gives
- * chain_next(prev, ...) in out and *known = 1; one without (from an older
- * sender, whose SEND record has no chain either) leaves the chain unknown,
- * *known = 0, so that both ends of the channel agree on that too. 0, or
- * -1 if hashing failed. */
-int chain_after(const uint8_t *prev, uint64_t seq, const uint8_t *msg,
-    size_t n, uint8_t out[DL_CHAIN_LEN], int *known);
 
 /* The sender's chain at seq on its channel to dst. 1 when it holds that
  * seq (*chain set; NULL when the record had no chain), 0 when it does not

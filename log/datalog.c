@@ -22,7 +22,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "chain.h"
+#include "chainhash.h"
 #include "../proto/chmsg.h"
 #include "chunkhash.h"
 #include "crcblk.h"
@@ -427,6 +427,11 @@ dl_state_check(const struct dl_state *st, const struct dl_record *r,
 	case DL_GEN:
 	case DL_REQS:
 		break;
+	case DL_TXN:
+	case DL_KVER:
+		if (dl_txn_check(st, r, e) == -1)
+			return -1;
+		break;
 	case DL_FENCE:
 		if (r->code > 1)
 			return cs_errf(e, "fence record with state %u",
@@ -478,12 +483,18 @@ dl_state_check(const struct dl_state *st, const struct dl_record *r,
 	return 0;
 }
 
+int
+dl_tracked(const struct dl_state *st, const uint8_t *key, size_t klen)
+{
+	return st->kv != NULL &&
+	    (st->keep == NULL || st->keep(st->keep_ctx, key, klen));
+}
+
 /* Does the state keep r's key and value? */
 static int
 tracked(const struct dl_state *st, const struct dl_record *r)
 {
-	return st->kv != NULL &&
-	    (st->keep == NULL || st->keep(st->keep_ctx, r->key, r->klen));
+	return dl_tracked(st, r->key, r->klen);
 }
 
 /* Drop the sends to dst with seq <= ack, keeping log order. */
@@ -685,6 +696,24 @@ apply_resolve(struct dl_state *st, const struct dl_record *r)
 	return 0;
 }
 
+/* Remember a TXN's request id with its reply (built from its ADDs, at
+ * most REQ_VAL_MAX bytes: dl_txn_check). Room was reserved. */
+static int
+req_add_txn(struct dl_state *st, const struct dl_record *r)
+{
+	uint8_t b[REQ_VAL_MAX];
+	struct wbuf w;
+	int rc = -1;
+
+	wbuf_init(&w);
+	if (dl_txn_reply(r, &w) == 0 && w.len <= sizeof(b)) {
+		memcpy(b, w.data, w.len);
+		rc = reqtab_add(&st->reqs, r->req_id, r->req_digest, b, w.len);
+	}
+	wbuf_free(&w);
+	return rc;
+}
+
 int
 dl_state_apply(struct dl_state *st, const struct dl_record *r,
     struct cs_err *e)
@@ -778,8 +807,15 @@ dl_state_apply(struct dl_state *st, const struct dl_record *r,
 		if (st->track_reqs)
 			(void)reqs_walk(r, &st->reqs, NULL);
 		break;
+	case DL_TXN:
+	case DL_KVER:
+		if (dl_txn_apply(st, r) == -1)
+			goto oom;
+		break;
 	}
-	if (st->track_reqs && r->req_id != NULL)
+	if (st->track_reqs && r->req_id != NULL && r->type == DL_TXN)
+		(void)req_add_txn(st, r);
+	else if (st->track_reqs && r->req_id != NULL)
 		(void)reqtab_add(&st->reqs, r->req_id, r->req_digest, r->val,
 		    r->vlen);
 	st->base_open = r->type == DL_GEN || (st->base_open &&
@@ -827,6 +863,12 @@ parse_i64(const uint8_t *p, size_t n, int64_t *out)
 	}
 	*out = v;
 	return 0;
+}
+
+int
+dl_int_parse(const uint8_t *p, size_t n, int64_t *out)
+{
+	return parse_i64(p, n, out);
 }
 
 /* v in decimal into out (at least 21 bytes), NUL-terminated, as "%" PRId64
@@ -989,6 +1031,15 @@ dl_encode(struct wbuf *out, const struct dl_record *r)
 	case DL_DEL:
 		wbuf_put_bytes(out, r->key, r->klen);
 		put_req(out, r);
+		break;
+	case DL_TXN:
+		wbuf_put_u32(out, r->nops);
+		wbuf_put_raw(out, r->ops, r->opslen);
+		put_req(out, r);
+		break;
+	case DL_KVER:
+		wbuf_put_bytes(out, r->key, r->klen);
+		wbuf_put_u64(out, r->seq);
 		break;
 	case DL_SEND:
 		wbuf_put_str(out, r->peer);
@@ -1221,6 +1272,15 @@ read_fields(struct rbuf *rb, struct dl_record *r, char peer[NAME_MAX_LEN + 1])
 		r->code = rbuf_u8(rb);
 		r->seq = rbuf_u64(rb);
 		break;
+	case DL_TXN:
+		r->nops = rbuf_u32(rb);
+		r->ops = rb->p + rb->off;
+		r->opslen = dl_txn_skip(rb, r->nops);
+		break;
+	case DL_KVER:
+		r->key = rbuf_bytes(rb, &r->klen, WIRE_MAX_KEY);
+		r->seq = rbuf_u64(rb);
+		break;
 	case DL_REQS:
 		r->nreqs = rbuf_u32(rb);
 		r->reqs = rb->p + rb->off;
@@ -1232,7 +1292,7 @@ read_fields(struct rbuf *rb, struct dl_record *r, char peer[NAME_MAX_LEN + 1])
 		return;
 	}
 	if (r->type != DL_PUT && r->type != DL_DEL && r->type != DL_GEN &&
-	    r->type != DL_FENCE)
+	    r->type != DL_FENCE && r->type != DL_TXN && r->type != DL_KVER)
 		r->peer = peer;
 	/* The optional trailing chain of SEND and APPLY (older files have
 	 * none), ACK, DEAD and a REFUND, WM and KEPT (none: unknown):
@@ -1247,8 +1307,9 @@ read_fields(struct rbuf *rb, struct dl_record *r, char peer[NAME_MAX_LEN + 1])
 		r->chain = rb->p + rb->off;
 		rb->off += DL_CHAIN_LEN;
 	}
-	/* Then the optional request field of PUT, DEL and SEND. */
-	if ((r->type == DL_PUT || r->type == DL_DEL || r->type == DL_SEND) &&
+	/* Then the optional request field of PUT, DEL, SEND and TXN. */
+	if ((r->type == DL_PUT || r->type == DL_DEL || r->type == DL_SEND ||
+	    r->type == DL_TXN) &&
 	    !rb->err &&
 	    rb->len - rb->off == DL_REQ_FIELD_LEN) {
 		r->req_id = rb->p + rb->off;
@@ -1260,7 +1321,8 @@ read_fields(struct rbuf *rb, struct dl_record *r, char peer[NAME_MAX_LEN + 1])
 static int
 known_type(unsigned t)
 {
-	return (t >= DL_PUT && t <= DL_FENCE) || t == DL_REQS;
+	return (t >= DL_PUT && t <= DL_FENCE) || t == DL_REQS ||
+	    t == DL_TXN || t == DL_KVER;
 }
 
 /* Decode type+payload p[0, n) into r. 0, or -1 with a reason in e. */

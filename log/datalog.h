@@ -54,14 +54,27 @@
  *   REQS  u32 n, then n times {16 bytes id, u64 digest, bytes value}
  *         -- base section only: request ids carried over (reqtab.h),
  *         oldest first, each with its request's digest and reply value
+ *   TXN   u32 n, then n ops, each u8 kind (enum dl_txn_kind) and
+ *         PUT:  bytes key, bytes value
+ *         DEL:  bytes key                 -- absent key: nothing
+ *         ADD:  bytes key, bytes new_value -- an add's result (decimal),
+ *               applied as a PUT and listed in the reply
+ *         [, request]
+ *         -- a client transaction (W_REQ_TXN) whose conditions held: its
+ *         writes, in order, applied as one record
+ *   KVER  bytes key, u64 version
+ *         -- the key (held, and written by the record before) has this
+ *         version: compaction writes one after a key's PUT when its
+ *         version is above 1, so that versions survive the rewrite
  * The base section is GEN followed by WM, LETTER, KEPT and REQS records;
  * the first record of another type closes it.
  *
  * Request: 16 bytes id, u64 digest -- the client request id (reqtab.h)
- * of the add (PUT), del (DEL) or transfer (SEND) that wrote the record,
+ * of the add (PUT), del (DEL), transfer (SEND) or transaction (TXN)
+ * that wrote the record,
  * and the request's digest; the record's new value (none for DEL) is the
- * reply it got. It
- * follows the chain when both are there; absent in files written before
+ * reply it got (a TXN's reply is built from its ADD ops: dl_txn_reply).
+ * It follows the chain when both are there; absent in files written before
  * it and for records no client request id asked for. With it the value
  * is at most REQ_VAL_MAX bytes.
  * Invariants checked on replay: SEND seq == sent[dst]+1, APPLY and DEAD seq
@@ -78,6 +91,11 @@
  * unknown chain (dl_wm_chain() == NULL) until its next message, whose chain
  * then starts again from the all-zero genesis value.
  *
+ * Key versions: every write of a key (PUT, SEND's debit, APPLY, a RETRY,
+ * a TXN's PUT or ADD) adds one to its version, a new key starts at 1, a
+ * delete forgets it (0: absent); replay so rebuilds them, and KVER
+ * carries them through compaction (kvmap.h keeps them).
+ *
  * Every prefix [0, L) that ends on a record boundary is itself a valid data
  * file: a snapshot records an agent's state as such a prefix. The file is
  * only ever appended to, so the prefix never changes.
@@ -93,6 +111,7 @@
 #include <stdint.h>
 #include "../lib/buf.h"
 #include "../lib/err.h"
+#include "chainhash.h"
 #include "kvmap.h"
 #include "reqtab.h"
 #include "../net/wire.h"
@@ -104,8 +123,14 @@
 enum dl_type {
 	DL_PUT = 1, DL_DEL = 2, DL_SEND = 3, DL_APPLY = 4, DL_ACK = 5,
 	DL_DEAD = 6, DL_RESOLVE = 7, DL_GEN = 8, DL_WM = 9, DL_KEPT = 10,
-	DL_LETTER = 11, DL_FENCE = 12, DL_REQS = 13,
+	DL_LETTER = 11, DL_FENCE = 12, DL_REQS = 13, DL_TXN = 14,
+	DL_KVER = 15,
 };
+
+/* A TXN record's op kinds. */
+enum dl_txn_kind { DL_TXN_PUT = 1, DL_TXN_DEL = 2, DL_TXN_ADD = 3 };
+/* Most ops in one TXN record (and in one W_REQ_TXN). */
+#define DL_TXN_MAX_OPS 65536u
 
 /* Why a credit became a dead letter (DEAD's reason). */
 enum dl_dead_reason { DL_DEAD_NOT_INT = 1, DL_DEAD_OVERFLOW = 2 };
@@ -161,7 +186,28 @@ struct dl_record {
 	const uint8_t *reqs;	/* REQS: its entries, as encoded */
 	size_t reqslen;
 	uint32_t nreqs;		/* REQS: how many */
+	const uint8_t *ops;	/* TXN: its ops, as encoded */
+	size_t opslen;
+	uint32_t nops;		/* TXN: how many */
+	/* KVER: key/klen and the version in seq */
 };
+
+/* One op of a TXN record; pointers borrow the record. */
+struct dl_txn_op {
+	int kind;		/* enum dl_txn_kind */
+	const uint8_t *key;
+	size_t klen;
+	const uint8_t *val;	/* PUT, ADD */
+	size_t vlen;
+};
+
+/* The next op of a TXN's ops read by rb (rbuf_init over r->ops): 0 and
+ * op filled, or -1 when it is malformed (an unknown kind, an empty or
+ * oversized key or value, an ADD value that is not a decimal int64). */
+int dl_txn_next(struct rbuf *rb, struct dl_txn_op *op);
+/* A TXN's reply body {u32 n, n x i64}: the new values of its ADD ops in
+ * order, appended to out. -1 when the record's ops are malformed. */
+int dl_txn_reply(const struct dl_record *r, struct wbuf *out);
 
 struct dl_vsrc {
 	int fd;
@@ -182,7 +228,7 @@ struct dl_dead {
 	uint64_t refund_seq;		/* REFUND: its seq on self->peer */
 };
 
-#define DL_CHAIN_LEN 32
+#define DL_CHAIN_LEN CHAIN_HASH_LEN
 
 /* Per-peer sequence numbers, and the channel's history chain at seq. */
 struct wm {
@@ -288,6 +334,10 @@ int dl_state_check(const struct dl_state *st, const struct dl_record *r,
  * -1 with e set if the value is not a decimal int64 or it overflows. */
 int dl_int_add(const struct dl_state *st, const void *key, size_t klen,
     int64_t delta, char out[24], int64_t *result, struct cs_err *e);
+
+/* The decimal int64 p[0, n) (an optional '-' and 1..19 digits, as
+ * dl_int_add writes them) into *out. 0, or -1 when it is not one. */
+int dl_int_parse(const uint8_t *p, size_t n, int64_t *out);
 
 /* The dead letter (src, seq), or NULL. */
 const struct dl_dead *dl_dead_find(const struct dl_state *st,

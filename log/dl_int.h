@@ -41,5 +41,16 @@ int dl_replay_src(struct dl_src *s, const char *what, int allow_torn,
     struct dl_state *st, size_t *valid_len, struct cs_err *e);
 int dl_decode(const uint8_t *p, size_t n, struct dl_record *r,
     char peer[NAME_MAX_LEN + 1], struct cs_err *e);
+/* Does the state keep key's value (it has a map, and keep wants it)? */
+int dl_tracked(const struct dl_state *st, const uint8_t *key, size_t klen);
+
+/* dltxn.c: TXN and KVER records */
+int dl_txn_check(const struct dl_state *st, const struct dl_record *r,
+    struct cs_err *e);
+/* Apply a checked record; -1 only when out of memory. */
+int dl_txn_apply(struct dl_state *st, const struct dl_record *r);
+/* Skip nops ops at rb's position (rb->err when malformed); the bytes
+ * they take. */
+size_t dl_txn_skip(struct rbuf *rb, uint32_t nops);
 
 #endif

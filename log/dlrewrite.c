@@ -395,7 +395,24 @@ out:
 	return rc;
 }
 
-/* One PUT per key, in key order; a large value held by reference is
+/* The key's version when the PUT just written does not give it (it
+ * starts the key at 1): a KVER record. */
+static int
+out_version(struct out *o, const struct kv_entry *ent, struct cs_err *e)
+{
+	struct dl_record r;
+
+	if (ent->ver <= 1)
+		return 0;
+	memset(&r, 0, sizeof(r));
+	r.type = DL_KVER;
+	r.key = ent->key;
+	r.klen = ent->klen;
+	r.seq = ent->ver;
+	return out_rec(o, &r, e);
+}
+
+/* One PUT per key, in key order (and its version, out_version); a large value held by reference is
  * copied a piece at a time (out_large_value). */
 static int
 out_values(struct out *o, const struct dl_state *st, int src_fd,
@@ -422,18 +439,20 @@ out_values(struct out *o, const struct dl_state *st, int src_fd,
 			if (out_large_value(o, &r, src_fd, src, v[i]->voff,
 			    e) == -1)
 				goto out;
-			continue;
-		}
-		if (r.val == NULL) {
-			if (dl_read_at(src_fd, src, v[i]->voff, v[i]->vlen,
-			    &val, e) == -1)
+		} else {
+			if (r.val == NULL) {
+				if (dl_read_at(src_fd, src, v[i]->voff,
+				    v[i]->vlen, &val, e) == -1)
+					goto out;
+				r.val = val;
+			}
+			if (out_rec(o, &r, e) == -1)
 				goto out;
-			r.val = val;
+			free(val);
+			val = NULL;
 		}
-		if (out_rec(o, &r, e) == -1)
+		if (out_version(o, v[i], e) == -1)
 			goto out;
-		free(val);
-		val = NULL;
 	}
 	rc = 0;
 out:
@@ -569,7 +588,7 @@ thread_main(void *arg)
 
 	lower_priority();
 	if (dl_state_init(&old, 0) == -1) {
-		cs_errf(&rw->err, "out of memory");
+		cs_errc(&rw->err, CS_E_NOMEM, "out of memory");
 		goto out;
 	}
 	old.by_ref = 1;

@@ -162,8 +162,10 @@ put(struct kvmap *m, const void *key, size_t klen, const void *val,
 	if (s->used) {
 		m->bytes -= s->e.klen + s->e.vlen;
 		free(s->e.key);
+		s->e.ver++;
 	} else {
 		m->count++;
+		s->e.ver = 1;
 	}
 	m->bytes += klen + vlen;
 	s->used = 1;
@@ -191,6 +193,20 @@ kvmap_put_ref(struct kvmap *m, const void *key, size_t klen, uint64_t voff,
     size_t vlen)
 {
 	return put(m, key, klen, NULL, vlen, voff);
+}
+
+int
+kvmap_set_ver(struct kvmap *m, const void *key, size_t klen, uint64_t ver)
+{
+	struct slot *s;
+
+	if (m->cap == 0)
+		return 0;
+	s = &m->slots[find_slot(m, key, klen, fnv1a(key, klen))];
+	if (!s->used)
+		return 0;
+	s->e.ver = ver;
+	return 1;
 }
 
 int

@@ -1,7 +1,9 @@
 /* kvmap.h - an in-memory map from byte-string keys to byte-string values
  * (open addressing, FNV-1a). Keys and values are copied in, except values
  * put by reference: those stay in the data file, the map keeps their
- * offset and length (an agent's index stays small with large values). */
+ * offset and length (an agent's index stays small with large values).
+ * Each entry counts its writes (its version): a put of a held key adds
+ * one, a put of a new key starts at 1, a delete forgets the count. */
 #ifndef CUTSNAP_KVMAP_H
 #define CUTSNAP_KVMAP_H
 
@@ -16,6 +18,8 @@ struct kv_entry {
 	uint8_t *val;	/* owned by the map; NULL for a value by reference */
 	size_t vlen;
 	uint64_t voff;	/* by reference: the value's offset in the file */
+	uint64_t ver;	/* the key's version: writes since it was created
+			 * (1 after the first; kvmap_put counts them) */
 };
 
 struct kvmap *kvmap_new(void);			/* NULL on OOM */
@@ -33,6 +37,9 @@ int kvmap_put(struct kvmap *m, const void *key, size_t klen, const void *val,
  * only the key is copied. 0, -1 on OOM. */
 int kvmap_put_ref(struct kvmap *m, const void *key, size_t klen,
     uint64_t voff, size_t vlen);
+/* Set the version of key, which must be held: 1, or 0 when absent. */
+int kvmap_set_ver(struct kvmap *m, const void *key, size_t klen,
+    uint64_t ver);
 int kvmap_del(struct kvmap *m, const void *key, size_t klen); /* 1 / 0 */
 size_t kvmap_count(const struct kvmap *m);
 /* The entries' key and value lengths summed (values by reference at their

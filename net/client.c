@@ -1,13 +1,17 @@
-/* client.c - blocking request/reply to an agent over its Unix socket. */
+/* client.c - blocking request/reply to an agent: over its Unix socket,
+ * or over TCP + TLS read and written directly (conn.h), the connection
+ * registered by its fd so that the fd-based calls find it. */
 #include <sys/socket.h>
 #include <sys/un.h>
 
 #include <errno.h>
+#include <poll.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "client.h"
+#include "conn.h"
 #include "wire.h"
 #include "xport.h"
 
@@ -29,6 +33,7 @@ client_connect(const char *sock, const char *agent, struct cs_err *e)
 		cs_errno(e, "socket");
 		goto out;
 	}
+	netconn_forget_fd(fd);	/* a TLS connection's, closed by close(2) */
 	while (connect(fd, (struct sockaddr *)&sun, sizeof(sun)) == -1) {
 		if (errno == EINTR)
 			continue;
@@ -47,13 +52,72 @@ out:
 	return fd;
 }
 
+/* Agent i over TCP + TLS: the socket, its session registered by it. */
+static int
+connect_tls(const struct cfg *c, int i, int64_t deadline, struct cs_err *e)
+{
+	struct netconn *nc;
+	struct xconn *t;
+	int fd;
+
+	if (xport_client_connect(c, i, deadline, &fd, &t, e) == -1)
+		return -1;
+	if ((nc = netconn_tls_wrap(fd, t)) == NULL) {
+		xconn_free(t);
+		close(fd);
+		return cs_errf(e, "out of memory for TLS");
+	}
+	if (netconn_register(nc) == -1) {
+		netconn_close(nc);
+		return cs_errf(e, "out of memory for TLS");
+	}
+	return fd;
+}
+
 int
 client_connect_agent(const struct cfg *c, int i, int64_t deadline,
     struct cs_err *e)
 {
 	if (c->agents[i].addr[0] != '\0')
-		return xport_client_connect(c, i, deadline, e);
+		return connect_tls(c, i, deadline, e);
 	return client_connect(c->agents[i].sock, c->agents[i].name, e);
+}
+
+void
+client_close(int fd)
+{
+	netconn_close_fd(fd);
+}
+
+int
+client_pending(int fd)
+{
+	struct netconn *nc = netconn_of_fd(fd);
+
+	return nc != NULL && netconn_pending(nc);
+}
+
+int
+client_poll(struct pollfd *pfd, nfds_t n, int timeout_ms)
+{
+	nfds_t i;
+	int held = 0, k;
+
+	for (i = 0; i < n; i++)
+		if (pfd[i].fd >= 0 && (pfd[i].events & POLLIN) &&
+		    client_pending(pfd[i].fd))
+			held = 1;
+	/* Bytes held by TLS are ready now: look, but do not wait. */
+	if ((k = poll(pfd, n, held ? 0 : timeout_ms)) == -1 || !held)
+		return k;
+	for (i = 0, k = 0; i < n; i++) {
+		if (pfd[i].fd >= 0 && (pfd[i].events & POLLIN) &&
+		    client_pending(pfd[i].fd))
+			pfd[i].revents |= POLLIN;
+		if (pfd[i].revents != 0)
+			k++;
+	}
+	return k;
 }
 
 int

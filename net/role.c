@@ -12,17 +12,21 @@ static const struct {
 	const char *name;
 	uint8_t backup, readonly;
 } reqs[] = {
+	{ W_HELLO, "hello", 1, 1 },
 	{ W_REQ_STATUS, "status", 1, 1 },
 	{ W_REQ_GET, "get", 1, 1 },
+	{ W_REQ_GETV, "get", 1, 1 },
 	{ W_REQ_DEAD_LIST, "list dead letters", 1, 1 },
 	{ W_SNAP_JOIN, "snapshot", 1, 0 },
 	{ W_SNAP_START, "snapshot", 1, 0 },
 	{ W_SNAP_DONE, "snapshot", 1, 0 },
 	{ W_SNAP_FETCH, "snapshot", 1, 0 },
 	{ W_SNAP_UPLOAD, "snapshot", 1, 0 },
+	{ W_SNAP_ALIVE, "snapshot", 1, 0 },
 	{ W_REQ_PUT, "put", 0, 0 },
 	{ W_REQ_DEL, "del", 0, 0 },
 	{ W_REQ_ADD, "add", 0, 0 },
+	{ W_REQ_TXN, "commit a transaction", 0, 0 },
 	{ W_REQ_TRANSFER, "transfer", 0, 0 },
 	{ W_REQ_HOLD, "hold a channel", 0, 0 },
 	{ W_REQ_RELEASE, "release a channel", 0, 0 },

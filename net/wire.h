@@ -2,9 +2,14 @@
  *
  * Frame: u32 len (little-endian; counts version+type+payload, so >= 2)
  *        u8 version (WIRE_VERSION) | u8 type | payload.
- * len above WIRE_MAX_FRAME, len < 2, a wrong version or an unknown type is
- * malformed: the receiver logs one line and closes that connection.
- * Payloads are encoded with buf.h; the field lists are next to each type. */
+ * len above WIRE_MAX_FRAME, len < 2 or an unknown type is malformed: the
+ * receiver logs one line and closes that connection. A frame of another
+ * version is refused by name (wire_other_version): a client is answered
+ * REPLY_VERSION in its own version, a peer is logged and closed.
+ * Payloads are encoded with buf.h; the field lists are next to each type.
+ * docs/PROTOCOL.md describes what an application may send.
+ *
+ * Bump WIRE_VERSION whenever a frame or a record format changes. */
 #ifndef CUTSNAP_WIRE_H
 #define CUTSNAP_WIRE_H
 
@@ -13,7 +18,7 @@
 #include "../lib/buf.h"
 #include "../lib/err.h"
 
-#define WIRE_VERSION 1
+#define WIRE_VERSION 2
 #define WIRE_HDR_LEN 6
 #define WIRE_MAX_VALUE (16u << 20)		/* put VALUE cap: 16 MiB */
 #define WIRE_MAX_FRAME (WIRE_MAX_VALUE + 4096u)	/* value + key + fields */
@@ -87,6 +92,20 @@ enum wire_type {
 	 * chunks itself (W_SNAP_FETCH). */
 	W_SNAP_UPLOAD = 26,
 	W_SNAP_UPLOADED = 27,
+	/* coordinator -> agent, on the JOIN connection, once a second while
+	 * the snapshot makes progress: {uid id}, no reply. The agent counts
+	 * its own timeout for the snapshot from the last one (as from each
+	 * W_SNAP_FETCH), so --timeout bounds a stall, not a long copy. */
+	W_SNAP_ALIVE = 28,
+	/* {16 bytes request id (all zero: none), u32 n, n ops (enum
+	 * txn_op)}: conditions first, then the writes as one record; ->
+	 * body {u32 n, n x i64}: each TXN_ADD's new value, in op order;
+	 * REPLY_CONFLICT {u32 op index, str reason} when a condition
+	 * failed; any failure changes nothing (docs/PROTOCOL.md) */
+	W_REQ_TXN = 50,
+	/* {bytes key} -> body {u64 version, bytes value}, or
+	 * REPLY_NOTFOUND (datalog.h: what a key's version counts) */
+	W_REQ_GETV = 52,
 	W_REPLY = 30,		/* {u8 code (enum reply_code), bytes body} */
 	/* peer S -> D on the channel S->D (S connects to D) */
 	W_PEER_HELLO = 40,	/* {str src}: first frame on a peer connection */
@@ -102,6 +121,23 @@ enum wire_type {
 	 * keeps the connection open and idle, writes nothing on it, and
 	 * checks again only on a new connection */
 	W_PEER_VERDICT = 45,
+	/* client -> agent, optionally the first frame of a client
+	 * connection: {u32 protocol, str client_name} -> REPLY_OK {u32
+	 * protocol, str agent_name}, or REPLY_VERSION (then the agent closes
+	 * the connection) when protocol is not the agent's */
+	W_HELLO = 60,
+};
+
+/* The ops of a W_REQ_TXN, each u8 kind and its fields. */
+enum txn_op {
+	TXN_EXPECT_EQ = 1,	/* {bytes key, bytes value} */
+	TXN_EXPECT_ABSENT = 2,	/* {bytes key} */
+	TXN_EXPECT_VERSION = 3,	/* {bytes key, u64 version (0: absent)} */
+	TXN_PUT = 10,		/* {bytes key, bytes value} */
+	TXN_DEL = 11,		/* {bytes key}: an absent key is no error */
+	TXN_ADD = 12,		/* {bytes key, i64 delta} */
+	TXN_SEND = 13,		/* {str peer, bytes payload} (reserved) */
+	TXN_CONSUME = 14,	/* {str from, u64 seq} (reserved) */
 };
 
 /* How W_REQ_RELEASE delivers what the channel queued while held: in
@@ -136,10 +172,27 @@ enum reply_code {
 	REPLY_FAIL = 1,		/* the operation failed; body is a message */
 	REPLY_BADREQ = 2,		/* malformed or invalid request; body message */
 	REPLY_NOTFOUND = 3,		/* key absent */
+	REPLY_CONFLICT = 4,	/* a TXN's condition failed; nothing changed */
+	REPLY_TIMEOUT = 5,	/* reserved: W_REQ_RECV found nothing in time */
+	REPLY_BUSY = 6,		/* reserved: a channel is over its limit */
 	/* the connection's certificate role may not make this request
 	 * (role.h); body is a message; nothing was done */
 	REPLY_DENIED = 14,
+	/* the request's protocol version is not the agent's; body is "agent
+	 * A speaks protocol X, this client Y"; the agent closes the
+	 * connection after it */
+	REPLY_VERSION = 15,
 };
+
+/* The version this process speaks: WIRE_VERSION, or N under the test
+ * hook CUTSNAP_FAULT=wire-version:N (an old or future build, for tests). */
+unsigned wire_version(void);
+
+/* When buf[0, len) starts with a whole header of a well-formed length
+ * whose version byte is not wire_version(): that version; else -1. A
+ * receiver calls it on a frame wire_parse refused, to name the mismatch
+ * rather than call the frame malformed. */
+int wire_other_version(const uint8_t *buf, size_t len);
 
 /* Try to parse one frame from the start of buf[0, len).
  * Returns 1 and fills type/payload/plen/consumed when a whole frame is

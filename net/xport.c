@@ -10,11 +10,9 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <pthread.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <openssl/crypto.h>
@@ -26,7 +24,6 @@
 #include "../lib/util.h"
 #include "xport.h"
 
-#define RELAY_BUF	(64u << 10)
 /* xconn_handshake's why when the other end closed without a word. */
 #define WHY_HS_CLOSED	"closed during the TLS handshake"
 
@@ -415,36 +412,6 @@ xconn_shutdown(struct xconn *t)
 	ERR_clear_error();
 }
 
-int
-xport_split(const char *addr, char *host, size_t hsz, char *port, size_t psz)
-{
-	const char *colon, *h = addr;
-	size_t hl;
-	char *end;
-	long p;
-
-	if ((colon = strrchr(addr, ':')) == NULL)
-		return -1;
-	hl = (size_t)(colon - addr);
-	if (hl >= 2 && addr[0] == '[' && addr[hl - 1] == ']') {
-		h = addr + 1;
-		hl -= 2;
-	}
-	if (hl == 0 || hl >= hsz || strlen(colon + 1) >= psz)
-		return -1;
-	/* Digits only: strtol alone would take " 12" or "+12". */
-	if (colon[1] < '0' || colon[1] > '9')
-		return -1;
-	errno = 0;
-	p = strtol(colon + 1, &end, 10);
-	if (errno != 0 || *end != '\0' || p < 1 || p > 65535)
-		return -1;
-	memcpy(host, h, hl);
-	host[hl] = '\0';
-	snprintf(port, psz, "%ld", p);
-	return 0;
-}
-
 static int
 resolve(const char *addr, int passive, struct addrinfo **res,
     struct cs_err *e)
@@ -715,8 +682,8 @@ client_ctx(const struct cfg *c, struct cs_err *e)
 	}
 	if (xport_ctx_new(c, me, &x, e) == -1)
 		goto out;
-	/* One cluster per process; a previous one's is kept, since relay
-	 * threads may still use it. Its sessions are not. */
+	/* One cluster per process; a previous one's is kept, since open
+	 * connections may still use it. Its sessions are not. */
 	cli_sess_clear();
 	cli_ctx = x;
 	snprintf(cli_dir, sizeof(cli_dir), "%s", c->tls_dir);
@@ -724,147 +691,6 @@ client_ctx(const struct cfg *c, struct cs_err *e)
 out:
 	pthread_mutex_unlock(&cli_mu);
 	return x;
-}
-
-struct relay {
-	int local;		/* our end of the socket pair */
-	int tcp;
-	struct xconn *t;
-	struct relay *next;	/* in relays, under relay_mu */
-};
-
-/* The relays running, so that the process ends them before it exits (a
- * caller may exit with its end still open). */
-static pthread_mutex_t relay_mu = PTHREAD_MUTEX_INITIALIZER;
-static pthread_cond_t relay_cv = PTHREAD_COND_INITIALIZER;
-static struct relay *relays;
-static int relay_atexit;
-
-static void
-relay_unlink(struct relay *r)
-{
-	struct relay **pp;
-
-	pthread_mutex_lock(&relay_mu);
-	for (pp = &relays; *pp != NULL; pp = &(*pp)->next)
-		if (*pp == r) {
-			*pp = r->next;
-			break;
-		}
-	pthread_cond_broadcast(&relay_cv);
-	pthread_mutex_unlock(&relay_mu);
-}
-
-/* At exit: end every relay (its local end reads EOF) and wait, at most a
- * second, until each has closed its connection and freed what it held. */
-static void
-relays_end(void)
-{
-	struct timespec ts;
-	struct relay *r;
-
-	pthread_mutex_lock(&relay_mu);
-	for (r = relays; r != NULL; r = r->next)
-		(void)shutdown(r->local, SHUT_RDWR);
-	clock_gettime(CLOCK_REALTIME, &ts);
-	ts.tv_sec += 1;
-	while (relays != NULL &&
-	    pthread_cond_timedwait(&relay_cv, &relay_mu, &ts) == 0)
-		;
-	pthread_mutex_unlock(&relay_mu);
-}
-
-/* Move bytes both ways until either side ends; then close both, so the
- * caller reads EOF (or the agent sees the connection close). */
-static void *
-relay_main(void *arg)
-{
-	struct relay *r = arg;
-	uint8_t *up = NULL, *down = NULL;	/* local->tls, tls->local */
-	size_t ulen = 0, uoff = 0, dlen = 0, doff = 0;
-	struct pollfd pf[2];
-	ssize_t k;
-	int progress, done = 0;
-
-	if ((up = malloc(RELAY_BUF)) == NULL ||
-	    (down = malloc(RELAY_BUF)) == NULL)
-		goto out;
-	while (!done) {
-		progress = 0;
-		pf[0].fd = r->local;
-		pf[0].events = 0;
-		pf[1].fd = r->tcp;
-		pf[1].events = 0;
-		if (ulen == 0) {
-			k = read(r->local, up, RELAY_BUF);
-			if (k > 0) {
-				ulen = (size_t)k;
-				uoff = 0;
-				progress = 1;
-			} else if (k == 0 || (errno != EAGAIN &&
-			    errno != EINTR)) {
-				done = 1;
-				break;
-			} else
-				pf[0].events |= POLLIN;
-		}
-		if (ulen > 0) {
-			k = xconn_write(r->t, up + uoff, ulen - uoff);
-			if (k > 0) {
-				uoff += (size_t)k;
-				if (uoff == ulen)
-					ulen = uoff = 0;
-				progress = 1;
-			} else if (k == XP_WANT_READ)
-				pf[1].events |= POLLIN;
-			else if (k == XP_WANT_WRITE)
-				pf[1].events |= POLLOUT;
-			else
-				break;
-		}
-		if (dlen == 0) {
-			k = xconn_read(r->t, down, RELAY_BUF);
-			if (k > 0) {
-				dlen = (size_t)k;
-				doff = 0;
-				progress = 1;
-			} else if (k == XP_WANT_READ)
-				pf[1].events |= POLLIN;
-			else if (k == XP_WANT_WRITE)
-				pf[1].events |= POLLOUT;
-			else
-				break;
-		}
-		if (dlen > 0) {
-			k = write(r->local, down + doff, dlen - doff);
-			if (k > 0) {
-				doff += (size_t)k;
-				if (doff == dlen)
-					dlen = doff = 0;
-				progress = 1;
-			} else if (k == -1 && (errno == EAGAIN ||
-			    errno == EINTR))
-				pf[0].events |= POLLOUT;
-			else
-				break;
-		}
-		if (!progress && poll(pf, 2, -1) == -1 && errno != EINTR)
-			break;
-	}
-	if (done)
-		xconn_shutdown(r->t);
-out:
-	free(up);
-	free(down);
-	xconn_free(r->t);
-	close(r->tcp);
-	close(r->local);
-	/* This thread's OpenSSL state now, not at thread exit: the process
-	 * may exit first (relays_end waits only until relay_unlink). */
-	OPENSSL_thread_stop();
-	relay_unlink(r);
-	free(r);
-	return NULL;
 }
 
 /* A command's blocking waits poll in slices this long, so that a stop
@@ -1032,67 +858,9 @@ xport_client_open(const struct cfg *c, int i, int64_t deadline, int *fdp,
 }
 
 int
-xport_client_connect(const struct cfg *c, int i, int64_t deadline,
-    struct cs_err *e)
+xport_client_connect(const struct cfg *c, int i, int64_t deadline, int *fdp,
+    struct xconn **tp, struct cs_err *e)
 {
-	struct relay *r = NULL;
-	struct xconn *t = NULL;
-	pthread_attr_t at;
-	pthread_t th;
-	sigset_t all, old;
-	int fd = -1, sp[2] = { -1, -1 }, fl, prc;
-
 	/* One connection per agent and command: nothing to resume. */
-	if (client_open(c, i, 0, deadline, &fd, &t, e) == -1)
-		return -1;
-	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sp) == -1) {
-		cs_errno(e, "socketpair");
-		goto fail;
-	}
-	/* The relay waits with poll: both of its ends non-blocking (the
-	 * TCP socket is already). */
-	if ((fl = fcntl(sp[1], F_GETFL)) == -1 ||
-	    fcntl(sp[1], F_SETFL, fl | O_NONBLOCK) == -1) {
-		cs_errno(e, "fcntl");
-		goto fail;
-	}
-	if ((r = calloc(1, sizeof(*r))) == NULL) {
-		cs_errc(e, CS_E_NOMEM, "out of memory");
-		goto fail;
-	}
-	r->local = sp[1];
-	r->tcp = fd;
-	r->t = t;
-	pthread_attr_init(&at);
-	pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
-	pthread_attr_setstacksize(&at, 256u << 10);
-	pthread_mutex_lock(&relay_mu);
-	if (!relay_atexit && atexit(relays_end) == 0)
-		relay_atexit = 1;
-	/* The relay takes no signals: a command's stop signal reaches the
-	 * thread that waits for its reply, whose poll then ends (EINTR). */
-	sigfillset(&all);
-	pthread_sigmask(SIG_SETMASK, &all, &old);
-	prc = pthread_create(&th, &at, relay_main, r);
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
-	if (prc != 0) {
-		pthread_mutex_unlock(&relay_mu);
-		pthread_attr_destroy(&at);
-		cs_errf(e, "cannot start a TLS relay thread");
-		goto fail;
-	}
-	r->next = relays;
-	relays = r;
-	pthread_mutex_unlock(&relay_mu);
-	pthread_attr_destroy(&at);
-	return sp[0];
-fail:
-	free(r);
-	xconn_free(t);
-	close(fd);
-	if (sp[0] != -1) {
-		close(sp[0]);
-		close(sp[1]);
-	}
-	return -1;
+	return client_open(c, i, 0, deadline, fdp, tp, e);
 }

@@ -16,8 +16,8 @@
 #include "../lib/config.h"
 #include "../lib/err.h"
 #include "role.h"
+#include "xport_name.h"
 
-#define XPORT_CLIENT_CN	"client"
 #define XPORT_HS_TIMEOUT_MS	5000	/* a handshake not done by then is
 					 * closed, so no client holds a slot */
 #define XPORT_CMD_WAIT_MS	15000	/* a command's TCP connect and TLS
@@ -79,9 +79,6 @@ enum cs_role xconn_peer_role(struct xconn *t);
 /* Best-effort close_notify. */
 void xconn_shutdown(struct xconn *t);
 
-/* Parse "HOST:PORT" or "[V6]:PORT". 0 / -1. */
-int xport_split(const char *addr, char *host, size_t hsz, char *port,
-    size_t psz);
 /* A socket to addr: non-blocking when nonblock, connecting (*inprog set
  * when it is still under way). -1 with e set. */
 int xport_tcp_connect(const char *addr, int nonblock, int *inprog,
@@ -108,12 +105,10 @@ void xport_client_cert_set(const char *name);
  * e set ("agent A at ADDR: TLS handshake timed out"). */
 int xport_client_open(const struct cfg *c, int i, int64_t deadline, int *fd,
     struct xconn **t, struct cs_err *e);
-/* For the commands: a blocking TCP + TLS connection to agent i of c, as
- * "client", checked to be agent i; returns one end of a socket pair that a
- * relay thread joins to the TLS connection, so that callers read and
- * write a plain fd (the relay thread blocks every signal). deadline as
- * for xport_client_open. -1 with e set. */
+/* For the commands: as xport_client_open, but neither offering nor
+ * keeping a session (one connection per agent and command); the caller
+ * reads and writes it directly (client.h registers it by its fd). */
 int xport_client_connect(const struct cfg *c, int i, int64_t deadline,
-    struct cs_err *e);
+    int *fd, struct xconn **t, struct cs_err *e);
 
 #endif

@@ -38,6 +38,15 @@ chmsg_encode_from(struct wbuf *out, const void *key, size_t klen,
 	wbuf_put_bytes(out, from, flen);
 }
 
+void
+chmsg_encode_app(struct wbuf *out, const uint8_t id[CHMSG_ID_LEN],
+    const void *p, size_t n)
+{
+	wbuf_put_u8(out, CHMSG_APP);
+	wbuf_put_raw(out, id, CHMSG_ID_LEN);
+	wbuf_put_bytes(out, p, n);
+}
+
 /* Ids come from a per-thread pool of getrandom bytes, refilled a page at
  * a time: an agent takes one per transfer, and a getrandom call each was
  * one system call per transfer. A forked child starts with an empty pool
@@ -119,4 +128,24 @@ chmsg_decode(const uint8_t *p, size_t n, struct chmsg *m)
 	    m->op != CHMSG_ADD_FROM) || (m->op != CHMSG_ADD && m->id == NULL))
 		return -1;
 	return 0;
+}
+
+int
+chmsg_decode_app(const uint8_t *p, size_t n, struct chmsg_app *m)
+{
+	struct rbuf r;
+
+	rbuf_init(&r, p, n);
+	if (rbuf_u8(&r) != CHMSG_APP || r.err || r.len - r.off < CHMSG_ID_LEN)
+		return -1;
+	m->id = r.p + r.off;
+	r.off += CHMSG_ID_LEN;
+	m->payload = rbuf_bytes(&r, &m->plen, CHMSG_APP_MAX);
+	return rbuf_done(&r) ? 0 : -1;
+}
+
+int
+chmsg_op(const uint8_t *p, size_t n)
+{
+	return n > 0 ? p[0] : -1;
 }

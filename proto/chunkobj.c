@@ -1,4 +1,5 @@
 /* chunkobj.c - the framed object of a chunk (chunkobj.h). */
+#include <stdio.h>
 #include <string.h>
 #include <zstd.h>
 
@@ -129,4 +130,12 @@ chunkobj_frame_in_place(int zstd, uint8_t *obj, size_t len,
 	}
 	chunkobj_header(obj, CHUNKOBJ_STORED, len);
 	return CHUNKOBJ_HDR_LEN + len;
+}
+
+int
+chunkobj_key(const char *hex, char *out, size_t outsz)
+{
+	int n = snprintf(out, outsz, "blobs/%.2s/%s", hex, hex);
+
+	return n < 0 || (size_t)n >= outsz ? -1 : 0;
 }

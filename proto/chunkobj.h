@@ -45,4 +45,11 @@ void chunkobj_header(uint8_t *out, int codec, size_t len);
 size_t chunkobj_zstd_frame(const uint8_t *plain, size_t len, uint8_t *out,
     size_t outsz);
 
+/* The object-store key of the blob named hex (64 hex digits), the
+ * bucket's image of a local repository's blobs/ab/<hex>: "blobs/ab/<hex>"
+ * into out[0, outsz), CHUNKOBJ_KEY_MAX bytes being enough. 0, or -1 when
+ * it did not fit. */
+#define CHUNKOBJ_KEY_MAX 80
+int chunkobj_key(const char *hex, char *out, size_t outsz);
+
 #endif

@@ -2,9 +2,16 @@
  *
  * Every request goes through run(): a batch of requests, at most
  * s->parallel of them on the multi handle at a time; a request that got a
- * 5xx or a timeout / broken connection is tried again after a backoff
- * (0.25 s doubling, S3_TRIES attempts in all); one that could not connect
- * or resolve fails at once, so a wrong endpoint is reported in seconds.
+ * 5xx or a timeout / broken / stalled connection is tried again after a
+ * backoff with jitter (0.25 s doubling up to 20 s, each wait drawn from
+ * its upper half) for as long as the retry budget allows
+ * (CUTSNAP_S3_RETRY_SECONDS, default 300: an 8 s burst of 503 SlowDown,
+ * or a gateway restarting, is ridden out, and a server that never comes
+ * back is named with the key and the attempts within minutes); one that
+ * could not connect or resolve fails at once, so a wrong endpoint is
+ * reported in seconds. A conditional PUT that gets 412 after a retry may
+ * have been answered for its own first try, whose answer was lost: the
+ * object is read back and compared with what was sent (own_put_landed).
  * Bodies are hashed before the request so that x-amz-content-sha256 is
  * the body's SHA-256 (curl signs that header's value; the server rejects a
  * body that does not match it). */
@@ -22,7 +29,10 @@
 #include "s3.h"
 #include "../crypto/sha.h"
 
-#define S3_TRIES 5
+#define S3_BACKOFF_MS 250L
+#define S3_BACKOFF_CAP_MS 20000L
+#define S3_RETRY_DEFAULT_S 300L
+#define S3_STALL_DEFAULT_S 30L
 #define S3_PARALLEL 16
 #define S3_ERRBODY_CAP (64 * 1024)
 #define S3_LIST_CAP (16 * 1024 * 1024)
@@ -40,6 +50,11 @@ struct s3 {
 	char region[48];
 	int path_style;
 	int parallel;
+	long retry_ms;		/* retry budget of one request */
+	long stall_s;		/* no byte for this long: a stalled transfer */
+	uint64_t jitter;	/* xorshift state of the backoff's jitter */
+	int last_tries;		/* of the last request that ended */
+	long last_ms;		/* from its first try to its end */
 	char code[64];		/* <Code> of the last failed answer */
 	CURLM *multi;
 };
@@ -63,6 +78,7 @@ struct req {
 	int status;		/* HTTP status, or -1 */
 	CURLcode cerr;
 	int tries;
+	struct timespec first;	/* when its first try started */
 	int used;		/* the slot holds a request (pump) */
 	char key[S3_KEY_MAX];	/* a fed request's key, for messages */
 	struct timespec not_before;
@@ -90,15 +106,50 @@ valid_bucket(const char *b, size_t n)
 	return 1;
 }
 
+/* A prefix of segments of A-Z a-z 0-9 - _ . separated by single '/', none
+ * of them empty, "." or "..": "a/./b" would be stored under "a/b" by some
+ * servers and not found again, "a//b" makes keys with an empty segment,
+ * and a leading '/' keys that start with one. One trailing '/' is
+ * allowed (it is dropped). */
 static int
 valid_prefix(const char *p)
 {
-	for (; *p; p++)
-		if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') ||
-		    (*p >= '0' && *p <= '9') || *p == '-' || *p == '_' ||
-		    *p == '.' || *p == '/'))
+	const char *seg = p;
+	size_t n;
+
+	for (;; p++) {
+		if (*p != '/' && *p != '\0') {
+			if (!((*p >= 'a' && *p <= 'z') ||
+			    (*p >= 'A' && *p <= 'Z') ||
+			    (*p >= '0' && *p <= '9') || *p == '-' ||
+			    *p == '_' || *p == '.'))
+				return 0;
+			continue;
+		}
+		n = (size_t)(p - seg);
+		if (n == 0 || (n == 1 && seg[0] == '.') ||
+		    (n == 2 && seg[0] == '.' && seg[1] == '.'))
 			return 0;
-	return 1;
+		if (*p == '\0' || p[1] == '\0')
+			return 1;	/* the end, or one trailing '/' */
+		seg = p + 1;
+	}
+}
+
+/* A whole number of seconds from the environment, 0 to 3600, or def. */
+static long
+env_seconds(const char *name, long def)
+{
+	const char *v = getenv(name);
+	char *end;
+	long n;
+
+	if (v == NULL || *v == '\0')
+		return def;
+	n = strtol(v, &end, 10);
+	if (*end != '\0' || n < 0 || n > 3600)
+		return def;
+	return n;
 }
 
 int
@@ -125,10 +176,11 @@ s3_open_at(const char *url, const char *def_endpoint, const char *def_region,
 	if (!valid_bucket(b, blen))
 		return cs_errf(e, "%s: bucket name must be 3 to 63 of a-z, 0-9, "
 		    "'-' and '.'", url);
-	if (slash && (!valid_prefix(slash + 1) || strstr(slash + 1, "//") ||
+	if (slash && slash[1] != '\0' && (!valid_prefix(slash + 1) ||
 	    strstr(slash + 1, "..")))
-		return cs_errf(e, "%s: the prefix may hold only A-Z a-z 0-9 "
-		    "'-' '_' '.' '/' (no '//' or '..')", url);
+		return cs_errf(e, "%s: the prefix must be segments of A-Z a-z "
+		    "0-9 '-' '_' '.' separated by single '/' (none empty, '.' "
+		    "or with '..')", url);
 	key = getenv("AWS_ACCESS_KEY_ID");
 	secret = getenv("AWS_SECRET_ACCESS_KEY");
 	if (key == NULL || *key == '\0' || secret == NULL || *secret == '\0')
@@ -187,6 +239,15 @@ s3_open_at(const char *url, const char *def_endpoint, const char *def_region,
 			    s->endpoint[strlen(s->endpoint) - 1] == '/')
 				s->endpoint[strlen(s->endpoint) - 1] = '\0';
 		s->path_style = 1;
+	} else if (memchr(b, '.', blen) != NULL) {
+		/* AWS's certificate covers *.s3.REGION.amazonaws.com, one
+		 * label: a dotted bucket name as a host name would fail TLS
+		 * verification, so it goes in the path. */
+		s->endpoint = malloc(strlen(region) + 40);
+		if (s->endpoint != NULL)
+			sprintf(s->endpoint, "https://s3.%s.amazonaws.com",
+			    region);
+		s->path_style = 1;
 	} else {
 		s->endpoint = malloc(blen + strlen(region) + 40);
 		if (s->endpoint != NULL)
@@ -196,6 +257,15 @@ s3_open_at(const char *url, const char *def_endpoint, const char *def_region,
 	if (s->endpoint == NULL || (s->multi = curl_multi_init()) == NULL)
 		goto oom;
 	s->parallel = S3_PARALLEL;
+	s->retry_ms = env_seconds("CUTSNAP_S3_RETRY_SECONDS",
+	    S3_RETRY_DEFAULT_S) * 1000L;
+	s->stall_s = env_seconds("CUTSNAP_S3_STALL_SECONDS", S3_STALL_DEFAULT_S);
+	if (s->stall_s < 1)
+		s->stall_s = 1;
+	s->jitter = (uint64_t)getpid() * 0x9e3779b97f4a7c15ull ^
+	    (uint64_t)time(NULL);
+	if (s->jitter == 0)
+		s->jitter = 1;
 	if ((par = getenv("CUTSNAP_S3_PARALLEL")) != NULL && atoi(par) > 0 &&
 	    atoi(par) <= 256)
 		s->parallel = atoi(par);
@@ -389,7 +459,7 @@ prepare(struct s3 *s, struct req *r)
 	curl_easy_setopt(r->h, CURLOPT_NOSIGNAL, 1L);
 	curl_easy_setopt(r->h, CURLOPT_CONNECTTIMEOUT, 5L);
 	curl_easy_setopt(r->h, CURLOPT_LOW_SPEED_LIMIT, 1L);
-	curl_easy_setopt(r->h, CURLOPT_LOW_SPEED_TIME, 30L);
+	curl_easy_setopt(r->h, CURLOPT_LOW_SPEED_TIME, s->stall_s);
 	curl_easy_setopt(r->h, CURLOPT_WRITEFUNCTION, on_write);
 	curl_easy_setopt(r->h, CURLOPT_WRITEDATA, r);
 	curl_easy_setopt(r->h, CURLOPT_HEADERFUNCTION, on_header);
@@ -430,11 +500,53 @@ due(const struct timespec *t)
 	    (now.tv_sec == t->tv_sec && now.tv_nsec >= t->tv_nsec);
 }
 
-static void
-backoff(struct req *r)
+static long
+ms_since(const struct timespec *t)
 {
-	long ms = 250L << (r->tries - 1);
+	struct timespec now;
 
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	return (long)(now.tv_sec - t->tv_sec) * 1000L +
+	    (now.tv_nsec - t->tv_nsec) / 1000000L;
+}
+
+/* The wait before try r->tries + 1: the doubling step's upper half,
+ * drawn at random, so that many clients that failed together (a
+ * gateway's restart) do not come back together. */
+static long
+backoff_ms(struct s3 *s, const struct req *r)
+{
+	long cap = S3_BACKOFF_MS << (r->tries < 7 ? r->tries - 1 : 6);
+
+	if (cap > S3_BACKOFF_CAP_MS)
+		cap = S3_BACKOFF_CAP_MS;
+	s->jitter ^= s->jitter << 13;
+	s->jitter ^= s->jitter >> 7;
+	s->jitter ^= s->jitter << 17;
+	return cap / 2 + (long)(s->jitter % (uint64_t)(cap / 2 + 1));
+}
+
+static void backoff(struct req *r, long ms);
+
+/* Whether r may be tried again: retryable, and the wait would still end
+ * within the retry budget (counted from its first try). Sets the wait. */
+static int
+retry_later(struct s3 *s, struct req *r)
+{
+	long ms;
+
+	if (!retryable(r))
+		return 0;
+	ms = backoff_ms(s, r);
+	if (ms_since(&r->first) + ms > s->retry_ms)
+		return 0;
+	backoff(r, ms);
+	return 1;
+}
+
+static void
+backoff(struct req *r, long ms)
+{
 	clock_gettime(CLOCK_MONOTONIC, &r->not_before);
 	r->not_before.tv_sec += ms / 1000;
 	r->not_before.tv_nsec += (ms % 1000) * 1000000L;
@@ -473,6 +585,25 @@ struct feed {
 	void (*done)(void *ctx, struct req *r);
 	void *ctx;
 };
+
+/* The key r is about, for messages: its URL's path after the bucket. */
+static const char *
+req_key(const struct s3 *s, const struct req *r)
+{
+	const char *p;
+
+	if (r->key[0] != '\0')
+		return r->key;
+	if (r->url == NULL)
+		return "?";
+	p = strstr(r->url, "://");
+	p = p ? strchr(p + 3, '/') : NULL;
+	if (p == NULL)
+		return r->url;
+	if (s->path_style && strncmp(p + 1, s->bucket, strlen(s->bucket)) == 0)
+		p += 1 + strlen(s->bucket);
+	return *p == '/' ? p + 1 : p;
+}
 
 /* Runs the n requests of rs (or, with a feed, those it hands out in
  * the n slots of rs) to an answer or to a failure not worth retrying,
@@ -521,6 +652,8 @@ pump(struct s3 *s, struct req *rs, size_t n, const struct feed *f,
 				rc = cs_errc(e, CS_E_NOMEM, "out of memory");
 				goto out;
 			}
+			if (r->tries == 0)
+				clock_gettime(CLOCK_MONOTONIC, &r->first);
 			r->tries = r->tries + 1;
 			r->status = -2;	/* in flight */
 			curl_multi_add_handle(s->multi, r->h);
@@ -546,18 +679,21 @@ pump(struct s3 *s, struct req *rs, size_t n, const struct feed *f,
 			}
 			if (r->status >= 300)
 				keep_code(s, r);
-			if (retryable(r) && r->tries < S3_TRIES) {
-				backoff(r);
+			if (retry_later(s, r)) {
 				r->status = 0;
 				continue;
 			}
 			live--;
+			s->last_tries = r->tries;
+			s->last_ms = ms_since(&r->first);
 			if (r->status == -1 && rc == 0)
-				rc = cs_errf(e, "%s: endpoint %s: %s (%s, after "
-				    "%d %s)", s->url, s->endpoint,
+				rc = cs_errf(e, "%s: endpoint %s: %s %s: %s "
+				    "(after %d %s in %.1f s)", s->url,
+				    s->endpoint, r->method, req_key(s, r),
 				    r->overflow ? "answer too large" :
-				    curl_easy_strerror(r->cerr), r->method,
-				    r->tries, r->tries == 1 ? "try" : "tries");
+				    curl_easy_strerror(r->cerr), r->tries,
+				    r->tries == 1 ? "try" : "tries",
+				    (double)s->last_ms / 1000.0);
 			if (f != NULL)
 				f->done(f->ctx, r);
 			if (rc < 0)
@@ -637,6 +773,45 @@ out:
 	return rc;
 }
 
+/* A conditional PUT was refused (412) on a retry: its earlier try may have
+ * been stored with its answer lost (a reset, a timeout), and the object
+ * then holds exactly these bytes. 1 when it does (etag set to the stored
+ * object's), 0 when it holds something else or is absent (another
+ * writer's: the 412 stands), -1 when it could not be read (e set). */
+static int
+own_put_landed(struct s3 *s, const char *key, const void *data, size_t len,
+    char etag[S3_ETAG_MAX], struct cs_err *e)
+{
+	struct req r;
+	int rc = -1, tries = s->last_tries;
+	long ms = s->last_ms;
+
+	memset(&r, 0, sizeof(r));
+	r.method = "GET";
+	strcpy(r.sha, EMPTY_SHA);
+	if ((r.url = obj_url(s, key, NULL)) == NULL) {
+		cs_errc(e, CS_E_NOMEM, "out of memory");
+		goto out;
+	}
+	r.limit = len + 1;	/* a longer object is not ours */
+	if (run(s, &r, 1, e) < 0) {
+		if (!r.overflow)
+			goto out;
+		rc = 0;
+	} else {
+		rc = r.status == 200 && r.mem_len == len &&
+		    (len == 0 || memcmp(r.mem, data, len) == 0);
+		if (rc == 1 && etag != NULL)
+			snprintf(etag, S3_ETAG_MAX, "%s", r.etag);
+	}
+out:
+	/* The PUT's own figures, for s3_status_err's message. */
+	s->last_tries = tries;
+	s->last_ms = ms;
+	req_free(&r);
+	return rc;
+}
+
 int
 s3_put(struct s3 *s, const char *key, const void *data, size_t len,
     const char *cond, char etag[S3_ETAG_MAX], struct cs_err *e)
@@ -664,6 +839,14 @@ s3_put(struct s3 *s, const char *key, const void *data, size_t len,
 	rc = r.status;
 	if (etag != NULL)
 		snprintf(etag, S3_ETAG_MAX, "%s", r.etag);
+	if (rc == 412 && r.tries > 1 && cond != NULL) {
+		int own = own_put_landed(s, key, data, len, etag, e);
+
+		if (own < 0)
+			rc = -1;
+		else if (own == 1)
+			rc = 200;
+	}
 out:
 	req_free(&r);
 	return rc;
@@ -1012,6 +1195,10 @@ s3_status_err(struct s3 *s, const char *what, const char *key, int status,
 		    "check "
 		    "AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY", s->url, what,
 		    key, s->code[0] ? s->code : "403");
+	if (s->last_tries > 1)
+		return cs_errf(e, "%s: %s %s: HTTP %d%s%s (after %d tries in "
+		    "%.1f s)", s->url, what, key, status, s->code[0] ? " " : "",
+		    s->code, s->last_tries, (double)s->last_ms / 1000.0);
 	return cs_errf(e, "%s: %s %s: HTTP %d%s%s", s->url, what, key, status,
 	    s->code[0] ? " " : "", s->code);
 }
@@ -1095,7 +1282,7 @@ pipe_next(void *ctx, struct req *r)
 		goto fail;
 	sha_hex(d, r->sha);
 	if ((r->url = obj_url(p->s, it.key, NULL)) == NULL) {
-		cs_errf(&e, "out of memory");
+		cs_errc(&e, CS_E_NOMEM, "out of memory");
 		goto fail;
 	}
 	rc = 1;
@@ -1151,7 +1338,7 @@ pipe_thread(void *arg)
 	size_t i, n = (size_t)p->s->parallel;
 
 	if ((rs = calloc(n, sizeof(*rs))) == NULL)
-		cs_errf(&e, "out of memory");
+		cs_errc(&e, CS_E_NOMEM, "out of memory");
 	if (rs == NULL || pump(p->s, rs, n, &f, &e) < 0) {
 		pthread_mutex_lock(&p->mu);
 		pipe_fail(p, &e);

@@ -102,20 +102,8 @@ stored_tag(struct store *st, uint64_t id, char *hex, size_t hexsz,
 	int step, rc = -1;
 
 	hex[0] = '\0';
-	if (store_db_prepare(st,
-	    "SELECT count(*) FROM sqlite_master WHERE type = "
-	    "'table' AND name = 'snapshot_macs'", &s, e) < 0)
-		return -1;
-	step = sqlite3_step(s);
-	if (step != SQLITE_ROW) {
-		store_db_fail(st, e, "reading the manifest");
-		goto out;
-	}
-	if (sqlite3_column_int(s, 0) == 0) {
-		rc = 0;
-		goto out;
-	}
-	sqlite3_finalize(s);
+	if ((step = store_db_has_table(st, "snapshot_macs", e)) <= 0)
+		return step;
 	if (store_db_prepare(st,
 	    "SELECT mac FROM snapshot_macs WHERE snapshot_id "
 	    "= ?", &s, e) < 0)

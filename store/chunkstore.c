@@ -70,71 +70,16 @@
 #include <unistd.h>
 
 #include "store_int.h"
+#include "claims.h"
+#include "direct.h"
 #include "../lib/bigbuf.h"
 #include "../log/chunkhash.h"
 #include "../lib/fsutil.h"
 #include "../lib/ratelimit.h"
-
-#define DIRECT_ALIGN 4096u
-#define DIRECT_PIECE (1u << 20)
-#define CLAIM_WAIT_MS 120000	/* for a chunk another run claimed */
-#define CLAIM_POLL_MS 10
+#include "crun.h"
 
 static blob_sink_fn sink_fn;	/* store_set_blob_sink */
 static void *sink_ctx;
-
-/* One chunk to copy. */
-struct cjob {
-	int src;		/* index into the run's fds */
-	size_t idx;		/* chunk index in its file */
-	uint64_t off, len;
-	const uint8_t *sha;	/* borrowed from the report */
-	uint8_t name[SHA_LEN];	/* its blob's (store_name of sha) */
-	int written;		/* its temp file exists (not yet renamed) */
-	int recheck;		/* stored, but its check is too old: hash the
-				 * blob before reusing it */
-	int reuse;		/* recheck found the blob good: no copy */
-	uint64_t plen;		/* > 0: the agent's previous snapshot had this
-				 * chunk shorter, plen bytes in blob pname,
-				 * which may be built on (chunkdelta.c) */
-	uint8_t pname[SHA_LEN];
-};
-
-struct crun {
-	struct store *st;
-	const char *const *paths;
-	const struct report *reps;
-	int *fds;		/* per report, O_RDONLY */
-	struct cjob *jobs;
-	size_t njobs;
-	uint32_t maxchunk;	/* largest chunk; buffers hold it rounded
-				 * up to DIRECT_ALIGN */
-	uint8_t *bufs[POOL_MAX_THREADS];	/* per worker, lazily */
-	uint8_t *obufs[POOL_MAX_THREADS];	/* the same, for the blob of a
-						 * framed chunk (object.c) */
-	uint8_t *dbufs[POOL_MAX_THREADS];	/* the same size as bufs: a
-						 * previous object decoded
-						 * (chunkdelta.c), lazily */
-	size_t bufsz, obufsz;	/* their sizes (set by bufs_take) */
-	int has_spare;		/* holds the process's spare set (bufs_take) */
-	pthread_mutex_t mu;
-	int failed;		/* set once; later jobs are skipped */
-	struct cs_err err;	/* the first failure */
-	uint64_t bytes;		/* copied */
-	uint64_t fetched;	/* of those, through st->ffn */
-	uint64_t rechecked, healed, extended;	/* chunk_stats */
-	int claim_fd;		/* locks/chunks.claims, or -1: no sharing */
-	struct cjob *waiting;	/* chunks another run claimed first */
-	size_t nwaiting;
-	uint64_t shared;	/* of those, stored by the other run */
-	struct ratelimit pace;	/* store_set_max_rate: every read and hash
-				 * of a copy or a recheck pays first */
-	uint8_t (*elsewhere)[SHA_LEN];	/* sorted: the names store_set_put's
-					 * function found in the object store */
-	size_t nelsewhere;
-	uint64_t put, put_bytes;	/* chunk_stats */
-	int sync_dirs[257];	/* sync_dirs: the directories to fsync */
-};
 
 static void
 crun_fail(struct crun *r, const struct cs_err *e)
@@ -173,67 +118,6 @@ tmp_path(const struct crun *r, const struct cjob *j, char *out, size_t sz,
 	return 0;
 }
 
-static size_t
-align_up(size_t n)
-{
-	return (n + DIRECT_ALIGN - 1) / DIRECT_ALIGN * DIRECT_ALIGN;
-}
-
-/* Create the temp file tmp, with O_DIRECT where the filesystem has it;
- * *direct says which. */
-static int
-create_tmp(const char *tmp, int *direct)
-{
-	const int flags = O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC;
-	int fd;
-
-	*direct = 1;
-	fd = open(tmp, flags | O_DIRECT, 0600);
-	if (fd >= 0 || errno != EINVAL)
-		return fd;
-	*direct = 0;
-	return open(tmp, flags, 0600);
-}
-
-/* Write buf[0, len) to the new file tfd. Direct writes need aligned
- * lengths: the aligned part goes direct, in pieces, and the tail (a
- * blob is its header plus the chunk, so almost never aligned) through
- * the page cache, where pass 2's fdatasync finds it. Padding the tail
- * to a direct write and cutting the file back cost a small write and a
- * truncate per chunk, and ext4 reads the last block back from the disk
- * to zero it past the new end. A filesystem that took O_DIRECT at open
- * but refuses the write gets the rest buffered. */
-static int
-write_chunk(int tfd, int direct, const uint8_t *buf, size_t len)
-{
-	const size_t aligned = len / DIRECT_ALIGN * DIRECT_ALIGN;
-	size_t off = 0, n;
-	ssize_t k;
-
-	if (!direct)
-		return fs_write_all(tfd, buf, len);
-	while (off < aligned) {
-		n = aligned - off < DIRECT_PIECE ? aligned - off : DIRECT_PIECE;
-		k = pwrite(tfd, buf + off, n, (off_t)off);
-		if (k == -1 && errno == EINTR)
-			continue;
-		if (k == -1 && errno == EINVAL && off == 0)
-			break;	/* written buffered below, from the start */
-		if (k <= 0) {
-			if (k == 0)
-				errno = EIO;
-			return -1;
-		}
-		off += (size_t)k;
-	}
-	if (off == len)
-		return 0;
-	if (fcntl(tfd, F_SETFL, fcntl(tfd, F_GETFL) & ~O_DIRECT) == -1 ||
-	    lseek(tfd, (off_t)off, SEEK_SET) == -1)
-		return -1;
-	return fs_write_all(tfd, buf + off, len - off);
-}
-
 /* The SHA-256 of chunk j's bytes in into got. For a chunk the agent's
  * previous snapshot had shorter, the digest of its first plen bytes comes
  * out of the same pass (sha_peek), and *grew says whether they have that
@@ -266,7 +150,7 @@ hash_chunk(const struct store *st, const struct cjob *j, const uint8_t *in,
 
 /* Pass 1 for chunk j: read it, check its digest, write it as a temp file,
  * so that the disk works while the next chunks are hashed. buf holds
- * align_up(maxchunk) bytes, aligned for O_DIRECT. */
+ * store_direct_align(maxchunk) bytes, aligned for O_DIRECT. */
 static int
 copy_chunk(struct crun *r, struct cjob *j, uint8_t *buf, uint8_t *obuf,
     uint8_t *dbuf, struct cs_err *e)
@@ -325,19 +209,19 @@ copy_chunk(struct crun *r, struct cjob *j, uint8_t *buf, uint8_t *obuf,
 	} else if (obuf != NULL) {
 		if (store_obj_encode_in_place(r->st, j->name, (size_t)j->len,
 		    obuf, store_obj_bound(r->st, r->maxchunk), buf,
-		    align_up(r->maxchunk), &bloblen, e) < 0)
+		    store_direct_align(r->maxchunk), &bloblen, e) < 0)
 			goto out;
 		blob = obuf;
 	}
 	if (tmp_path(r, j, tmp, sizeof(tmp), e) < 0)
 		goto out;
 	unlink(tmp);
-	if ((tfd = create_tmp(tmp, &direct)) < 0) {
+	if ((tfd = store_direct_create(tmp, &direct)) < 0) {
 		cs_errno(e, "create %s", tmp);
 		goto out;
 	}
 	j->written = 1;
-	if (write_chunk(tfd, direct, blob, bloblen) < 0) {
+	if (store_direct_write(tfd, direct, blob, bloblen) < 0) {
 		cs_errno(e, "write %s", tmp);
 		goto out;
 	}
@@ -416,9 +300,9 @@ bufs_take(struct crun *r)
 {
 	int i;
 
-	r->bufsz = align_up(r->maxchunk);
+	r->bufsz = store_direct_align(r->maxchunk);
 	r->obufsz = store_obj_framed(r->st) ?
-	    align_up(store_obj_bound(r->st, r->maxchunk)) : 0;
+	    store_direct_align(store_obj_bound(r->st, r->maxchunk)) : 0;
 	pthread_mutex_lock(&spare.mu);
 	if (!spare.busy) {
 		spare.busy = 1;
@@ -467,8 +351,9 @@ bufs_give(struct crun *r)
 	pthread_mutex_unlock(&spare.mu);
 }
 
-/* Worker w's buffer (align_up(maxchunk) bytes, aligned for O_DIRECT),
- * allocated on first use; NULL after crun_fail when out of memory. */
+/* Worker w's buffer (store_direct_align(maxchunk) bytes, aligned for
+ * O_DIRECT), allocated on first use; NULL after crun_fail when out of
+ * memory. */
 static uint8_t *
 worker_buf(struct crun *r, int w)
 {
@@ -476,7 +361,7 @@ worker_buf(struct crun *r, int w)
 
 	if (r->bufs[w] == NULL &&
 	    (r->bufs[w] = bigbuf_alloc(r->bufsz)) == NULL) {
-		cs_errf(&e, "out of memory");
+		cs_errc(&e, CS_E_NOMEM, "out of memory");
 		crun_fail(r, &e);
 	}
 	return r->bufs[w];
@@ -508,7 +393,7 @@ worker_obuf(struct crun *r, int w, int *failed)
 	if (r->obufs[w] == NULL &&
 	    (r->obufs[w] = bigbuf_alloc(r->obufsz)) == NULL) {
 		*failed = 1;
-		cs_errf(&e, "out of memory");
+		cs_errc(&e, CS_E_NOMEM, "out of memory");
 		crun_fail(r, &e);
 	}
 	return r->obufs[w];
@@ -637,31 +522,6 @@ cmp_job(const void *a, const void *b)
 	const struct cjob *x = a, *y = b;
 
 	return memcmp(x->name, y->name, SHA_LEN);
-}
-
-/* Is the chunk already stored? Same name, same size (for an object of a
- * framed repository, object.c: a size it can have): 1, the same bytes
- * when they were last checked (the blob's mtime); 2 when that check is
- * older than the recheck age (the blob must be hashed before it is
- * reused); 0 when not stored. */
-static int
-stored(struct store *st, const uint8_t name[SHA_LEN], uint64_t len,
-    time_t now, struct cs_err *e)
-{
-	char hex[SHA_HEX_LEN], path[PATH_MAX];
-	int64_t age = st->recheck_set ? st->recheck_s : RECHECK_DEFAULT_S;
-	struct stat sb;
-
-	sha_hex(name, hex);
-	if (store_blob_path(st, hex, path, sizeof(path), e) < 0)
-		return -1;
-	if (lstat(path, &sb) < 0 || !S_ISREG(sb.st_mode))
-		return 0;
-	if (store_obj_framed(st) ? (uint64_t)sb.st_size < OBJ_HDR_LEN ||
-	    (uint64_t)sb.st_size > store_obj_bound(st, (size_t)len) :
-	    (uint64_t)sb.st_size != len)
-		return 0;
-	return age == 0 || (int64_t)now - (int64_t)sb.st_mtime >= age ? 2 : 1;
 }
 
 void
@@ -824,7 +684,7 @@ plan(struct crun *r, size_t n, struct cs_err *e)
 			len = rep->size - off < rep->chunk_size ?
 			    rep->size - off : rep->chunk_size;
 			store_name(r->st, rep->chunks[k], name);
-			if ((s = stored(r->st, name, len, now,
+			if ((s = store_blob_stored(r->st, name, len, now,
 			    e)) < 0)
 				return -1;
 			if (s == 1)
@@ -879,7 +739,8 @@ all_there(struct crun *r, size_t n, struct cs_err *e)
 			if (r->nelsewhere > 0 && bsearch(name, r->elsewhere,
 			    r->nelsewhere, SHA_LEN, cmp_name) != NULL)
 				continue;
-			if ((s = stored(r->st, name, len, 0, e)) < 0)
+			if ((s = store_blob_stored(r->st, name, len, 0,
+			    e)) < 0)
 				return -1;
 			if (s == 0) {
 				sha_hex(name, hex);
@@ -911,107 +772,6 @@ make_dirs(struct crun *r, unsigned char dirs[256], struct cs_err *e)
 			    r->st->repo);
 		if (fs_mkdir_p(path, 0700, e) < 0)
 			return -1;
-	}
-	return 0;
-}
-
-/* Take (type F_WRLCK) or drop (F_UNLCK) the claim of a digest: one byte
- * of chunks.claims, at its first 6 bytes. Never blocks. */
-static int
-claim(int fd, const uint8_t *sha, short type)
-{
-	struct flock fl;
-	off_t off = 0;
-	int i;
-
-	for (i = 0; i < 6; i++)
-		off = off << 8 | sha[i];
-	memset(&fl, 0, sizeof(fl));
-	fl.l_type = type;
-	fl.l_whence = SEEK_SET;
-	fl.l_start = off;
-	fl.l_len = 1;
-	return fcntl(fd, F_OFD_SETLK, &fl);
-}
-
-static int
-claims_open(struct crun *r, struct cs_err *e)
-{
-	char path[PATH_MAX];
-
-	if (snprintf(path, sizeof(path), "%s/locks/chunks.claims",
-	    r->st->repo) >= (int)sizeof(path))
-		return cs_errf(e, "repository path too long: %s", r->st->repo);
-	r->claim_fd = open(path, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC,
-	    0600);
-	return 0;
-}
-
-/* Claim every job. A job another run claimed moves to r->waiting; a job
- * stored since plan() is dropped. Without chunks.claims (it could not be
- * opened) nothing is shared. */
-static int
-claim_jobs(struct crun *r, struct cs_err *e)
-{
-	size_t i, kept = 0;
-	int s;
-
-	if (claims_open(r, e) < 0)
-		return -1;
-	if (r->claim_fd < 0)
-		return 0;
-	if ((r->waiting = malloc((r->njobs + 1) * sizeof(*r->waiting))) ==
-	    NULL)
-		return cs_errc(e, CS_E_NOMEM, "out of memory");
-	for (i = 0; i < r->njobs; i++) {
-		if (claim(r->claim_fd, r->jobs[i].name, F_WRLCK) < 0) {
-			r->waiting[r->nwaiting++] = r->jobs[i];
-			continue;
-		}
-		if ((s = stored(r->st, r->jobs[i].name, r->jobs[i].len, 0,
-		    e)) < 0)
-			return -1;
-		if (!s)
-			r->jobs[kept++] = r->jobs[i];
-	}
-	r->njobs = kept;
-	return 0;
-}
-
-/* Wait for the claims of the waiting chunks; those stored meanwhile are
- * shared, the others become this run's jobs (r->jobs is empty then).
- * Called with this run's own claims dropped; each claim it gets here is
- * dropped at once, so it never holds one while it waits. */
-static int
-wait_claims(struct crun *r, struct cs_err *e)
-{
-	struct timespec ts = { 0, CLAIM_POLL_MS * 1000000L };
-	struct cjob *j;
-	size_t i;
-	long waited = 0;
-	int s;
-
-	close(r->claim_fd);	/* drops this run's claims */
-	if (claims_open(r, e) < 0)
-		return -1;
-	r->njobs = 0;
-	for (i = 0; i < r->nwaiting; i++) {
-		j = &r->waiting[i];
-		while (r->claim_fd >= 0 &&
-		    claim(r->claim_fd, j->name, F_WRLCK) < 0 &&
-		    (errno == EAGAIN || errno == EACCES || errno == EINTR) &&
-		    waited < CLAIM_WAIT_MS) {
-			nanosleep(&ts, NULL);
-			waited += CLAIM_POLL_MS;
-		}
-		if (r->claim_fd >= 0)
-			(void)claim(r->claim_fd, j->name, F_UNLCK);
-		if ((s = stored(r->st, j->name, j->len, 0, e)) < 0)
-			return -1;
-		if (s)
-			r->shared++;
-		else
-			r->jobs[r->njobs++] = *j;
 	}
 	return 0;
 }
@@ -1121,7 +881,7 @@ store_put_chunks(struct store *st, const char *const *paths,
 	bufs_take(&r);
 	if (recheck_all(&r, e) < 0 ||
 	    put_elsewhere(&r, e) < 0 ||
-	    make_dirs(&r, dirs, e) < 0 || claim_jobs(&r, e) < 0)
+	    make_dirs(&r, dirs, e) < 0 || store_claims_take(&r, e) < 0)
 		goto out;
 	/* Progress counts the bytes of the chunks to copy. */
 	store_progress_start(st, 0);
@@ -1130,7 +890,7 @@ store_put_chunks(struct store *st, const char *const *paths,
 	copied = r.njobs + r.put;
 	/* The chunks other runs were copying: shared, or copied now. */
 	if (r.nwaiting > 0) {
-		if (wait_claims(&r, e) < 0 || copy_jobs(&r, e) < 0)
+		if (store_claims_wait(&r, e) < 0 || copy_jobs(&r, e) < 0)
 			goto out;
 		copied += r.njobs;
 	}

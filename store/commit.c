@@ -37,17 +37,6 @@ fits(uint64_t v, const char *what, struct cs_err *e)
 	return 0;
 }
 
-const struct report *
-store_find_report(const struct report *reps, size_t n, const char *name)
-{
-	size_t i;
-
-	for (i = 0; i < n; i++)
-		if (strcmp(reps[i].agent, name) == 0)
-			return &reps[i];
-	return NULL;
-}
-
 /* Every agent of c has exactly one report for id, and no report is for
  * anyone else. */
 static int

@@ -59,24 +59,6 @@ compute(struct store *st, uint64_t id, uint8_t out[MAC_LEN],
 	return rc;
 }
 
-/* 1 if the manifest has table snapshot_row_macs, 0 if not, -1. */
-static int
-have_table(struct store *st, struct cs_err *e)
-{
-	sqlite3_stmt *s = NULL;
-	int rc = -1;
-
-	if (store_db_prepare(st, "SELECT count(*) FROM sqlite_master WHERE "
-	    "type = 'table' AND name = 'snapshot_row_macs'", &s, e) < 0)
-		return -1;
-	if (sqlite3_step(s) != SQLITE_ROW)
-		store_db_fail(st, e, "reading the manifest");
-	else
-		rc = sqlite3_column_int(s, 0) > 0;
-	sqlite3_finalize(s);
-	return rc;
-}
-
 int
 store_rows_mac_put(struct store *st, uint64_t id, struct cs_err *e)
 {
@@ -162,7 +144,7 @@ stored(struct store *st, uint64_t id, uint8_t mac[MAC_LEN], struct cs_err *e)
 	sqlite3_stmt *s = NULL;
 	int step, rc;
 
-	if ((rc = have_table(st, e)) <= 0)
+	if ((rc = store_db_has_table(st, "snapshot_row_macs", e)) <= 0)
 		return rc;
 	rc = -1;
 	if (store_db_prepare(st, "SELECT mac FROM snapshot_row_macs WHERE "

@@ -435,6 +435,14 @@ int store_restore_agents(struct store *st, uint64_t id, const struct cfg *c,
     const char *const *only, size_t nonly, uint64_t *resolved,
     problem_fn fn, void *ctx, struct cs_err *e);
 
+/* restore --target (target.c): the config text of snapshot id's cluster
+ * (0: the newest complete one, *resolved gets the id) restored into a
+ * directory of its own: its agents and channels, data files NAME.data and
+ * run_dir run beside the config, no addr or tls_dir. 0 with *out
+ * malloc'ed, or -1 with e set. */
+int store_target_config(struct store *st, uint64_t id, uint64_t *resolved,
+    char **out, struct cs_err *e);
+
 /* Refuse data paths of c that restore must not write (restore_paths.c):
  * one inside the repository st reads (by path, or a directory with the
  * repository's device and inode on the way), or two agents whose paths

@@ -161,6 +161,11 @@ int store_lock_is_stale(struct store *st, const char *name);
 /* blob.c: "REPO/blobs/ab/<hex>" for a 64-digit hex name. */
 int store_blob_path(const struct store *st, const char *hex, char *out,
     size_t outsz, struct cs_err *e);
+/* blob.c: is the chunk name (len bytes) stored? 1: yes, last checked
+ * within the recheck age; 2: its check is older (hash the blob before
+ * reusing it); 0: not stored; -1 with e set. */
+int store_blob_stored(struct store *st, const uint8_t name[SHA_LEN],
+    uint64_t len, time_t now, struct cs_err *e);
 /* object.c: a chunk blob's bytes. Without framing (a repository without
  * settings, or compression none) the blob is the chunk; with it, a
  * header of OBJ_HDR_LEN bytes and the chunk, zstd-compressed or stored. */
@@ -531,7 +536,7 @@ int store_verify_status(struct vrun *v, const char *status);
  * commit stored), a problem when they differ. */
 void store_verify_digest(struct vrun *v, const char *want);
 
-/* commit.c: the report of agent name among reps[0, n), or NULL. */
+/* reportset.c: the report of agent name among reps[0, n), or NULL. */
 const struct report *store_find_report(const struct report *reps, size_t n,
     const char *name);
 /* commit_cut.c: verify's cut check (cutcheck.c) on the agents' reports,

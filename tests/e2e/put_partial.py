@@ -29,7 +29,7 @@ key, vlen, send, marker = args[0].encode(), int(args[1]), int(args[2]), \
     args[3]
 payload_len = 4 + len(key) + 4 + vlen
 # u32 len (payload + version + type), version 1, type 2 (W_REQ_PUT).
-sock.sendall(struct.pack("<IBB", payload_len + 2, 1, 2) +
+sock.sendall(struct.pack("<IBB", payload_len + 2, 2, 2) +
              struct.pack("<I", len(key)) + key + struct.pack("<I", vlen))
 left = send
 while left > 0:

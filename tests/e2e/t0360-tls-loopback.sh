@@ -173,7 +173,7 @@ test_expect_success 'an agent with another agent'\''s certificate refuses to sta
 	ctx.load_verify_locations(sys.argv[2] + "/ca.crt")
 	ctx.load_cert_chain(sys.argv[2] + "/C.crt", sys.argv[2] + "/C.key")
 	s = ctx.wrap_socket(socket.create_connection(("127.0.0.1", int(sys.argv[1])), timeout=10))
-	s.sendall(struct.pack("<IBB", 7, 1, 40) + struct.pack("<I", 1) + b"C")
+	s.sendall(struct.pack("<IBB", 7, 2, 40) + struct.pack("<I", 1) + b"C")
 	try:
 	    while s.recv(4096):
 	        pass

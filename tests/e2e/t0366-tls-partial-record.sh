@@ -32,7 +32,7 @@ half_record () {
 	python3 "$_lib_dir/tls_partial.py" 127.0.0.1 "$PA" "$TEST_DIR/tls" \
 	    "$APID" "$PAUSE" >"$TEST_DIR/.half" &&
 	cat "$TEST_DIR/.half" >&2 &&
-	json_check "d[\"version\"] == 1 and d[\"type\"] == 30" "$TEST_DIR/.half" &&
+	json_check "d[\"version\"] == 2 and d[\"type\"] == 30" "$TEST_DIR/.half" &&
 	json_check "d[\"cpu_s\"] <= $MAX_CPU" "$TEST_DIR/.half"
 }
 

@@ -34,7 +34,7 @@ k = sys.argv[2].encode()
 p = struct.pack("<I", len(k)) + k + struct.pack("<q", int(sys.argv[3]))
 s = socket.socket(socket.AF_UNIX)
 s.connect(sys.argv[1])
-s.sendall(struct.pack("<IBB", len(p) + 2, 1, 5) + p)
+s.sendall(struct.pack("<IBB", len(p) + 2, 2, 5) + p)
 b = b""
 while len(b) < 4 or len(b) < 4 + struct.unpack("<I", b[:4])[0]:
     c = s.recv(4096)

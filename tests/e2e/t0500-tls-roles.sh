@@ -166,7 +166,7 @@ ctx.load_verify_locations("tls/ca.crt")
 ctx.load_cert_chain(f"tls/{cert}.crt", f"tls/{cert}.key")
 s = ctx.wrap_socket(socket.create_connection(("127.0.0.1", port), timeout=10))
 p = struct.pack("<I", len(name)) + name
-s.sendall(struct.pack("<IBB", 2 + len(p), 1, 40) + p)
+s.sendall(struct.pack("<IBB", 2 + len(p), 2, 40) + p)
 try:
     b = s.recv(6)
 except (ssl.SSLError, OSError):

@@ -77,7 +77,7 @@ test_expect_success 'snapshot, forget and prune refuse (exit 2) and commit or de
 
 test_expect_success 'a user with no record of the bucket: the commit before the newest says it' '
 	XDG_STATE_HOME=$TEST_DIR/other expect_ok ls -r "$REPO_URL" &&
-	err_matches "generation $G1 but generation $(cgen c2) was committed \(as commits/$(printf %020d 2), before the newest" &&
+	err_matches "generation $G1 but generation $(cgen c2) was committed \(as commits/$(printf %020d 2) says" &&
 	XDG_STATE_HOME=$TEST_DIR/other CUTSNAP_CACHE_DIR=$TEST_DIR/cache2 expect_exit 2 snapshot -c "$CONF" -r "$REPO_URL" &&
 	err_matches "rolled back"
 '

@@ -49,7 +49,7 @@ while True:
         pump_in()
 flush()
 # The request: u32 len = 2 (version + type), version 1, W_REQ_STATUS.
-tls.write(struct.pack("<IBB", 2, 1, 1))
+tls.write(struct.pack("<IBB", 2, 2, 1))
 record = out.read()
 half = len(record) // 2
 sock.sendall(record[:half])

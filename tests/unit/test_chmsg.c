@@ -154,6 +154,69 @@ add_from_round_trips_and_is_strict(void **state)
 	wbuf_free(&w);
 }
 
+static void
+app_round_trips_and_is_strict(void **state)
+{
+	static const uint8_t want[] = { CHMSG_APP, 1, 2, 3, 4, 5, 6, 7, 8, 9,
+	    10, 11, 12, 13, 14, 15, 16, 3, 0, 0, 0, 'a', 0, 'b' };
+	struct chmsg_app a;
+	struct chmsg m;
+	struct wbuf w;
+	size_t i;
+
+	(void)state;
+	wbuf_init(&w);
+	chmsg_encode_app(&w, want + 1, "a\0b", 3);
+	assert_int_equal(w.oom, 0);
+	assert_int_equal(w.len, sizeof(want));
+	assert_memory_equal(w.data, want, sizeof(want));
+	assert_int_equal(chmsg_op(w.data, w.len), CHMSG_APP);
+	assert_int_equal(chmsg_decode_app(w.data, w.len, &a), 0);
+	assert_ptr_equal(a.id, w.data + 1);
+	assert_int_equal(a.plen, 3);
+	assert_memory_equal(a.payload, "a\0b", 3);
+	/* Code that moves amounts never takes it for a credit. */
+	assert_int_equal(chmsg_decode(w.data, w.len, &m), -1);
+	for (i = 0; i < w.len; i++)
+		assert_int_equal(chmsg_decode_app(w.data, i, &a), -1);
+	assert_int_equal(chmsg_op(w.data, 0), -1);
+	wbuf_put_u8(&w, 0);
+	assert_int_equal(chmsg_decode_app(w.data, w.len, &a), -1);
+	wbuf_free(&w);
+	/* An empty payload is a message; a credit is not one. */
+	wbuf_init(&w);
+	chmsg_encode_app(&w, want + 1, "", 0);
+	assert_int_equal(chmsg_decode_app(w.data, w.len, &a), 0);
+	assert_int_equal(a.plen, 0);
+	wbuf_free(&w);
+	wbuf_init(&w);
+	chmsg_encode_id(&w, "K", 1, 10, want + 1);
+	assert_int_equal(chmsg_decode_app(w.data, w.len, &a), -1);
+	wbuf_free(&w);
+}
+
+static void
+app_payload_is_capped(void **state)
+{
+	size_t hdr = 1 + CHMSG_ID_LEN + 4, n = hdr + CHMSG_APP_MAX + 1;
+	struct chmsg_app a;
+	uint8_t *p;
+
+	(void)state;
+	p = calloc(1, n);
+	assert_non_null(p);
+	p[0] = CHMSG_APP;
+	/* Exactly the cap decodes... */
+	buf_le32_put(p + 1 + CHMSG_ID_LEN, CHMSG_APP_MAX);
+	assert_int_equal(chmsg_decode_app(p, n - 1, &a), 0);
+	assert_int_equal(a.plen, CHMSG_APP_MAX);
+	assert_true(n - 1 == CHMSG_APP_ENC_MAX);
+	/* ...one byte more, complete in the buffer, does not. */
+	buf_le32_put(p + 1 + CHMSG_ID_LEN, CHMSG_APP_MAX + 1);
+	assert_int_equal(chmsg_decode_app(p, n, &a), -1);
+	free(p);
+}
+
 int
 main(void)
 {
@@ -165,6 +228,8 @@ main(void)
 		cmocka_unit_test(trailing_byte_fails),
 		cmocka_unit_test(wrong_op_fails),
 		cmocka_unit_test(key_length_is_capped),
+		cmocka_unit_test(app_round_trips_and_is_strict),
+		cmocka_unit_test(app_payload_is_capped),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

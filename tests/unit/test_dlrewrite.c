@@ -2,7 +2,7 @@
  * equals the state before, for every kind of state (values inline and by
  * reference, deletions, sent/applied/acked watermarks with their history
  * chains, unacknowledged sends with theirs, dead letters open, retried
- * and refunded), with records appended during the rewrite; a reopened file has
+ * and refunded, key versions), with records appended during the rewrite; a reopened file has
  * the same state; generations count up; an aborted rewrite changes
  * nothing; base records outside a base section are corruption. */
 #include <sys/stat.h>
@@ -290,12 +290,16 @@ canon(struct datalog *dl)
 		if (v[i]->val == NULL) {
 			assert_int_equal(datalog_read_value(dl, v[i], &val, &e),
 			    0);
-			addf(&s, &n, "key %.*s = %.*s\n", (int)v[i]->klen,
-			    v[i]->key, (int)v[i]->vlen, val);
+			addf(&s, &n, "key %.*s v%llu = %.*s\n",
+			    (int)v[i]->klen, v[i]->key,
+			    (unsigned long long)v[i]->ver, (int)v[i]->vlen,
+			    val);
 			free(val);
 		} else {
-			addf(&s, &n, "key %.*s = %.*s\n", (int)v[i]->klen,
-			    v[i]->key, (int)v[i]->vlen, v[i]->val);
+			addf(&s, &n, "key %.*s v%llu = %.*s\n",
+			    (int)v[i]->klen, v[i]->key,
+			    (unsigned long long)v[i]->ver, (int)v[i]->vlen,
+			    v[i]->val);
 		}
 	}
 	free(v);

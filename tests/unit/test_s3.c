@@ -69,10 +69,18 @@ bad_urls_are_refused(void **state)
 	refused("s3://ab/x", "bucket name");
 	refused("s3://Upper/x", "bucket name");
 	refused("s3://under_score", "bucket name");
-	refused("s3://bucket/a b", "prefix may hold only");
-	refused("s3://bucket/a//b", "prefix may hold only");
-	refused("s3://bucket/a/../b", "prefix may hold only");
-	refused("s3://bucket/a?x=1", "prefix may hold only");
+	refused("s3://bucket/a b", "prefix must be segments");
+	refused("s3://bucket/a//b", "prefix must be segments");
+	refused("s3://bucket/a/../b", "prefix must be segments");
+	refused("s3://bucket/a?x=1", "prefix must be segments");
+	/* Segments a server would fold or that make keys with an empty or
+	 * dot segment: the repository could not find itself again. */
+	refused("s3://bucket/./x", "prefix must be segments");
+	refused("s3://bucket//x", "prefix must be segments");
+	refused("s3://bucket/a/./b", "prefix must be segments");
+	refused("s3://bucket/a/.", "prefix must be segments");
+	refused("s3://bucket/a//", "prefix must be segments");
+	refused("s3://bucket/..", "prefix must be segments");
 }
 
 static void
@@ -94,6 +102,26 @@ environment_is_checked(void **state)
 	refused("s3://bucket/x", "must start with http:// or https://");
 }
 
+/* Without an endpoint, a bucket is addressed as AWS's host name, but a
+ * dotted one in the path: its certificate covers one label only. */
+static void
+dotted_buckets_use_the_path(void **state)
+{
+	struct s3 *s = NULL;
+	struct cs_err e;
+
+	(void)state;
+	unsetenv("AWS_ENDPOINT_URL");
+	setenv("AWS_REGION", "eu-west-1", 1);
+	assert_int_equal(s3_open("s3://plain-bucket/x", &s, &e), 0);
+	assert_string_equal(s3_endpoint(s), "");	/* the bucket's host */
+	s3_close(s);
+	s = NULL;
+	assert_int_equal(s3_open("s3://my.dotted.bucket/x", &s, &e), 0);
+	assert_string_equal(s3_endpoint(s), "https://s3.eu-west-1.amazonaws.com");
+	s3_close(s);
+}
+
 int
 main(void)
 {
@@ -101,6 +129,7 @@ main(void)
 		cmocka_unit_test_setup(names_are_normalised, creds),
 		cmocka_unit_test_setup(bad_urls_are_refused, creds),
 		cmocka_unit_test_setup(environment_is_checked, creds),
+		cmocka_unit_test_setup(dotted_buckets_use_the_path, creds),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
