@@ -352,7 +352,7 @@ agent_run(const struct cfg *c, int self, struct cs_err *e)
 	/* Test hook drop-reply:N (a count, read as cs_fault_ms reads). */
 	a.drop_replies = cs_fault_ms("drop-reply", 1000000);
 	if (agent_inch_init(&a) == -1) {
-		cs_errf(e, "out of memory");
+		cs_errc(e, CS_E_NOMEM, "out of memory");
 		goto out;
 	}
 	if (agent_outch_init(&a, e) == -1)

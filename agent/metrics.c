@@ -429,7 +429,7 @@ agent_metrics_open(struct agent *a, struct cs_err *e)
 	if (addr[0] == '\0')
 		return 0;
 	if ((a->mx = calloc(1, sizeof(*a->mx))) == NULL)
-		return cs_errf(e, "out of memory");
+		return cs_errc(e, CS_E_NOMEM, "out of memory");
 	for (i = 0; i < MX_CONNS; i++)
 		a->mx->c[i].fd = -1;
 	if ((a->mx->lfd = xport_tcp_listen(addr, &le)) == -1) {

@@ -294,10 +294,10 @@ agent_outch_init(struct agent *a, struct cs_err *e)
 	int d;
 
 	if ((a->out = calloc((size_t)a->n, sizeof(*a->out))) == NULL)
-		return cs_errf(e, "out of memory");
+		return cs_errc(e, CS_E_NOMEM, "out of memory");
 	/* The per-peer counts of /metrics (metrics.c), one block. */
 	if ((a->sent_to = calloc((size_t)a->n * 3, sizeof(uint64_t))) == NULL)
-		return cs_errf(e, "out of memory");
+		return cs_errc(e, CS_E_NOMEM, "out of memory");
 	a->applied_from = a->sent_to + a->n;
 	a->acked_by = a->sent_to + 2 * a->n;
 	for (d = 0; d < a->n; d++) {

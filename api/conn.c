@@ -327,7 +327,7 @@ open_fd(int fd, const char *agent, int timeout_ms, struct cs_err *e,
 		close(fd);
 		if (kind != NULL)
 			*kind = CS_ERROR;
-		cs_errf(e, "out of memory");
+		cs_errc(e, CS_E_NOMEM, "out of memory");
 		return NULL;
 	}
 	if (hello(c) == -1) {

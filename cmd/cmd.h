@@ -16,12 +16,51 @@
 struct store;
 struct snap_info;
 
-/* Exit statuses (README.md "Command line", the manual's EXIT STATUS). */
+/* Exit statuses (README.md "Exit status", the manual's EXIT STATUS);
+ * exit.c maps error kinds to them. 128 + N: killed by signal N. */
 #define EXIT_OK 0
 #define EXIT_FAILED 1	/* the operation or the check failed */
 #define EXIT_USAGE 2	/* bad usage, bad config or unreadable input */
+#define EXIT_PARTIAL 3	/* done in part (verify: some snapshots bad) */
 #define EXIT_UNKNOWN 4	/* add, transfer: the reply was lost, the
 			 * outcome is unknown (retry with its ID) */
+#define EXIT_NOREPO 10	/* no repository there, or not a usable one */
+#define EXIT_LOCKED 11	/* the repository is locked by another process */
+#define EXIT_AUTH 12	/* wrong password (or no password given) */
+
+/* exit.c. The exit status of an error kind (the one table). */
+int cmd_exit_status(enum cs_errcode code);
+/* Print e's line and return its kind's exit status. */
+int cmd_fail_err(const struct cs_err *e);
+/* The same, but a kind that would exit 1 exits fallback instead (a
+ * failure to open the repository given is a usage error). */
+int cmd_fail_errs(int fallback, const struct cs_err *e);
+/* Keep the first failure for the JSON error object (cmd_fail and
+ * cmd_usage_error call it); have_code 0: the kind follows from status.
+ * status -1: a warning line, the message only if no failure comes. */
+void cmd_note_failure(int status, int have_code, enum cs_errcode code,
+    const char *msg);
+/* retrylock.c: --retry-lock DURATION, taken out of argv by main for the
+ * commands that lock the repository: -1 to go on, otherwise the exit
+ * status (the usage error printed). */
+int cmd_take_retry_lock(int *argc, char **argv);
+/* When a retry that starts now must give up (now without the option). */
+int64_t cmd_retry_lock_deadline(void);
+/* After a failure e: 1 when it is a lock conflict and deadline has not
+ * passed, after sleeping a little (*wait_ms, 0 at first, grows), so the
+ * caller tries again; 0 to report e. */
+int cmd_retry_lock_again(const struct cs_err *e, int64_t deadline,
+    int *wait_ms);
+/* store_lock, tried again while it conflicts, until the deadline. */
+int cmd_lock(struct store *st, int exclusive, struct cs_err *e);
+
+/* Set by main when the command line has --json: a failure is also one
+ * JSON object on stdout, {"error": {"code", "message", "exit"}}, written
+ * by cmd_json_error(status) unless the command wrote its own JSON there. */
+extern int cmd_json_errors;
+void cmd_json_error(int status);
+/* The same from a signal handler, for SIGINT or SIGTERM. */
+void cmd_json_signal(int sig);
 
 /* Default wait for an agent's reply to a client request. */
 #define CMD_REQ_TIMEOUT_MS 30000

@@ -114,7 +114,7 @@ image_value(const uint8_t *p, size_t len, const char *what, int64_t *v,
 	int rc = -1;
 
 	if (dl_state_init(&st, 0) == -1)
-		return cs_errf(e, "out of memory");
+		return cs_errc(e, CS_E_NOMEM, "out of memory");
 	if (dl_replay(p, len, what, 1, &st, &valid, e) == -1)
 		goto out;
 	if (!kvmap_get(st.kv, KEY, strlen(KEY), &val, &vlen)) {

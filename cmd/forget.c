@@ -62,10 +62,15 @@ static const char usage_text[] =
     "Takes the repository's exclusive lock: it refuses to run while a\n"
     "snapshot, verify, restore or prune holds the repository.\n"
     "\n"
-    "Exit status: 0 success, 1 the repository is locked or could not be\n"
-    "changed, or it would forget every complete snapshot (or, with\n"
+    "--retry-lock DURATION: while the repository is locked, try again for\n"
+    "up to DURATION (30s, 5m, 1h) before giving up.\n"
+    "\n"
+    "Exit status: 0 success, 1 the repository could not be changed,\n"
+    "or it would forget every complete snapshot (or, with\n"
     "--prune, delete most blobs) without --force, 2 bad usage or a bad\n"
-    "repository.\n";
+    "repository.\n"
+    "Also: 10 no such repository, 11 locked (after --retry-lock), 12 a\n"
+    "wrong password (cutsnap(1) EXIT STATUS).\n";
 
 enum { OPT_HOURLY = 256, OPT_DAILY, OPT_WEEKLY, OPT_MONTHLY, OPT_YEARLY,
     OPT_PRUNE };
@@ -242,14 +247,16 @@ cmd_forget(int argc, char **argv)
 		    "repository: over s3:// run forget, then prune");
 	if ((rc = cmd_open_repo(repo, STORE_WRITE, NULL, &st)) != EXIT_OK)
 		return rc;
-	frc = store_forget(st, &p, &res, &e);
+	/* Taken here to wait for it (--retry-lock); store_forget keeps
+	 * it. */
+	frc = cmd_lock(st, 1, &e) < 0 ? -1 : store_forget(st, &p, &res, &e);
 	rc = EXIT_OK;
 	/* A prune that failed after the forget: report what was forgotten. */
 	if ((frc == 0 || res.kept != NULL) &&
 	    cmd_forget_report(&res, &p, within, json, frc == 0) == -1)
 		rc = cmd_fail(EXIT_FAILED, "write stdout failed");
 	if (frc == -1)
-		rc = cmd_fail(EXIT_FAILED, "%s", e.msg);
+		rc = cmd_fail_err(&e);
 	store_forget_result_free(&res);
 	store_close(st);
 	return rc;

@@ -121,8 +121,7 @@ cmd_init(int argc, char **argv)
 	rc = store_init(repo, &set, &e);
 	mac_cleanse(pass, sizeof(pass));
 	if (rc < 0)
-		return cmd_fail(strstr(e.msg, "exists already") != NULL ?
-		    EXIT_USAGE : EXIT_FAILED, "%s", e.msg);
+		return cmd_fail_err(&e);	/* exists already: usage */
 	rc = EXIT_OK;
 	if (json) {
 		json_init(&j, stdout);

@@ -58,9 +58,14 @@ static const char usage_text[] =
     "                              \"n\":N,\"r\":N,\"p\":N}]; add, passwd:\n"
     "                              {\"id\":N}\n"
     "\n"
+    "--retry-lock DURATION: while the repository is locked, try again for\n"
+    "up to DURATION (30s, 5m, 1h) before giving up.\n"
+    "\n"
     "Exit status: 0 success, 1 the change could not be written, 2 bad\n"
-    "usage, a wrong password, an unknown key or a repository that is not\n"
-    "encrypted.\n";
+    "usage, an unknown key or a repository that is not\n"
+    "encrypted.\n"
+    "Also: 10 no such repository, 11 locked (after --retry-lock), 12 a\n"
+    "wrong password (cutsnap(1) EXIT STATUS).\n";
 
 static const struct option opts[] = {
 	{ "repo", required_argument, NULL, 'r' },
@@ -198,19 +203,22 @@ cmd_keys(int argc, char **argv)
 		store_set_password_fn(NULL, NULL);
 	if (store_open(repo, strcmp(verb, "list") == 0 ? STORE_READ :
 	    STORE_WRITE, &st, &e) == -1)
-		return cmd_fail(EXIT_USAGE, "%s", e.msg);
+		return cmd_fail_errs(EXIT_USAGE, &e);
 	if (!store_encrypted(st)) {
 		rc = cmd_fail(EXIT_USAGE, "repository %s is not encrypted "
 		    "(it has no keys)", repo);
 	} else if (strcmp(verb, "list") == 0) {
 		rc = list_keys(st, json);
 	} else if (strcmp(verb, "remove") == 0) {
+		/* Naming a key that is not there, or the one in use, is
+		 * bad input. */
 		rc = store_key_remove(st, (int64_t)id, &e) < 0 ?
-		    cmd_fail(strstr(e.msg, "has no key") != NULL ||
-		    strstr(e.msg, "the one this password opens") != NULL ?
-		    EXIT_USAGE : EXIT_FAILED, "%s", e.msg) : EXIT_OK;
+		    cmd_fail_errs(cs_err_code(&e) == CS_E_NOTFOUND ?
+		    EXIT_USAGE : EXIT_FAILED, &e) : EXIT_OK;
 		if (rc == EXIT_OK)
 			printf("removed key %" PRIu64 "\n", id);
+	} else if (strcmp(verb, "rotate") == 0 && cmd_lock(st, 1, &e) < 0) {
+		rc = cmd_fail_err(&e);	/* rotate rewrites: exclusive */
 	} else {
 		rc = add_key(st, repo, newfile, strcmp(verb, "rotate") == 0 ?
 		    2 : strcmp(verb, "passwd") == 0, json);

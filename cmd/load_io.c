@@ -118,7 +118,7 @@ int
 load_io_init(struct load_worker *w, struct cs_err *e)
 {
 	if ((w->ready = calloc((size_t)w->ncls, sizeof(*w->ready))) == NULL)
-		return cs_errf(e, "out of memory");
+		return cs_errc(e, CS_E_NOMEM, "out of memory");
 	if ((w->epfd = epoll_create1(EPOLL_CLOEXEC)) == -1)
 		return cs_errno(e, "epoll_create1");
 	return 0;
@@ -198,7 +198,7 @@ conn_open(struct load_worker *w, int ci, int a, int quiet)
 		goto fail;
 	if ((nc = x != NULL ? netconn_tls_wrap(fd, x) : netconn_plain(fd)) ==
 	    NULL) {
-		cs_errf(&e, "out of memory");
+		cs_errc(&e, CS_E_NOMEM, "out of memory");
 		goto fail;
 	}
 	x = NULL;	/* nc owns fd and x now */

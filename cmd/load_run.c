@@ -236,7 +236,7 @@ load_run(const struct load_opts *o, struct load_result *r,
 	    (cls = calloc((size_t)o->clients, sizeof(*cls))) == NULL ||
 	    (ws = calloc((size_t)nw, sizeof(*ws))) == NULL ||
 	    (tids = calloc((size_t)nw, sizeof(*tids))) == NULL) {
-		cs_errf(e, "out of memory");
+		cs_errc(e, CS_E_NOMEM, "out of memory");
 		goto out;
 	}
 	t0 = (cs_now_ns() / 1000);
@@ -245,7 +245,7 @@ load_run(const struct load_opts *o, struct load_result *r,
 		    (uint64_t)t0 ^ (uint64_t)getpid();
 		ninit++;	/* freed at out: even a half-initialised one */
 		if (load_client_init(&cls[i], o->c->nagents, seed) == -1) {
-			cs_errf(e, "out of memory");
+			cs_errc(e, CS_E_NOMEM, "out of memory");
 			goto out;
 		}
 	}
@@ -303,7 +303,7 @@ join:
 	for (i = 0; i < o->clients; i++)
 		oom |= cls[i].oom;
 	if (rc == 0 && (oom || sn.oom || merge(cls, o->clients, r) == -1)) {
-		cs_errf(e, "out of memory");
+		cs_errc(e, CS_E_NOMEM, "out of memory");
 		rc = -1;
 	}
 	r->snaps = sn.v;

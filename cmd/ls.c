@@ -31,9 +31,14 @@ static const char usage_text[] =
     "                    chunks take in REPO, compressed and sealed) and the\n"
     "                    repository's identity as well\n"
     "\n"
-    "Exit status: 0 success, 1 the repository could not be read or is\n"
-    "locked by forget or prune, 2 bad usage or a bad repository (missing,\n"
-    "not a directory, unreadable, or a schema that needs an upgrade).\n";
+    "--retry-lock DURATION: while the repository is locked, try again for\n"
+    "up to DURATION (30s, 5m, 1h) before giving up.\n"
+    "\n"
+    "Exit status: 0 success, 1 the repository could not be read, 2 bad\n"
+    "usage or a bad repository (unreadable, or a schema that needs an\n"
+    "upgrade).\n"
+    "Also: 10 no such repository, 11 locked (after --retry-lock), 12 a\n"
+    "wrong password (cutsnap(1) EXIT STATUS).\n";
 
 static const struct option opts[] = {
 	{ "repo", required_argument, NULL, 'r' },
@@ -179,9 +184,9 @@ cmd_ls(int argc, char **argv)
 		    argv[optind]);
 	if ((rc = cmd_open_repo(repo, STORE_READ, NULL, &st)) != EXIT_OK)
 		return rc;
-	if (store_lock(st, 0, &e) == -1 ||
+	if (cmd_lock(st, 0, &e) == -1 ||
 	    store_list(st, &v, &n, &e) == -1) {
-		rc = cmd_fail(EXIT_FAILED, "%s", e.msg);
+		rc = cmd_fail_err(&e);
 		goto out;
 	}
 	if (json) {

@@ -64,8 +64,10 @@ usage(FILE *f)
 		    commands[i].summary);
 	fputs("\nRun 'cutsnap COMMAND --help' for a command's usage; "
 	    "'cutsnap --version' (-V)\nprints the version.\n"
-	    "Exit status: 0 success, 1 the operation or check failed, "
-	    "2 bad usage, bad config or unreadable input.\n"
+	    "Exit status: 0 success, 1 failed, 2 bad usage or config, "
+	    "3 partial,\n4 outcome unknown, 10 no repository, 11 locked, "
+	    "12 wrong password,\n130/143 interrupted (see cutsnap(1) EXIT "
+	    "STATUS).\n"
 	    "CUTSNAP_REPOSITORY and CUTSNAP_CONFIG stand for -r REPO and "
 	    "-c CONF when\nthose are not given.\n", f);
 }
@@ -84,6 +86,7 @@ finish(int rc)
 	if (err && rc == EXIT_OK)
 		return cmd_fail(EXIT_FAILED, "write stdout failed%s%s",
 		    errno ? ": " : "", errno ? strerror(errno) : "");
+	cmd_json_error(rc);
 	return rc;
 }
 
@@ -101,6 +104,7 @@ on_stop(int sig)
 	(void)!write(STDERR_FILENO, pre, sizeof(pre) - 1);
 	(void)!write(STDERR_FILENO, cmd_name, strlen(cmd_name));
 	(void)!write(STDERR_FILENO, what, strlen(what));
+	cmd_json_signal(sig);
 	_exit(128 + sig);
 }
 
@@ -134,6 +138,20 @@ reads_repo(const char *name)
 	return 0;
 }
 
+/* The commands that lock the repository: they take --retry-lock. */
+static int
+locks_repo(const char *name)
+{
+	static const char *const names[] = { "key", "snapshot", "ls",
+	    "show", "verify", "restore", "forget", "prune" };
+	size_t i;
+
+	for (i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+		if (strcmp(name, names[i]) == 0)
+			return 1;
+	return 0;
+}
+
 /* 1 when argv[i] is the value of the option before it ("-c CONF"): any
  * word after a "-x" or "--xx" without '=' counts, which is lenient only
  * for flags. */
@@ -143,6 +161,19 @@ opt_value(char **argv, int i)
 	const char *p = argv[i - 1];
 
 	return i > 1 && p[0] == '-' && p[1] != '\0' && strchr(p, '=') == NULL;
+}
+
+/* 1 when --json is among the options (before a "--"): failures are then
+ * reported as a JSON object on stdout too (cmd_json_error). */
+static int
+wants_json(int argc, char **argv)
+{
+	int i;
+
+	for (i = 1; i < argc && strcmp(argv[i], "--") != 0; i++)
+		if (strcmp(argv[i], "--json") == 0)
+			return 1;
+	return 0;
 }
 
 /* Take --cert NAME (or --cert=NAME) out of argv, among the options before
@@ -180,20 +211,28 @@ take_cert(int *argc, char **argv)
 static int
 run(const struct command *c, int argc, char **argv)
 {
+	int rc;
+
 	cmd_name = c->name;
+	cmd_json_errors = wants_json(argc, argv);
 	catch_stop(SIGTERM);
 	catch_stop(SIGINT);
 	if (cmd_env_defaults(c->name, &argc, &argv) < 0)
-		return cmd_fail(EXIT_FAILED, "out of memory");
+		return finish(cmd_fail(EXIT_FAILED, "out of memory"));
 	/* cert makes certificates: it presents none. */
 	if (strcmp(c->name, "cert") != 0 && take_cert(&argc, argv) < 0)
-		return cmd_usage_error("--cert needs NAME");
+		return finish(cmd_usage_error("--cert needs NAME"));
+	if (locks_repo(c->name) &&
+	    (rc = cmd_take_retry_lock(&argc, argv)) >= 0)
+		return finish(rc);
 	if (reads_repo(c->name)) {
 		switch (cmd_take_password_file(&argc, argv)) {
 		case -1:
-			return cmd_usage_error("--password-file needs FILE");
+			return finish(cmd_usage_error(
+			    "--password-file needs FILE"));
 		case -2:
-			return cmd_usage_error("--password-command needs CMD");
+			return finish(cmd_usage_error(
+			    "--password-command needs CMD"));
 		}
 		cmd_password_setup();
 	}

@@ -38,9 +38,14 @@ static const char usage_text[] =
     "older than --grace DURATION (default 1h; 0 for all), then commits and\n"
     "manifests that newer commits replaced, also after the grace period.\n"
     "\n"
-    "Exit status: 0 success, 1 the repository is locked, a file could not\n"
-    "be deleted or it would delete most blobs without --force, 2 bad usage\n"
-    "or a bad repository.\n";
+    "--retry-lock DURATION: while the repository is locked, try again for\n"
+    "up to DURATION (30s, 5m, 1h) before giving up.\n"
+    "\n"
+    "Exit status: 0 success, 1 a file could not be deleted\n"
+    "or it would delete most blobs without --force, 2 bad usage\n"
+    "or a bad repository.\n"
+    "Also: 10 no such repository, 11 locked (after --retry-lock), 12 a\n"
+    "wrong password (cutsnap(1) EXIT STATUS).\n";
 
 static const struct option opts[] = {
 	{ "repo", required_argument, NULL, 'r' },
@@ -89,8 +94,10 @@ cmd_prune(int argc, char **argv)
 		    argv[optind]);
 	if ((rc = cmd_open_repo(repo, STORE_WRITE, NULL, &st)) != EXIT_OK)
 		return rc;
-	if (store_prune(st, dry_run, force, &r, &e) == -1) {
-		rc = cmd_fail(EXIT_FAILED, "%s", e.msg);
+	/* The lock first, to wait for it (--retry-lock). */
+	if (cmd_lock(st, 1, &e) == -1 ||
+	    store_prune(st, dry_run, force, &r, &e) == -1) {
+		rc = cmd_fail_err(&e);
 		goto out;
 	}
 	rc = EXIT_OK;

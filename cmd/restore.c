@@ -83,8 +83,13 @@ static const char usage_text[] =
     "else it is asked on the terminal; a missing or wrong one fails at\n"
     "once, in one line, before anything is written.\n"
     "\n"
+    "--retry-lock DURATION: while the repository is locked, try again for\n"
+    "up to DURATION (30s, 5m, 1h) before giving up.\n"
+    "\n"
     "Exit status: 0 restored, 1 refused or failed, 2 bad usage, bad config,\n"
-    "no such snapshot ID, or a bad repository.\n";
+    "no such snapshot ID, or a bad repository.\n"
+    "Also: 10 no such repository, 11 locked (after --retry-lock), 12 a\n"
+    "wrong password (cutsnap(1) EXIT STATUS).\n";
 
 static const struct option opts[] = {
 	{ "repo", required_argument, NULL, 'r' },
@@ -217,8 +222,8 @@ cmd_restore(int argc, char **argv)
 	}
 	if ((rc = cmd_open_repo(repo, STORE_READ, keyfile, &st)) != EXIT_OK)
 		goto out;
-	if (store_lock(st, 0, &e) == -1) {
-		rc = cmd_fail(EXIT_FAILED, "%s", e.msg);
+	if (cmd_lock(st, 0, &e) == -1) {
+		rc = cmd_fail_err(&e);
 		goto out;
 	}
 	if ((rc = cmd_snapshot_exists(st, id)) != EXIT_OK)

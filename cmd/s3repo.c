@@ -227,8 +227,8 @@ status_fail(struct sess *ss, const char *what, const char *key, int st,
     struct cs_err *e)
 {
 	s3_status_err(ss->s, what, key, st, e);
-	if (st == 403 || strstr(e->msg, "does not exist") != NULL ||
-	    st == 400 || st == 401)
+	if (st == 403 || cs_err_code(e) == CS_E_NOREPO || st == 400 ||
+	    st == 401)
 		ss->bad_config = 1;
 	return -1;
 }
@@ -380,13 +380,13 @@ read_head(struct sess *ss, struct cs_err *e)
 	ss->gen = 0;
 	ss->mkey[0] = ss->mhash[0] = '\0';
 	if (s3_list(ss->s, "commits/", &o, &n, e) < 0) {
-		if (strstr(e->msg, "does not exist") != NULL ||
-		    strstr(e->msg, "access denied") != NULL)
+		if (cs_err_code(e) == CS_E_NOREPO ||
+		    cs_err_code(e) == CS_E_AUTH)
 			ss->bad_config = 1;
 		return -1;
 	}
 	if (n > 0 && (nums = malloc(n * sizeof(*nums))) == NULL) {
-		cs_errf(e, "out of memory");
+		cs_errc(e, CS_E_NOMEM, "out of memory");
 		goto out;
 	}
 	for (i = 0; i < n; i++) {
@@ -916,7 +916,7 @@ check_vouched(struct sess *ss, char **names, size_t nn, char **have,
 	size_t i;
 
 	if (ss->vouched.oom || ss->put.oom)
-		return cs_errf(e, "out of memory");
+		return cs_errc(e, CS_E_NOMEM, "out of memory");
 	for (i = 0; ss->vouched.n > 0 && i < nn; i++) {
 		if (sha_unhex(names[i], sha) < 0 ||
 		    !set_has(&ss->vouched, sha))
@@ -1009,7 +1009,7 @@ put_blobs(struct sess *ss, struct cs_err *e)
 	rc = 0;
 	goto out;
 oom:
-	cs_errf(e, "out of memory");
+	cs_errc(e, CS_E_NOMEM, "out of memory");
 out:
 	if (keys != NULL)
 		strs_free(keys, nx + 1);
@@ -1104,7 +1104,7 @@ get_blobs(struct sess *ss, uint64_t id, struct cs_err *e)
 	rc = 0;
 	goto out;
 oom:
-	cs_errf(e, "out of memory");
+	cs_errc(e, CS_E_NOMEM, "out of memory");
 out:
 	if (keys != NULL)
 		strs_free(keys, n);
@@ -1312,7 +1312,7 @@ stand_ins(struct sess *ss, int64_t grace, char ***keys, size_t *nk,
 	rc = 0;
 	goto out;
 oom:
-	cs_errf(e, "out of memory");
+	cs_errc(e, CS_E_NOMEM, "out of memory");
 out:
 	if (v != NULL)
 		strs_free(v, cnt);
@@ -1704,7 +1704,7 @@ cmd_s3_run(const char *name, int (*fn)(int, char **), int argc, char **argv)
 	}
 	/* The command, on the local stand-in for the bucket. */
 	if ((rep = malloc(off + strlen(ss.dir) + 1)) == NULL) {
-		cs_errf(&e, "out of memory");
+		cs_errc(&e, CS_E_NOMEM, "out of memory");
 		goto fail;
 	}
 	sprintf(rep, "%.*s%s", (int)off, av[ri], ss.dir);

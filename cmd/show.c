@@ -44,9 +44,14 @@ static const char usage_text[] =
     "else it is asked on the terminal; a missing or wrong one fails at\n"
     "once, in one line, before anything is written.\n"
     "\n"
+    "--retry-lock DURATION: while the repository is locked, try again for\n"
+    "up to DURATION (30s, 5m, 1h) before giving up.\n"
+    "\n"
     "Exit status: 0 success, 1 a recorded file that does not match the\n"
     "manifest, or a KEY value that is not an integer, 2 bad usage, no such\n"
-    "snapshot, or a bad repository.\n";
+    "snapshot, or a bad repository.\n"
+    "Also: 10 no such repository, 11 locked (after --retry-lock), 12 a\n"
+    "wrong password (cutsnap(1) EXIT STATUS).\n";
 
 static const struct option opts[] = {
 	{ "repo", required_argument, NULL, 'r' },
@@ -209,13 +214,13 @@ build(struct view *v, struct cs_err *e)
 	int64_t x;
 
 	if ((v->ag = calloc(v->ct.nfiles + 1, sizeof(*v->ag))) == NULL)
-		return cs_errf(e, "out of memory");
+		return cs_errc(e, CS_E_NOMEM, "out of memory");
 	for (i = 0; i < v->ct.nfiles; i++) {
 		struct agent_view *a = &v->ag[i];
 
 		a->f = &v->ct.files[i];
 		if (dl_state_init(&a->st, 0) == -1)
-			return cs_errf(e, "out of memory");
+			return cs_errc(e, CS_E_NOMEM, "out of memory");
 		v->nag++;
 		if (dl_replay(a->f->data, a->f->len, a->f->agent, 0, &a->st,
 		    NULL, e) == -1)
@@ -249,7 +254,7 @@ build(struct view *v, struct cs_err *e)
 			return cs_errf(e, "the total of %s overflows", v->key);
 	}
 	if (build_channels(v) == -1)
-		return cs_errf(e, "out of memory");
+		return cs_errc(e, CS_E_NOMEM, "out of memory");
 	return 0;
 }
 
@@ -514,8 +519,8 @@ cmd_show(int argc, char **argv)
 		return cmd_usage_error("empty KEY for --sum");
 	if ((rc = cmd_open_repo(repo, STORE_READ, NULL, &st)) != EXIT_OK)
 		return rc;
-	if (store_lock(st, 0, &e) == -1) {
-		rc = cmd_fail(EXIT_FAILED, "%s", e.msg);
+	if (cmd_lock(st, 0, &e) == -1) {
+		rc = cmd_fail_err(&e);
 		goto out;
 	}
 	if ((rc = cmd_snapshot_exists(st, id)) != EXIT_OK)

@@ -116,9 +116,14 @@ static const char usage_text[] =
     "else it is asked on the terminal; a missing or wrong one fails at\n"
     "once, in one line, before anything is written.\n"
     "\n"
+    "--retry-lock DURATION: while the repository is locked, try again for\n"
+    "up to DURATION (30s, 5m, 1h) before giving up.\n"
+    "\n"
     "Exit status: 0 the snapshot is complete, 1 it failed or was aborted\n"
     "or an agent does not answer, 2 bad usage, bad config or a bad\n"
-    "repository path.\n";
+    "repository path.\n"
+    "Also: 10 no such repository, 11 locked (after --retry-lock), 12 a\n"
+    "wrong password (cutsnap(1) EXIT STATUS).\n";
 
 static const struct option opts[] = {
 	{ "config", required_argument, NULL, 'c' },
@@ -349,8 +354,8 @@ cmd_snapshot(int argc, char **argv)
 	char msg[CS_ERR_MAX + 64];
 	uint64_t timeout, id = 0;
 	const char *rate = NULL, *mfile = NULL;
-	int64_t t0;
-	int ch, init, rc, json = 0, verbosity = 0;
+	int64_t t0, deadline;
+	int ch, init, rc, status, json = 0, verbosity = 0, wait_ms = 0;
 
 	optind = 1;
 	opterr = 0;
@@ -453,7 +458,12 @@ cmd_snapshot(int argc, char **argv)
 	memset(&copy, 0, sizeof(copy));
 	o.copy = &copy;
 	t0 = cs_now_ms();
-	rc = coord_snapshot(c, &o, &id, &e);
+	deadline = cmd_retry_lock_deadline();
+	/* A locked repository stops it before a snapshot row exists (id
+	 * 0): then it may simply be tried again (--retry-lock). */
+	while ((rc = coord_snapshot(c, &o, &id, &e)) < 0 && id == 0 &&
+	    !got_signal && cmd_retry_lock_again(&e, deadline, &wait_ms))
+		;
 	cmd_progress_end(&prog);
 	if (mfile != NULL) {
 		struct cs_err me;
@@ -468,8 +478,11 @@ cmd_snapshot(int argc, char **argv)
 		cmd_snapshot_error(id, e.msg, msg, sizeof(msg));
 		if (json)
 			print_json(o.repo, id, NULL, 0, msg);
-		rc = cmd_fail(rc == COORD_BAD_REPO ? EXIT_USAGE : EXIT_FAILED,
-		    "%s", msg);
+		/* A repository that cannot be opened is bad input unless
+		 * its kind says more (locked, wrong password). */
+		status = cmd_exit_status(cs_err_code(&e));
+		rc = cmd_fail(status == EXIT_FAILED && rc == COORD_BAD_REPO ?
+		    EXIT_USAGE : status, "%s", msg);
 		goto out;
 	}
 	rc = EXIT_OK;

@@ -73,7 +73,7 @@ cmd_start_cluster(const struct cfg *c, int timeout_s, pid_t *pids,
 	pid = calloc((size_t)c->nagents, sizeof(*pid));
 	ready = calloc((size_t)c->nagents, 1);
 	if (pid == NULL || ready == NULL) {
-		cs_errf(e, "out of memory");
+		cs_errc(e, CS_E_NOMEM, "out of memory");
 		goto out;
 	}
 	if (fs_mkdir_p(c->run_dir, 0700, e) == -1)

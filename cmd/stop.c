@@ -204,7 +204,7 @@ cmd_stop_cluster(const struct cfg *c, int timeout_s, struct cs_err *e)
 	int i, left = 0, rc = -1;
 
 	if ((pid = calloc((size_t)c->nagents, sizeof(*pid))) == NULL)
-		return cs_errf(e, "out of memory");
+		return cs_errc(e, CS_E_NOMEM, "out of memory");
 	for (i = 0; i < c->nagents; i++) {
 		if (cmd_agent_status(c, i, 2000, &pid[i], &se) == -1 ||
 		    pid[i] <= 0) {

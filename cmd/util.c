@@ -284,7 +284,7 @@ cmd_call(const struct cfg *c, int i, uint8_t type, const struct wbuf *req,
 	r->body = NULL;
 	r->blen = 0;
 	if (req != NULL && req->oom)
-		return cs_errf(e, "out of memory");
+		return cs_errc(e, CS_E_NOMEM, "out of memory");
 	/* One client for the command and libcutsnap (api/). */
 	if ((conn = api_open_cfg(c, i, timeout_ms, e, NULL)) == NULL)
 		return -1;
@@ -295,7 +295,7 @@ cmd_call(const struct cfg *c, int i, uint8_t type, const struct wbuf *req,
 	}
 	if (r->blen > 0 && (r->body = malloc(r->blen)) == NULL) {
 		r->blen = 0;
-		cs_errf(e, "out of memory");
+		cs_errc(e, CS_E_NOMEM, "out of memory");
 		goto out;
 	}
 	if (r->blen > 0)

@@ -84,9 +84,14 @@ static const char usage_text[] =
     "once, in one line, before anything is written. --no-password checks\n"
     "what can be checked without it, and says what it did not check.\n"
     "\n"
+    "--retry-lock DURATION: while the repository is locked, try again for\n"
+    "up to DURATION (30s, 5m, 1h) before giving up.\n"
+    "\n"
     "Exit status: 0 ok, 1 problems found (in any snapshot, with --all) or\n"
     "no complete snapshot, 2 bad\n"
-    "usage, no such snapshot ID, or a bad repository.\n";
+    "usage, no such snapshot ID, or a bad repository.\n"
+    "Also: 10 no such repository, 11 locked (after --retry-lock), 12 a\n"
+    "wrong password (cutsnap(1) EXIT STATUS).\n";
 
 static const struct option opts[] = {
 	{ "repo", required_argument, NULL, 'r' },
@@ -350,8 +355,8 @@ cmd_verify(int argc, char **argv)
 		    "checks everything without --no-password", repo);
 		goto out;
 	}
-	if (store_lock(st, 0, &e) == -1) {
-		rc = cmd_fail(EXIT_FAILED, "%s", e.msg);
+	if (cmd_lock(st, 0, &e) == -1) {
+		rc = cmd_fail_err(&e);
 		goto out;
 	}
 	if ((rc = cmd_snapshot_exists(st, id)) != EXIT_OK)

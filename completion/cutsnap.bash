@@ -98,7 +98,7 @@ _cutsnap()
 	    *:--snapshot-every | *:--max-amount | *:--initial | *:--recheck-age | \
 	    snapshot:-m | *:--max-rate | *:--keep-hourly | *:--keep-daily | \
 	    *:--keep-weekly | *:--keep-monthly | *:--keep-yearly | \
-	    *:--max-age | *:--stuck-after)
+	    *:--max-age | *:--stuck-after | *:--retry-lock)
 		return 0
 		;;
 	esac
@@ -118,22 +118,22 @@ _cutsnap()
 	init) opts="-r --repo -e --encrypt --password-file --password-command -C --compression
 	    -j --json --help" ;;
 	key) opts="-r --repo --password-file --password-command -N --new-password-file -j --json
-	    --help" ;;
+	    --retry-lock --help" ;;
 	snapshot) opts="-c --config -r --repo --password-file --password-command -i --initiator -t --timeout
 	    -k --key -a --recheck-age -m --max-rate --accept-rollback --metrics-file -j --json
-	    -q --quiet -v --verbose --cert --help" ;;
-	ls) opts="-r --repo -j --json --help" ;;
-	show) opts="-r --repo --password-file --password-command -s --sum -j --json --help" ;;
+	    -q --quiet -v --verbose --cert --retry-lock --help" ;;
+	ls) opts="-r --repo -j --json --retry-lock --help" ;;
+	show) opts="-r --repo --password-file --password-command -s --sum -j --json --retry-lock --help" ;;
 	verify) opts="-r --repo --password-file --password-command --no-password -a --all -k --key -j --json -q --quiet
-	    -v --verbose --help" ;;
+	    -v --verbose --retry-lock --help" ;;
 	restore) opts="-r --repo --password-file --password-command -c --config -t --target -a --agent -k --key -j --json
-	    -q --quiet -v --verbose --help" ;;
+	    -q --quiet -v --verbose --retry-lock --help" ;;
 	load) opts="-c --config -r --repo --password-file --password-command --seconds --clients --threads
 	    --snapshot-every --max-amount --initial --no-drain -j --json --cert --help" ;;
 	forget) opts="-r --repo -l --keep-last --keep-hourly --keep-daily --keep-weekly
 	    --keep-monthly --keep-yearly -w --keep-within --prune -f --force
-	    -n --dry-run -j --json --help" ;;
-	prune) opts="-r --repo -f --force -n --dry-run -j --json --grace --help" ;;
+	    -n --dry-run -j --json --retry-lock --help" ;;
+	prune) opts="-r --repo -f --force -n --dry-run -j --json --grace --retry-lock --help" ;;
 	cert) opts="-c --config --days --client --role --out --help" ;;
 	compact) opts="-c --config -j --json -t --timeout --cert --help" ;;
 	demo) opts="--keep --help" ;;

@@ -488,7 +488,7 @@ check_reach(const struct cfg *c, int init, struct cs_err *e)
 	if ((seen = malloc((size_t)c->nagents)) == NULL ||
 	    coord_reach_mark(c, init, seen) < 0) {
 		free(seen);
-		return cs_errf(e, "out of memory");
+		return cs_errc(e, CS_E_NOMEM, "out of memory");
 	}
 	names[0] = '\0';
 	for (i = 0; i < c->nagents; i++) {
@@ -540,7 +540,7 @@ coord_snapshot(const struct cfg *c, const struct coord_opts *o,
 	r.reps = calloc((size_t)c->nagents, sizeof(*r.reps));
 	if (r.fds == NULL || r.have == NULL || r.reps == NULL ||
 	    r.caps == NULL || r.streamed == NULL) {
-		cs_errf(e, "out of memory");
+		cs_errc(e, CS_E_NOMEM, "out of memory");
 		goto out;
 	}
 	for (i = 0; i < c->nagents; i++)

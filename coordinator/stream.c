@@ -109,7 +109,7 @@ request(struct stream *s, size_t i, uint64_t off, size_t n,
 	wbuf_put_u64(&b, off);
 	wbuf_put_u32(&b, (uint32_t)n);
 	if (b.oom)
-		rc = cs_errf(e, "out of memory");
+		rc = cs_errc(e, CS_E_NOMEM, "out of memory");
 	else
 		rc = wire_send(s->fds[i], W_SNAP_FETCH, b.data, b.len, e);
 	wbuf_free(&b);

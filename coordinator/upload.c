@@ -100,7 +100,7 @@ send_batch(struct upctx *u, size_t i, struct chunk_put *v, size_t n,
 		wbuf_put_u32(&b, (uint32_t)v[idx[j]].len);
 		wbuf_put_raw(&b, v[idx[j]].sha, SHA_LEN);
 	}
-	rc = b.oom ? cs_errf(e, "out of memory") :
+	rc = b.oom ? cs_errc(e, CS_E_NOMEM, "out of memory") :
 	    wire_send(u->fds[i], W_SNAP_UPLOAD, b.data, b.len, e);
 	wbuf_free(&b);
 	return rc;
@@ -223,7 +223,7 @@ coord_upload(void *ctx, struct chunk_put *v, size_t n, int compressed,
 	rc = 0;
 	goto out;
 oom:
-	cs_errf(e, "out of memory");
+	cs_errc(e, CS_E_NOMEM, "out of memory");
 out:
 	for (i = 0; idx != NULL && i < nag; i++)
 		free(idx[i]);

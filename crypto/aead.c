@@ -45,7 +45,7 @@ gcm(int enc, const uint8_t key[AEAD_KEY_LEN], const uint8_t *nonce,
 	if (n1 > n)
 		n1 = n;
 	if ((c = EVP_CIPHER_CTX_new()) == NULL)
-		return cs_errf(e, "out of memory");
+		return cs_errc(e, CS_E_NOMEM, "out of memory");
 	ok = EVP_CipherInit_ex(c, EVP_aes_256_gcm(), NULL, NULL, NULL,
 	    enc) == 1 &&
 	    EVP_CIPHER_CTX_ctrl(c, EVP_CTRL_GCM_SET_IVLEN, AEAD_NONCE_LEN,

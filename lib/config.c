@@ -658,7 +658,7 @@ finish(struct pctx *p, struct cs_err *e)
 		}
 	}
 	if ((c->chan = calloc((size_t)n * n, 1)) == NULL)
-		return cs_errf(e, "out of memory");
+		return cs_errc(e, CS_E_NOMEM, "out of memory");
 	if (p->channels != NULL)
 		return parse_channels(p, e);
 	for (i = 0; i < n; i++)
@@ -679,7 +679,7 @@ parse_owned(char *text, const char *path, struct cfg **out, struct cs_err *e)
 	p.text = text;
 	p.path = path;
 	if ((p.c = calloc(1, sizeof(*p.c))) == NULL) {
-		cs_errf(e, "out of memory");
+		cs_errc(e, CS_E_NOMEM, "out of memory");
 		goto out;
 	}
 	p.c->text = text;
@@ -724,7 +724,7 @@ cfg_parse(const char *text, const char *path, struct cfg **out,
 
 	*out = NULL;
 	if ((copy = strdup(text)) == NULL)
-		return cs_errf(e, "out of memory");
+		return cs_errc(e, CS_E_NOMEM, "out of memory");
 	return parse_owned(copy, path, out, e);
 }
 
@@ -751,7 +751,7 @@ read_text(const char *path, char **out, struct cs_err *e)
 		goto out;
 	}
 	if ((buf = malloc(CFG_MAX_FILE + 1)) == NULL) {
-		cs_errf(e, "out of memory");
+		cs_errc(e, CS_E_NOMEM, "out of memory");
 		goto out;
 	}
 	/* Read up to one byte past the cap to notice a file that is too big
@@ -779,7 +779,7 @@ read_text(const char *path, char **out, struct cs_err *e)
 	}
 	/* Keep only what the file holds: cfg->text lives as long as cfg. */
 	if ((*out = malloc(len + 1)) == NULL) {
-		cs_errf(e, "out of memory");
+		cs_errc(e, CS_E_NOMEM, "out of memory");
 		goto out;
 	}
 	memcpy(*out, buf, len);

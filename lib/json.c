@@ -5,9 +5,20 @@
 
 #include "json.h"
 
+/* Whether a document was started on stdout (json_stdout_used). */
+static int stdout_used;
+
+int
+json_stdout_used(void)
+{
+	return stdout_used;
+}
+
 void
 json_init(struct json *j, FILE *f)
 {
+	if (f == stdout)
+		stdout_used = 1;
 	j->f = f;
 	j->depth = 0;
 	j->want_value = 0;

@@ -25,6 +25,9 @@ struct json {
 };
 
 void json_init(struct json *j, FILE *f);
+/* 1 once json_init was called on stdout in this process: a command's
+ * output started, so an error must not add a second document. */
+int json_stdout_used(void);
 void json_obj(struct json *j);
 void json_obj_end(struct json *j);
 void json_arr(struct json *j);

@@ -825,7 +825,7 @@ dl_state_apply(struct dl_state *st, const struct dl_record *r,
 	rc = 0;
 	goto out;
 oom:
-	cs_errf(e, "out of memory");
+	cs_errc(e, CS_E_NOMEM, "out of memory");
 out:
 	return rc;
 }

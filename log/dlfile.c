@@ -162,7 +162,7 @@ datalog_open(const char *path, struct datalog **out, struct cs_err *e)
 
 	*out = NULL;
 	if ((dl = calloc(1, sizeof(*dl))) == NULL) {
-		cs_errf(e, "out of memory");
+		cs_errc(e, CS_E_NOMEM, "out of memory");
 		goto out;
 	}
 	dl->fd = -1;
@@ -171,7 +171,7 @@ datalog_open(const char *path, struct datalog **out, struct cs_err *e)
 	    (dl->path = strdup(path)) == NULL ||
 	    (dl->sha = sha_new()) == NULL ||
 	    (dl->chunks = chunkhash_new(chunk_size_default())) == NULL) {
-		cs_errf(e, "out of memory");
+		cs_errc(e, CS_E_NOMEM, "out of memory");
 		goto out;
 	}
 	dl->st.by_ref = 1;
@@ -324,7 +324,7 @@ append_large_put(struct datalog *dl, const struct dl_record *r,
 		goto out;
 	dl_encode_put_head(&head, r);
 	if (head.oom) {
-		cs_errf(e, "out of memory");
+		cs_errc(e, CS_E_NOMEM, "out of memory");
 		goto out;
 	}
 	buf_le32_put(head.data + 4, dl_rec_crc_more(buf_le32_get(head.data +
@@ -369,7 +369,7 @@ append_put_file(struct datalog *dl, const struct dl_record *r,
 		goto out;
 	dl_encode_put_head(&head, r);
 	if (head.oom || (buf = malloc(DL_COPY_PIECE)) == NULL) {
-		cs_errf(e, "out of memory");
+		cs_errc(e, CS_E_NOMEM, "out of memory");
 		goto out;
 	}
 	buf_le32_put(head.data + 4, r->vsrc->crc);
@@ -426,7 +426,7 @@ datalog_append(struct datalog *dl, const struct dl_record *r,
 		/* Nothing of this record is staged for good: forget it. */
 		dl->pend.oom = 0;
 		dl->pend.len = staged;
-		return cs_errf(e, "out of memory");
+		return cs_errc(e, CS_E_NOMEM, "out of memory");
 	}
 	rec = dl->pend.data + staged;
 	n = dl->pend.len - staged;
@@ -531,7 +531,7 @@ dl_read_at(int fd, const char *what, uint64_t off, size_t n, uint8_t **out,
 
 	*out = NULL;
 	if ((p = malloc(n + 1)) == NULL)
-		return cs_errf(e, "out of memory");
+		return cs_errc(e, CS_E_NOMEM, "out of memory");
 	if (n > 0 && fs_pread_all(fd, p, n, (off_t)off) == -1) {
 		cs_errno(e, "read %s", what);
 		free(p);
@@ -560,7 +560,7 @@ datalog_read_value(const struct datalog *dl, const struct kv_entry *ent,
 
 	*out = NULL;
 	if ((p = malloc(ent->vlen + 1)) == NULL)
-		return cs_errf(e, "out of memory");
+		return cs_errc(e, CS_E_NOMEM, "out of memory");
 	if (datalog_read_value_to(dl, ent, p, e) == -1) {
 		free(p);
 		return -1;

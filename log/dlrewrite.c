@@ -174,7 +174,7 @@ out_flush(struct out *o, struct cs_err *e)
 	size_t n = o->b.len;
 
 	if (o->b.oom)
-		return cs_errf(e, "out of memory");
+		return cs_errc(e, CS_E_NOMEM, "out of memory");
 	if (n > 0 && fs_write_all(o->fd, o->b.data, n) == -1)
 		return cs_errno(e, "write %s", o->what);
 	wbuf_reset(&o->b);
@@ -359,14 +359,14 @@ out_large_value(struct out *o, const struct dl_record *r, int src_fd,
 	head_off = o->off;
 	dl_encode_put_head(&o->b, r);
 	if (o->b.oom) {
-		cs_errf(e, "out of memory");
+		cs_errc(e, CS_E_NOMEM, "out of memory");
 		goto out;
 	}
 	sum = buf_le32_get(o->b.data + 4);
 	if (out_flush(o, e) == -1)
 		goto out;
 	if ((buf = malloc(RW_COPY)) == NULL) {
-		cs_errf(e, "out of memory");
+		cs_errc(e, CS_E_NOMEM, "out of memory");
 		goto out;
 	}
 	while (done < r->vlen) {
@@ -425,7 +425,7 @@ out_values(struct out *o, const struct dl_state *st, int src_fd,
 	int rc = -1;
 
 	if (kvmap_sorted(st->kv, &v, &n) == -1) {
-		cs_errf(e, "out of memory");
+		cs_errc(e, CS_E_NOMEM, "out of memory");
 		goto out;
 	}
 	for (i = 0; i < n; i++) {
@@ -588,7 +588,7 @@ thread_main(void *arg)
 
 	lower_priority();
 	if (dl_state_init(&old, 0) == -1) {
-		cs_errf(&rw->err, "out of memory");
+		cs_errc(&rw->err, CS_E_NOMEM, "out of memory");
 		goto out;
 	}
 	old.by_ref = 1;
@@ -654,7 +654,7 @@ dl_rewrite_start(struct datalog *dl, struct dl_rewrite **out,
 
 	*out = NULL;
 	if ((rw = calloc(1, sizeof(*rw))) == NULL)
-		return cs_errf(e, "out of memory");
+		return cs_errc(e, CS_E_NOMEM, "out of memory");
 	rw->fd = rw->wake = -1;
 	if (snprintf(rw->path, sizeof(rw->path), "%s", path) >=
 	    (int)sizeof(rw->path) || snprintf(rw->tmp, sizeof(rw->tmp),
@@ -665,7 +665,7 @@ dl_rewrite_start(struct datalog *dl, struct dl_rewrite **out,
 	if (dl_state_init(&rw->st, 0) == -1 ||
 	    (rw->sha = sha_new()) == NULL ||
 	    (rw->chunks = chunkhash_new(chunk_size_default())) == NULL) {
-		cs_errf(e, "out of memory");
+		cs_errc(e, CS_E_NOMEM, "out of memory");
 		goto out;
 	}
 	rw->st.by_ref = 1;
@@ -739,7 +739,7 @@ copy_tail(struct dl_rewrite *rw, uint64_t end, struct cs_err *e)
 	int rc = -1;
 
 	if ((buf = malloc(RW_COPY)) == NULL)
-		return cs_errf(e, "out of memory");
+		return cs_errc(e, CS_E_NOMEM, "out of memory");
 	while (off < end) {
 		n = end - off < RW_COPY ? (size_t)(end - off) : RW_COPY;
 		if (fs_pread_all(rw->old_fd, buf, n, (off_t)off) == -1) {

@@ -299,7 +299,7 @@ agstat_parse(const char *text, size_t n, struct agstat *st,
 		goto out;
 	}
 	if ((s = malloc(n + 1)) == NULL) {
-		cs_errf(e, "out of memory");
+		cs_errc(e, CS_E_NOMEM, "out of memory");
 		goto out;
 	}
 	memcpy(s, text, n);

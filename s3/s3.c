@@ -274,7 +274,7 @@ s3_open_at(const char *url, const char *def_endpoint, const char *def_region,
 	rc = 0;
 	goto out;
 oom:
-	cs_errf(e, "out of memory");
+	cs_errc(e, CS_E_NOMEM, "out of memory");
 out:
 	s3_close(s);
 	return rc;
@@ -649,7 +649,7 @@ pump(struct s3 *s, struct req *rs, size_t n, const struct feed *f,
 			if (!r->used || r->status != 0 || !due(&r->not_before))
 				continue;
 			if (prepare(s, r) < 0) {
-				rc = cs_errf(e, "out of memory");
+				rc = cs_errc(e, CS_E_NOMEM, "out of memory");
 				goto out;
 			}
 			if (r->tries == 0)
@@ -754,7 +754,7 @@ s3_get(struct s3 *s, const char *key, size_t cap, char **data, size_t *len,
 	strcpy(r.sha, EMPTY_SHA);
 	r.mem_cap = 0;
 	if ((r.url = obj_url(s, key, NULL)) == NULL) {
-		cs_errf(e, "out of memory");
+		cs_errc(e, CS_E_NOMEM, "out of memory");
 		goto out;
 	}
 	r.limit = cap + 1;	/* of a 2xx body; error bodies have their own */
@@ -790,7 +790,7 @@ own_put_landed(struct s3 *s, const char *key, const void *data, size_t len,
 	r.method = "GET";
 	strcpy(r.sha, EMPTY_SHA);
 	if ((r.url = obj_url(s, key, NULL)) == NULL) {
-		cs_errf(e, "out of memory");
+		cs_errc(e, CS_E_NOMEM, "out of memory");
 		goto out;
 	}
 	r.limit = len + 1;	/* a longer object is not ours */
@@ -831,7 +831,7 @@ s3_put(struct s3 *s, const char *key, const void *data, size_t len,
 	}
 	sha_hex(d, r.sha);
 	if ((r.url = obj_url(s, key, NULL)) == NULL) {
-		cs_errf(e, "out of memory");
+		cs_errc(e, CS_E_NOMEM, "out of memory");
 		goto out;
 	}
 	if (run(s, &r, 1, e) < 0)
@@ -862,7 +862,7 @@ s3_delete(struct s3 *s, const char *key, struct cs_err *e)
 	r.method = "DELETE";
 	strcpy(r.sha, EMPTY_SHA);
 	if ((r.url = obj_url(s, key, NULL)) == NULL) {
-		cs_errf(e, "out of memory");
+		cs_errc(e, CS_E_NOMEM, "out of memory");
 		goto out;
 	}
 	if (run(s, &r, 1, e) < 0)
@@ -1028,7 +1028,7 @@ bad:
 	cs_errf(e, "%s: list %s: malformed answer", s->url, sub);
 	goto out;
 oom:
-	cs_errf(e, "out of memory");
+	cs_errc(e, CS_E_NOMEM, "out of memory");
 out:
 	s3_objs_free(v, cnt);
 	free(token);
@@ -1061,7 +1061,7 @@ s3_put_files(struct s3 *s, struct s3_xfer *x, size_t n, int create,
 	int rc = -1;
 
 	if ((rs = calloc(batch, sizeof(*rs))) == NULL)
-		return cs_errf(e, "out of memory");
+		return cs_errc(e, CS_E_NOMEM, "out of memory");
 	/* In groups of open files; each body is read from its file (hashed
 	 * in a first pass), so memory does not grow with the chunk size. */
 	for (i = 0; i < n; i += batch) {
@@ -1093,7 +1093,7 @@ s3_put_files(struct s3 *s, struct s3_xfer *x, size_t n, int create,
 			}
 			sha_hex(d, r->sha);
 			if ((r->url = obj_url(s, x[i + j].key, NULL)) == NULL)
-				bad = cs_errf(e, "out of memory");
+				bad = cs_errc(e, CS_E_NOMEM, "out of memory");
 		}
 		if (!bad && run(s, rs, k, e) < 0)
 			bad = -1;
@@ -1125,7 +1125,7 @@ s3_get_files(struct s3 *s, struct s3_xfer *x, size_t n, struct cs_err *e)
 	rs = calloc(batch, sizeof(*rs));
 	tmps = calloc(batch, sizeof(*tmps));
 	if (rs == NULL || tmps == NULL) {
-		cs_errf(e, "out of memory");
+		cs_errc(e, CS_E_NOMEM, "out of memory");
 		goto out;
 	}
 	for (i = 0; i < n; i += batch) {
@@ -1141,7 +1141,7 @@ s3_get_files(struct s3 *s, struct s3_xfer *x, size_t n, struct cs_err *e)
 			strcpy(r->sha, EMPTY_SHA);
 			if ((tmps[j] = malloc(strlen(path) + 16)) == NULL ||
 			    (r->url = obj_url(s, x[i + j].key, NULL)) == NULL) {
-				bad = cs_errf(e, "out of memory");
+				bad = cs_errc(e, CS_E_NOMEM, "out of memory");
 				break;
 			}
 			sprintf(tmps[j], "%s.tmp", path);
@@ -1187,10 +1187,12 @@ s3_status_err(struct s3 *s, const char *what, const char *key, int status,
     struct cs_err *e)
 {
 	if (strcmp(s->code, "NoSuchBucket") == 0)
-		return cs_errf(e, "%s: bucket %s does not exist", s->url,
+		return cs_errc(e, CS_E_NOREPO, "%s: bucket %s does not exist",
+		    s->url,
 		    s->bucket);
 	if (status == 403)
-		return cs_errf(e, "%s: %s %s: access denied (%s): check "
+		return cs_errc(e, CS_E_AUTH, "%s: %s %s: access denied (%s): "
+		    "check "
 		    "AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY", s->url, what,
 		    key, s->code[0] ? s->code : "403");
 	if (s->last_tries > 1)
@@ -1280,7 +1282,7 @@ pipe_next(void *ctx, struct req *r)
 		goto fail;
 	sha_hex(d, r->sha);
 	if ((r->url = obj_url(p->s, it.key, NULL)) == NULL) {
-		cs_errf(&e, "out of memory");
+		cs_errc(&e, CS_E_NOMEM, "out of memory");
 		goto fail;
 	}
 	rc = 1;
@@ -1336,7 +1338,7 @@ pipe_thread(void *arg)
 	size_t i, n = (size_t)p->s->parallel;
 
 	if ((rs = calloc(n, sizeof(*rs))) == NULL)
-		cs_errf(&e, "out of memory");
+		cs_errc(&e, CS_E_NOMEM, "out of memory");
 	if (rs == NULL || pump(p->s, rs, n, &f, &e) < 0) {
 		pthread_mutex_lock(&p->mu);
 		pipe_fail(p, &e);
@@ -1366,13 +1368,13 @@ s3_pipe_start(const struct s3 *s, struct s3_pipe **out, struct cs_err *e)
 
 	*out = NULL;
 	if ((p = calloc(1, sizeof(*p))) == NULL)
-		return cs_errf(e, "out of memory");
+		return cs_errc(e, CS_E_NOMEM, "out of memory");
 	if (s3_open(s->url, &p->s, e) < 0)
 		goto out;
 	p->s->parallel = s->parallel;
 	p->qcap = (size_t)s->parallel * 4;
 	if ((p->q = calloc(p->qcap, sizeof(*p->q))) == NULL) {
-		cs_errf(e, "out of memory");
+		cs_errc(e, CS_E_NOMEM, "out of memory");
 		goto out;
 	}
 	if (pthread_mutex_init(&p->mu, NULL) != 0 ||

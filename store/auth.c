@@ -36,7 +36,7 @@ store_set_key(struct store *st, const uint8_t *key, size_t klen,
 		return cs_errf(e, "a key must be %d to %d bytes", MAC_KEY_MIN,
 		    MAC_KEY_MAX);
 	if ((k = malloc(klen)) == NULL)
-		return cs_errf(e, "out of memory");
+		return cs_errc(e, CS_E_NOMEM, "out of memory");
 	memcpy(k, key, klen);
 	mac_key_free(st->key, st->keylen);
 	st->key = k;

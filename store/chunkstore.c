@@ -361,7 +361,7 @@ worker_buf(struct crun *r, int w)
 
 	if (r->bufs[w] == NULL &&
 	    (r->bufs[w] = bigbuf_alloc(r->bufsz)) == NULL) {
-		cs_errf(&e, "out of memory");
+		cs_errc(&e, CS_E_NOMEM, "out of memory");
 		crun_fail(r, &e);
 	}
 	return r->bufs[w];
@@ -393,7 +393,7 @@ worker_obuf(struct crun *r, int w, int *failed)
 	if (r->obufs[w] == NULL &&
 	    (r->obufs[w] = bigbuf_alloc(r->obufsz)) == NULL) {
 		*failed = 1;
-		cs_errf(&e, "out of memory");
+		cs_errc(&e, CS_E_NOMEM, "out of memory");
 		crun_fail(r, &e);
 	}
 	return r->obufs[w];
@@ -566,7 +566,7 @@ put_elsewhere(struct crun *r, struct cs_err *e)
 	if ((v = calloc(n, sizeof(*v))) == NULL ||
 	    (r->elsewhere = malloc(n * sizeof(*r->elsewhere))) == NULL) {
 		free(v);
-		return cs_errf(e, "out of memory");
+		return cs_errc(e, CS_E_NOMEM, "out of memory");
 	}
 	for (i = 0, n = 0; i < r->njobs; i++)
 		if (r->paths[r->jobs[i].src] == NULL)
@@ -693,7 +693,7 @@ plan(struct crun *r, size_t n, struct cs_err *e)
 				cap = cap ? cap * 2 : 64;
 				nv = realloc(r->jobs, cap * sizeof(*nv));
 				if (nv == NULL)
-					return cs_errf(e, "out of memory");
+					return cs_errc(e, CS_E_NOMEM, "out of memory");
 				r->jobs = nv;
 			}
 			r->jobs[r->njobs] = (struct cjob){ (int)i, k, off,
@@ -865,13 +865,13 @@ store_put_chunks(struct store *st, const char *const *paths,
 	if (store_need_key(st, e) < 0)
 		return -1;
 	if (pthread_mutex_init(&r.mu, NULL) != 0)
-		return cs_errf(e, "out of memory");
+		return cs_errc(e, CS_E_NOMEM, "out of memory");
 	if (ratelimit_init(&r.pace, st->max_rate) < 0) {
 		pthread_mutex_destroy(&r.mu);
-		return cs_errf(e, "out of memory");
+		return cs_errc(e, CS_E_NOMEM, "out of memory");
 	}
 	if ((r.fds = malloc((n + 1) * sizeof(*r.fds))) == NULL) {
-		cs_errf(e, "out of memory");
+		cs_errc(e, CS_E_NOMEM, "out of memory");
 		goto out;
 	}
 	for (i = 0; i < n; i++)

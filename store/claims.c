@@ -64,7 +64,7 @@ store_claims_take(struct crun *r, struct cs_err *e)
 		return 0;
 	if ((r->waiting = malloc((r->njobs + 1) * sizeof(*r->waiting))) ==
 	    NULL)
-		return cs_errf(e, "out of memory");
+		return cs_errc(e, CS_E_NOMEM, "out of memory");
 	for (i = 0; i < r->njobs; i++) {
 		if (claim(r->claim_fd, r->jobs[i].name, F_WRLCK) < 0) {
 			r->waiting[r->nwaiting++] = r->jobs[i];

@@ -40,7 +40,7 @@ read_file_row(struct store *st, const struct row_agent *a,
 		goto out;
 	}
 	if (v.len > 0 && (f->data = malloc((size_t)v.len)) == NULL) {
-		cs_errf(e, "out of memory");
+		cs_errc(e, CS_E_NOMEM, "out of memory");
 		goto out;
 	}
 	if (v.len > 0)
@@ -100,7 +100,7 @@ store_read_contents(struct store *st, uint64_t id, uint64_t *resolved,
 	rc = 0;
 	goto out;
 oom:
-	cs_errf(e, "out of memory");
+	cs_errc(e, CS_E_NOMEM, "out of memory");
 out:
 	store_rows_free(&r);
 	if (rc < 0)

@@ -251,19 +251,23 @@ unlock_fail(const struct store *st, int nkeys, int nbad, int64_t bad_id,
     struct cs_err *e)
 {
 	if (nkeys == 0)
-		cs_errf(e, "repository %s is encrypted but has no key",
+		cs_errc(e, CS_E_CORRUPT, "repository %s is encrypted but has "
+		    "no key",
 		    st->repo);
 	else if (nbad == 0)
-		cs_errf(e, "repository %s: wrong password (none of its %d "
+		cs_errc(e, CS_E_AUTH, "repository %s: wrong password (none of "
+		    "its %d "
 		    "key%s opens with it)", st->repo, nkeys,
 		    nkeys == 1 ? "" : "s");
 	else if (nbad == nkeys)
-		cs_errf(e, "repository %s: key row %lld is damaged (its scrypt "
+		cs_errc(e, CS_E_CORRUPT, "repository %s: key row %lld is "
+		    "damaged (its scrypt "
 		    "parameters, salt or sealed key are malformed)%s, so no "
 		    "password can open it", st->repo, (long long)bad_id,
 		    nbad > 1 ? ", as are all the others" : "");
 	else
-		cs_errf(e, "repository %s: key row %lld is damaged (its scrypt "
+		cs_errc(e, CS_E_CORRUPT, "repository %s: key row %lld is "
+		    "damaged (its scrypt "
 		    "parameters, salt or sealed key are malformed)%s, and "
 		    "none of the other %d opens with this password",
 		    st->repo, (long long)bad_id, nbad > 1 ?
@@ -434,7 +438,8 @@ store_need_key(struct store *st, struct cs_err *e)
 {
 	if (!st->enc || st->unlocked)
 		return 0;
-	return cs_errf(e, "repository %s is encrypted: a password is needed "
+	return cs_errc(e, CS_E_AUTH, "repository %s is encrypted: a "
+	    "password is needed "
 	    "(--password-file, CUTSNAP_PASSWORD_FILE, CUTSNAP_PASSWORD or a "
 	    "terminal)", st->repo);
 }
@@ -500,7 +505,7 @@ crypt_obj(const struct store *st, int seal, char kind, const void *ctx,
 	if (!st->unlocked)
 		return cs_errf(e, "repository %s: not unlocked", st->repo);
 	if ((aad = obj_aad(st, kind, ctx, ctxlen, &alen)) == NULL)
-		return cs_errf(e, "out of memory");
+		return cs_errc(e, CS_E_NOMEM, "out of memory");
 	rc = seal ? aead_seal(st->objkey, aad, alen, in, n, out, e) :
 	    aead_open_split(st->objkey, aad, alen, in, n, out, n1, where,
 	    wctx, e);
@@ -571,7 +576,7 @@ store_crypt_msg(const struct store *st, int seal, const uint8_t name[SHA_LEN],
 	*outlen = seal ? n + AEAD_OVERHEAD : n - AEAD_OVERHEAD;
 	if ((ctx = msg_ctx(name, src, dst, seq, &clen)) == NULL ||
 	    (*out = malloc(*outlen + 1)) == NULL) {
-		cs_errf(e, "out of memory");
+		cs_errc(e, CS_E_NOMEM, "out of memory");
 		goto out;
 	}
 	rc = crypt_obj(st, seal, 'M', ctx, clen, in, n, *out, *outlen, NULL,
@@ -607,7 +612,7 @@ store_crypt_list_keys(struct store *st, struct store_key **out, size_t *n,
 		if (*n == cap) {
 			cap = cap ? cap * 2 : 8;
 			if ((nv = realloc(v, cap * sizeof(*v))) == NULL) {
-				cs_errf(e, "out of memory");
+				cs_errc(e, CS_E_NOMEM, "out of memory");
 				goto out;
 			}
 			v = nv;
@@ -687,7 +692,8 @@ store_key_remove(struct store *st, int64_t id, struct cs_err *e)
 	if (!st->enc)
 		return cs_errf(e, "repository %s is not encrypted", st->repo);
 	if (id == st->key_id)
-		return cs_errf(e, "key %lld is the one this password opens: "
+		return cs_errc(e, CS_E_USAGE, "key %lld is the one this "
+		    "password opens: "
 		    "remove it with another key's password, or use key passwd",
 		    (long long)id);
 	if (store_db_begin(st, e) < 0)
@@ -701,7 +707,8 @@ store_key_remove(struct store *st, int64_t id, struct cs_err *e)
 		goto out;
 	}
 	if (sqlite3_changes(st->db) == 0) {
-		cs_errf(e, "repository %s has no key %lld", st->repo,
+		cs_errc(e, CS_E_NOTFOUND, "repository %s has no key %lld",
+		    st->repo,
 		    (long long)id);
 		goto out;
 	}

@@ -127,7 +127,7 @@ store_digest_v(struct store *st, uint64_t id, int version,
 
 	snprintf(tag, sizeof(tag), "cutsnap-manifest-digest-%d", version);
 	if ((c = sha_new()) == NULL)
-		return cs_errf(e, "out of memory");
+		return cs_errc(e, CS_E_NOMEM, "out of memory");
 	if (put_field(c, 0, tag, strlen(tag)) < 0) {
 		cs_errf(e, "computing the manifest digest failed");
 		goto out;

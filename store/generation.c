@@ -331,7 +331,7 @@ list_digest(struct store *st, char hex[SHA_HEX_LEN], struct cs_err *e)
 	int step, rc = -1;
 
 	if ((c = sha_new()) == NULL)
-		return cs_errf(e, "out of memory");
+		return cs_errc(e, CS_E_NOMEM, "out of memory");
 	if (store_db_prepare(st, "SELECT id, status, ifnull(digest, '') FROM "
 	    "snapshots ORDER BY id", &s, e) < 0)
 		goto out;
@@ -340,7 +340,7 @@ list_digest(struct store *st, char hex[SHA_HEX_LEN], struct cs_err *e)
 		    (long long)sqlite3_column_int64(s, 0), store_col_text(s, 1),
 		    store_col_text(s, 2));
 		if (sha_update(c, line, strlen(line)) < 0) {
-			cs_errf(e, "out of memory");
+			cs_errc(e, CS_E_NOMEM, "out of memory");
 			goto out;
 		}
 	}
@@ -349,7 +349,7 @@ list_digest(struct store *st, char hex[SHA_HEX_LEN], struct cs_err *e)
 		goto out;
 	}
 	if (sha_final(c, sha) < 0) {
-		cs_errf(e, "out of memory");
+		cs_errc(e, CS_E_NOMEM, "out of memory");
 		goto out;
 	}
 	sha_hex(sha, hex);

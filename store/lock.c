@@ -201,12 +201,13 @@ lock_conflicts(struct store *st, const char *keep, struct cs_err *e)
 		    reader))
 			continue;
 		if (excl)
-			rc = cs_errf(e, "repository %s is locked exclusively "
-			    "by %s (forget or prune); try again once it has "
-			    "finished", st->repo, info);
-		else if (st->lock_excl)
-			rc = cs_errf(e, "repository %s is in use by %s; try "
+			rc = cs_errc(e, CS_E_LOCKED, "repository %s is "
+			    "locked exclusively by %s (forget or prune); try "
 			    "again once it has finished", st->repo, info);
+		else if (st->lock_excl)
+			rc = cs_errc(e, CS_E_LOCKED, "repository %s is in "
+			    "use by %s; try again once it has finished",
+			    st->repo, info);
 	}
 	closedir(dp);
 	return rc;
@@ -224,10 +225,12 @@ lock_dir(struct store *st, int op, struct cs_err *e)
 	if (errno != EWOULDBLOCK)
 		return cs_errno(e, "repository %s: flock", st->repo);
 	if (op == LOCK_SH)
-		return cs_errf(e, "repository %s is locked exclusively (forget "
-		    "or prune); try again once it has finished", st->repo);
-	return cs_errf(e, "repository %s is being read (ls, show, verify or "
-	    "restore); try again once it has finished", st->repo);
+		return cs_errc(e, CS_E_LOCKED, "repository %s is locked "
+		    "exclusively (forget or prune); try again once it has "
+		    "finished", st->repo);
+	return cs_errc(e, CS_E_LOCKED, "repository %s is being read "
+	    "(ls, show, verify or restore); try again once it has finished",
+	    st->repo);
 }
 
 /* A reader's hold on REPO: a shared flock on the directory, and no live

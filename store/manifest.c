@@ -225,7 +225,8 @@ create_schema(struct store *st, struct cs_err *e)
 		if (settings_write(st, e) < 0)
 			goto fail;
 	} else if (st->init != NULL) {
-		cs_errf(e, "repository %s exists already", st->repo);
+		cs_errc(e, CS_E_EXISTS, "repository %s exists already",
+		    st->repo);
 		goto fail;
 	}
 	if (store_db_commit(st, e) < 0)
@@ -246,7 +247,8 @@ setup_schema(struct store *st, struct cs_err *e)
 	if (store_schema_version(st, &v, e) < 0)
 		return -1;
 	if (st->init != NULL && v != 0)
-		return cs_errf(e, "repository %s exists already", st->repo);
+		return cs_errc(e, CS_E_EXISTS, "repository %s exists already",
+		    st->repo);
 	if (v == 0 && st->mode == STORE_CREATE) {
 		if (create_schema(st, e) < 0)
 			return -1;
@@ -259,7 +261,8 @@ setup_schema(struct store *st, struct cs_err *e)
 		    "writable, or read it with the cutsnap that wrote it",
 		    st->repo);
 	if (v < 1 || v > STORE_SCHEMA_VERSION)
-		return cs_errf(e, "repository %s: unsupported manifest schema "
+		return cs_errc(e, CS_E_NOREPO, "repository %s: unsupported "
+		    "manifest schema "
 		    "version %d (expected %d)", st->repo, v,
 		    STORE_SCHEMA_VERSION);
 	if (v == 1) {
@@ -302,10 +305,12 @@ pragma(struct store *st, const char *sql, struct cs_err *e)
 	if (rc == SQLITE_OK)
 		return 0;
 	if ((rc & 0xff) == SQLITE_BUSY)
-		return cs_errf(e, "repository %s: manifest.db stayed locked by "
+		return cs_errc(e, CS_E_LOCKED, "repository %s: manifest.db "
+		    "stayed locked by "
 		    "another process for 10 s: %s", st->repo,
 		    sqlite3_errmsg(st->db));
-	return cs_errf(e, "repository %s: manifest.db is not a usable "
+	return cs_errc(e, CS_E_NOREPO, "repository %s: manifest.db "
+	    "is not a usable "
 	    "manifest: %s", st->repo, sqlite3_errmsg(st->db));
 }
 
@@ -353,13 +358,15 @@ store_check_path(const char *repo, int mode, struct cs_err *e)
 		if (errno == ENOENT && mode == STORE_CREATE)
 			return 0;
 		if (errno == ENOENT)
-			return cs_errf(e, "repository %s does not exist "
+			return cs_errc(e, CS_E_NOREPO, "repository %s does not "
+			    "exist "
 			    "(create one with cutsnap snapshot -r %s)", repo,
 			    repo);
 		return cs_errno(e, "repository %s", repo);
 	}
 	if (!S_ISDIR(sb.st_mode))
-		return cs_errf(e, "repository %s is not a directory", repo);
+		return cs_errc(e, CS_E_NOREPO, "repository %s is not a "
+		    "directory", repo);
 	if (access(repo, R_OK | X_OK) < 0)
 		return cs_errno(e, "repository %s cannot be read", repo);
 	if (mode != STORE_READ && marked_readonly(repo))
@@ -458,7 +465,7 @@ open_repo(const char *repo, int mode, const struct store_settings *init,
 	if (store_check_path(repo, mode, e) < 0)
 		return -1;
 	if ((st = calloc(1, sizeof(*st))) == NULL)
-		return cs_errf(e, "out of memory");
+		return cs_errc(e, CS_E_NOMEM, "out of memory");
 	st->lock_fd = -1;
 	st->dir_fd = -1;
 	st->mode = mode;
@@ -479,13 +486,15 @@ open_repo(const char *repo, int mode, const struct store_settings *init,
 			goto fail;
 	} else if (stat(dbpath, &sb) < 0) {
 		if (errno == ENOENT || errno == ENOTDIR)
-			cs_errf(e, "repository %s does not exist (create one "
+			cs_errc(e, CS_E_NOREPO, "repository %s does not exist "
+			    "(create one "
 			    "with cutsnap snapshot -r %s)", repo, repo);
 		else
 			cs_errno(e, "repository %s: stat %s", repo, dbpath);
 		goto fail;
 	} else if (!S_ISREG(sb.st_mode)) {
-		cs_errf(e, "repository %s: manifest.db is not a regular file",
+		cs_errc(e, CS_E_NOREPO, "repository %s: manifest.db is not "
+		    "a regular file",
 		    repo);
 		goto fail;
 	}
@@ -823,7 +832,7 @@ store_list(struct store *st, struct snap_info **out, size_t *n,
 		if (cnt == cap) {
 			cap = cap ? cap * 2 : 16;
 			if ((nv = realloc(v, cap * sizeof(*v))) == NULL) {
-				cs_errf(e, "out of memory");
+				cs_errc(e, CS_E_NOMEM, "out of memory");
 				goto out;
 			}
 			v = nv;

@@ -325,7 +325,7 @@ store_obj_load_buf(const struct store *st, const uint8_t name[SHA_LEN],
 		if (cap > store_obj_bound(st, len) + 1)
 			cap = store_obj_bound(st, len) + 1;
 		if ((np = bigbuf_alloc(cap)) == NULL) {
-			rc = cs_errf(e, "out of memory");
+			rc = cs_errc(e, CS_E_NOMEM, "out of memory");
 			goto out;
 		}
 		store_objbuf_free(b);

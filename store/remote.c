@@ -103,7 +103,7 @@ store_manifest_blobs(const char *manifest, uint64_t id, char ***names,
 	rc = 0;
 	goto out;
 oom:
-	cs_errf(e, "out of memory");
+	cs_errc(e, CS_E_NOMEM, "out of memory");
 out:
 	while (cnt > 0)
 		free(v[--cnt]);

@@ -132,6 +132,6 @@ store_replay_msgs(struct dl_state *ds, const struct snap_rows *r,
 			dead_note(&rec, dst, note, ctx);
 	}
 	if (out != NULL && out->oom)
-		return cs_errf(e, "out of memory");
+		return cs_errc(e, CS_E_NOMEM, "out of memory");
 	return 0;
 }

@@ -381,7 +381,7 @@ store_restore_agents(struct store *st, uint64_t id, const struct cfg *c,
 	if (rowof == NULL || fds == NULL || tfd == NULL || dfd == NULL ||
 	    want == NULL || made == NULL || tmp == NULL || err == NULL ||
 	    size == NULL || tails == NULL || sinks == NULL) {
-		cs_errf(e, "out of memory");
+		cs_errc(e, CS_E_NOMEM, "out of memory");
 		goto out;
 	}
 	for (i = 0; i < c->nagents; i++)
@@ -431,7 +431,7 @@ store_restore_agents(struct store *st, uint64_t id, const struct cfg *c,
 	if (partial_restore(c, want)) {
 		for (i = 0; i < c->nagents; i++)
 			if (want[i] && append_fence(&tails[i], rid) < 0) {
-				cs_errf(e, "out of memory");
+				cs_errc(e, CS_E_NOMEM, "out of memory");
 				goto out;
 			}
 		fence_note(st, c, want, rid);

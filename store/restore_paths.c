@@ -153,7 +153,7 @@ store_check_paths(struct store *st, const struct cfg *c, struct cs_err *e)
 	if (realpath(st->repo, repo) == NULL || stat(repo, &rsb) < 0)
 		return cs_errno(e, "resolve repository %s", st->repo);
 	if ((pl = calloc((size_t)c->nagents + 1, sizeof(*pl))) == NULL)
-		return cs_errf(e, "out of memory");
+		return cs_errc(e, CS_E_NOMEM, "out of memory");
 	for (i = 0; i < c->nagents; i++) {
 		if (place_of(c->agents[i].data, &pl[i], e) < 0) {
 			cs_errctx(e, "agent %s", c->agents[i].name);

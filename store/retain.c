@@ -44,13 +44,13 @@ blob_referenced(struct store *st, char ***out, size_t *n, struct cs_err *e)
 		if (*n == cap) {
 			cap = cap ? cap * 2 : 256;
 			if ((nv = realloc(v, cap * sizeof(*v))) == NULL) {
-				cs_errf(e, "out of memory");
+				cs_errc(e, CS_E_NOMEM, "out of memory");
 				goto out;
 			}
 			v = nv;
 		}
 		if ((v[*n] = strdup(store_col_text(s, 0))) == NULL) {
-			cs_errf(e, "out of memory");
+			cs_errc(e, CS_E_NOMEM, "out of memory");
 			goto out;
 		}
 		(*n)++;
@@ -140,7 +140,7 @@ load_rows(struct store *st, struct store_forget_item **v,
 			if ((nk = realloc(*k, cap * sizeof(**k))) != NULL)
 				*k = nk;
 			if (nv == NULL || nk == NULL) {
-				cs_errf(e, "out of memory");
+				cs_errc(e, CS_E_NOMEM, "out of memory");
 				goto out;
 			}
 		}
@@ -182,7 +182,7 @@ apply(struct store *st, const struct store_forget_item *v,
 
 	if ((res->forgotten = calloc(n + 1, sizeof(*it))) == NULL ||
 	    (res->kept = calloc(n + 1, sizeof(*it))) == NULL)
-		return cs_errf(e, "out of memory");
+		return cs_errc(e, CS_E_NOMEM, "out of memory");
 	if (store_db_prepare(st, "DELETE FROM snapshots WHERE id = ?", &del,
 	    e) < 0)
 		return -1;

@@ -64,7 +64,7 @@ grow(struct rot *r, size_t len, struct cs_err *e)
 	r->cap = len;
 	if (r->plain == NULL || r->obj == NULL || r->scratch == NULL) {
 		r->cap = 0;
-		return cs_errf(e, "out of memory");
+		return cs_errc(e, CS_E_NOMEM, "out of memory");
 	}
 	return 0;
 }
@@ -141,7 +141,7 @@ do_file(struct rot *r, sqlite3_int64 id, const char *agent, struct cs_err *e)
 	int step, rc = -1;
 
 	if ((c = sha_new()) == NULL)
-		return cs_errf(e, "out of memory");
+		return cs_errc(e, CS_E_NOMEM, "out of memory");
 	if (store_db_prepare(r->st, "SELECT size, sha256 FROM agent_chunks "
 	    "WHERE snapshot_id = ?1 AND agent = ?2 ORDER BY idx", &s, e) < 0)
 		goto out;
@@ -221,7 +221,7 @@ do_files(struct rot *r, struct cs_err *e)
 	rc = 0;
 	goto out;
 oom:
-	cs_errf(e, "out of memory");
+	cs_errc(e, CS_E_NOMEM, "out of memory");
 out:
 	sqlite3_finalize(s);
 	for (i = 0; i < n; i++)

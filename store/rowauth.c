@@ -102,7 +102,7 @@ backfill(struct store *st, struct cs_err *e)
 		if (n == cap) {
 			cap = cap ? 2 * cap : 16;
 			if ((nv = realloc(ids, cap * sizeof(*ids))) == NULL) {
-				cs_errf(e, "out of memory");
+				cs_errc(e, CS_E_NOMEM, "out of memory");
 				goto out;
 			}
 			ids = nv;

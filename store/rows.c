@@ -77,7 +77,7 @@ load_snapshot(struct store *st, struct snap_rows *r, struct cs_err *e)
 	snprintf(r->status, sizeof(r->status), "%s", store_col_text(s, 0));
 	if ((r->config = dup_col(s, 1)) == NULL ||
 	    (r->digest = dup_col(s, 2)) == NULL) {
-		cs_errf(e, "out of memory");
+		cs_errc(e, CS_E_NOMEM, "out of memory");
 		goto out;
 	}
 	rc = 0;
@@ -134,7 +134,7 @@ load_agents(struct store *st, struct snap_rows *r, struct cs_err *e)
 	rc = 0;
 	goto out;
 oom:
-	cs_errf(e, "out of memory");
+	cs_errc(e, CS_E_NOMEM, "out of memory");
 out:
 	sqlite3_finalize(s);
 	return rc;
@@ -183,7 +183,7 @@ load_chunks(struct store *st, struct snap_rows *r, struct cs_err *e)
 	rc = 0;
 	goto out;
 oom:
-	cs_errf(e, "out of memory");
+	cs_errc(e, CS_E_NOMEM, "out of memory");
 out:
 	sqlite3_finalize(s);
 	return rc;
@@ -198,12 +198,12 @@ open_msg(struct store *st, struct row_msg *m)
 	size_t len;
 	struct cs_err e;
 
-	e.msg[0] = '\0';
+	e.code = 0;	/* sha_unhex fills no error */
 	if (sha_unhex(m->sha, name) < 0 ||
 	    store_crypt_msg(st, 0, name, m->src, m->dst, m->seq, m->data,
 	    m->len, &plain, &len, &e) < 0) {
 		m->damaged = 1;
-		return strstr(e.msg, "out of memory") != NULL ? -1 : 0;
+		return cs_err_code(&e) == CS_E_NOMEM ? -1 : 0;
 	}
 	free(m->data);
 	m->data = plain;
@@ -255,7 +255,7 @@ load_msgs(struct store *st, struct snap_rows *r, struct cs_err *e)
 	rc = 0;
 	goto out;
 oom:
-	cs_errf(e, "out of memory");
+	cs_errc(e, CS_E_NOMEM, "out of memory");
 out:
 	sqlite3_finalize(s);
 	return rc;

@@ -39,7 +39,7 @@ store_target_config(struct store *st, uint64_t id, uint64_t *resolved,
 	 * of at most 80 + 2 names per agent, 256 for the header. */
 	cap = 256 + n * (2 * NAME_MAX_LEN + 96) + n * n * (2 * NAME_MAX_LEN + 2);
 	if ((text = malloc(cap)) == NULL) {
-		cs_errf(e, "out of memory");
+		cs_errc(e, CS_E_NOMEM, "out of memory");
 		goto out;
 	}
 	off += (size_t)snprintf(text + off, cap - off, "; the cluster of "

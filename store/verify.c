@@ -468,7 +468,7 @@ run(struct store *st, uint64_t id, uint64_t *resolved,
 		goto out;
 	}
 	if ((v.fc = calloc(v.rows.nagents + 1, sizeof(*v.fc))) == NULL) {
-		cs_errf(e, "out of memory");
+		cs_errc(e, CS_E_NOMEM, "out of memory");
 		goto out;
 	}
 	for (i = 0; i < v.rows.nagents; i++) {
@@ -490,20 +490,20 @@ run(struct store *st, uint64_t id, uint64_t *resolved,
 	for (i = 0; i < v.rows.nagents; i++)
 		store_progress_grow(st, v.rows.agents[i].size);
 	if (plan_tasks(&v) < 0) {
-		cs_errf(e, "out of memory");
+		cs_errc(e, CS_E_NOMEM, "out of memory");
 		rc = -1;
 		goto out;
 	}
 	for (i = 0; i < v.rows.nagents; i++)
 		if (v.fc[i].mapped && store_keyset_build(&v.fc[i].ks, &v.rows,
 		    v.rows.agents[i].name) < 0) {
-			cs_errf(e, "out of memory");
+			cs_errc(e, CS_E_NOMEM, "out of memory");
 			rc = -1;
 			goto out;
 		}
 	for (i = 0; i < v.rows.nagents; i++)
 		if (v.fc[i].mapped && store_handoff_init(&v, i) < 0) {
-			cs_errf(e, "out of memory");
+			cs_errc(e, CS_E_NOMEM, "out of memory");
 			rc = -1;
 			goto out;
 		}

@@ -200,7 +200,7 @@ store_fview_open(struct store *st, const struct row_agent *a, struct fview *v,
 	if (fn != NULL && store_obj_framed(st) &&
 	    (v->damaged = calloc(a->nchunks + 1, 1)) == NULL) {
 		store_fview_close(v);
-		return cs_errf(e, "out of memory");
+		return cs_errc(e, CS_E_NOMEM, "out of memory");
 	}
 	o.damaged = v->damaged;
 	/* The rows must tile [0, size): consecutive, page-aligned. */

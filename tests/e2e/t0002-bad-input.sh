@@ -176,13 +176,13 @@ test_expect_success 'snapshot with a bad timeout: exit 2' '
 	expect_error 2 snapshot -c "$CONF" -r "$REPO" --timeout soon
 '
 
-test_expect_success 'missing repository: ls, verify and restore exit 2 naming it' '
-	expect_error 2 ls -r "$TEST_DIR/norepo" &&
+test_expect_success 'missing repository: ls, verify and restore exit 10 naming it' '
+	expect_error 10 ls -r "$TEST_DIR/norepo" &&
 	err_matches "norepo" &&
-	expect_error 2 verify -r "$TEST_DIR/norepo" &&
+	expect_error 10 verify -r "$TEST_DIR/norepo" &&
 	err_matches "norepo" &&
 	stop_cluster &&
-	expect_error 2 restore -r "$TEST_DIR/norepo" -c "$CONF" &&
+	expect_error 10 restore -r "$TEST_DIR/norepo" -c "$CONF" &&
 	err_matches "norepo" &&
 	[ ! -e "$TEST_DIR/norepo" ]
 '

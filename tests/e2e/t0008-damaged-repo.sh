@@ -176,10 +176,10 @@ test_expect_success 'a manifest.db that is not a database: exit 2 (unreadable)' 
 	expect_error 2 ls -r "$R"
 '
 
-test_expect_success 'an empty manifest.db: no complete snapshot, exit 1 or 2, no crash' '
+test_expect_success 'an empty manifest.db: not a usable repository, exit 10, no crash' '
 	damaged emptydb &&
 	: >"$R/manifest.db" &&
-	expect_exit "[12]" verify -r "$R" &&
+	expect_exit 10 verify -r "$R" &&
 	err_is_one_line
 '
 

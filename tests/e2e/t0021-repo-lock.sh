@@ -42,7 +42,7 @@ test_expect_success 'an exclusive lock refuses ls, verify and snapshot, naming i
 	hold_exclusive &&
 	for c in "ls -r $REPO" "verify -r $REPO" \
 	    "snapshot -c $CONF -r $REPO --timeout 5"; do
-		expect_error 1 $c &&
+		expect_error 11 $c &&
 		err_matches "repository .* is locked exclusively by host=elsewhere pid=$LOCKER mode=exclusive" || return 1
 	done &&
 	expect_eq "$(sql "select count(*) from snapshots")" 1 "snapshots"
@@ -51,7 +51,7 @@ test_expect_success 'an exclusive lock refuses ls, verify and snapshot, naming i
 test_expect_success 'an exclusive lock refuses restore too, files untouched' '
 	stop_cluster &&
 	cp A.data A.before &&
-	expect_error 1 restore -r "$REPO" -c "$CONF" &&
+	expect_error 11 restore -r "$REPO" -c "$CONF" &&
 	err_matches "locked exclusively by host=elsewhere pid=$LOCKER" &&
 	cmp A.data A.before
 '

@@ -60,7 +60,7 @@ test_expect_success 'show of a snapshot that does not exist, bad usage: exit 2' 
 	expect_error 2 show -r "$REPO" 999 &&
 	expect_error 2 show -r "$REPO" 1 2 &&
 	expect_error 2 show -r "$REPO" --sum "" &&
-	expect_error 2 show -r "$TEST_DIR/norepo"
+	expect_error 10 show -r "$TEST_DIR/norepo"
 '
 
 test_expect_success 'an aborted snapshot: ls shows its reason in the last column' '

@@ -35,14 +35,14 @@ test_expect_success 'setup: five complete snapshots of changing data, one aborte
 	expect_eq "$(nsnaps)" 6 "snapshots"
 '
 
-test_expect_success 'forget and prune refuse while a snapshot holds the repository' '
+test_expect_success 'forget and prune refuse while a snapshot holds the repository: exit 11' '
 	expect_ok channel -c "$CONF" hold A B &&
 	expect_ok transfer -c "$CONF" A:bal B:bal 1 &&
 	snapshot_bg --initiator B --timeout 60 &&
 	wait_for 20 snapshot_is_running &&
-	expect_error 1 forget -r "$REPO" --keep-last 1 &&
+	expect_error 11 forget -r "$REPO" --keep-last 1 &&
 	err_matches "in use|locked" &&
-	expect_error 1 prune -r "$REPO" &&
+	expect_error 11 prune -r "$REPO" &&
 	err_matches "in use|locked" &&
 	expect_eq "$(nsnaps)" 7 "snapshots while refused" &&
 	expect_ok channel -c "$CONF" release A B &&
@@ -132,7 +132,7 @@ test_expect_success 'bad usage: no rule, a bad DURATION or N, no repository: exi
 	err_matches "DURATION" &&
 	expect_error 2 forget -r "$REPO" --keep-within "" &&
 	expect_error 2 forget -r "$REPO" --keep-last -1 &&
-	expect_error 2 prune -r "$TEST_DIR/norepo" &&
+	expect_error 10 prune -r "$TEST_DIR/norepo" &&
 	expect_error 2 prune -r "$REPO" extra
 '
 

@@ -15,8 +15,14 @@ test_expect_success 'verify, verify --json and show of snapshot 99: exit 2, one 
 	n=0 &&
 	for c in "verify" "verify --json" "show" "show --json" "show --sum bal"; do
 		expect_error 2 $c -r "$REPO" 99 &&
-		err_matches "snapshot 99 does not exist" &&
-		[ ! -s "$OUT" ] || return 1
+		err_matches "snapshot 99 does not exist" || return 1
+		# With --json the error is also the one object on stdout.
+		case $c in
+		*--json) json_check "(d[\"error\"][\"code\"] == \"usage\" and
+		    d[\"error\"][\"exit\"] == 2 and
+		    \"snapshot 99 does not exist\" in d[\"error\"][\"message\"])" ;;
+		*) [ ! -s "$OUT" ] ;;
+		esac || return 1
 		n=$((n + 1))
 	done &&
 	expect_eq "$n" 5 "commands checked"

@@ -119,18 +119,18 @@ test_expect_success 'ls needs no password; verify and show without one: exit 2, 
 	err_is_one_line && err_matches "password is needed"
 '
 
-test_expect_success 'verify with the password passes; a wrong one: exit 2, one line' '
+test_expect_success 'verify with the password passes; a wrong one: exit 12, one line' '
 	expect_ok verify -r "$REPO" "$FIRST" --password-file pw &&
 	CUTSNAP_PASSWORD_FILE=pw expect_ok verify -r "$REPO" "$FIRST" &&
 	CUTSNAP_PASSWORD="correct horse" expect_ok verify -r "$REPO" "$FIRST" &&
-	expect_error 2 verify -r "$REPO" "$FIRST" --password-file bad &&
+	expect_error 12 verify -r "$REPO" "$FIRST" --password-file bad &&
 	err_matches "wrong password"
 '
 
 test_expect_success 'restore with a wrong or missing password refuses before writing' '
 	stop_cluster &&
 	save_files &&
-	expect_error 2 restore -r "$REPO" "$FIRST" -c "$CONF" --password-file bad &&
+	expect_error 12 restore -r "$REPO" "$FIRST" -c "$CONF" --password-file bad &&
 	err_matches "wrong password" &&
 	files_same &&
 	nott_exit 2 restore -r "$REPO" "$FIRST" -c "$CONF" &&
@@ -184,7 +184,7 @@ test_expect_success 'key add + key remove: the new password opens every snapshot
 	expect_error 2 key -r "$REPO" remove 1 --password-file pw &&
 	err_matches "the one this password opens" &&
 	expect_ok key -r "$REPO" remove 1 --password-file pw2 &&
-	expect_error 2 verify -r "$REPO" "$ID" --password-file pw &&
+	expect_error 12 verify -r "$REPO" "$ID" --password-file pw &&
 	err_matches "wrong password" &&
 	n=0 &&
 	for id in $(sql "select id from snapshots where status = '"'"'complete'"'"' and id != $FIRST"); do
@@ -198,7 +198,7 @@ test_expect_success 'key add + key remove: the new password opens every snapshot
 
 test_expect_success 'key passwd: the new password opens every snapshot, the old one nothing' '
 	CUTSNAP_NEW_PASSWORD_FILE=pw3 expect_ok key -r "$REPO" passwd --password-file pw2 &&
-	expect_error 2 verify -r "$REPO" "$ID" --password-file pw2 &&
+	expect_error 12 verify -r "$REPO" "$ID" --password-file pw2 &&
 	n=0 &&
 	for id in $(sql "select id from snapshots where status = '"'"'complete'"'"' and id != $FIRST"); do
 		expect_ok verify -r "$REPO" "$id" --password-file pw3 || return 1
@@ -219,7 +219,7 @@ test_expect_success 'a flipped bit in a sealed key: it opens nothing; verify wit
 	    case when substr(sealed, 21, 1) = x'"'"'00'"'"' then x'"'"'01'"'"' else x'"'"'00'"'"' end ||
 	    substr(sealed, 22) where id = $K" &&
 	save_files &&
-	expect_error 2 restore -r "$REPO" "$ID" -c "$CONF" --password-file pw3 &&
+	expect_error 12 restore -r "$REPO" "$ID" -c "$CONF" --password-file pw3 &&
 	err_matches "wrong password" &&
 	files_same &&
 	expect_exit 1 verify -r "$REPO" "$ID" --password-file pw &&
@@ -230,10 +230,10 @@ test_expect_success 'a flipped bit in a sealed key: it opens nothing; verify wit
 	expect_ok verify -r "$REPO" "$ID" --password-file pw
 '
 
-test_expect_success 'snapshot with a wrong or missing password: exit 2, one line, no snapshot row' '
+test_expect_success 'snapshot with a wrong or missing password: exit 12 (wrong) or 2 (missing), one line, no snapshot row' '
 	start_cluster &&
 	n=$(sql "select count(*) from snapshots") &&
-	expect_error 2 snapshot -c "$CONF" -r "$REPO" --password-file bad &&
+	expect_error 12 snapshot -c "$CONF" -r "$REPO" --password-file bad &&
 	err_matches "wrong password" &&
 	nott_exit 2 snapshot -c "$CONF" -r "$REPO" &&
 	err_is_one_line && err_matches "password is needed" &&

@@ -34,11 +34,11 @@ test_expect_success 'an encrypted repository with one snapshot' '
 	[ "$(find "$REPO/blobs" -type f | wc -l)" -gt 3 ]
 '
 
-test_expect_success 'a wrong password with new chunks to copy: exit 2, nothing written' '
+test_expect_success 'a wrong password with new chunks to copy: exit 12, nothing written' '
 	put_random A 20 && put_random B 20 &&
 	tree >tree.before && rows >rows.before &&
 	sleep 0.01 &&
-	expect_error 2 snapshot -c "$CONF" -r "$REPO" --password-file bad &&
+	expect_error 12 snapshot -c "$CONF" -r "$REPO" --password-file bad &&
 	err_matches "wrong password" &&
 	tree >tree.after && rows >rows.after &&
 	{ cmp tree.before tree.after ||

@@ -119,7 +119,7 @@ test_expect_success 'restore with that password: the files byte for byte' '
 '
 
 test_expect_success 'a wrong password is refused' '
-	expect_error 2 verify -r "$REPO" --password-file bad &&
+	expect_error 12 verify -r "$REPO" --password-file bad &&
 	err_matches "wrong password"
 '
 

@@ -36,10 +36,10 @@ test_expect_success 'the snapshot it took opens with the password' '
 	json_check "d[\"ok\"] is True and d[\"chunks\"] >= 2"
 '
 
-test_expect_success 'a wrong password through the FIFO: exit 2, one line, nothing taken' '
+test_expect_success 'a wrong password through the FIFO: exit 12, one line, nothing taken' '
 	rm -f pw.fifo && mkfifo pw.fifo &&
 	{ printf "%s\n" "wrong horse" >pw.fifo & } &&
-	expect_exit 2 snapshot -c "$CONF" -r "$REPO" --json -q --password-file pw.fifo &&
+	expect_exit 12 snapshot -c "$CONF" -r "$REPO" --json -q --password-file pw.fifo &&
 	json_check "d[\"status\"] == \"aborted\" and \"wrong password\" in d[\"error\"]" &&
 	expect_eq "$(sql "select count(*) from snapshots")" 1 "snapshots"
 '

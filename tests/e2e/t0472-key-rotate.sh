@@ -57,9 +57,9 @@ test_expect_success 'every snapshot verifies under the new key and restores the 
 '
 
 test_expect_success 'the old passwords open nothing' '
-	expect_error 2 verify -r "$REPO" --password-file pw &&
+	expect_error 12 verify -r "$REPO" --password-file pw &&
 	err_matches "wrong password" &&
-	expect_error 2 verify -r "$REPO" --password-file pw2 &&
+	expect_error 12 verify -r "$REPO" --password-file pw2 &&
 	err_matches "wrong password"
 '
 

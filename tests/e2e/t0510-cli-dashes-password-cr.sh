@@ -48,7 +48,7 @@ test_expect_success 'a lone trailing CR is part of the password' '
 	printf "secret\r" >pw-cr && printf "secret" >pw-plain &&
 	expect_ok init -r crrepo --encrypt --password-file pw-cr &&
 	expect_ok snapshot -c "$CONF" -r crrepo --password-file pw-cr &&
-	expect_error 2 verify -r crrepo --password-file pw-plain &&
+	expect_error 12 verify -r crrepo --password-file pw-plain &&
 	err_matches "wrong password" &&
 	expect_ok verify -r crrepo --password-file pw-cr
 '
@@ -59,7 +59,7 @@ test_expect_success 'one trailing LF or CRLF is dropped' '
 	expect_ok snapshot -c "$CONF" -r lfrepo --password-file pw-crlf &&
 	expect_ok verify -r lfrepo --password-file pw-bare &&
 	printf "pw2\n\n" >pw-two &&
-	expect_error 2 verify -r lfrepo --password-file pw-two
+	expect_error 12 verify -r lfrepo --password-file pw-two
 '
 
 test_done

@@ -20,7 +20,7 @@ test_expect_success 'setup: an encrypted repository with a snapshot, then a seco
 	cp -r "$REPO" one-key &&
 	expect_ok key -r "$REPO" add --password-file pw --new-password-file pw2 &&
 	K=$(sql "select min(id) from repo_keys") &&
-	expect_error 2 verify -r "$REPO" --password-file bad &&
+	expect_error 12 verify -r "$REPO" --password-file bad &&
 	err_matches "wrong password \(none of its 2 keys opens with it\)$"
 '
 
