@@ -13,6 +13,7 @@
 
 #include "../lib/util.h"
 #include "../net/client.h"
+#include "../net/conn.h"
 #include "../net/xport.h"
 #include "api_int.h"
 
@@ -59,7 +60,7 @@ static int
 broken(cs_conn *c, int kind, const char *what)
 {
 	if (c->fd != -1)
-		close(c->fd);
+		client_close(c->fd);
 	c->fd = -1;
 	c->owed = 0;
 	wbuf_reset(&c->out);
@@ -91,10 +92,21 @@ api_queue(cs_conn *c, uint8_t type, const void *req, size_t len)
 int
 api_flush(cs_conn *c)
 {
+	struct netconn *nc;
 	struct cs_err e;
 	size_t off = 0;
 	ssize_t w;
 
+	/* Over TLS (an agent with an addr) the registered connection
+	 * writes: the bytes on the socket are records, not frames. */
+	if ((nc = netconn_of_fd(c->fd)) != NULL) {
+		if (netconn_write_all(nc, c->out.data, c->out.len, -1) == -1) {
+			cs_errno(&e, "send");
+			return broken(c, CS_EIO, e.msg);
+		}
+		wbuf_reset(&c->out);
+		return 0;
+	}
 	while (off < c->out.len) {
 		w = send(c->fd, c->out.data + off, c->out.len - off,
 		    MSG_NOSIGNAL);
@@ -110,10 +122,41 @@ api_flush(cs_conn *c)
 	return 0;
 }
 
+/* fill() over TLS: what the connection decrypts, waiting with its own
+ * wait (TLS may hold bytes poll cannot see, or need to write to read). */
+static int
+fill_tls(cs_conn *c, struct netconn *nc, int64_t deadline)
+{
+	struct cs_err e;
+	ssize_t k;
+	int r;
+
+	for (;;) {
+		k = netconn_read(nc, c->in + c->inlen, c->incap - c->inlen);
+		if (k > 0) {
+			c->inlen += (size_t)k;
+			return 0;
+		}
+		if (k == NETCONN_EOF || k == NETCONN_ERR)
+			return broken(c, CS_EIO, "connection closed by peer");
+		r = netconn_wait(nc, (int)k, deadline);
+		if (r == 0)
+			return broken(c, CS_EIO, "timed out waiting for a "
+			    "reply");
+		if (r == -1 && errno == EINTR)
+			return broken(c, CS_EIO, "interrupted");
+		if (r == -1) {
+			cs_errno(&e, "poll");
+			return broken(c, CS_EIO, e.msg);
+		}
+	}
+}
+
 /* Read what the socket has (at least one byte) before the deadline. */
 static int
 fill(cs_conn *c, int64_t deadline)
 {
+	struct netconn *nc;
 	struct pollfd pfd;
 	struct cs_err e;
 	size_t ncap;
@@ -136,6 +179,8 @@ fill(cs_conn *c, int64_t deadline)
 		c->in = p;
 		c->incap = ncap;
 	}
+	if ((nc = netconn_of_fd(c->fd)) != NULL)
+		return fill_tls(c, nc, deadline);
 	for (;;) {
 		left = -1;
 		if (deadline >= 0 && (left = deadline - cs_now_ms()) < 0)
@@ -324,7 +369,7 @@ open_fd(int fd, const char *agent, int timeout_ms, struct cs_err *e,
 	cs_conn *c;
 
 	if ((c = conn_new(fd, agent, timeout_ms)) == NULL) {
-		close(fd);
+		client_close(fd);
 		if (kind != NULL)
 			*kind = CS_ERROR;
 		cs_errc(e, CS_E_NOMEM, "out of memory");
@@ -420,7 +465,7 @@ cs_close(cs_conn *c)
 	if (c == NULL)
 		return;
 	if (c->fd != -1)
-		close(c->fd);
+		client_close(c->fd);
 	wbuf_free(&c->out);
 	free(c->in);
 	free(c);

@@ -583,7 +583,8 @@ lease_take(struct sess *ss, struct cs_err *e)
 
 			if ((p = strstr(body, "\nowner ")) != NULL)
 				sscanf(p, "\nowner %127[^\n]", owner);
-			cs_errf(e, "%s: another writer holds the repository "
+			cs_errc(e, CS_E_LOCKED, "%s: another writer holds the "
+			    "repository "
 			    "(%s) for %llds more; try again later",
 			    s3_url(ss->s), owner, exp - (long long)now);
 			goto out;
@@ -676,7 +677,8 @@ cache_lock(struct sess *ss, struct cs_err *e)
 
 		close(fd);
 		if (err == EWOULDBLOCK)
-			return cs_errf(e, "%s: another writer on this host still "
+			return cs_errc(e, CS_E_LOCKED, "%s: another writer on "
+			    "this host still "
 			    "uses the cache %s (its lease lapsed, but it has not "
 			    "ended); try again once it has", s3_url(ss->s),
 			    ss->dir);
@@ -1747,7 +1749,9 @@ cmd_s3_run(const char *name, int (*fn)(int, char **), int argc, char **argv)
 		    (unsigned long long)ss.gen);
 	goto out;
 fail:
-	rc = cmd_fail(ss.bad_config ? EXIT_USAGE : EXIT_FAILED, "%s", e.msg);
+	/* A kind the store or the bucket named (locked, auth, no repository)
+	 * gives its own status; the rest as before. */
+	rc = cmd_fail_errs(ss.bad_config ? EXIT_USAGE : EXIT_FAILED, &e);
 out:
 	/* A failed command's own output (a --json error object) still shows. */
 	release_stdout(saved, held, rc != EXIT_OK && e.msg[0] == '\0');

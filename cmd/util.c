@@ -43,22 +43,37 @@ cmd_repo_name(const char *repo)
 	    repo;
 }
 
+/* msg with the stand-in directory named as the user gave it, into out. */
 static void
-vwarn_line(const char *suffix, const char *fmt, va_list ap)
+alias_line(const char *msg, char *out, size_t outsz)
 {
-	char msg[2048];
-	const char *p, *q;
-	size_t n;
+	const char *p = msg, *q;
+	size_t n, off = 0;
 
-	vsnprintf(msg, sizeof(msg), fmt, ap);
-	fprintf(stderr, "cutsnap: %s: ", cmd_name);
-	p = msg;
+	out[0] = '\0';
 	if (alias_dir != NULL && (n = strlen(alias_dir)) > 0)
-		while ((q = strstr(p, alias_dir)) != NULL) {
-			fprintf(stderr, "%.*s%s", (int)(q - p), p, alias_url);
+		while ((q = strstr(p, alias_dir)) != NULL && off < outsz) {
+			off += (size_t)snprintf(out + off, outsz - off,
+			    "%.*s%s", (int)(q - p), p, alias_url);
 			p = q + n;
 		}
-	fprintf(stderr, "%s%s\n", p, suffix);
+	if (off < outsz)
+		snprintf(out + off, outsz - off, "%s", p);
+}
+
+/* Print the line; a failure's (status >= 0) is also kept for the JSON
+ * error object. */
+static void
+vwarn_line(int status, const char *suffix, const char *fmt, va_list ap)
+{
+	char msg[2048], line[2048];
+
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	alias_line(msg, line, sizeof(line));
+	fprintf(stderr, "cutsnap: %s: %s%s\n", cmd_name, line, suffix);
+	/* A warning may be the only line of a failure that returns its
+	 * status itself: kept too, in case no failure follows. */
+	cmd_note_failure(status, 0, CS_E_FAILED, line);
 }
 
 void
@@ -67,7 +82,7 @@ cmd_warn(const char *fmt, ...)
 	va_list ap;
 
 	va_start(ap, fmt);
-	vwarn_line("", fmt, ap);
+	vwarn_line(-1, "", fmt, ap);
 	va_end(ap);
 }
 
@@ -77,7 +92,7 @@ cmd_fail(int status, const char *fmt, ...)
 	va_list ap;
 
 	va_start(ap, fmt);
-	vwarn_line("", fmt, ap);
+	vwarn_line(status, "", fmt, ap);
 	va_end(ap);
 	return status;
 }
@@ -90,7 +105,7 @@ cmd_usage_error(const char *fmt, ...)
 
 	snprintf(suffix, sizeof(suffix), " (see cutsnap %s --help)", cmd_name);
 	va_start(ap, fmt);
-	vwarn_line(suffix, fmt, ap);
+	vwarn_line(EXIT_USAGE, suffix, fmt, ap);
 	va_end(ap);
 	return EXIT_USAGE;
 }
@@ -208,7 +223,8 @@ cmd_find_agent(const struct cfg *c, const char *name)
 		memcpy(list + off, c->agents[i].name, n + 1);
 		off += n;
 	}
-	cmd_warn("unknown agent %s (config has %s)", name, list);
+	(void)cmd_fail(EXIT_USAGE, "unknown agent %s (config has %s)",
+	    name, list);
 	return -1;
 }
 
@@ -228,10 +244,11 @@ cmd_parse_i64(const char *s, const char *what, int64_t *out)
 	return 0;
 bad:
 	if (errno == ERANGE)
-		cmd_warn("invalid %s '%s': out of range for a 64-bit integer",
-		    what, s);
+		(void)cmd_fail(EXIT_USAGE, "invalid %s '%s': out of range "
+		    "for a 64-bit integer", what, s);
 	else
-		cmd_warn("invalid %s '%s': expected an integer", what, s);
+		(void)cmd_fail(EXIT_USAGE, "invalid %s '%s': expected an "
+		    "integer", what, s);
 	return -1;
 }
 
@@ -247,7 +264,7 @@ cmd_parse_pos(const char *s, const char *what, uint64_t max, uint64_t *out)
 		if (*p < '0' || *p > '9')
 			goto bad;
 		if (v > (max - (uint64_t)(*p - '0')) / 10) {
-			cmd_warn("invalid %s '%s': at most %" PRIu64, what, s,
+			(void)cmd_fail(EXIT_USAGE, "invalid %s '%s': at most %" PRIu64, what, s,
 			    max);
 			return -1;
 		}
@@ -258,7 +275,8 @@ cmd_parse_pos(const char *s, const char *what, uint64_t max, uint64_t *out)
 	*out = v;
 	return 0;
 bad:
-	cmd_warn("invalid %s '%s': expected a positive integer", what, s);
+	(void)cmd_fail(EXIT_USAGE, "invalid %s '%s': expected a positive "
+	    "integer", what, s);
 	return -1;
 }
 
@@ -618,7 +636,7 @@ cmd_open_repo(const char *repo, int mode, const char *keyfile,
 		return cmd_usage_error("missing -r REPO");
 	if (store_open(repo, mode, out, &e) == -1) {
 		*out = NULL;
-		return cmd_fail(EXIT_USAGE, "%s", e.msg);
+		return cmd_fail_errs(EXIT_USAGE, &e);
 	}
 	if (store_rollback_warning(*out) != NULL)
 		cmd_warn("warning: %s", store_rollback_warning(*out));

@@ -24,14 +24,14 @@ test_expect_success 'a cluster and a first snapshot; no lease left behind' '
 	expect_eq "$(s3keys "$BUCKET" repo/lease)" "" "lease objects"
 '
 
-test_expect_success 'a live lease of another host: writers refused with exit 1, readers work' '
+test_expect_success 'a live lease of another host: writers refused with exit 11 (locked), readers work' '
 	lease_file "otherhost pid 4242" $(( $(date +%s) + 600 )) &&
 	s3put "$BUCKET/repo/lease" lease.txt &&
-	expect_error 1 snapshot -c "$CONF" -r "$REPO_URL" &&
+	expect_error 11 snapshot -c "$CONF" -r "$REPO_URL" &&
 	err_matches "another writer holds the repository \(otherhost pid 4242\)" &&
-	expect_error 1 forget -r "$REPO_URL" --keep-last 1 &&
+	expect_error 11 forget -r "$REPO_URL" --keep-last 1 &&
 	err_matches "another writer holds" &&
-	expect_error 1 prune -r "$REPO_URL" &&
+	expect_error 11 prune -r "$REPO_URL" &&
 	err_matches "another writer holds" &&
 	expect_eq "$(s3count "$BUCKET" repo/commits/)" 1 "commits" &&
 	expect_ok ls -r "$REPO_URL" --json &&
@@ -78,9 +78,9 @@ test_expect_success 'two writers at once: the second is refused while the first 
 	W1=$! && BG_PIDS="$BG_PIDS $W1" &&
 	wait_for 20 s3keys_has "$BUCKET" repo/lease &&
 	sleep $((CUTSNAP_S3_LEASE_SECONDS + 2)) &&
-	CUTSNAP_CACHE_DIR=$TEST_DIR/host2 expect_error 1 snapshot -c "$CONF" -r "$REPO_URL" &&
+	CUTSNAP_CACHE_DIR=$TEST_DIR/host2 expect_error 11 snapshot -c "$CONF" -r "$REPO_URL" &&
 	err_matches "another writer holds the repository \([^)]* pid [0-9]+\)" &&
-	CUTSNAP_CACHE_DIR=$TEST_DIR/host2 expect_error 1 forget -r "$REPO_URL" --keep-last 1 &&
+	CUTSNAP_CACHE_DIR=$TEST_DIR/host2 expect_error 11 forget -r "$REPO_URL" --keep-last 1 &&
 	expect_eq "$(s3count "$BUCKET" repo/commits/)" "$NC" "commits while the first writer runs" &&
 	kill -CONT "$(agent_pid B)" &&
 	wait "$W1" &&

@@ -69,7 +69,7 @@ test_expect_success 'a snapshot killed with -9 while it uploads: never listed' '
 '
 
 test_expect_success 'its lease keeps writers out until it expires; a later snapshot does not publish it' '
-	expect_error 1 prune -r "$REPO_URL" &&
+	expect_error 11 prune -r "$REPO_URL" &&
 	err_matches "another writer holds" &&
 	wait_for 60 cs prune -r "$REPO_URL" --dry-run &&
 	expect_ok prune -r "$REPO_URL" --json &&

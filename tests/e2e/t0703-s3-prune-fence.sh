@@ -41,7 +41,7 @@ test_expect_success 'a writer reusing those blobs pauses before its commit; its 
 
 test_expect_success 'a second writer on this host gets the lapsed lease but not the cache: it says so and ends' '
 	t0=$SECONDS &&
-	expect_error 1 snapshot -c "$CONF" -r "$REPO_URL" &&
+	expect_error 11 snapshot -c "$CONF" -r "$REPO_URL" &&
 	err_matches "another writer on this host still uses the cache" &&
 	[ $((SECONDS - t0)) -lt 20 ]
 '
