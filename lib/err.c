@@ -7,6 +7,9 @@
 
 #include "err.h"
 
+static void verr(struct cs_err *e, enum cs_errcode code, const char *fmt,
+    va_list ap) __attribute__((format(printf, 3, 0)));
+
 static void
 verr(struct cs_err *e, enum cs_errcode code, const char *fmt, va_list ap)
 {

@@ -309,8 +309,10 @@ pragma(struct store *st, const char *sql, struct cs_err *e)
 		    "stayed locked by "
 		    "another process for 10 s: %s", st->repo,
 		    sqlite3_errmsg(st->db));
-	return cs_errc(e, CS_E_NOREPO, "repository %s: manifest.db "
-	    "is not a usable "
+	/* A failing disk is an I/O error, not a missing repository. */
+	return cs_errc(e, (rc & 0xff) == SQLITE_IOERR || (rc & 0xff) ==
+	    SQLITE_FULL || (rc & 0xff) == SQLITE_CANTOPEN ? CS_E_IO :
+	    CS_E_NOREPO, "repository %s: manifest.db is not a usable "
 	    "manifest: %s", st->repo, sqlite3_errmsg(st->db));
 }
 
