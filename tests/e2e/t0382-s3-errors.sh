@@ -1,7 +1,7 @@
 #!/bin/bash
 # Object-store failures the user must fix are reported at once, in one
 # line, before any snapshot work: a wrong secret, an unknown key, a
-# missing bucket, no credentials (exit 2), an endpoint nobody listens on
+# wrong secret (exit 12), missing bucket (exit 10), no credentials (exit 2), an endpoint nobody listens on
 # (exit 1). CS_TIMEOUT bounds every command, so a retry loop or a hang
 # would fail these cases rather than stall them.
 . "$(dirname "$0")/lib.sh"
@@ -16,30 +16,30 @@ test_expect_success 'a cluster and a repository in the bucket' '
 	expect_ok snapshot -c "$CONF" -r "$REPO_URL"
 '
 
-test_expect_success 'a wrong secret: access denied, exit 2, nothing written' '
+test_expect_success 'a wrong secret: access denied, exit 12 (auth), nothing written' '
 	before=$(s3keys "$BUCKET" repo/ | sort) &&
-	AWS_SECRET_ACCESS_KEY=wrong-secret expect_error 2 snapshot -c "$CONF" -r "$REPO_URL" &&
+	AWS_SECRET_ACCESS_KEY=wrong-secret expect_error 12 snapshot -c "$CONF" -r "$REPO_URL" &&
 	err_matches "access denied \(SignatureDoesNotMatch\): check AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY" &&
-	AWS_SECRET_ACCESS_KEY=wrong-secret expect_error 2 ls -r "$REPO_URL" &&
+	AWS_SECRET_ACCESS_KEY=wrong-secret expect_error 12 ls -r "$REPO_URL" &&
 	err_matches "access denied" &&
-	AWS_SECRET_ACCESS_KEY=wrong-secret expect_error 2 verify -r "$REPO_URL" &&
+	AWS_SECRET_ACCESS_KEY=wrong-secret expect_error 12 verify -r "$REPO_URL" &&
 	err_matches "access denied" &&
 	expect_eq "$(s3keys "$BUCKET" repo/ | sort)" "$before" "objects after the refused commands" &&
 	expect_ok ls -r "$REPO_URL" --json &&
 	json_check "len(d) == 1"
 '
 
-test_expect_success 'an unknown access key: access denied, exit 2' '
-	AWS_ACCESS_KEY_ID=NOSUCHKEY expect_error 2 restore -c "$CONF" -r "$REPO_URL" &&
+test_expect_success 'an unknown access key: access denied, exit 12 (auth)' '
+	AWS_ACCESS_KEY_ID=NOSUCHKEY expect_error 12 restore -c "$CONF" -r "$REPO_URL" &&
 	err_matches "access denied \(InvalidAccessKeyId\)"
 '
 
-test_expect_success 'a missing bucket: named, exit 2, for readers and writers' '
-	expect_error 2 snapshot -c "$CONF" -r "s3://no-such-bucket-$$/repo" &&
+test_expect_success 'a missing bucket: named, exit 10 (no repository), for readers and writers' '
+	expect_error 10 snapshot -c "$CONF" -r "s3://no-such-bucket-$$/repo" &&
 	err_matches "bucket no-such-bucket-$$ does not exist" &&
-	expect_error 2 ls -r "s3://no-such-bucket-$$/repo" &&
+	expect_error 10 ls -r "s3://no-such-bucket-$$/repo" &&
 	err_matches "bucket no-such-bucket-$$ does not exist" &&
-	expect_error 2 prune -r "s3://no-such-bucket-$$" &&
+	expect_error 10 prune -r "s3://no-such-bucket-$$" &&
 	err_matches "does not exist"
 '
 

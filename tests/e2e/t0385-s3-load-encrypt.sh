@@ -46,7 +46,7 @@ test_expect_success 'an encrypted repository in the bucket: contents sealed, pas
 	expect_ok verify -r "$ENC_URL" --password-file pw --json &&
 	json_check "d[\"ok\"]" &&
 	echo wrong >bad.pw &&
-	expect_error 2 verify -r "$ENC_URL" --password-file bad.pw &&
+	expect_error 12 verify -r "$ENC_URL" --password-file bad.pw &&
 	expect_ok key list -r "$ENC_URL" --password-file pw
 '
 

@@ -111,7 +111,7 @@ test_expect_success 'a commit upload refused: the snapshot fails, this user'"'"'
 	printf "%s" "{\"Version\":\"2012-10-17\",\"Statement\":[{\"Effect\":\"Deny\",\"Principal\":\"*\",\"Action\":\"s3:PutObject\",\"Resource\":\"arn:aws:s3:::$BUCKET/repo/commits/*\"}]}" >policy.json &&
 	set_policy policy.json &&
 	set_balances B=40 &&
-	expect_error 2 snapshot -c "$CONF" -r "$REPO_URL" &&
+	expect_error 12 snapshot -c "$CONF" -r "$REPO_URL" &&
 	err_matches "put commits/.*access denied" &&
 	expect_eq "$(ncommits)" "$n0" "commits" &&
 	expect_eq "$(cat "$rec")" "$rec0" "the record after the failed snapshot" &&

@@ -83,8 +83,8 @@ test_expect_success 'TCP + mutual TLS: the client certificate of tls_dir, CN che
 test_expect_success 'TLS: an agent certificate as the client is refused, nothing written' '
 	CUTSNAP_CLIENT_CERT=B py -c "
 import cutsnap, sys
-c = cutsnap.connect(sys.argv[1], \"A\")
 try:
+    c = cutsnap.connect(sys.argv[1], \"A\")
     c.put(\"tls\", \"no\")
 except cutsnap.Error as e:
     print(e)

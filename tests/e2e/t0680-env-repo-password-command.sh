@@ -40,7 +40,7 @@ test_expect_success 'an option on the command line wins over the variable' '
 test_expect_success 'a variable naming nothing: the usual error, naming its value' '
 	CUTSNAP_CONFIG=$TEST_DIR/nothere.ini expect_error 2 status &&
 	err_matches "nothere.ini" &&
-	CUTSNAP_REPOSITORY=$TEST_DIR/other/none expect_error 2 ls &&
+	CUTSNAP_REPOSITORY=$TEST_DIR/other/none expect_error 10 ls &&
 	err_matches "other/none"
 '
 
