@@ -1490,68 +1490,68 @@ release_stdout(int saved, FILE *held, int show)
 	fclose(held);
 }
 
-/* Takes "--commit N" / "--commit=N" out of argv: a reader reads the
- * manifest of commit N instead of the newest one (an older state, or the
- * one before a damaged commit). 1 when given, 0 when not, -1 when bad. */
+/* Takes the first "--NAME VALUE" / "--NAME=VALUE" out of argv, its
+ * VALUE into *val (borrowed from argv): 1, or 0 when there is none. */
 static int
-take_commit(int *argc, char **argv, uint64_t *num)
+take_value(int *argc, char **argv, const char *name, const char **val)
 {
-	int i, j, k, found = 0;
-	const char *v;
-	char *end;
+	size_t n = strlen(name);
+	int i, j, k;
 
 	for (i = 1; i < *argc; i++) {
-		if (strcmp(argv[i], "--commit") == 0 && i + 1 < *argc) {
-			v = argv[i + 1];
+		if (strcmp(argv[i], name) == 0 && i + 1 < *argc) {
+			*val = argv[i + 1];
 			k = 2;
-		} else if (strncmp(argv[i], "--commit=", 9) == 0) {
-			v = argv[i] + 9;
+		} else if (strncmp(argv[i], name, n) == 0 &&
+		    argv[i][n] == '=') {
+			*val = argv[i] + n + 1;
 			k = 1;
 		} else {
 			continue;
 		}
+		for (j = i; j + k <= *argc; j++)
+			argv[j] = argv[j + k];
+		*argc -= k;
+		return 1;
+	}
+	return 0;
+}
+
+/* "--commit N": a reader reads the manifest of commit N instead of the
+ * newest one (an older state, or the one before a damaged commit). 1
+ * when given, 0 when not, -1 when bad. */
+static int
+take_commit(int *argc, char **argv, uint64_t *num)
+{
+	const char *v;
+	char *end;
+	int found = 0;
+
+	while (take_value(argc, argv, "--commit", &v)) {
 		errno = 0;
 		*num = strtoull(v, &end, 10);
-		if (errno != 0 || *end != '\0' || *num == 0 || !isdigit(
-		    (unsigned char)*v)) {
+		if (errno != 0 || *end != '\0' || *num == 0 ||
+		    !isdigit((unsigned char)*v)) {
 			cmd_usage_error("--commit: '%s' is not a commit number",
 			    v);
 			return -1;
 		}
-		for (j = i; j + k <= *argc; j++)
-			argv[j] = argv[j + k];
-		*argc -= k;
-		i--;
 		found = 1;
 	}
 	return found;
 }
 
-/* Takes "--grace DURATION" / "--grace=DURATION" out of argv. */
+/* "--grace DURATION": how old an unreferenced object must be to go. */
 static int
 take_grace(int *argc, char **argv, int64_t *grace)
 {
-	int i, j, k;
 	const char *v;
 
-	for (i = 1; i < *argc; i++) {
-		if (strcmp(argv[i], "--grace") == 0 && i + 1 < *argc) {
-			v = argv[i + 1];
-			k = 2;
-		} else if (strncmp(argv[i], "--grace=", 8) == 0) {
-			v = argv[i] + 8;
-			k = 1;
-		} else {
-			continue;
-		}
+	while (take_value(argc, argv, "--grace", &v)) {
 		if (strcmp(v, "0") == 0)
 			*grace = 0;
 		else if (cmd_parse_duration(v, grace) == -1)
 			return -1;
-		for (j = i; j + k <= *argc; j++)
-			argv[j] = argv[j + k];
-		*argc -= k;
-		i--;
 	}
 	return 0;
 }
