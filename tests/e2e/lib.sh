@@ -791,6 +791,28 @@ if not eval(sys.argv[2]):
 	    "${2:-$OUT}" "$1"
 }
 
+# --- repository locks ---------------------------------------------------
+# hold_exclusive: a process that holds an exclusive repository lock the
+# way store_lock does (flocked, then renamed into place); LOCKER its pid.
+hold_exclusive () {
+	mkdir -p "$REPO/locks" || return 1
+	python3 - "$REPO/locks" >"$TEST_DIR/.locker" 2>&1 <<'PY' &
+import fcntl, os, sys, time
+d = sys.argv[1]
+tmp = os.path.join(d, ".tmp-test")
+f = open(tmp, "w")
+fcntl.flock(f, fcntl.LOCK_EX)
+f.write("host=elsewhere pid=%d mode=exclusive started=now\n" % os.getpid())
+f.flush()
+os.rename(tmp, os.path.join(d, "%d-1.lock" % os.getpid()))
+print("ready", flush=True)
+time.sleep(120)
+PY
+	LOCKER=$!
+	BG_PIDS="$BG_PIDS $LOCKER"
+	wait_for 10 grep -q ready "$TEST_DIR/.locker"
+}
+
 # --- several snapshots at once ------------------------------------------
 
 # snapshot_bg_as TAG ARGS...: start "cutsnap snapshot -c CONF ARGS" in the

@@ -5,27 +5,6 @@
 # DURATION is a usage error.
 . "$(dirname "$0")/lib.sh"
 
-# hold_exclusive: a process holding an exclusive repository lock the way
-# store_lock does; it lets go when killed. LOCKER its pid.
-hold_exclusive () {
-	mkdir -p "$REPO/locks" || return 1
-	python3 - "$REPO/locks" >"$TEST_DIR/.locker" 2>&1 <<'PY' &
-import fcntl, os, sys, time
-d = sys.argv[1]
-tmp = os.path.join(d, ".tmp-test")
-f = open(tmp, "w")
-fcntl.flock(f, fcntl.LOCK_EX)
-f.write("host=elsewhere pid=%d mode=exclusive started=now\n" % os.getpid())
-f.flush()
-os.rename(tmp, os.path.join(d, "%d-1.lock" % os.getpid()))
-print("ready", flush=True)
-time.sleep(120)
-PY
-	LOCKER=$!
-	BG_PIDS="$BG_PIDS $LOCKER"
-	wait_for 10 grep -q ready "$TEST_DIR/.locker"
-}
-
 test_expect_success 'setup: a snapshot in REPO' '
 	make_config A B &&
 	start_cluster &&
