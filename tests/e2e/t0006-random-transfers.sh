@@ -3,6 +3,7 @@
 # Snapshots taken from every agent while random transfers run: each one
 # verifies, and each one restored holds exactly the money there was.
 . "$(dirname "$0")/lib.sh"
+test_require EXPENSIVE
 
 NAMES=(A B C D)
 N_LOOPS=2

@@ -45,24 +45,18 @@ test_expect_success 'a run_dir made with mode 0755 beforehand: the agent still k
 	done
 '
 
-if [ "$(id -u)" = 0 ] && command -v setpriv >/dev/null &&
-    setpriv --reuid=65534 --regid=65534 --clear-groups true 2>/dev/null &&
-    setpriv --reuid=65534 --regid=65534 --clear-groups test -x "$CUTSNAP"; then
-	test_expect_success 'a client of another uid is refused even with the socket opened up' '
-		chmod 0755 "$TEST_DIR" run && chmod 0666 run/A.sock &&
-		chmod 0644 cluster.ini &&
-		setpriv --reuid=65534 --regid=65534 --clear-groups \
-		    timeout 10 "$CUTSNAP" put -c "$CONF" A bal 999999 >"$OUT" 2>"$ERR"
-		rc=$?
-		chmod 0700 "$TEST_DIR" run && chmod 0600 run/A.sock
-		expect_eq "$rc" 1 "exit status of the foreign client" &&
-		err_is_one_line &&
-		expect_eq "$(bal A)" 100 "A bal" &&
-		grep -q "refused a connection from uid 65534 (pid [0-9]*): only uid $(id -u) may connect" run/A.log
-	'
-else
-	test_skip 'a client of another uid is refused' 'needs root, setpriv and a binary nobody can run'
-fi
+test_expect_success NOBODY 'a client of another uid is refused even with the socket opened up' '
+	chmod 0755 "$TEST_DIR" run && chmod 0666 run/A.sock &&
+	chmod 0644 cluster.ini &&
+	setpriv --reuid=65534 --regid=65534 --clear-groups \
+	    timeout 10 "$CUTSNAP" put -c "$CONF" A bal 999999 >"$OUT" 2>"$ERR"
+	rc=$?
+	chmod 0700 "$TEST_DIR" run && chmod 0600 run/A.sock
+	expect_eq "$rc" 1 "exit status of the foreign client" &&
+	err_is_one_line &&
+	expect_eq "$(bal A)" 100 "A bal" &&
+	grep -q "refused a connection from uid 65534 (pid [0-9]*): only uid $(id -u) may connect" run/A.log
+'
 
 # send_raw SOCKET HEXBYTES: write raw bytes to a socket, read until it closes.
 send_raw () {

@@ -2,6 +2,7 @@
 # Ten agents, a full mesh of 90 channels: snapshots from several initiators
 # during transfers verify and restore to the same total.
 . "$(dirname "$0")/lib.sh"
+test_require EXPENSIVE
 
 NAMES=(N0 N1 N2 N3 N4 N5 N6 N7 N8 N9)
 

@@ -13,6 +13,7 @@
 # all three on a slow (sanitizer) build; each run has its own hang guard.
 TEST_TIMEOUT=${TEST_TIMEOUT:-960}
 . "$(dirname "$0")/lib.sh"
+test_require EXPENSIVE
 
 SEED=${TORTURE_SEED:-$(( $(date +%s) % 32768 ))}
 ROUNDS=${TORTURE_ROUNDS:-25}

@@ -7,6 +7,7 @@
 # Six rounds of stops, restores and restarts: more than the default budget.
 TEST_TIMEOUT=${TEST_TIMEOUT:-600}
 . "$(dirname "$0")/lib.sh"
+test_require EXPENSIVE
 
 SEED=${TORTURE_SEED:-$(( $(date +%s) % 32768 ))}
 TORTURE=$_lib_dir/../torture/torture.sh

@@ -6,6 +6,7 @@
 # 80 agents each connecting to 79 peers take more than start's default
 # 10 s to answer under ASan with two test scripts at a time.
 . "$(dirname "$0")/lib.sh"
+test_require EXPENSIVE
 
 NAMES=()
 for i in $(seq -w 1 80); do

@@ -8,6 +8,7 @@
 # is down commits nothing), an agent killed while its link is down, and a
 # restore per host that gives the conserved total.
 . "$(dirname "$0")/lib.sh"
+test_require NETNS
 . "$_lib_dir/lib-tls.sh"
 
 netns_hub

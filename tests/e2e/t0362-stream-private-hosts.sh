@@ -11,6 +11,7 @@
 # agent from the shared repository, which equals one full restore, and
 # doing it again changes nothing.
 . "$(dirname "$0")/lib.sh"
+test_require NETNS
 . "$_lib_dir/lib-tls.sh"
 
 netns_hub

@@ -7,6 +7,7 @@
 # reconnect must lose nothing and apply nothing twice.
 TEST_TIMEOUT=${TEST_TIMEOUT:-720}
 . "$(dirname "$0")/lib.sh"
+test_require EXPENSIVE
 
 SEED=${TORTURE_SEED:-$(( $(date +%s) % 32768 ))}
 ROUNDS=${TORTURE_ROUNDS:-10}

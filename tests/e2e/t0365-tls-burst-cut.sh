@@ -8,9 +8,8 @@
 # applied twice or out of order: the total is conserved, every channel's
 # sent = acked = applied by the receiver, and no agent logged a bad seq.
 . "$(dirname "$0")/lib.sh"
+test_require SS
 . "$_lib_dir/lib-tls.sh"
-
-command -v ss >/dev/null || { test_skip "all" "ss (iproute2) missing"; test_done; }
 
 LOAD=$TEST_DIR/load.json
 CUTS=$TEST_DIR/cuts

@@ -16,6 +16,7 @@
 # compressed repository the agents upload each chunk's zstd object,
 # which verifies and restores.
 . "$(dirname "$0")/lib.sh"
+test_require S3,NETNS
 . "$_lib_dir/lib-s3.sh"
 . "$_lib_dir/lib-tls.sh"
 

@@ -11,6 +11,7 @@
 # having checked nothing.
 TEST_TIMEOUT=${TEST_TIMEOUT:-1080}
 . "$(dirname "$0")/lib.sh"
+test_require EXPENSIVE
 
 SEED=${TORTURE_SEED:-$(( $(date +%s) % 32768 ))}
 TORTURE=$_lib_dir/../torture/torture.sh

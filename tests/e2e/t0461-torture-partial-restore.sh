@@ -8,6 +8,7 @@
 # snapshot, the live total must be the initial one (tests/torture).
 TEST_TIMEOUT=${TEST_TIMEOUT:-600}
 . "$(dirname "$0")/lib.sh"
+test_require EXPENSIVE
 
 SEED=${TORTURE_SEED:-$(( $(date +%s) % 32768 ))}
 TORTURE=$_lib_dir/../torture/torture.sh

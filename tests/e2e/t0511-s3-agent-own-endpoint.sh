@@ -10,6 +10,7 @@
 # relay, the snapshot names why in one warning line and its chunks come
 # through the coordinator.
 . "$(dirname "$0")/lib.sh"
+test_require S3
 . "$_lib_dir/lib-s3.sh"
 . "$_lib_dir/lib-tls.sh"
 
