@@ -74,7 +74,7 @@ test_expect_success 'setup: four agents with 1000 each' '
 test_expect_success 'snapshots from every initiator during random transfers all complete' '
 	LOOP_PIDS=""
 	for l in $(seq 1 $N_LOOPS); do
-		transfer_loop $((l * 7919)) &
+		transfer_loop $((TEST_SEED + l * 7919)) &
 		LOOP_PIDS="$LOOP_PIDS $!"
 	done
 	BG_PIDS="$BG_PIDS $LOOP_PIDS"
@@ -139,10 +139,10 @@ test_expect_success 'phase 2: channels held and released at random (some reverse
 	rm -f loop.errors chaos.stop
 	LOOP_PIDS=""
 	for l in $(seq 1 $N_LOOPS); do
-		N_TRANSFERS=400 transfer_loop $((l * 104729)) &
+		N_TRANSFERS=400 transfer_loop $((TEST_SEED + l * 104729)) &
 		LOOP_PIDS="$LOOP_PIDS $!"
 	done
-	chaos_loop 31337 &
+	chaos_loop $((TEST_SEED + 31337)) &
 	CHAOS=$!
 	BG_PIDS="$BG_PIDS $LOOP_PIDS $CHAOS"
 	IDS2="" && k=0 &&

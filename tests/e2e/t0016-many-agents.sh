@@ -30,9 +30,9 @@ test_expect_success 'setup: ten agents with 500 each' '
 '
 
 test_expect_success 'snapshots from three initiators during transfers, with held channels' '
-	transfer_loop 11 &
+	transfer_loop $((TEST_SEED + 11)) &
 	L1=$!
-	transfer_loop 12 &
+	transfer_loop $((TEST_SEED + 12)) &
 	L2=$!
 	BG_PIDS="$BG_PIDS $L1 $L2"
 	IDS="" &&
