@@ -3,7 +3,9 @@
 #                 the build list first: scripts/deps.sh build)
 # make check      the quick tier, before every commit (under two minutes):
 #                 the unit tests and the e2e scripts of CHECK_E2E
-# make test       unit tests (cmocka) and end-to-end tests (TAP, prove)
+# make test       unit tests (cmocka) and end-to-end tests (TAP, prove),
+#                 the EXPENSIVE ones included (CUTSNAP_TEST_SEED=n: another
+#                 seed for the scripts' random choices than the fixed one)
 #                 (check, test and the other test targets install the
 #                 test list first: scripts/deps.sh test)
 # make demo       the bank example, end to end
