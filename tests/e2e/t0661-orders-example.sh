@@ -9,6 +9,14 @@
 
 TOP=$(cd "$_lib_dir/../.." && pwd)
 N=60
+# The tree the binary under test was built in (make asan: build-asan).
+BUILD=build SANFLAGS=""
+case $(basename "$CUTSNAP") in
+*-asan)
+	BUILD=build-asan
+	SANFLAGS="-fsanitize=address,undefined"
+	;;
+esac
 
 if [ ! -f "$TOP/include/cutsnap.h" ] || ! grep -q "W_REQ_RECV" "$TOP"/agent/*.c; then
 	test_skip 'orders example: every order exactly once at each stage' \
@@ -18,7 +26,7 @@ fi
 
 test_expect_success 'orders example: every order exactly once at each stage' '
 	CUTSNAP=$CUTSNAP DIR=$TEST_DIR \
-	    INVENTORY_CFLAGS="-I$TOP/include -L$TOP/lib -Wl,-rpath,$TOP/lib -lcutsnap" \
+	    INVENTORY_CFLAGS="$SANFLAGS -I$TOP/include -L$TOP/$BUILD -Wl,-rpath,$TOP/$BUILD -lcutsnap" \
 	    timeout 240 bash "$TOP/examples/orders/run.sh" $N >run.out 2>run.err ||
 	    { tail -n 20 run.err >&2; cat run.out >&2; return 1; }
 	tail -n 1 run.out >check.json &&
