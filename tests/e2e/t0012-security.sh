@@ -160,12 +160,15 @@ test_expect_success 'through all of it agent A stayed the same process' '
 	expect_eq "$(agent_pid A)" "$A_PID" "agent A pid"
 '
 
-test_expect_success 'restore never writes outside the data paths: a tampered data_path is ignored' '
+test_expect_success 'restore never writes outside the data paths: a tampered data_path fails verification, nothing restored' '
 	stop_cluster &&
 	cp A.data A.saved && cp B.data B.saved &&
 	sql "update agents set data_path = '\''/tmp/cutsnap-evil-$$'\''" &&
-	cs restore -r "$REPO" -c "$CONF" >"$OUT" 2>"$ERR"
-	[ ! -e "/tmp/cutsnap-evil-$$" ] || { rm -f "/tmp/cutsnap-evil-$$"; say "wrote outside the data paths"; false; }
+	expect_error 1 restore -r "$REPO" -c "$CONF"; rc=$?
+	{ [ ! -e "/tmp/cutsnap-evil-$$" ] ||
+	  { rm -f "/tmp/cutsnap-evil-$$"; say "wrote outside the data paths"; false; }; } &&
+	[ $rc = 0 ] && err_matches "failed verification; nothing was restored" &&
+	cmp A.data A.saved && cmp B.data B.saved
 '
 
 test_expect_success 'restore over a data path that is a symlink: the link is replaced, its target untouched' '
