@@ -208,11 +208,12 @@ catch_signals(void)
 }
 
 /* The snapshot's listing row as JSON, with the copy's figures and the
- * rate it was held to (cp); with err (a failure), also "error", and a
- * snapshot that was never created as id null. */
+ * rate it was held to (cp); with err (a failure), also "error" and what
+ * became of the blobs it wrote (ab: "removed"), and a snapshot that was
+ * never created as id null. */
 static int
 print_json(const char *repo, uint64_t id, const struct coord_copy *cp,
-    uint64_t max_rate, const char *err)
+    uint64_t max_rate, const char *err, const struct coord_copy *ab)
 {
 	struct snap_info si;
 	struct store *st = NULL;
@@ -248,6 +249,16 @@ print_json(const char *repo, uint64_t id, const struct coord_copy *cp,
 		json_kuint(&j, "agent_uploaded", cp->put);
 		json_kuint(&j, "agent_uploaded_bytes", cp->put_bytes);
 		json_kuint(&j, "max_rate", max_rate);
+		json_obj_end(&j);
+	}
+	if (err != NULL && ab != NULL && id != 0) {
+		json_key(&j, "removed");
+		json_obj(&j);
+		json_kuint(&j, "blobs", ab->removed);
+		json_kuint(&j, "bytes", ab->removed_bytes);
+		json_kuint(&j, "kept", ab->kept);
+		json_kuint(&j, "left_blobs", ab->left);
+		json_kuint(&j, "left_bytes", ab->left_bytes);
 		json_obj_end(&j);
 	}
 	if (err != NULL)
@@ -477,7 +488,7 @@ cmd_snapshot(int argc, char **argv)
 	if (rc < 0) {
 		cmd_snapshot_error(id, e.msg, msg, sizeof(msg));
 		if (json)
-			print_json(o.repo, id, NULL, 0, msg);
+			print_json(o.repo, id, NULL, 0, msg, &copy);
 		/* A repository that cannot be opened is bad input unless
 		 * its kind says more (locked, wrong password). */
 		status = cmd_exit_status(cs_err_code(&e));
@@ -489,7 +500,8 @@ cmd_snapshot(int argc, char **argv)
 	if (copy.note[0] != '\0')
 		cmd_warn("warning: %s", copy.note);
 	if (json) {
-		if (print_json(o.repo, id, &copy, o.max_rate, NULL) == -1)
+		if (print_json(o.repo, id, &copy, o.max_rate, NULL, NULL) ==
+		    -1)
 			rc = cmd_fail(EXIT_FAILED, "write stdout failed");
 	} else {
 		printf("%llu\n", (unsigned long long)id);
