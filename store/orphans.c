@@ -12,7 +12,9 @@
  * and the manifest's references are the whole truth. It is tried once,
  * without waiting; when another process holds the repository (a
  * concurrent snapshot, a reader), nothing is removed and prune removes
- * them later, as it does after a coordinator that was killed. */
+ * them later, as it does after a coordinator that was killed. A live
+ * lock file seen first skips the attempt, so that the exclusive lock file
+ * is published only when nobody seems to be there. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -128,6 +130,12 @@ store_drop_written(struct store *st, struct store_dropped *d,
 	memset(d, 0, sizeof(*d));
 	if (st == NULL || st->nwrote == 0)
 		return 0;
+	/* Another holder seen first: no exclusive lock file is published,
+	 * which would make a snapshot starting meanwhile fail as locked. */
+	if (store_lock_others(st)) {
+		count_left(st, d);
+		return 0;
+	}
 	if (store_lock(st, 1, &le) < 0) {
 		if (cs_err_code(&le) != CS_E_LOCKED) {
 			*e = le;

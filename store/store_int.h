@@ -166,6 +166,10 @@ void store_lock_release(struct store *st, uint64_t id);
 /* 1 if the lock named in a running row is no longer held by anyone;
  * a reader (STORE_READ) only looks, a writer removes the file. */
 int store_lock_is_stale(struct store *st, const char *name);
+/* lock.c: 1 if a live lock file other than st's own is in REPO/locks
+ * (another snapshot, forget or prune holds the repository), else 0. Only
+ * looks: publishes nothing, so it disturbs no one starting meanwhile. */
+int store_lock_others(struct store *st);
 /* Why a stale running snapshot is not finished, as ls shows it. */
 #define STALE_REASON "no coordinator: it exited before the snapshot " \
     "completed; the next snapshot, forget or prune marks it aborted"
