@@ -100,7 +100,11 @@ static const char usage_text[] =
     "                          many of the copied only grew and were\n"
     "                          stored as their previous object plus the\n"
     "                          new bytes, \"max_rate\" the\n"
-    "                          limit it was copied under, 0 for none)\n"
+    "                          limit it was copied under, 0 for none;\n"
+    "                          an aborted one: \"removed\" {\"blobs\",\n"
+    "                          \"bytes\", \"kept\", \"left_blobs\",\n"
+    "                          \"left_bytes\"}, what became of the blobs\n"
+    "                          it wrote)\n"
     "  -q, --quiet             no progress line\n"
     "  -v, --verbose           lines on stderr as it goes: \"snapshot ID: all\n"
     "                          N agents joined; NAME records first\" (a\n"
@@ -118,6 +122,12 @@ static const char usage_text[] =
     "\n"
     "--retry-lock DURATION: while the repository is locked, try again for\n"
     "up to DURATION (30s, 5m, 1h) before giving up.\n"
+    "\n"
+    "A snapshot that aborts (timeout, lost agent, failed write, SIGINT or\n"
+    "SIGTERM) removes the blobs it wrote that no committed snapshot\n"
+    "refers to, and says how many; while another process holds REPO (a\n"
+    "snapshot beside it may reuse them) it leaves them, as a killed one\n"
+    "does, for 'cutsnap prune'.\n"
     "\n"
     "Exit status: 0 the snapshot is complete, 1 it failed or was aborted\n"
     "or an agent does not answer, 2 bad usage, bad config or a bad\n"
@@ -208,11 +218,12 @@ catch_signals(void)
 }
 
 /* The snapshot's listing row as JSON, with the copy's figures and the
- * rate it was held to (cp); with err (a failure), also "error", and a
- * snapshot that was never created as id null. */
+ * rate it was held to (cp); with err (a failure), also "error" and what
+ * became of the blobs it wrote (ab: "removed"), and a snapshot that was
+ * never created as id null. */
 static int
 print_json(const char *repo, uint64_t id, const struct coord_copy *cp,
-    uint64_t max_rate, const char *err)
+    uint64_t max_rate, const char *err, const struct coord_copy *ab)
 {
 	struct snap_info si;
 	struct store *st = NULL;
@@ -248,6 +259,16 @@ print_json(const char *repo, uint64_t id, const struct coord_copy *cp,
 		json_kuint(&j, "agent_uploaded", cp->put);
 		json_kuint(&j, "agent_uploaded_bytes", cp->put_bytes);
 		json_kuint(&j, "max_rate", max_rate);
+		json_obj_end(&j);
+	}
+	if (err != NULL && ab != NULL && id != 0) {
+		json_key(&j, "removed");
+		json_obj(&j);
+		json_kuint(&j, "blobs", ab->removed);
+		json_kuint(&j, "bytes", ab->removed_bytes);
+		json_kuint(&j, "kept", ab->kept);
+		json_kuint(&j, "left_blobs", ab->left);
+		json_kuint(&j, "left_bytes", ab->left_bytes);
 		json_obj_end(&j);
 	}
 	if (err != NULL)
@@ -477,7 +498,7 @@ cmd_snapshot(int argc, char **argv)
 	if (rc < 0) {
 		cmd_snapshot_error(id, e.msg, msg, sizeof(msg));
 		if (json)
-			print_json(o.repo, id, NULL, 0, msg);
+			print_json(o.repo, id, NULL, 0, msg, &copy);
 		/* A repository that cannot be opened is bad input unless
 		 * its kind says more (locked, wrong password). */
 		status = cmd_exit_status(cs_err_code(&e));
@@ -489,7 +510,8 @@ cmd_snapshot(int argc, char **argv)
 	if (copy.note[0] != '\0')
 		cmd_warn("warning: %s", copy.note);
 	if (json) {
-		if (print_json(o.repo, id, &copy, o.max_rate, NULL) == -1)
+		if (print_json(o.repo, id, &copy, o.max_rate, NULL, NULL) ==
+		    -1)
 			rc = cmd_fail(EXIT_FAILED, "write stdout failed");
 	} else {
 		printf("%llu\n", (unsigned long long)id);

@@ -24,6 +24,10 @@ struct coord_copy {
 	/* When an agent could not upload its chunks and they came through
 	 * the coordinator instead: which and why (one line); else "". */
 	char note[CS_ERR_MAX];
+	/* After an abort: the blobs this snapshot wrote that it removed,
+	 * kept (a committed snapshot refers to them) or left for prune
+	 * (another process held the repository); store_drop_written. */
+	uint64_t removed, removed_bytes, kept, left, left_bytes;
 };
 
 struct coord_opts {

@@ -92,11 +92,18 @@ crun_fail(struct crun *r, const struct cs_err *e)
 	pthread_mutex_unlock(&r->mu);
 }
 
+/* Has the run failed, or been asked to stop (store_set_stop)? A stop
+ * becomes the run's failure, so the chunks not begun yet are skipped. */
 static int
 crun_failed(struct crun *r)
 {
+	struct cs_err e;
 	int f;
 
+	if (r->st->stop != NULL && *r->st->stop != 0) {
+		cs_errf(&e, "interrupted");
+		crun_fail(r, &e);
+	}
 	pthread_mutex_lock(&r->mu);
 	f = r->failed;
 	pthread_mutex_unlock(&r->mu);
@@ -272,6 +279,13 @@ seal_chunk(struct crun *r, struct cjob *j, struct cs_err *e)
 	if (rename(tmp, dst) < 0)
 		return cs_errno(e, "rename %s to %s", tmp, dst);
 	j->written = 0;
+	/* Ours now: an abort removes it unless something refers to it
+	 * (orphans.c). */
+	pthread_mutex_lock(&r->mu);
+	rc = store_wrote_add(r->st, j->name);
+	pthread_mutex_unlock(&r->mu);
+	if (rc < 0)
+		return cs_errc(e, CS_E_NOMEM, "out of memory");
 	return 0;
 }
 
@@ -632,6 +646,12 @@ void
 store_set_max_rate(struct store *st, uint64_t rate)
 {
 	st->max_rate = rate;
+}
+
+void
+store_set_stop(struct store *st, volatile sig_atomic_t *stop)
+{
+	st->stop = stop;
 }
 
 /* Open every data file and list the chunks not yet stored, each digest

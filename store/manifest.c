@@ -587,6 +587,7 @@ store_close(struct store *st)
 	if (st->dir_fd >= 0)
 		close(st->dir_fd);	/* drops its flock */
 	mac_key_free(st->key, st->keylen);
+	free(st->wrote);
 	mac_cleanse(st->master, sizeof(st->master));
 	mac_cleanse(st->objkey, sizeof(st->objkey));
 	mac_cleanse(st->namekey, sizeof(st->namekey));

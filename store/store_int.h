@@ -73,7 +73,19 @@ struct store {
 	uint64_t vahead;	/* and of them, decoded by a replay ahead */
 	uint64_t vchunks, vreads;	/* the last verify's chunk rows and
 					 * the chunk reads it made */
+	volatile sig_atomic_t *stop;	/* store_set_stop, or NULL */
+	uint8_t (*wrote)[SHA_LEN];	/* the blobs store_put_chunks renamed
+					 * into place (orphans.c), malloc'ed */
+	size_t nwrote, wrote_cap;
 };
+
+/* orphans.c: remember that st renamed blob name into place (the caller
+ * serialises calls); 0, or -1 when out of memory. */
+int store_wrote_add(struct store *st, const uint8_t name[SHA_LEN]);
+/* retain.c: every blob name (lowercase hex) some snapshot's rows refer
+ * to, sorted and distinct; *out malloc'ed, each name too. */
+int store_blob_referenced(struct store *st, char ***out, size_t *n,
+    struct cs_err *e);
 
 /* How long a stored chunk's check is trusted before a snapshot that
  * reuses it hashes it again (chunkstore.c). */
@@ -154,6 +166,10 @@ void store_lock_release(struct store *st, uint64_t id);
 /* 1 if the lock named in a running row is no longer held by anyone;
  * a reader (STORE_READ) only looks, a writer removes the file. */
 int store_lock_is_stale(struct store *st, const char *name);
+/* lock.c: 1 if a live lock file other than st's own is in REPO/locks
+ * (another snapshot, forget or prune holds the repository), else 0. Only
+ * looks: publishes nothing, so it disturbs no one starting meanwhile. */
+int store_lock_others(struct store *st);
 /* Why a stale running snapshot is not finished, as ls shows it. */
 #define STALE_REASON "no coordinator: it exited before the snapshot " \
     "completed; the next snapshot, forget or prune marks it aborted"
