@@ -14,13 +14,17 @@ struct cjob {
 	const uint8_t *sha;	/* borrowed from the report */
 	uint8_t name[SHA_LEN];	/* its blob's (store_name of sha) */
 	int written;		/* its temp file exists (not yet renamed) */
-	int recheck;		/* stored, but its check is too old: hash the
-				 * blob before reusing it */
+	int recheck;		/* stored, but changed since its check, or
+				 * the check is too old: hash the blob
+				 * before reusing it */
 	int reuse;		/* recheck found the blob good: no copy */
 	uint64_t plen;		/* > 0: the agent's previous snapshot had this
 				 * chunk shorter, plen bytes in blob pname,
 				 * which may be built on (chunkdelta.c) */
 	uint8_t pname[SHA_LEN];
+	int looked;		/* hashed now (copied or rechecked good): look
+				 * is its blob's, for blobchecks.db */
+	struct blob_look look;
 };
 
 struct crun {
