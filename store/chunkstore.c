@@ -19,7 +19,11 @@
  * same way: a chunk damaged on the way fails the run before any temp file
  * of it exists. A blob sink (store_set_blob_sink: an object store's
  * uploads) gets each temp file once its bytes are written and checked,
- * so that the upload runs alongside the rest of the copy.
+ * so that the upload runs alongside the rest of the copy. A chunk not
+ * stored here that the blob target (store_set_blob_target: an object
+ * store, whose listing it consults once) has already is neither read
+ * nor sent: a writer whose local copy of the repository is new or was
+ * collected does not upload the repository again.
  * A chunk already stored is reused by its name, but a blob's bytes can
  * change after they were checked: a reused chunk is read back and hashed
  * first when its blob is not the file that was last hashed (its size,
@@ -587,6 +591,25 @@ cmp_name(const void *a, const void *b)
 	return memcmp(a, b, SHA_LEN);
 }
 
+/* Remember name as stored in the object store already (r->elsewhere,
+ * sorted by store_put_chunks once plan and put_elsewhere are done). */
+static int
+elsewhere_add(struct crun *r, const uint8_t name[SHA_LEN], struct cs_err *e)
+{
+	uint8_t (*nv)[SHA_LEN];
+	size_t cap;
+
+	if (r->nelsewhere == r->elsewhere_cap) {
+		cap = r->elsewhere_cap ? r->elsewhere_cap * 2 : 64;
+		if ((nv = realloc(r->elsewhere, cap * SHA_LEN)) == NULL)
+			return cs_errc(e, CS_E_NOMEM, "out of memory");
+		r->elsewhere = nv;
+		r->elsewhere_cap = cap;
+	}
+	memcpy(r->elsewhere[r->nelsewhere++], name, SHA_LEN);
+	return 0;
+}
+
 /* The jobs of files the coordinator cannot read go to store_set_put's
  * function first; those it reports in the object store are dropped
  * (remembered in r->elsewhere for all_there), the rest are fetched. */
@@ -606,11 +629,8 @@ put_elsewhere(struct crun *r, struct cs_err *e)
 		n += r->paths[r->jobs[i].src] == NULL;
 	if (n == 0)
 		return 0;
-	if ((v = calloc(n, sizeof(*v))) == NULL ||
-	    (r->elsewhere = malloc(n * sizeof(*r->elsewhere))) == NULL) {
-		free(v);
+	if ((v = calloc(n, sizeof(*v))) == NULL)
 		return cs_errc(e, CS_E_NOMEM, "out of memory");
-	}
 	for (i = 0, n = 0; i < r->njobs; i++)
 		if (r->paths[r->jobs[i].src] == NULL)
 			v[n++] = (struct chunk_put){ (size_t)r->jobs[i].src,
@@ -622,8 +642,8 @@ put_elsewhere(struct crun *r, struct cs_err *e)
 	/* v is in the jobs' order. */
 	for (i = 0, n = 0; i < r->njobs; i++) {
 		if (r->paths[r->jobs[i].src] == NULL && v[n++].done) {
-			memcpy(r->elsewhere[r->nelsewhere++], r->jobs[i].name,
-			    SHA_LEN);
+			if (elsewhere_add(r, r->jobs[i].name, e) < 0)
+				goto out;
 			if (v[n - 1].put) {
 				r->put++;
 				r->put_bytes += r->jobs[i].len;
@@ -633,8 +653,6 @@ put_elsewhere(struct crun *r, struct cs_err *e)
 		r->jobs[kept++] = r->jobs[i];
 	}
 	r->njobs = kept;
-	if (r->nelsewhere > 1)
-		qsort(r->elsewhere, r->nelsewhere, SHA_LEN, cmp_name);
 	rc = 0;
 out:
 	free(v);
@@ -732,6 +750,17 @@ plan(struct crun *r, size_t n, struct cs_err *e)
 				return -1;
 			if (s == 1)
 				continue;
+			/* Not here but in the object store (a writer whose
+			 * cache is new, or was collected): its name says its
+			 * bytes, so nothing is read or sent; target->has
+			 * lists the bucket once, and the publishing finds it
+			 * there again or commits nothing. */
+			if (s == 0 && target != NULL && target->has != NULL &&
+			    target->has(target->ctx, name)) {
+				if (elsewhere_add(r, name, e) < 0)
+					return -1;
+				continue;
+			}
 			if (r->njobs == cap) {
 				cap = cap ? cap * 2 : 64;
 				nv = realloc(r->jobs, cap * sizeof(*nv));
@@ -923,8 +952,11 @@ store_put_chunks(struct store *st, const char *const *paths,
 		goto out;
 	bufs_take(&r);
 	if (recheck_all(&r, e) < 0 ||
-	    put_elsewhere(&r, e) < 0 ||
-	    make_dirs(&r, dirs, e) < 0 || store_claims_take(&r, e) < 0)
+	    put_elsewhere(&r, e) < 0)
+		goto out;
+	if (r.nelsewhere > 1)
+		qsort(r.elsewhere, r.nelsewhere, SHA_LEN, cmp_name);
+	if (make_dirs(&r, dirs, e) < 0 || store_claims_take(&r, e) < 0)
 		goto out;
 	/* Progress counts the bytes of the chunks to copy. */
 	store_progress_start(st, 0);

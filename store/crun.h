@@ -58,7 +58,7 @@ struct crun {
 				 * of a copy or a recheck pays first */
 	uint8_t (*elsewhere)[SHA_LEN];	/* sorted: the names store_set_put's
 					 * function found in the object store */
-	size_t nelsewhere;
+	size_t nelsewhere, elsewhere_cap;
 	uint64_t put, put_bytes;	/* chunk_stats */
 	int sync_dirs[257];	/* sync_dirs: the directories to fsync */
 };

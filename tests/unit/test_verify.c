@@ -613,6 +613,43 @@ fetched_chunks_are_checked(void **state)
 	assert_int_equal(verify(f, &(struct unit_probs){ 0 }), 0);
 }
 
+/* blob_target.has of the test below: every name is in the "bucket". */
+static int
+has_all(void *ctx, const uint8_t name[SHA_LEN])
+{
+	(*(int *)ctx)++;
+	(void)name;
+	return 1;
+}
+
+/* A chunk the repository lacks but the blob target (an object store) has
+ * is neither read nor written; without the target it is copied. */
+static void
+chunk_in_target_is_not_copied(void **state)
+{
+	struct fix *f = *state;
+	const char *path = f->cfg->agents[0].data;
+	struct chunk_stats cs;
+	struct report r;
+	struct store *st;
+	struct cs_err e;
+	int asked = 0;
+	struct blob_target t = { "s3://b/p", NULL, NULL, has_all, NULL,
+	    &asked };
+
+	report_a(f, "8", &r);
+	assert_int_equal(store_open(f->repo, 0, &st, &e), 0);
+	store_set_blob_target(&t);
+	assert_int_equal(store_put_chunks(st, &path, &r, 1, &cs, &e), 0);
+	store_set_blob_target(NULL);
+	assert_int_equal(asked, 1);
+	assert_int_equal(cs.copied, 0);
+	assert_true(cs.bytes == 0);
+	assert_int_equal(store_put_chunks(st, &path, &r, 1, &cs, &e), 0);
+	assert_int_equal(cs.copied, 1);
+	store_close(st);
+}
+
 /* Flip one byte of the blob at path, in place (the blob's ctime moves,
  * as any write's does). */
 static void
@@ -1206,6 +1243,7 @@ main(void)
 		T(runs_in_one_process_store_exact_chunks),
 		T(recheck_heals_a_bad_blob),
 		T(edited_blob_is_rechecked),
+		T(chunk_in_target_is_not_copied),
 		T(replaced_blob_is_rechecked_and_reused),
 		T(fetched_chunks_are_checked),
 		T(flipped_byte_in_chunk),
