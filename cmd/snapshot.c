@@ -63,7 +63,9 @@ static const char usage_text[] =
     "                          hash a chunk already in REPO again before\n"
     "                          reusing it when its last check is older\n"
     "                          than DURATION (e.g. 12h, 7d; 0: every\n"
-    "                          time; default 7d); a bad one is moved to\n"
+    "                          time; default 7d), and always when its\n"
+    "                          blob changed since (size, inode, ctime:\n"
+    "                          REPO/blobchecks.db); a bad one is moved to\n"
     "                          REPO/quarantine/ and stored again from\n"
     "                          the live file\n"
     "  -m, --max-rate RATE     copy and hash the recorded files at most\n"
@@ -99,7 +101,10 @@ static const char usage_text[] =
     "                          copied for it meanwhile, \"extended\" how\n"
     "                          many of the copied only grew and were\n"
     "                          stored as their previous object plus the\n"
-    "                          new bytes, \"max_rate\" the\n"
+    "                          new bytes, \"rechecked\" how many stored\n"
+    "                          chunks were hashed again before reuse and\n"
+    "                          \"healed\" how many of those were bad and\n"
+    "                          copied again, \"max_rate\" the\n"
     "                          limit it was copied under, 0 for none;\n"
     "                          an aborted one: \"removed\" {\"blobs\",\n"
     "                          \"bytes\", \"kept\", \"left_blobs\",\n"
@@ -258,6 +263,8 @@ print_json(const char *repo, uint64_t id, const struct coord_copy *cp,
 		json_kuint(&j, "streamed_bytes", cp->streamed);
 		json_kuint(&j, "agent_uploaded", cp->put);
 		json_kuint(&j, "agent_uploaded_bytes", cp->put_bytes);
+		json_kuint(&j, "rechecked", cp->rechecked);
+		json_kuint(&j, "healed", cp->healed);
 		json_kuint(&j, "max_rate", max_rate);
 		json_obj_end(&j);
 	}

@@ -649,6 +649,8 @@ coord_snapshot(const struct cfg *c, const struct coord_opts *o,
 		o->copy->streamed = r.stats.fetched;
 		o->copy->put = r.stats.put;
 		o->copy->put_bytes = r.stats.put_bytes;
+		o->copy->rechecked = r.stats.rechecked;
+		o->copy->healed = r.stats.healed;
 		snprintf(o->copy->note, sizeof(o->copy->note), "%s", r.note);
 	}
 	rc = 0;

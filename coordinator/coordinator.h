@@ -21,6 +21,10 @@ struct coord_copy {
 	uint64_t put;		/* of the copied, chunks agents on other
 				 * hosts uploaded to the object store */
 	uint64_t put_bytes;	/* and their bytes */
+	uint64_t rechecked;	/* stored chunks hashed again before reuse
+				 * (changed since their check, or checked
+				 * longer ago than the recheck age) */
+	uint64_t healed;	/* of those, found bad: quarantined, copied */
 	/* When an agent could not upload its chunks and they came through
 	 * the coordinator instead: which and why (one line); else "". */
 	char note[CS_ERR_MAX];

@@ -583,6 +583,7 @@ store_close(struct store *st)
 	/* A snapshot still running here is abandoned: the next open reaps
 	 * it as aborted. */
 	store_lock_release(st, 0);
+	store_bcheck_close(st);
 	sqlite3_close_v2(st->db);
 	if (st->dir_fd >= 0)
 		close(st->dir_fd);	/* drops its flock */

@@ -472,7 +472,8 @@ prune_with(struct store *st, char **ref, size_t nref, int dry_run,
 	}
 	if (!dry_run) {
 		memset(r, 0, sizeof(*r));
-		if (prune_walk(st, ref, nref, 0, r, e) < 0)
+		if (prune_walk(st, ref, nref, 0, r, e) < 0 ||
+		    store_bcheck_purge(st, e) < 0)
 			goto out;
 	}
 	r->referenced = nref;

@@ -6,6 +6,7 @@
 # are orphans that prune deletes once past its grace period (--grace 0
 # here), leaving the committed snapshot whole.
 . "$(dirname "$0")/lib.sh"
+test_require S3
 . "$_lib_dir/lib-s3.sh"
 
 export CUTSNAP_CHUNK_SIZE=65536
