@@ -83,6 +83,7 @@ block_stop_signals(void)
 int
 cmd_agent(int argc, char **argv)
 {
+	struct cmd_getopt g = CMD_GETOPT(opts, usage_text, CMD_OPT_NO_OPERANDS);
 	const char *conf = NULL, *name = NULL, *logfile = NULL;
 	enum log_level level = LOG_INFO;
 	struct cfg *c = NULL;
@@ -90,9 +91,7 @@ cmd_agent(int argc, char **argv)
 	int ch, i, rc;
 
 	block_stop_signals();
-	optind = 1;
-	opterr = 0;
-	while ((ch = getopt_long(argc, argv, ":c:n:l:L:h", opts, NULL)) != -1) {
+	while ((ch = cmd_getopt(&g, argc, argv)) != -1) {
 		switch (ch) {
 		case 'c':
 			conf = optarg;
@@ -109,15 +108,10 @@ cmd_agent(int argc, char **argv)
 		case 'L':
 			logfile = optarg;
 			break;
-		case 'h':
-			return cmd_help(usage_text);
-		default:
-			return cmd_bad_option(argv, ch);
 		}
 	}
-	if (optind < argc)
-		return cmd_usage_error("unexpected argument '%s'",
-		    argv[optind]);
+	if (g.status != -1)
+		return g.status;
 	if (name == NULL)
 		return cmd_usage_error("missing -n NAME");
 	if ((rc = cmd_load_config(conf, &c)) != 0)

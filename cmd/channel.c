@@ -35,15 +35,14 @@ static const struct option opts[] = {
 int
 cmd_channel(int argc, char **argv)
 {
+	struct cmd_getopt g = CMD_GETOPT(opts, usage_text, 0);
 	const char *conf = NULL, *verb;
 	struct cfg *c = NULL;
 	struct cmd_reply r = { 0, NULL, 0 };
 	struct wbuf req;
 	int ch, hold, mode = RELEASE_FIFO, src, dst, rc;
 
-	optind = 1;
-	opterr = 0;
-	while ((ch = getopt_long(argc, argv, ":c:roh", opts, NULL)) != -1) {
+	while ((ch = cmd_getopt(&g, argc, argv)) != -1) {
 		switch (ch) {
 		case 'c':
 			conf = optarg;
@@ -55,12 +54,10 @@ cmd_channel(int argc, char **argv)
 				    "exclude each other");
 			mode = ch == 'r' ? RELEASE_REVERSE : RELEASE_OVERTAKE;
 			break;
-		case 'h':
-			return cmd_help(usage_text);
-		default:
-			return cmd_bad_option(argv, ch);
 		}
 	}
+	if (g.status != -1)
+		return g.status;
 	if (argc - optind != 3)
 		return cmd_usage_error("expected hold|release SRC DST, got %d "
 		    "argument%s", argc - optind, argc - optind == 1 ? "" : "s");

@@ -711,28 +711,22 @@ rm_entry(const char *path, const struct stat *sb, int flag, struct FTW *f)
 int
 cmd_demo(int argc, char **argv)
 {
+	struct cmd_getopt g = CMD_GETOPT(opts, usage_text, CMD_OPT_NO_OPERANDS);
 	char top[PATH_MAX];
 	const char *tmp;
 	struct sigaction sa;
 	size_t i;
 	int ch, keep = 0, failed = 0, r;
 
-	optind = 1;
-	opterr = 0;
-	while ((ch = getopt_long(argc, argv, ":kh", opts, NULL)) != -1) {
+	while ((ch = cmd_getopt(&g, argc, argv)) != -1) {
 		switch (ch) {
 		case 'k':
 			keep = 1;
 			break;
-		case 'h':
-			return cmd_help(usage_text);
-		default:
-			return cmd_bad_option(argv, ch);
 		}
 	}
-	if (optind < argc)
-		return cmd_usage_error("unexpected argument '%s'",
-		    argv[optind]);
+	if (g.status != -1)
+		return g.status;
 	if ((tmp = getenv("TMPDIR")) == NULL || *tmp == '\0')
 		tmp = "/tmp";
 	if (snprintf(top, sizeof(top), "%s/cutsnap-demo.XXXXXX", tmp) >=

@@ -73,6 +73,9 @@ static const char usage_text[] =
     "succeeded (insufficient funds is not a failure), 1 otherwise, 2 bad\n"
     "usage or bad config.\n";
 
+/* Options without a short form. */
+enum { OPT_NO_DRAIN = CMD_OPT_LONG };
+
 static const struct option opts[] = {
 	{ "config", required_argument, NULL, 'c' },
 	{ "seconds", required_argument, NULL, 's' },
@@ -83,7 +86,7 @@ static const struct option opts[] = {
 	{ "max-amount", required_argument, NULL, 'a' },
 	{ "initial", required_argument, NULL, 'i' },
 	{ "json", no_argument, NULL, 'j' },
-	{ "no-drain", no_argument, NULL, 'N' },
+	{ "no-drain", no_argument, NULL, OPT_NO_DRAIN },
 	{ "help", no_argument, NULL, 'h' },
 	{ NULL, 0, NULL, 0 },
 };
@@ -388,13 +391,11 @@ static int
 parse_opts(int argc, char **argv, const char **conf, struct load_opts *o,
     int64_t *initial, int *json, int *no_drain)
 {
+	struct cmd_getopt g = CMD_GETOPT(opts, usage_text, CMD_OPT_NO_OPERANDS);
 	uint64_t v;
 	int ch;
 
-	optind = 1;
-	opterr = 0;
-	while ((ch = getopt_long(argc, argv, ":c:s:k:t:e:r:a:i:jh", opts,
-	    NULL)) != -1) {
+	while ((ch = cmd_getopt(&g, argc, argv)) != -1) {
 		switch (ch) {
 		case 'c':
 			*conf = optarg;
@@ -438,18 +439,13 @@ parse_opts(int argc, char **argv, const char **conf, struct load_opts *o,
 		case 'j':
 			*json = 1;
 			break;
-		case 'N':
+		case OPT_NO_DRAIN:
 			*no_drain = 1;
 			break;
-		case 'h':
-			return cmd_help(usage_text);
-		default:
-			return cmd_bad_option(argv, ch);
 		}
 	}
-	if (optind < argc)
-		return cmd_usage_error("unexpected argument '%s'",
-		    argv[optind]);
+	if (g.status != -1)
+		return g.status;
 	if (o->snap_every_ms > 0 && o->repo == NULL)
 		return cmd_usage_error("--snapshot-every needs -r REPO");
 	if (o->snap_every_ms == 0 && o->repo != NULL)

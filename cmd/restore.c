@@ -134,6 +134,7 @@ print_json(uint64_t id, int files, const struct cmd_lines *p,
 int
 cmd_restore(int argc, char **argv)
 {
+	struct cmd_getopt g = CMD_GETOPT(opts, usage_text, 0);
 	const char *repo = NULL, *conf = NULL, *keyfile = NULL, *target = NULL;
 	char tconf[PATH_MAX] = "";
 	struct store *st = NULL;
@@ -147,10 +148,7 @@ cmd_restore(int argc, char **argv)
 	int ch, rc, verbosity = 0, files;
 	size_t i, nonly = 0;
 
-	optind = 1;
-	opterr = 0;
-	while ((ch = getopt_long(argc, argv, ":r:c:a:k:t:jqvh", opts,
-	    NULL)) != -1) {
+	while ((ch = cmd_getopt(&g, argc, argv)) != -1) {
 		switch (ch) {
 		case 'r':
 			repo = optarg;
@@ -182,12 +180,10 @@ cmd_restore(int argc, char **argv)
 		case 'v':
 			verbosity = 1;
 			break;
-		case 'h':
-			return cmd_help(usage_text);
-		default:
-			return cmd_bad_option(argv, ch);
 		}
 	}
+	if (g.status != -1)
+		return g.status;
 	if (argc - optind > 1) {
 		rc = cmd_usage_error("unexpected argument '%s'",
 		    argv[optind + 1]);

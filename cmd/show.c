@@ -480,6 +480,7 @@ print_json(const struct view *v)
 int
 cmd_show(int argc, char **argv)
 {
+	struct cmd_getopt g = CMD_GETOPT(opts, usage_text, 0);
 	const char *repo = NULL;
 	struct store *st = NULL;
 	struct view v;
@@ -488,9 +489,7 @@ cmd_show(int argc, char **argv)
 	int ch, json = 0, rc;
 
 	memset(&v, 0, sizeof(v));
-	optind = 1;
-	opterr = 0;
-	while ((ch = getopt_long(argc, argv, ":r:s:jh", opts, NULL)) != -1) {
+	while ((ch = cmd_getopt(&g, argc, argv)) != -1) {
 		switch (ch) {
 		case 'r':
 			repo = optarg;
@@ -501,12 +500,10 @@ cmd_show(int argc, char **argv)
 		case 'j':
 			json = 1;
 			break;
-		case 'h':
-			return cmd_help(usage_text);
-		default:
-			return cmd_bad_option(argv, ch);
 		}
 	}
+	if (g.status != -1)
+		return g.status;
 	if (argc - optind > 1)
 		return cmd_usage_error("unexpected argument '%s'",
 		    argv[optind + 1]);

@@ -125,6 +125,9 @@ static const char usage_text[] =
     "Also: 10 no such repository, 11 locked (after --retry-lock), 12 a\n"
     "wrong password (cutsnap(1) EXIT STATUS).\n";
 
+/* Options without a short form. */
+enum { OPT_ACCEPT_ROLLBACK = CMD_OPT_LONG, OPT_METRICS_FILE };
+
 static const struct option opts[] = {
 	{ "config", required_argument, NULL, 'c' },
 	{ "repo", required_argument, NULL, 'r' },
@@ -136,8 +139,8 @@ static const struct option opts[] = {
 	{ "json", no_argument, NULL, 'j' },
 	{ "quiet", no_argument, NULL, 'q' },
 	{ "verbose", no_argument, NULL, 'v' },
-	{ "accept-rollback", no_argument, NULL, 'R' },
-	{ "metrics-file", required_argument, NULL, 'M' },
+	{ "accept-rollback", no_argument, NULL, OPT_ACCEPT_ROLLBACK },
+	{ "metrics-file", required_argument, NULL, OPT_METRICS_FILE },
 	{ "help", no_argument, NULL, 'h' },
 	{ NULL, 0, NULL, 0 },
 };
@@ -341,6 +344,7 @@ metrics_dir_ok(const char *path)
 int
 cmd_snapshot(int argc, char **argv)
 {
+	struct cmd_getopt g = CMD_GETOPT(opts, usage_text, CMD_OPT_NO_OPERANDS);
 	const char *conf = NULL;
 	struct coord_opts o = { .timeout_s = 60, .interrupted = &got_signal,
 	    .progress = cmd_progress_fn, .recheck_age_s = -1 };
@@ -357,10 +361,7 @@ cmd_snapshot(int argc, char **argv)
 	int64_t t0, deadline;
 	int ch, init, rc, status, json = 0, verbosity = 0, wait_ms = 0;
 
-	optind = 1;
-	opterr = 0;
-	while ((ch = getopt_long(argc, argv, ":c:r:i:t:k:a:m:jqvh", opts,
-	    NULL)) != -1) {
+	while ((ch = cmd_getopt(&g, argc, argv)) != -1) {
 		switch (ch) {
 		case 'c':
 			conf = optarg;
@@ -399,21 +400,16 @@ cmd_snapshot(int argc, char **argv)
 		case 'v':
 			verbosity = 1;
 			break;
-		case 'R':
+		case OPT_ACCEPT_ROLLBACK:
 			store_set_accept_rollback(1);
 			break;
-		case 'M':
+		case OPT_METRICS_FILE:
 			mfile = optarg;
 			break;
-		case 'h':
-			return cmd_help(usage_text);
-		default:
-			return cmd_bad_option(argv, ch);
 		}
 	}
-	if (optind < argc)
-		return cmd_usage_error("unexpected argument '%s'",
-		    argv[optind]);
+	if (g.status != -1)
+		return g.status;
 	if (o.repo == NULL)
 		return cmd_usage_error("missing -r REPO");
 	if (mfile != NULL && !metrics_dir_ok(mfile))

@@ -163,26 +163,13 @@ cmd_conf_opts(int argc, char **argv, const char *usage, int in_order,
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
-	int ch;
+	struct cmd_getopt g = CMD_GETOPT(opts, usage,
+	    in_order ? CMD_OPT_IN_ORDER : 0);
 
 	*conf = NULL;
-	optind = 1;
-	opterr = 0;
-	while ((ch = getopt_long(argc, argv, in_order ? "+:c:h" : ":c:h", opts,
-	    NULL)) != -1) {
-		switch (ch) {
-		case 'c':
-			*conf = optarg;
-			break;
-		case 'h':
-			return cmd_help(usage);
-		default:
-			return cmd_bad_option(argv, ch);
-		}
-	}
-	if (in_order)
-		cmd_skip_late_dashes(argc, argv);
-	return -1;
+	while (cmd_getopt(&g, argc, argv) == 'c')
+		*conf = optarg;
+	return g.status;
 }
 
 int
@@ -585,14 +572,13 @@ cmd_cluster_opts(int argc, char **argv, const char *usage, int log_level,
 		{ "log-level", required_argument, NULL, 'l' },
 		{ NULL, 0, NULL, 0 },
 	};
+	struct cmd_getopt g = CMD_GETOPT(log_level ? opts_l : opts, usage,
+	    CMD_OPT_NO_OPERANDS);
 	int ch;
 
 	*conf = NULL;
 	*timeout_s = 10;
-	optind = 1;
-	opterr = 0;
-	while ((ch = getopt_long(argc, argv, log_level ? ":c:t:l:h" : ":c:t:h",
-	    log_level ? opts_l : opts, NULL)) != -1) {
+	while ((ch = cmd_getopt(&g, argc, argv)) != -1) {
 		switch (ch) {
 		case 'c':
 			*conf = optarg;
@@ -612,16 +598,9 @@ cmd_cluster_opts(int argc, char **argv, const char *usage, int log_level,
 				    optarg);
 			cmd_agent_log_level = optarg;
 			break;
-		case 'h':
-			return cmd_help(usage);
-		default:
-			return cmd_bad_option(argv, ch);
 		}
 	}
-	if (optind < argc)
-		return cmd_usage_error("unexpected argument '%s'",
-		    argv[optind]);
-	return -1;
+	return g.status;
 }
 
 int
