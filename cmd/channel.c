@@ -15,7 +15,7 @@ static const char usage_text[] =
     "SRC.\n"
     "\n"
     "  -c, --config CONF   the cluster config file\n"
-    "  -r, --reverse       (release) deliver the queue in reverse order,\n"
+    "      --reverse       (release) deliver the queue in reverse order,\n"
     "                      marker first: a non-FIFO drill\n"
     "  -o, --overtake      (release) let the first message queued after\n"
     "                      each marker overtake it: a snapshot it crosses\n"
@@ -24,9 +24,12 @@ static const char usage_text[] =
     "Exit status: 0 success, 1 the agent failed or is not running, 2 bad\n"
     "usage or bad config.\n";
 
+/* Options without a short form (cmd_getopt). */
+enum { OPT_REVERSE = CMD_OPT_LONG };
+
 static const struct option opts[] = {
 	{ "config", required_argument, NULL, 'c' },
-	{ "reverse", no_argument, NULL, 'r' },
+	{ "reverse", no_argument, NULL, OPT_REVERSE },
 	{ "overtake", no_argument, NULL, 'o' },
 	{ "help", no_argument, NULL, 'h' },
 	{ NULL, 0, NULL, 0 },
@@ -47,12 +50,13 @@ cmd_channel(int argc, char **argv)
 		case 'c':
 			conf = optarg;
 			break;
-		case 'r':
+		case OPT_REVERSE:
 		case 'o':
 			if (mode != RELEASE_FIFO)
 				return cmd_usage_error("--reverse and --overtake "
 				    "exclude each other");
-			mode = ch == 'r' ? RELEASE_REVERSE : RELEASE_OVERTAKE;
+			mode = ch == OPT_REVERSE ? RELEASE_REVERSE :
+			    RELEASE_OVERTAKE;
 			break;
 		}
 	}

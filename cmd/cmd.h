@@ -112,7 +112,11 @@ int cmd_usage_error(const char *fmt, ...)
 /* Report the option getopt_long rejected (it returned ch, '?' or ':')
  * for argv[optind - 1]; returns EXIT_USAGE. */
 int cmd_bad_option(char **argv, int ch);
-/* Print usage text on stdout; returns EXIT_OK (for --help). */
+/* Set by main for the commands that talk to agents: they take --cert
+ * NAME, which main takes out of argv and cmd_help lists. */
+extern int cmd_takes_cert;
+/* Print usage text on stdout, then the options main takes for the
+ * command (--cert); returns EXIT_OK (for --help). */
 int cmd_help(const char *text);
 
 /* getopt.c: a command's option loop. Each entry of opts whose val is an
@@ -340,7 +344,7 @@ int cmd_stop_cluster(const struct cfg *c, int timeout_s, struct cs_err *e);
 
 /* When set, spawned agents get "--log-level" and this level. */
 extern const char *cmd_agent_log_level;
-/* Spawn "SELF agent -c conf -n name" in its own session with stdin from
+/* Spawn "SELF agent -c conf --name name" in its own session with stdin from
  * /dev/null and stdout/stderr appended to logpath. Returns the pid, or -1
  * with e set. */
 pid_t cmd_spawn_agent(const char *conf, const char *name, const char *logpath,

@@ -41,12 +41,15 @@ static const char usage_text[] =
     "then the snapshot is verified and restored. Includes the non-FIFO\n"
     "control ('channel release --reverse', marker first): still right.\n"
     "\n"
-    "  -k, --keep   keep the temporary directory and print its path\n"
+    "      --keep   keep the temporary directory and print its path\n"
     "\n"
     "Exit status: 0 if every total is the expected one, 1 otherwise.\n";
 
+/* Options without a short form (cmd_getopt). */
+enum { OPT_KEEP = CMD_OPT_LONG };
+
 static const struct option opts[] = {
-	{ "keep", no_argument, NULL, 'k' },
+	{ "keep", no_argument, NULL, OPT_KEEP },
 	{ "help", no_argument, NULL, 'h' },
 	{ NULL, 0, NULL, 0 },
 };
@@ -720,7 +723,7 @@ cmd_demo(int argc, char **argv)
 
 	while ((ch = cmd_getopt(&g, argc, argv)) != -1) {
 		switch (ch) {
-		case 'k':
+		case OPT_KEEP:
 			keep = 1;
 			break;
 		}

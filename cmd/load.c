@@ -46,16 +46,16 @@ static const char usage_text[] =
     "\n"
     "  -c, --config CONF         the cluster config file\n"
     "  -s, --seconds S           how long to run (default 10)\n"
-    "  -k, --clients K           concurrent clients (default 4)\n"
-    "  -t, --threads T           worker threads the clients share (default\n"
+    "      --clients K           concurrent clients (default 4)\n"
+    "      --threads T           worker threads the clients share (default\n"
     "                            1, at most K)\n"
-    "  -e, --snapshot-every MS   take a snapshot into REPO every MS ms\n"
+    "      --snapshot-every MS   take a snapshot into REPO every MS ms\n"
     "                            (at [cluster] snapshot_max_rate, if set)\n"
     "  -r, --repo REPO           the repository for --snapshot-every (a\n"
     "                            directory, or s3://BUCKET/PREFIX: each\n"
     "                            snapshot is committed there as taken)\n"
-    "  -a, --max-amount N        largest amount moved (default 10)\n"
-    "  -i, --initial N           deposit for an absent balance (default\n"
+    "      --max-amount N        largest amount moved (default 10)\n"
+    "      --initial N           deposit for an absent balance (default\n"
     "                            1000000)\n"
     "      --no-drain            for drills with a held channel: neither\n"
     "                            wait for the channels to drain before and\n"
@@ -74,17 +74,18 @@ static const char usage_text[] =
     "usage or bad config.\n";
 
 /* Options without a short form. */
-enum { OPT_NO_DRAIN = CMD_OPT_LONG };
+enum { OPT_NO_DRAIN = CMD_OPT_LONG, OPT_CLIENTS, OPT_THREADS, OPT_EVERY,
+    OPT_MAX_AMOUNT, OPT_INITIAL };
 
 static const struct option opts[] = {
 	{ "config", required_argument, NULL, 'c' },
 	{ "seconds", required_argument, NULL, 's' },
-	{ "clients", required_argument, NULL, 'k' },
-	{ "threads", required_argument, NULL, 't' },
-	{ "snapshot-every", required_argument, NULL, 'e' },
+	{ "clients", required_argument, NULL, OPT_CLIENTS },
+	{ "threads", required_argument, NULL, OPT_THREADS },
+	{ "snapshot-every", required_argument, NULL, OPT_EVERY },
 	{ "repo", required_argument, NULL, 'r' },
-	{ "max-amount", required_argument, NULL, 'a' },
-	{ "initial", required_argument, NULL, 'i' },
+	{ "max-amount", required_argument, NULL, OPT_MAX_AMOUNT },
+	{ "initial", required_argument, NULL, OPT_INITIAL },
 	{ "json", no_argument, NULL, 'j' },
 	{ "no-drain", no_argument, NULL, OPT_NO_DRAIN },
 	{ "help", no_argument, NULL, 'h' },
@@ -405,17 +406,17 @@ parse_opts(int argc, char **argv, const char **conf, struct load_opts *o,
 				return EXIT_USAGE;
 			o->seconds = (int)v;
 			break;
-		case 'k':
+		case OPT_CLIENTS:
 			if (cmd_parse_pos(optarg, "clients", 1024, &v) == -1)
 				return EXIT_USAGE;
 			o->clients = (int)v;
 			break;
-		case 't':
+		case OPT_THREADS:
 			if (cmd_parse_pos(optarg, "threads", 1024, &v) == -1)
 				return EXIT_USAGE;
 			o->threads = (int)v;
 			break;
-		case 'e':
+		case OPT_EVERY:
 			if (cmd_parse_pos(optarg, "interval", 86400000, &v)
 			    == -1)
 				return EXIT_USAGE;
@@ -424,13 +425,13 @@ parse_opts(int argc, char **argv, const char **conf, struct load_opts *o,
 		case 'r':
 			o->repo = optarg;
 			break;
-		case 'a':
+		case OPT_MAX_AMOUNT:
 			if (cmd_parse_pos(optarg, "amount", 1000000000, &v)
 			    == -1)
 				return EXIT_USAGE;
 			o->max_amount = (int64_t)v;
 			break;
-		case 'i':
+		case OPT_INITIAL:
 			if (cmd_parse_pos(optarg, "initial", INT64_MAX / 1024,
 			    &v) == -1)
 				return EXIT_USAGE;

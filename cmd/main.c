@@ -138,6 +138,22 @@ reads_repo(const char *name)
 	return 0;
 }
 
+/* The commands that connect to agents as a client: they take --cert
+ * NAME (the others refuse it as an unknown option). */
+static int
+presents_cert(const char *name)
+{
+	static const char *const names[] = { "start", "stop", "status",
+	    "check", "put", "get", "del", "add", "transfer", "channel",
+	    "deadletter", "snapshot", "compact", "load" };
+	size_t i;
+
+	for (i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+		if (strcmp(name, names[i]) == 0)
+			return 1;
+	return 0;
+}
+
 /* The commands that lock the repository: they take --retry-lock. */
 static int
 locks_repo(const char *name)
@@ -219,8 +235,8 @@ run(const struct command *c, int argc, char **argv)
 	catch_stop(SIGINT);
 	if (cmd_env_defaults(c->name, &argc, &argv) < 0)
 		return finish(cmd_fail(EXIT_FAILED, "out of memory"));
-	/* cert makes certificates: it presents none. */
-	if (strcmp(c->name, "cert") != 0 && take_cert(&argc, argv) < 0)
+	cmd_takes_cert = presents_cert(c->name);
+	if (cmd_takes_cert && take_cert(&argc, argv) < 0)
 		return finish(cmd_usage_error("--cert needs NAME"));
 	if (locks_repo(c->name) &&
 	    (rc = cmd_take_retry_lock(&argc, argv)) >= 0)

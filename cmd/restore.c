@@ -40,7 +40,7 @@ static const char usage_text[] =
     "  -r, --repo REPO     the repository directory, or\n"
     "                      s3://BUCKET/PREFIX (an object store)\n"
     "  -c, --config CONF   the cluster config file to restore into\n"
-    "  -a, --agent NAME    restore only agent NAME (repeatable): each host\n"
+    "      --agent NAME    restore only agent NAME (repeatable): each host\n"
     "                      restores its own agents; the files are those a\n"
     "                      full restore writes, with a fence: each agent\n"
     "                      restored without the rest of its cluster starts\n"
@@ -49,7 +49,7 @@ static const char usage_text[] =
     "                      checked its history with its peer, so that an\n"
     "                      agent restored into a cluster that moved on\n"
     "                      cannot spend its old balance again (see status)\n"
-    "  -t, --target DIR    restore into DIR instead of CONF's data paths:\n"
+    "      --target DIR    restore into DIR instead of CONF's data paths:\n"
     "                      DIR (created if missing) gets the snapshot's\n"
     "                      cluster as DIR/cluster.ini (its agents and\n"
     "                      channels, data NAME.data, sockets in DIR/run,\n"
@@ -91,12 +91,15 @@ static const char usage_text[] =
     "Also: 10 no such repository, 11 locked (after --retry-lock), 12 a\n"
     "wrong password (cutsnap(1) EXIT STATUS).\n";
 
+/* Options without a short form (cmd_getopt). */
+enum { OPT_AGENT = CMD_OPT_LONG, OPT_TARGET };
+
 static const struct option opts[] = {
 	{ "repo", required_argument, NULL, 'r' },
 	{ "config", required_argument, NULL, 'c' },
-	{ "agent", required_argument, NULL, 'a' },
+	{ "agent", required_argument, NULL, OPT_AGENT },
 	{ "key", required_argument, NULL, 'k' },
-	{ "target", required_argument, NULL, 't' },
+	{ "target", required_argument, NULL, OPT_TARGET },
 	{ "json", no_argument, NULL, 'j' },
 	{ "quiet", no_argument, NULL, 'q' },
 	{ "verbose", no_argument, NULL, 'v' },
@@ -156,7 +159,7 @@ cmd_restore(int argc, char **argv)
 		case 'c':
 			conf = optarg;
 			break;
-		case 'a':
+		case OPT_AGENT:
 			if ((nv = realloc(only, (nonly + 1) *
 			    sizeof(*nv))) == NULL) {
 				free(only);
@@ -168,7 +171,7 @@ cmd_restore(int argc, char **argv)
 		case 'k':
 			keyfile = optarg;
 			break;
-		case 't':
+		case OPT_TARGET:
 			target = optarg;
 			break;
 		case 'j':

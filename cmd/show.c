@@ -28,7 +28,7 @@ static const char usage_text[] =
     "\n"
     "  -r, --repo REPO   the repository directory, or\n"
     "                    s3://BUCKET/PREFIX (an object store)\n"
-    "  -s, --sum KEY     also print the conserved total of KEY: its value\n"
+    "      --sum KEY     also print the conserved total of KEY: its value\n"
     "                    in every agent's file plus the amounts in flight\n"
     "                    plus the open dead letters of KEY (credits an agent\n"
     "                    could not apply, see cutsnap deadletter), e.g.\n"
@@ -53,9 +53,12 @@ static const char usage_text[] =
     "Also: 10 no such repository, 11 locked (after --retry-lock), 12 a\n"
     "wrong password (cutsnap(1) EXIT STATUS).\n";
 
+/* Options without a short form (cmd_getopt). */
+enum { OPT_SUM = CMD_OPT_LONG };
+
 static const struct option opts[] = {
 	{ "repo", required_argument, NULL, 'r' },
-	{ "sum", required_argument, NULL, 's' },
+	{ "sum", required_argument, NULL, OPT_SUM },
 	{ "json", no_argument, NULL, 'j' },
 	{ "help", no_argument, NULL, 'h' },
 	{ NULL, 0, NULL, 0 },
@@ -494,7 +497,7 @@ cmd_show(int argc, char **argv)
 		case 'r':
 			repo = optarg;
 			break;
-		case 's':
+		case OPT_SUM:
 			v.key = optarg;
 			break;
 		case 'j':

@@ -59,7 +59,7 @@ static const char usage_text[] =
     "  -k, --key FILE          authenticate the snapshot: store an\n"
     "                          HMAC-SHA256 over its rows under the key in\n"
     "                          FILE (16 to 4096 bytes; never stored)\n"
-    "  -a, --recheck-age DURATION\n"
+    "      --recheck-age DURATION\n"
     "                          hash a chunk already in REPO again before\n"
     "                          reusing it when its last check is older\n"
     "                          than DURATION (e.g. 12h, 7d; 0: every\n"
@@ -126,7 +126,7 @@ static const char usage_text[] =
     "wrong password (cutsnap(1) EXIT STATUS).\n";
 
 /* Options without a short form. */
-enum { OPT_ACCEPT_ROLLBACK = CMD_OPT_LONG, OPT_METRICS_FILE };
+enum { OPT_ACCEPT_ROLLBACK = CMD_OPT_LONG, OPT_METRICS_FILE, OPT_RECHECK_AGE };
 
 static const struct option opts[] = {
 	{ "config", required_argument, NULL, 'c' },
@@ -134,7 +134,7 @@ static const struct option opts[] = {
 	{ "initiator", required_argument, NULL, 'i' },
 	{ "timeout", required_argument, NULL, 't' },
 	{ "key", required_argument, NULL, 'k' },
-	{ "recheck-age", required_argument, NULL, 'a' },
+	{ "recheck-age", required_argument, NULL, OPT_RECHECK_AGE },
 	{ "max-rate", required_argument, NULL, 'm' },
 	{ "json", no_argument, NULL, 'j' },
 	{ "quiet", no_argument, NULL, 'q' },
@@ -381,7 +381,7 @@ cmd_snapshot(int argc, char **argv)
 		case 'k':
 			keyfile = optarg;
 			break;
-		case 'a':
+		case OPT_RECHECK_AGE:
 			if (strcmp(optarg, "0") == 0)
 				o.recheck_age_s = 0;
 			else if (cmd_parse_duration(optarg,

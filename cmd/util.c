@@ -122,10 +122,17 @@ cmd_bad_option(char **argv, int ch)
 	return cmd_usage_error("unknown option '%s'", arg);
 }
 
+int cmd_takes_cert;
+
 int
 cmd_help(const char *text)
 {
 	fputs(text, stdout);
+	/* Listed here once rather than in each command's text. */
+	if (cmd_takes_cert)
+		fputs("\n--cert NAME: present the client certificate NAME "
+		    "(NAME.crt and NAME.key\nin tls_dir, or a path) to "
+		    "agents that listen on TCP with TLS.\n", stdout);
 	return EXIT_OK;
 }
 
@@ -442,7 +449,7 @@ cmd_spawn_agent(const char *conf, const char *name, const char *logpath,
 	}
 	if (pid == 0) {
 		char *const args[] = { "cutsnap", "agent", "-c", (char *)conf,
-		    "-n", (char *)name, cmd_agent_log_level ? "--log-level" :
+		    "--name", (char *)name, cmd_agent_log_level ? "--log-level" :
 		    NULL, (char *)cmd_agent_log_level, NULL };
 
 		setsid();
@@ -555,6 +562,9 @@ out:
 	return rc;
 }
 
+/* start's --log-level has no short form (-l is forget's --keep-last). */
+enum { OPT_LOG_LEVEL = CMD_OPT_LONG };
+
 int
 cmd_cluster_opts(int argc, char **argv, const char *usage, int log_level,
     const char **conf, uint64_t *timeout_s)
@@ -569,7 +579,7 @@ cmd_cluster_opts(int argc, char **argv, const char *usage, int log_level,
 		{ "config", required_argument, NULL, 'c' },
 		{ "timeout", required_argument, NULL, 't' },
 		{ "help", no_argument, NULL, 'h' },
-		{ "log-level", required_argument, NULL, 'l' },
+		{ "log-level", required_argument, NULL, OPT_LOG_LEVEL },
 		{ NULL, 0, NULL, 0 },
 	};
 	struct cmd_getopt g = CMD_GETOPT(log_level ? opts_l : opts, usage,
@@ -588,7 +598,7 @@ cmd_cluster_opts(int argc, char **argv, const char *usage, int log_level,
 			    == -1)
 				return EXIT_USAGE;
 			break;
-		case 'l':
+		case OPT_LOG_LEVEL:
 			if (strcmp(optarg, "error") != 0 &&
 			    strcmp(optarg, "warn") != 0 &&
 			    strcmp(optarg, "info") != 0 &&

@@ -14,7 +14,7 @@ chunk0 () { chunk_paths "$1" A | head -n 1; }
 blob_good () { [ "$(sha256sum "$1" | cut -d" " -f1)" = "$(basename "$1")" ]; }
 # load_snapshots: a short load taking snapshots; at least one completes.
 load_snapshots () {
-	expect_ok load -c "$CONF" -s 2 -k 4 --snapshot-every 300 -r "$REPO" --json &&
+	expect_ok load -c "$CONF" -s 2 --clients 4 --snapshot-every 300 -r "$REPO" --json &&
 	json_check "d[\"snapshots\"] >= 1 and d[\"snapshot_failures\"] == 0 and d[\"conserved\"] is True"
 }
 
