@@ -272,8 +272,15 @@ $(BUILD)/bench/libget: bench/libget.c $(SO) | $(DEPS_OK)
 	$(CC) $(CFLAGS) -Iinclude -o $@ $< -L$(BUILD) -lcutsnap \
 	    -Wl,-rpath,$(abspath $(BUILD))
 
+# libtxn commits transactions from many connections (group commit).
+$(BUILD)/bench/libtxn: bench/libtxn.c $(SO) | $(DEPS_OK)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -Iinclude -o $@ $< -L$(BUILD) -lcutsnap \
+	    -Wl,-rpath,$(abspath $(BUILD)) -lpthread
+
 bench: all bench-deps $(BUILD)/bench/syncw $(BUILD)/bench/pingpong $(BUILD)/bench/shapar \
-    $(BUILD)/bench/kdfms $(BUILD)/bench/decpar $(BUILD)/bench/libget
+    $(BUILD)/bench/kdfms $(BUILD)/bench/decpar $(BUILD)/bench/libget \
+    $(BUILD)/bench/libtxn
 	bash bench/run.sh
 
 ROUNDS ?= 500

@@ -30,6 +30,7 @@ SHAPAR=$ROOT/build/bench/shapar
 KDFMS=$ROOT/build/bench/kdfms
 DECPAR=$ROOT/build/bench/decpar
 LIBGET=$ROOT/build/bench/libget
+LIBTXN=$ROOT/build/bench/libtxn
 NCPU=$(nproc)
 RUNS=${BENCH_RUNS:-3}
 RESULTS=$ROOT/bench/RESULTS.md
@@ -379,15 +380,43 @@ lib_rows () {
 	    "$v_cli gets/s (cutsnap get)" "$(calc "$v_piped / $v_cli")" \
 	    ">= 50000/s, >= 20x" \
 	    "$(verdict "$v_piped >= 50000 && $v_piped >= 20 * $v_cli")"
+	txn_rows "$d" "$c"
 	rm -rf "$d"
+}
+
+# The transaction rows: transactions/s through libcutsnap
+# (build/bench/libtxn: a put and an add in one record, durable before the
+# reply) from one connection and from TXN_CLIENTS connections at once,
+# against the disk's synced single writes/s: with group commit many
+# transactions share an fsync, the same >= 10x floor as transfers. libtxn
+# fails the bench unless the shared counter equals the commits it counted.
+TXN_CLIENTS=${BENCH_TXN_CLIENTS:-128}
+txn_rows () {
+	local d=$1 c=$2 r one=() many=() w=() v_one v_many v_w
+	start "$c"
+	for r in $(seq 1 "$RUNS"); do
+		w+=("$("$SYNCW" "$d/syncw.tmp" 1 2>>"$LOG")") || fail "syncw"
+		one+=("$("$LIBTXN" "$d/run/a1.sock" "$LIB_SECONDS" 1 2>>"$LOG")") ||
+		    fail "libtxn, 1 client"
+		many+=("$("$LIBTXN" "$d/run/a1.sock" "$LIB_SECONDS" "$TXN_CLIENTS" 2>>"$LOG")") ||
+		    fail "libtxn, $TXN_CLIENTS clients"
+	done
+	stop "$c"
+	v_one=$(median "${one[@]}") v_many=$(median "${many[@]}") v_w=$(median "${w[@]}")
+	cmd "build/bench/libtxn SOCKET $LIB_SECONDS CLIENTS   # CLIENTS 1 and $TXN_CLIENTS; against build/bench/syncw FILE 1 in the same runs"
+	row "library transactions/s, one connection" "$v_one" \
+	    "$v_w writes/s" "$(calc "$v_one / $v_w")" "-" "-"
+	row "library transactions/s, $TXN_CLIENTS connections (group commit)" "$v_many" \
+	    "$v_w writes/s" "$(calc "$v_many / $v_w")" ">= 10x" \
+	    "$(verdict "$v_many >= 10 * $v_w")"
 }
 
 # Sourced for its helpers: stop here.
 [ "${BENCH_LIB:-0}" = 1 ] && return 0
 
 [ -x "$CS" ] && [ -x "$SYNCW" ] && [ -x "$PINGPONG" ] && [ -x "$SHAPAR" ] && [ -x "$KDFMS" ] &&
-    [ -x "$DECPAR" ] && [ -x "$LIBGET" ] || {
-	echo "bench: run 'make bench' (needs bin/cutsnap and build/bench/syncw, pingpong, shapar, kdfms, decpar, libget)" >&2
+    [ -x "$DECPAR" ] && [ -x "$LIBGET" ] && [ -x "$LIBTXN" ] || {
+	echo "bench: run 'make bench' (needs bin/cutsnap and build/bench/syncw, pingpong, shapar, kdfms, decpar, libget, libtxn)" >&2
 	exit 2
 }
 for t in restic borg openssl; do
