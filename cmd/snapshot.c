@@ -59,7 +59,7 @@ static const char usage_text[] =
     "  -k, --key FILE          authenticate the snapshot: store an\n"
     "                          HMAC-SHA256 over its rows under the key in\n"
     "                          FILE (16 to 4096 bytes; never stored)\n"
-    "  -a, --recheck-age DURATION\n"
+    "      --recheck-age DURATION\n"
     "                          hash a chunk already in REPO again before\n"
     "                          reusing it when its last check is older\n"
     "                          than DURATION (e.g. 12h, 7d; 0: every\n"
@@ -140,19 +140,22 @@ static const char usage_text[] =
     "Also: 10 no such repository, 11 locked (after --retry-lock), 12 a\n"
     "wrong password (cutsnap(1) EXIT STATUS).\n";
 
+/* Options without a short form. */
+enum { OPT_ACCEPT_ROLLBACK = CMD_OPT_LONG, OPT_METRICS_FILE, OPT_RECHECK_AGE };
+
 static const struct option opts[] = {
 	{ "config", required_argument, NULL, 'c' },
 	{ "repo", required_argument, NULL, 'r' },
 	{ "initiator", required_argument, NULL, 'i' },
 	{ "timeout", required_argument, NULL, 't' },
 	{ "key", required_argument, NULL, 'k' },
-	{ "recheck-age", required_argument, NULL, 'a' },
+	{ "recheck-age", required_argument, NULL, OPT_RECHECK_AGE },
 	{ "max-rate", required_argument, NULL, 'm' },
 	{ "json", no_argument, NULL, 'j' },
 	{ "quiet", no_argument, NULL, 'q' },
 	{ "verbose", no_argument, NULL, 'v' },
-	{ "accept-rollback", no_argument, NULL, 'R' },
-	{ "metrics-file", required_argument, NULL, 'M' },
+	{ "accept-rollback", no_argument, NULL, OPT_ACCEPT_ROLLBACK },
+	{ "metrics-file", required_argument, NULL, OPT_METRICS_FILE },
 	{ "help", no_argument, NULL, 'h' },
 	{ NULL, 0, NULL, 0 },
 };
@@ -369,6 +372,7 @@ metrics_dir_ok(const char *path)
 int
 cmd_snapshot(int argc, char **argv)
 {
+	struct cmd_getopt g = CMD_GETOPT(opts, usage_text, CMD_OPT_NO_OPERANDS);
 	const char *conf = NULL;
 	struct coord_opts o = { .timeout_s = 60, .interrupted = &got_signal,
 	    .progress = cmd_progress_fn, .recheck_age_s = -1 };
@@ -385,10 +389,7 @@ cmd_snapshot(int argc, char **argv)
 	int64_t t0, deadline;
 	int ch, init, rc, status, json = 0, verbosity = 0, wait_ms = 0;
 
-	optind = 1;
-	opterr = 0;
-	while ((ch = getopt_long(argc, argv, ":c:r:i:t:k:a:m:jqvh", opts,
-	    NULL)) != -1) {
+	while ((ch = cmd_getopt(&g, argc, argv)) != -1) {
 		switch (ch) {
 		case 'c':
 			conf = optarg;
@@ -408,7 +409,7 @@ cmd_snapshot(int argc, char **argv)
 		case 'k':
 			keyfile = optarg;
 			break;
-		case 'a':
+		case OPT_RECHECK_AGE:
 			if (strcmp(optarg, "0") == 0)
 				o.recheck_age_s = 0;
 			else if (cmd_parse_duration(optarg,
@@ -427,21 +428,16 @@ cmd_snapshot(int argc, char **argv)
 		case 'v':
 			verbosity = 1;
 			break;
-		case 'R':
+		case OPT_ACCEPT_ROLLBACK:
 			store_set_accept_rollback(1);
 			break;
-		case 'M':
+		case OPT_METRICS_FILE:
 			mfile = optarg;
 			break;
-		case 'h':
-			return cmd_help(usage_text);
-		default:
-			return cmd_bad_option(argv, ch);
 		}
 	}
-	if (optind < argc)
-		return cmd_usage_error("unexpected argument '%s'",
-		    argv[optind]);
+	if (g.status != -1)
+		return g.status;
 	if (o.repo == NULL)
 		return cmd_usage_error("missing -r REPO");
 	if (mfile != NULL && !metrics_dir_ok(mfile))

@@ -516,16 +516,15 @@ _agent_name () {
 	for ((i = 0; i < ${#a[@]}; i++)); do
 		case ${a[i]} in
 		agent) is_agent=0 ;;
-		-n | --name) [ $is_agent = 0 ] && AGENT_NAME=${a[i + 1]:-} ;;
+		--name) [ $is_agent = 0 ] && AGENT_NAME=${a[i + 1]:-} ;;
 		--name=*) [ $is_agent = 0 ] && AGENT_NAME=${a[i]#--name=} ;;
-		-n?*) [ $is_agent = 0 ] && AGENT_NAME=${a[i]#-n} ;;
 		esac
 	done
 	[ -n "$AGENT_NAME" ]
 }
 
 # Pids of the running agents of this test named NAME (processes of this
-# test running the "agent" subcommand with -n NAME).
+# test running the "agent" subcommand with --name NAME).
 # Prints nothing and fails when there is none.
 agent_pid () {
 	local p found=1

@@ -22,7 +22,7 @@ test_expect_success 'setup: 80 agents, full mesh' '
 '
 
 test_expect_success 'load drains every channel and conserves the total' '
-	expect_ok load -c "$CONF" -s 2 -k 4 --json &&
+	expect_ok load -c "$CONF" -s 2 --clients 4 --json &&
 	json_check "(d[\"conserved\"] is True and d[\"failures\"] == 0 and
 	    d[\"transfers\"] > 0 and d[\"total_before\"] == 80 * 1000000)" &&
 	expect_eq "$(total)" $((80 * 1000000)) "total after the deposits"

@@ -77,7 +77,7 @@ test_expect_success 'setup: A, B, C on 127.0.0.1 with TLS; every channel up (12 
 
 test_expect_success '32 clients for 8 s, channels reset every 0.3 s: conserved, no failure' '
 	: >"$CUTS" &&
-	{ cs load --json -c "$CONF" -s 8 -k 32 >"$LOAD" 2>"$TEST_DIR/load.err" & } &&
+	{ cs load --json -c "$CONF" -s 8 --clients 32 >"$LOAD" 2>"$TEST_DIR/load.err" & } &&
 	lp=$! &&
 	sleep 1 &&
 	while kill -0 "$lp" 2>/dev/null; do cut_channels; sleep 0.3; done &&

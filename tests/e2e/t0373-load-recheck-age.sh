@@ -18,7 +18,7 @@ check_sql () { sql "$1" "$REPO/blobchecks.db"; }
 checked_at () { check_sql "select checked from checks where name = x'$(basename "$1")'"; }
 # load_snapshots: a short load taking snapshots; at least one completes.
 load_snapshots () {
-	expect_ok load -c "$CONF" -s 2 -k 4 --snapshot-every 300 -r "$REPO" --json &&
+	expect_ok load -c "$CONF" -s 2 --clients 4 --snapshot-every 300 -r "$REPO" --json &&
 	json_check "d[\"snapshots\"] >= 1 and d[\"snapshot_failures\"] == 0 and d[\"conserved\"] is True"
 }
 

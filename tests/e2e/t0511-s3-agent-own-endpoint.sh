@@ -35,7 +35,7 @@ start_agent () {
 	fi
 	mkdir -p run &&
 	env "${ep[@]}" "$@" setsid "$CUTSNAP" agent \
-	    -c "$CONF" -n "$h" >>"run/$h.log" 2>&1 </dev/null &
+	    -c "$CONF" --name "$h" >>"run/$h.log" 2>&1 </dev/null &
 	AGENT_PIDS="$AGENT_PIDS $!"
 	wait_for 15 agent_up "$h"
 }

@@ -19,7 +19,7 @@ test_expect_success 'make install puts the units, with the installed binary in t
 	! grep -q "@BINDIR@" "$U"/* &&
 	n=$(grep -c "^ExecStart=$P/bin/cutsnap " "$U/cutsnap-snapshot@.service") &&
 	expect_eq "$n" 3 "snapshot, forget, verify" &&
-	grep -q "^ExecStart=$P/bin/cutsnap agent -c \${CUTSNAP_CONFIG} -n %i\$" \
+	grep -q "^ExecStart=$P/bin/cutsnap agent -c \${CUTSNAP_CONFIG} --name %i\$" \
 	    "$U/cutsnap-agent@.service" &&
 	grep -q "^Type=notify\$" "$U/cutsnap-agent@.service" &&
 	grep -q "^WatchdogSec=" "$U/cutsnap-agent@.service" &&
