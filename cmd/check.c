@@ -290,7 +290,7 @@ print_json(const struct check_report *r)
 	struct json j;
 	size_t i;
 
-	json_init(&j, stdout);
+	cmd_json_init(&j);
 	json_obj(&j);
 	json_kbool(&j, "ok", r->n == 0);
 	json_key(&j, "problems");

@@ -58,6 +58,13 @@ int cmd_lock(struct store *st, int exclusive, struct cs_err *e);
  * JSON object on stdout, {"error": {"code", "message", "exit"}}, written
  * by cmd_json_error(status) unless the command wrote its own JSON there. */
 extern int cmd_json_errors;
+/* The version of the --json documents' formats (docs/reference.md): a
+ * new member keeps it; a member removed, renamed or given another type
+ * bumps it. Every command's top-level object opens with "schema": it. */
+#define CMD_JSON_SCHEMA 1
+/* json_init of a command's --json document on stdout (json_init_doc
+ * with CMD_JSON_SCHEMA). */
+void cmd_json_init(struct json *j);
 void cmd_json_error(int status);
 /* The same from a signal handler, for SIGINT or SIGTERM. */
 void cmd_json_signal(int sig);

@@ -127,7 +127,7 @@ cmd_compact(int argc, char **argv)
 		n++;
 	}
 	if (json) {
-		json_init(&j, stdout);
+		cmd_json_init(&j);
 		json_arr(&j);
 	}
 	for (i = 0; i < c->nagents; i++) {

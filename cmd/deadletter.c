@@ -201,7 +201,7 @@ do_list(const struct cfg *c, int only, int all, int json)
 	int i, rc = EXIT_OK;
 
 	if (json) {
-		json_init(&j, stdout);
+		cmd_json_init(&j);
 		json_obj(&j);
 		json_key(&j, "agents");
 		json_arr(&j);

@@ -188,7 +188,7 @@ cmd_dump(int argc, char **argv)
 		goto out;
 	}
 	if (json) {
-		json_init(&j, stdout);
+		cmd_json_init(&j);
 		json_obj(&j);
 		json_key(&j, "keys");
 		json_obj(&j);

@@ -111,7 +111,14 @@ cmd_fail_errs(int fallback, const struct cs_err *e)
 	return status;
 }
 
-/* {"error": {"code": "locked", "message": "...", "exit": 11}} */
+void
+cmd_json_init(struct json *j)
+{
+	json_init_doc(j, stdout, CMD_JSON_SCHEMA);
+}
+
+/* {"schema": 1, "error": {"code": "locked", "message": "...",
+ * "exit": 11}} */
 void
 cmd_json_error(int status)
 {
@@ -119,7 +126,7 @@ cmd_json_error(int status)
 
 	if (!cmd_json_errors || status == EXIT_OK || json_stdout_used())
 		return;
-	json_init(&j, stdout);
+	cmd_json_init(&j);
 	json_obj(&j);
 	json_key(&j, "error");
 	json_obj(&j);
@@ -136,10 +143,16 @@ void
 cmd_json_signal(int sig)
 {
 	/* Called from a signal handler: only write(2), prepared text. */
-	static const char intr[] = "{\"error\":{\"code\":\"interrupted\","
+#define SCHEMA_STR(n) #n
+#define JSON_HEAD(n) "{\"schema\":" SCHEMA_STR(n) ",\"error\":"
+	static const char intr[] = JSON_HEAD(CMD_JSON_SCHEMA)
+	    "{\"code\":\"interrupted\","
 	    "\"message\":\"interrupted (SIGINT)\",\"exit\":130}}\n";
-	static const char term[] = "{\"error\":{\"code\":\"interrupted\","
+	static const char term[] = JSON_HEAD(CMD_JSON_SCHEMA)
+	    "{\"code\":\"interrupted\","
 	    "\"message\":\"interrupted (SIGTERM)\",\"exit\":143}}\n";
+#undef JSON_HEAD
+#undef SCHEMA_STR
 
 	if (!cmd_json_errors || json_stdout_used())
 		return;

@@ -80,7 +80,7 @@ print_json(const struct store_forget_result *r,
 {
 	struct json j;
 
-	json_init(&j, stdout);
+	cmd_json_init(&j);
 	json_obj(&j);
 	json_ids(&j, "forgotten", r->forgotten, r->nforgotten);
 	json_ids(&j, "kept", r->kept, r->nkept);

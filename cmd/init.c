@@ -118,7 +118,7 @@ cmd_init(int argc, char **argv)
 		return cmd_fail_err(&e);	/* exists already: usage */
 	rc = EXIT_OK;
 	if (json) {
-		json_init(&j, stdout);
+		cmd_json_init(&j);
 		json_obj(&j);
 		json_kstr(&j, "repo", cmd_repo_name(repo));
 		json_kstr(&j, "compression",

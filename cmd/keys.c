@@ -87,7 +87,7 @@ list_keys(struct store *st, int json)
 	if (store_crypt_list_keys(st, &k, &n, &e) < 0)
 		return cmd_fail(EXIT_USAGE, "%s", e.msg);
 	if (json) {
-		json_init(&j, stdout);
+		cmd_json_init(&j);
 		json_arr(&j);
 		for (i = 0; i < n; i++) {
 			json_obj(&j);
@@ -135,7 +135,7 @@ add_key(struct store *st, const char *repo, const char *newfile,
 	if (rc < 0)
 		return cmd_fail(EXIT_FAILED, "%s", e.msg);
 	if (json) {
-		json_init(&j, stdout);
+		cmd_json_init(&j);
 		json_obj(&j);
 		json_kuint(&j, "id", (uint64_t)id);
 		json_obj_end(&j);

@@ -319,7 +319,7 @@ print_json(const struct load_result *r, const struct summary *s,
 {
 	struct json j;
 
-	json_init(&j, stdout);
+	cmd_json_init(&j);
 	json_obj(&j);
 	json_kuint(&j, "transfers", r->nreqs);
 	kreal(&j, "seconds", s->secs);

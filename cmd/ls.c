@@ -53,7 +53,7 @@ print_json(const struct snap_info *v, size_t n)
 	struct json j;
 	size_t i;
 
-	json_init(&j, stdout);
+	cmd_json_init(&j);
 	json_arr(&j);
 	for (i = 0; i < n; i++) {
 		json_obj(&j);

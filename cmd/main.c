@@ -235,6 +235,22 @@ run(const struct command *c, int argc, char **argv)
 	return finish(c->fn(argc, argv));
 }
 
+/* {"schema": 1, "version": "...", "protocol": 2, "manifest": 5}: what a
+ * script checks before it reads this build's other documents. */
+static void
+print_version_json(void)
+{
+	struct json j;
+
+	cmd_json_init(&j);
+	json_obj(&j);
+	json_kstr(&j, "version", CUTSNAP_VERSION);
+	json_kint(&j, "protocol", WIRE_VERSION);
+	json_kint(&j, "manifest", STORE_SCHEMA_VERSION);
+	json_obj_end(&j);
+	(void)json_end(&j);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -256,8 +272,12 @@ main(int argc, char **argv)
 	}
 	if (strcmp(name, "--version") == 0 || strcmp(name, "-V") == 0 ||
 	    strcmp(name, "version") == 0) {
-		printf("cutsnap %s (wire protocol %d, manifest schema %d)\n",
-		    CUTSNAP_VERSION, WIRE_VERSION, STORE_SCHEMA_VERSION);
+		if (argc > 2 && strcmp(argv[2], "--json") == 0)
+			print_version_json();
+		else
+			printf("cutsnap %s (wire protocol %d, manifest schema "
+			    "%d)\n", CUTSNAP_VERSION, WIRE_VERSION,
+			    STORE_SCHEMA_VERSION);
 		if (fflush(stdout) == EOF || ferror(stdout)) {
 			fprintf(stderr, "cutsnap: write stdout failed\n");
 			return EXIT_FAILED;

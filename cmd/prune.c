@@ -96,7 +96,7 @@ cmd_prune(int argc, char **argv)
 	}
 	rc = EXIT_OK;
 	if (json) {
-		json_init(&j, stdout);
+		cmd_json_init(&j);
 		json_obj(&j);
 		json_kuint(&j, "deleted", r.deleted);
 		json_kuint(&j, "bytes", r.bytes);

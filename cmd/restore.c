@@ -114,7 +114,7 @@ print_json(uint64_t id, int files, const struct cmd_lines *p,
 {
 	struct json j;
 
-	json_init(&j, stdout);
+	cmd_json_init(&j);
 	json_obj(&j);
 	json_key(&j, "snapshot");
 	if (id != 0)

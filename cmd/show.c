@@ -393,7 +393,7 @@ print_json(const struct view *v)
 	struct chmsg m;
 	size_t i, k;
 
-	json_init(&j, stdout);
+	cmd_json_init(&j);
 	json_obj(&j);
 	json_key(&j, "snapshot");
 	json_obj(&j);

@@ -243,7 +243,7 @@ print_json(const char *repo, uint64_t id, const struct coord_copy *cp,
 	have = id != 0 && store_open_listing(repo, &st, &e) == 0 &&
 	    cmd_snap_info(st, id, &si) == 0;
 	store_close(st);
-	json_init(&j, stdout);
+	cmd_json_init(&j);
 	json_obj(&j);
 	if (have) {
 		cmd_json_snap_info(&j, &si);

@@ -318,7 +318,7 @@ cmd_status(int argc, char **argv)
 		if ((int)strlen(c->agents[i].name) > width)
 			width = (int)strlen(c->agents[i].name);
 	if (json) {
-		json_init(&j, stdout);
+		cmd_json_init(&j);
 		json_arr(&j);
 	}
 	for (i = 0; i < c->nagents; i++) {

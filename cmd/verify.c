@@ -128,7 +128,7 @@ verify_sealed(struct store *st, uint64_t id, const char *keyfile,
 	if (p->json) {
 		struct json j;
 
-		json_init(&j, stdout);
+		cmd_json_init(&j);
 		json_obj(&j);
 		json_kuint(&j, "snapshot", resolved);
 		json_kbool(&j, "ok", found == 0);
@@ -256,7 +256,7 @@ verify_all(struct store *st, int json, int verbosity, const char *keyfile)
 	if (store_list(st, &v, &n, &e) == -1)
 		return cmd_fail(EXIT_FAILED, "%s", e.msg);
 	if (json) {
-		json_init(&j, stdout);
+		cmd_json_init(&j);
 		json_obj(&j);
 		json_key(&j, "snapshots");
 		json_arr(&j);
@@ -370,7 +370,7 @@ cmd_verify(int argc, char **argv)
 		goto out;
 	}
 	if (json)
-		json_init(&j, stdout);
+		cmd_json_init(&j);
 	found = verify_one(st, id, verbosity, keyfile, json ? &j : NULL);
 	if (json && found >= 0 && json_end(&j) == -1)
 		found = cmd_fail(-1, "write stdout failed");

@@ -5,7 +5,9 @@
 
 #include "json.h"
 
-/* Whether a document was started on stdout (json_stdout_used). */
+/* Whether a document's first byte was written to stdout
+ * (json_stdout_used): a writer set up but never used, as by a command
+ * that failed before its output, leaves room for the error's document. */
 static int stdout_used;
 
 int
@@ -17,13 +19,19 @@ json_stdout_used(void)
 void
 json_init(struct json *j, FILE *f)
 {
-	if (f == stdout)
-		stdout_used = 1;
 	j->f = f;
 	j->depth = 0;
 	j->want_value = 0;
 	j->done = 0;
 	j->err = 0;
+	j->schema = 0;
+}
+
+void
+json_init_doc(struct json *j, FILE *f, int schema)
+{
+	json_init(j, f);
+	j->schema = schema;
 }
 
 /* Before a value: check it is allowed here and write the comma it needs. */
@@ -35,6 +43,8 @@ begin_value(struct json *j)
 	if (j->depth == 0) {
 		if (j->done)
 			goto misuse;
+		if (j->f == stdout)
+			stdout_used = 1;
 		return 0;
 	}
 	if (j->kind[j->depth - 1] == '{') {
@@ -98,7 +108,11 @@ close_container(struct json *j, char kind)
 void
 json_obj(struct json *j)
 {
+	int top = j->depth == 0 && !j->done;
+
 	open_container(j, '{');
+	if (top && j->schema > 0)
+		json_kint(j, "schema", j->schema);
 }
 
 void

@@ -22,11 +22,18 @@ struct json {
 	int want_value;			/* a key was written, its value next */
 	int done;			/* the top-level value is complete */
 	int err;
+	int schema;			/* > 0: the top-level object's first
+					 * member is "schema": this number */
 };
 
 void json_init(struct json *j, FILE *f);
-/* 1 once json_init was called on stdout in this process: a command's
- * output started, so an error must not add a second document. */
+/* json_init for a document whose format is versioned: when its top-level
+ * value is an object, that object opens with "schema": schema, so a
+ * script can tell a format it knows from a newer one. */
+void json_init_doc(struct json *j, FILE *f, int schema);
+/* 1 once a document's first value was written to stdout in this
+ * process: a command's output started, so an error must not add a
+ * second document. */
 int json_stdout_used(void);
 void json_obj(struct json *j);
 void json_obj_end(struct json *j);

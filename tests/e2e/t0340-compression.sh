@@ -124,7 +124,7 @@ test_expect_success 'the next snapshot stores both again from the live files: ev
 test_expect_success '--compression none: each blob is the chunk itself' '
 	R2=$TEST_DIR/plain &&
 	expect_ok init -r "$R2" --compression none --json &&
-	json_check "d == {\"repo\": \"$R2\", \"compression\": \"none\", \"encrypted\": False}" &&
+	json_check "d == {\"schema\": 1, \"repo\": \"$R2\", \"compression\": \"none\", \"encrypted\": False}" &&
 	start_cluster &&
 	expect_ok snapshot -c "$CONF" -r "$R2" &&
 	ID=$(_parse_id "$OUT") &&

@@ -199,6 +199,51 @@ test_write_error_is_reported(void **state)
 	fclose(f);
 }
 
+/* A versioned document: its top-level object, and only that one, opens
+ * with "schema"; a top-level array carries none. */
+static void
+test_schema_member(void **state)
+{
+	struct mem m;
+
+	(void)state;
+	mem_open(&m);
+	json_init_doc(&m.j, m.f, 7);
+	json_obj(&m.j);
+	json_key(&m.j, "inner");
+	json_obj(&m.j);
+	json_kint(&m.j, "n", 1);
+	json_obj_end(&m.j);
+	json_obj_end(&m.j);
+	mem_check(&m, 0, "{\"schema\":7,\"inner\":{\"n\":1}}\n");
+
+	mem_open(&m);
+	json_init_doc(&m.j, m.f, 7);
+	json_arr(&m.j);
+	json_obj(&m.j);
+	json_obj_end(&m.j);
+	json_arr_end(&m.j);
+	mem_check(&m, 0, "[{}]\n");
+}
+
+/* json_stdout_used says whether a value went to stdout, not whether a
+ * writer was set up for it: a command that fails before its output
+ * still reports the failure as JSON. */
+static void
+test_stdout_used_on_first_value(void **state)
+{
+	struct json j;
+
+	(void)state;
+	assert_int_equal(json_stdout_used(), 0);
+	json_init(&j, stdout);
+	assert_int_equal(json_stdout_used(), 0);
+	json_arr(&j);
+	assert_int_equal(json_stdout_used(), 1);
+	json_arr_end(&j);
+	assert_int_equal(json_end(&j), 0);	/* "[]", a line TAP ignores */
+}
+
 int
 main(void)
 {
@@ -210,6 +255,8 @@ main(void)
 		cmocka_unit_test(test_unbalanced_and_mismatched),
 		cmocka_unit_test(test_depth_limit),
 		cmocka_unit_test(test_write_error_is_reported),
+		cmocka_unit_test(test_schema_member),
+		cmocka_unit_test(test_stdout_used_on_first_value),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
