@@ -265,7 +265,8 @@ repo_password(void *ctx, const char *repo, char *buf, size_t bufsz,
 void
 cmd_password_setup(void)
 {
-	store_set_password_fn(repo_password, NULL);
+	cmd_store_opts.password = repo_password;
+	cmd_store_opts.password_ctx = NULL;
 }
 
 /* Take "--NAME VALUE" or "--NAME=VALUE" out of argv (before any "--")

@@ -343,7 +343,8 @@ cmd_snapshot(int argc, char **argv)
 {
 	const char *conf = NULL;
 	struct coord_opts o = { .timeout_s = 60, .interrupted = &got_signal,
-	    .progress = cmd_progress_fn, .recheck_age_s = -1 };
+	    .progress = cmd_progress_fn, .recheck_age_s = -1,
+	    .store = &cmd_store_opts };
 	const char *keyfile = NULL;
 	uint8_t *key = NULL;
 	size_t klen = 0;

@@ -53,6 +53,7 @@ struct store {
 	int have_settings;	/* the repository has repo_settings */
 	const struct store_settings *init;	/* while store_init opens it:
 						 * the settings to create */
+	struct store_opts opts;	/* store_open_with's, or zeroed */
 	int enc;		/* encrypted (crypt.c) */
 	int unlocked;		/* and its master key is known */
 	uint8_t repo_idb[REPO_ID_LEN];	/* repo_id as bytes, bound to
