@@ -338,8 +338,9 @@ struct store;
 int cmd_key_set(struct store *st, const char *path);
 
 /* password.c: --password-file FILE and --password-command CMD, taken out
- * of argv by main for the commands that read an encrypted repository
- * (-1: the first lacks its value, -2: the second). */
+ * of argv by main for the commands that read an encrypted repository:
+ * -1 to go on, otherwise the exit status (the usage error printed), as
+ * cmd_take_retry_lock. */
 extern const char *cmd_password_file;
 extern const char *cmd_password_command;
 int cmd_take_password_file(int *argc, char **argv);

@@ -301,9 +301,9 @@ int
 cmd_take_password_file(int *argc, char **argv)
 {
 	if (take_opt(argc, argv, "--password-file", &cmd_password_file) < 0)
-		return -1;
+		return cmd_usage_error("--password-file needs FILE");
 	if (take_opt(argc, argv, "--password-command",
 	    &cmd_password_command) < 0)
-		return -2;
-	return 0;
+		return cmd_usage_error("--password-command needs CMD");
+	return -1;
 }
