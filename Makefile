@@ -3,7 +3,9 @@
 #                 the build list first: scripts/deps.sh build)
 # make check      the quick tier, before every commit (under two minutes):
 #                 the unit tests and the e2e scripts of CHECK_E2E
-# make test       unit tests (cmocka) and end-to-end tests (TAP, prove)
+# make test       unit tests (cmocka) and end-to-end tests (TAP, prove),
+#                 the EXPENSIVE ones included (CUTSNAP_TEST_SEED=n: another
+#                 seed for the scripts' random choices than the fixed one)
 #                 (check, test and the other test targets install the
 #                 test list first: scripts/deps.sh test)
 # make demo       the bank example, end to end
@@ -140,9 +142,20 @@ test-numbers:
 # tests/s3/radosgw.sh), started once for the run and stopped after it.
 S3RUN := bash tests/s3/radosgw.sh run
 # $(call s3run,SCRIPTS): S3RUN when one of SCRIPTS needs the server (it
-# sources lib-s3.sh), else nothing: `make test E2E="..."` with no object-
-# store script in it starts no radosgw.
-s3run = $(if $(shell grep -l 'lib-s3\.sh' $(filter %.sh,$(1)) /dev/null),$(S3RUN))
+# declares the S3 prerequisite: test_require S3, tests/e2e/lib.sh), else
+# nothing: `make test E2E="..."` with no object-store script in it starts
+# no radosgw.
+s3run = $(if $(shell grep -lE '^test_require .*\bS3\b' $(filter %.sh,$(1)) /dev/null),$(S3RUN))
+
+# The targets that run every script set CUTSNAP_TEST_EXPENSIVE=1: the
+# scripts that declare the EXPENSIVE prerequisite (test_require
+# EXPENSIVE: the fault loops, the clusters of many agents) are skipped by
+# a plain prove run without it. The seed of the scripts' random choices
+# (lib.sh) is fixed, so that two runs of the suite make the same choices;
+# CUTSNAP_TEST_SEED=n (in the environment or on the command line) runs
+# with another, or replays the one a failing script printed ("# seed n").
+CUTSNAP_TEST_SEED ?= 1
+TEST_ENV := CUTSNAP_TEST_EXPENSIVE=1 CUTSNAP_TEST_SEED=$(CUTSNAP_TEST_SEED)
 
 # The longest scripts (the fault loops, the random-transfer run, the 16-
 # and 32-agent clusters: over a third of the suite's time) start first, so
@@ -167,7 +180,7 @@ TEST_JOBS ?= $(shell nproc 2>/dev/null || echo 1)
 PROVE := prove -j$(TEST_JOBS) --timer -f --exec ''
 
 e2e: $(TEST_DEPS_OK) all $(FAULTFS) test-numbers
-	CUTSNAP=$(abspath $(BIN)) FAULTFS=$(abspath $(FAULTFS)) \
+	CUTSNAP=$(abspath $(BIN)) FAULTFS=$(abspath $(FAULTFS)) $(TEST_ENV) \
 	    $(call s3run,$(E2E)) $(PROVE) $(E2E)
 
 # The quick tier: every unit test and the e2e scripts below, which cover
@@ -183,13 +196,13 @@ CHECK_E2E := $(addprefix tests/e2e/,t0001-cli-basics.sh t0002-bad-input.sh \
 
 check: $(TEST_DEPS_OK) all $(UNIT_BIN) $(FAULTFS) test-numbers
 	CMOCKA_MESSAGE_OUTPUT=TAP CUTSNAP=$(abspath $(BIN)) \
-	    FAULTFS=$(abspath $(FAULTFS)) \
+	    FAULTFS=$(abspath $(FAULTFS)) CUTSNAP_TEST_SEED=$(CUTSNAP_TEST_SEED) \
 	    $(PROVE) $(UNIT_BIN) $(STRUCT_TESTS) $(CHECK_E2E)
 
 # One prove run, so its closing summary counts every test.
 test: $(TEST_DEPS_OK) all $(UNIT_BIN) $(FAULTFS) test-numbers
 	CMOCKA_MESSAGE_OUTPUT=TAP CUTSNAP=$(abspath $(BIN)) \
-	    FAULTFS=$(abspath $(FAULTFS)) \
+	    FAULTFS=$(abspath $(FAULTFS)) $(TEST_ENV) \
 	    $(call s3run,$(E2E)) $(PROVE) $(UNIT_BIN) $(STRUCT_TESTS) $(E2E)
 
 demo: all
@@ -272,8 +285,15 @@ $(BUILD)/bench/libget: bench/libget.c $(SO) | $(DEPS_OK)
 	$(CC) $(CFLAGS) -Iinclude -o $@ $< -L$(BUILD) -lcutsnap \
 	    -Wl,-rpath,$(abspath $(BUILD))
 
+# libtxn commits transactions from many connections (group commit).
+$(BUILD)/bench/libtxn: bench/libtxn.c $(SO) | $(DEPS_OK)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -Iinclude -o $@ $< -L$(BUILD) -lcutsnap \
+	    -Wl,-rpath,$(abspath $(BUILD)) -lpthread
+
 bench: all bench-deps $(BUILD)/bench/syncw $(BUILD)/bench/pingpong $(BUILD)/bench/shapar \
-    $(BUILD)/bench/kdfms $(BUILD)/bench/decpar $(BUILD)/bench/libget
+    $(BUILD)/bench/kdfms $(BUILD)/bench/decpar $(BUILD)/bench/libget \
+    $(BUILD)/bench/libtxn
 	bash bench/run.sh
 
 ROUNDS ?= 500

@@ -34,7 +34,7 @@ compact_rows () {
 		make_cluster "$W/cmp$n" 3
 		sed -i "/^run_dir = run\$/a compact_min_size = $n" "$W/cmp$n/c.ini"
 		start "$W/cmp$n/c.ini"
-		load_checked "$W/cmp$n/load" -c "$W/cmp$n/c.ini" -s 30 -k 64 \
+		load_checked "$W/cmp$n/load" -c "$W/cmp$n/c.ini" -s 30 --clients 64 \
 		    --initial 1000000
 		eval "SIZE_$n=$(status_max "$W/cmp$n/c.ini" size)"
 		eval "LIVE_$n=$(status_max "$W/cmp$n/c.ini" live_size)"
@@ -42,7 +42,7 @@ compact_rows () {
 		stop "$W/cmp$n/c.ini"
 		rm -rf "$W/cmp$n"
 	done
-	cmd "cutsnap load -c CONF -s 30 -k 64   # 3 agents, compact_min_size = 4M, then 64G (never)"
+	cmd "cutsnap load -c CONF -s 30 --clients 64   # 3 agents, compact_min_size = 4M, then 64G (never)"
 	row "largest data file MiB after $XFER_4M transfers, compact_min_size 4M (live KiB)" \
 	    "$(mib "$SIZE_4M") ($(calc "$LIVE_4M / 1024"))" \
 	    "$(mib "$SIZE_64G") MiB, no compaction, $XFER_64G transfers" \
@@ -59,7 +59,7 @@ compact_rows () {
 	sed -i "/^run_dir = run\$/a compact_min_size = 64G" "$c"
 	start "$c"
 	history "$c" a1 1024
-	load_checked "$W/hist/load0" -c "$c" -s 2 -k 32 --initial 1000000
+	load_checked "$W/hist/load0" -c "$c" -s 2 --clients 32 --initial 1000000
 	tps0=$(field transfers_per_s "$W/hist/load0")
 	for r in $(seq 1 "$RUNS"); do
 		stop "$c"
@@ -83,7 +83,7 @@ print(json.load(open(sys.argv[1]))[0]["ms"])' "$W/hist/compact")
 	stop "$c"
 	rm -rf "$W/hist"
 	cmd "cutsnap start -c CONF                 # a1 with a 1 GiB history, before and after cutsnap compact"
-	cmd "cutsnap compact -c CONF a1 & cutsnap load -c CONF -s 2 -k 32   # a1 with a 2 GiB history"
+	cmd "cutsnap compact -c CONF a1 & cutsnap load -c CONF -s 2 --clients 32   # a1 with a 2 GiB history"
 	row "agent start-up ms, 1 GiB history, after compact" "$su_after" \
 	    "$su_before (before)" "$(calc "$su_after / $su_before")" "-" "-"
 	row "transfers/s while a 2 GiB compaction runs ($cms ms), 32 clients" \
@@ -101,7 +101,7 @@ concurrent_rows () {
 	make_cluster "$W/conc" 4
 	start "$c"
 	fill "$c" a1 0 64
-	load_checked "$W/conc/load" -c "$c" -s 1 -k 4 --initial 1000
+	load_checked "$W/conc/load" -c "$c" -s 1 --clients 4 --initial 1000
 	for r in $(seq 1 "$RUNS"); do
 		fresh "$c" "$W/conc/repo"
 		"$CS" init -r "$W/conc/repo" >>"$LOG" 2>&1 || fail "init"

@@ -30,6 +30,7 @@ SHAPAR=$ROOT/build/bench/shapar
 KDFMS=$ROOT/build/bench/kdfms
 DECPAR=$ROOT/build/bench/decpar
 LIBGET=$ROOT/build/bench/libget
+LIBTXN=$ROOT/build/bench/libtxn
 NCPU=$(nproc)
 RUNS=${BENCH_RUNS:-3}
 RESULTS=$ROOT/bench/RESULTS.md
@@ -257,7 +258,7 @@ change () {
 vmhwm_kib () { awk '/^VmHWM:/ { print $2 }' "/proc/$1/status"; }
 # agent_pid CONF NAME: the pid of the agent process started by "cutsnap start".
 agent_pid () {
-	pgrep -f -- "agent -c $1 -n $2\$" | head -n 1
+	pgrep -f -- "agent -c $1 --name $2\$" | head -n 1
 }
 
 # The rows of section 5 (compaction, concurrent snapshots).
@@ -297,7 +298,7 @@ PACE_MIB=${BENCH_PACE_MIB:-128}
 # p99 (n/a when no transfer overlapped a snapshot).
 pace_p99 () {
 	fresh "$1" "$2"
-	load_checked "$3" -c "$1" -s 10 -k 4 --snapshot-every 2000 -r "$2"
+	load_checked "$3" -c "$1" -s 10 --clients 4 --snapshot-every 2000 -r "$2"
 	[ "$(field snapshots "$3")" -gt 0 ] || fail "paced run $3 completed no snapshot"
 	say "pace run $3: $(cat "$3")"
 	if [ "$(field during_snapshot_requests "$3")" = 0 ]; then
@@ -322,7 +323,7 @@ pace_rows () {
 		sed -i "s/^run_dir = run\$/run_dir = run\nsnapshot_max_rate = $PACE_RATE/" "$c"
 		p+=("$(pace_p99 "$c" "$d/repo" "$W/pace.p.$r")") || exit 1
 	done
-	cmd "cutsnap load -c CONF -s 10 -k 4 --snapshot-every 2000 -r FRESH_REPO   # a1 = $PACE_MIB MiB; paced: snapshot_max_rate = $PACE_RATE"
+	cmd "cutsnap load -c CONF -s 10 --clients 4 --snapshot-every 2000 -r FRESH_REPO   # a1 = $PACE_MIB MiB; paced: snapshot_max_rate = $PACE_RATE"
 	out=$W/pace.u.$RUNS
 	row "p99 during / outside a snapshot, unpaced, a1 = $(mib "$(size_of "$d/a1.data")") MiB" \
 	    "$(median "${u[@]}")x" \
@@ -379,15 +380,43 @@ lib_rows () {
 	    "$v_cli gets/s (cutsnap get)" "$(calc "$v_piped / $v_cli")" \
 	    ">= 50000/s, >= 20x" \
 	    "$(verdict "$v_piped >= 50000 && $v_piped >= 20 * $v_cli")"
+	txn_rows "$d" "$c"
 	rm -rf "$d"
+}
+
+# The transaction rows: transactions/s through libcutsnap
+# (build/bench/libtxn: a put and an add in one record, durable before the
+# reply) from one connection and from TXN_CLIENTS connections at once,
+# against the disk's synced single writes/s: with group commit many
+# transactions share an fsync, the same >= 10x floor as transfers. libtxn
+# fails the bench unless the shared counter equals the commits it counted.
+TXN_CLIENTS=${BENCH_TXN_CLIENTS:-128}
+txn_rows () {
+	local d=$1 c=$2 r one=() many=() w=() v_one v_many v_w
+	start "$c"
+	for r in $(seq 1 "$RUNS"); do
+		w+=("$("$SYNCW" "$d/syncw.tmp" 1 2>>"$LOG")") || fail "syncw"
+		one+=("$("$LIBTXN" "$d/run/a1.sock" "$LIB_SECONDS" 1 2>>"$LOG")") ||
+		    fail "libtxn, 1 client"
+		many+=("$("$LIBTXN" "$d/run/a1.sock" "$LIB_SECONDS" "$TXN_CLIENTS" 2>>"$LOG")") ||
+		    fail "libtxn, $TXN_CLIENTS clients"
+	done
+	stop "$c"
+	v_one=$(median "${one[@]}") v_many=$(median "${many[@]}") v_w=$(median "${w[@]}")
+	cmd "build/bench/libtxn SOCKET $LIB_SECONDS CLIENTS   # CLIENTS 1 and $TXN_CLIENTS; against build/bench/syncw FILE 1 in the same runs"
+	row "library transactions/s, one connection" "$v_one" \
+	    "$v_w writes/s" "$(calc "$v_one / $v_w")" "-" "-"
+	row "library transactions/s, $TXN_CLIENTS connections (group commit)" "$v_many" \
+	    "$v_w writes/s" "$(calc "$v_many / $v_w")" ">= 10x" \
+	    "$(verdict "$v_many >= 10 * $v_w")"
 }
 
 # Sourced for its helpers: stop here.
 [ "${BENCH_LIB:-0}" = 1 ] && return 0
 
 [ -x "$CS" ] && [ -x "$SYNCW" ] && [ -x "$PINGPONG" ] && [ -x "$SHAPAR" ] && [ -x "$KDFMS" ] &&
-    [ -x "$DECPAR" ] && [ -x "$LIBGET" ] || {
-	echo "bench: run 'make bench' (needs bin/cutsnap and build/bench/syncw, pingpong, shapar, kdfms, decpar, libget)" >&2
+    [ -x "$DECPAR" ] && [ -x "$LIBGET" ] && [ -x "$LIBTXN" ] || {
+	echo "bench: run 'make bench' (needs bin/cutsnap and build/bench/syncw, pingpong, shapar, kdfms, decpar, libget, libtxn)" >&2
 	exit 2
 }
 for t in restic borg openssl; do
@@ -473,11 +502,11 @@ load_tps () {
 	local out=$1 k=$2 a0 a1 cpu rc TIMEFORMAT='%U %S'
 	shift 2
 	a0=$(agents_ticks "$W/tp/c.ini" 3)
-	cpu=$({ time "$CS" load --json -c "$W/tp/c.ini" -s 5 -k "$k" "$@" \
+	cpu=$({ time "$CS" load --json -c "$W/tp/c.ini" -s 5 --clients "$k" "$@" \
 	    >"$out" 2>>"$LOG"; } 2>&1)
 	rc=$?
 	a1=$(agents_ticks "$W/tp/c.ini" 3)
-	load_verify "$out" "$rc" -c "$W/tp/c.ini" -s 5 -k "$k" "$@"
+	load_verify "$out" "$rc" -c "$W/tp/c.ini" -s 5 --clients "$k" "$@"
 	awk -v n="$(field transfers "$out")" -v a="$((a1 - a0))" \
 	    -v hz="$(getconf CLK_TCK)" -v cpu="$cpu" \
 	    'BEGIN { split(cpu, u, " "); if (n == 0) { print "n/a n/a"; exit }
@@ -512,7 +541,7 @@ for k in 32 64 128; do
 	if awk "BEGIN { exit !($t > $PEAK) }"; then PEAK=$t; PEAK_K=$k; fi
 done
 TPS=$PEAK
-cmd "cutsnap load -c CONF -s 5 -k K         # 3 agents, full mesh; K = 32, 64, 128"
+cmd "cutsnap load -c CONF -s 5 --clients K         # 3 agents, full mesh; K = 32, 64, 128"
 # The CPU floor: a transfer is at least one request/reply between a
 # client and an agent over a Unix socket, so transfers/s cannot pass the
 # round trips/s of a trivial ping-pong of 3 single-threaded epoll servers
@@ -596,8 +625,8 @@ NSNAP=$(IFS=/; echo "${ns[*]}")
 # CPU per transfer the snapshots add (medians of the paired runs).
 read -r CPU_SA CPU_SL <<<"$(cpu_medians "$W/tps.")"
 read -r CPU_BA CPU_BL <<<"$(cpu_medians "$W/tpb.")"
-cmd "cutsnap snapshot -c CONF -r REPO; cutsnap load -c CONF -s 5 -k K --snapshot-every 500 -r REPO   # K of the best row"
-cmd "cutsnap load -c CONF -s 5 -k K   # the paired run without snapshots, before or after"
+cmd "cutsnap snapshot -c CONF -r REPO; cutsnap load -c CONF -s 5 --clients K --snapshot-every 500 -r REPO   # K of the best row"
+cmd "cutsnap load -c CONF -s 5 --clients K   # the paired run without snapshots, before or after"
 row "CPU us/transfer, snapshot every 500 ms: agents $CPU_SA + load $CPU_SL" \
     "$(calc "$CPU_SA + $CPU_SL")" "$(calc "$CPU_BA + $CPU_BL") (no snapshots, paired runs)" \
     "$(calc "($CPU_SA + $CPU_SL) / ($CPU_BA + $CPU_BL)")" "-" "-"
@@ -626,7 +655,7 @@ capture () {
 	for r in $(seq 1 "$RUNS"); do
 		out=$W/cap.$1.$r
 		fresh "$BC" "$W/big/repo"
-		load_checked "$out" -c "$BC" -s 6 -k 4 --snapshot-every 2000 \
+		load_checked "$out" -c "$BC" -s 6 --clients 4 --snapshot-every 2000 \
 		    -r "$W/big/repo"
 		[ "$(field snapshots "$out")" -gt 0 ] ||
 		    fail "capture $1 run $r completed no snapshot"
@@ -649,7 +678,7 @@ capture () {
 cap_detail () {
 	echo "p50 ${CAP_P50} ms; p99 outside ${CAP_OP99} / during ${CAP_DP99}; max outside ${CAP_OMAX} / during ${CAP_MAX}"
 }
-cmd "cutsnap load -c CONF -s 6 -k 4 --snapshot-every 2000 -r FRESH_REPO  # capture pause"
+cmd "cutsnap load -c CONF -s 6 --clients 4 --snapshot-every 2000 -r FRESH_REPO  # capture pause"
 
 fill "$BC" a1 0 1
 capture "1MiB"
@@ -1041,7 +1070,7 @@ for r in $(seq 1 "$RUNS"); do
 	v+=("$(calc "$(field max_ms "$out") / $(field p50_ms "$out")")")
 done
 CAP_FLOOR=$(median "${v[@]}")
-cmd "cutsnap load -c CONF -s 6 -k 4        # no snapshots: slowest / median"
+cmd "cutsnap load -c CONF -s 6 --clients 4        # no snapshots: slowest / median"
 row "no snapshot at all: slowest / median (4 clients)" "${CAP_FLOOR}x" \
     "p50 $(field p50_ms "$out") ms; p99 $(field p99_ms "$out"); max $(field max_ms "$out")" \
     "$CAP_FLOOR" "-" "-"
@@ -1096,7 +1125,7 @@ stop "$MC"
 start "$MC"
 pid=$(agent_pid "$MC" a1)
 M_OPEN=$(vmhwm_kib "$pid")
-"$CS" load --json -c "$MC" -s 6 -k 4 >"$W/mem.load" 2>>"$LOG" &
+"$CS" load --json -c "$MC" -s 6 --clients 4 >"$W/mem.load" 2>>"$LOG" &
 lpid=$!
 for i in 0 21 42 63; do
 	"$CS" get -c "$MC" a1 "m$i" >/dev/null 2>>"$LOG" || fail "get m$i"
@@ -1107,7 +1136,7 @@ wait "$lpid" || fail "load during the 16 MiB gets and snapshot: $(cat "$W/mem.lo
 M_ALL=$(vmhwm_kib "$pid")
 stop "$MC"
 rm -rf "$W/mem"
-cmd "64 x cutsnap put -c CONF a1 mI - (16 MiB each); restart; cutsnap load -s 6 -k 4 & 4 x cutsnap get a1 mI; cutsnap snapshot"
+cmd "64 x cutsnap put -c CONF a1 mI - (16 MiB each); restart; cutsnap load -s 6 --clients 4 & 4 x cutsnap get a1 mI; cutsnap snapshot"
 row "agent peak RSS MiB, 1 GiB of 16 MiB values (puts / open / +load+gets+snap)" \
     "$(calc "$M_PUTS / 1024") / $(calc "$M_OPEN / 1024") / $(calc "$M_ALL / 1024")" \
     "floor $(calc "$M_REST / 1024 + 4") (at rest $(calc "$M_REST / 1024") + bounded buffers, no 16 MiB frame)" "-" "<= 16 MiB" \
@@ -1122,7 +1151,7 @@ pace_rows
 for n in 2 4 8 32; do
 	make_cluster "$W/n$n" "$n"
 	start "$W/n$n/c.ini"
-	load_checked "$W/n$n/load" -c "$W/n$n/c.ini" -s 1 -k 2 --initial 1000
+	load_checked "$W/n$n/load" -c "$W/n$n/c.ini" -s 1 --clients 2 --initial 1000
 	v=()
 	for r in $(seq 1 "$RUNS"); do
 		fresh "$W/n$n/c.ini" "$W/n$n/repo"

@@ -97,7 +97,7 @@ tls_start () {
 	fi
 	for i in $(seq 1 "$n"); do
 		ip netns exec "cs-bench-a$i-$$" setsid "$CS" agent -c "$c" \
-		    -n "a$i" >>"$LOG" 2>&1 </dev/null &
+		    --name "a$i" >>"$LOG" 2>&1 </dev/null &
 		TLS_PIDS="$TLS_PIDS $!"
 	done
 	for t in $(seq 1 100); do
@@ -151,7 +151,7 @@ agents_ticks () {
 tls_load () {
 	local c=$1 k=$2 out=$3 a0 a1 cpu rc n TIMEFORMAT='%U %S'
 	a0=$(agents_ticks "$c" 3)
-	cpu=$({ time ${4:-} "$CS" load --json -c "$c" -s 5 -k "$k" >"$out" \
+	cpu=$({ time ${4:-} "$CS" load --json -c "$c" -s 5 --clients "$k" >"$out" \
 	    2>>"$LOG"; } 2>&1)
 	rc=$?
 	a1=$(agents_ticks "$c" 3)
@@ -244,7 +244,7 @@ tls_rows () {
 	pt=$(median "${p_t[@]}"); pu=$(median "${p_u[@]}")
 	fl=$(calc "$NCPU * 1000000 / (($ua + $ul + $pt - $pu) * $ut)")
 	fl=$(calc "$fl > 1 ? 1 : $fl")
-	cmd "cutsnap load -c CONF -s 5 -k K      # 3 agents, each with addr = HOST:PORT (TCP + TLS 1.3), $where; one run in turn with the same over Unix sockets"
+	cmd "cutsnap load -c CONF -s 5 --clients K      # 3 agents, each with addr = HOST:PORT (TCP + TLS 1.3), $where; one run in turn with the same over Unix sockets"
 	cmd "PINGPONG_SPREAD=1 PINGPONG_CPU=F [PINGPONG_TLS=TLS_DIR] build/bench/pingpong DIR 3 K 3   # ping-pong shaped like load (each client connected to every server), over TCP + mutual TLS 1.3 (servers where the agents ran, clients where load ran) and over Unix sockets, one run of each in turn: CPU per round trip"
 	row "CPU us/round trip, ping-pong over TCP+TLS, $k clients" "$pt" \
 	    "$pu (over Unix sockets)" "$(calc "$pt / $pu")" "-" "-"
@@ -259,11 +259,11 @@ tls_rows () {
 	make_cluster "$W/tlsu4" 4
 	make_tls_cluster "$W/tls4" 4
 	start "$W/tlsu4/c.ini"
-	load_checked "$W/tlsu4/load" -c "$W/tlsu4/c.ini" -s 1 -k 2 --initial 1000
+	load_checked "$W/tlsu4/load" -c "$W/tlsu4/c.ini" -s 1 --clients 2 --initial 1000
 	tls_start "$W/tls4/c.ini" 4
-	on_hub "$CS" load --json -c "$W/tls4/c.ini" -s 1 -k 2 --initial 1000 \
+	on_hub "$CS" load --json -c "$W/tls4/c.ini" -s 1 --clients 2 --initial 1000 \
 	    >"$W/tls4/load" 2>>"$LOG"
-	load_verify "$W/tls4/load" $? -c "$W/tls4/c.ini" -s 1 -k 2 --initial 1000
+	load_verify "$W/tls4/load" $? -c "$W/tls4/c.ini" -s 1 --clients 2 --initial 1000
 	for r in $(seq 1 "$RUNS"); do
 		fresh "$W/tlsu4/c.ini" "$W/tlsu4/repo"
 		timed vu "$CS" snapshot -c "$W/tlsu4/c.ini" -r "$W/tlsu4/repo"

@@ -9,7 +9,8 @@
 #include "cmd.h"
 
 static const char usage_text[] =
-    "usage: cutsnap agent -c CONF -n NAME [--log-level LEVEL] [--log FILE]\n"
+    "usage: cutsnap agent -c CONF --name NAME [--log-level LEVEL]\n"
+    "                     [--log FILE]\n"
     "\n"
     "Run agent NAME of the cluster in CONF in the foreground until SIGTERM,\n"
     "SIGINT or 'cutsnap stop'. It owns NAME's data file and serves clients\n"
@@ -27,17 +28,20 @@ static const char usage_text[] =
     "the old config until the channel is drained.\n"
     "\n"
     "  -c, --config CONF      the cluster config file\n"
-    "  -n, --name NAME        the agent to run (an [agent NAME] section)\n"
-    "  -l, --log-level LEVEL  error, warn, info (default) or debug\n"
+    "      --name NAME        the agent to run (an [agent NAME] section)\n"
+    "      --log-level LEVEL  error, warn, info (default) or debug\n"
     "  -L, --log FILE         append the log to FILE, not stderr\n"
     "\n"
     "Exit status: 0 after a clean stop, 1 if the agent failed, 2 bad usage\n"
     "or bad config.\n";
 
+/* Options without a short form (cmd_getopt). */
+enum { OPT_NAME = CMD_OPT_LONG, OPT_LOG_LEVEL };
+
 static const struct option opts[] = {
 	{ "config", required_argument, NULL, 'c' },
-	{ "name", required_argument, NULL, 'n' },
-	{ "log-level", required_argument, NULL, 'l' },
+	{ "name", required_argument, NULL, OPT_NAME },
+	{ "log-level", required_argument, NULL, OPT_LOG_LEVEL },
 	{ "log", required_argument, NULL, 'L' },
 	{ "help", no_argument, NULL, 'h' },
 	{ NULL, 0, NULL, 0 },
@@ -83,6 +87,7 @@ block_stop_signals(void)
 int
 cmd_agent(int argc, char **argv)
 {
+	struct cmd_getopt g = CMD_GETOPT(opts, usage_text, CMD_OPT_NO_OPERANDS);
 	const char *conf = NULL, *name = NULL, *logfile = NULL;
 	enum log_level level = LOG_INFO;
 	struct cfg *c = NULL;
@@ -90,17 +95,15 @@ cmd_agent(int argc, char **argv)
 	int ch, i, rc;
 
 	block_stop_signals();
-	optind = 1;
-	opterr = 0;
-	while ((ch = getopt_long(argc, argv, ":c:n:l:L:h", opts, NULL)) != -1) {
+	while ((ch = cmd_getopt(&g, argc, argv)) != -1) {
 		switch (ch) {
 		case 'c':
 			conf = optarg;
 			break;
-		case 'n':
+		case OPT_NAME:
 			name = optarg;
 			break;
-		case 'l':
+		case OPT_LOG_LEVEL:
 			if (parse_level(optarg, &level) == -1)
 				return cmd_usage_error("invalid log level "
 				    "'%s': expected error, warn, info or debug",
@@ -109,17 +112,12 @@ cmd_agent(int argc, char **argv)
 		case 'L':
 			logfile = optarg;
 			break;
-		case 'h':
-			return cmd_help(usage_text);
-		default:
-			return cmd_bad_option(argv, ch);
 		}
 	}
-	if (optind < argc)
-		return cmd_usage_error("unexpected argument '%s'",
-		    argv[optind]);
+	if (g.status != -1)
+		return g.status;
 	if (name == NULL)
-		return cmd_usage_error("missing -n NAME");
+		return cmd_usage_error("missing --name NAME");
 	if ((rc = cmd_load_config(conf, &c)) != 0)
 		return rc;
 	if ((i = cmd_find_agent(c, name)) == -1) {

@@ -40,12 +40,15 @@ static const char usage_text[] =
     "Exit status: 0 done, 1 a file could not be read or written, or is\n"
     "open to group or others, 2 bad usage or bad config (no tls_dir).\n";
 
+/* Options without a short form. */
+enum { OPT_DAYS = CMD_OPT_LONG, OPT_CLIENT, OPT_ROLE, OPT_OUT };
+
 static const struct option opts[] = {
 	{ "config", required_argument, NULL, 'c' },
-	{ "days", required_argument, NULL, 'd' },
-	{ "client", required_argument, NULL, 'C' },
-	{ "role", required_argument, NULL, 'R' },
-	{ "out", required_argument, NULL, 'o' },
+	{ "days", required_argument, NULL, OPT_DAYS },
+	{ "client", required_argument, NULL, OPT_CLIENT },
+	{ "role", required_argument, NULL, OPT_ROLE },
+	{ "out", required_argument, NULL, OPT_OUT },
 	{ "help", no_argument, NULL, 'h' },
 	{ NULL, 0, NULL, 0 },
 };
@@ -105,42 +108,36 @@ client_args(const char *client, const char *role, const char *out)
 int
 cmd_cert(int argc, char **argv)
 {
+	struct cmd_getopt g = CMD_GETOPT(opts, usage_text, CMD_OPT_NO_OPERANDS);
 	const char *conf = NULL, *client = NULL, *role = NULL, *out = NULL;
 	uint64_t days = CA_DAYS_DEFAULT;
 	struct cfg *c = NULL;
 	struct cs_err e;
 	int ch, rc, n;
 
-	optind = 1;
-	opterr = 0;
-	while ((ch = getopt_long(argc, argv, ":c:h", opts, NULL)) != -1) {
+	while ((ch = cmd_getopt(&g, argc, argv)) != -1) {
 		switch (ch) {
 		case 'c':
 			conf = optarg;
 			break;
-		case 'd':
+		case OPT_DAYS:
 			if (cmd_parse_pos(optarg, "days", CA_DAYS_MAX, &days)
 			    == -1)
 				return EXIT_USAGE;
 			break;
-		case 'C':
+		case OPT_CLIENT:
 			client = optarg;
 			break;
-		case 'R':
+		case OPT_ROLE:
 			role = optarg;
 			break;
-		case 'o':
+		case OPT_OUT:
 			out = optarg;
 			break;
-		case 'h':
-			return cmd_help(usage_text);
-		default:
-			return cmd_bad_option(argv, ch);
 		}
 	}
-	if (optind < argc)
-		return cmd_usage_error("unexpected argument '%s'",
-		    argv[optind]);
+	if (g.status != -1)
+		return g.status;
 	if ((rc = client_args(client, role, out)) != 0)
 		return rc;
 	if ((rc = cmd_load_config(conf, &c)) != 0)

@@ -15,7 +15,7 @@ static const char usage_text[] =
     "SRC.\n"
     "\n"
     "  -c, --config CONF   the cluster config file\n"
-    "  -r, --reverse       (release) deliver the queue in reverse order,\n"
+    "      --reverse       (release) deliver the queue in reverse order,\n"
     "                      marker first: a non-FIFO drill\n"
     "  -o, --overtake      (release) let the first message queued after\n"
     "                      each marker overtake it: a snapshot it crosses\n"
@@ -24,9 +24,12 @@ static const char usage_text[] =
     "Exit status: 0 success, 1 the agent failed or is not running, 2 bad\n"
     "usage or bad config.\n";
 
+/* Options without a short form (cmd_getopt). */
+enum { OPT_REVERSE = CMD_OPT_LONG };
+
 static const struct option opts[] = {
 	{ "config", required_argument, NULL, 'c' },
-	{ "reverse", no_argument, NULL, 'r' },
+	{ "reverse", no_argument, NULL, OPT_REVERSE },
 	{ "overtake", no_argument, NULL, 'o' },
 	{ "help", no_argument, NULL, 'h' },
 	{ NULL, 0, NULL, 0 },
@@ -35,32 +38,30 @@ static const struct option opts[] = {
 int
 cmd_channel(int argc, char **argv)
 {
+	struct cmd_getopt g = CMD_GETOPT(opts, usage_text, 0);
 	const char *conf = NULL, *verb;
 	struct cfg *c = NULL;
 	struct cmd_reply r = { 0, NULL, 0 };
 	struct wbuf req;
 	int ch, hold, mode = RELEASE_FIFO, src, dst, rc;
 
-	optind = 1;
-	opterr = 0;
-	while ((ch = getopt_long(argc, argv, ":c:roh", opts, NULL)) != -1) {
+	while ((ch = cmd_getopt(&g, argc, argv)) != -1) {
 		switch (ch) {
 		case 'c':
 			conf = optarg;
 			break;
-		case 'r':
+		case OPT_REVERSE:
 		case 'o':
 			if (mode != RELEASE_FIFO)
 				return cmd_usage_error("--reverse and --overtake "
 				    "exclude each other");
-			mode = ch == 'r' ? RELEASE_REVERSE : RELEASE_OVERTAKE;
+			mode = ch == OPT_REVERSE ? RELEASE_REVERSE :
+			    RELEASE_OVERTAKE;
 			break;
-		case 'h':
-			return cmd_help(usage_text);
-		default:
-			return cmd_bad_option(argv, ch);
 		}
 	}
+	if (g.status != -1)
+		return g.status;
 	if (argc - optind != 3)
 		return cmd_usage_error("expected hold|release SRC DST, got %d "
 		    "argument%s", argc - optind, argc - optind == 1 ? "" : "s");

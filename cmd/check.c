@@ -362,15 +362,14 @@ out:
 int
 cmd_check(int argc, char **argv)
 {
+	struct cmd_getopt g = CMD_GETOPT(opts, usage_text, CMD_OPT_NO_OPERANDS);
 	const char *conf = NULL, *repo = NULL;
 	int64_t max_age = -1, stuck_s = CHECK_STUCK_S;
 	struct check_report r;
 	struct cfg *c = NULL;
 	int ch, json = 0, rc;
 
-	optind = 1;
-	opterr = 0;
-	while ((ch = getopt_long(argc, argv, ":c:r:jh", opts, NULL)) != -1) {
+	while ((ch = cmd_getopt(&g, argc, argv)) != -1) {
 		switch (ch) {
 		case 'c':
 			conf = optarg;
@@ -389,15 +388,10 @@ cmd_check(int argc, char **argv)
 		case 'j':
 			json = 1;
 			break;
-		case 'h':
-			return cmd_help(usage_text);
-		default:
-			return cmd_bad_option(argv, ch);
 		}
 	}
-	if (optind < argc)
-		return cmd_usage_error("unexpected argument '%s'",
-		    argv[optind]);
+	if (g.status != -1)
+		return g.status;
 	if (max_age >= 0 && repo == NULL)
 		return cmd_usage_error("--max-age needs -r REPO");
 	if ((rc = cmd_load_config(conf, &c)) != 0)

@@ -112,8 +112,40 @@ int cmd_usage_error(const char *fmt, ...)
 /* Report the option getopt_long rejected (it returned ch, '?' or ':')
  * for argv[optind - 1]; returns EXIT_USAGE. */
 int cmd_bad_option(char **argv, int ch);
-/* Print usage text on stdout; returns EXIT_OK (for --help). */
+/* Set by main for the commands that talk to agents: they take --cert
+ * NAME, which main takes out of argv and cmd_help lists. */
+extern int cmd_takes_cert;
+/* Print usage text on stdout, then the options main takes for the
+ * command (--cert); returns EXIT_OK (for --help). */
 int cmd_help(const char *text);
+
+/* getopt.c: a command's option loop. Each entry of opts whose val is an
+ * ASCII letter is also that short option; CMD_OPT_LONG and above are long
+ * only ("enum { OPT_X = CMD_OPT_LONG, ... }"). Every command reads its
+ * options as
+ *	struct cmd_getopt g = CMD_GETOPT(opts, usage_text, flags);
+ *	while ((ch = cmd_getopt(&g, argc, argv)) != -1)
+ *		switch (ch) { ... }
+ *	if (g.status != -1)
+ *		return g.status;
+ * cmd_getopt answers --help (status EXIT_OK after printing usage), an
+ * unknown option or a missing value (EXIT_USAGE after the error line)
+ * and, with CMD_OPT_NO_OPERANDS, an operand after the options; status
+ * -1 means go on with the operands from optind. */
+#define CMD_OPT_LONG 256
+#define CMD_OPT_IN_ORDER 1	/* options end at the first operand, and a
+				 * later "--" is skipped (cmd_skip_late_dashes) */
+#define CMD_OPT_NO_OPERANDS 2	/* the command takes no operand */
+struct option;
+struct cmd_getopt {
+	const struct option *opts;	/* the table, ending in a NULL name */
+	const char *usage;		/* --help's text */
+	int flags;			/* CMD_OPT_IN_ORDER, CMD_OPT_NO_OPERANDS */
+	int status;			/* after -1: -1 go on, else exit status */
+	char shorts[80];		/* built from opts at the first call */
+};
+#define CMD_GETOPT(opts, usage, flags) { (opts), (usage), (flags), -1, "" }
+int cmd_getopt(struct cmd_getopt *g, int argc, char **argv);
 
 /* After getopt_long in order ("+"), whose options end at the first
  * operand: the first "--" after optind is moved before the operands and
@@ -322,7 +354,7 @@ int cmd_stop_cluster(const struct cfg *c, int timeout_s, struct cs_err *e);
 
 /* When set, spawned agents get "--log-level" and this level. */
 extern const char *cmd_agent_log_level;
-/* Spawn "SELF agent -c conf -n name" in its own session with stdin from
+/* Spawn "SELF agent -c conf --name name" in its own session with stdin from
  * /dev/null and stdout/stderr appended to logpath. Returns the pid, or -1
  * with e set. */
 pid_t cmd_spawn_agent(const char *conf, const char *name, const char *logpath,

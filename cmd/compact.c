@@ -87,6 +87,7 @@ out:
 int
 cmd_compact(int argc, char **argv)
 {
+	struct cmd_getopt g = CMD_GETOPT(opts, usage_text, 0);
 	const char *conf = NULL;
 	struct cfg *c = NULL;
 	struct result res;
@@ -95,9 +96,7 @@ cmd_compact(int argc, char **argv)
 	char msg[CS_ERR_MAX];
 	int *pick = NULL, ch, i, k, n = 0, json = 0, failed = 0, ok, rc;
 
-	optind = 1;
-	opterr = 0;
-	while ((ch = getopt_long(argc, argv, ":c:jt:h", opts, NULL)) != -1) {
+	while ((ch = cmd_getopt(&g, argc, argv)) != -1) {
 		switch (ch) {
 		case 'c':
 			conf = optarg;
@@ -109,12 +108,10 @@ cmd_compact(int argc, char **argv)
 			if (cmd_parse_pos(optarg, "timeout", 86400, &secs) == -1)
 				return EXIT_USAGE;
 			break;
-		case 'h':
-			return cmd_help(usage_text);
-		default:
-			return cmd_bad_option(argv, ch);
 		}
 	}
+	if (g.status != -1)
+		return g.status;
 	if ((rc = cmd_load_config(conf, &c)) != 0)
 		return rc;
 	if ((pick = calloc((size_t)c->nagents + 1, sizeof(*pick))) == NULL) {

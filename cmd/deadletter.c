@@ -306,13 +306,12 @@ out:
 int
 cmd_deadletter(int argc, char **argv)
 {
+	struct cmd_getopt g = CMD_GETOPT(opts, usage_text, 0);
 	const char *conf = NULL, *verb;
 	struct cfg *c = NULL;
 	int ch, all = 0, json = 0, only = -1, rc, nargs;
 
-	optind = 1;
-	opterr = 0;
-	while ((ch = getopt_long(argc, argv, ":c:ajh", opts, NULL)) != -1) {
+	while ((ch = cmd_getopt(&g, argc, argv)) != -1) {
 		switch (ch) {
 		case 'c':
 			conf = optarg;
@@ -323,12 +322,10 @@ cmd_deadletter(int argc, char **argv)
 		case 'j':
 			json = 1;
 			break;
-		case 'h':
-			return cmd_help(usage_text);
-		default:
-			return cmd_bad_option(argv, ch);
 		}
 	}
+	if (g.status != -1)
+		return g.status;
 	if (optind >= argc)
 		return cmd_usage_error("expected list, retry or refund");
 	verb = argv[optind];

@@ -41,12 +41,15 @@ static const char usage_text[] =
     "then the snapshot is verified and restored. Includes the non-FIFO\n"
     "control ('channel release --reverse', marker first): still right.\n"
     "\n"
-    "  -k, --keep   keep the temporary directory and print its path\n"
+    "      --keep   keep the temporary directory and print its path\n"
     "\n"
     "Exit status: 0 if every total is the expected one, 1 otherwise.\n";
 
+/* Options without a short form (cmd_getopt). */
+enum { OPT_KEEP = CMD_OPT_LONG };
+
 static const struct option opts[] = {
-	{ "keep", no_argument, NULL, 'k' },
+	{ "keep", no_argument, NULL, OPT_KEEP },
 	{ "help", no_argument, NULL, 'h' },
 	{ NULL, 0, NULL, 0 },
 };
@@ -711,28 +714,22 @@ rm_entry(const char *path, const struct stat *sb, int flag, struct FTW *f)
 int
 cmd_demo(int argc, char **argv)
 {
+	struct cmd_getopt g = CMD_GETOPT(opts, usage_text, CMD_OPT_NO_OPERANDS);
 	char top[PATH_MAX];
 	const char *tmp;
 	struct sigaction sa;
 	size_t i;
 	int ch, keep = 0, failed = 0, r;
 
-	optind = 1;
-	opterr = 0;
-	while ((ch = getopt_long(argc, argv, ":kh", opts, NULL)) != -1) {
+	while ((ch = cmd_getopt(&g, argc, argv)) != -1) {
 		switch (ch) {
-		case 'k':
+		case OPT_KEEP:
 			keep = 1;
 			break;
-		case 'h':
-			return cmd_help(usage_text);
-		default:
-			return cmd_bad_option(argv, ch);
 		}
 	}
-	if (optind < argc)
-		return cmd_usage_error("unexpected argument '%s'",
-		    argv[optind]);
+	if (g.status != -1)
+		return g.status;
 	if ((tmp = getenv("TMPDIR")) == NULL || *tmp == '\0')
 		tmp = "/tmp";
 	if (snprintf(top, sizeof(top), "%s/cutsnap-demo.XXXXXX", tmp) >=

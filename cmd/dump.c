@@ -144,6 +144,7 @@ print_dead(const struct dl_state *s, struct json *j)
 int
 cmd_dump(int argc, char **argv)
 {
+	struct cmd_getopt g = CMD_GETOPT(opts, usage_text, 0);
 	const struct kv_entry **ents = NULL;
 	struct dl_state st;
 	struct json j;
@@ -153,19 +154,15 @@ cmd_dump(int argc, char **argv)
 	const char *path;
 	int ch, json = 0, inited = 0, rc = EXIT_USAGE;
 
-	optind = 1;
-	opterr = 0;
-	while ((ch = getopt_long(argc, argv, ":jh", opts, NULL)) != -1) {
+	while ((ch = cmd_getopt(&g, argc, argv)) != -1) {
 		switch (ch) {
 		case 'j':
 			json = 1;
 			break;
-		case 'h':
-			return cmd_help(usage_text);
-		default:
-			return cmd_bad_option(argv, ch);
 		}
 	}
+	if (g.status != -1)
+		return g.status;
 	if (argc - optind != 1)
 		return cmd_usage_error("expected DATAFILE, got %d arguments",
 		    argc - optind);

@@ -188,6 +188,7 @@ check_policy(const char *repo, const struct store_forget_policy *p)
 int
 cmd_forget(int argc, char **argv)
 {
+	struct cmd_getopt g = CMD_GETOPT(opts, usage_text, CMD_OPT_NO_OPERANDS);
 	struct store_forget_policy p;
 	struct store_forget_result res;
 	const char *repo = NULL, *within = NULL, *name;
@@ -200,9 +201,7 @@ cmd_forget(int argc, char **argv)
 	for (r = 0; r < STORE_KEEP_NRULES; r++)
 		p.keep[r] = -1;
 	p.keep_within_s = -1;
-	optind = 1;
-	opterr = 0;
-	while ((ch = getopt_long(argc, argv, ":r:l:w:nfjh", opts, NULL)) != -1) {
+	while ((ch = cmd_getopt(&g, argc, argv)) != -1) {
 		if ((r = rule_of(ch, &name)) >= 0) {
 			if (parse_count(optarg, name, r, &p.keep[r]) == -1)
 				return EXIT_USAGE;
@@ -229,15 +228,10 @@ cmd_forget(int argc, char **argv)
 		case 'j':
 			json = 1;
 			break;
-		case 'h':
-			return cmd_help(usage_text);
-		default:
-			return cmd_bad_option(argv, ch);
 		}
 	}
-	if (optind < argc)
-		return cmd_usage_error("unexpected argument '%s'",
-		    argv[optind]);
+	if (g.status != -1)
+		return g.status;
 	if ((rc = check_policy(repo, &p)) != EXIT_OK)
 		return rc;
 	/* Over s3:// repo is a local stand-in (s3repo.c refuses the plain

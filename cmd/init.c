@@ -66,6 +66,7 @@ parse_compression(const char *s, int *out)
 int
 cmd_init(int argc, char **argv)
 {
+	struct cmd_getopt g = CMD_GETOPT(opts, usage_text, CMD_OPT_NO_OPERANDS);
 	struct store_settings set;
 	const char *repo = NULL;
 	struct stat sb;
@@ -75,9 +76,7 @@ cmd_init(int argc, char **argv)
 	int ch, json = 0, rc;
 
 	store_settings_default(&set);
-	optind = 1;
-	opterr = 0;
-	while ((ch = getopt_long(argc, argv, ":r:C:ejh", opts, NULL)) != -1) {
+	while ((ch = cmd_getopt(&g, argc, argv)) != -1) {
 		switch (ch) {
 		case 'r':
 			repo = optarg;
@@ -93,15 +92,10 @@ cmd_init(int argc, char **argv)
 		case 'j':
 			json = 1;
 			break;
-		case 'h':
-			return cmd_help(usage_text);
-		default:
-			return cmd_bad_option(argv, ch);
 		}
 	}
-	if (optind < argc)
-		return cmd_usage_error("unexpected argument '%s'",
-		    argv[optind]);
+	if (g.status != -1)
+		return g.status;
 	if (repo == NULL)
 		return cmd_usage_error("missing -r REPO");
 	/* An existing repository is bad input, not a failed write; looked

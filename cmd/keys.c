@@ -153,6 +153,7 @@ add_key(struct store *st, const char *repo, const char *newfile,
 int
 cmd_keys(int argc, char **argv)
 {
+	struct cmd_getopt g = CMD_GETOPT(opts, usage_text, 0);
 	const char *repo = NULL, *newfile = NULL, *verb;
 	struct store *st = NULL;
 	struct store_opts so;
@@ -160,9 +161,7 @@ cmd_keys(int argc, char **argv)
 	uint64_t id = 0;
 	int ch, json = 0, rc, nargs;
 
-	optind = 1;
-	opterr = 0;
-	while ((ch = getopt_long(argc, argv, ":r:N:jh", opts, NULL)) != -1) {
+	while ((ch = cmd_getopt(&g, argc, argv)) != -1) {
 		switch (ch) {
 		case 'r':
 			repo = optarg;
@@ -173,12 +172,10 @@ cmd_keys(int argc, char **argv)
 		case 'j':
 			json = 1;
 			break;
-		case 'h':
-			return cmd_help(usage_text);
-		default:
-			return cmd_bad_option(argv, ch);
 		}
 	}
+	if (g.status != -1)
+		return g.status;
 	if (repo == NULL)
 		return cmd_usage_error("missing -r REPO");
 	if (optind >= argc)

@@ -46,16 +46,16 @@ static const char usage_text[] =
     "\n"
     "  -c, --config CONF         the cluster config file\n"
     "  -s, --seconds S           how long to run (default 10)\n"
-    "  -k, --clients K           concurrent clients (default 4)\n"
-    "  -t, --threads T           worker threads the clients share (default\n"
+    "      --clients K           concurrent clients (default 4)\n"
+    "      --threads T           worker threads the clients share (default\n"
     "                            1, at most K)\n"
-    "  -e, --snapshot-every MS   take a snapshot into REPO every MS ms\n"
+    "      --snapshot-every MS   take a snapshot into REPO every MS ms\n"
     "                            (at [cluster] snapshot_max_rate, if set)\n"
     "  -r, --repo REPO           the repository for --snapshot-every (a\n"
     "                            directory, or s3://BUCKET/PREFIX: each\n"
     "                            snapshot is committed there as taken)\n"
-    "  -a, --max-amount N        largest amount moved (default 10)\n"
-    "  -i, --initial N           deposit for an absent balance (default\n"
+    "      --max-amount N        largest amount moved (default 10)\n"
+    "      --initial N           deposit for an absent balance (default\n"
     "                            1000000)\n"
     "      --no-drain            for drills with a held channel: neither\n"
     "                            wait for the channels to drain before and\n"
@@ -73,17 +73,21 @@ static const char usage_text[] =
     "succeeded (insufficient funds is not a failure), 1 otherwise, 2 bad\n"
     "usage or bad config.\n";
 
+/* Options without a short form. */
+enum { OPT_NO_DRAIN = CMD_OPT_LONG, OPT_CLIENTS, OPT_THREADS, OPT_EVERY,
+    OPT_MAX_AMOUNT, OPT_INITIAL };
+
 static const struct option opts[] = {
 	{ "config", required_argument, NULL, 'c' },
 	{ "seconds", required_argument, NULL, 's' },
-	{ "clients", required_argument, NULL, 'k' },
-	{ "threads", required_argument, NULL, 't' },
-	{ "snapshot-every", required_argument, NULL, 'e' },
+	{ "clients", required_argument, NULL, OPT_CLIENTS },
+	{ "threads", required_argument, NULL, OPT_THREADS },
+	{ "snapshot-every", required_argument, NULL, OPT_EVERY },
 	{ "repo", required_argument, NULL, 'r' },
-	{ "max-amount", required_argument, NULL, 'a' },
-	{ "initial", required_argument, NULL, 'i' },
+	{ "max-amount", required_argument, NULL, OPT_MAX_AMOUNT },
+	{ "initial", required_argument, NULL, OPT_INITIAL },
 	{ "json", no_argument, NULL, 'j' },
-	{ "no-drain", no_argument, NULL, 'N' },
+	{ "no-drain", no_argument, NULL, OPT_NO_DRAIN },
 	{ "help", no_argument, NULL, 'h' },
 	{ NULL, 0, NULL, 0 },
 };
@@ -388,13 +392,11 @@ static int
 parse_opts(int argc, char **argv, const char **conf, struct load_opts *o,
     int64_t *initial, int *json, int *no_drain)
 {
+	struct cmd_getopt g = CMD_GETOPT(opts, usage_text, CMD_OPT_NO_OPERANDS);
 	uint64_t v;
 	int ch;
 
-	optind = 1;
-	opterr = 0;
-	while ((ch = getopt_long(argc, argv, ":c:s:k:t:e:r:a:i:jh", opts,
-	    NULL)) != -1) {
+	while ((ch = cmd_getopt(&g, argc, argv)) != -1) {
 		switch (ch) {
 		case 'c':
 			*conf = optarg;
@@ -404,17 +406,17 @@ parse_opts(int argc, char **argv, const char **conf, struct load_opts *o,
 				return EXIT_USAGE;
 			o->seconds = (int)v;
 			break;
-		case 'k':
+		case OPT_CLIENTS:
 			if (cmd_parse_pos(optarg, "clients", 1024, &v) == -1)
 				return EXIT_USAGE;
 			o->clients = (int)v;
 			break;
-		case 't':
+		case OPT_THREADS:
 			if (cmd_parse_pos(optarg, "threads", 1024, &v) == -1)
 				return EXIT_USAGE;
 			o->threads = (int)v;
 			break;
-		case 'e':
+		case OPT_EVERY:
 			if (cmd_parse_pos(optarg, "interval", 86400000, &v)
 			    == -1)
 				return EXIT_USAGE;
@@ -423,13 +425,13 @@ parse_opts(int argc, char **argv, const char **conf, struct load_opts *o,
 		case 'r':
 			o->repo = optarg;
 			break;
-		case 'a':
+		case OPT_MAX_AMOUNT:
 			if (cmd_parse_pos(optarg, "amount", 1000000000, &v)
 			    == -1)
 				return EXIT_USAGE;
 			o->max_amount = (int64_t)v;
 			break;
-		case 'i':
+		case OPT_INITIAL:
 			if (cmd_parse_pos(optarg, "initial", INT64_MAX / 1024,
 			    &v) == -1)
 				return EXIT_USAGE;
@@ -438,18 +440,13 @@ parse_opts(int argc, char **argv, const char **conf, struct load_opts *o,
 		case 'j':
 			*json = 1;
 			break;
-		case 'N':
+		case OPT_NO_DRAIN:
 			*no_drain = 1;
 			break;
-		case 'h':
-			return cmd_help(usage_text);
-		default:
-			return cmd_bad_option(argv, ch);
 		}
 	}
-	if (optind < argc)
-		return cmd_usage_error("unexpected argument '%s'",
-		    argv[optind]);
+	if (g.status != -1)
+		return g.status;
 	if (o->snap_every_ms > 0 && o->repo == NULL)
 		return cmd_usage_error("--snapshot-every needs -r REPO");
 	if (o->snap_every_ms == 0 && o->repo != NULL)

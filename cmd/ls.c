@@ -156,6 +156,7 @@ print_table(const struct snap_info *v, size_t n)
 int
 cmd_ls(int argc, char **argv)
 {
+	struct cmd_getopt g = CMD_GETOPT(opts, usage_text, CMD_OPT_NO_OPERANDS);
 	const char *repo = NULL;
 	struct store *st = NULL;
 	struct snap_info *v = NULL;
@@ -163,9 +164,7 @@ cmd_ls(int argc, char **argv)
 	size_t n = 0;
 	int ch, json = 0, rc;
 
-	optind = 1;
-	opterr = 0;
-	while ((ch = getopt_long(argc, argv, ":r:jh", opts, NULL)) != -1) {
+	while ((ch = cmd_getopt(&g, argc, argv)) != -1) {
 		switch (ch) {
 		case 'r':
 			repo = optarg;
@@ -173,15 +172,10 @@ cmd_ls(int argc, char **argv)
 		case 'j':
 			json = 1;
 			break;
-		case 'h':
-			return cmd_help(usage_text);
-		default:
-			return cmd_bad_option(argv, ch);
 		}
 	}
-	if (optind < argc)
-		return cmd_usage_error("unexpected argument '%s'",
-		    argv[optind]);
+	if (g.status != -1)
+		return g.status;
 	if ((rc = cmd_open_repo(repo, STORE_READ, NULL, &st)) != EXIT_OK)
 		return rc;
 	if (cmd_lock(st, 0, &e) == -1 ||

@@ -125,29 +125,23 @@ catch_stop(int sig)
 
 /* The commands that read an encrypted repository's contents: they take
  * --password-file FILE and ask for the password when it is encrypted. */
-static int
-reads_repo(const char *name)
-{
-	static const char *const names[] = { "init", "key", "snapshot",
-	    "show", "verify", "restore", "load" };
-	size_t i;
-
-	for (i = 0; i < sizeof(names) / sizeof(names[0]); i++)
-		if (strcmp(name, names[i]) == 0)
-			return 1;
-	return 0;
-}
-
+static const char *const reads_repo[] = { "init", "key", "snapshot",
+    "show", "verify", "restore", "load", NULL };
+/* The commands that connect to agents as a client: they take --cert
+ * NAME (the others refuse it as an unknown option). */
+static const char *const presents_cert[] = { "start", "stop", "status",
+    "check", "put", "get", "del", "add", "transfer", "channel",
+    "deadletter", "snapshot", "compact", "load", NULL };
 /* The commands that lock the repository: they take --retry-lock. */
-static int
-locks_repo(const char *name)
-{
-	static const char *const names[] = { "key", "snapshot", "ls",
-	    "show", "verify", "restore", "forget", "prune" };
-	size_t i;
+static const char *const locks_repo[] = { "key", "snapshot", "ls", "show",
+    "verify", "restore", "forget", "prune", NULL };
 
-	for (i = 0; i < sizeof(names) / sizeof(names[0]); i++)
-		if (strcmp(name, names[i]) == 0)
+/* 1 when name is in list (NULL-terminated). */
+static int
+listed(const char *const *list, const char *name)
+{
+	for (; *list != NULL; list++)
+		if (strcmp(*list, name) == 0)
 			return 1;
 	return 0;
 }
@@ -219,13 +213,13 @@ run(const struct command *c, int argc, char **argv)
 	catch_stop(SIGINT);
 	if (cmd_env_defaults(c->name, &argc, &argv) < 0)
 		return finish(cmd_fail(EXIT_FAILED, "out of memory"));
-	/* cert makes certificates: it presents none. */
-	if (strcmp(c->name, "cert") != 0 && take_cert(&argc, argv) < 0)
+	cmd_takes_cert = listed(presents_cert, c->name);
+	if (cmd_takes_cert && take_cert(&argc, argv) < 0)
 		return finish(cmd_usage_error("--cert needs NAME"));
-	if (locks_repo(c->name) &&
+	if (listed(locks_repo, c->name) &&
 	    (rc = cmd_take_retry_lock(&argc, argv)) >= 0)
 		return finish(rc);
-	if (reads_repo(c->name)) {
+	if (listed(reads_repo, c->name)) {
 		if ((rc = cmd_take_password_file(&argc, argv)) >= 0)
 			return finish(rc);
 		cmd_password_setup();

@@ -59,6 +59,7 @@ static const struct option opts[] = {
 int
 cmd_prune(int argc, char **argv)
 {
+	struct cmd_getopt g = CMD_GETOPT(opts, usage_text, CMD_OPT_NO_OPERANDS);
 	struct store_prune_result r;
 	const char *repo = NULL;
 	struct store *st = NULL;
@@ -67,9 +68,7 @@ cmd_prune(int argc, char **argv)
 	char size[32];
 	int ch, json = 0, dry_run = 0, force = 0, rc;
 
-	optind = 1;
-	opterr = 0;
-	while ((ch = getopt_long(argc, argv, ":r:nfjh", opts, NULL)) != -1) {
+	while ((ch = cmd_getopt(&g, argc, argv)) != -1) {
 		switch (ch) {
 		case 'r':
 			repo = optarg;
@@ -83,15 +82,10 @@ cmd_prune(int argc, char **argv)
 		case 'j':
 			json = 1;
 			break;
-		case 'h':
-			return cmd_help(usage_text);
-		default:
-			return cmd_bad_option(argv, ch);
 		}
 	}
-	if (optind < argc)
-		return cmd_usage_error("unexpected argument '%s'",
-		    argv[optind]);
+	if (g.status != -1)
+		return g.status;
 	if ((rc = cmd_open_repo(repo, STORE_WRITE, NULL, &st)) != EXIT_OK)
 		return rc;
 	/* The lock first, to wait for it (--retry-lock). */

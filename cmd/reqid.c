@@ -59,6 +59,9 @@ bad:
 	    "digits", s, 2 * REQ_ID_LEN);
 }
 
+/* --request-id has no short form. */
+enum { OPT_REQUEST_ID = CMD_OPT_LONG };
+
 int
 cmd_req_opts(int argc, char **argv, const char *usage, int in_order,
     struct cmd_req_opts *o)
@@ -66,19 +69,18 @@ cmd_req_opts(int argc, char **argv, const char *usage, int in_order,
 	static const struct option opts[] = {
 		{ "config", required_argument, NULL, 'c' },
 		{ "timeout", required_argument, NULL, 't' },
-		{ "request-id", required_argument, NULL, 'i' },
+		{ "request-id", required_argument, NULL, OPT_REQUEST_ID },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
+	struct cmd_getopt g = CMD_GETOPT(opts, usage,
+	    in_order ? CMD_OPT_IN_ORDER : 0);
 	uint64_t secs;
 	int ch, have_id = 0;
 
 	memset(o, 0, sizeof(*o));
 	o->timeout_ms = CMD_REQ_TIMEOUT_MS;
-	optind = 1;
-	opterr = 0;
-	while ((ch = getopt_long(argc, argv, in_order ? "+:c:t:h" : ":c:t:h",
-	    opts, NULL)) != -1) {
+	while ((ch = cmd_getopt(&g, argc, argv)) != -1) {
 		switch (ch) {
 		case 'c':
 			o->conf = optarg;
@@ -88,19 +90,15 @@ cmd_req_opts(int argc, char **argv, const char *usage, int in_order,
 				return EXIT_USAGE;
 			o->timeout_ms = (int)secs * 1000;
 			break;
-		case 'i':
+		case OPT_REQUEST_ID:
 			if (parse_id(optarg, o->id) != 0)
 				return EXIT_USAGE;
 			have_id = 1;
 			break;
-		case 'h':
-			return cmd_help(usage);
-		default:
-			return cmd_bad_option(argv, ch);
 		}
 	}
-	if (in_order)
-		cmd_skip_late_dashes(argc, argv);
+	if (g.status != -1)
+		return g.status;
 	if (!have_id && getrandom(o->id, REQ_ID_LEN, 0) != REQ_ID_LEN)
 		return cmd_fail(EXIT_FAILED, "getrandom failed");
 	return -1;

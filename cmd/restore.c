@@ -40,7 +40,7 @@ static const char usage_text[] =
     "  -r, --repo REPO     the repository directory, or\n"
     "                      s3://BUCKET/PREFIX (an object store)\n"
     "  -c, --config CONF   the cluster config file to restore into\n"
-    "  -a, --agent NAME    restore only agent NAME (repeatable): each host\n"
+    "      --agent NAME    restore only agent NAME (repeatable): each host\n"
     "                      restores its own agents; the files are those a\n"
     "                      full restore writes, with a fence: each agent\n"
     "                      restored without the rest of its cluster starts\n"
@@ -49,7 +49,7 @@ static const char usage_text[] =
     "                      checked its history with its peer, so that an\n"
     "                      agent restored into a cluster that moved on\n"
     "                      cannot spend its old balance again (see status)\n"
-    "  -t, --target DIR    restore into DIR instead of CONF's data paths:\n"
+    "      --target DIR    restore into DIR instead of CONF's data paths:\n"
     "                      DIR (created if missing) gets the snapshot's\n"
     "                      cluster as DIR/cluster.ini (its agents and\n"
     "                      channels, data NAME.data, sockets in DIR/run,\n"
@@ -91,12 +91,15 @@ static const char usage_text[] =
     "Also: 10 no such repository, 11 locked (after --retry-lock), 12 a\n"
     "wrong password (cutsnap(1) EXIT STATUS).\n";
 
+/* Options without a short form (cmd_getopt). */
+enum { OPT_AGENT = CMD_OPT_LONG, OPT_TARGET };
+
 static const struct option opts[] = {
 	{ "repo", required_argument, NULL, 'r' },
 	{ "config", required_argument, NULL, 'c' },
-	{ "agent", required_argument, NULL, 'a' },
+	{ "agent", required_argument, NULL, OPT_AGENT },
 	{ "key", required_argument, NULL, 'k' },
-	{ "target", required_argument, NULL, 't' },
+	{ "target", required_argument, NULL, OPT_TARGET },
 	{ "json", no_argument, NULL, 'j' },
 	{ "quiet", no_argument, NULL, 'q' },
 	{ "verbose", no_argument, NULL, 'v' },
@@ -134,6 +137,7 @@ print_json(uint64_t id, int files, const struct cmd_lines *p,
 int
 cmd_restore(int argc, char **argv)
 {
+	struct cmd_getopt g = CMD_GETOPT(opts, usage_text, 0);
 	const char *repo = NULL, *conf = NULL, *keyfile = NULL, *target = NULL;
 	char tconf[PATH_MAX] = "";
 	struct store *st = NULL;
@@ -147,10 +151,7 @@ cmd_restore(int argc, char **argv)
 	int ch, rc, verbosity = 0, files;
 	size_t i, nonly = 0;
 
-	optind = 1;
-	opterr = 0;
-	while ((ch = getopt_long(argc, argv, ":r:c:a:k:t:jqvh", opts,
-	    NULL)) != -1) {
+	while ((ch = cmd_getopt(&g, argc, argv)) != -1) {
 		switch (ch) {
 		case 'r':
 			repo = optarg;
@@ -158,7 +159,7 @@ cmd_restore(int argc, char **argv)
 		case 'c':
 			conf = optarg;
 			break;
-		case 'a':
+		case OPT_AGENT:
 			if ((nv = realloc(only, (nonly + 1) *
 			    sizeof(*nv))) == NULL) {
 				free(only);
@@ -170,7 +171,7 @@ cmd_restore(int argc, char **argv)
 		case 'k':
 			keyfile = optarg;
 			break;
-		case 't':
+		case OPT_TARGET:
 			target = optarg;
 			break;
 		case 'j':
@@ -182,12 +183,10 @@ cmd_restore(int argc, char **argv)
 		case 'v':
 			verbosity = 1;
 			break;
-		case 'h':
-			return cmd_help(usage_text);
-		default:
-			return cmd_bad_option(argv, ch);
 		}
 	}
+	if (g.status != -1)
+		return g.status;
 	if (argc - optind > 1) {
 		rc = cmd_usage_error("unexpected argument '%s'",
 		    argv[optind + 1]);

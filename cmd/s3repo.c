@@ -34,7 +34,10 @@
  * Invariants: a snapshot is visible only through a commit, which is
  * created after everything it names; a commit, a manifest or a blob is
  * never overwritten; the cache is only a cache (a marker names the commit
- * it holds, and anything else is fetched again); prune deletes only
+ * it holds, and anything else is fetched again, or, for a blob the
+ * bucket has, never needed: the copy consults the bucket's listing) and
+ * bounded (after a commit it keeps only the newest snapshot's blobs,
+ * cache_collect); prune deletes only
  * blobs no manifest of the newest commit refers to, and only those older
  * than its grace period, while holding the lease. */
 #include <dirent.h>
@@ -107,6 +110,7 @@ struct sess {
 	struct lease lease;
 	int leased;
 	uint64_t up_blobs, up_bytes, had_blobs;
+	uint64_t collected;	/* cached blobs dropped after the commit */
 	struct s3_pipe *pipe;	/* a writer's uploads during the command */
 	struct s3_pipe_stats piped;	/* its counts at the last drain */
 	uint64_t fresh;		/* blobs it created since the drain before */
@@ -1024,6 +1028,47 @@ out:
 	return rc;
 }
 
+/* After a commit: drop the cached copies of the blobs the newest
+ * complete snapshot of the manifest just published does not refer to.
+ * The cache serves only to tell which chunks need no upload; a chunk it
+ * lacks is looked up in the bucket's listing (blob_target.has, one LIST
+ * per command) and never sent again. So the cache holds its manifest and
+ * at most the newest snapshot's blobs (what the next incremental
+ * snapshot reuses), not the history: forget shrinks it with the
+ * snapshots it removes, and a snapshot's blobs leave it once a newer one
+ * no longer refers to them. */
+static int
+cache_collect(struct sess *ss, struct cs_err *e)
+{
+	char man[PATH_MAX + 16], dir[PATH_MAX + 16], path[PATH_MAX + 96];
+	char **keep = NULL, *np;
+	size_t nk = 0;
+	struct dirent *de;
+	DIR *d;
+	int r;
+
+	snprintf(man, sizeof(man), "%s/manifest.db", ss->dir);
+	if (store_manifest_blobs(man, 0, &keep, &nk, e) < 0)
+		return -1;
+	for (r = 0; r < 256; r++) {
+		snprintf(dir, sizeof(dir), "%s/blobs/%02x", ss->dir, r);
+		if ((d = opendir(dir)) == NULL)
+			continue;
+		while ((de = readdir(d)) != NULL) {
+			np = de->d_name;
+			if (!is_blob_name(np) || (nk > 0 && bsearch(&np, keep,
+			    nk, sizeof(*keep), cmp_str) != NULL))
+				continue;
+			snprintf(path, sizeof(path), "%s/%s", dir, np);
+			if (unlink(path) == 0)
+				ss->collected++;
+		}
+		closedir(d);
+	}
+	strs_free(keep, nk);
+	return 0;
+}
+
 /* The snapshot a show, verify or restore command line names: its ID
  * argument, 0 for none (the newest complete one), STORE_BLOBS_ALL when
  * the line cannot be read that way (then every blob is fetched). */
@@ -1619,7 +1664,7 @@ int
 cmd_s3_run(const char *name, int (*fn)(int, char **), int argc, char **argv)
 {
 	struct sess ss;
-	struct cs_err e;
+	struct cs_err e, ce;
 	char **av = NULL, *url, *rep = NULL;
 	char **keys = NULL;
 	size_t off, nk = 0;
@@ -1745,6 +1790,10 @@ cmd_s3_run(const char *name, int (*fn)(int, char **), int argc, char **argv)
 		goto out;
 	if (ss.kind == K_WRITE && publish(&ss, &e) < 0)
 		goto fail;
+	/* The commit stands whatever happens to the cache. */
+	if (ss.kind == K_WRITE && cache_collect(&ss, &ce) < 0)
+		cmd_warn("warning: %s: cache %s not collected: %s",
+		    s3_url(ss.s), ss.dir, ce.msg);
 	release_stdout(saved, held, 1);
 	held = NULL;
 	if (ss.kind == K_PRUNE && !dry && prune_bucket(&ss, keys, nk, grace,
@@ -1752,11 +1801,13 @@ cmd_s3_run(const char *name, int (*fn)(int, char **), int argc, char **argv)
 		goto fail;
 	if (ss.kind == K_WRITE && has_arg(argc, av, "-v", "--verbose"))
 		fprintf(stderr, "s3: uploaded %llu blobs (%llu bytes), %llu "
-		    "already there, commit %llu\n",
+		    "already there, commit %llu, %llu cached blobs "
+		    "collected\n",
 		    (unsigned long long)ss.up_blobs,
 		    (unsigned long long)ss.up_bytes,
 		    (unsigned long long)ss.had_blobs,
-		    (unsigned long long)ss.gen);
+		    (unsigned long long)ss.gen,
+		    (unsigned long long)ss.collected);
 	goto out;
 fail:
 	/* A kind the store or the bucket named (locked, auth, no repository)

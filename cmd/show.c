@@ -28,7 +28,7 @@ static const char usage_text[] =
     "\n"
     "  -r, --repo REPO   the repository directory, or\n"
     "                    s3://BUCKET/PREFIX (an object store)\n"
-    "  -s, --sum KEY     also print the conserved total of KEY: its value\n"
+    "      --sum KEY     also print the conserved total of KEY: its value\n"
     "                    in every agent's file plus the amounts in flight\n"
     "                    plus the open dead letters of KEY (credits an agent\n"
     "                    could not apply, see cutsnap deadletter), e.g.\n"
@@ -53,9 +53,12 @@ static const char usage_text[] =
     "Also: 10 no such repository, 11 locked (after --retry-lock), 12 a\n"
     "wrong password (cutsnap(1) EXIT STATUS).\n";
 
+/* Options without a short form (cmd_getopt). */
+enum { OPT_SUM = CMD_OPT_LONG };
+
 static const struct option opts[] = {
 	{ "repo", required_argument, NULL, 'r' },
-	{ "sum", required_argument, NULL, 's' },
+	{ "sum", required_argument, NULL, OPT_SUM },
 	{ "json", no_argument, NULL, 'j' },
 	{ "help", no_argument, NULL, 'h' },
 	{ NULL, 0, NULL, 0 },
@@ -480,6 +483,7 @@ print_json(const struct view *v)
 int
 cmd_show(int argc, char **argv)
 {
+	struct cmd_getopt g = CMD_GETOPT(opts, usage_text, 0);
 	const char *repo = NULL;
 	struct store *st = NULL;
 	struct view v;
@@ -488,25 +492,21 @@ cmd_show(int argc, char **argv)
 	int ch, json = 0, rc;
 
 	memset(&v, 0, sizeof(v));
-	optind = 1;
-	opterr = 0;
-	while ((ch = getopt_long(argc, argv, ":r:s:jh", opts, NULL)) != -1) {
+	while ((ch = cmd_getopt(&g, argc, argv)) != -1) {
 		switch (ch) {
 		case 'r':
 			repo = optarg;
 			break;
-		case 's':
+		case OPT_SUM:
 			v.key = optarg;
 			break;
 		case 'j':
 			json = 1;
 			break;
-		case 'h':
-			return cmd_help(usage_text);
-		default:
-			return cmd_bad_option(argv, ch);
 		}
 	}
+	if (g.status != -1)
+		return g.status;
 	if (argc - optind > 1)
 		return cmd_usage_error("unexpected argument '%s'",
 		    argv[optind + 1]);

@@ -59,11 +59,13 @@ static const char usage_text[] =
     "  -k, --key FILE          authenticate the snapshot: store an\n"
     "                          HMAC-SHA256 over its rows under the key in\n"
     "                          FILE (16 to 4096 bytes; never stored)\n"
-    "  -a, --recheck-age DURATION\n"
+    "      --recheck-age DURATION\n"
     "                          hash a chunk already in REPO again before\n"
     "                          reusing it when its last check is older\n"
     "                          than DURATION (e.g. 12h, 7d; 0: every\n"
-    "                          time; default 7d); a bad one is moved to\n"
+    "                          time; default 7d), and always when its\n"
+    "                          blob changed since (size, inode, ctime:\n"
+    "                          REPO/blobchecks.db); a bad one is moved to\n"
     "                          REPO/quarantine/ and stored again from\n"
     "                          the live file\n"
     "  -m, --max-rate RATE     copy and hash the recorded files at most\n"
@@ -99,8 +101,15 @@ static const char usage_text[] =
     "                          copied for it meanwhile, \"extended\" how\n"
     "                          many of the copied only grew and were\n"
     "                          stored as their previous object plus the\n"
-    "                          new bytes, \"max_rate\" the\n"
-    "                          limit it was copied under, 0 for none)\n"
+    "                          new bytes, \"rechecked\" how many stored\n"
+    "                          chunks were hashed again before reuse and\n"
+    "                          \"healed\" how many of those were bad and\n"
+    "                          copied again, \"max_rate\" the\n"
+    "                          limit it was copied under, 0 for none;\n"
+    "                          an aborted one: \"removed\" {\"blobs\",\n"
+    "                          \"bytes\", \"kept\", \"left_blobs\",\n"
+    "                          \"left_bytes\"}, what became of the blobs\n"
+    "                          it wrote)\n"
     "  -q, --quiet             no progress line\n"
     "  -v, --verbose           lines on stderr as it goes: \"snapshot ID: all\n"
     "                          N agents joined; NAME records first\" (a\n"
@@ -119,11 +128,20 @@ static const char usage_text[] =
     "--retry-lock DURATION: while the repository is locked, try again for\n"
     "up to DURATION (30s, 5m, 1h) before giving up.\n"
     "\n"
+    "A snapshot that aborts (timeout, lost agent, failed write, SIGINT or\n"
+    "SIGTERM) removes the blobs it wrote that no committed snapshot\n"
+    "refers to, and says how many; while another process holds REPO (a\n"
+    "snapshot beside it may reuse them) it leaves them, as a killed one\n"
+    "does, for 'cutsnap prune'.\n"
+    "\n"
     "Exit status: 0 the snapshot is complete, 1 it failed or was aborted\n"
     "or an agent does not answer, 2 bad usage, bad config or a bad\n"
     "repository path.\n"
     "Also: 10 no such repository, 11 locked (after --retry-lock), 12 a\n"
     "wrong password (cutsnap(1) EXIT STATUS).\n";
+
+/* Options without a short form. */
+enum { OPT_ACCEPT_ROLLBACK = CMD_OPT_LONG, OPT_METRICS_FILE, OPT_RECHECK_AGE };
 
 static const struct option opts[] = {
 	{ "config", required_argument, NULL, 'c' },
@@ -131,13 +149,13 @@ static const struct option opts[] = {
 	{ "initiator", required_argument, NULL, 'i' },
 	{ "timeout", required_argument, NULL, 't' },
 	{ "key", required_argument, NULL, 'k' },
-	{ "recheck-age", required_argument, NULL, 'a' },
+	{ "recheck-age", required_argument, NULL, OPT_RECHECK_AGE },
 	{ "max-rate", required_argument, NULL, 'm' },
 	{ "json", no_argument, NULL, 'j' },
 	{ "quiet", no_argument, NULL, 'q' },
 	{ "verbose", no_argument, NULL, 'v' },
-	{ "accept-rollback", no_argument, NULL, 'R' },
-	{ "metrics-file", required_argument, NULL, 'M' },
+	{ "accept-rollback", no_argument, NULL, OPT_ACCEPT_ROLLBACK },
+	{ "metrics-file", required_argument, NULL, OPT_METRICS_FILE },
 	{ "help", no_argument, NULL, 'h' },
 	{ NULL, 0, NULL, 0 },
 };
@@ -208,11 +226,12 @@ catch_signals(void)
 }
 
 /* The snapshot's listing row as JSON, with the copy's figures and the
- * rate it was held to (cp); with err (a failure), also "error", and a
- * snapshot that was never created as id null. */
+ * rate it was held to (cp); with err (a failure), also "error" and what
+ * became of the blobs it wrote (ab: "removed"), and a snapshot that was
+ * never created as id null. */
 static int
 print_json(const char *repo, uint64_t id, const struct coord_copy *cp,
-    uint64_t max_rate, const char *err)
+    uint64_t max_rate, const char *err, const struct coord_copy *ab)
 {
 	struct snap_info si;
 	struct store *st = NULL;
@@ -247,7 +266,19 @@ print_json(const char *repo, uint64_t id, const struct coord_copy *cp,
 		json_kuint(&j, "streamed_bytes", cp->streamed);
 		json_kuint(&j, "agent_uploaded", cp->put);
 		json_kuint(&j, "agent_uploaded_bytes", cp->put_bytes);
+		json_kuint(&j, "rechecked", cp->rechecked);
+		json_kuint(&j, "healed", cp->healed);
 		json_kuint(&j, "max_rate", max_rate);
+		json_obj_end(&j);
+	}
+	if (err != NULL && ab != NULL && id != 0) {
+		json_key(&j, "removed");
+		json_obj(&j);
+		json_kuint(&j, "blobs", ab->removed);
+		json_kuint(&j, "bytes", ab->removed_bytes);
+		json_kuint(&j, "kept", ab->kept);
+		json_kuint(&j, "left_blobs", ab->left);
+		json_kuint(&j, "left_bytes", ab->left_bytes);
 		json_obj_end(&j);
 	}
 	if (err != NULL)
@@ -341,6 +372,7 @@ metrics_dir_ok(const char *path)
 int
 cmd_snapshot(int argc, char **argv)
 {
+	struct cmd_getopt g = CMD_GETOPT(opts, usage_text, CMD_OPT_NO_OPERANDS);
 	const char *conf = NULL;
 	struct coord_opts o = { .timeout_s = 60, .interrupted = &got_signal,
 	    .progress = cmd_progress_fn, .recheck_age_s = -1,
@@ -358,10 +390,7 @@ cmd_snapshot(int argc, char **argv)
 	int64_t t0, deadline;
 	int ch, init, rc, status, json = 0, verbosity = 0, wait_ms = 0;
 
-	optind = 1;
-	opterr = 0;
-	while ((ch = getopt_long(argc, argv, ":c:r:i:t:k:a:m:jqvh", opts,
-	    NULL)) != -1) {
+	while ((ch = cmd_getopt(&g, argc, argv)) != -1) {
 		switch (ch) {
 		case 'c':
 			conf = optarg;
@@ -381,7 +410,7 @@ cmd_snapshot(int argc, char **argv)
 		case 'k':
 			keyfile = optarg;
 			break;
-		case 'a':
+		case OPT_RECHECK_AGE:
 			if (strcmp(optarg, "0") == 0)
 				o.recheck_age_s = 0;
 			else if (cmd_parse_duration(optarg,
@@ -400,21 +429,16 @@ cmd_snapshot(int argc, char **argv)
 		case 'v':
 			verbosity = 1;
 			break;
-		case 'R':
+		case OPT_ACCEPT_ROLLBACK:
 			store_set_accept_rollback(1);
 			break;
-		case 'M':
+		case OPT_METRICS_FILE:
 			mfile = optarg;
 			break;
-		case 'h':
-			return cmd_help(usage_text);
-		default:
-			return cmd_bad_option(argv, ch);
 		}
 	}
-	if (optind < argc)
-		return cmd_usage_error("unexpected argument '%s'",
-		    argv[optind]);
+	if (g.status != -1)
+		return g.status;
 	if (o.repo == NULL)
 		return cmd_usage_error("missing -r REPO");
 	if (mfile != NULL && !metrics_dir_ok(mfile))
@@ -478,7 +502,7 @@ cmd_snapshot(int argc, char **argv)
 	if (rc < 0) {
 		cmd_snapshot_error(id, e.msg, msg, sizeof(msg));
 		if (json)
-			print_json(o.repo, id, NULL, 0, msg);
+			print_json(o.repo, id, NULL, 0, msg, &copy);
 		/* A repository that cannot be opened is bad input unless
 		 * its kind says more (locked, wrong password). */
 		status = cmd_exit_status(cs_err_code(&e));
@@ -490,7 +514,8 @@ cmd_snapshot(int argc, char **argv)
 	if (copy.note[0] != '\0')
 		cmd_warn("warning: %s", copy.note);
 	if (json) {
-		if (print_json(o.repo, id, &copy, o.max_rate, NULL) == -1)
+		if (print_json(o.repo, id, &copy, o.max_rate, NULL, NULL) ==
+		    -1)
 			rc = cmd_fail(EXIT_FAILED, "write stdout failed");
 	} else {
 		printf("%llu\n", (unsigned long long)id);

@@ -290,6 +290,7 @@ print_json(struct json *j, const struct cfg_agent *ag, const struct agstat *st,
 int
 cmd_status(int argc, char **argv)
 {
+	struct cmd_getopt g = CMD_GETOPT(opts, usage_text, CMD_OPT_NO_OPERANDS);
 	const char *conf = NULL;
 	struct cfg *c = NULL;
 	struct cmd_dead_list dl;
@@ -299,9 +300,7 @@ cmd_status(int argc, char **argv)
 	int ch, i, json = 0, width = 0, down = 0, rc, up;
 	size_t diverged = 0;
 
-	optind = 1;
-	opterr = 0;
-	while ((ch = getopt_long(argc, argv, ":c:jh", opts, NULL)) != -1) {
+	while ((ch = cmd_getopt(&g, argc, argv)) != -1) {
 		switch (ch) {
 		case 'c':
 			conf = optarg;
@@ -309,15 +308,10 @@ cmd_status(int argc, char **argv)
 		case 'j':
 			json = 1;
 			break;
-		case 'h':
-			return cmd_help(usage_text);
-		default:
-			return cmd_bad_option(argv, ch);
 		}
 	}
-	if (optind < argc)
-		return cmd_usage_error("unexpected argument '%s'",
-		    argv[optind]);
+	if (g.status != -1)
+		return g.status;
 	if ((rc = cmd_load_config(conf, &c)) != 0)
 		return rc;
 	for (i = 0; i < c->nagents; i++)

@@ -122,10 +122,17 @@ cmd_bad_option(char **argv, int ch)
 	return cmd_usage_error("unknown option '%s'", arg);
 }
 
+int cmd_takes_cert;
+
 int
 cmd_help(const char *text)
 {
 	fputs(text, stdout);
+	/* Listed here once rather than in each command's text. */
+	if (cmd_takes_cert)
+		fputs("\n--cert NAME: present the client certificate NAME "
+		    "(NAME.crt and NAME.key\nin tls_dir, or a path) to "
+		    "agents that listen on TCP with TLS.\n", stdout);
 	return EXIT_OK;
 }
 
@@ -163,26 +170,13 @@ cmd_conf_opts(int argc, char **argv, const char *usage, int in_order,
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
-	int ch;
+	struct cmd_getopt g = CMD_GETOPT(opts, usage,
+	    in_order ? CMD_OPT_IN_ORDER : 0);
 
 	*conf = NULL;
-	optind = 1;
-	opterr = 0;
-	while ((ch = getopt_long(argc, argv, in_order ? "+:c:h" : ":c:h", opts,
-	    NULL)) != -1) {
-		switch (ch) {
-		case 'c':
-			*conf = optarg;
-			break;
-		case 'h':
-			return cmd_help(usage);
-		default:
-			return cmd_bad_option(argv, ch);
-		}
-	}
-	if (in_order)
-		cmd_skip_late_dashes(argc, argv);
-	return -1;
+	while (cmd_getopt(&g, argc, argv) == 'c')
+		*conf = optarg;
+	return g.status;
 }
 
 int
@@ -455,7 +449,7 @@ cmd_spawn_agent(const char *conf, const char *name, const char *logpath,
 	}
 	if (pid == 0) {
 		char *const args[] = { "cutsnap", "agent", "-c", (char *)conf,
-		    "-n", (char *)name, cmd_agent_log_level ? "--log-level" :
+		    "--name", (char *)name, cmd_agent_log_level ? "--log-level" :
 		    NULL, (char *)cmd_agent_log_level, NULL };
 
 		setsid();
@@ -568,6 +562,9 @@ out:
 	return rc;
 }
 
+/* start's --log-level has no short form (-l is forget's --keep-last). */
+enum { OPT_LOG_LEVEL = CMD_OPT_LONG };
+
 int
 cmd_cluster_opts(int argc, char **argv, const char *usage, int log_level,
     const char **conf, uint64_t *timeout_s)
@@ -582,17 +579,16 @@ cmd_cluster_opts(int argc, char **argv, const char *usage, int log_level,
 		{ "config", required_argument, NULL, 'c' },
 		{ "timeout", required_argument, NULL, 't' },
 		{ "help", no_argument, NULL, 'h' },
-		{ "log-level", required_argument, NULL, 'l' },
+		{ "log-level", required_argument, NULL, OPT_LOG_LEVEL },
 		{ NULL, 0, NULL, 0 },
 	};
+	struct cmd_getopt g = CMD_GETOPT(log_level ? opts_l : opts, usage,
+	    CMD_OPT_NO_OPERANDS);
 	int ch;
 
 	*conf = NULL;
 	*timeout_s = 10;
-	optind = 1;
-	opterr = 0;
-	while ((ch = getopt_long(argc, argv, log_level ? ":c:t:l:h" : ":c:t:h",
-	    log_level ? opts_l : opts, NULL)) != -1) {
+	while ((ch = cmd_getopt(&g, argc, argv)) != -1) {
 		switch (ch) {
 		case 'c':
 			*conf = optarg;
@@ -602,7 +598,7 @@ cmd_cluster_opts(int argc, char **argv, const char *usage, int log_level,
 			    == -1)
 				return EXIT_USAGE;
 			break;
-		case 'l':
+		case OPT_LOG_LEVEL:
 			if (strcmp(optarg, "error") != 0 &&
 			    strcmp(optarg, "warn") != 0 &&
 			    strcmp(optarg, "info") != 0 &&
@@ -612,16 +608,9 @@ cmd_cluster_opts(int argc, char **argv, const char *usage, int log_level,
 				    optarg);
 			cmd_agent_log_level = optarg;
 			break;
-		case 'h':
-			return cmd_help(usage);
-		default:
-			return cmd_bad_option(argv, ch);
 		}
 	}
-	if (optind < argc)
-		return cmd_usage_error("unexpected argument '%s'",
-		    argv[optind]);
-	return -1;
+	return g.status;
 }
 
 struct store_opts cmd_store_opts;

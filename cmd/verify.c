@@ -93,13 +93,16 @@ static const char usage_text[] =
     "Also: 10 no such repository, 11 locked (after --retry-lock), 12 a\n"
     "wrong password (cutsnap(1) EXIT STATUS).\n";
 
+/* Options without a short form. */
+enum { OPT_NO_PASSWORD = CMD_OPT_LONG };
+
 static const struct option opts[] = {
 	{ "repo", required_argument, NULL, 'r' },
 	{ "json", no_argument, NULL, 'j' },
 	{ "key", required_argument, NULL, 'k' },
 	{ "quiet", no_argument, NULL, 'q' },
 	{ "verbose", no_argument, NULL, 'v' },
-	{ "no-password", no_argument, NULL, 'P' },
+	{ "no-password", no_argument, NULL, OPT_NO_PASSWORD },
 	{ "all", no_argument, NULL, 'a' },
 	{ "help", no_argument, NULL, 'h' },
 	{ NULL, 0, NULL, 0 },
@@ -293,6 +296,7 @@ out:
 int
 cmd_verify(int argc, char **argv)
 {
+	struct cmd_getopt g = CMD_GETOPT(opts, usage_text, 0);
 	const char *repo = NULL, *keyfile = NULL;
 	struct cmd_lines p = { "problem", "problems", 0, NULL, 0, 0 };
 	struct store *st = NULL;
@@ -302,9 +306,7 @@ cmd_verify(int argc, char **argv)
 	uint64_t id = 0;
 	int ch, found, rc, verbosity = 0, nopw = 0, json = 0, all = 0;
 
-	optind = 1;
-	opterr = 0;
-	while ((ch = getopt_long(argc, argv, ":r:jk:qvah", opts, NULL)) != -1) {
+	while ((ch = cmd_getopt(&g, argc, argv)) != -1) {
 		switch (ch) {
 		case 'r':
 			repo = optarg;
@@ -324,15 +326,13 @@ cmd_verify(int argc, char **argv)
 		case 'v':
 			verbosity = 1;
 			break;
-		case 'P':
+		case OPT_NO_PASSWORD:
 			nopw = 1;
 			break;
-		case 'h':
-			return cmd_help(usage_text);
-		default:
-			return cmd_bad_option(argv, ch);
 		}
 	}
+	if (g.status != -1)
+		return g.status;
 	if (argc - optind > 1)
 		return cmd_usage_error("unexpected argument '%s'",
 		    argv[optind + 1]);

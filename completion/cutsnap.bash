@@ -57,7 +57,7 @@ _cutsnap()
 	# --key, but --clients for load; -n: --name, but --dry-run for forget
 	# and prune).
 	case $cmd:$prev in
-	channel:-r | *:--reverse | forget:-n | prune:-n | *:--dry-run | \
+	*:--reverse | forget:-n | prune:-n | *:--dry-run | \
 	    *:-j | *:--json | *:-q | *:--quiet | *:-v | *:--verbose | *:--keep | \
 	    *:--no-drain)
 		;;
@@ -65,18 +65,18 @@ _cutsnap()
 		COMPREPLY=($(compgen -f -X '!*.ini' -- "$cur") $(compgen -d -- "$cur"))
 		return 0
 		;;
-	*:-r | *:--repo | restore:-t | restore:--target)
+	*:-r | *:--repo | restore:--target)
 		COMPREPLY=($(compgen -d -- "$cur"))
 		return 0
 		;;
-	load:-i | load:-k | load:-a | load:-e | load:-t | load:-s | prune:--grace)
+	load:-s | prune:--grace)
 		return 0	# numbers, durations
 		;;
-	*:-n | *:--name | *:-i | *:--initiator | *:-a | *:--agent)
+	*:--name | *:-i | *:--initiator | *:--agent)
 		COMPREPLY=($(compgen -W "$(_cutsnap_agents "$conf")" -- "$cur"))
 		return 0
 		;;
-	agent:-l | agent:--log-level | start:-l | start:--log-level)
+	agent:--log-level | start:--log-level)
 		COMPREPLY=($(compgen -W "error warn info debug" -- "$cur"))
 		return 0
 		;;
@@ -104,15 +104,15 @@ _cutsnap()
 	esac
 
 	case $cmd in
-	agent) opts="-c --config -n --name -l --log-level -L --log --help" ;;
-	start) opts="-c --config -t --timeout -l --log-level --help" ;;
+	agent) opts="-c --config --name --log-level -L --log --help" ;;
+	start) opts="-c --config -t --timeout --log-level --cert --help" ;;
 	stop) opts="-c --config -t --timeout --cert --help" ;;
 	status) opts="-c --config -j --json --cert --help" ;;
 	check) opts="-c --config -r --repo --max-age --stuck-after -j --json
 	    --cert --help" ;;
 	put | get) opts="-c --config --cert --help" ;;
 	del | add | transfer) opts="-c --config -t --timeout --request-id --cert --help" ;;
-	channel) opts="-c --config --reverse --overtake --cert --help" ;;
+	channel) opts="-c --config --reverse -o --overtake --cert --help" ;;
 	deadletter) opts="-c --config -a --all -j --json --cert --help" ;;
 	dump) opts="-j --json --help" ;;
 	init) opts="-r --repo -e --encrypt --password-file --password-command -C --compression
@@ -120,15 +120,15 @@ _cutsnap()
 	key) opts="-r --repo --password-file --password-command -N --new-password-file -j --json
 	    --retry-lock --help" ;;
 	snapshot) opts="-c --config -r --repo --password-file --password-command -i --initiator -t --timeout
-	    -k --key -a --recheck-age -m --max-rate --accept-rollback --metrics-file -j --json
+	    -k --key --recheck-age -m --max-rate --accept-rollback --metrics-file -j --json
 	    -q --quiet -v --verbose --cert --retry-lock --help" ;;
 	ls) opts="-r --repo -j --json --retry-lock --help" ;;
-	show) opts="-r --repo --password-file --password-command -s --sum -j --json --retry-lock --help" ;;
+	show) opts="-r --repo --password-file --password-command --sum -j --json --retry-lock --help" ;;
 	verify) opts="-r --repo --password-file --password-command --no-password -a --all -k --key -j --json -q --quiet
 	    -v --verbose --retry-lock --help" ;;
-	restore) opts="-r --repo --password-file --password-command -c --config -t --target -a --agent -k --key -j --json
+	restore) opts="-r --repo --password-file --password-command -c --config --target --agent -k --key -j --json
 	    -q --quiet -v --verbose --retry-lock --help" ;;
-	load) opts="-c --config -r --repo --password-file --password-command --seconds --clients --threads
+	load) opts="-c --config -r --repo --password-file --password-command -s --seconds --clients --threads
 	    --snapshot-every --max-amount --initial --no-drain -j --json --cert --help" ;;
 	forget) opts="-r --repo -l --keep-last --keep-hourly --keep-daily --keep-weekly
 	    --keep-monthly --keep-yearly -w --keep-within --prune -f --force

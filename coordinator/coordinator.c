@@ -7,6 +7,7 @@
  * the agents, its lock and row in the repository. Several runs, in one
  * repository or in several, proceed at once and fail on their own. */
 #include <errno.h>
+#include <limits.h>
 #include <poll.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -402,6 +403,28 @@ all_alive(struct run *r)
 	return 1;
 }
 
+/* Test hook: CUTSNAP_FAULT=coord-commit-pause:PATH makes the coordinator,
+ * once the recorded files are stored, create PATH.reached and wait while
+ * PATH exists (at most two minutes, or until interrupted) before it
+ * commits: the window in which the tests abort a snapshot whose blobs are
+ * in the repository, or run another one beside it. */
+static void
+fault_commit_pause(const struct run *r)
+{
+	char path[PATH_MAX], reached[PATH_MAX + 16];
+	FILE *f;
+	int n;
+
+	if (cs_fault_value("coord-commit-pause", path, sizeof(path)) == NULL)
+		return;
+	snprintf(reached, sizeof(reached), "%s.reached", path);
+	if ((f = fopen(reached, "w")) != NULL)
+		fclose(f);
+	for (n = 0; n < 2400 && access(path, F_OK) == 0 &&
+	    (r->interrupted == NULL || *r->interrupted == 0); n++)
+		cs_sleep_ms(50);
+}
+
 /* Store the new chunks of every recorded prefix, then commit. */
 static int
 store_all(struct run *r)
@@ -448,7 +471,8 @@ store_all(struct run *r)
 			fail(r, "%s", e.msg);
 		return -1;
 	}
-	if (!all_alive(r))
+	fault_commit_pause(r);
+	if (interrupted(r) || !all_alive(r))
 		return -1;
 	if (store_commit_snapshot(r->st, r->id, r->c, r->reps,
 	    (size_t)r->c->nagents, &e) < 0) {
@@ -473,6 +497,44 @@ send_done(struct run *r, int committed)
 			(void)wire_send(r->fds[i], W_SNAP_DONE, b.data, b.len,
 			    NULL);
 	wbuf_free(&b);
+}
+
+/* The snapshot is recorded as aborted: remove the blobs it wrote that
+ * nothing refers to (store_drop_written), and say in e what became of
+ * them. Only a snapshot recorded as aborted does this: one still
+ * 'running' could yet be committed by nobody, but its blobs are prune's. */
+static void
+abort_cleanup(struct run *r, struct cs_err *e)
+{
+	struct store_dropped d;
+	struct cs_err de;
+	char what[CS_ERR_MAX + 128];
+	int rc;
+
+	rc = store_drop_written(r->st, &d, &de);
+	what[0] = '\0';
+	if (rc < 0)
+		snprintf(what, sizeof(what), "; the blobs it wrote are left "
+		    "for prune: %s", de.msg);
+	else if (d.left_blobs > 0)
+		snprintf(what, sizeof(what), "; the %llu blobs (%llu bytes) it "
+		    "wrote are left for prune: another process holds the "
+		    "repository", (unsigned long long)d.left_blobs,
+		    (unsigned long long)d.left_bytes);
+	else if (d.blobs > 0 || d.kept > 0)
+		snprintf(what, sizeof(what), "; removed the %llu blobs (%llu "
+		    "bytes) it wrote%s", (unsigned long long)d.blobs,
+		    (unsigned long long)d.bytes, d.kept > 0 ? ", kept those "
+		    "a committed snapshot shares" : "");
+	cs_errf(e, "%s (snapshot %llu aborted%s)", r->reason,
+	    (unsigned long long)r->id, what);
+	if (r->o != NULL && r->o->copy != NULL) {
+		r->o->copy->removed = d.blobs;
+		r->o->copy->removed_bytes = d.bytes;
+		r->o->copy->kept = d.kept;
+		r->o->copy->left = d.left_blobs;
+		r->o->copy->left_bytes = d.left_bytes;
+	}
 }
 
 /* Every agent must be reachable from the initiator; names those that
@@ -562,6 +624,7 @@ coord_snapshot(const struct cfg *c, const struct coord_opts *o,
 	store_set_progress(r.st, copy_progress, &r);
 	store_set_recheck_age(r.st, o->recheck_age_s);
 	store_set_max_rate(r.st, o->max_rate);
+	store_set_stop(r.st, o->interrupted);
 	r.o = o;
 	if (join_all(&r) < 0 || interrupted(&r))
 		goto abort;
@@ -587,6 +650,8 @@ coord_snapshot(const struct cfg *c, const struct coord_opts *o,
 		o->copy->streamed = r.stats.fetched;
 		o->copy->put = r.stats.put;
 		o->copy->put_bytes = r.stats.put_bytes;
+		o->copy->rechecked = r.stats.rechecked;
+		o->copy->healed = r.stats.healed;
 		snprintf(o->copy->note, sizeof(o->copy->note), "%s", r.note);
 	}
 	rc = 0;
@@ -597,8 +662,7 @@ abort:
 		cs_errf(e, "%s (snapshot %llu could not be marked aborted)",
 		    r.reason, (unsigned long long)r.id);
 	else
-		cs_errf(e, "%s (snapshot %llu aborted)", r.reason,
-		    (unsigned long long)r.id);
+		abort_cleanup(&r, e);
 out:
 	for (i = 0; r.fds != NULL && i < c->nagents; i++)
 		if (r.fds[i] >= 0)

@@ -21,9 +21,17 @@ struct coord_copy {
 	uint64_t put;		/* of the copied, chunks agents on other
 				 * hosts uploaded to the object store */
 	uint64_t put_bytes;	/* and their bytes */
+	uint64_t rechecked;	/* stored chunks hashed again before reuse
+				 * (changed since their check, or checked
+				 * longer ago than the recheck age) */
+	uint64_t healed;	/* of those, found bad: quarantined, copied */
 	/* When an agent could not upload its chunks and they came through
 	 * the coordinator instead: which and why (one line); else "". */
 	char note[CS_ERR_MAX];
+	/* After an abort: the blobs this snapshot wrote that it removed,
+	 * kept (a committed snapshot refers to them) or left for prune
+	 * (another process held the repository); store_drop_written. */
+	uint64_t removed, removed_bytes, kept, left, left_bytes;
 };
 
 struct coord_opts {

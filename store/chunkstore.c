@@ -19,13 +19,21 @@
  * same way: a chunk damaged on the way fails the run before any temp file
  * of it exists. A blob sink (store_opts.blob_sink: an object store's
  * uploads) gets each temp file once its bytes are written and checked,
- * so that the upload runs alongside the rest of the copy.
+ * so that the upload runs alongside the rest of the copy. A chunk not
+ * stored here that the blob target (store_opts.blob_target: an object
+ * store, whose listing it consults once) has already is neither read
+ * nor sent: a writer whose local copy of the repository is new or was
+ * collected does not upload the repository again.
  * A chunk already stored is reused by its name, but a blob's bytes can
- * rot after they were checked: a reused chunk whose last check is older
- * than the recheck age (store_set_recheck_age, default 7 days) is read
- * back and hashed first. A blob's mtime is its last check: set when it
- * is written from checked bytes, and again by each recheck that finds it
- * good. A blob found bad (here or by verify) is quarantined
+ * change after they were checked: a reused chunk is read back and hashed
+ * first when its blob is not the file that was last hashed (its size,
+ * inode or ctime differ from its record in blobchecks.db, blobcheck.c:
+ * an edit in place, a copy put over it) or when that check is older than
+ * the recheck age (store_set_recheck_age, default 7 days), for the rot a
+ * disk does silently. A blob is recorded when it is written from checked
+ * bytes and again by each recheck that finds it good; its mtime means
+ * nothing here, as anyone can set it. A blob found bad (here or by
+ * verify) is quarantined
  * (quarantine.c) and copied again from the live file, which still has
  * the good bytes, or the snapshot fails: it is never committed over a
  * blob known bad.
@@ -89,11 +97,18 @@ crun_fail(struct crun *r, const struct cs_err *e)
 	pthread_mutex_unlock(&r->mu);
 }
 
+/* Has the run failed, or been asked to stop (store_set_stop)? A stop
+ * becomes the run's failure, so the chunks not begun yet are skipped. */
 static int
 crun_failed(struct crun *r)
 {
+	struct cs_err e;
 	int f;
 
+	if (r->st->stop != NULL && *r->st->stop != 0) {
+		cs_errf(&e, "interrupted");
+		crun_fail(r, &e);
+	}
 	pthread_mutex_lock(&r->mu);
 	f = r->failed;
 	pthread_mutex_unlock(&r->mu);
@@ -253,6 +268,7 @@ static int
 seal_chunk(struct crun *r, struct cjob *j, struct cs_err *e)
 {
 	char hex[SHA_HEX_LEN], tmp[PATH_MAX], dst[PATH_MAX];
+	struct stat sb;
 	int fd, rc;
 
 	sha_hex(j->name, hex);
@@ -270,7 +286,47 @@ seal_chunk(struct crun *r, struct cjob *j, struct cs_err *e)
 	if (rename(tmp, dst) < 0)
 		return cs_errno(e, "rename %s to %s", tmp, dst);
 	j->written = 0;
+	/* Ours now: an abort removes it unless something refers to it
+	 * (orphans.c). */
+	pthread_mutex_lock(&r->mu);
+	rc = store_wrote_add(r->st, j->name);
+	pthread_mutex_unlock(&r->mu);
+	if (rc < 0)
+		return cs_errc(e, CS_E_NOMEM, "out of memory");
+	/* Its look after the rename, which sets the ctime. Without one the
+	 * blob has no record and is only hashed again before its reuse. */
+	if (lstat(dst, &sb) == 0) {
+		store_bcheck_look(&sb, &j->look);
+		j->looked = 1;
+	}
 	return 0;
+}
+
+/* Record the blobs of the jobs hashed by this run (looked) in
+ * blobchecks.db, in one transaction, and clear their marks. */
+static int
+record_checks(struct crun *r, struct cs_err *e)
+{
+	struct blob_seen *v;
+	size_t i, n = 0;
+	int rc;
+
+	for (i = 0; i < r->njobs; i++)
+		n += r->jobs[i].looked;
+	if (n == 0)
+		return 0;
+	if ((v = malloc(n * sizeof(*v))) == NULL)
+		return cs_errc(e, CS_E_NOMEM, "out of memory");
+	for (i = 0, n = 0; i < r->njobs; i++) {
+		if (!r->jobs[i].looked)
+			continue;
+		memcpy(v[n].name, r->jobs[i].name, SHA_LEN);
+		v[n++].look = r->jobs[i].look;
+		r->jobs[i].looked = 0;
+	}
+	rc = store_bcheck_put(r->st, v, n, (int64_t)time(NULL), e);
+	free(v);
+	return rc;
 }
 
 /* The workers' buffers are kept from one run to the next in this
@@ -397,29 +453,32 @@ worker_obuf(struct crun *r, int w, int *failed)
 	return r->obufs[w];
 }
 
-/* Recheck job j: read its blob back and hash it. Good: the blob's mtime
- * becomes now (checked) and it is reused. Bad or unreadable: quarantined,
- * and j becomes a copy from the live file. -1 only when the bad blob
- * cannot be moved out of the way. */
+/* Recheck job j: read its blob back and hash it. Good: it is reused, and
+ * its look before the read is recorded as checked (a change during the
+ * read shows as another ctime next time). Bad or unreadable:
+ * quarantined, and j becomes a copy from the live file. -1 only when the
+ * bad blob cannot be moved out of the way. */
 static int
 recheck_chunk(struct crun *r, struct cjob *j, uint8_t *buf, struct cs_err *e)
 {
 	char hex[SHA_HEX_LEN], path[PATH_MAX];
 	uint8_t got[SHA_LEN];
 	struct cs_err le;
+	struct stat sb;
 	int good;
 
 	sha_hex(j->name, hex);
 	if (store_blob_path(r->st, hex, path, sizeof(path), e) < 0)
 		return -1;
 	ratelimit_take(&r->pace, j->len);
-	good = store_obj_load(r->st, j->name, path, buf, (size_t)j->len,
+	good = lstat(path, &sb) == 0 &&
+	    store_obj_load(r->st, j->name, path, buf, (size_t)j->len,
 	    &le) == 0 && sha256_buf(buf, (size_t)j->len, got) == 0 &&
 	    memcmp(got, j->sha, SHA_LEN) == 0;
 	j->recheck = 0;
 	if (good) {
-		/* Best effort: a failed touch only means another recheck. */
-		(void)utimensat(AT_FDCWD, path, NULL, 0);
+		store_bcheck_look(&sb, &j->look);
+		j->looked = 1;
 		j->reuse = 1;
 		return 0;
 	}
@@ -463,6 +522,8 @@ recheck_all(struct crun *r, struct cs_err *e)
 		return -1;
 	}
 	r->rechecked = n;
+	if (record_checks(r, e) < 0)
+		return -1;
 	for (i = 0; i < r->njobs; i++)
 		if (!r->jobs[i].reuse)
 			r->jobs[kept++] = r->jobs[i];
@@ -542,6 +603,25 @@ cmp_name(const void *a, const void *b)
 	return memcmp(a, b, SHA_LEN);
 }
 
+/* Remember name as stored in the object store already (r->elsewhere,
+ * sorted by store_put_chunks once plan and put_elsewhere are done). */
+static int
+elsewhere_add(struct crun *r, const uint8_t name[SHA_LEN], struct cs_err *e)
+{
+	uint8_t (*nv)[SHA_LEN];
+	size_t cap;
+
+	if (r->nelsewhere == r->elsewhere_cap) {
+		cap = r->elsewhere_cap ? r->elsewhere_cap * 2 : 64;
+		if ((nv = realloc(r->elsewhere, cap * SHA_LEN)) == NULL)
+			return cs_errc(e, CS_E_NOMEM, "out of memory");
+		r->elsewhere = nv;
+		r->elsewhere_cap = cap;
+	}
+	memcpy(r->elsewhere[r->nelsewhere++], name, SHA_LEN);
+	return 0;
+}
+
 /* The jobs of files the coordinator cannot read go to store_set_put's
  * function first; those it reports in the object store are dropped
  * (remembered in r->elsewhere for all_there), the rest are fetched. */
@@ -561,11 +641,8 @@ put_elsewhere(struct crun *r, struct cs_err *e)
 		n += r->paths[r->jobs[i].src] == NULL;
 	if (n == 0)
 		return 0;
-	if ((v = calloc(n, sizeof(*v))) == NULL ||
-	    (r->elsewhere = malloc(n * sizeof(*r->elsewhere))) == NULL) {
-		free(v);
+	if ((v = calloc(n, sizeof(*v))) == NULL)
 		return cs_errc(e, CS_E_NOMEM, "out of memory");
-	}
 	for (i = 0, n = 0; i < r->njobs; i++)
 		if (r->paths[r->jobs[i].src] == NULL)
 			v[n++] = (struct chunk_put){ (size_t)r->jobs[i].src,
@@ -577,8 +654,8 @@ put_elsewhere(struct crun *r, struct cs_err *e)
 	/* v is in the jobs' order. */
 	for (i = 0, n = 0; i < r->njobs; i++) {
 		if (r->paths[r->jobs[i].src] == NULL && v[n++].done) {
-			memcpy(r->elsewhere[r->nelsewhere++], r->jobs[i].name,
-			    SHA_LEN);
+			if (elsewhere_add(r, r->jobs[i].name, e) < 0)
+				goto out;
 			if (v[n - 1].put) {
 				r->put++;
 				r->put_bytes += r->jobs[i].len;
@@ -588,8 +665,6 @@ put_elsewhere(struct crun *r, struct cs_err *e)
 		r->jobs[kept++] = r->jobs[i];
 	}
 	r->njobs = kept;
-	if (r->nelsewhere > 1)
-		qsort(r->elsewhere, r->nelsewhere, SHA_LEN, cmp_name);
 	rc = 0;
 out:
 	free(v);
@@ -617,6 +692,12 @@ store_set_max_rate(struct store *st, uint64_t rate)
 	st->max_rate = rate;
 }
 
+void
+store_set_stop(struct store *st, volatile sig_atomic_t *stop)
+{
+	st->stop = stop;
+}
+
 /* Open every data file and list the chunks not yet stored, each digest
  * once. */
 static int
@@ -629,6 +710,7 @@ plan(struct crun *r, size_t n, struct cs_err *e)
 	size_t i, k, cap = 0, kept;
 	uint64_t off, len;
 	struct cjob *nv;
+	const struct blob_target *target = r->st->opts.blob_target;
 	time_t now = time(NULL);
 	int s;
 
@@ -672,6 +754,17 @@ plan(struct crun *r, size_t n, struct cs_err *e)
 				return -1;
 			if (s == 1)
 				continue;
+			/* Not here but in the object store (a writer whose
+			 * cache is new, or was collected): its name says its
+			 * bytes, so nothing is read or sent; target->has
+			 * lists the bucket once, and the publishing finds it
+			 * there again or commits nothing. */
+			if (s == 0 && target != NULL && target->has != NULL &&
+			    target->has(target->ctx, name)) {
+				if (elsewhere_add(r, name, e) < 0)
+					return -1;
+				continue;
+			}
 			if (r->njobs == cap) {
 				cap = cap ? cap * 2 : 64;
 				nv = realloc(r->jobs, cap * sizeof(*nv));
@@ -681,7 +774,7 @@ plan(struct crun *r, size_t n, struct cs_err *e)
 			}
 			r->jobs[r->njobs] = (struct cjob){ (int)i, k, off,
 			    len, rep->chunks[k], { 0 }, 0, s == 2, 0, 0,
-			    { 0 } };
+			    { 0 }, 0, { 0, 0, 0 } };
 			if (tail.found && tail.off == off && tail.len < len) {
 				r->jobs[r->njobs].plen = tail.len;
 				memcpy(r->jobs[r->njobs].pname, tail.name,
@@ -824,7 +917,7 @@ copy_jobs(struct crun *r, struct cs_err *e)
 		*e = r->err;
 		return -1;
 	}
-	return 0;
+	return record_checks(r, e);
 }
 
 int
@@ -863,8 +956,11 @@ store_put_chunks(struct store *st, const char *const *paths,
 		goto out;
 	bufs_take(&r);
 	if (recheck_all(&r, e) < 0 ||
-	    put_elsewhere(&r, e) < 0 ||
-	    make_dirs(&r, dirs, e) < 0 || store_claims_take(&r, e) < 0)
+	    put_elsewhere(&r, e) < 0)
+		goto out;
+	if (r.nelsewhere > 1)
+		qsort(r.elsewhere, r.nelsewhere, SHA_LEN, cmp_name);
+	if (make_dirs(&r, dirs, e) < 0 || store_claims_take(&r, e) < 0)
 		goto out;
 	/* Progress counts the bytes of the chunks to copy. */
 	store_progress_start(st, 0);

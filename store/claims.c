@@ -99,7 +99,10 @@ store_claims_wait(struct crun *r, struct cs_err *e)
 	r->njobs = 0;
 	for (i = 0; i < r->nwaiting; i++) {
 		j = &r->waiting[i];
+		/* A stop (store_set_stop) ends the wait; the copy that
+		 * follows then fails as interrupted. */
 		while (r->claim_fd >= 0 &&
+		    (r->st->stop == NULL || *r->st->stop == 0) &&
 		    claim(r->claim_fd, j->name, F_WRLCK) < 0 &&
 		    (errno == EAGAIN || errno == EACCES || errno == EINTR) &&
 		    waited < CLAIM_WAIT_MS) {

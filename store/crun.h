@@ -14,13 +14,17 @@ struct cjob {
 	const uint8_t *sha;	/* borrowed from the report */
 	uint8_t name[SHA_LEN];	/* its blob's (store_name of sha) */
 	int written;		/* its temp file exists (not yet renamed) */
-	int recheck;		/* stored, but its check is too old: hash the
-				 * blob before reusing it */
+	int recheck;		/* stored, but changed since its check, or
+				 * the check is too old: hash the blob
+				 * before reusing it */
 	int reuse;		/* recheck found the blob good: no copy */
 	uint64_t plen;		/* > 0: the agent's previous snapshot had this
 				 * chunk shorter, plen bytes in blob pname,
 				 * which may be built on (chunkdelta.c) */
 	uint8_t pname[SHA_LEN];
+	int looked;		/* hashed now (copied or rechecked good): look
+				 * is its blob's, for blobchecks.db */
+	struct blob_look look;
 };
 
 struct crun {
@@ -54,7 +58,7 @@ struct crun {
 				 * of a copy or a recheck pays first */
 	uint8_t (*elsewhere)[SHA_LEN];	/* sorted: the names store_set_put's
 					 * function found in the object store */
-	size_t nelsewhere;
+	size_t nelsewhere, elsewhere_cap;
 	uint64_t put, put_bytes;	/* chunk_stats */
 	int sync_dirs[257];	/* sync_dirs: the directories to fsync */
 };

@@ -338,3 +338,27 @@ store_lock_is_stale(struct store *st, const char *name)
 	return stale;
 }
 
+
+int
+store_lock_others(struct store *st)
+{
+	char dir[PATH_MAX], info[256];
+	struct dirent *d;
+	DIR *dp;
+	size_t len;
+	int excl, n = 0;
+
+	if (snprintf(dir, sizeof(dir), "%s/locks", st->repo) >=
+	    (int)sizeof(dir) || (dp = opendir(dir)) == NULL)
+		return 0;
+	while (n == 0 && (d = readdir(dp)) != NULL) {
+		len = strlen(d->d_name);
+		if (len < 6 || strcmp(d->d_name + len - 5, ".lock") != 0 ||
+		    (st->lock_fd >= 0 &&
+		    strcmp(d->d_name, st->lock_name + 6) == 0))
+			continue;
+		n = lock_peek(dir, d->d_name, info, sizeof(info), &excl, 1);
+	}
+	closedir(dp);
+	return n;
+}

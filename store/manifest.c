@@ -594,10 +594,12 @@ store_close(struct store *st)
 	/* A snapshot still running here is abandoned: the next open reaps
 	 * it as aborted. */
 	store_lock_release(st, 0);
+	store_bcheck_close(st);
 	sqlite3_close_v2(st->db);
 	if (st->dir_fd >= 0)
 		close(st->dir_fd);	/* drops its flock */
 	mac_key_free(st->key, st->keylen);
+	free(st->wrote);
 	mac_cleanse(st->master, sizeof(st->master));
 	mac_cleanse(st->objkey, sizeof(st->objkey));
 	mac_cleanse(st->namekey, sizeof(st->namekey));

@@ -6,7 +6,7 @@
  * snapshot still has all its blobs and verifies. Both hold the exclusive
  * repository lock, so no snapshot can be between storing its chunks and
  * committing the rows that name them while prune decides what is unused.
- * prune depends on the blob layout only through blob_referenced (the
+ * prune depends on the blob layout only through store_blob_referenced (the
  * names still in use) and the rule that a blob is a file under blobs/
  * named by 64 hex digits. */
 #include <ctype.h>
@@ -25,9 +25,11 @@
 #include "../lib/util.h"
 
 /* Every blob name (lowercase hex) some snapshot's rows refer to, sorted
- * and distinct; *out malloc'ed, each name too. */
-static int
-blob_referenced(struct store *st, char ***out, size_t *n, struct cs_err *e)
+ * and distinct; *out malloc'ed, each name too. Also for the blobs an
+ * aborted snapshot wrote (orphans.c). */
+int
+store_blob_referenced(struct store *st, char ***out, size_t *n,
+    struct cs_err *e)
 {
 	sqlite3_stmt *s = NULL;
 	char **v = NULL, **nv;
@@ -232,7 +234,7 @@ forget_tx(struct store *st, const struct store_forget_policy *p,
 	}
 	if (apply(st, v, k, n, !p->dry_run || p->prune, res, e) < 0)
 		goto out;
-	if (p->dry_run && p->prune && blob_referenced(st, ref, nref, e) < 0)
+	if (p->dry_run && p->prune && store_blob_referenced(st, ref, nref, e) < 0)
 		goto out;
 	rc = 0;
 out:
@@ -272,7 +274,7 @@ store_forget(struct store *st, const struct store_forget_policy *p,
 			goto out;
 		done = 1;
 	}
-	if (p->prune && !p->dry_run && blob_referenced(st, &ref, &nref, e) < 0)
+	if (p->prune && !p->dry_run && store_blob_referenced(st, &ref, &nref, e) < 0)
 		goto out;
 	if (p->prune && prune_with(st, ref, nref, p->dry_run, p->force,
 	    &res->prune, e) < 0) {
@@ -470,7 +472,8 @@ prune_with(struct store *st, char **ref, size_t nref, int dry_run,
 	}
 	if (!dry_run) {
 		memset(r, 0, sizeof(*r));
-		if (prune_walk(st, ref, nref, 0, r, e) < 0)
+		if (prune_walk(st, ref, nref, 0, r, e) < 0 ||
+		    store_bcheck_purge(st, e) < 0)
 			goto out;
 	}
 	r->referenced = nref;
@@ -492,7 +495,7 @@ store_prune(struct store *st, int dry_run, int force,
 	memset(r, 0, sizeof(*r));
 	if (store_lock(st, 1, e) < 0)
 		return -1;
-	if (blob_referenced(st, &ref, &nref, e) < 0)
+	if (store_blob_referenced(st, &ref, &nref, e) < 0)
 		return -1;
 	return prune_with(st, ref, nref, dry_run, force, r, e);
 }

@@ -3,6 +3,7 @@
 #ifndef CUTSNAP_STORE_H
 #define CUTSNAP_STORE_H
 
+#include <signal.h>
 #include <stddef.h>
 #include <stdint.h>
 #include "../lib/config.h"
@@ -362,6 +363,10 @@ void store_set_put(struct store *st, chunk_put_fn fn, void *ctx);
  * rechecks, all workers together) to rate bytes per second
  * (ratelimit.h); 0, the default: no limit. */
 void store_set_max_rate(struct store *st, uint64_t rate);
+/* When stop is non-NULL and set non-zero (a signal handler's flag),
+ * store_put_chunks stops after the chunks being copied and fails with
+ * "interrupted", removing its temp files. */
+void store_set_stop(struct store *st, volatile sig_atomic_t *stop);
 /* The blob target st was opened with (store_opts.blob_target), or NULL. */
 const struct blob_target *store_blob_target(const struct store *st);
 /* Store the recorded prefix of reps[i]'s data file paths[i] as chunks
@@ -382,6 +387,27 @@ int store_put_chunks(struct store *st, const char *const *paths,
 int store_commit_snapshot(struct store *st, uint64_t id, const struct cfg *c,
     const struct report *reps, size_t nreps, struct cs_err *e);
 int store_abort_snapshot(struct store *st, uint64_t id, const char *reason,
+    struct cs_err *e);
+
+/* What store_drop_written did with the blobs st's snapshot wrote. */
+struct store_dropped {
+	uint64_t blobs, bytes;		/* removed: no committed snapshot
+					 * refers to them */
+	uint64_t kept;			/* kept: a committed snapshot refers
+					 * to them (dedup) */
+	uint64_t left_blobs, left_bytes;	/* left for prune: another
+						 * process holds the
+						 * repository */
+};
+/* After store_abort_snapshot: remove the blobs store_put_chunks renamed
+ * into place through st that no committed snapshot refers to. Only under
+ * the exclusive repository lock, taken here without waiting and dropped
+ * before returning: a snapshot running beside this one may reuse such a
+ * blob, or have waited for its claim and counted it as shared, and it
+ * commits later, so while another process holds the repository nothing is
+ * removed and d says what is left for prune. 0, or -1 with e set (d
+ * counts what was removed before the failure). */
+int store_drop_written(struct store *st, struct store_dropped *d,
     struct cs_err *e);
 
 struct snap_info {

@@ -18,6 +18,8 @@
 
 struct store {
 	sqlite3 *db;		/* REPO/manifest.db, owned */
+	sqlite3 *checks;	/* REPO/blobchecks.db (blobcheck.c), opened on
+				 * first use, owned; or NULL */
 	int mode;		/* enum store_mode */
 	int readonly;		/* a reader of a read-only repository (see
 				 * open_reader): nothing may be moved there */
@@ -74,7 +76,19 @@ struct store {
 	uint64_t vahead;	/* and of them, decoded by a replay ahead */
 	uint64_t vchunks, vreads;	/* the last verify's chunk rows and
 					 * the chunk reads it made */
+	volatile sig_atomic_t *stop;	/* store_set_stop, or NULL */
+	uint8_t (*wrote)[SHA_LEN];	/* the blobs store_put_chunks renamed
+					 * into place (orphans.c), malloc'ed */
+	size_t nwrote, wrote_cap;
 };
+
+/* orphans.c: remember that st renamed blob name into place (the caller
+ * serialises calls); 0, or -1 when out of memory. */
+int store_wrote_add(struct store *st, const uint8_t name[SHA_LEN]);
+/* retain.c: every blob name (lowercase hex) some snapshot's rows refer
+ * to, sorted and distinct; *out malloc'ed, each name too. */
+int store_blob_referenced(struct store *st, char ***out, size_t *n,
+    struct cs_err *e);
 
 /* How long a stored chunk's check is trusted before a snapshot that
  * reuses it hashes it again (chunkstore.c). */
@@ -155,6 +169,10 @@ void store_lock_release(struct store *st, uint64_t id);
 /* 1 if the lock named in a running row is no longer held by anyone;
  * a reader (STORE_READ) only looks, a writer removes the file. */
 int store_lock_is_stale(struct store *st, const char *name);
+/* lock.c: 1 if a live lock file other than st's own is in REPO/locks
+ * (another snapshot, forget or prune holds the repository), else 0. Only
+ * looks: publishes nothing, so it disturbs no one starting meanwhile. */
+int store_lock_others(struct store *st);
 /* Why a stale running snapshot is not finished, as ls shows it. */
 #define STALE_REASON "no coordinator: it exited before the snapshot " \
     "completed; the next snapshot, forget or prune marks it aborted"
@@ -162,11 +180,38 @@ int store_lock_is_stale(struct store *st, const char *name);
 /* blob.c: "REPO/blobs/ab/<hex>" for a 64-digit hex name. */
 int store_blob_path(const struct store *st, const char *hex, char *out,
     size_t outsz, struct cs_err *e);
-/* blob.c: is the chunk name (len bytes) stored? 1: yes, last checked
- * within the recheck age; 2: its check is older (hash the blob before
- * reusing it); 0: not stored; -1 with e set. */
+/* blob.c: is the chunk name (len bytes) stored? now 0: 1 yes, 0 no.
+ * Else 1: yes, unchanged since it was last hashed (blobcheck.c) and that
+ * within the recheck age; 2: stored, but changed since, never recorded,
+ * or checked longer ago (hash the blob before reusing it); 0: not
+ * stored; -1 with e set. */
 int store_blob_stored(struct store *st, const uint8_t name[SHA_LEN],
     uint64_t len, time_t now, struct cs_err *e);
+/* blobcheck.c: what a blob looked like when it was last hashed, kept in
+ * REPO/blobchecks.db so that a blob changed since then is hashed again
+ * before it is reused. */
+struct stat;
+struct blob_look {
+	uint64_t size, ino;
+	int64_t ctime_ns;
+};
+struct blob_seen {
+	uint8_t name[SHA_LEN];
+	struct blob_look look;	/* taken right after its check */
+};
+/* The look of a blob from its stat. */
+void store_bcheck_look(const struct stat *sb, struct blob_look *out);
+/* 1: blob name has a record and it matches now (the time of its check in
+ * *checked); 0: no record, or one that differs; -1 with e set. */
+int store_bcheck_get(struct store *st, const uint8_t name[SHA_LEN],
+    const struct blob_look *now, int64_t *checked, struct cs_err *e);
+/* Record v[0, n) as checked at time checked, in one transaction. */
+int store_bcheck_put(struct store *st, const struct blob_seen *v, size_t n,
+    int64_t checked, struct cs_err *e);
+/* Drop the records whose blob is gone (prune). 0 / -1. */
+int store_bcheck_purge(struct store *st, struct cs_err *e);
+/* Close blobchecks.db if open (store_close). */
+void store_bcheck_close(struct store *st);
 /* object.c: a chunk blob's bytes. Without framing (a repository without
  * settings, or compression none) the blob is the chunk; with it, a
  * header of OBJ_HDR_LEN bytes and the chunk, zstd-compressed or stored. */

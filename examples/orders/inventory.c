@@ -5,13 +5,15 @@
  * on to billing, in one transaction that also consumes the message, so
  * that a crash of this process or of its agent at any point reserves
  * each order once.  Build: cc $(pkg-config --cflags --libs cutsnap). */
+#define _POSIX_C_SOURCE 200809L
+
 #include <cutsnap.h>
 
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
+#include <time.h>
 
 #define AGENT "inventory"
 
@@ -26,7 +28,7 @@ connect_agent(const char *conf)
 	while ((c = cs_connect(conf, AGENT, err, sizeof(err))) == NULL) {
 		fprintf(stderr, "inventory: waiting for agent %s: %s\n", AGENT,
 		    err);
-		usleep(200 * 1000);
+		nanosleep(&(struct timespec){.tv_nsec = 200000000}, NULL);
 	}
 	return c;
 }
@@ -37,22 +39,24 @@ static int
 stage(cs_txn *t, const cs_msg *m)
 {
 	char buf[128], order[32], sku[32], key[64];
+	size_t len;
+	const void *payload = cs_msg_payload(m, &len);
 	long qty;
 
-	if (m->len >= sizeof(buf))
+	if (len >= sizeof(buf))
 		return -1;
-	memcpy(buf, m->payload, m->len);
-	buf[m->len] = '\0';
+	memcpy(buf, payload, len);
+	buf[len] = '\0';
 	if (sscanf(buf, "%31s %31s %ld", order, sku, &qty) != 3 || qty <= 0)
 		return -1;
 	snprintf(key, sizeof(key), "reserved/%s", order);
-	if (cs_txn_put(t, key, strlen(key), buf, m->len) != 0)
+	if (cs_txn_put(t, key, strlen(key), buf, len) != 0)
 		return -1;
 	snprintf(key, sizeof(key), "stock/%s", sku);
 	if (cs_txn_add(t, key, strlen(key), -qty) != 0 ||
 	    cs_txn_add(t, "reserved.count", 14, 1) != 0 ||
 	    cs_txn_add(t, "reserved.qty", 12, qty) != 0 ||
-	    cs_txn_send(t, "billing", m->payload, m->len) != 0)
+	    cs_txn_send(t, "billing", payload, len) != 0)
 		return -1;
 	return 0;
 }
@@ -88,8 +92,8 @@ main(int argc, char **argv)
 		if (stage(t, m) == -1) {
 			/* Nothing of a half-staged order: only the consume. */
 			fprintf(stderr, "inventory: %s:%llu is not an order; "
-			    "consumed without effect\n", m->from,
-			    (unsigned long long)m->seq);
+			    "consumed without effect\n", cs_msg_from(m),
+			    (unsigned long long)cs_msg_seq(m));
 			cs_txn_free(t);
 			if ((t = cs_txn_new()) == NULL) {
 				fprintf(stderr, "inventory: out of memory\n");

@@ -6,7 +6,8 @@
 # started again to continue; check.py proves every order placed,
 # reserved and invoiced exactly once.  Its JSON is the last line.
 #
-# Environment: CUTSNAP (the binary, default cutsnap in PATH), DIR (the
+# Environment: VICTIM (what to kill: agent:NAME or service:NAME, default
+# one at random), CUTSNAP (the binary, default cutsnap in PATH), DIR (the
 # working directory, default a new temporary one), INVENTORY_CFLAGS (how
 # to build inventory.c, default $(pkg-config --cflags --libs cutsnap)).
 set -eu
@@ -84,7 +85,11 @@ SNAP=$(python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["id"])' 
     "$DIR/snapshot.json")
 
 victims="agent:orders agent:inventory agent:billing service:inventory service:billing"
-victim=$(echo $victims | tr ' ' '\n' | shuf -n 1)
+victim=${VICTIM:-$(echo $victims | tr ' ' '\n' | shuf -n 1)}
+case " $victims " in
+*" $victim "*) ;;
+*) say "VICTIM must be one of: $victims"; exit 2 ;;
+esac
 say "kill -9 $victim, then start it again"
 case $victim in
 agent:*)

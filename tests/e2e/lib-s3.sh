@@ -4,7 +4,8 @@
 # one for the whole run and passes CUTSNAP_S3_ENV, a file that exports
 # AWS_ENDPOINT_URL and the credentials (or CUTSNAP_S3_DOWN with the reason
 # it did not start: the test then fails, it does not skip). A test run
-# alone starts a server of its own in TEST_DIR, killed with the test.
+# alone starts a server of its own in TEST_DIR, killed with the test; where
+# radosgw is not installed, the S3 prerequisite skips it (lib.sh).
 #
 # Every test gets a bucket of its own (BUCKET, created here) and a cache
 # directory in TEST_DIR.
@@ -17,6 +18,11 @@ _s3_fail () {
 	echo "1..1"
 	exit 1
 }
+
+# The script declares S3 (test_require S3, before sourcing this file): the
+# Makefile starts the server for the scripts that declare it.
+test_required S3 ||
+    _s3_fail "$TEST_NAME sources lib-s3.sh without test_require S3 at its top"
 
 if [ -z "${CUTSNAP_S3_ENV:-}" ]; then
 	if ! "$_s3_dir/radosgw.sh" start "$TEST_DIR/rgw" >"$TEST_DIR/.rgw.log" 2>&1; then

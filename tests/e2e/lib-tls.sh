@@ -97,8 +97,9 @@ s_client () {
 
 # --- test hosts: network namespaces joined through a hub -----------------
 # netns_hub: create the hub namespace (cs-hub-PID), where the commands and
-# the coordinator run; every namespace made here is deleted at exit. Skips
-# the whole script (test_skip, test_done) when namespaces are refused.
+# the coordinator run; every namespace made here is deleted at exit. The
+# script declares NETNS (test_require NETNS: skipped where namespaces are
+# refused), so a namespace refused here is a failure.
 NS_SFX=$$
 NS_HUB=cs-hub-$NS_SFX
 NSS=""
@@ -115,9 +116,15 @@ ip_of () { case $1 in A) echo 10.77.0.1 ;; B) echo 10.77.0.2 ;; C) echo 10.77.0.
 
 netns_hub () {
 	trap _ns_cleanup EXIT
+	if ! test_required NETNS; then
+		echo "Bail out! $TEST_NAME calls netns_hub without test_require NETNS"
+		exit 1
+	fi
 	if ! ip netns add "$NS_HUB" 2>"$TEST_DIR/.nserr"; then
-		test_skip 'agents in network namespaces' \
-		    "ip netns add refused: $(head -n1 "$TEST_DIR/.nserr")"
+		test_expect_success 'setup: the hub namespace' '
+			say "ip netns add refused: $(head -n1 "$TEST_DIR/.nserr")"
+			false
+		'
 		test_done
 	fi
 	NSS=$NS_HUB

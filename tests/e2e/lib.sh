@@ -15,6 +15,21 @@
 #                  guard against hangs, not a time limit; sized for a
 #                  machine twice as slow as the project VM usually is)
 #   CS_TIMEOUT     seconds a single cutsnap command may take (default 30)
+#   CUTSNAP_TEST_EXPENSIVE=1  run the scripts and cases that need the
+#                  EXPENSIVE prerequisite (the fault loops, the clusters of
+#                  many agents); `make test` sets it
+#   CUTSNAP_TEST_SEED  the seed of the script's random choices (TEST_SEED,
+#                  also bash's RANDOM); printed as "# seed N" so that a
+#                  failure can be replayed with it. Default: 1 under CI (CI
+#                  set) and in `make check`/`make test`, else drawn from
+#                  the clock
+#
+# Prerequisites, as git's test-lib has them: a script that needs one
+# declares it once, at its top, with test_require (the whole script is
+# skipped without it, "1..0 # SKIP ... (missing NAME)"), or per case with
+# test_expect_success NAME 'title' 'commands'. The Makefile reads the
+# declarations: radosgw is started only for a selection in which a script
+# declares S3, and the EXPENSIVE scripts start first.
 
 set -u
 
@@ -107,13 +122,171 @@ _watchdog=$!
 
 cd "$TEST_DIR" || exit 1
 
+# --- the seed ------------------------------------------------------------
+
+# One seed for every random choice the script makes, so that a run can be
+# replayed: scripts derive their loops' seeds from TEST_SEED (bash reseeds
+# RANDOM in each subshell, so a background loop sets RANDOM itself).
+if [ -n "${CUTSNAP_TEST_SEED:-}" ]; then
+	TEST_SEED=$CUTSNAP_TEST_SEED
+elif [ -n "${CI:-}" ]; then
+	TEST_SEED=1
+else
+	TEST_SEED=$(( $(date +%s%N) % 32768 ))
+fi
+case $TEST_SEED in
+'' | *[!0-9]* | ??????????*)
+	echo "Bail out! CUTSNAP_TEST_SEED must be a number below 10^9, not '$TEST_SEED'"
+	exit 1 ;;
+esac
+RANDOM=$TEST_SEED
+echo "# seed $TEST_SEED (CUTSNAP_TEST_SEED=$TEST_SEED replays it)"
+
+# --- prerequisites --------------------------------------------------------
+
+_prereq_set=" "		# satisfied
+_prereq_tested=" "	# lazy ones already evaluated
+_prereq_lazy=" "	# lazy ones declared
+_prereq_required=" "	# declared by the script with test_require
+
+# test_set_prereq NAME: NAME holds from now on.
+test_set_prereq () {
+	_prereq_set="$_prereq_set$1 "
+}
+
+# test_lazy_prereq NAME 'commands': NAME holds when the commands succeed;
+# they run once, at the first question, in a subshell, output discarded.
+test_lazy_prereq () {
+	_prereq_lazy="$_prereq_lazy$1 "
+	eval "_prereq_script_$1=\$2"
+}
+
+# test_have_prereq LIST: every prerequisite of the comma-separated LIST
+# holds (!NAME: NAME does not). The ones that do not are left in
+# MISSING_PREREQ, comma-separated.
+test_have_prereq () {
+	local p neg name script ok
+	MISSING_PREREQ=""
+	for p in ${1//,/ }; do
+		name=${p#!}
+		neg=""
+		[ "$name" != "$p" ] && neg=1
+		case $_prereq_lazy in
+		*" $name "*)
+			case $_prereq_tested in
+			*" $name "*) ;;
+			*)
+				eval "script=\$_prereq_script_$name"
+				if (mkdir -p "$TEST_DIR/.prereq" &&
+				    cd "$TEST_DIR/.prereq" && eval "$script") \
+				    >/dev/null 2>&1 </dev/null; then
+					test_set_prereq "$name"
+				fi
+				_prereq_tested="$_prereq_tested$name "
+				;;
+			esac
+			;;
+		esac
+		case $_prereq_set in
+		*" $name "*) ok=1 ;;
+		*) ok="" ;;
+		esac
+		if [ "$ok" = "$neg" ]; then
+			MISSING_PREREQ="${MISSING_PREREQ:+$MISSING_PREREQ,}$p"
+		fi
+	done
+	[ -z "$MISSING_PREREQ" ]
+}
+
+# test_require LIST: the script needs every prerequisite of LIST; without
+# one it is skipped as a whole ("1..0 # SKIP", which prove reports as
+# skipped with the reason). Before the first case, at the script's top,
+# where the Makefile reads it (grep '^test_require').
+test_require () {
+	local p
+	if [ "$test_count" -gt 0 ]; then
+		echo "Bail out! $TEST_NAME: test_require $1 after the first case"
+		exit 1
+	fi
+	for p in ${1//,/ }; do
+		_prereq_required="$_prereq_required$p "
+	done
+	test_have_prereq "$1" && return 0
+	echo "1..0 # SKIP skip all of $TEST_NAME (missing $MISSING_PREREQ)"
+	_prereq_hints "$MISSING_PREREQ"
+	exit 0
+}
+
+# test_required NAME: the script declared NAME with test_require (the
+# helpers of lib-s3.sh refuse to run in a script that did not: the
+# Makefile would not have started the server for it).
+test_required () {
+	case $_prereq_required in *" $1 "*) return 0 ;; esac
+	return 1
+}
+
+# What to do about a missing prerequisite, as "# " lines.
+_prereq_hints () {
+	local p
+	for p in ${1//,/ }; do
+		case ${p#!} in
+		EXPENSIVE) echo "# EXPENSIVE: set CUTSNAP_TEST_EXPENSIVE=1 (make test does)" ;;
+		S3) echo "# S3: install radosgw (sh scripts/deps.sh test)" ;;
+		ROOT | NETNS | NOBODY | SYSTEMD) echo "# ${p#!}: needs root (and, for NETNS, ip netns; for SYSTEMD, a machine booted with systemd)" ;;
+		esac
+	done
+}
+
+# The prerequisites every script may ask for.
+test_lazy_prereq EXPENSIVE '[ "${CUTSNAP_TEST_EXPENSIVE:-0}" = 1 ]'
+test_lazy_prereq ROOT '[ "$(id -u)" = 0 ]'
+# A namespace can be made (root, and not refused by a container).
+test_lazy_prereq NETNS '
+	[ "$(id -u)" = 0 ] && ip netns add "cs-probe-$$" &&
+	ip netns del "cs-probe-$$"
+'
+# Root can run the binary as uid 65534 (a user who owns nothing here).
+test_lazy_prereq NOBODY '
+	[ "$(id -u)" = 0 ] && command -v setpriv &&
+	setpriv --reuid=65534 --regid=65534 --clear-groups "$CUTSNAP" --help
+'
+# The machine runs systemd (a unit can be started), as root.
+test_lazy_prereq SYSTEMD '
+	[ "$(id -u)" = 0 ] &&
+	{ systemctl is-system-running || [ -d /run/systemd/system ]; }
+'
+# An S3 server: the one the run started (CUTSNAP_S3_ENV; when it failed to
+# start, lib-s3.sh fails the script rather than skip it), or radosgw to
+# start one of the script's own.
+test_lazy_prereq S3 '[ -n "${CUTSNAP_S3_ENV:-}" ] || command -v radosgw'
+test_lazy_prereq PYTHON3 'command -v python3'
+test_lazy_prereq VALGRIND \
+    'command -v valgrind && [ -z "${CUTSNAP_NO_VALGRIND:-}" ]'
+# CUTSNAP is a sanitizer build (make asan), which valgrind cannot run.
+test_lazy_prereq ASAN 'ldd "$CUTSNAP" | grep -q libasan'
+test_lazy_prereq SS 'command -v ss'
+test_lazy_prereq PY_CRYPTOGRAPHY \
+    'python3 -c "import cryptography.hazmat.primitives.ciphers.aead"'
+test_lazy_prereq PY_PROMETHEUS 'python3 -c "import prometheus_client.parser"'
+
 # --- TAP ---------------------------------------------------------------
 
-# test_expect_success 'description' 'commands'
+# test_expect_success [PREREQ] 'description' 'commands'
 # The commands run in this shell (variables they set persist); chain them
-# with &&.  Their output is shown only when the case fails.
+# with &&.  Their output is shown only when the case fails. With PREREQ (a
+# comma-separated list) missing, the case is skipped: "ok N # skip
+# description (missing PREREQ)".
 test_expect_success () {
-	local desc=$1 body=$2 log rc
+	local desc body log rc
+	if [ $# = 3 ]; then
+		if ! test_have_prereq "$1"; then
+			test_count=$((test_count + 1))
+			echo "ok $test_count # skip $2 (missing $MISSING_PREREQ)"
+			return 0
+		fi
+		shift
+	fi
+	desc=$1 body=$2
 	test_count=$((test_count + 1))
 	log=$TEST_DIR/.log.$test_count
 	# A function, so that "return 1" in the body ends the case only.
@@ -343,16 +516,15 @@ _agent_name () {
 	for ((i = 0; i < ${#a[@]}; i++)); do
 		case ${a[i]} in
 		agent) is_agent=0 ;;
-		-n | --name) [ $is_agent = 0 ] && AGENT_NAME=${a[i + 1]:-} ;;
+		--name) [ $is_agent = 0 ] && AGENT_NAME=${a[i + 1]:-} ;;
 		--name=*) [ $is_agent = 0 ] && AGENT_NAME=${a[i]#--name=} ;;
-		-n?*) [ $is_agent = 0 ] && AGENT_NAME=${a[i]#-n} ;;
 		esac
 	done
 	[ -n "$AGENT_NAME" ]
 }
 
 # Pids of the running agents of this test named NAME (processes of this
-# test running the "agent" subcommand with -n NAME).
+# test running the "agent" subcommand with --name NAME).
 # Prints nothing and fails when there is none.
 agent_pid () {
 	local p found=1

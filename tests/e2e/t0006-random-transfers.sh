@@ -3,13 +3,15 @@
 # Snapshots taken from every agent while random transfers run: each one
 # verifies, and each one restored holds exactly the money there was.
 . "$(dirname "$0")/lib.sh"
+test_require EXPENSIVE
 
 NAMES=(A B C D)
 N_LOOPS=2
 N_TRANSFERS=150		# per loop
 
-# transfer_loop SEED: random transfers; any status but 0 (done) and 1
-# (not enough money) is written to loop.errors.
+# transfer_loop SEED: random transfers; each one done (status 0) goes to
+# the ledger (ledger.SEED: "SRC DST AMOUNT"), any status but 0 and 1 (not
+# enough money) to loop.errors.
 transfer_loop () {
 	local i s d n rc
 	RANDOM=$1
@@ -21,7 +23,8 @@ transfer_loop () {
 		cs transfer -c "$CONF" "$s:bal" "$d:bal" "$n" >/dev/null 2>"loop.err.$1"
 		rc=$?
 		case $rc in
-		0 | 1) ;;
+		0) echo "$s $d $n" >>"ledger.$1" ;;
+		1) ;;
 		*) echo "transfer $s:bal $d:bal $n: exit $rc: $(cat "loop.err.$1")" \
 		    >>loop.errors ;;
 		esac
@@ -54,6 +57,29 @@ chaos_loop () {
 	done >chaos.log 2>&1
 }
 
+# ledger_balances: the balances of A B C D that the transfers in the
+# ledger files lead to from 1000 each; live_balances: the agents' own.
+ledger_balances () {
+	cat ledger.* | awk '{ b[$1] -= $3; b[$2] += $3 }
+	    END { printf "%d %d %d %d\n", 1000 + b["A"], 1000 + b["B"],
+	        1000 + b["C"], 1000 + b["D"] }'
+}
+live_balances () { echo "$(bal A) $(bal B) $(bal C) $(bal D)"; }
+balances_are () { [ "$(live_balances)" = "$1" ]; }
+
+# balances_match_ledger MIN: at least MIN transfers are in the ledger and,
+# once the channels drain, every balance is exactly what they lead to.
+balances_match_ledger () {
+	local n want
+	n=$(cat ledger.* | wc -l) &&
+	say "$n transfers done" &&
+	[ "$n" -ge "$1" ] &&
+	want=$(ledger_balances) &&
+	say "balances expected from the ledger: $want" &&
+	{ wait_for 30 balances_are "$want" ||
+	    { say "balances are $(live_balances)"; return 1; }; }
+}
+
 release_all () {
 	local s d
 	for s in "${NAMES[@]}"; do
@@ -73,7 +99,7 @@ test_expect_success 'setup: four agents with 1000 each' '
 test_expect_success 'snapshots from every initiator during random transfers all complete' '
 	LOOP_PIDS=""
 	for l in $(seq 1 $N_LOOPS); do
-		transfer_loop $((l * 7919)) &
+		transfer_loop $((TEST_SEED + l * 7919)) &
 		LOOP_PIDS="$LOOP_PIDS $!"
 	done
 	BG_PIDS="$BG_PIDS $LOOP_PIDS"
@@ -88,8 +114,8 @@ test_expect_success 'snapshots from every initiator during random transfers all 
 	[ ! -s loop.errors ] || { cat loop.errors; return 1; }
 '
 
-test_expect_success 'the transfers really ran' '
-	[ "$(bal A)$(bal B)$(bal C)$(bal D)" != 1000100010001000 ]
+test_expect_success 'drained, each balance is 1000 plus exactly what the transfers done brought it' '
+	balances_match_ledger 50
 '
 
 test_expect_success 'at least four distinct complete snapshots' '
@@ -138,10 +164,10 @@ test_expect_success 'phase 2: channels held and released at random (some reverse
 	rm -f loop.errors chaos.stop
 	LOOP_PIDS=""
 	for l in $(seq 1 $N_LOOPS); do
-		N_TRANSFERS=400 transfer_loop $((l * 104729)) &
+		N_TRANSFERS=400 transfer_loop $((TEST_SEED + l * 104729)) &
 		LOOP_PIDS="$LOOP_PIDS $!"
 	done
-	chaos_loop 31337 &
+	chaos_loop $((TEST_SEED + 31337)) &
 	CHAOS=$!
 	BG_PIDS="$BG_PIDS $LOOP_PIDS $CHAOS"
 	IDS2="" && k=0 &&
@@ -151,7 +177,8 @@ test_expect_success 'phase 2: channels held and released at random (some reverse
 		init=${NAMES[(k + 1) % 4]}
 		hs=${NAMES[k % 4]}; hd=${NAMES[(k + 2) % 4]}
 		expect_ok channel -c "$CONF" hold "$hs" "$hd" || return 1
-		cs transfer -c "$CONF" "$hs:bal" "$hd:bal" 1 >/dev/null 2>&1
+		cs transfer -c "$CONF" "$hs:bal" "$hd:bal" 1 >/dev/null 2>&1 &&
+		    echo "$hs $hd 1" >>ledger.holds
 		snapshot_bg --initiator "$init"
 		wait_recorded "$init" || return 1
 		if [ $((k % 2)) = 0 ]; then
@@ -193,8 +220,9 @@ test_expect_success 'phase 2: every snapshot verifies and holds 4000 (files + me
 	done
 '
 
-test_expect_success 'phase 2: the channels drain to 4000' '
+test_expect_success 'phase 2: the channels drain to 4000, each balance what the ledger says' '
 	wait_for 20 total_is 4000 || { say "total is $(total)"; return 1; }
+	balances_match_ledger 150
 '
 
 test_expect_success 'stop: the data files hold 4000' '

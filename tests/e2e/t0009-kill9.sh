@@ -35,7 +35,7 @@ test_expect_success 'setup: three agents with 1000 each' '
 '
 
 test_expect_success 'kill -9 agent B while transfers run' '
-	transfer_loop 4242 3000 &
+	transfer_loop $((TEST_SEED + 4242)) 3000 &
 	LOOP=$! && BG_PIDS="$BG_PIDS $LOOP" &&
 	wait_for 20 eval "[ \$(stat -c %s B.data) -gt 1000 ]" &&
 	pid=$(agent_pid B) && [ -n "$pid" ] &&

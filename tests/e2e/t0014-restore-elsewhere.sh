@@ -77,7 +77,7 @@ test_expect_success 'restore into a config with an extra agent: refused, nothing
 # LeakSanitizer's SIGSTOP during its exit-time check and hang the agent
 # until timeout -k kills it. The second SIGTERM is covered on its own below.
 test_expect_success 'cutsnap agent runs in the foreground and exits 0 on SIGTERM' '
-	cs agent -c "$CONF" -n A >agentA.out 2>agentA.err &
+	cs agent -c "$CONF" --name A >agentA.out 2>agentA.err &
 	FG=$! && BG_PIDS="$BG_PIDS $FG" &&
 	wait_for 10 eval "cs get -c \"$CONF\" A bal" &&
 	expect_eq "$(bal A)" 267 "A" &&
@@ -91,7 +91,7 @@ test_expect_success 'cutsnap agent runs in the foreground and exits 0 on SIGTERM
 # service managers send more than one): none may kill it with the default
 # action once its shutdown restored the signal mask.
 test_expect_success 'a foreground agent sent SIGTERM again and again while it stops exits 0' '
-	cs agent -c "$CONF" -n A >agentA2.out 2>agentA2.err &
+	cs agent -c "$CONF" --name A >agentA2.out 2>agentA2.err &
 	FG=$! && BG_PIDS="$BG_PIDS $FG" &&
 	wait_for 10 eval "cs get -c \"$CONF\" A bal" &&
 	P=$(cutsnap_pid "$FG") || return 1
@@ -104,7 +104,7 @@ test_expect_success 'a foreground agent sent SIGTERM again and again while it st
 '
 
 test_expect_success 'cutsnap agent exits 0 on SIGINT too' '
-	cs agent -c "$CONF" -n B >agentB.out 2>agentB.err &
+	cs agent -c "$CONF" --name B >agentB.out 2>agentB.err &
 	FG=$! && BG_PIDS="$BG_PIDS $FG" &&
 	wait_for 10 eval "cs get -c \"$CONF\" B bal" &&
 	kill -INT "$(cutsnap_pid "$FG")" || return 1
@@ -114,7 +114,7 @@ test_expect_success 'cutsnap agent exits 0 on SIGINT too' '
 
 test_expect_success 'a second agent for the same name is refused (exit 1), the first keeps serving' '
 	start_cluster &&
-	expect_error "[12]" agent -c "$CONF" -n A &&
+	expect_error "[12]" agent -c "$CONF" --name A &&
 	expect_ok status -c "$CONF" &&
 	stop_cluster
 '

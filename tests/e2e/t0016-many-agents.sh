@@ -2,6 +2,7 @@
 # Ten agents, a full mesh of 90 channels: snapshots from several initiators
 # during transfers verify and restore to the same total.
 . "$(dirname "$0")/lib.sh"
+test_require EXPENSIVE
 
 NAMES=(N0 N1 N2 N3 N4 N5 N6 N7 N8 N9)
 
@@ -29,9 +30,9 @@ test_expect_success 'setup: ten agents with 500 each' '
 '
 
 test_expect_success 'snapshots from three initiators during transfers, with held channels' '
-	transfer_loop 11 &
+	transfer_loop $((TEST_SEED + 11)) &
 	L1=$!
-	transfer_loop 12 &
+	transfer_loop $((TEST_SEED + 12)) &
 	L2=$!
 	BG_PIDS="$BG_PIDS $L1 $L2"
 	IDS="" &&

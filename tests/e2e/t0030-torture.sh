@@ -6,15 +6,17 @@
 # bank check. The figures come from the loop's machine-readable summary
 # line; the run must have checked something (complete snapshots, verifies,
 # restores, messages recorded in flight), not only have found nothing.
-# The seed is printed so a failure can be replayed with torture.sh -s SEED.
+# The seed (CUTSNAP_TEST_SEED, lib.sh) is printed so a failure can be
+# replayed: CUTSNAP_TEST_SEED=SEED with this script, torture.sh -s SEED alone.
 # Overlapping snapshots (mode overlap) have their own short run in t0420,
 # so that these runs stay within their time budget.
 # Three fault-loop runs: the guard over the whole script leaves room for
 # all three on a slow (sanitizer) build; each run has its own hang guard.
 TEST_TIMEOUT=${TEST_TIMEOUT:-960}
 . "$(dirname "$0")/lib.sh"
+test_require EXPENSIVE
 
-SEED=${TORTURE_SEED:-$(( $(date +%s) % 32768 ))}
+SEED=${TORTURE_SEED:-$TEST_SEED}
 ROUNDS=${TORTURE_ROUNDS:-25}
 TORTURE=$_lib_dir/../torture/torture.sh
 

@@ -9,6 +9,7 @@
 # more than the default 150 s on a loaded machine.
 TEST_TIMEOUT=${TEST_TIMEOUT:-600}
 . "$(dirname "$0")/lib.sh"
+test_require EXPENSIVE
 
 FAULTFS=${FAULTFS:-$_lib_dir/../../build/faultfs.so}
 if [ ! -f "$FAULTFS" ]; then
@@ -235,49 +236,43 @@ test_expect_success 'restore: every write/fsync/rename/mkdir/create failing with
 # memory errors fail the run with status 99).
 # Not on a sanitizer build (make asan): valgrind cannot run those, and
 # ASan's own leak checker already covers every run above there.
-if ldd "$CUTSNAP" 2>/dev/null | grep -q libasan; then
-	test_skip 'no leaks on the failing paths (valgrind)' 'an ASan build: its leak checker ran every case above'
-elif command -v valgrind >/dev/null && [ -z "${CUTSNAP_NO_VALGRIND:-}" ]; then
-	test_expect_success 'no leaks on the failing paths of restore (valgrind, every fsync and rename)' '
-		VG="valgrind -q --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite" &&
-		CS_TIMEOUT=120 &&
-		for op in fsync rename; do
-			put_before &&
-			VG= faulty none 0 EIO restore -r "$REPO" 1 -c "$CONF" &&
-			total=$(count "$op") &&
-			{ [ "${total:-0}" -gt 0 ] || { say "no $op counted"; false; }; } &&
-			n=1 &&
-			while [ "$n" -le "$total" ]; do
-				put_before &&
-				faulty "$op" "$n" EIO restore -r "$REPO" 1 -c "$CONF" &&
-				{ [ "$RC" = 0 ] || clean_failure restore; } ||
-				    { say "$op #$n under valgrind"; return 1; }
-				n=$((n + 1))
-			done || return 1
-		done &&
-		VG= &&
-		expect_ok restore -r "$REPO" 1 -c "$CONF" &&
-		files_restored
-	'
-	test_expect_success 'no leaks on the failing paths of snapshot (valgrind, every fsync)' '
-		start_cluster &&
-		VG="valgrind -q --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite" &&
-		CS_TIMEOUT=120 &&
-		cs add -c "$CONF" C n 1 >/dev/null &&
-		VG= faulty none 0 EIO snapshot -c "$CONF" -r "$REPO" &&
-		total=$(count fsync) &&
-		{ [ "${total:-0}" -gt 0 ] || { say "no fsync counted"; false; }; } &&
+test_expect_success VALGRIND,!ASAN 'no leaks on the failing paths of restore (valgrind, every fsync and rename)' '
+	VG="valgrind -q --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite" &&
+	CS_TIMEOUT=120 &&
+	for op in fsync rename; do
+		put_before &&
+		VG= faulty none 0 EIO restore -r "$REPO" 1 -c "$CONF" &&
+		total=$(count "$op") &&
+		{ [ "${total:-0}" -gt 0 ] || { say "no $op counted"; false; }; } &&
 		n=1 &&
 		while [ "$n" -le "$total" ]; do
-			cs add -c "$CONF" C n 1 >/dev/null &&
-			faulty fsync "$n" EIO snapshot -c "$CONF" -r "$REPO" &&
-			{ [ "$RC" = 0 ] || clean_failure snapshot; } &&
-			repo_sound || { say "fsync #$n under valgrind"; return 1; }
+			put_before &&
+			faulty "$op" "$n" EIO restore -r "$REPO" 1 -c "$CONF" &&
+			{ [ "$RC" = 0 ] || clean_failure restore; } ||
+			    { say "$op #$n under valgrind"; return 1; }
 			n=$((n + 1))
-		done
-	'
-else
-	test_skip 'no leaks on the failing paths (valgrind)' 'valgrind not installed'
-fi
+		done || return 1
+	done &&
+	VG= &&
+	expect_ok restore -r "$REPO" 1 -c "$CONF" &&
+	files_restored
+'
+test_expect_success VALGRIND,!ASAN 'no leaks on the failing paths of snapshot (valgrind, every fsync)' '
+	start_cluster &&
+	VG="valgrind -q --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite" &&
+	CS_TIMEOUT=120 &&
+	cs add -c "$CONF" C n 1 >/dev/null &&
+	VG= faulty none 0 EIO snapshot -c "$CONF" -r "$REPO" &&
+	total=$(count fsync) &&
+	{ [ "${total:-0}" -gt 0 ] || { say "no fsync counted"; false; }; } &&
+	n=1 &&
+	while [ "$n" -le "$total" ]; do
+		cs add -c "$CONF" C n 1 >/dev/null &&
+		faulty fsync "$n" EIO snapshot -c "$CONF" -r "$REPO" &&
+		{ [ "$RC" = 0 ] || clean_failure snapshot; } &&
+		repo_sound || { say "fsync #$n under valgrind"; return 1; }
+		n=$((n + 1))
+	done
+'
 
 test_done

@@ -57,15 +57,15 @@ test_expect_success 'load without snapshots: exit 0, a full summary, total conse
 '
 
 test_expect_success 'C got the deposit once; existing balances were not overwritten' '
-	expect_ok load -c "$CONF" -s 1 -k 2 --initial 999 --json &&
+	expect_ok load -c "$CONF" -s 1 --clients 2 --initial 999 --json &&
 	expect_eq "$(json_get "d[\"total_before\"]")" 1500 "total before" &&
 	expect_eq "$(total)" 1500 "live total"
 '
 
 test_expect_success 'clients spread over worker threads: 5 over 3, 1 alone' '
-	expect_ok load -c "$CONF" -s 1 -k 5 --threads 3 --json &&
+	expect_ok load -c "$CONF" -s 1 --clients 5 --threads 3 --json &&
 	json_check "d[\"clients\"] == 5 and d[\"failures\"] == 0 and d[\"conserved\"] is True" &&
-	expect_ok load -c "$CONF" -s 1 -k 1 -t 4 --json &&
+	expect_ok load -c "$CONF" -s 1 --clients 1 --threads 4 --json &&
 	json_check "d[\"transfers\"] > 0 and d[\"conserved\"] is True"
 '
 
@@ -78,7 +78,7 @@ test_expect_success 'the agents count fsyncs and write requests in status' '
 '
 
 test_expect_success 'load with a snapshot every 300 ms: snapshots counted, each verifies' '
-	expect_ok load -c "$CONF" -s 3 -k 4 --snapshot-every 300 -r "$REPO" --json &&
+	expect_ok load -c "$CONF" -s 3 --clients 4 --snapshot-every 300 -r "$REPO" --json &&
 	n=$(json_get "d[\"snapshots\"]") &&
 	[ "$n" -ge 1 ] &&
 	json_check "d[\"snapshot_failures\"] == 0 and d[\"conserved\"] is True" &&
@@ -97,7 +97,7 @@ test_expect_success 'a snapshot taken under load restores to the same total' '
 '
 
 test_expect_success 'load --json: one JSON object with the same fields' '
-	expect_ok load -c "$CONF" -s 1 -k 2 --json &&
+	expect_ok load -c "$CONF" -s 1 --clients 2 --json &&
 	python3 -c "
 import json, sys
 d = json.load(open(sys.argv[1]))
@@ -123,7 +123,7 @@ os.execvp(sys.argv[1], sys.argv[1:])" "$@"
 # The binary itself, not cs: timeout would pass the signal on, and a
 # run of 120 s would outlast cs's limit.
 test_expect_success 'SIGINT (Ctrl-C) ends a run early: exit 0, the summary, interrupted, total conserved' '
-	with_sigint "$CUTSNAP" load -c "$CONF" -s 120 -k 4 \
+	with_sigint "$CUTSNAP" load -c "$CONF" -s 120 --clients 4 \
 	    --snapshot-every 300 -r "$REPO" --json >load.out 2>load.err &
 	L=$! && BG_PIDS="$BG_PIDS $L" &&
 	w0=$(a_writes) &&
@@ -144,7 +144,7 @@ test_expect_success 'SIGINT (Ctrl-C) ends a run early: exit 0, the summary, inte
 # for a held channel to drain, the handler is gone: a second signal has
 # its default effect.
 test_expect_success 'SIGTERM ends the run; a second one, while load drains, ends load at once' '
-	"$CUTSNAP" load -c "$CONF" -s 120 -k 4 --json >load.out 2>load.err &
+	"$CUTSNAP" load -c "$CONF" -s 120 --clients 4 --json >load.out 2>load.err &
 	L=$! && BG_PIDS="$BG_PIDS $L" &&
 	w0=$(a_writes) &&
 	wait_for 20 a_writes_above $((w0 + 20)) &&
@@ -165,7 +165,7 @@ test_expect_success 'SIGTERM ends the run; a second one, while load drains, ends
 '
 
 test_expect_success 'a foreign deposit during the load breaks conservation: exit 1' '
-	cs load -c "$CONF" -s 4 -k 2 --json >load.out 2>load.err &
+	cs load -c "$CONF" -s 4 --clients 2 --json >load.out 2>load.err &
 	L=$! && BG_PIDS="$BG_PIDS $L" &&
 	w0=$(a_writes) &&
 	wait_for 10 a_writes_above $((w0 + 20)) &&

@@ -3,6 +3,7 @@
 # Thirty-two agents, a full mesh of 992 channels: transfers, a snapshot
 # with a message held in flight, verify, and restore to the same total.
 . "$(dirname "$0")/lib.sh"
+test_require EXPENSIVE
 
 NAMES=()
 for i in $(seq 0 31); do NAMES+=("N$i"); done

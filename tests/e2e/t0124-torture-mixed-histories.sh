@@ -7,8 +7,9 @@
 # Six rounds of stops, restores and restarts: more than the default budget.
 TEST_TIMEOUT=${TEST_TIMEOUT:-600}
 . "$(dirname "$0")/lib.sh"
+test_require EXPENSIVE
 
-SEED=${TORTURE_SEED:-$(( $(date +%s) % 32768 ))}
+SEED=${TORTURE_SEED:-$TEST_SEED}
 TORTURE=$_lib_dir/../torture/torture.sh
 
 test_expect_success "fault loop with files from different histories every round, 6 rounds, seed $SEED: refused or delivered, 0 violations" '

@@ -142,7 +142,7 @@ test_expect_success 'same seq, other history: B from one future, A sent as many 
 	cp B.data B.other &&
 	cp A.k A.data && cp B.k B.data || return 1
 	# A alone: B is down while A sends in this other history.
-	"$CUTSNAP" agent -c "$CONF" -n A >>run/A.log 2>&1 &
+	"$CUTSNAP" agent -c "$CONF" --name A >>run/A.log 2>&1 &
 	AGENT_PIDS="$AGENT_PIDS $!"
 	wait_for 10 cs get -c "$CONF" A bal &&
 	expect_ok transfer -c "$CONF" A:bal B:bal 1 &&

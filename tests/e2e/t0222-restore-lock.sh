@@ -38,7 +38,7 @@ is_locked () {
 # agent_refused NAME: "cutsnap agent" for NAME exits at once with status 1
 # and says its data file is locked (not 124: it did not run on).
 agent_refused () {
-	timeout -k 2 10 "$CUTSNAP" agent -c "$CONF" -n "$1" \
+	timeout -k 2 10 "$CUTSNAP" agent -c "$CONF" --name "$1" \
 	    >"$OUT" 2>"$ERR"
 	RC=$?
 	expect_eq "$RC" 1 "exit status of agent $1" || { show_out; return 1; }

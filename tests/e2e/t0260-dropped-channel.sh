@@ -26,7 +26,7 @@ test_expect_success 'a message in flight on A->B, then the config drops A->B: st
 	expect_error 1 start -c "$CONF" --timeout 5 &&
 	err_matches "A->B" && err_matches "1 unacknowledged message" &&
 	{ cs stop -c "$CONF" >/dev/null 2>&1; true; } &&
-	expect_error 2 agent -c "$CONF" -n A &&
+	expect_error 2 agent -c "$CONF" --name A &&
 	err_matches "^cutsnap: agent: A: channel A->B is not in config " &&
 	err_matches "put the channel back in the config"
 '
@@ -56,8 +56,8 @@ test_expect_success 'agents with different configs: the coordinator refuses the 
 	expect_ok transfer -c "$CONF" A:bal B:bal 10 &&
 	stop_cluster &&
 	mkdir -p run &&
-	{ "$CUTSNAP" agent -c "$FULL" -n A >>run/A.log 2>&1 & } &&
-	{ "$CUTSNAP" agent -c "$SMALL" -n B >>run/B.log 2>&1 & } &&
+	{ "$CUTSNAP" agent -c "$FULL" --name A >>run/A.log 2>&1 & } &&
+	{ "$CUTSNAP" agent -c "$SMALL" --name B >>run/B.log 2>&1 & } &&
 	wait_for 10 cs status -c "$SMALL" &&
 	_record_agent_pids &&
 	expect_error 1 snapshot -c "$SMALL" -r "$REPO" --initiator B --timeout 20 &&
@@ -104,7 +104,7 @@ test_expect_success 'an agent removed from the config with a message in flight t
 	expect_ok transfer -c three/abc.ini A:bal B:bal 7 &&
 	expect_ok transfer -c three/abc.ini A:bal B:bal 3 &&
 	expect_ok stop -c three/abc.ini &&
-	expect_error 2 agent -c three/ac.ini -n A &&
+	expect_error 2 agent -c three/ac.ini --name A &&
 	err_matches "channel A->B is not in config .*ac.ini, but data file .*a.data holds 2 unacknowledged messages on it"
 '
 

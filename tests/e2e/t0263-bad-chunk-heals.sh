@@ -15,6 +15,17 @@ export CUTSNAP_CHUNK_SIZE=4096
 chunk0 () { chunk_paths "$1" A | head -n 1; }
 # The blob's bytes hash to its name.
 blob_good () { [ "$(sha256sum "$1" | cut -d" " -f1)" = "$(basename "$1")" ]; }
+# check_sql STMT: run STMT on the records of the blobs' last checks.
+check_sql () { sql "$1" "$REPO/blobchecks.db"; }
+# checked_at HEX: when blob HEX was last hashed, per its record.
+checked_at () { check_sql "select checked from checks where name = x'$1'"; }
+# rot_quietly BLOB OFFSET: flip a byte and make the blob's record match
+# its new look, as rot of the medium, which changes no ctime, would.
+rot_quietly () {
+	flip_byte "$1" "$2" &&
+	check_sql "update checks set ctime_ns = $(stat -c %.9Z "$1" | tr -d .)
+	    where name = x'$(basename "$1")'"
+}
 
 test_expect_success 'setup: A spans several chunks; snapshot 1 verifies' '
 	make_config A B &&
@@ -49,8 +60,8 @@ test_expect_success 'the next snapshot stores it again from the live file: both 
 	expect_ok verify -r "$REPO" "$FIRST"
 '
 
-test_expect_success 'a flipped byte, then a snapshot with --recheck-age 0: it heals the blob itself' '
-	flip_byte "$BLOB" 200 &&
+test_expect_success 'a silent rot, then a snapshot with --recheck-age 0: it heals the blob itself' '
+	rot_quietly "$BLOB" 200 &&
 	! blob_good "$BLOB" &&
 	expect_ok transfer -c "$CONF" A:bal B:bal 1 &&
 	take_snapshot --recheck-age 0 &&
@@ -62,16 +73,18 @@ test_expect_success 'a flipped byte, then a snapshot with --recheck-age 0: it he
 	json_check "all(s[\"status\"] == \"complete\" for s in d) and len(d) == 3"
 '
 
-test_expect_success 'a recheck that finds the blob good marks it checked and copies nothing' '
-	touch -d "10 days ago" "$BLOB" &&
-	old=$(stat -c %Y "$BLOB") &&
-	take_snapshot &&
-	[ "$(stat -c %Y "$BLOB")" -gt $((old + 86400)) ] &&
+test_expect_success 'a recheck that finds the blob good records it checked and copies nothing' '
+	check_sql "update checks set checked = checked - 10 * 86400 where name = x'"'"'$HEX'"'"'" &&
+	old=$(checked_at "$HEX") &&
+	take_snapshot --json &&
+	json_check "d[\"chunks\"][\"rechecked\"] >= 1 and d[\"chunks\"][\"healed\"] == 0" &&
+	[ "$(checked_at "$HEX")" -gt $((old + 86400)) ] &&
 	blob_good "$BLOB" &&
-	touch -d "1 hour ago" "$BLOB" &&
-	old=$(stat -c %Y "$BLOB") &&
-	take_snapshot --recheck-age 2h &&
-	expect_eq "$(stat -c %Y "$BLOB")" "$old" "mtime of a blob checked within 2h"
+	check_sql "update checks set checked = checked - 3600" &&
+	old=$(checked_at "$HEX") &&
+	take_snapshot --recheck-age 2h --json &&
+	json_check "d[\"chunks\"][\"rechecked\"] == 0" &&
+	expect_eq "$(checked_at "$HEX")" "$old" "last check of a blob checked within 2h"
 '
 
 test_expect_success 'a bad --recheck-age: exit 2, one line' '
@@ -79,11 +92,13 @@ test_expect_success 'a bad --recheck-age: exit 2, one line' '
 	err_matches "invalid DURATION"
 '
 
-# Within the recheck age a rotten blob is still trusted by its name:
-# verify is what finds it then, and the next snapshot heals it.
-test_expect_success 'within the recheck age: verify finds the rot, the snapshot after it heals' '
-	flip_byte "$BLOB" 300 &&
-	take_snapshot &&
+# Within the recheck age a blob that rotted without a trace (its size,
+# inode and ctime as recorded) is still trusted by its name: verify is
+# what finds it then, and the next snapshot heals it.
+test_expect_success 'within the recheck age: verify finds a silent rot, the snapshot after it heals' '
+	rot_quietly "$BLOB" 300 &&
+	take_snapshot --json &&
+	json_check "d[\"chunks\"][\"rechecked\"] == 0" &&
 	expect_exit 1 verify -r "$REPO" "$SNAP_ID" &&
 	grep -q "blob $HEX moved to" "$OUT" &&
 	take_snapshot &&

@@ -44,7 +44,7 @@ grow_backlog () {
 	while [ "$(chan sent)" -lt "$want" ]; do
 		rounds=$((rounds + 1))
 		[ $rounds -le 12 ] || { say "backlog stuck at $(chan sent)"; return 1; }
-		expect_ok load -c "$CONF" -s 3 -k 32 -a 1 --no-drain --json ||
+		expect_ok load -c "$CONF" -s 3 --clients 32 --max-amount 1 --no-drain --json ||
 		    return 1
 		json_check 'd["failures"] == 0 and d["conserved"] is None' ||
 		    return 1
@@ -65,7 +65,7 @@ exactly_once () {
 # Only A, in the foreground of a background job: while B is down A's
 # backlog stays queued.
 start_a_alone () {
-	"$CUTSNAP" agent -c "$CONF" -n A 2>"$TEST_DIR/A.err" &
+	"$CUTSNAP" agent -c "$CONF" --name A 2>"$TEST_DIR/A.err" &
 	BG_PIDS="$BG_PIDS $!"
 	AGENT_PIDS="$AGENT_PIDS $!"
 }
@@ -116,7 +116,7 @@ test_expect_success 'B started: the backlog arrives exactly once; A stays below 
 # can outlast.
 test_expect_success 'held, released, held and released reversed under load: exactly once' '
 	expect_ok channel -c "$CONF" hold A B &&
-	{ "$CUTSNAP" load -c "$CONF" -s 600 -k 32 -a 1 --no-drain --json \
+	{ "$CUTSNAP" load -c "$CONF" -s 600 --clients 32 --max-amount 1 --no-drain --json \
 	    >load.out 2>load.err & } &&
 	LOAD_PID=$! && BG_PIDS="$BG_PIDS $LOAD_PID" &&
 	wait_for 60 eval "[ \"\$(chan queued)\" -gt $BURST ]" &&
@@ -142,7 +142,7 @@ test_expect_success 'held, released, held and released reversed under load: exac
 # part to resend from its cursor; the channel keeps one history.
 # A is killed once BURST more messages were sent.
 test_expect_success 'A killed -9 under load and restarted: same history, exactly once' '
-	"$CUTSNAP" load -c "$CONF" -s 600 -k 32 -a 1 --no-drain --json \
+	"$CUTSNAP" load -c "$CONF" -s 600 --clients 32 --max-amount 1 --no-drain --json \
 	    >load2.out 2>&1 &
 	LOAD_PID=$! && BG_PIDS="$BG_PIDS $LOAD_PID" &&
 	before=$(chan sent) &&

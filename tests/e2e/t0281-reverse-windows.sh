@@ -29,7 +29,7 @@ test_expect_success "setup: A>B held with more than $BACKLOG messages queued" '
 	while [ "$(chan sent)" -lt $BACKLOG ]; do
 		rounds=$((rounds + 1)) &&
 		[ $rounds -le 12 ] &&
-		expect_ok load -c "$CONF" -s 2 -k 32 -a 1 --no-drain --json &&
+		expect_ok load -c "$CONF" -s 2 --clients 32 --max-amount 1 --no-drain --json &&
 		json_check "d[\"failures\"] == 0" || return 1
 	done &&
 	SENT=$(chan sent) &&

@@ -6,6 +6,7 @@
 # 80 agents each connecting to 79 peers take more than start's default
 # 10 s to answer under ASan with two test scripts at a time.
 . "$(dirname "$0")/lib.sh"
+test_require EXPENSIVE
 
 NAMES=()
 for i in $(seq -w 1 80); do
@@ -21,7 +22,7 @@ test_expect_success 'setup: 80 agents, full mesh' '
 '
 
 test_expect_success 'load drains every channel and conserves the total' '
-	expect_ok load -c "$CONF" -s 2 -k 4 --json &&
+	expect_ok load -c "$CONF" -s 2 --clients 4 --json &&
 	json_check "(d[\"conserved\"] is True and d[\"failures\"] == 0 and
 	    d[\"transfers\"] > 0 and d[\"total_before\"] == 80 * 1000000)" &&
 	expect_eq "$(total)" $((80 * 1000000)) "total after the deposits"

@@ -1,8 +1,8 @@
 #!/bin/bash
 # shellcheck disable=SC2034 # variables used inside test body strings
 # Bash completion knows what each command's options mean: `channel`
-# takes hold|release once, then SRC and DST (and -r is --reverse there,
-# not a repository); `load -k` is a number of clients, not a key file;
+# takes hold|release once, then SRC and DST (and --reverse there takes
+# no value); `load --clients` is a number of clients, not a key file;
 # `forget -n` is --dry-run, not an agent name.
 . "$(dirname "$0")/lib.sh"
 
@@ -32,14 +32,14 @@ test_expect_success 'channel: hold|release first, then SRC and DST, then nothing
 	expect_eq "$(complete_words cutsnap channel -c "$CONF" hold A B "")" "" "after hold A B"
 '
 
-test_expect_success 'channel release -r is --reverse: agents follow, not directories' '
-	expect_eq "$(complete_words cutsnap channel -c "$CONF" release -r A)" "A " "release -r A" &&
+test_expect_success 'channel release --reverse: agents follow, not directories' '
+	expect_eq "$(complete_words cutsnap channel -c "$CONF" release --reverse A)" "A " "release --reverse A" &&
 	expect_eq "$(complete_words cutsnap channel -c "$CONF" release --reverse "")" "A B " "release --reverse"
 '
 
-test_expect_success 'load -k is a number of clients, -i an amount: no files, no agents' '
-	expect_eq "$(complete_words cutsnap load -c "$CONF" -k A)" "" "load -k" &&
-	expect_eq "$(complete_words cutsnap load -c "$CONF" -i A)" "" "load -i" &&
+test_expect_success 'load --clients is a number, --initial an amount: no files, no agents' '
+	expect_eq "$(complete_words cutsnap load -c "$CONF" --clients A)" "" "load --clients" &&
+	expect_eq "$(complete_words cutsnap load -c "$CONF" --initial A)" "" "load --initial" &&
 	expect_eq "$(complete_words cutsnap load --no)" "--no-drain " "load --no"
 '
 

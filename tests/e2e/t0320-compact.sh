@@ -98,7 +98,7 @@ test_expect_success 'under load and 20 MiB of overwrites each no file exceeds 16
 	blobs=""
 	for n in A B C; do blob_loop $n & blobs="$blobs $!"; done
 	BG_PIDS="$BG_PIDS $blobs"
-	cs load -c "$CONF" -s 8 -k 4 --json >load.json 2>load.err &
+	cs load -c "$CONF" -s 8 --clients 4 --json >load.json 2>load.err &
 	LOAD=$!
 	BG_PIDS="$BG_PIDS $LOAD"
 	# shellcheck disable=SC2086 # a list of pids

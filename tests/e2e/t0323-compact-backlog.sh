@@ -20,7 +20,7 @@ grow_backlog () {
 	while [ "$(chan sent)" -lt "$want" ]; do
 		rounds=$((rounds + 1))
 		[ $rounds -le 12 ] || { say "backlog stuck at $(chan sent)"; return 1; }
-		expect_ok load -c "$CONF" -s 2 -k 32 -a 1 --no-drain --json ||
+		expect_ok load -c "$CONF" -s 2 --clients 32 --max-amount 1 --no-drain --json ||
 		    return 1
 		json_check 'd["failures"] == 0' || return 1
 	done

@@ -31,7 +31,7 @@ test_expect_success 'an addr without tls_dir, a bad addr, a shared addr: exit 2,
 '
 
 test_expect_success 'start before cert: exit 2 naming the missing files and the cert command' '
-	expect_exit 2 agent -c "$CONF" -n A && err_is_one_line &&
+	expect_exit 2 agent -c "$CONF" --name A && err_is_one_line &&
 	err_matches "TLS files for A missing.*cutsnap cert -c"
 '
 
@@ -164,7 +164,7 @@ test_expect_success 'an agent with another agent'\''s certificate refuses to sta
 	mkdir -p -m 700 badtls && cp tls/ca.crt badtls/ &&
 	cp tls/B.crt badtls/C.crt && cp tls/B.key badtls/C.key &&
 	sed "s/^tls_dir = tls/tls_dir = badtls/" "$CONF" >imp.ini &&
-	expect_error 2 agent -c imp.ini -n C &&
+	expect_error 2 agent -c imp.ini --name C &&
 	err_matches "certificate .*badtls/C[.]crt is for .B., not agent C" &&
 	python3 - "$PA" badtls <<-"PY" &&
 	import socket, ssl, struct, sys

@@ -8,6 +8,7 @@
 # is down commits nothing), an agent killed while its link is down, and a
 # restore per host that gives the conserved total.
 . "$(dirname "$0")/lib.sh"
+test_require NETNS
 . "$_lib_dir/lib-tls.sh"
 
 netns_hub
@@ -21,7 +22,7 @@ cs () {
 start_agent () {
 	local p
 	mkdir -p "$TEST_DIR/run" || return 1
-	ip netns exec "$(ns_of "$1")" setsid "$CUTSNAP" agent -c "$CONF" -n "$1" \
+	ip netns exec "$(ns_of "$1")" setsid "$CUTSNAP" agent -c "$CONF" --name "$1" \
 	    >>"$TEST_DIR/run/$1.log" 2>&1 </dev/null &
 	p=$!
 	AGENT_PIDS="$AGENT_PIDS $p"

@@ -11,6 +11,7 @@
 # agent from the shared repository, which equals one full restore, and
 # doing it again changes nothing.
 . "$(dirname "$0")/lib.sh"
+test_require NETNS
 . "$_lib_dir/lib-tls.sh"
 
 netns_hub
@@ -40,7 +41,7 @@ cs () {
 # little data), log in logs/NAME.log.
 start_agent () {
 	CUTSNAP_CHUNK_SIZE=4096 on_host "$1" setsid "$CUTSNAP" agent \
-	    -c "$CONF" -n "$1" >>"$TEST_DIR/logs/$1.log" 2>&1 </dev/null &
+	    -c "$CONF" --name "$1" >>"$TEST_DIR/logs/$1.log" 2>&1 </dev/null &
 	AGENT_PIDS="$AGENT_PIDS $!"
 	wait_for 15 agent_up "$1"
 }

@@ -109,7 +109,7 @@ test_expect_success 'interrupted mid-stream: aborted as interrupted, nothing com
 '
 
 test_expect_success 'load drives TLS itself: transfers on every agent, no failure, the total conserved' '
-	expect_ok load -c "$CONF" -s 2 -k 8 --json &&
+	expect_ok load -c "$CONF" -s 2 --clients 8 --json &&
 	json_check "d[\"conserved\"] is True and d[\"failures\"] == 0 and d[\"transfers\"] > 100" &&
 	expect_eq "$(total)" 150 "live total"
 '

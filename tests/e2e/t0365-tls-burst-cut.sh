@@ -8,9 +8,8 @@
 # applied twice or out of order: the total is conserved, every channel's
 # sent = acked = applied by the receiver, and no agent logged a bad seq.
 . "$(dirname "$0")/lib.sh"
+test_require SS
 . "$_lib_dir/lib-tls.sh"
-
-command -v ss >/dev/null || { test_skip "all" "ss (iproute2) missing"; test_done; }
 
 LOAD=$TEST_DIR/load.json
 CUTS=$TEST_DIR/cuts
@@ -78,7 +77,7 @@ test_expect_success 'setup: A, B, C on 127.0.0.1 with TLS; every channel up (12 
 
 test_expect_success '32 clients for 8 s, channels reset every 0.3 s: conserved, no failure' '
 	: >"$CUTS" &&
-	{ cs load --json -c "$CONF" -s 8 -k 32 >"$LOAD" 2>"$TEST_DIR/load.err" & } &&
+	{ cs load --json -c "$CONF" -s 8 --clients 32 >"$LOAD" 2>"$TEST_DIR/load.err" & } &&
 	lp=$! &&
 	sleep 1 &&
 	while kill -0 "$lp" 2>/dev/null; do cut_channels; sleep 0.3; done &&

@@ -27,7 +27,7 @@ test_expect_success 'a full handshake gives a ticket; coming back with it resume
 '
 
 test_expect_success 'load over TLS (resumed connections): conserved, no failure' '
-	cs load --json -c "$CONF" -s 2 -k 16 >"$LOAD" 2>"$TEST_DIR/load.err"
+	cs load --json -c "$CONF" -s 2 --clients 16 >"$LOAD" 2>"$TEST_DIR/load.err"
 	rc=$?
 	cat "$LOAD" "$TEST_DIR/load.err" >&2
 	expect_eq "$rc" 0 "load exit" &&
@@ -45,7 +45,7 @@ test_expect_success 'after a restart the old ticket gets a full handshake, then 
 	cat again.out >&2 &&
 	grep -q "^New, TLSv1.3" again.out &&
 	grep -q "Verify return code: 0 (ok)" again.out &&
-	cs load --json -c "$CONF" -s 1 -k 8 >"$LOAD" 2>"$TEST_DIR/load.err" &&
+	cs load --json -c "$CONF" -s 1 --clients 8 >"$LOAD" 2>"$TEST_DIR/load.err" &&
 	expect_eq "$(json_get "d[\"conserved\"]" "$LOAD")" true "conserved" &&
 	expect_eq "$(json_get "d[\"failures\"]" "$LOAD")" 0 "failures" &&
 	total_is 3000

@@ -59,7 +59,7 @@ test_expect_success 'a client that offers only AES-256-GCM or ChaCha20 is served
 
 test_expect_success "load while $DROPS clients die without a close_notify: no failure, conserved" '
 	down0=$(channels_down)
-	cs load --json -c "$CONF" -s 4 -k 16 >"$LOAD" 2>"$TEST_DIR/load.err" &
+	cs load --json -c "$CONF" -s 4 --clients 16 >"$LOAD" 2>"$TEST_DIR/load.err" &
 	lp=$!
 	sleep 1
 	dropped=0
@@ -83,7 +83,7 @@ test_expect_success 'the channels stayed up meanwhile' '
 '
 
 test_expect_success 'after the drops: transfers still exact, then stop' '
-	cs load --json -c "$CONF" -s 1 -k 4 >"$LOAD" 2>"$TEST_DIR/load.err" &&
+	cs load --json -c "$CONF" -s 1 --clients 4 >"$LOAD" 2>"$TEST_DIR/load.err" &&
 	expect_eq "$(json_get "d[\"failures\"]" "$LOAD")" 0 "failures" &&
 	total_is 3000 &&
 	stop_cluster

@@ -7,9 +7,7 @@
 # opens the repository for cutsnap, whose verify passes and whose restore
 # gives the files back byte for byte; a wrong password is still refused.
 . "$(dirname "$0")/lib.sh"
-
-python3 -c 'import cryptography.hazmat.primitives.ciphers.aead' 2>/dev/null ||
-    { test_skip "python3 with the cryptography package is needed"; test_done; }
+test_require PY_CRYPTOGRAPHY
 
 unset CUTSNAP_SCRYPT_N CUTSNAP_PASSWORD CUTSNAP_PASSWORD_FILE \
     CUTSNAP_NEW_PASSWORD CUTSNAP_NEW_PASSWORD_FILE

@@ -12,7 +12,7 @@ drained () { channel_drained A B; }
 
 # start_b [ENV...]: agent B alone, in a background job.
 start_b () {
-	env "$@" "$CUTSNAP" agent -c "$CONF" -n B 2>>"$TEST_DIR/B.err" &
+	env "$@" "$CUTSNAP" agent -c "$CONF" --name B 2>>"$TEST_DIR/B.err" &
 	BG_PIDS="$BG_PIDS $!"
 	AGENT_PIDS="$AGENT_PIDS $!"
 	wait_for 10 eval "[ \"\$(chan up)\" = true ]"

@@ -5,6 +5,7 @@
 # only its new chunks; verify reads the bucket alone; ls, show and forget
 # work there; a path that looks like a URL of another kind is refused.
 . "$(dirname "$0")/lib.sh"
+test_require S3
 . "$_lib_dir/lib-s3.sh"
 
 # Many chunks per file.

@@ -3,6 +3,7 @@
 # reports each one, restore refuses and writes nothing, whether the
 # changed object is a blob or a manifest.
 . "$(dirname "$0")/lib.sh"
+test_require S3
 . "$_lib_dir/lib-s3.sh"
 
 export CUTSNAP_CHUNK_SIZE=65536

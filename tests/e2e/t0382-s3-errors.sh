@@ -5,6 +5,7 @@
 # (exit 1). CS_TIMEOUT bounds every command, so a retry loop or a hang
 # would fail these cases rather than stall them.
 . "$(dirname "$0")/lib.sh"
+test_require S3
 . "$_lib_dir/lib-s3.sh"
 
 export CS_TIMEOUT=15

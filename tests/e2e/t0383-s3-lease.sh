@@ -7,6 +7,7 @@
 # commit made meanwhile by someone else is never overwritten, and the
 # snapshot's id is not printed.
 . "$(dirname "$0")/lib.sh"
+test_require S3
 . "$_lib_dir/lib-s3.sh"
 
 # shellcheck disable=SC2034 # used inside the test bodies

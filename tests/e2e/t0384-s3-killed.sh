@@ -5,6 +5,7 @@
 # the cache it left, and prune deletes its orphan blobs once they are
 # older than the grace period, leaving every listed snapshot whole.
 . "$(dirname "$0")/lib.sh"
+test_require S3
 . "$_lib_dir/lib-s3.sh"
 
 # Many small chunks: the upload takes a while, one object at a time.

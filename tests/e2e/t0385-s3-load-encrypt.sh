@@ -5,6 +5,7 @@
 # sealed in the bucket and needs its password to verify and restore (and
 # verify --no-password checks only its sealed parts, and says so).
 . "$(dirname "$0")/lib.sh"
+test_require S3
 . "$_lib_dir/lib-s3.sh"
 
 ENC_URL=s3://$BUCKET/enc

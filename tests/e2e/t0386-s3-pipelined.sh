@@ -5,6 +5,7 @@
 # orphans, and the next snapshot commits from the same cache and restores
 # into an empty directory with the live data files' keys and values.
 . "$(dirname "$0")/lib.sh"
+test_require S3
 . "$_lib_dir/lib-s3.sh"
 
 # Many small chunks; one upload at a time, so that the copy, held back

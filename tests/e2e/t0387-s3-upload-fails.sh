@@ -7,6 +7,7 @@
 # run is never listed, its orphans are pruned, and the last snapshot
 # restores the live data from the bucket alone.
 . "$(dirname "$0")/lib.sh"
+test_require S3
 . "$_lib_dir/lib-s3.sh"
 
 export CUTSNAP_CHUNK_SIZE=4096

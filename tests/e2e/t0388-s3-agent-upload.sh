@@ -16,6 +16,7 @@
 # compressed repository the agents upload each chunk's zstd object,
 # which verifies and restores.
 . "$(dirname "$0")/lib.sh"
+test_require S3,NETNS
 . "$_lib_dir/lib-s3.sh"
 . "$_lib_dir/lib-tls.sh"
 
@@ -41,7 +42,7 @@ start_agent () {
 	shift
 	mkdir -p "$TEST_DIR/run" &&
 	ip netns exec "$(ns_of "$h")" env AWS_ENDPOINT_URL="$RELAY_URL" "$@" \
-	    setsid "$CUTSNAP" agent -c "$CONF" -n "$h" \
+	    setsid "$CUTSNAP" agent -c "$CONF" --name "$h" \
 	    >>"$TEST_DIR/run/$h.log" 2>&1 </dev/null &
 	AGENT_PIDS="$AGENT_PIDS $!"
 	wait_for 15 agent_up "$h"

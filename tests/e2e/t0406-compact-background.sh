@@ -85,7 +85,7 @@ test_expect_success 'a compaction under sustained load ends, the total is conser
 		eval "GEN_$a=\$(comp $a generation)" || return 1
 	done
 	SIZE0=$(stat -c %s A.data) || return 1
-	cs load -c "$CONF" -s 5 -k 8 --json >load.json 2>load.err &
+	cs load -c "$CONF" -s 5 --clients 8 --json >load.json 2>load.err &
 	LOAD=$!
 	BG_PIDS="$BG_PIDS $LOAD"
 	wait_for 10 eval "[ \$(stat -c %s A.data) -gt $((SIZE0 + 65536)) ]" &&

@@ -11,8 +11,9 @@
 # having checked nothing.
 TEST_TIMEOUT=${TEST_TIMEOUT:-1080}
 . "$(dirname "$0")/lib.sh"
+test_require EXPENSIVE
 
-SEED=${TORTURE_SEED:-$(( $(date +%s) % 32768 ))}
+SEED=${TORTURE_SEED:-$TEST_SEED}
 TORTURE=$_lib_dir/../torture/torture.sh
 
 test_expect_success "overlapping snapshots every round, 4 rounds, seed $SEED: checked, 0 violations" '

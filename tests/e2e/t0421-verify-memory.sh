@@ -34,7 +34,7 @@ smallest () { stat -c %s A.data B.data | sort -n | head -1; }
 grow_to () {
 	local k=0
 	while [ "$(smallest)" -lt "$1" ] && [ $k -lt 60 ]; do
-		cs load -c "$CONF" -s 2 -k 8 --json >load.json &&
+		cs load -c "$CONF" -s 2 --clients 8 --json >load.json &&
 		json_check "d[\"conserved\"]" load.json || return 1
 		k=$((k + 1))
 	done

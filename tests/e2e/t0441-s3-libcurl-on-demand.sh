@@ -5,6 +5,7 @@
 # loaded, or lacks a function, is one clear error line on S3 commands
 # while everything else keeps working.
 . "$(dirname "$0")/lib.sh"
+test_require S3
 . "$_lib_dir/lib-s3.sh"
 
 export CS_TIMEOUT=30

@@ -19,7 +19,7 @@ test_expect_success 'setup: A and B on TCP + TLS; cert makes tls_dir 0700, every
 
 test_expect_success 'an agent key readable by group: the agent does not start, exit 2, one line' '
 	chmod 640 tls/A.key &&
-	expect_error 2 agent -c "$CONF" -n A &&
+	expect_error 2 agent -c "$CONF" --name A &&
 	err_matches "private key .*/tls/A.key is mode 0640, open to group or others; run: chmod 600 .*/tls/A.key" &&
 	[ ! -e A.data ]
 '
@@ -34,7 +34,7 @@ test_expect_success 'start says so too, and starts no agent with it' '
 
 test_expect_success 'tls_dir open to others: the agent does not start, naming the directory' '
 	chmod 600 tls/A.key && chmod 755 tls &&
-	expect_error 2 agent -c "$CONF" -n A &&
+	expect_error 2 agent -c "$CONF" --name A &&
 	err_matches "tls_dir .*/tls is mode 0755, open to group or others; run: chmod 700 .*/tls" &&
 	chmod 700 tls &&
 	start_cluster &&

@@ -10,6 +10,7 @@
 # relay, the snapshot names why in one warning line and its chunks come
 # through the coordinator.
 . "$(dirname "$0")/lib.sh"
+test_require S3
 . "$_lib_dir/lib-s3.sh"
 . "$_lib_dir/lib-tls.sh"
 
@@ -34,7 +35,7 @@ start_agent () {
 	fi
 	mkdir -p run &&
 	env "${ep[@]}" "$@" setsid "$CUTSNAP" agent \
-	    -c "$CONF" -n "$h" >>"run/$h.log" 2>&1 </dev/null &
+	    -c "$CONF" --name "$h" >>"run/$h.log" 2>&1 </dev/null &
 	AGENT_PIDS="$AGENT_PIDS $!"
 	wait_for 15 agent_up "$h"
 }

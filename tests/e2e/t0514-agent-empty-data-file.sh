@@ -17,7 +17,7 @@ test_expect_success 'setup: A=100, B=50, a snapshot, the cluster stopped' '
 
 test_expect_success 'an emptied data file: the agent refuses to start, exit 2, naming it' '
 	: >A.data &&
-	expect_error 2 agent -c "$CONF" -n A &&
+	expect_error 2 agent -c "$CONF" --name A &&
 	err_matches "^cutsnap: agent: A: data file $TEST_DIR/A[.]data exists but is empty \(0 bytes\), so its content was lost: restore it \(cutsnap restore --agent A\) or, if agent A never ran, remove it to start afresh$" &&
 	expect_eq "$(stat -c %s A.data)" 0 "A.data size"
 '

@@ -23,14 +23,14 @@ test_expect_success 'setup: agents A and B on loopback, their certificates' '
 
 test_expect_success 'another agent'\''s certificate (and key): refused at start' '
 	variant imp && cp tls/B.crt imp/tls/A.crt && cp tls/B.key imp/tls/A.key &&
-	expect_error 2 agent -c "$VCONF" -n A &&
+	expect_error 2 agent -c "$VCONF" --name A &&
 	err_matches "^cutsnap: agent: A: certificate $TEST_DIR/imp/tls/A[.]crt is for .B., not agent A: give each agent its own \(cutsnap cert\)$"
 '
 
 test_expect_success 'an expired certificate of the cluster CA: refused at start' '
 	variant exp && CUTSNAP_TEST_CERT_DAYS=-2 cs cert -c "$VCONF" >/dev/null &&
 	! openssl x509 -in exp/tls/A.crt -noout -checkend 0 >/dev/null &&
-	expect_error 2 agent -c "$VCONF" -n A &&
+	expect_error 2 agent -c "$VCONF" --name A &&
 	err_matches "^cutsnap: agent: A: certificate $TEST_DIR/exp/tls/A[.]crt of agent A expired on .*: renew it \(cutsnap cert\)$"
 '
 
@@ -40,13 +40,13 @@ test_expect_success 'a certificate from another CA: refused at start' '
 	    -e "s|^tls_dir = tls|tls_dir = $TEST_DIR/other/tls|" "$CONF" >other/c.ini &&
 	expect_ok cert -c other/c.ini &&
 	cp tls/ca.crt other/tls/ca.crt &&
-	expect_error 2 agent -c other/c.ini -n A &&
+	expect_error 2 agent -c other/c.ini --name A &&
 	err_matches "^cutsnap: agent: A: certificate $TEST_DIR/other/tls/A[.]crt is not signed by the cluster CA $TEST_DIR/other/tls/ca[.]crt: unable to get local issuer certificate \(cutsnap cert issues one\)$"
 '
 
 test_expect_success 'its own certificate with another key: refused at start' '
 	variant key && cp tls/A.crt key/tls/A.crt && cp tls/B.key key/tls/A.key &&
-	expect_error 2 agent -c "$VCONF" -n A &&
+	expect_error 2 agent -c "$VCONF" --name A &&
 	err_matches "A[.](crt|key)"
 '
 

@@ -10,6 +10,7 @@
 # with an id past every one handed out. A snapshot whose commit upload is
 # refused leaves no record ahead of the bucket: no false alarm after it.
 . "$(dirname "$0")/lib.sh"
+test_require S3
 . "$_lib_dir/lib-s3.sh"
 
 # shellcheck disable=SC2034 # used inside the test bodies

@@ -3,6 +3,7 @@
 # repository on an object store is read from the bucket (no local state),
 # and --max-age judges it as for a directory.
 . "$(dirname "$0")/lib.sh"
+test_require S3
 . "$_lib_dir/lib-s3.sh"
 
 test_expect_success 'setup: A=100 B=50 and a snapshot into the bucket' '

@@ -54,9 +54,9 @@ test_expect_success 'the agent stayed healthy: same process, requests answered' 
 
 test_expect_success 'setup: B restarted speaking protocol 1' '
 	stop_cluster || return 1
-	"$CUTSNAP" agent -c "$CONF" -n A >>run/A.log 2>&1 &
+	"$CUTSNAP" agent -c "$CONF" --name A >>run/A.log 2>&1 &
 	AGENT_PIDS="$AGENT_PIDS $!"
-	CUTSNAP_FAULT=wire-version:1 "$CUTSNAP" agent -c "$CONF" -n B \
+	CUTSNAP_FAULT=wire-version:1 "$CUTSNAP" agent -c "$CONF" --name B \
 	    >>run/B.log 2>&1 &
 	BPID=$! && AGENT_PIDS="$AGENT_PIDS $BPID" &&
 	wait_for 10 cs get -c "$CONF" A bal &&
@@ -84,7 +84,7 @@ test_expect_success 'a transfer to B waits: nothing applied, nothing lost' '
 test_expect_success 'B speaking protocol 2 again: the channel comes up, the 10 arrive' '
 	kill "$BPID" && wait_for 10 eval "! kill -0 $BPID 2>/dev/null" ||
 	    return 1
-	"$CUTSNAP" agent -c "$CONF" -n B >>run/B.log 2>&1 &
+	"$CUTSNAP" agent -c "$CONF" --name B >>run/B.log 2>&1 &
 	AGENT_PIDS="$AGENT_PIDS $!"
 	wait_bal B 110 &&
 	expect_eq "$(bal A)" 90 "A" &&

@@ -60,6 +60,14 @@ test_expect_success 'a program built from cutsnap.h and cutsnap.pc only' '
 	grep -q "libcutsnap.so.0 => $ROOT/usr/lib/libcutsnap.so.0" "$OUT"
 '
 
+test_expect_success 'the orders example'"'"'s C service builds the same way' '
+	flags=$(pkg-config --cflags --libs cutsnap) &&
+	# shellcheck disable=SC2086
+	cc -std=c11 -Wall -Wextra -Werror $SANFLAGS -o inventory \
+	    "$SRC/examples/orders/inventory.c" $flags &&
+	[ -x inventory ]
+'
+
 test_expect_success 'it runs against a live agent' '
 	make_config A B &&
 	start_cluster &&

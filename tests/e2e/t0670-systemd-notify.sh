@@ -17,7 +17,7 @@ notes_at_least () { [ "$(notes "$2")" -ge "$1" ]; }
 run_agent () {
 	local n=$1
 	shift
-	"$CUTSNAP" agent -c "$CONF" -n "$n" "$@" &
+	"$CUTSNAP" agent -c "$CONF" --name "$n" "$@" &
 	APID=$!
 }
 
@@ -110,7 +110,7 @@ test_expect_success 'JOURNAL_STREAM naming another stream, or with --log: the us
 '
 
 test_expect_success 'a --log FILE that cannot be opened: one line, exit 2' '
-	expect_exit 2 agent -c "$CONF" -n A --log "$TEST_DIR/no/such/dir/A.log" &&
+	expect_exit 2 agent -c "$CONF" --name A --log "$TEST_DIR/no/such/dir/A.log" &&
 	err_is_one_line &&
 	err_matches "log file .*no/such/dir/A.log"
 '

@@ -5,12 +5,8 @@
 # requests and silent clients never block the agent; and snapshot
 # --metrics-file, a node_exporter textfile written atomically.
 . "$(dirname "$0")/lib.sh"
+test_require PY_PROMETHEUS
 . "$_lib_dir/../ports.sh"
-
-python3 -c 'import prometheus_client.parser' 2>/dev/null || {
-	test_skip 'metrics' 'python3-prometheus-client is not installed (scripts/deps.sh)'
-	test_done
-}
 
 # scrape NAME: agent NAME's /metrics into NAME.json.
 scrape () {

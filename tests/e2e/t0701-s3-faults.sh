@@ -9,6 +9,7 @@
 # any failure nothing is committed and the next command succeeds;
 # prefixes with "." or empty segments are refused.
 . "$(dirname "$0")/lib.sh"
+test_require S3
 . "$_lib_dir/lib-s3.sh"
 
 RULES=$TEST_DIR/rules.json

@@ -7,6 +7,7 @@
 # rollback, and snapshot --accept-rollback commits past every number
 # listed. ls, show, verify and restore --commit N read an older commit.
 . "$(dirname "$0")/lib.sh"
+test_require S3
 . "$_lib_dir/lib-s3.sh"
 
 ckey () { printf 'repo/commits/%020d' "$1"; }

@@ -12,6 +12,7 @@
 # host, which gets the lapsed lease too, stops at the cache's lock with a
 # message rather than rewriting the cache under the first.
 . "$(dirname "$0")/lib.sh"
+test_require S3
 . "$_lib_dir/lib-s3.sh"
 
 export CUTSNAP_S3_LEASE_SECONDS=6

@@ -613,11 +613,81 @@ fetched_chunks_are_checked(void **state)
 	assert_int_equal(verify(f, &(struct unit_probs){ 0 }), 0);
 }
 
-/* A stored chunk whose blob rotted: with a recheck age of 0 the next
- * store hashes every reused chunk, quarantines the bad blob and copies
- * the chunk again from the data file; good ones are reused. */
+/* blob_target.has of the test below: every name is in the "bucket". */
+static int
+has_all(void *ctx, const uint8_t name[SHA_LEN])
+{
+	(*(int *)ctx)++;
+	(void)name;
+	return 1;
+}
+
+/* A chunk the repository lacks but the blob target (an object store) has
+ * is neither read nor written; without the target it is copied. */
 static void
-recheck_heals_a_bad_blob(void **state)
+chunk_in_target_is_not_copied(void **state)
+{
+	struct fix *f = *state;
+	const char *path = f->cfg->agents[0].data;
+	struct chunk_stats cs;
+	struct report r;
+	struct store *st;
+	struct cs_err e;
+	int asked = 0;
+	struct blob_target t = { "s3://b/p", NULL, NULL, has_all, NULL,
+	    &asked };
+
+	struct store_opts o = { .blob_target = &t };
+
+	report_a(f, "8", &r);
+	assert_int_equal(store_open_with(f->repo, 0, &o, &st, &e), 0);
+	assert_int_equal(store_put_chunks(st, &path, &r, 1, &cs, &e), 0);
+	store_close(st);
+	assert_int_equal(asked, 1);
+	assert_int_equal(cs.copied, 0);
+	assert_true(cs.bytes == 0);
+	assert_int_equal(store_open(f->repo, 0, &st, &e), 0);
+	assert_int_equal(store_put_chunks(st, &path, &r, 1, &cs, &e), 0);
+	assert_int_equal(cs.copied, 1);
+	store_close(st);
+}
+
+/* Flip one byte of the blob at path, in place (the blob's ctime moves,
+ * as any write's does). */
+static void
+flip_blob(const char *path, off_t at)
+{
+	uint8_t c;
+	int fd;
+
+	assert_true((fd = open(path, O_RDWR)) >= 0);
+	assert_int_equal(pread(fd, &c, 1, at), 1);
+	c ^= 0x01;
+	assert_int_equal(pwrite(fd, &c, 1, at), 1);
+	close(fd);
+}
+
+/* Run stmt on REPO/blobchecks.db (blobcheck.c). */
+static void
+bcheck_sql(const struct fix *f, const char *stmt)
+{
+	char path[PATH_MAX];
+	sqlite3 *db;
+
+	snprintf(path, sizeof(path), "%s/blobchecks.db", f->repo);
+	assert_int_equal(sqlite3_open_v2(path, &db, SQLITE_OPEN_READWRITE,
+	    NULL), SQLITE_OK);
+	sqlite3_busy_timeout(db, 10000);
+	assert_int_equal(sqlite3_exec(db, stmt, NULL, NULL, NULL), SQLITE_OK);
+	assert_int_equal(sqlite3_close(db), SQLITE_OK);
+}
+
+/* A blob edited in place is hashed again before its reuse even within
+ * the recheck age, found bad, quarantined and copied again from the data
+ * file; the blobs left alone are trusted by their records. Before, an
+ * edit's fresh mtime read as "checked just now". */
+static void
+edited_blob_is_rechecked(void **state)
 {
 	struct fix *f = *state;
 	const char *path = f->cfg->agents[0].data;
@@ -626,18 +696,110 @@ recheck_heals_a_bad_blob(void **state)
 	struct report r;
 	struct store *st;
 	struct cs_err e;
-	uint8_t c;
-	int fd;
+
+	report_a(f, NULL, &r);
+	assert_int_equal(r.nchunks, 3);
+	chunk_of(f, 0, 1, blob, sizeof(blob));
+	flip_blob(blob, 7);
+	assert_int_equal(store_open(f->repo, 0, &st, &e), 0);
+	assert_int_equal(store_put_chunks(st, &path, &r, 1, &cs, &e), 0);
+	assert_int_equal(cs.rechecked, 1);
+	assert_int_equal(cs.healed, 1);
+	assert_int_equal(cs.copied, 1);
+	/* Healed and recorded: the next store reads nothing back. */
+	assert_int_equal(store_put_chunks(st, &path, &r, 1, &cs, &e), 0);
+	assert_int_equal(cs.rechecked, 0);
+	assert_int_equal(cs.copied, 0);
+	store_close(st);
+	snprintf(q, sizeof(q), "%s/quarantine/%s", f->repo,
+	    strrchr(blob, '/') + 1);
+	assert_int_equal(access(q, F_OK), 0);
+	assert_int_equal(verify(f, &(struct unit_probs){ 0 }), 0);
+}
+
+/* Put a new file with the same bytes over the blob at path, as a copy
+ * renamed over it does: another inode under the name. */
+static void
+replace_blob(const char *path)
+{
+	char tmp[300], buf[65536];
+	ssize_t n;
+	int in, out;
+
+	snprintf(tmp, sizeof(tmp), "%s.new", path);
+	assert_true((in = open(path, O_RDONLY)) >= 0);
+	assert_true((out = open(tmp, O_WRONLY | O_CREAT | O_EXCL, 0600)) >= 0);
+	while ((n = read(in, buf, sizeof(buf))) > 0)
+		assert_int_equal(write(out, buf, (size_t)n), n);
+	assert_int_equal(n, 0);
+	close(in);
+	assert_int_equal(close(out), 0);
+	assert_int_equal(rename(tmp, path), 0);
+}
+
+/* A blob replaced by another file with the same bytes (a new inode) is
+ * hashed again, found good and reused; so is one without a record. */
+static void
+replaced_blob_is_rechecked_and_reused(void **state)
+{
+	struct fix *f = *state;
+	const char *path = f->cfg->agents[0].data;
+	char blob[256];
+	struct chunk_stats cs;
+	struct report r;
+	struct store *st;
+	struct cs_err e;
+	struct stat a, b;
+
+	report_a(f, NULL, &r);
+	chunk_of(f, 0, 0, blob, sizeof(blob));
+	assert_int_equal(stat(blob, &a), 0);
+	replace_blob(blob);
+	assert_int_equal(stat(blob, &b), 0);
+	assert_true(a.st_ino != b.st_ino);
+	assert_int_equal(store_open(f->repo, 0, &st, &e), 0);
+	assert_int_equal(store_put_chunks(st, &path, &r, 1, &cs, &e), 0);
+	assert_int_equal(cs.rechecked, 1);
+	assert_int_equal(cs.healed, 0);
+	assert_int_equal(cs.copied, 0);
+	/* Every record gone: each reused blob is hashed once, then
+	 * trusted again. */
+	bcheck_sql(f, "DELETE FROM checks");
+	assert_int_equal(store_put_chunks(st, &path, &r, 1, &cs, &e), 0);
+	assert_int_equal(cs.rechecked, 3);
+	assert_int_equal(cs.copied, 0);
+	assert_int_equal(store_put_chunks(st, &path, &r, 1, &cs, &e), 0);
+	assert_int_equal(cs.rechecked, 0);
+	store_close(st);
+	assert_int_equal(verify(f, &(struct unit_probs){ 0 }), 0);
+}
+
+/* A blob that rotted without a trace (its record still matches: here
+ * the record is made to match the bad bytes' look): with a recheck age
+ * of 0, or once its check is older than the age, the next store hashes
+ * it, quarantines it and copies the chunk again; good ones are reused. */
+static void
+recheck_heals_a_bad_blob(void **state)
+{
+	struct fix *f = *state;
+	const char *path = f->cfg->agents[0].data;
+	char blob[256], q[256], sql[512];
+	struct chunk_stats cs;
+	struct report r;
+	struct store *st;
+	struct cs_err e;
+	struct stat sb;
 
 	report_a(f, NULL, &r);
 	chunk_of(f, 0, 1, blob, sizeof(blob));
-	assert_true((fd = open(blob, O_RDWR)) >= 0);
-	assert_int_equal(pread(fd, &c, 1, 7), 1);
-	c ^= 0x01;
-	assert_int_equal(pwrite(fd, &c, 1, 7), 1);
-	close(fd);
+	flip_blob(blob, 7);
+	assert_int_equal(stat(blob, &sb), 0);
+	snprintf(sql, sizeof(sql), "UPDATE checks SET ctime_ns = %lld "
+	    "WHERE name = x'%s'", (long long)sb.st_ctim.tv_sec * 1000000000 +
+	    (long long)sb.st_ctim.tv_nsec, strrchr(blob, '/') + 1);
+	bcheck_sql(f, sql);
 	assert_int_equal(store_open(f->repo, 0, &st, &e), 0);
-	/* Within the default age the blob is trusted by its name. */
+	/* Within the default age the blob is trusted by its record. */
 	assert_int_equal(store_put_chunks(st, &path, &r, 1, &cs, &e), 0);
 	assert_int_equal(cs.rechecked, 0);
 	assert_int_equal(cs.copied, 0);
@@ -646,6 +808,12 @@ recheck_heals_a_bad_blob(void **state)
 	assert_int_equal(cs.rechecked, 3);
 	assert_int_equal(cs.healed, 1);
 	assert_int_equal(cs.copied, 1);
+	/* Checked a day ago, with an age of an hour: hashed, good. */
+	store_set_recheck_age(st, 3600);
+	bcheck_sql(f, "UPDATE checks SET checked = checked - 86400");
+	assert_int_equal(store_put_chunks(st, &path, &r, 1, &cs, &e), 0);
+	assert_int_equal(cs.rechecked, 3);
+	assert_int_equal(cs.healed, 0);
 	store_close(st);
 	snprintf(q, sizeof(q), "%s/quarantine/%s", f->repo,
 	    strrchr(blob, '/') + 1);
@@ -1076,6 +1244,9 @@ main(void)
 		T(second_store_copies_only_new_chunks),
 		T(runs_in_one_process_store_exact_chunks),
 		T(recheck_heals_a_bad_blob),
+		T(edited_blob_is_rechecked),
+		T(chunk_in_target_is_not_copied),
+		T(replaced_blob_is_rechecked_and_reused),
 		T(fetched_chunks_are_checked),
 		T(flipped_byte_in_chunk),
 		T(truncated_chunk),
