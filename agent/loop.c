@@ -315,17 +315,17 @@ agent_run(const struct cfg *c, int self, struct cs_err *e)
 	if (tls_needed(c) &&
 	    (xport_ctx_new(c, a.name, &a.tls, e) == -1 ||
 	    xcert_check_own(c, a.name, e) == -1)) {
-		rc = -2;
+		cs_errkind(e, CS_E_USAGE);	/* the config's fault */
 		goto out;
 	}
 	if (refuse_empty(c->agents[self].data, a.name, e) == -1) {
-		rc = -2;
+		cs_errkind(e, CS_E_USAGE);	/* the config's fault */
 		goto out;
 	}
 	if (datalog_open(c->agents[self].data, &a.dl, e) == -1)
 		goto out;
 	if (agent_check_dropped(c, self, datalog_state(a.dl), e) == -1) {
-		rc = -2;
+		cs_errkind(e, CS_E_USAGE);	/* the config's fault */
 		goto out;
 	}
 	log_info("agent %s starting (pid %d), data %s: %llu bytes, %llu "
@@ -362,7 +362,7 @@ agent_run(const struct cfg *c, int self, struct cs_err *e)
 	if (ep_add(&a, a.lfd, &a.lfd, e) == -1)
 		goto out;
 	if (agent_metrics_open(&a, e) == -1) {
-		rc = -2;
+		cs_errkind(e, CS_E_USAGE);	/* the config's fault */
 		goto out;
 	}
 	log_info("agent %s listening on %s%s", a.name, a.tcp ?

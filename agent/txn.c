@@ -385,17 +385,6 @@ parse_all(struct agent *a, struct conn *c, struct rbuf *r, struct txn *t,
 	return 0;
 }
 
-static int
-all_zero(const uint8_t *p, size_t n)
-{
-	size_t i;
-
-	for (i = 0; i < n; i++)
-		if (p[i] != 0)
-			return 0;
-	return 1;
-}
-
 void
 agent_txn_request(struct agent *a, struct conn *c, const uint8_t *p,
     size_t n)
@@ -415,7 +404,7 @@ agent_txn_request(struct agent *a, struct conn *c, const uint8_t *p,
 		    "request (%zu bytes)", n);
 		goto out;
 	}
-	if (!all_zero(p, REQ_ID_LEN)) {
+	if (!cs_all_zero(p, REQ_ID_LEN)) {
 		id = p;
 		digest = reqtab_digest(W_REQ_TXN, p + REQ_ID_LEN,
 		    n - REQ_ID_LEN);

@@ -130,7 +130,8 @@ cmd_agent(int argc, char **argv)
 		goto out;
 	}
 	if ((rc = agent_run(c, i, &e)) < 0)
-		rc = cmd_fail(rc == -2 ? EXIT_USAGE : EXIT_FAILED, "%s: %s",
+		rc = cmd_fail(cs_err_code(&e) == CS_E_USAGE ? EXIT_USAGE :
+		    EXIT_FAILED, "%s: %s",
 		    c->agents[i].name, e.msg);
 	else
 		rc = EXIT_OK;

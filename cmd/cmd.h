@@ -179,6 +179,16 @@ int cmd_cluster_opts(int argc, char **argv, const char *usage, int log_level,
  * store_close, or the exit status after printing the error (*out NULL). */
 int cmd_open_repo(const char *repo, int mode, const char *keyfile,
     struct store **out);
+/* cmd_open_repo with store options o instead of cmd_store_opts. */
+struct store_opts;
+int cmd_open_repo_with(const char *repo, int mode, const struct store_opts *o,
+    const char *keyfile, struct store **out);
+/* How the command opens its repository (store_open_with): the password
+ * callback cmd_password_setup sets for the commands that read an
+ * encrypted repository, and the blob sink and target s3repo.c sets while
+ * the command it wraps runs. The program's choice, not the store's: an
+ * open that wants other options (verify --no-password) passes a copy. */
+extern struct store_opts cmd_store_opts;
 
 /* Load the config at path (NULL: usage error "missing -c CONF"). Returns
  * 0, or EXIT_USAGE after printing the error. */
@@ -367,12 +377,14 @@ struct store;
 int cmd_key_set(struct store *st, const char *path);
 
 /* password.c: --password-file FILE and --password-command CMD, taken out
- * of argv by main for the commands that read an encrypted repository
- * (-1: the first lacks its value, -2: the second). */
+ * of argv by main for the commands that read an encrypted repository:
+ * -1 to go on, otherwise the exit status (the usage error printed), as
+ * cmd_take_retry_lock. */
 extern const char *cmd_password_file;
 extern const char *cmd_password_command;
 int cmd_take_password_file(int *argc, char **argv);
-/* Let the store ask for a repository's password when it is encrypted. */
+/* Let the command's opens ask for a repository's password when it is
+ * encrypted (cmd_store_opts.password). */
 void cmd_password_setup(void);
 /* A password into buf[0, *len): from file, else --password-command,
  * else the environment (CUTSNAP_PASSWORD_FILE, CUTSNAP_PASSWORD_COMMAND,

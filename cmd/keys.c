@@ -156,6 +156,7 @@ cmd_keys(int argc, char **argv)
 	struct cmd_getopt g = CMD_GETOPT(opts, usage_text, 0);
 	const char *repo = NULL, *newfile = NULL, *verb;
 	struct store *st = NULL;
+	struct store_opts so;
 	struct cs_err e;
 	uint64_t id = 0;
 	int ch, json = 0, rc, nargs;
@@ -196,10 +197,11 @@ cmd_keys(int argc, char **argv)
 	    (uint64_t)INT64_MAX, &id) < 0)
 		return EXIT_USAGE;
 	/* Listing needs no password. */
+	so = cmd_store_opts;
 	if (strcmp(verb, "list") == 0)
-		store_set_password_fn(NULL, NULL);
-	if (store_open(repo, strcmp(verb, "list") == 0 ? STORE_READ :
-	    STORE_WRITE, &st, &e) == -1)
+		so.password = NULL;
+	if (store_open_with(repo, strcmp(verb, "list") == 0 ? STORE_READ :
+	    STORE_WRITE, &so, &st, &e) == -1)
 		return cmd_fail_errs(EXIT_USAGE, &e);
 	if (!store_encrypted(st)) {
 		rc = cmd_fail(EXIT_USAGE, "repository %s is not encrypted "

@@ -109,6 +109,7 @@ snapper_main(void *arg)
 
 	memset(&co, 0, sizeof(co));
 	co.repo = s->o->repo;
+	co.store = &cmd_store_opts;	/* the password, as snapshot's */
 	co.timeout_s = 60;
 	/* The default recheck age, as "cutsnap snapshot" has: 0 would read
 	 * back, decode and hash every reused chunk on every snapshot. */

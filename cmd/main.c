@@ -220,14 +220,8 @@ run(const struct command *c, int argc, char **argv)
 	    (rc = cmd_take_retry_lock(&argc, argv)) >= 0)
 		return finish(rc);
 	if (listed(reads_repo, c->name)) {
-		switch (cmd_take_password_file(&argc, argv)) {
-		case -1:
-			return finish(cmd_usage_error(
-			    "--password-file needs FILE"));
-		case -2:
-			return finish(cmd_usage_error(
-			    "--password-command needs CMD"));
-		}
+		if ((rc = cmd_take_password_file(&argc, argv)) >= 0)
+			return finish(rc);
 		cmd_password_setup();
 	}
 	if (cmd_s3_wants(c->name, argc, argv))

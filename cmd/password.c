@@ -265,7 +265,8 @@ repo_password(void *ctx, const char *repo, char *buf, size_t bufsz,
 void
 cmd_password_setup(void)
 {
-	store_set_password_fn(repo_password, NULL);
+	cmd_store_opts.password = repo_password;
+	cmd_store_opts.password_ctx = NULL;
 }
 
 /* Take "--NAME VALUE" or "--NAME=VALUE" out of argv (before any "--")
@@ -300,9 +301,9 @@ int
 cmd_take_password_file(int *argc, char **argv)
 {
 	if (take_opt(argc, argv, "--password-file", &cmd_password_file) < 0)
-		return -1;
+		return cmd_usage_error("--password-file needs FILE");
 	if (take_opt(argc, argv, "--password-command",
 	    &cmd_password_command) < 0)
-		return -2;
-	return 0;
+		return cmd_usage_error("--password-command needs CMD");
+	return -1;
 }

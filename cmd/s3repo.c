@@ -1650,6 +1650,16 @@ cmd_s3_wants(const char *name, int argc, char **argv)
 	return is_s3(argv[i] + off);
 }
 
+/* The wrapped command's repository no longer hands its blobs to a
+ * session. */
+static void
+blobs_off(void)
+{
+	cmd_store_opts.blob_sink = NULL;
+	cmd_store_opts.blob_sink_ctx = NULL;
+	cmd_store_opts.blob_target = NULL;
+}
+
 int
 cmd_s3_run(const char *name, int (*fn)(int, char **), int argc, char **argv)
 {
@@ -1760,11 +1770,12 @@ cmd_s3_run(const char *name, int (*fn)(int, char **), int argc, char **argv)
 		if (hold_stdout(&saved, &held, &e) < 0 ||
 		    s3_pipe_start(ss.s, &ss.pipe, &e) < 0)
 			goto fail;
-		store_set_blob_sink(sink, &ss);
 		ss.target = (struct blob_target){ s3_url(ss.s),
 		    s3_endpoint(ss.s), s3_region(ss.s), target_has,
 		    target_stored, &ss };
-		store_set_blob_target(&ss.target);
+		cmd_store_opts.blob_sink = sink;
+		cmd_store_opts.blob_sink_ctx = &ss;
+		cmd_store_opts.blob_target = &ss.target;
 		active = &ss;
 	}
 	/* An older commit read on purpose is no rollback to warn about. */
@@ -1772,8 +1783,7 @@ cmd_s3_run(const char *name, int (*fn)(int, char **), int argc, char **argv)
 		s3gen_floor(&ss.rec);
 	cmd_repo_alias(ss.dir, s3_url(ss.s));
 	rc = fn(argc, av);
-	store_set_blob_sink(NULL, NULL);
-	store_set_blob_target(NULL);
+	blobs_off();
 	active = NULL;
 	fflush(stdout);
 	if (rc != EXIT_OK)
@@ -1808,8 +1818,7 @@ out:
 	release_stdout(saved, held, rc != EXIT_OK && e.msg[0] == '\0');
 	cmd_repo_alias(NULL, NULL);
 	store_set_gen_floor(NULL);
-	store_set_blob_sink(NULL, NULL);
-	store_set_blob_target(NULL);
+	blobs_off();
 	active = NULL;
 	s3_pipe_stop(ss.pipe);
 	if (ss.listed != NULL)

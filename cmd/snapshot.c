@@ -375,7 +375,8 @@ cmd_snapshot(int argc, char **argv)
 	struct cmd_getopt g = CMD_GETOPT(opts, usage_text, CMD_OPT_NO_OPERANDS);
 	const char *conf = NULL;
 	struct coord_opts o = { .timeout_s = 60, .interrupted = &got_signal,
-	    .progress = cmd_progress_fn, .recheck_age_s = -1 };
+	    .progress = cmd_progress_fn, .recheck_age_s = -1,
+	    .store = &cmd_store_opts };
 	const char *keyfile = NULL;
 	uint8_t *key = NULL;
 	size_t klen = 0;

@@ -613,9 +613,18 @@ cmd_cluster_opts(int argc, char **argv, const char *usage, int log_level,
 	return g.status;
 }
 
+struct store_opts cmd_store_opts;
+
 int
 cmd_open_repo(const char *repo, int mode, const char *keyfile,
     struct store **out)
+{
+	return cmd_open_repo_with(repo, mode, &cmd_store_opts, keyfile, out);
+}
+
+int
+cmd_open_repo_with(const char *repo, int mode, const struct store_opts *o,
+    const char *keyfile, struct store **out)
 {
 	struct cs_err e;
 	int rc;
@@ -623,7 +632,7 @@ cmd_open_repo(const char *repo, int mode, const char *keyfile,
 	*out = NULL;
 	if (repo == NULL)
 		return cmd_usage_error("missing -r REPO");
-	if (store_open(repo, mode, out, &e) == -1) {
+	if (store_open_with(repo, mode, o, out, &e) == -1) {
 		*out = NULL;
 		return cmd_fail_errs(EXIT_USAGE, &e);
 	}

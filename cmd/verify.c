@@ -300,6 +300,7 @@ cmd_verify(int argc, char **argv)
 	const char *repo = NULL, *keyfile = NULL;
 	struct cmd_lines p = { "problem", "problems", 0, NULL, 0, 0 };
 	struct store *st = NULL;
+	struct store_opts so;
 	struct cs_err e;
 	struct json j;
 	uint64_t id = 0;
@@ -346,9 +347,11 @@ cmd_verify(int argc, char **argv)
 	    cmd_parse_pos(argv[optind], "snapshot id", INT64_MAX, &id) == -1)
 		return EXIT_USAGE;
 	/* Without the password: the store opens without unlocking. */
+	so = cmd_store_opts;
 	if (nopw)
-		store_set_password_fn(NULL, NULL);
-	if ((rc = cmd_open_repo(repo, STORE_READ, keyfile, &st)) != EXIT_OK)
+		so.password = NULL;
+	if ((rc = cmd_open_repo_with(repo, STORE_READ, &so, keyfile, &st)) !=
+	    EXIT_OK)
 		return rc;
 	if (nopw && !store_encrypted(st)) {
 		rc = cmd_usage_error("repository %s is not encrypted: verify "

@@ -28,15 +28,16 @@ void coord_stream_free(struct stream *s);	/* NULL ok */
 /* A chunk_fetch_fn (store.h) whose ctx is a struct stream. */
 int coord_stream_fetch(void *ctx, size_t i, uint64_t off, uint8_t *buf,
     size_t len, struct cs_err *e);
-/* upload.c: agents put their own chunks into the object store
- * (store_set_put); *out stays NULL when the repository is not on one
- * (store_blob_target). note (notesz bytes) gets the first fallback to
- * the coordinator's own fetch. -1 on OOM. */
+/* upload.c: agents put their own chunks into the object store t
+ * (store_set_put); *out stays NULL when t is NULL (the repository is not
+ * on one: store_blob_target). note (notesz bytes) gets the first
+ * fallback to the coordinator's own fetch. -1 on OOM. */
 struct upctx;
-int coord_upload_new(const struct cfg *c, const int *fds,
-    const uint8_t *caps, const int *streamed, const struct snapuid *uid,
-    const coord_deadline *deadline, char *note, size_t notesz,
-    struct upctx **out);
+struct blob_target;
+int coord_upload_new(const struct cfg *c, const struct blob_target *t,
+    const int *fds, const uint8_t *caps, const int *streamed,
+    const struct snapuid *uid, const coord_deadline *deadline, char *note,
+    size_t notesz, struct upctx **out);
 void coord_upload_free(struct upctx *u);	/* NULL ok */
 struct chunk_put;
 /* A chunk_put_fn (store.h) whose ctx is a struct upctx. */

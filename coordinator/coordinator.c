@@ -443,8 +443,8 @@ store_all(struct run *r)
 	if (paths == NULL || str == NULL ||
 	    coord_stream_new(r->c, r->fds, &r->uid, &r->deadline,
 	    r->interrupted, &sm) < 0 ||
-	    coord_upload_new(r->c, r->fds, r->caps, str, &r->uid, &r->deadline,
-	    r->note, sizeof(r->note), &up) < 0) {
+	    coord_upload_new(r->c, store_blob_target(r->st), r->fds, r->caps,
+	    str, &r->uid, &r->deadline, r->note, sizeof(r->note), &up) < 0) {
 		coord_stream_free(sm);
 		free(paths);
 		free(str);
@@ -611,7 +611,8 @@ coord_snapshot(const struct cfg *c, const struct coord_opts *o,
 	 * and hosts, so snapshots in flight at once never mix up. */
 	if (snapuid_new(&r.uid, e) < 0 || connect_all(&r, e) < 0)
 		goto out;
-	if (store_open(o->repo, STORE_CREATE, &r.st, e) < 0) {
+	if (store_open_with(o->repo, STORE_CREATE, o->store, &r.st,
+	    e) < 0) {
 		rc = COORD_BAD_REPO;
 		goto out;
 	}

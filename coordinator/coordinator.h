@@ -36,6 +36,10 @@ struct coord_copy {
 
 struct coord_opts {
 	const char *repo;
+	/* How the repository is opened (store_open_with): its password,
+	 * and the blob sink and target of one on an object store. NULL:
+	 * none. */
+	const struct store_opts *store;
 	const char *initiator;	/* NULL: the config's first agent */
 	int timeout_s;		/* default 60 */
 	/* When non-NULL and set non-zero (by a signal handler installed

@@ -234,13 +234,11 @@ out:
 }
 
 int
-coord_upload_new(const struct cfg *c, const int *fds, const uint8_t *caps,
-    const int *streamed, const struct snapuid *uid,
-    const coord_deadline *deadline, char *note, size_t notesz,
-    struct upctx **out)
+coord_upload_new(const struct cfg *c, const struct blob_target *t,
+    const int *fds, const uint8_t *caps, const int *streamed,
+    const struct snapuid *uid, const coord_deadline *deadline, char *note,
+    size_t notesz, struct upctx **out)
 {
-	const struct blob_target *t = store_blob_target();
-
 	*out = NULL;
 	if (t == NULL)
 		return 0;

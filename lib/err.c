@@ -83,6 +83,14 @@ cs_errctx(struct cs_err *e, const char *fmt, ...)
 	return -1;
 }
 
+int
+cs_errkind(struct cs_err *e, enum cs_errcode code)
+{
+	if (e != NULL)
+		e->code = code;
+	return -1;
+}
+
 enum cs_errcode
 cs_err_code(const struct cs_err *e)
 {

@@ -56,6 +56,11 @@ int cs_errno(struct cs_err *e, const char *fmt, ...)
 int cs_errctx(struct cs_err *e, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 
+/* Give the message a lower layer wrote its kind as this layer judges it
+ * (a decode error of a stored object is CS_E_CORRUPT); the words and
+ * errno stay. A NULL e is ignored. Always returns -1. */
+int cs_errkind(struct cs_err *e, enum cs_errcode code);
+
 /* The kind of e: CS_E_FAILED for NULL or a struct no setter filled. */
 enum cs_errcode cs_err_code(const struct cs_err *e);
 

@@ -94,6 +94,18 @@ cs_sleep_ms(long ms)
 }
 
 int
+cs_all_zero(const void *p, size_t n)
+{
+	const unsigned char *b = p;
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		if (b[i] != 0)
+			return 0;
+	return 1;
+}
+
+int
 cs_raise_nofile(uint64_t need)
 {
 	struct rlimit rl;

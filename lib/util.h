@@ -31,6 +31,9 @@ long cs_fault_ms(const char *name, long max_ms);
 /* Sleep ms milliseconds (nothing when ms <= 0), through signals. */
 void cs_sleep_ms(long ms);
 
+/* 1 when the n bytes at p are all zero (n 0: 1), else 0. */
+int cs_all_zero(const void *p, size_t n);
+
 /* Raise the soft RLIMIT_NOFILE to the hard one when it is below need
  * (0: whatever it is). 0, or -1 with errno when setrlimit refused. */
 int cs_raise_nofile(uint64_t need);

@@ -29,6 +29,7 @@
 #include "datalog.h"
 #include "dl_int.h"
 #include "../lib/fsutil.h"
+#include "../lib/util.h"
 #include "../crypto/sha.h"
 
 #define DL_MAGIC "CUTSNAPL"
@@ -1342,17 +1343,6 @@ dl_decode(const uint8_t *p, size_t n, struct dl_record *r,
 	return 0;
 }
 
-static int
-all_zero(const uint8_t *p, size_t n)
-{
-	size_t i;
-
-	for (i = 0; i < n; i++)
-		if (p[i] != 0)
-			return 0;
-	return 1;
-}
-
 /* 1 if buf[off, len) holds a whole record with a valid checksum. */
 static int
 valid_record_at(const uint8_t *buf, size_t len, size_t off)
@@ -1408,7 +1398,7 @@ torn_header(const uint8_t *buf, size_t len)
 	uint8_t hdr[DL_HEADER_LEN];
 	uint32_t v;
 
-	if (all_zero(buf, len))
+	if (cs_all_zero(buf, len))
 		return 1;
 	memcpy(hdr, DL_MAGIC, 8);
 	buf_le32_put(hdr + 12, 0);
@@ -1487,7 +1477,7 @@ src_zero_tail(struct dl_src *s, size_t off)
 		n = s->len - off < DL_SRC_WINDOW ? s->len - off : DL_SRC_WINDOW;
 		if ((p = dl_src_at(s, off, n)) == NULL)
 			return -1;
-		if (!all_zero(p, n))
+		if (!cs_all_zero(p, n))
 			return 0;
 		off += n;
 	}
@@ -1685,7 +1675,7 @@ records:
 			goto rerr;
 		/* Zeros where a record should start: the file was extended
 		 * but the data never reached the disk. */
-		if (all_zero(p, DL_REC_HDR_LEN)) {
+		if (cs_all_zero(p, DL_REC_HDR_LEN)) {
 			if ((z = src_zero_tail(s, off)) == -1)
 				goto rerr;
 			if (z)

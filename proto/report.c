@@ -75,9 +75,15 @@ read_count(struct rbuf *r, size_t max, size_t min_size, size_t *n)
 	return 0;
 }
 
+static int
+oom(struct cs_err *e)
+{
+	return cs_errc(e, CS_E_NOMEM, "snapshot report: out of memory");
+}
+
 /* The chunk list: its size and count must describe exactly r->size. */
 static int
-chunks_decode(struct rbuf *rb, struct report *r)
+chunks_decode(struct rbuf *rb, struct report *r, struct cs_err *e)
 {
 	size_t cnt;
 
@@ -91,17 +97,17 @@ chunks_decode(struct rbuf *rb, struct report *r)
 	if (cnt == 0)
 		return 0;
 	if ((r->chunks = malloc(cnt * sizeof(*r->chunks))) == NULL)
-		return -2;
+		return oom(e);
 	r->nchunks = cnt;
 	memcpy(r->chunks, rb->p + rb->off, cnt * sizeof(*r->chunks));
 	rb->off += cnt * sizeof(*r->chunks);
 	return 0;
 }
 
-/* The decoders below return 0, -1 when malformed (r->err set) or -2 when
- * out of memory. */
+/* The decoders below return 0, or -1 when malformed (r->err set, e
+ * untouched) or out of memory (e of kind CS_E_NOMEM). */
 static int
-wm_decode(struct rbuf *r, struct rep_wm **v, size_t *n)
+wm_decode(struct rbuf *r, struct rep_wm **v, size_t *n, struct cs_err *e)
 {
 	size_t i, cnt;
 
@@ -111,7 +117,7 @@ wm_decode(struct rbuf *r, struct rep_wm **v, size_t *n)
 	if (cnt == 0)
 		return 0;
 	if ((*v = calloc(cnt, sizeof(**v))) == NULL)
-		return -2;
+		return oom(e);
 	*n = cnt;
 	for (i = 0; i < cnt; i++) {
 		rbuf_str(r, (*v)[i].peer, sizeof((*v)[i].peer));
@@ -121,7 +127,7 @@ wm_decode(struct rbuf *r, struct rep_wm **v, size_t *n)
 }
 
 static int
-channel_decode(struct rbuf *r, struct rep_channel *c)
+channel_decode(struct rbuf *r, struct rep_channel *c, struct cs_err *e)
 {
 	const uint8_t *p;
 	size_t i, cnt, len;
@@ -135,7 +141,7 @@ channel_decode(struct rbuf *r, struct rep_channel *c)
 	if (cnt == 0)
 		return 0;
 	if ((c->msgs = calloc(cnt, sizeof(*c->msgs))) == NULL)
-		return -2;
+		return oom(e);
 	c->nmsgs = cnt;
 	for (i = 0; i < cnt; i++) {
 		c->msgs[i].seq = rbuf_u64(r);
@@ -144,7 +150,7 @@ channel_decode(struct rbuf *r, struct rep_channel *c)
 			return -1;
 		/* +1: a zero-length message still owns a buffer. */
 		if ((c->msgs[i].data = malloc(len + 1)) == NULL)
-			return -2;
+			return oom(e);
 		memcpy(c->msgs[i].data, p, len);
 		c->msgs[i].len = len;
 	}
@@ -155,9 +161,10 @@ int
 report_decode(const uint8_t *p, size_t n, struct report *r,
     struct cs_err *e)
 {
+	struct cs_err le = { .code = 0 };	/* the decoders' out of memory */
 	struct rbuf rb;
 	size_t i, cnt;
-	int rc = -1, st;
+	int rc = -1;
 
 	memset(r, 0, sizeof(*r));
 	rbuf_init(&rb, p, n);
@@ -173,21 +180,22 @@ report_decode(const uint8_t *p, size_t n, struct report *r,
 		rb.err = 1;
 	if (rb.err)
 		goto malformed;
-	if ((st = chunks_decode(&rb, r)) != 0 ||
-	    (st = wm_decode(&rb, &r->sent, &r->nsent)) != 0 ||
-	    (st = wm_decode(&rb, &r->applied, &r->napplied)) != 0)
+	if (chunks_decode(&rb, r, &le) != 0 ||
+	    wm_decode(&rb, &r->sent, &r->nsent, &le) != 0 ||
+	    wm_decode(&rb, &r->applied, &r->napplied, &le) != 0)
 		goto fail;
 	/* str + u64 + u64 + u32: at least 24 bytes each. */
 	if (read_count(&rb, REP_MAX_CHAN, 24, &cnt) == -1)
 		goto malformed;
 	if (cnt > 0) {
-		st = -2;
-		if ((r->channels = calloc(cnt, sizeof(*r->channels))) == NULL)
+		if ((r->channels = calloc(cnt, sizeof(*r->channels))) == NULL) {
+			oom(&le);
 			goto fail;
+		}
 		r->nchannels = cnt;
 	}
 	for (i = 0; i < cnt; i++)
-		if ((st = channel_decode(&rb, &r->channels[i])) != 0)
+		if (channel_decode(&rb, &r->channels[i], &le) != 0)
 			goto fail;
 	if (rb.off != rb.len) {
 		cs_errf(e, "malformed snapshot report: %zu trailing bytes",
@@ -197,8 +205,9 @@ report_decode(const uint8_t *p, size_t n, struct report *r,
 	rc = 0;
 	goto out;
 fail:
-	if (st == -2) {
-		cs_errf(e, "snapshot report: out of memory");
+	if (cs_err_code(&le) == CS_E_NOMEM) {
+		if (e != NULL)
+			*e = le;
 		goto release;
 	}
 malformed:

@@ -17,10 +17,10 @@
  * no path) comes through the fetch function (store_set_fetch) instead,
  * chunk by chunk, only the chunks planned for copying, and is checked the
  * same way: a chunk damaged on the way fails the run before any temp file
- * of it exists. A blob sink (store_set_blob_sink: an object store's
+ * of it exists. A blob sink (store_opts.blob_sink: an object store's
  * uploads) gets each temp file once its bytes are written and checked,
  * so that the upload runs alongside the rest of the copy. A chunk not
- * stored here that the blob target (store_set_blob_target: an object
+ * stored here that the blob target (store_opts.blob_target: an object
  * store, whose listing it consults once) has already is neither read
  * nor sent: a writer whose local copy of the repository is new or was
  * collected does not upload the repository again.
@@ -85,9 +85,6 @@
 #include "../lib/fsutil.h"
 #include "../lib/ratelimit.h"
 #include "crun.h"
-
-static blob_sink_fn sink_fn;	/* store_set_blob_sink */
-static void *sink_ctx;
 
 static void
 crun_fail(struct crun *r, const struct cs_err *e)
@@ -251,11 +248,12 @@ copy_chunk(struct crun *r, struct cjob *j, uint8_t *buf, uint8_t *obuf,
 		goto out;
 	}
 	tfd = -1;
-	if (sink_fn != NULL) {
+	if (r->st->opts.blob_sink != NULL) {
 		char hex[SHA_HEX_LEN];
 
 		sha_hex(j->name, hex);
-		if (sink_fn(sink_ctx, hex, tmp, e) < 0)
+		if (r->st->opts.blob_sink(r->st->opts.blob_sink_ctx, hex, tmp,
+		    e) < 0)
 			goto out;
 	}
 	rc = 0;
@@ -673,25 +671,10 @@ out:
 	return rc;
 }
 
-static const struct blob_target *target;	/* store_set_blob_target */
-
-void
-store_set_blob_target(const struct blob_target *t)
-{
-	target = t;
-}
-
 const struct blob_target *
-store_blob_target(void)
+store_blob_target(const struct store *st)
 {
-	return target;
-}
-
-void
-store_set_blob_sink(blob_sink_fn fn, void *ctx)
-{
-	sink_fn = fn;
-	sink_ctx = ctx;
+	return st->opts.blob_target;
 }
 
 void
@@ -727,6 +710,7 @@ plan(struct crun *r, size_t n, struct cs_err *e)
 	size_t i, k, cap = 0, kept;
 	uint64_t off, len;
 	struct cjob *nv;
+	const struct blob_target *target = r->st->opts.blob_target;
 	time_t now = time(NULL);
 	int s;
 
@@ -757,7 +741,7 @@ plan(struct crun *r, size_t n, struct cs_err *e)
 		 * may build on its object: read from the live file here. */
 		tail.found = 0;
 		if (store_delta_usable(r->st) && r->paths[i] != NULL &&
-		    r->st->putfn == NULL && sink_fn == NULL &&
+		    r->st->putfn == NULL && r->st->opts.blob_sink == NULL &&
 		    store_prev_tail(r->st, rep->agent, &tail, e) < 0)
 			return -1;
 		for (k = 0; k < rep->nchunks; k++) {

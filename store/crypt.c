@@ -46,16 +46,6 @@ static const char keys_sql[] =
     " sealed BLOB NOT NULL,"
     " mac BLOB NOT NULL)";
 
-static store_password_fn pw_fn;
-static void *pw_ctx;
-
-void
-store_set_password_fn(store_password_fn fn, void *ctx)
-{
-	pw_fn = fn;
-	pw_ctx = ctx;
-}
-
 int
 store_encrypted(const struct store *st)
 {
@@ -424,9 +414,10 @@ store_crypt_unlock(struct store *st, struct cs_err *e)
 		return 0;
 	if (load_id(st, e) < 0)
 		return -1;
-	if (pw_fn == NULL)
+	if (st->opts.password == NULL)
 		return 0;
-	if (pw_fn(pw_ctx, st->repo, pass, sizeof(pass), &len, e) < 0)
+	if (st->opts.password(st->opts.password_ctx, st->repo, pass,
+	    sizeof(pass), &len, e) < 0)
 		return -1;
 	rc = store_crypt_unlock_with(st, pass, len, e);
 	mac_cleanse(pass, sizeof(pass));

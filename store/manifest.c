@@ -453,10 +453,12 @@ open_reader(struct store *st, const char *dbpath, struct cs_err *e)
 	return 0;
 }
 
-/* Open repo; an encrypted one is unlocked only when unlock is set. */
+/* Open repo with options o (NULL: none); an encrypted one is unlocked
+ * only when unlock is set. */
 static int
-open_repo(const char *repo, int mode, const struct store_settings *init,
-    int unlock, struct store **out, struct cs_err *e)
+open_repo(const char *repo, int mode, const struct store_opts *o,
+    const struct store_settings *init, int unlock, struct store **out,
+    struct cs_err *e)
 {
 	struct store *st = NULL;
 	char dbpath[PATH_MAX];
@@ -472,6 +474,8 @@ open_repo(const char *repo, int mode, const struct store_settings *init,
 	st->dir_fd = -1;
 	st->mode = mode;
 	st->init = init;
+	if (o != NULL)
+		st->opts = *o;
 	atomic_init(&st->nchunk_reads, 0);
 	if (snprintf(st->repo, sizeof(st->repo), "%s", repo) >=
 	    (int)sizeof(st->repo) ||
@@ -554,13 +558,20 @@ int
 store_open(const char *repo, int mode, struct store **out,
     struct cs_err *e)
 {
-	return open_repo(repo, mode, NULL, 1, out, e);
+	return open_repo(repo, mode, NULL, NULL, 1, out, e);
+}
+
+int
+store_open_with(const char *repo, int mode, const struct store_opts *o,
+    struct store **out, struct cs_err *e)
+{
+	return open_repo(repo, mode, o, NULL, 1, out, e);
 }
 
 int
 store_open_listing(const char *repo, struct store **out, struct cs_err *e)
 {
-	return open_repo(repo, STORE_READ, NULL, 0, out, e);
+	return open_repo(repo, STORE_READ, NULL, NULL, 0, out, e);
 }
 
 int
@@ -569,7 +580,7 @@ store_init(const char *repo, const struct store_settings *s,
 {
 	struct store *st = NULL;
 
-	if (open_repo(repo, STORE_CREATE, s, 1, &st, e) < 0)
+	if (open_repo(repo, STORE_CREATE, NULL, s, 1, &st, e) < 0)
 		return -1;
 	store_close(st);
 	return 0;

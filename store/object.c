@@ -288,11 +288,12 @@ store_obj_load_buf(const struct store *st, const uint8_t name[SHA_LEN],
 	if ((fd = store_obj_open(path, expect, &size, e)) < 0)
 		return -1;
 	objlen = (size_t)size;
-	rc = -2;
+	/* From here a failure to decode is CS_E_CORRUPT: the object is there
+	 * but damaged; a failed read or allocation keeps its own kind. */
 	if (objlen > store_obj_bound(st, len)) {
-		cs_errf(e, "size mismatch: expected %s%zu bytes, found %zu",
-		    store_obj_framed(st) ? "at most " : "", store_obj_bound(st,
-		    len), objlen);
+		cs_errc(e, CS_E_CORRUPT, "size mismatch: expected %s%zu bytes, "
+		    "found %zu", store_obj_framed(st) ? "at most " : "",
+		    store_obj_bound(st, len), objlen);
 		goto out;
 	}
 	/* A chunk stored as it is (zstd did not help: random data) is read
@@ -305,8 +306,10 @@ store_obj_load_buf(const struct store *st, const uint8_t name[SHA_LEN],
 			goto out;
 		}
 		if (hdr[4] == CODEC_STORED) {
-			if (check_header(hdr, sizeof(hdr), len, e) < 0)
-				goto out;	/* damaged: -2 */
+			if (check_header(hdr, sizeof(hdr), len, e) < 0) {
+				cs_errkind(e, CS_E_CORRUPT);
+				goto out;
+			}
 			if (fs_pread_all(fd, plain, len, OBJ_HDR_LEN) < 0) {
 				rc = cs_errno(e, "read %s", path);
 				goto out;
@@ -340,6 +343,8 @@ store_obj_load_buf(const struct store *st, const uint8_t name[SHA_LEN],
 		(void)posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
 	if (store_obj_decode(st, name, b->p, objlen, plain, len, e) == 0)
 		rc = 0;
+	else
+		cs_errkind(e, CS_E_CORRUPT);
 out:
 	close(fd);
 	return rc;

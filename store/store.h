@@ -45,6 +45,13 @@ int store_check_path(const char *repo, int mode, struct cs_err *e);
  * repository given: callers exit with status 2. */
 int store_open(const char *repo, int mode, struct store **out,
     struct cs_err *e);
+/* store_open with options for this store only (sqlite3_open_v2's flags,
+ * libgit2's *_options structs): o may be NULL, and a zeroed struct
+ * store_opts is the plain store_open. What o points to is borrowed and
+ * must outlive the store. */
+struct store_opts;
+int store_open_with(const char *repo, int mode, const struct store_opts *o,
+    struct store **out, struct cs_err *e);
 /* store_open(repo, STORE_READ) for what needs no key (the listing:
  * store_list, store_has_snapshot): an encrypted repository stays locked,
  * so no password is asked and no key derived. */
@@ -86,14 +93,50 @@ void store_get_settings(const struct store *st, struct store_settings *s,
     int *have);
 const char *store_compress_name(int compress);
 
-/* Encrypted repositories. Opening one calls the password callback (when
- * set) to unlock it; without it, only what needs no key works (ls, forget,
- * prune, key list); the rest fails with "repository R is encrypted: a
- * password is needed". fn fills buf[0, *len) for repository repo. */
+/* Encrypted repositories. Opening one calls the password callback of its
+ * options (store_opts.password, when set) to unlock it; without it, only
+ * what needs no key works (ls, forget, prune, key list); the rest fails
+ * with "repository R is encrypted: a password is needed". fn fills
+ * buf[0, *len) for repository repo. */
 #define STORE_PASSWORD_MAX 1024
 typedef int (*store_password_fn)(void *ctx, const char *repo, char *buf,
     size_t bufsz, size_t *len, struct cs_err *e);
-void store_set_password_fn(store_password_fn fn, void *ctx);
+
+/* Where store_put_chunks hands each blob it wrote (a repository on an
+ * object store uploads them while the copy goes on): fn gets the blob's
+ * name and the path of its complete, checked bytes, which stays valid
+ * only during the call (a sink that needs the bytes later opens it).
+ * Called from several threads at once. -1 with e set fails the copy. */
+typedef int (*blob_sink_fn)(void *ctx, const char *hex, const char *path,
+    struct cs_err *e);
+/* Where the blobs go, for a coordinator whose agents may upload their own
+ * chunks (store_set_put): the object store's s3://BUCKET/PREFIX URL, the
+ * endpoint and region this process uses ("" when it has none of its
+ * own), has() (the store had the blob when the command began) and
+ * stored() (an agent says it stored the blob, which the object store's
+ * publishing then checks). */
+struct blob_target {
+	const char *url, *endpoint, *region;
+	int (*has)(void *ctx, const uint8_t name[SHA_LEN]);
+	void (*stored)(void *ctx, const uint8_t name[SHA_LEN]);
+	void *ctx;
+};
+
+/* store_open_with's options: each field optional (NULL: none). They hold
+ * for the one store opened with them, never for the process, so one
+ * command can open a repository without its password while another open
+ * in the same process asks for it. */
+struct store_opts {
+	store_password_fn password;	/* unlocks an encrypted repository
+					 * (not called by store_open_listing);
+					 * NULL: it stays locked */
+	void *password_ctx;
+	blob_sink_fn blob_sink;		/* gets each blob store_put_chunks
+					 * wrote */
+	void *blob_sink_ctx;
+	const struct blob_target *blob_target;	/* borrowed: where agents
+						 * may upload their chunks */
+};
 int store_encrypted(const struct store *st);
 /* 1 when an open's checks include each snapshot's row MAC under the master
  * key: encrypted, unlocked, and its key rows demand the MACs (a repository
@@ -324,29 +367,8 @@ void store_set_max_rate(struct store *st, uint64_t rate);
  * store_put_chunks stops after the chunks being copied and fails with
  * "interrupted", removing its temp files. */
 void store_set_stop(struct store *st, volatile sig_atomic_t *stop);
-/* Where store_put_chunks hands each blob it wrote, for the whole process
- * (a repository on an object store uploads them while the copy goes on):
- * fn gets the blob's name and the path of its complete, checked bytes,
- * which stays valid only during the call (a sink that needs the bytes
- * later opens it). Called from several threads at once. -1 with e set
- * fails the copy. NULL: none. */
-typedef int (*blob_sink_fn)(void *ctx, const char *hex, const char *path,
-    struct cs_err *e);
-void store_set_blob_sink(blob_sink_fn fn, void *ctx);
-/* Where the blobs go for the whole process, for a coordinator whose
- * agents may upload their own chunks (store_set_put): the object store's
- * s3://BUCKET/PREFIX URL, the endpoint and region this process uses (""
- * when it has none of its own), has() (the store had the blob when the
- * command began) and stored() (an agent says it stored the blob, which
- * the object store's publishing then checks). NULL: none. */
-struct blob_target {
-	const char *url, *endpoint, *region;
-	int (*has)(void *ctx, const uint8_t name[SHA_LEN]);
-	void (*stored)(void *ctx, const uint8_t name[SHA_LEN]);
-	void *ctx;
-};
-void store_set_blob_target(const struct blob_target *t);
-const struct blob_target *store_blob_target(void);
+/* The blob target st was opened with (store_opts.blob_target), or NULL. */
+const struct blob_target *store_blob_target(const struct store *st);
 /* Store the recorded prefix of reps[i]'s data file paths[i] as chunks
  * (chunkstore.c): every chunk whose digest is not yet a blob (or whose
  * blob a recheck found bad) is read from the file (paths[i] NULL: from

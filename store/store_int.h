@@ -55,6 +55,7 @@ struct store {
 	int have_settings;	/* the repository has repo_settings */
 	const struct store_settings *init;	/* while store_init opens it:
 						 * the settings to create */
+	struct store_opts opts;	/* store_open_with's, or zeroed */
 	int enc;		/* encrypted (crypt.c) */
 	int unlocked;		/* and its master key is known */
 	uint8_t repo_idb[REPO_ID_LEN];	/* repo_id as bytes, bound to
@@ -254,9 +255,10 @@ int store_obj_open(const char *path, const char *expect, uint64_t *size,
  * sealed magic. 0, or -1 with e saying what is wrong. */
 int store_obj_check_shape(const struct store *st, const char *path,
     uint64_t plain, uint64_t *size, struct cs_err *e);
-/* Read the blob at path and decode it into plain[0, len). -1: it cannot
- * be read (e: "missing (...)", "not a regular file", ...); -2: it is
- * there but damaged (e: "size mismatch: ...", a decode error). */
+/* Read the blob at path and decode it into plain[0, len): 0, or -1 with
+ * e saying why: it cannot be read ("missing (...)", "not a regular file",
+ * ...), or, with kind CS_E_CORRUPT, it is there but damaged ("size
+ * mismatch: ...", a decode error). */
 int store_obj_load(const struct store *st, const uint8_t name[SHA_LEN],
     const char *path, uint8_t *plain, size_t len, struct cs_err *e);
 /* The same, reading the blob into b (grown as needed, kept for the next
@@ -374,9 +376,10 @@ void store_fview_close(struct fview *v);	/* accepts a zeroed view */
  * must tile [0, size): consecutive, page-aligned). */
 int store_fview_row_ok(const struct row_agent *a, size_t i, uint64_t off);
 /* Read chunk c's bytes (decoded, in a framed repository, with b as the
- * read buffer) into buf, which holds c->size bytes: 0; -2 its object is
- * there but does not decode; -1 unusable, e says why ("missing (...)",
- * "size mismatch: ..."). Safe on distinct buffers at once. */
+ * read buffer) into buf, which holds c->size bytes: 0, or -1 with e
+ * saying why: of kind CS_E_CORRUPT when its object is there but does not
+ * decode, else unusable ("missing (...)", "size mismatch: ..."). Safe on
+ * distinct buffers at once. */
 int store_fview_read_chunk(struct store *st, const struct row_chunk *c,
     uint8_t *buf, struct objbuf *b, struct cs_err *e);
 

@@ -98,15 +98,15 @@ store_vchunk_check(struct vrun *v, size_t i, size_t k, int w)
 	t->owner = w;
 	fault_slow_chunk();
 	rc = store_fview_read_chunk(v->st, c, v->wbuf[w], &v->bufs[w], &e);
-	if (rc == -1) {
+	if (rc < 0 && cs_err_code(&e) == CS_E_CORRUPT) {
+		f->bad[k] = 2;	/* its object does not decode */
+		store_progress_add(v->st, a->name, c->size);
+		return -1;
+	}
+	if (rc < 0) {
 		if ((f->lerr[k] = strdup(e.msg)) == NULL)
 			f->hash_failed = 1;
 		f->bad[k] = 3;
-		return -1;
-	}
-	if (rc == -2) {
-		f->bad[k] = 2;	/* its object does not decode */
-		store_progress_add(v->st, a->name, c->size);
 		return -1;
 	}
 	if (crcblk_sha(v->wbuf[w], (size_t)c->size, t->crc, sha) < 0) {

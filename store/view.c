@@ -48,8 +48,9 @@ problem(struct vopen *o, const struct row_chunk *c, const char *fmt, ...)
 
 /* Chunk c of a framed repository (object.c): decoded into anonymous
  * memory at base + c->off, read-only once filled. An object that is
- * there but does not decode is marked in damaged (its part zeroed) and
- * -2 returned; without damaged that is -1 like any other failure. The
+ * there but does not decode (CS_E_CORRUPT) is marked in damaged (its
+ * part zeroed) and is no failure; without damaged it is -1 like any
+ * other. The
  * mapping is populated at once: one call faults in the chunk's pages
  * instead of one fault per page while it is decoded. */
 static int
@@ -68,7 +69,7 @@ load_into(struct store *st, const struct row_chunk *c, uint8_t *base,
 		return cs_errf(e, "bad blob name");
 	rc = store_obj_load_buf(st, name, path, base + c->off, (size_t)c->size,
 	    b, e);
-	if (rc == -2 && damaged != NULL) {
+	if (rc < 0 && damaged != NULL && cs_err_code(e) == CS_E_CORRUPT) {
 		damaged[c->idx] = 1;
 		memset(base + c->off, 0, (size_t)c->size);
 	} else if (rc < 0) {
@@ -76,7 +77,7 @@ load_into(struct store *st, const struct row_chunk *c, uint8_t *base,
 	}
 	if (mprotect(base + c->off, (size_t)c->size, PROT_READ) < 0)
 		return cs_errno(e, "mprotect");
-	return rc;
+	return 0;
 }
 
 static void

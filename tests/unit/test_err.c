@@ -53,6 +53,23 @@ test_ctx_keeps_kind(void **state)
 	assert_int_equal(e.sys_errno, EIO);
 }
 
+/* cs_errkind judges a lower layer's message: the kind changes, the words
+ * and errno do not. */
+static void
+test_kind_keeps_words(void **state)
+{
+	struct cs_err e;
+
+	(void)state;
+	errno = EIO;
+	cs_errno(&e, "read blob");
+	assert_int_equal(cs_errkind(&e, CS_E_CORRUPT), -1);
+	assert_int_equal(cs_err_code(&e), CS_E_CORRUPT);
+	assert_int_equal(e.sys_errno, EIO);
+	assert_string_equal(e.msg, "read blob: Input/output error");
+	assert_int_equal(cs_errkind(NULL, CS_E_CORRUPT), -1);
+}
+
 static void
 test_null_and_garbage(void **state)
 {
@@ -93,6 +110,7 @@ main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_setters),
 		cmocka_unit_test(test_ctx_keeps_kind),
+		cmocka_unit_test(test_kind_keeps_words),
 		cmocka_unit_test(test_null_and_garbage),
 		cmocka_unit_test(test_names),
 	};

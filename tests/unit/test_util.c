@@ -1,6 +1,7 @@
 /* test_util.c - the shared small helpers: cs_printable's two rules (the
  * agent's logs: ASCII only, "..." when cut; the commands: UTF-8 kept, cut
- * silently), the monotonic clock, the test hooks' CUTSNAP_FAULT parser. */
+ * silently), the monotonic clock, the test hooks' CUTSNAP_FAULT parser,
+ * cs_all_zero. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -84,6 +85,26 @@ fault_hooks(void **state)
 	assert_int_equal(unsetenv("CUTSNAP_FAULT"), 0);
 }
 
+/* cs_all_zero sees a non-zero byte wherever it stands, and only there. */
+static void
+all_zero_finds_any_byte(void **state)
+{
+	uint8_t buf[64];
+	size_t i, checked = 0;
+
+	(void)state;
+	memset(buf, 0, sizeof(buf));
+	assert_int_equal(cs_all_zero(buf, 0), 1);
+	assert_int_equal(cs_all_zero(buf, sizeof(buf)), 1);
+	for (i = 0; i < sizeof(buf); i++, checked++) {
+		buf[i] = 0x80;
+		assert_int_equal(cs_all_zero(buf, sizeof(buf)), 0);
+		assert_int_equal(cs_all_zero(buf, i), 1);	/* before it */
+		buf[i] = 0;
+	}
+	assert_int_equal(checked, sizeof(buf));
+}
+
 int
 main(void)
 {
@@ -92,6 +113,7 @@ main(void)
 		cmocka_unit_test(printable_cuts),
 		cmocka_unit_test(clock_moves_forward),
 		cmocka_unit_test(fault_hooks),
+		cmocka_unit_test(all_zero_finds_any_byte),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

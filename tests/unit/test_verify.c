@@ -637,14 +637,16 @@ chunk_in_target_is_not_copied(void **state)
 	struct blob_target t = { "s3://b/p", NULL, NULL, has_all, NULL,
 	    &asked };
 
+	struct store_opts o = { .blob_target = &t };
+
 	report_a(f, "8", &r);
-	assert_int_equal(store_open(f->repo, 0, &st, &e), 0);
-	store_set_blob_target(&t);
+	assert_int_equal(store_open_with(f->repo, 0, &o, &st, &e), 0);
 	assert_int_equal(store_put_chunks(st, &path, &r, 1, &cs, &e), 0);
-	store_set_blob_target(NULL);
+	store_close(st);
 	assert_int_equal(asked, 1);
 	assert_int_equal(cs.copied, 0);
 	assert_true(cs.bytes == 0);
+	assert_int_equal(store_open(f->repo, 0, &st, &e), 0);
 	assert_int_equal(store_put_chunks(st, &path, &r, 1, &cs, &e), 0);
 	assert_int_equal(cs.copied, 1);
 	store_close(st);
