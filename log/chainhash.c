@@ -38,9 +38,12 @@ int
 chain_after(const uint8_t *prev, uint64_t seq, const uint8_t *msg, size_t n,
     uint8_t out[CHAIN_HASH_LEN], int *known)
 {
+	struct chmsg_app app;
 	struct chmsg m;
 
-	*known = chmsg_decode(msg, n, &m) == 0 && m.id != NULL;
+	/* An application message always has its id. */
+	*known = (chmsg_decode(msg, n, &m) == 0 && m.id != NULL) ||
+	    chmsg_decode_app(msg, n, &app) == 0;
 	if (!*known)
 		return 0;
 	return chain_next(prev, seq, msg, n, out);

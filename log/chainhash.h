@@ -18,7 +18,8 @@ int chain_next(const uint8_t *prev, uint64_t seq, const uint8_t *msg,
 /* The receiver's chain after applying message seq (msg[0, n)) on a
  * channel whose chain was prev (NULL: unknown). A message with an id
  * (CHMSG_ADD_ID, what every sender that keeps a chain writes) gives
- * chain_next(prev, ...) in out and *known = 1; one without (from an older
+ * chain_next(prev, ...) in out and *known = 1, as does an application
+ * message (CHMSG_APP, which always has one); one without (from an older
  * sender, whose SEND record has no chain either) leaves the chain unknown,
  * *known = 0, so that both ends of the channel agree on that too. 0, or
  * -1 if hashing failed. */

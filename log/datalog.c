@@ -35,9 +35,10 @@
 #define DL_MAGIC "CUTSNAPL"
 #define DL_VERSION 2
 #define DL_VERSION_MIN 1	/* oldest version read */
-/* A SEND's channel message is "op | key | amount" (chmsg.h); this cap
- * keeps every valid record below DL_MAX_RECORD. */
-#define DL_MAX_MSG CHMSG_MAX
+/* A channel message: a credit (chmsg.h: "op | key | amount ...") or an
+ * application message (a TXN's SEND op, then KEPT and INBOX records);
+ * this cap keeps every valid record below DL_MAX_RECORD. */
+#define DL_MAX_MSG CHMSG_APP_ENC_MAX
 /* The request field of PUT and SEND: id and digest (datalog.h). */
 #define DL_REQ_FIELD_LEN (REQ_ID_LEN + 8)
 /* A record's checksum: CRC-32 with the gzip/zlib polynomial (what zlib's
@@ -87,6 +88,12 @@ dl_wm_get(const struct wm_set *s, const char *peer)
 		if (strcmp(s->v[i].peer, peer) == 0)
 			return s->v[i].seq;
 	return 0;
+}
+
+int
+dl_valid_name(const char *s)
+{
+	return valid_name(s);
 }
 
 /* Room for one more watermark. 0 / -1. */
@@ -199,6 +206,7 @@ dl_state_free(struct dl_state *st)
 		free(st->dead[i].from);
 	}
 	free(st->dead);
+	dl_inbox_free(st);
 	reqtab_free(&st->reqs);
 	memset(st, 0, sizeof(*st));
 }
@@ -377,10 +385,11 @@ base_check(const struct dl_state *st, const struct dl_record *r,
 	case DL_KEPT:
 	case DL_LETTER:
 	case DL_REQS:
+	case DL_HELD:
 		if (!st->base_open)
 			return cs_errf(e, "base record outside the base "
 			    "section");
-		if (r->type == DL_KEPT)
+		if (r->type == DL_KEPT || r->type == DL_HELD)
 			return 0;
 		if (r->type == DL_REQS)
 			return reqs_walk(r, NULL, e);
@@ -424,6 +433,13 @@ dl_state_check(const struct dl_state *st, const struct dl_record *r,
 	case DL_LETTER:
 		if (!valid_name(r->peer))
 			return cs_errf(e, "invalid peer name");
+		break;
+	case DL_INBOX:
+	case DL_HELD:
+		if (!valid_name(r->peer))
+			return cs_errf(e, "invalid peer name");
+		if (dl_inbox_check(st, r, e) == -1)
+			return -1;
 		break;
 	case DL_GEN:
 	case DL_REQS:
@@ -588,6 +604,12 @@ apply_send(struct dl_state *st, const struct dl_record *r, uint64_t seq)
 out:
 	free(msg);
 	return rc;
+}
+
+int
+dl_apply_send(struct dl_state *st, const struct dl_record *r, uint64_t seq)
+{
+	return apply_send(st, r, seq);
 }
 
 /* The chain at seq k of the channel to dst, for an ACK of k: the sent
@@ -765,6 +787,16 @@ dl_state_apply(struct dl_state *st, const struct dl_record *r,
 			goto oom;
 		(void)advance_applied(st, r->peer, r->seq, r->chain);
 		break;
+	case DL_INBOX:
+		if (wm_reserve(&st->applied) == -1 || dl_inbox_add(st, r->peer,
+		    r->seq, r->msg, r->msglen) == -1)
+			goto oom;
+		(void)advance_applied(st, r->peer, r->seq, r->chain);
+		break;
+	case DL_HELD:
+		if (dl_inbox_add(st, r->peer, r->seq, r->msg, r->msglen) == -1)
+			goto oom;
+		break;
 	case DL_ACK:
 		/* An older ACK than the one already recorded is harmless: acks
 		 * are cumulative, so it says nothing new. */
@@ -821,7 +853,7 @@ dl_state_apply(struct dl_state *st, const struct dl_record *r,
 		    r->vlen);
 	st->base_open = r->type == DL_GEN || (st->base_open &&
 	    (r->type == DL_WM || r->type == DL_KEPT || r->type == DL_LETTER ||
-	    r->type == DL_REQS));
+	    r->type == DL_REQS || r->type == DL_HELD));
 	st->records++;
 	rc = 0;
 	goto out;
@@ -933,6 +965,31 @@ dl_int_add(const struct dl_state *st, const void *key, size_t klen,
 	return 0;
 }
 
+/* dl_credit for an application message: an INBOX record. */
+static int
+app_msg(const struct dl_state *st, const char *src, uint64_t seq,
+    const uint8_t *msg, size_t n, struct dl_record *out,
+    struct dl_credit_buf *buf, struct cs_err *e)
+{
+	struct chmsg_app m;
+	int known;
+
+	if (chmsg_decode_app(msg, n, &m) == -1)
+		return cs_errf(e, "seq %" PRIu64 " from %s is not a valid "
+		    "application message", seq, src);
+	if (chain_after(dl_wm_chain(&st->applied, src), seq, msg, n, buf->chain,
+	    &known) == -1)
+		return cs_errf(e, "sha256 failed");
+	memset(out, 0, sizeof(*out));
+	out->type = DL_INBOX;
+	out->peer = src;
+	out->seq = seq;
+	out->msg = msg;
+	out->msglen = n;
+	out->chain = known ? buf->chain : NULL;
+	return 0;
+}
+
 int
 dl_credit(const struct dl_state *st, const char *src, uint64_t seq,
     const uint8_t *msg, size_t n, struct dl_record *out,
@@ -944,6 +1001,8 @@ dl_credit(const struct dl_state *st, const char *src, uint64_t seq,
 	size_t vlen;
 	int known;
 
+	if (chmsg_op(msg, n) == CHMSG_APP)
+		return app_msg(st, src, seq, msg, n, out, buf, e);
 	if (chmsg_decode(msg, n, &m) == -1)
 		return cs_errf(e, "seq %" PRIu64 " from %s is not a valid "
 		    "channel message", seq, src);
@@ -1128,6 +1187,14 @@ dl_encode(struct wbuf *out, const struct dl_record *r)
 		wbuf_put_u32(out, r->nreqs);
 		wbuf_put_raw(out, r->reqs, r->reqslen);
 		break;
+	case DL_INBOX:
+	case DL_HELD:
+		wbuf_put_str(out, r->peer);
+		wbuf_put_u64(out, r->seq);
+		wbuf_put_bytes(out, r->msg, r->msglen);
+		if (r->type == DL_INBOX && r->chain != NULL)
+			wbuf_put_raw(out, r->chain, DL_CHAIN_LEN);
+		break;
 	}
 	if (out->oom)
 		return;
@@ -1288,6 +1355,12 @@ read_fields(struct rbuf *rb, struct dl_record *r, char peer[NAME_MAX_LEN + 1])
 		r->reqslen = rb->len - rb->off;
 		rb->off = rb->len;	/* reqs_walk checks the entries */
 		break;
+	case DL_INBOX:
+	case DL_HELD:
+		rbuf_str(rb, peer, NAME_MAX_LEN + 1);
+		r->seq = rbuf_u64(rb);
+		r->msg = rbuf_bytes(rb, &r->msglen, DL_MAX_MSG);
+		break;
 	default:
 		rb->err = 1;
 		return;
@@ -1301,6 +1374,7 @@ read_fields(struct rbuf *rb, struct dl_record *r, char peer[NAME_MAX_LEN + 1])
 	 * caller's trailing-bytes check. */
 	if ((r->type == DL_SEND || r->type == DL_APPLY || r->type == DL_ACK ||
 	    r->type == DL_DEAD || r->type == DL_WM || r->type == DL_KEPT ||
+	    r->type == DL_INBOX ||
 	    (r->type == DL_RESOLVE && r->code == DL_RESOLVE_REFUND)) &&
 	    !rb->err && (rb->len - rb->off == DL_CHAIN_LEN ||
 	    (r->type == DL_SEND && rb->len - rb->off == DL_CHAIN_LEN +
@@ -1323,7 +1397,7 @@ static int
 known_type(unsigned t)
 {
 	return (t >= DL_PUT && t <= DL_FENCE) || t == DL_REQS ||
-	    t == DL_TXN || t == DL_KVER;
+	    t == DL_TXN || t == DL_KVER || t == DL_INBOX || t == DL_HELD;
 }
 
 /* Decode type+payload p[0, n) into r. 0, or -1 with a reason in e. */

@@ -59,6 +59,11 @@
  *         DEL:  bytes key                 -- absent key: nothing
  *         ADD:  bytes key, bytes new_value -- an add's result (decimal),
  *               applied as a PUT and listed in the reply
+ *         SEND: str dst, u64 seq, bytes msg (a CHMSG_APP), 32 bytes
+ *               chain -- an application message emitted on self->dst
+ *               as seq, as a SEND record emits a credit
+ *         CONSUME: str src, u64 seq -- the inbox message (src, seq)
+ *               leaves the inbox
  *         [, request]
  *         -- a client transaction (W_REQ_TXN) whose conditions held: its
  *         writes, in order, applied as one record
@@ -66,7 +71,15 @@
  *         -- the key (held, and written by the record before) has this
  *         version: compaction writes one after a key's PUT when its
  *         version is above 1, so that versions survive the rewrite
- * The base section is GEN followed by WM, LETTER, KEPT and REQS records;
+ *   INBOX str src, u64 seq, bytes msg (a CHMSG_APP) [, 32 bytes chain]
+ *         -- an application message from src consumed from the channel
+ *         into this agent's inbox (as APPLY consumes a credit); it stays
+ *         in the inbox until a TXN's CONSUME takes it out
+ *   HELD  str src, u64 seq, bytes msg -- base section only: an inbox
+ *         message carried over by a compaction, not yet consumed; it
+ *         does not move the applied seq (a WM does)
+ * The base section is GEN followed by WM, LETTER, KEPT, HELD and REQS
+ * records;
  * the first record of another type closes it.
  *
  * Request: 16 bytes id, u64 digest -- the client request id (reqtab.h)
@@ -77,9 +90,11 @@
  * It follows the chain when both are there; absent in files written before
  * it and for records no client request id asked for. With it the value
  * is at most REQ_VAL_MAX bytes.
- * Invariants checked on replay: SEND seq == sent[dst]+1, APPLY and DEAD seq
- * == applied[src]+1, ACK seq <= sent[dst], RESOLVE names an open dead
- * letter (a RETRY its key; a REFUND send_seq == sent[src]+1); GEN first;
+ * Invariants checked on replay: SEND seq (and a TXN's SEND op's) ==
+ * sent[dst]+1, APPLY, DEAD and INBOX seq == applied[src]+1, a CONSUME
+ * names a message in the inbox (once), HELD seq <= applied[src], ACK
+ * seq <= sent[dst], RESOLVE names an open dead letter (a RETRY its key;
+ * a REFUND send_seq == sent[src]+1); GEN first;
  * WM once per kind and peer, an acked WM <= sent; KEPT seq ==
  * sent[dst]+1; LETTER once per (src, seq), seq <= applied[src]. A
  * violation is corruption.
@@ -124,11 +139,14 @@ enum dl_type {
 	DL_PUT = 1, DL_DEL = 2, DL_SEND = 3, DL_APPLY = 4, DL_ACK = 5,
 	DL_DEAD = 6, DL_RESOLVE = 7, DL_GEN = 8, DL_WM = 9, DL_KEPT = 10,
 	DL_LETTER = 11, DL_FENCE = 12, DL_REQS = 13, DL_TXN = 14,
-	DL_KVER = 15,
+	DL_KVER = 15, DL_INBOX = 16, DL_HELD = 17,
 };
 
 /* A TXN record's op kinds. */
-enum dl_txn_kind { DL_TXN_PUT = 1, DL_TXN_DEL = 2, DL_TXN_ADD = 3 };
+enum dl_txn_kind {
+	DL_TXN_PUT = 1, DL_TXN_DEL = 2, DL_TXN_ADD = 3, DL_TXN_SEND = 4,
+	DL_TXN_CONSUME = 5,
+};
 /* Most ops in one TXN record (and in one W_REQ_TXN). */
 #define DL_TXN_MAX_OPS 65536u
 
@@ -195,10 +213,13 @@ struct dl_record {
 /* One op of a TXN record; pointers borrow the record. */
 struct dl_txn_op {
 	int kind;		/* enum dl_txn_kind */
-	const uint8_t *key;
+	const uint8_t *key;	/* PUT, DEL, ADD */
 	size_t klen;
-	const uint8_t *val;	/* PUT, ADD */
+	const uint8_t *val;	/* PUT, ADD; SEND: the message */
 	size_t vlen;
+	char peer[NAME_MAX_LEN + 1];	/* SEND: dst; CONSUME: src */
+	uint64_t seq;		/* SEND, CONSUME */
+	const uint8_t *chain;	/* SEND: DL_CHAIN_LEN bytes */
 };
 
 /* The next op of a TXN's ops read by rb (rbuf_init over r->ops): 0 and
@@ -229,6 +250,15 @@ struct dl_dead {
 };
 
 #define DL_CHAIN_LEN CHAIN_HASH_LEN
+
+/* An application message in the inbox: received as seq on src->self
+ * (an INBOX or HELD record), not yet consumed. */
+struct dl_inmsg {
+	char peer[NAME_MAX_LEN + 1];	/* src */
+	uint64_t seq;
+	uint8_t *msg;			/* owned: its CHMSG_APP bytes */
+	size_t len;
+};
 
 /* Per-peer sequence numbers, and the channel's history chain at seq. */
 struct wm {
@@ -288,6 +318,11 @@ struct dl_state {
 	int (*send_chain)(void *ctx, const char *dst, uint64_t seq,
 	    uint8_t out[32]);
 	void *send_chain_ctx;
+	/* The inbox: unconsumed application messages in arrival order
+	 * (dlinbox.c); inbox_bytes sums their lengths. */
+	struct dl_inmsg *inbox;
+	size_t ninbox, capinbox;
+	uint64_t inbox_bytes;
 	struct dl_dead *dead;	/* every dead letter, in log order */
 	size_t ndead, capdead;
 	size_t nopen;		/* dead letters not yet resolved */
@@ -343,6 +378,10 @@ int dl_int_parse(const uint8_t *p, size_t n, int64_t *out);
 const struct dl_dead *dl_dead_find(const struct dl_state *st,
     const char *src, uint64_t seq);
 
+/* The inbox message (src, seq): its index in st->inbox, or -1. */
+long dl_inbox_find(const struct dl_state *st, const char *src,
+    uint64_t seq);
+
 /* Where dl_credit writes what its record points to. */
 struct dl_credit_buf {
 	char val[24];			/* APPLY: the key's new value */
@@ -354,7 +393,9 @@ struct dl_credit_buf {
  * channel message is msg[0, n): an APPLY of its credit, or a DEAD record
  * when the key holds text or the sum would leave int64; either carries
  * the channel's history chain after the message (chain.h). Pointers in
- * out borrow msg, src and buf. 0, or -1 with e set when msg is not a valid
+ * out borrow msg, src and buf. An application message (CHMSG_APP) is
+ * consumed into the inbox instead: an INBOX record, never a dead
+ * letter. 0, or -1 with e set when msg is not a valid
  * channel message (never a dead letter: a protocol error) or hashing
  * failed. The state must track the message's key. */
 int dl_credit(const struct dl_state *st, const char *src, uint64_t seq,

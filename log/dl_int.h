@@ -44,6 +44,24 @@ int dl_decode(const uint8_t *p, size_t n, struct dl_record *r,
 /* Does the state keep key's value (it has a map, and keep wants it)? */
 int dl_tracked(const struct dl_state *st, const uint8_t *key, size_t klen);
 
+/* The rule for agent names in records (cfg_valid_name's). */
+int dl_valid_name(const char *s);
+/* Apply a message sent on self->r->peer as seq (r's msg and chain); a
+ * SEND's key write too. -1 when out of memory. */
+int dl_apply_send(struct dl_state *st, const struct dl_record *r,
+    uint64_t seq);
+
+/* dlinbox.c: the inbox and its INBOX and HELD records */
+/* Append message seq from src (msg[0, len) copied); 0 / -1 (memory). */
+int dl_inbox_add(struct dl_state *st, const char *src, uint64_t seq,
+    const uint8_t *msg, size_t len);
+/* Take out st->inbox[i]. */
+void dl_inbox_remove(struct dl_state *st, size_t i);
+void dl_inbox_free(struct dl_state *st);
+/* The rules of an INBOX or HELD record (its peer checked already). */
+int dl_inbox_check(const struct dl_state *st, const struct dl_record *r,
+    struct cs_err *e);
+
 /* dltxn.c: TXN and KVER records */
 int dl_txn_check(const struct dl_state *st, const struct dl_record *r,
     struct cs_err *e);

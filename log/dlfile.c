@@ -664,6 +664,32 @@ emits_send(const struct dl_record *r, uint64_t *seq)
 	return 0;
 }
 
+/* The application messages a TXN record sends to dst (its SEND ops),
+ * those from seq from on, given to fn until it returns non-zero; that
+ * value (0 when it never did), the last seq given in *seq. */
+static int
+txn_sends(const struct dl_record *r, const char *dst, uint64_t from,
+    dl_send_fn fn, void *ctx, uint64_t *seq)
+{
+	struct dl_txn_op op;
+	struct rbuf rb;
+	uint32_t i;
+	int k;
+
+	rbuf_init(&rb, r->ops, r->opslen);
+	for (i = 0; i < r->nops; i++) {
+		if (dl_txn_next(&rb, &op) == -1)
+			return -1;	/* decoded and checked when written */
+		if (op.kind != DL_TXN_SEND || op.seq < from ||
+		    strcmp(op.peer, dst) != 0)
+			continue;
+		*seq = op.seq;
+		if ((k = fn(ctx, op.seq, op.val, op.vlen, op.chain)) != 0)
+			return k;
+	}
+	return 0;
+}
+
 int
 datalog_read_sends(struct datalog *dl, const char *dst, uint64_t *off,
     uint64_t from, dl_send_fn fn, void *ctx, struct cs_err *e)
@@ -705,9 +731,17 @@ datalog_read_sends(struct datalog *dl, const char *dst, uint64_t *off,
 			goto out;
 		}
 		at += DL_REC_HDR_LEN + rlen;
-		if (emits_send(&r, &seq) && seq >= from &&
-		    strcmp(r.peer, dst) == 0 &&
-		    (k = fn(ctx, seq, r.msg, r.msglen, r.chain)) == -1) {
+		if (r.type == DL_TXN) {
+			k = txn_sends(&r, dst, from, fn, ctx, &seq);
+			/* Stopped inside the record: the cursor stays on it,
+			 * so the next read sees its later sends (from skips
+			 * those already taken). */
+			if (k == 1)
+				at -= DL_REC_HDR_LEN + rlen;
+		} else if (emits_send(&r, &seq) && seq >= from &&
+		    strcmp(r.peer, dst) == 0)
+			k = fn(ctx, seq, r.msg, r.msglen, r.chain);
+		if (k == -1) {
 			cs_errf(e, "%s: send to %s seq %llu read back at "
 			    "offset %zu could not be queued", dl->path, dst,
 			    (unsigned long long)seq,

@@ -60,12 +60,13 @@ int datalog_value_fd(const struct datalog *dl, const struct kv_entry *ent,
 /* Start offset of the record appended last (a record boundary). */
 uint64_t datalog_last_off(const struct datalog *dl);
 /* Read the SEND records (the refunds of RESOLVE records, the KEPT
- * records of a compaction) to dst back
+ * records of a compaction, the SEND ops of TXN records) to dst back
  * from the file: from the record boundary *off on, records ending at or
  * before datalog_synced() only, call fn for each of them to dst with seq
  * >= from, in log (= seq) order,
  * until fn returns 1 (stop after this one) or -1 (fail). *off is moved
- * past the last record read, so a later call goes on from there. Each
+ * past the last record read (left on a TXN record fn stopped inside),
+ * so a later call goes on from there. Each
  * record's checksum is checked. 0, or -1 with e set (a read error,
  * corruption, or fn's failure). The msg bytes and the chain (NULL: the
  * record has none) are borrowed for the call. */

@@ -325,6 +325,16 @@ out_marks(struct out *o, const struct dl_state *st, uint64_t gen,
 		if (out_rec(o, &r, e) == -1)
 			return -1;
 	}
+	for (i = 0; i < st->ninbox; i++) {
+		memset(&r, 0, sizeof(r));
+		r.type = DL_HELD;
+		r.peer = st->inbox[i].peer;
+		r.seq = st->inbox[i].seq;
+		r.msg = st->inbox[i].msg;
+		r.msglen = st->inbox[i].len;
+		if (out_rec(o, &r, e) == -1)
+			return -1;
+	}
 	if (out_reqs(o, st, e) == -1)
 		return -1;
 	/* A fence outlives the rewrite (it closes the base section). */
@@ -461,9 +471,10 @@ out:
 	return rc;
 }
 
-/* Write st as a base section of generation gen (header, GEN, WM, KEPT,
- * PUTs) to fd from offset 0; values by reference are read from src_fd
- * (named src for messages). *len: bytes written. 0 / -1. */
+/* Write st as a base section of generation gen (header, GEN, WM, LETTER,
+ * KEPT, HELD, REQS, PUTs) to fd from offset 0; values by reference are
+ * read from src_fd (named src for messages). *len: bytes written. 0 /
+ * -1. */
 static int
 dl_write_base(int fd, const char *what, const struct dl_state *st,
     int src_fd, const char *src, uint64_t gen, uint64_t prev_size,
@@ -520,6 +531,8 @@ dl_live_size(const struct dl_state *st)
 		n += (st->sent.v[i].seq - dl_wm_get(&st->acked,
 		    st->sent.v[i].peer)) * REC(STR(st->sent.v[i].peer) + 8 +
 		    4 + LIVE_MSG_LEN + DL_CHAIN_LEN);
+	for (i = 0; i < st->ninbox; i++)
+		n += REC(STR(st->inbox[i].peer) + 8 + 4 + st->inbox[i].len);
 	for (i = 0; i < st->ndead; i++)
 		n += REC(STR(st->dead[i].peer) + 8 + 1 + 1 + 8 + 4 +
 		    st->dead[i].klen + 4 + st->dead[i].flen + 8);
@@ -613,6 +626,7 @@ thread_main(void *arg)
 	    rw->st.ndead != old.ndead || rw->st.nopen != old.nopen ||
 	    rw->st.sent.n != old.sent.n || rw->st.acked.n != old.acked.n ||
 	    rw->st.applied.n != old.applied.n ||
+	    rw->st.ninbox != old.ninbox ||
 	    rw->st.reqs.n != old.reqs.n) {
 		cs_errf(&rw->err, "%s: the rewritten state differs from the "
 		    "old one", rw->tmp);
