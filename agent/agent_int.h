@@ -49,6 +49,10 @@
 #define BACKOFF_MIN_MS	50
 #define BACKOFF_MAX_MS	1000
 #define IN_CAP		(WIRE_MAX_FRAME + WIRE_HDR_LEN)
+/* An application message's payload cap (a TXN's send). Below the 16 MiB
+ * the record formats allow: a channel keeps up to OUT_WINDOW messages in
+ * memory and a receiver holds back as many, so this bounds both. */
+#define APP_PAYLOAD_MAX	(64u << 10)
 
 enum conn_role {
 	ROLE_NEW,		/* accepted, no frame yet */
@@ -114,6 +118,10 @@ struct conn {
 	struct spool *sp;
 	struct vstream *vs;
 	size_t vs_at;
+	/* A W_REQ_RECV parked until a message arrives (inbox.c): its
+	 * deadline, monotonic ms (0: none parked). Input waits meanwhile,
+	 * so that replies keep their requests' order. */
+	int64_t recv_at;
 	struct conn *next;
 };
 
@@ -330,6 +338,7 @@ struct agent {
 	uint64_t *applied_from;	/* n entries: applied from each peer */
 	uint64_t *acked_by;	/* n entries: acknowledged by each peer */
 	struct metrics *mx;	/* the /metrics listener, or NULL */
+	size_t nrecv;		/* connections with a parked W_REQ_RECV */
 };
 
 /* Append r; any failure is fatal for the agent (logged). 0 / -1. */
@@ -359,6 +368,17 @@ void agent_req_reply_ok(struct agent *a, struct conn *c, const uint8_t *id,
 void agent_txn_request(struct agent *a, struct conn *c, const uint8_t *p,
     size_t n);
 void agent_getv_request(struct agent *a, struct conn *c, struct rbuf *r);
+
+/* inbox.c: W_REQ_RECV. Answer it now (a message, or timeout 0), or park
+ * c until a message arrives or the timeout passes. */
+void agent_recv_request(struct agent *a, struct conn *c, struct rbuf *r);
+/* Answer the parked requests that can be (a message arrived, a deadline
+ * passed); ms until the next deadline (0: one can be answered now), or
+ * -1 when none is parked. */
+void agent_recv_timers(struct agent *a, int64_t now);
+int agent_recv_timeout(struct agent *a, int64_t now);
+/* c is closing: forget its parked request. */
+void agent_recv_closed(struct agent *a, struct conn *c);
 
 /* listen.c */
 int agent_listen_open(struct agent *a, struct cs_err *e);
@@ -397,6 +417,8 @@ void agent_conn_replyf(struct agent *a, struct conn *c, uint8_t code,
 size_t agent_conn_pending(const struct conn *c);
 void agent_conn_release(struct agent *a, struct conn *c, uint64_t synced);
 void agent_conn_flush(struct agent *a, struct conn *c);
+/* Go on with c's buffered input after a pause (a parked RECV answered). */
+void agent_conn_resume(struct agent *a, struct conn *c);
 /* Release (at synced) and write out what the connections with queued
  * frames hold: only those, not every connection. */
 void agent_conn_commit(struct agent *a, uint64_t synced);
@@ -520,6 +542,11 @@ void agent_outch_free(struct agent *a);
 int agent_outch_enqueue(struct agent *a, int dst, enum qkind kind, uint64_t seq,
     const struct snapuid *snap, uint64_t off, const uint8_t *payload,
     size_t len);
+/* Message seq to dst, just queued, has chain after it (one of a
+ * transaction's several sends to dst, which agent_outch_enqueue cannot
+ * tell from the log's watermark); nothing when it waits in the file. */
+void agent_outch_set_chain(struct agent *a, int dst, uint64_t seq,
+    const uint8_t chain[DL_CHAIN_LEN]);
 void agent_outch_pump(struct agent *a, int dst);
 void agent_outch_frame(struct agent *a, struct conn *c, uint8_t type,
     const uint8_t *p, size_t n);

@@ -494,6 +494,9 @@ agent_client_frame(struct agent *a, struct conn *c, uint8_t type,
 	case W_REQ_GETV:
 		agent_getv_request(a, c, &r);
 		break;
+	case W_REQ_RECV:
+		agent_recv_request(a, c, &r);
+		break;
 	case W_REQ_HOLD:
 	case W_REQ_RELEASE:
 		req_hold(a, c, &r, type == W_REQ_HOLD);

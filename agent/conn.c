@@ -59,7 +59,7 @@ conn_set_events(struct agent *a, struct conn *c)
 		want = c->hs_want;
 	else {
 		if (!c->eof && agent_conn_pending(c) < OUT_HIGH_WATER &&
-		    c->vs == NULL)
+		    c->vs == NULL && c->recv_at == 0)
 			want |= EPOLLIN;
 		if (c->rel > c->outoff || conn_stream_due(c))
 			want |= EPOLLOUT;
@@ -206,6 +206,7 @@ agent_conn_close(struct agent *a, struct conn *c, const char *why)
 	netconn_close(c->nc);
 	c->nc = NULL;
 	agent_bigval_drop(c);
+	agent_recv_closed(a, c);
 	c->dead = 1;
 	a->ndead++;
 	if (c->hs)
@@ -488,6 +489,17 @@ agent_conn_flush(struct agent *a, struct conn *c)
 }
 
 void
+agent_conn_resume(struct agent *a, struct conn *c)
+{
+	if (c->dead)
+		return;
+	if (c->inoff < c->inlen)
+		conn_input(a, c);
+	if (!c->dead)
+		conn_set_events(a, c);
+}
+
+void
 agent_conn_commit(struct agent *a, uint64_t synced)
 {
 	struct conn *c;
@@ -575,7 +587,7 @@ conn_input(struct agent *a, struct conn *c)
 	char nm[160];
 	int r, v;
 
-	while (!c->dead && !a->fatal && c->vs == NULL &&
+	while (!c->dead && !a->fatal && c->vs == NULL && c->recv_at == 0 &&
 	    agent_conn_pending(c) < OUT_HIGH_WATER) {
 		if (c->sp != NULL) {
 			agent_spool_feed(a, c);

@@ -220,6 +220,9 @@ run_loop(struct agent *a)
 		k = agent_inch_timeout(a, now);
 		if (k >= 0 && (timeout < 0 || k < timeout))
 			timeout = k;
+		k = agent_recv_timeout(a, now);
+		if (k >= 0 && (timeout < 0 || k < timeout))
+			timeout = k;
 		k = agent_admit_tick(a, now);
 		if (k >= 0 && (timeout < 0 || k < timeout))
 			timeout = k;
@@ -261,6 +264,7 @@ run_loop(struct agent *a)
 		now = cs_now_ms();
 		agent_outch_timers(a, now);
 		agent_inch_timers(a, now, 0);
+		agent_recv_timers(a, now);
 	}
 }
 

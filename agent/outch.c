@@ -214,6 +214,20 @@ agent_outch_enqueue(struct agent *a, int dst, enum qkind kind, uint64_t seq,
 	return 0;
 }
 
+void
+agent_outch_set_chain(struct agent *a, int dst, uint64_t seq,
+    const uint8_t chain[DL_CHAIN_LEN])
+{
+	struct outch *o = &a->out[dst];
+	size_t i;
+
+	for (i = o->qt; i > o->qh; i--)
+		if (o->q[i - 1].kind == Q_MSG && o->q[i - 1].seq == seq) {
+			set_chain(&o->q[i - 1], chain);
+			return;
+		}
+}
+
 struct fill {
 	struct agent *a;
 	int d;

@@ -10,6 +10,13 @@
  * leaves either the whole transaction or none of it. A transaction of
  * conditions only is a check: it writes nothing.
  *
+ * A send (TXN_SEND) emits an application message (chmsg.h: CHMSG_APP)
+ * on the channel self->peer with the next seq and the channel's chain,
+ * inside the TXN record: it travels, is acknowledged and resent as a
+ * transfer's credit is. A consume (TXN_CONSUME) takes a message out of
+ * the inbox (inbox.c) in the same record, so a message is processed
+ * exactly once with the writes its processing made.
+ *
  * A key's version (GETV, TXN_EXPECT_VERSION) is the number of writes to
  * it since it was last created: 1 after the first, 0 while it is absent
  * (kvmap.h counts them, replay rebuilds them, KVER records carry them
@@ -20,6 +27,7 @@
 #include <string.h>
 
 #include "../lib/log.h"
+#include "../log/chain.h"
 #include "../log/kvmap.h"
 #include "../proto/chmsg.h"
 #include "agent_int.h"
@@ -32,7 +40,11 @@ struct op {
 	const uint8_t *val;	/* EXPECT_EQ, PUT */
 	size_t vlen;
 	int64_t delta;		/* ADD */
-	uint64_t version;	/* EXPECT_VERSION */
+	uint64_t version;	/* EXPECT_VERSION; CONSUME: the seq */
+	int peer;		/* SEND, CONSUME: the agent's index */
+	uint64_t seq;		/* SEND: its seq on self->peer */
+	size_t moff, mlen;	/* SEND: its message in the record's ops */
+	uint8_t chain[DL_CHAIN_LEN];	/* SEND: the channel's chain after it */
 };
 
 /* A transaction being checked: its ops and what its writes make. */
@@ -44,6 +56,7 @@ struct txn {
 	/* With adds: the keys written so far, each value prefixed by 'v',
 	 * or "d" for a key deleted (what a later add must see). */
 	struct kvmap *staged;
+	uint32_t nmsg;		/* sends and consumes */
 	struct wbuf rec;	/* the TXN record's ops */
 	struct wbuf reply;	/* {u32 nadd, nadd x i64} */
 };
@@ -55,10 +68,8 @@ st(const struct agent *a)
 }
 
 /* Op i, a send {str peer, bytes payload} or a consume {str from, u64
- * seq}: its form checked (a channel self->peer or from->self, a payload
- * within CHMSG_APP_MAX), so that a client learns of a bad op by name.
- * Neither is carried out yet: a well-formed one is refused too. Always
- * -1 after replying BADREQ. */
+ * seq}: a channel self->peer or from->self, a payload within
+ * APP_PAYLOAD_MAX. 0, or -1 after replying BADREQ. */
 static int
 parse_msg_op(struct agent *a, struct conn *c, struct rbuf *r, uint32_t i,
     struct op *o)
@@ -94,16 +105,20 @@ parse_msg_op(struct agent *a, struct conn *c, struct rbuf *r, uint32_t i,
 		    o->kind == TXN_SEND ? peer : a->name);
 		return -1;
 	}
-	if (o->vlen > CHMSG_APP_MAX) {
+	if (o->vlen > APP_PAYLOAD_MAX) {
 		agent_conn_replyf(a, c, REPLY_BADREQ, "transaction op %" PRIu32
 		    ": send payload is %zu bytes, at most %u; nothing was done",
-		    i, o->vlen, (unsigned)CHMSG_APP_MAX);
+		    i, o->vlen, (unsigned)APP_PAYLOAD_MAX);
 		return -1;
 	}
-	agent_conn_replyf(a, c, REPLY_BADREQ, "transaction op %" PRIu32
-	    ": %s is not supported by agent %s yet; nothing was done", i, what,
-	    a->name);
-	return -1;
+	if (o->kind == TXN_CONSUME && o->version == 0) {
+		agent_conn_replyf(a, c, REPLY_BADREQ, "transaction op %" PRIu32
+		    ": consume of seq 0 (seqs start at 1); nothing was done",
+		    i);
+		return -1;
+	}
+	o->peer = d;
+	return 0;
 }
 
 /* Read op i's fields; 0, or -1 after replying BADREQ. */
@@ -302,19 +317,90 @@ add_value(struct agent *a, struct conn *c, struct txn *t, uint32_t i,
 	return 0;
 }
 
+/* The channel self->d as a transaction's sends leave it. */
+struct chpos {
+	int init;
+	uint64_t seq;		/* the last seq taken */
+	uint8_t chain[DL_CHAIN_LEN];	/* the chain after it */
+	int known;
+};
+
+/* Send op o: its message (a fresh id, the payload) with the channel's
+ * next seq and chain, appended to the record's ops. 0, or -1 replied. */
+static int
+build_send(struct agent *a, struct conn *c, struct txn *t, struct op *o,
+    struct chpos *cp)
+{
+	const char *dst = a->c->agents[o->peer].name;
+	uint8_t id[CHMSG_ID_LEN];
+	const uint8_t *prev;
+	struct wbuf msg;
+	int rc = -1;
+
+	if (!cp->init) {
+		cp->init = 1;
+		cp->seq = dl_wm_get(&st(a)->sent, dst);
+		if ((prev = dl_wm_chain(&st(a)->sent, dst)) != NULL) {
+			memcpy(cp->chain, prev, DL_CHAIN_LEN);
+			cp->known = 1;
+		}
+	}
+	wbuf_init(&msg);
+	if (chmsg_new_id(id) == -1) {
+		agent_conn_replyf(a, c, REPLY_FAIL, "getrandom failed; "
+		    "nothing was done");
+		goto out;
+	}
+	chmsg_encode_app(&msg, id, o->val, o->vlen);
+	o->seq = ++cp->seq;
+	/* As a transfer does: an unknown chain (an older file) hashes from
+	 * the genesis value. */
+	if (msg.oom || chain_next(cp->known ? cp->chain : NULL, o->seq,
+	    msg.data, msg.len, cp->chain) == -1) {
+		agent_conn_replyf(a, c, REPLY_FAIL, "%s; nothing was done",
+		    msg.oom ? "out of memory" : "sha256 failed");
+		goto out;
+	}
+	cp->known = 1;
+	memcpy(o->chain, cp->chain, DL_CHAIN_LEN);
+	wbuf_put_u8(&t->rec, DL_TXN_SEND);
+	wbuf_put_str(&t->rec, dst);
+	wbuf_put_u64(&t->rec, o->seq);
+	o->moff = t->rec.len + 4;
+	o->mlen = msg.len;
+	wbuf_put_bytes(&t->rec, msg.data, msg.len);
+	wbuf_put_raw(&t->rec, cp->chain, DL_CHAIN_LEN);
+	rc = 0;
+out:
+	wbuf_free(&msg);
+	return rc;
+}
+
 /* The record's ops and the reply, in op order. 0, or -1 replied. */
 static int
 build(struct agent *a, struct conn *c, struct txn *t)
 {
-	const struct op *o;
+	struct chpos *cp = NULL;
+	struct op *o;
 	char num[24];
 	int64_t res;
 	uint32_t i;
 
+	if (t->nmsg > 0 && (cp = calloc((size_t)a->n, sizeof(*cp))) == NULL)
+		goto oom;
 	wbuf_put_u32(&t->reply, (uint32_t)t->nadd);
 	for (i = 0; i < t->n; i++) {
 		o = &t->ops[i];
-		if (o->kind == TXN_PUT) {
+		if (o->kind == TXN_SEND) {
+			if (build_send(a, c, t, o, &cp[o->peer]) == -1) {
+				free(cp);
+				return -1;
+			}
+		} else if (o->kind == TXN_CONSUME) {
+			wbuf_put_u8(&t->rec, DL_TXN_CONSUME);
+			wbuf_put_str(&t->rec, a->c->agents[o->peer].name);
+			wbuf_put_u64(&t->rec, o->version);
+		} else if (o->kind == TXN_PUT) {
 			wbuf_put_u8(&t->rec, DL_TXN_PUT);
 			wbuf_put_bytes(&t->rec, o->key, o->klen);
 			wbuf_put_bytes(&t->rec, o->val, o->vlen);
@@ -337,12 +423,92 @@ build(struct agent *a, struct conn *c, struct txn *t)
 				goto oom;
 		}
 	}
+	free(cp);
+	cp = NULL;
 	if (t->rec.oom || t->reply.oom)
 		goto oom;
 	return 0;
 oom:
+	free(cp);
 	agent_conn_replyf(a, c, REPLY_FAIL, "out of memory; nothing was done");
 	return -1;
+}
+
+/* A transaction with sends or consumes: the fence and the channels'
+ * histories allow it, and each consume names a message in the inbox,
+ * once. 0, or -1 replied. */
+static int
+msgs_allowed(struct agent *a, struct conn *c, const struct txn *t)
+{
+	const struct op *o;
+	char why[256];
+	uint8_t *taken;
+	uint32_t i;
+	long k;
+
+	if (agent_fence_why(a, why, sizeof(why))) {
+		agent_conn_replyf(a, c, REPLY_FAIL, "%s; nothing was done",
+		    why);
+		return -1;
+	}
+	for (i = 0; i < t->n; i++) {
+		o = &t->ops[i];
+		if (o->kind == TXN_SEND && a->out[o->peer].diverged) {
+			agent_conn_replyf(a, c, REPLY_FAIL, "op %" PRIu32 ": "
+			    "channel %s>%s diverged (%s); nothing was done",
+			    i, a->name, a->c->agents[o->peer].name,
+			    a->out[o->peer].why);
+			return -1;
+		}
+	}
+	if ((taken = calloc(st(a)->ninbox + 1, 1)) == NULL) {
+		agent_conn_replyf(a, c, REPLY_FAIL, "out of memory");
+		return -1;
+	}
+	for (i = 0; i < t->n; i++) {
+		o = &t->ops[i];
+		if (o->kind != TXN_CONSUME)
+			continue;
+		k = dl_inbox_find(st(a), a->c->agents[o->peer].name,
+		    o->version);
+		if (k == -1 || taken[k]) {
+			agent_conn_replyf(a, c, k == -1 ? REPLY_NOTFOUND :
+			    REPLY_BADREQ, "op %" PRIu32 ": message seq %"
+			    PRIu64 " from %s is %s; nothing was done", i,
+			    o->version, a->c->agents[o->peer].name, k == -1 ?
+			    "not in the inbox" : "consumed twice");
+			free(taken);
+			return -1;
+		}
+		taken[k] = 1;
+	}
+	free(taken);
+	return 0;
+}
+
+/* The record is appended: queue its messages on their channels, each
+ * behind it (a failure is fatal, as for a transfer). */
+static void
+queue_sends(struct agent *a, const struct txn *t)
+{
+	const struct op *o;
+	uint32_t i;
+
+	for (i = 0; i < t->n && !a->fatal; i++) {
+		o = &t->ops[i];
+		if (o->kind != TXN_SEND)
+			continue;
+		a->sent_to[o->peer]++;
+		if (agent_outch_enqueue(a, o->peer, Q_MSG, o->seq, NULL,
+		    datalog_need(a->dl), t->rec.data + o->moff, o->mlen) ==
+		    -1) {
+			log_error("out of memory queueing message %s>%s seq %"
+			    PRIu64, a->name, a->c->agents[o->peer].name,
+			    o->seq);
+			a->fatal = 1;
+		} else
+			agent_outch_set_chain(a, o->peer, o->seq, o->chain);
+	}
 }
 
 /* Parse every op of the request (after id and count) into t; 0, or -1
@@ -361,6 +527,8 @@ parse_all(struct agent *a, struct conn *c, struct rbuf *r, struct txn *t,
 		if (parse_op(a, c, r, i, &t->ops[i]) == -1)
 			return -1;
 		t->nadd += t->ops[i].kind == TXN_ADD;
+		t->nmsg += t->ops[i].kind == TXN_SEND ||
+		    t->ops[i].kind == TXN_CONSUME;
 		nwrites += t->ops[i].kind >= TXN_PUT;
 	}
 	if (!rbuf_done(r)) {
@@ -425,6 +593,8 @@ agent_txn_request(struct agent *a, struct conn *c, const uint8_t *p,
 		if (t.ops[i].kind < TXN_PUT && cond_holds(a, c, i,
 		    &t.ops[i]) != 1)
 			goto out;
+	if (t.nmsg > 0 && msgs_allowed(a, c, &t) == -1)
+		goto out;
 	if (build(a, c, &t) == -1)
 		goto out;
 	/* The record outgrows the request only by the adds' decimal text. */
@@ -451,6 +621,7 @@ agent_txn_request(struct agent *a, struct conn *c, const uint8_t *p,
 	rec.req_digest = digest;
 	if (agent_append(a, &rec) == -1)
 		goto out;
+	queue_sends(a, &t);
 	agent_req_reply_ok(a, c, id, t.reply.data, t.reply.len);
 out:
 	free(t.ops);

@@ -103,6 +103,11 @@ enum wire_type {
 	 * REPLY_CONFLICT {u32 op index, str reason} when a condition
 	 * failed; any failure changes nothing (docs/PROTOCOL.md) */
 	W_REQ_TXN = 50,
+	/* {u32 timeout_ms (0: do not wait)} -> body {str from, u64 seq,
+	 * 16 bytes message id, bytes payload}: the inbox's oldest message,
+	 * again until a TXN_CONSUME takes it; REPLY_TIMEOUT (empty body)
+	 * when none arrived within timeout_ms */
+	W_REQ_RECV = 51,
 	/* {bytes key} -> body {u64 version, bytes value}, or
 	 * REPLY_NOTFOUND (datalog.h: what a key's version counts) */
 	W_REQ_GETV = 52,
@@ -136,8 +141,10 @@ enum txn_op {
 	TXN_PUT = 10,		/* {bytes key, bytes value} */
 	TXN_DEL = 11,		/* {bytes key}: an absent key is no error */
 	TXN_ADD = 12,		/* {bytes key, i64 delta} */
-	TXN_SEND = 13,		/* {str peer, bytes payload} (reserved) */
-	TXN_CONSUME = 14,	/* {str from, u64 seq} (reserved) */
+	TXN_SEND = 13,		/* {str peer, bytes payload}: an application
+				 * message on the channel self->peer */
+	TXN_CONSUME = 14,	/* {str from, u64 seq}: takes that message
+				 * out of the inbox */
 };
 
 /* How W_REQ_RELEASE delivers what the channel queued while held: in
@@ -173,7 +180,7 @@ enum reply_code {
 	REPLY_BADREQ = 2,		/* malformed or invalid request; body message */
 	REPLY_NOTFOUND = 3,		/* key absent */
 	REPLY_CONFLICT = 4,	/* a TXN's condition failed; nothing changed */
-	REPLY_TIMEOUT = 5,	/* reserved: W_REQ_RECV found nothing in time */
+	REPLY_TIMEOUT = 5,	/* W_REQ_RECV found nothing in time */
 	REPLY_BUSY = 6,		/* reserved: a channel is over its limit */
 	/* the connection's certificate role may not make this request
 	 * (role.h); body is a message; nothing was done */

@@ -3,6 +3,8 @@
 
 usage: txn.py SOCKET txn [--id HEX32] OP...
        txn.py SOCKET getv KEY
+       txn.py SOCKET recv TIMEOUT_MS
+       txn.py SOCKET recvget TIMEOUT_MS KEY MARKER
        txn.py SOCKET partial MARKER
        txn.py SOCKET loop N
 
@@ -12,7 +14,13 @@ consume FROM SEQ, kind N (an op of unknown kind N, for refusals).
 txn prints one JSON object: {"code": C, "adds": [...]} on success,
 {"code": 4, "op": I, "reason": R} on a failed condition, else
 {"code": C, "message": M}. getv prints {"code": 0, "version": N,
-"value": V} or {"code": 3}. partial sends the first half of a
+"value": V} or {"code": 3}. recv prints {"code": 0, "from": F, "seq": S,
+"id": HEX, "payload": P, "ms": M} (the inbox's oldest message), else
+{"code": C, "ms": M}, M the milliseconds the reply took. recvget sends a
+recv and a getv of KEY back to back on one connection, creates MARKER
+and prints {"recv": C1, "getv": C2, "ms": M}: the codes in the order the
+replies came, M the milliseconds until the first.
+partial sends the first half of a
 transaction's frame, creates MARKER and sleeps until it is killed.
 loop commits N transactions {add from -1, add to +1} (keys "from" and
 "to") one after the other and prints {"done": D}, D the ones answered
@@ -20,7 +28,7 @@ OK before the connection ended. The frame version byte is CS_WIRE from
 the environment (the test reads it from cutsnap --version)."""
 import json, os, socket, struct, sys, time
 
-W_REQ_TXN, W_REQ_GETV, W_REPLY = 50, 52, 30
+W_REQ_TXN, W_REQ_RECV, W_REQ_GETV, W_REPLY = 50, 51, 52, 30
 KINDS = {"eq": 1, "absent": 2, "ver": 3, "put": 10, "del": 11, "add": 12,
          "send": 13, "sendn": 13, "consume": 14}
 VERSION = int(os.environ["CS_WIRE"])
@@ -122,6 +130,33 @@ def main():
         vl, = struct.unpack_from("<I", body, 8)
         print(json.dumps({"code": 0, "version": ver,
                           "value": body[12:12 + vl].decode()}))
+    elif cmd == "recv":
+        t0 = time.monotonic()
+        sock.sendall(frame(W_REQ_RECV, struct.pack("<I", int(args[0]))))
+        code, body = reply(sock)
+        out = {"code": code,
+               "ms": int((time.monotonic() - t0) * 1000)}
+        if code == 0:
+            fl, = struct.unpack_from("<I", body)
+            out["from"] = body[4:4 + fl].decode()
+            out["seq"], = struct.unpack_from("<Q", body, 4 + fl)
+            out["id"] = body[12 + fl:28 + fl].hex()
+            pl, = struct.unpack_from("<I", body, 28 + fl)
+            out["payload"] = body[32 + fl:32 + fl + pl].decode(
+                errors="replace")
+            assert len(body) == 32 + fl + pl, "trailing bytes"
+        elif body:
+            out["message"] = body.decode(errors="replace")
+        print(json.dumps(out))
+    elif cmd == "recvget":
+        t0 = time.monotonic()
+        sock.sendall(frame(W_REQ_RECV, struct.pack("<I", int(args[0]))) +
+                     frame(W_REQ_GETV, b(args[1])))
+        open(args[2], "w").close()
+        c1, _ = reply(sock)
+        ms = int((time.monotonic() - t0) * 1000)
+        c2, _ = reply(sock)
+        print(json.dumps({"recv": c1, "getv": c2, "ms": ms}))
     elif cmd == "partial":
         f = frame(W_REQ_TXN, bytes(16) + ops_payload(
             ["put", "half", "1", "put", "other", "2"]))
