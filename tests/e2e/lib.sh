@@ -1123,3 +1123,16 @@ sys.exit(1 if d["failed"] or d["commands"] == 0 else 0)
 PY
 	return $rc
 }
+
+# doc_cases DOC...: a case per document, doc_ok; each document's agents
+# are its own, stopped after it. Sets DOC_CASES to how many ran.
+doc_cases () {
+	local doc p
+	DOC_CASES=0
+	for doc in "$@"; do
+		DOC_CASES=$((DOC_CASES + 1))
+		test_expect_success "$doc: every command prints what it shows" \
+		    "doc_ok $doc"
+		for p in $(own_pids); do kill "$p" 2>/dev/null; done
+	done
+}

@@ -16,19 +16,12 @@ doc_path_setup
 docs=$(cd "$root" && grep -l '^```console' README.md docs/*.md 2>/dev/null |
     xargs grep -L 'doctest-requires: S3')
 
-n=0
-for doc in $docs; do
-	n=$((n + 1))
-	test_expect_success "$doc: every command prints what it shows" \
-	    "doc_ok $doc"
-	# A document's agents are its own: stop what it left running.
-	for p in $(own_pids); do kill "$p" 2>/dev/null; done
-done
+doc_cases $docs
 
 test_expect_success 'README.md and docs/tutorial.md were among them' '
 	echo "$docs" | grep -qx README.md &&
 	echo "$docs" | grep -qx docs/tutorial.md &&
-	[ "$n" -ge 2 ]
+	[ "$DOC_CASES" -ge 2 ]
 '
 
 test_done

@@ -22,17 +22,11 @@ test_expect_success 'the buckets the documents name exist' '
 	done
 '
 
-n=0
-for doc in $docs; do
-	n=$((n + 1))
-	test_expect_success "$doc: every command prints what it shows" \
-	    "doc_ok $doc"
-	for p in $(own_pids); do kill "$p" 2>/dev/null; done
-done
+doc_cases $docs
 
 test_expect_success 'docs/object-storage.md was among them' '
 	echo "$docs" | grep -qx docs/object-storage.md &&
-	[ "$n" -ge 1 ]
+	[ "$DOC_CASES" -ge 1 ]
 '
 
 test_done
