@@ -11,10 +11,7 @@
 #define REP_MAX_WM	4096		/* peers per watermark list */
 #define REP_MAX_CHAN	4096		/* incoming channels */
 #define REP_MAX_MSGS	1000000u	/* messages on one channel */
-/* One channel message's bytes: a credit, or an application message
- * (chmsg.h), the larger. */
-#define REP_MAX_MSG	(CHMSG_APP_ENC_MAX > CHMSG_MAX ? CHMSG_APP_ENC_MAX : \
-			    CHMSG_MAX)
+#define REP_MAX_MSG	REPORT_MSG_MAX	/* one chmsg's bytes */
 
 static void
 wm_encode(struct wbuf *out, const struct rep_wm *v, size_t n)

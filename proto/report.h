@@ -12,8 +12,14 @@
 #include <stdint.h>
 #include "../lib/buf.h"
 #include "../lib/err.h"
+#include "chmsg.h"
 #include "snapuid.h"
 #include "../net/wire.h"
+
+/* One recorded channel message's bytes at most: a credit, or an
+ * application message (chmsg.h), the larger. */
+#define REPORT_MSG_MAX	(CHMSG_APP_ENC_MAX > CHMSG_MAX ? \
+			    CHMSG_APP_ENC_MAX : CHMSG_MAX)
 
 struct rep_msg {
 	uint64_t seq;

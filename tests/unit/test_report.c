@@ -329,9 +329,10 @@ oversized_message_and_bad_names_are_rejected(void **state)
 	struct cs_err e;
 	struct wbuf w;
 	uint8_t *big;
+	size_t mark;
 
 	(void)state;
-	big = calloc(1, CHMSG_MAX + 1);
+	big = calloc(1, REPORT_MSG_MAX + 1);
 	assert_non_null(big);
 	wbuf_init(&w);
 	put_head(&w);
@@ -343,8 +344,15 @@ oversized_message_and_bad_names_are_rejected(void **state)
 	wbuf_put_u64(&w, 1);
 	wbuf_put_u32(&w, 1);
 	wbuf_put_u64(&w, 1);
-	wbuf_put_bytes(&w, big, CHMSG_MAX + 1);
+	mark = w.len;
+	wbuf_put_bytes(&w, big, REPORT_MSG_MAX + 1);
 	assert_int_equal(report_decode(w.data, w.len, &out, &e), -1);
+	/* An application message's size, above a credit's, is taken. */
+	w.len = mark;
+	wbuf_put_bytes(&w, big, CHMSG_MAX + 1);
+	assert_int_equal(report_decode(w.data, w.len, &out, &e), 0);
+	assert_int_equal(out.channels[0].msgs[0].len, CHMSG_MAX + 1);
+	report_free(&out);
 	free(big);
 
 	/* An agent name longer than NAME_MAX_LEN. */
