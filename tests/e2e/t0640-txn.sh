@@ -1,7 +1,7 @@
 #!/bin/bash
 # shellcheck disable=SC2034 # variables used inside test body strings
 # Transactions (W_REQ_TXN) against a real agent: puts, adds and deletes
-# applied together; a failed condition, a malformed op, an unsupported op
+# applied together; a failed condition, a malformed op, a send above the cap
 # or a bad add changes nothing and says why; a request id answers a retry
 # without applying it again; key versions (W_REQ_GETV) count writes and
 # survive a restart, a compaction and a restore; a client that
@@ -83,12 +83,12 @@ test_expect_success 'an add sees the writes before it in the same transaction' '
 	version_is A c 1 3
 '
 
-test_expect_success 'malformed, unsupported and failing ops change nothing, one line each' '
+test_expect_success 'malformed, refused and failing ops change nothing, one line each' '
 	s=$(size_of A) &&
 	tx A txn put a q kind 99 &&
 	json_check "d[\"code\"] == 2 and \"op 1: unknown kind 99\" in d[\"message\"]" &&
-	tx A txn put a q send B hello &&
-	json_check "d[\"code\"] == 2 and \"send is not supported\" in d[\"message\"]" &&
+	tx A txn put a q sendn B 65537 &&
+	json_check "d[\"code\"] == 2 and \"op 1: send payload is 65537 bytes, at most 65536\" in d[\"message\"]" &&
 	tx A txn put a q add a 1 &&
 	json_check "d[\"code\"] == 1 and \"op 1: A:a\" in d[\"message\"] and \"not an integer\" in d[\"message\"]" &&
 	tx A txn put a q add n 9223372036854775807 &&
