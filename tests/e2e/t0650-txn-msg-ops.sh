@@ -5,7 +5,7 @@
 # keeps it in its inbox, W_REQ_RECV returns the oldest one again and
 # again until a transaction's consume takes it out, exactly once. Bad
 # sends and consumes are refused by name (one line) and change nothing;
-# kill -9 of either end loses and duplicates nothing.
+# kill -9 of either end and compaction lose and duplicate nothing.
 . "$(dirname "$0")/lib.sh"
 
 CS_WIRE=$(cs --version | sed -n 's/.*wire protocol \([0-9]*\).*/\1/p')
@@ -148,6 +148,21 @@ test_expect_success 'kill -9 of the sender right after the reply: the message ar
 	tx B recv 10000 && got A 6 six &&
 	tx B txn consume A 6 && json_check "d[\"code\"] == 0" &&
 	empty B
+'
+
+test_expect_success 'unconsumed messages survive a compaction of either end and a restart' '
+	tx A txn send B seven send B eight && json_check "d[\"code\"] == 0" &&
+	tx B recv 10000 && got A 7 seven &&
+	tx B txn consume A 7 && json_check "d[\"code\"] == 0" &&
+	wait_for 20 eval "tx B recv 0 && got A 8 eight" &&
+	expect_ok compact -c "$CONF" A &&
+	expect_ok compact -c "$CONF" B &&
+	restart B &&
+	tx B recv 0 && got A 8 eight &&
+	tx B txn consume A 8 && json_check "d[\"code\"] == 0" &&
+	empty B &&
+	tx A txn send B nine && json_check "d[\"code\"] == 0" &&
+	tx B recv 10000 && got A 9 nine
 '
 
 test_expect_success 'stop' '
