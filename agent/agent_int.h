@@ -379,6 +379,8 @@ void agent_recv_timers(struct agent *a, int64_t now);
 int agent_recv_timeout(struct agent *a, int64_t now);
 /* c is closing: forget its parked request. */
 void agent_recv_closed(struct agent *a, struct conn *c);
+/* W_REQ_INBOX: list the inbox (wire.h). */
+void agent_inbox_list(struct agent *a, struct conn *c);
 
 /* listen.c */
 int agent_listen_open(struct agent *a, struct cs_err *e);

@@ -497,6 +497,12 @@ agent_client_frame(struct agent *a, struct conn *c, uint8_t type,
 	case W_REQ_RECV:
 		agent_recv_request(a, c, &r);
 		break;
+	case W_REQ_INBOX:
+		if (!rbuf_done(&r))
+			badreq(a, c, "inbox");
+		else
+			agent_inbox_list(a, c);
+		break;
 	case W_REQ_HOLD:
 	case W_REQ_RELEASE:
 		req_hold(a, c, &r, type == W_REQ_HOLD);

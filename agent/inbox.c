@@ -1,6 +1,6 @@
 /* inbox.c - W_REQ_RECV: a client reads the oldest application message of
  * this agent's inbox (datalog.h: INBOX records fill it, a TXN's CONSUME
- * empties it).
+ * empties it); W_REQ_INBOX lists the inbox.
  *
  * A request with a timeout and an empty inbox is parked on its
  * connection (conn.recv_at), never waited for in the loop: the
@@ -125,4 +125,46 @@ agent_recv_closed(struct agent *a, struct conn *c)
 		return;
 	c->recv_at = 0;
 	a->nrecv--;
+}
+
+void
+agent_inbox_list(struct agent *a, struct conn *c)
+{
+	const struct dl_state *st = datalog_state(a->dl);
+	const struct dl_inmsg *m;
+	struct chmsg_app app;
+	uint64_t bytes = 0;
+	struct wbuf w;
+	size_t i, n;
+
+	n = st->ninbox < INBOX_LIST_MAX ? st->ninbox : INBOX_LIST_MAX;
+	for (i = 0; i < st->ninbox; i++)
+		if (chmsg_decode_app(st->inbox[i].msg, st->inbox[i].len,
+		    &app) == 0)
+			bytes += app.plen;
+	wbuf_init(&w);
+	wbuf_put_u64(&w, bytes);
+	wbuf_put_u32(&w, (uint32_t)st->ninbox);
+	wbuf_put_u32(&w, (uint32_t)n);
+	for (i = 0; i < n; i++) {
+		m = &st->inbox[i];
+		/* Checked when its record was read or written. */
+		if (chmsg_decode_app(m->msg, m->len, &app) == -1) {
+			wbuf_free(&w);
+			agent_conn_replyf(a, c, REPLY_FAIL, "inbox message "
+			    "seq %" PRIu64 " from %s is malformed", m->seq,
+			    m->peer);
+			return;
+		}
+		wbuf_put_str(&w, m->peer);
+		wbuf_put_u64(&w, m->seq);
+		wbuf_put_raw(&w, app.id, CHMSG_ID_LEN);
+		wbuf_put_u32(&w, (uint32_t)app.plen);
+	}
+	if (w.oom)
+		agent_conn_replyf(a, c, REPLY_FAIL, "out of memory");
+	else
+		agent_conn_reply(a, c, REPLY_OK, w.data, w.len,
+		    datalog_need(a->dl));
+	wbuf_free(&w);
 }

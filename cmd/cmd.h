@@ -96,6 +96,7 @@ int cmd_demo(int argc, char **argv);
 int cmd_load(int argc, char **argv);
 int cmd_cert(int argc, char **argv);
 int cmd_deadletter(int argc, char **argv);
+int cmd_inbox(int argc, char **argv);
 int cmd_check(int argc, char **argv);
 
 /* envopts.c: with CUTSNAP_REPOSITORY / CUTSNAP_CONFIG set and command name

@@ -36,6 +36,7 @@ static const struct command commands[] = {
 	{ "transfer", cmd_transfer, "move an amount between two agents" },
 	{ "channel", cmd_channel, "hold or release a channel (drills)" },
 	{ "deadletter", cmd_deadletter, "list, retry or refund dead letters" },
+	{ "inbox", cmd_inbox, "list an agent's unconsumed messages" },
 	{ "dump", cmd_dump, "print a data file's keys and watermarks" },
 	{ "init", cmd_init, "create a repository with its settings" },
 	{ "key", cmd_keys, "an encrypted repository's keys" },
@@ -131,7 +132,7 @@ static const char *const reads_repo[] = { "init", "key", "snapshot",
  * NAME (the others refuse it as an unknown option). */
 static const char *const presents_cert[] = { "start", "stop", "status",
     "check", "put", "get", "del", "add", "transfer", "channel",
-    "deadletter", "snapshot", "compact", "load", NULL };
+    "deadletter", "inbox", "snapshot", "compact", "load", NULL };
 /* The commands that lock the repository: they take --retry-lock. */
 static const char *const locks_repo[] = { "key", "snapshot", "ls", "show",
     "verify", "restore", "forget", "prune", NULL };

@@ -34,7 +34,7 @@ _cutsnap()
 	cur=${COMP_WORDS[COMP_CWORD]}
 	prev=${COMP_WORDS[COMP_CWORD-1]}
 	local cmds="agent start stop status check put get del add transfer channel
-	    deadletter dump init key snapshot ls show verify restore forget prune
+	    deadletter inbox dump init key snapshot ls show verify restore forget prune
 	    compact load cert demo help"
 
 	if [ "$COMP_CWORD" -eq 1 ]; then
@@ -120,6 +120,7 @@ _cutsnap()
 	del | add | transfer) opts="-c --config -t --timeout --request-id --cert --help" ;;
 	channel) opts="-c --config --reverse -o --overtake --cert --help" ;;
 	deadletter) opts="-c --config -a --all -j --json --cert --help" ;;
+	inbox) opts="-c --config -j --json --cert --help" ;;
 	dump) opts="-j --json --help" ;;
 	init) opts="-r --repo -e --encrypt --password-file --password-command -C --compression
 	    -j --json --help" ;;
@@ -152,7 +153,7 @@ _cutsnap()
 
 	# Positional arguments.
 	case $cmd in
-	put | get | del | add)
+	put | get | del | add | inbox)
 		# The first positional is an agent.
 		words=$(_cutsnap_positionals)
 		[ $words -eq 0 ] &&

@@ -21,6 +21,7 @@ static const struct {
 	{ W_REQ_GET, "get", 1, 1 },
 	{ W_REQ_GETV, "get", 1, 1 },
 	{ W_REQ_RECV, "receive messages", 1, 1 },
+	{ W_REQ_INBOX, "list the inbox", 1, 1 },
 	{ W_REQ_DEAD_LIST, "list dead letters", 1, 1 },
 	{ W_SNAP_JOIN, "snapshot", 1, 0 },
 	{ W_SNAP_START, "snapshot", 1, 0 },

@@ -111,6 +111,11 @@ enum wire_type {
 	/* {bytes key} -> body {u64 version, bytes value}, or
 	 * REPLY_NOTFOUND (datalog.h: what a key's version counts) */
 	W_REQ_GETV = 52,
+	/* {} -> body {u64 bytes, u32 total, u32 n, n x {str from, u64 seq,
+	 * 16 bytes message id, u32 payload size}}: the inbox, oldest first,
+	 * its first n (at most INBOX_LIST_MAX) of total messages, bytes
+	 * their payloads' sum (what `cutsnap inbox` prints) */
+	W_REQ_INBOX = 53,
 	W_REPLY = 30,		/* {u8 code (enum reply_code), bytes body} */
 	/* peer S -> D on the channel S->D (S connects to D) */
 	W_PEER_HELLO = 40,	/* {str src}: first frame on a peer connection */
@@ -132,6 +137,9 @@ enum wire_type {
 	 * the connection) when protocol is not the agent's */
 	W_HELLO = 60,
 };
+
+/* Most messages one W_REQ_INBOX reply lists. */
+#define INBOX_LIST_MAX 10000u
 
 /* The ops of a W_REQ_TXN, each u8 kind and its fields. */
 enum txn_op {

@@ -42,6 +42,11 @@ restart () {
 
 size_of () { stat -c %s "$1.data"; }
 
+# inbox_count NAME N: cutsnap inbox --json of NAME (in $OUT) counts N.
+inbox_count () {
+	cs inbox -c "$CONF" "$1" --json >"$OUT" && json_check "d[\"count\"] == $2"
+}
+
 test_expect_success 'setup: a one-way channel A>B, C unconnected' '
 	[ -n "$CS_WIRE" ] &&
 	CHANNELS="A>B" make_config A B C &&
@@ -163,6 +168,20 @@ test_expect_success 'unconsumed messages survive a compaction of either end and 
 	empty B &&
 	tx A txn send B nine && json_check "d[\"code\"] == 0" &&
 	tx B recv 10000 && got A 9 nine
+'
+
+test_expect_success 'cutsnap inbox lists the unconsumed messages, oldest first' '
+	expect_ok inbox -c "$CONF" B --json &&
+	json_check "d[\"schema\"] == 1 and d[\"agent\"] == \"B\" and d[\"count\"] == 1 and d[\"listed\"] == 1 and d[\"bytes\"] == 4" &&
+	json_check "[(m[\"from\"], m[\"seq\"], m[\"bytes\"], len(m[\"id\"])) for m in d[\"messages\"]] == [(\"A\", 9, 4, 32)]" &&
+	tx A txn send B ten && json_check "d[\"code\"] == 0" &&
+	wait_for 20 inbox_count B 2 &&
+	json_check "[m[\"seq\"] for m in d[\"messages\"]] == [9, 10] and d[\"bytes\"] == 7" &&
+	tx B txn consume A 9 consume A 10 && json_check "d[\"code\"] == 0" &&
+	expect_ok inbox -c "$CONF" B --json &&
+	json_check "d[\"count\"] == 0 and d[\"messages\"] == [] and d[\"bytes\"] == 0" &&
+	expect_exit 2 inbox -c "$CONF" Z &&
+	expect_exit 2 inbox -c "$CONF"
 '
 
 test_expect_success 'stop' '
