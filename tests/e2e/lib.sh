@@ -660,9 +660,12 @@ put_random () {
 
 # --- snapshots and the repository ---------------------------------------
 
-# The snapshot id printed by the last snapshot command (its first number).
+# The snapshot id a snapshot command printed to file $1 (text or --json).
 _parse_id () {
-	grep -Eo '[0-9]+' "$1" | head -n 1
+	case $(head -c 1 "$1") in
+	'{') json_get 'd.get("id") or ""' "$1" ;;	# --json: its "id" member
+	*) grep -Eo '[0-9]+' "$1" | head -n 1 ;;	# text: the id alone
+	esac
 }
 
 # take_snapshot [ARGS...]: a snapshot that must complete; sets SNAP_ID.
