@@ -106,7 +106,6 @@ struct sess {
 	struct s3gen rec;	/* the generations known outside its manifest */
 	char mkey[128];		/* its manifest's key */
 	char mhash[SHA_HEX_LEN];
-	int bad_config;		/* the failure is the user's (exit 2) */
 	struct lease lease;
 	int leased;
 	uint64_t up_blobs, up_bytes, had_blobs;
@@ -224,16 +223,17 @@ file_sha(const char *path, char hex[SHA_HEX_LEN], uint64_t *size,
 	return 0;
 }
 
-/* A status the caller did not expect: the message, and whether the
- * user's configuration is at fault (credentials, bucket). */
+/* A status the caller did not expect: the message, and its kind. A
+ * missing bucket (no repository) and 403 (auth) have theirs from the
+ * client; any other 400 or 401 is the user's configuration (a bad
+ * region, a malformed key id), a usage error. */
 static int
 status_fail(struct sess *ss, const char *what, const char *key, int st,
     struct cs_err *e)
 {
 	s3_status_err(ss->s, what, key, st, e);
-	if (st == 403 || cs_err_code(e) == CS_E_NOREPO || st == 400 ||
-	    st == 401)
-		ss->bad_config = 1;
+	if ((st == 400 || st == 401) && cs_err_code(e) == CS_E_FAILED)
+		cs_errkind(e, CS_E_USAGE);
 	return -1;
 }
 
@@ -383,12 +383,8 @@ read_head(struct sess *ss, struct cs_err *e)
 
 	ss->gen = 0;
 	ss->mkey[0] = ss->mhash[0] = '\0';
-	if (s3_list(ss->s, "commits/", &o, &n, e) < 0) {
-		if (cs_err_code(e) == CS_E_NOREPO ||
-		    cs_err_code(e) == CS_E_AUTH)
-			ss->bad_config = 1;
+	if (s3_list(ss->s, "commits/", &o, &n, e) < 0)
 		return -1;
-	}
 	if (n > 0 && (nums = malloc(n * sizeof(*nums))) == NULL) {
 		cs_errc(e, CS_E_NOMEM, "out of memory");
 		goto out;
@@ -549,11 +545,9 @@ lease_take(struct sess *ss, struct cs_err *e)
 		char *end;
 		long v = strtol(t, &end, 10);
 
-		if (*end != '\0' || v < LEASE_TTL_MIN || v > LEASE_TTL_MAX) {
-			ss->bad_config = 1;
-			return cs_errf(e, "CUTSNAP_S3_LEASE_SECONDS must be %d "
-			    "to %d", LEASE_TTL_MIN, LEASE_TTL_MAX);
-		}
+		if (*end != '\0' || v < LEASE_TTL_MIN || v > LEASE_TTL_MAX)
+			return cs_errc(e, CS_E_USAGE, "CUTSNAP_S3_LEASE_SECONDS "
+			    "must be %d to %d", LEASE_TTL_MIN, LEASE_TTL_MAX);
 		l->ttl = (int)v;
 	}
 	if (gethostname(host, sizeof(host)) < 0)
@@ -1735,9 +1729,10 @@ cmd_s3_run(const char *name, int (*fn)(int, char **), int argc, char **argv)
 			goto fail;
 	} else {
 		if (ss.gen == 0) {
-			ss.bad_config = 1;
-			cs_errf(&e, "%s: no repository there (no commit under "
-			    "its commits/)", s3_url(ss.s));
+			/* A usage error (exit 2) as it has always been,
+			 * not CS_E_NOREPO: scripts test for 2 here. */
+			cs_errc(&e, CS_E_USAGE, "%s: no repository there (no "
+			    "commit under its commits/)", s3_url(ss.s));
 			goto fail;
 		}
 		if (temp_dir(&ss, &e) < 0 || fetch_manifest(&ss, &e) < 0)
@@ -1810,9 +1805,9 @@ cmd_s3_run(const char *name, int (*fn)(int, char **), int argc, char **argv)
 		    (unsigned long long)ss.collected);
 	goto out;
 fail:
-	/* A kind the store or the bucket named (locked, auth, no repository)
-	 * gives its own status; the rest as before. */
-	rc = cmd_fail_errs(ss.bad_config ? EXIT_USAGE : EXIT_FAILED, &e);
+	/* The kind the store or the bucket named (usage, locked, auth, no
+	 * repository) gives the status. */
+	rc = cmd_fail_errs(EXIT_FAILED, &e);
 out:
 	/* A failed command's own output (a --json error object) still shows. */
 	release_stdout(saved, held, rc != EXIT_OK && e.msg[0] == '\0');
