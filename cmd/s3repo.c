@@ -104,6 +104,8 @@ struct sess {
 	int cache_fd;		/* holds the cache's lock, or -1 */
 	uint64_t want;		/* --commit N of a reader, 0: the newest */
 	struct s3gen rec;	/* the generations known outside its manifest */
+	struct store_gen_floor floor;	/* what rec says, for the store's
+					 * check at open */
 	char mkey[128];		/* its manifest's key */
 	char mhash[SHA_HEX_LEN];
 	struct lease lease;
@@ -1672,7 +1674,7 @@ cmd_s3_run(const char *name, int (*fn)(int, char **), int argc, char **argv)
 	/* The local stand-in is not the repository: its commit is not the
 	 * bucket's (an upload may still fail), and the bucket has its own
 	 * numbered commits. */
-	store_set_gen_records(0);
+	cmd_store_opts.no_gen_records = 1;
 	if ((av = calloc((size_t)argc + 1, sizeof(*av))) == NULL)
 		return cmd_fail(EXIT_FAILED, "out of memory");
 	for (i = 0; i < argc; i++)
@@ -1774,8 +1776,10 @@ cmd_s3_run(const char *name, int (*fn)(int, char **), int argc, char **argv)
 		active = &ss;
 	}
 	/* An older commit read on purpose is no rollback to warn about. */
-	if (ss.gen > 0 && ss.want == 0)
-		s3gen_floor(&ss.rec);
+	if (ss.gen > 0 && ss.want == 0) {
+		s3gen_floor(&ss.rec, &ss.floor);
+		cmd_store_opts.gen_floor = &ss.floor;
+	}
 	cmd_repo_alias(ss.dir, s3_url(ss.s));
 	rc = fn(argc, av);
 	blobs_off();
@@ -1812,7 +1816,8 @@ out:
 	/* A failed command's own output (a --json error object) still shows. */
 	release_stdout(saved, held, rc != EXIT_OK && e.msg[0] == '\0');
 	cmd_repo_alias(NULL, NULL);
-	store_set_gen_floor(NULL);
+	cmd_store_opts.gen_floor = NULL;
+	cmd_store_opts.no_gen_records = 0;
 	blobs_off();
 	active = NULL;
 	s3_pipe_stop(ss.pipe);

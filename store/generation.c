@@ -17,17 +17,19 @@
  *
  * Opening compares: a manifest whose generation is below the newest commit
  * object or the state file was rolled back (or replaced by an older copy).
- * Writers refuse, unless told to accept the loss (store_set_accept_rollback),
- * readers carry a warning (store_rollback_warning). The object and state
+ * Writers refuse, unless told to accept the loss (their
+ * store_opts.accept_rollback), readers carry a warning
+ * (store_rollback_warning). The object and state
  * are read before the manifest's generation, and written after the
  * manifest's commit, so a writer committing beside the open never looks
  * like a rollback. Snapshot ids are reserved past the highest id any of
  * the three knows (AUTOINCREMENT's sqlite_sequence is raised), so an id
  * is never handed out twice, even after an accepted rollback.
  *
- * With the records off (an object store's local stand-in), the caller
- * hands in what the bucket's commits and this user's record say instead
- * (store_set_gen_floor, cmd/s3gen.c), and the same comparison runs. */
+ * With the records off (store_opts.no_gen_records: an object store's local
+ * stand-in), the caller hands in what the bucket's commits and this user's
+ * record say instead (store_opts.gen_floor, cmd/s3gen.c), and the same
+ * comparison runs. */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -50,30 +52,6 @@ static const char gen_sql[] =
     " gen INTEGER NOT NULL,"
     " max_id INTEGER NOT NULL)";
 
-static int accept_rollback;
-static int records = 1;
-static struct store_gen_floor gen_floor;	/* with the records off */
-
-void
-store_set_gen_records(int on)
-{
-	records = on;
-}
-
-void
-store_set_gen_floor(const struct store_gen_floor *f)
-{
-	if (f != NULL)
-		gen_floor = *f;
-	else
-		memset(&gen_floor, 0, sizeof(gen_floor));
-}
-
-void
-store_set_accept_rollback(int on)
-{
-	accept_rollback = on;
-}
 
 const char *
 store_rollback_warning(const struct store *st)
@@ -253,14 +231,18 @@ manifest_gen(struct store *st, uint64_t *gen, uint64_t *max_id,
 int
 store_gen_check(struct store *st, struct cs_err *e)
 {
+	static const struct store_gen_floor none;
+	const struct store_gen_floor *known = st->opts.gen_floor != NULL ?
+	    st->opts.gen_floor : &none;
+	int records = !st->opts.no_gen_records;
 	uint64_t cg, cm, sg, sm, mg, mm;
 	const char *where;
 
-	if (!records && gen_floor.gen == 0 && gen_floor.max_id == 0)
+	if (!records && known->gen == 0 && known->max_id == 0)
 		return 0;
 	if (!records) {		/* what the object store knows instead */
-		cg = gen_floor.gen;
-		cm = gen_floor.max_id;
+		cg = known->gen;
+		cm = known->max_id;
 		sg = sm = 0;
 	} else if (newest_commit(st, &cg, &cm, e) < 0) {
 		return -1;
@@ -275,7 +257,7 @@ store_gen_check(struct store *st, struct cs_err *e)
 		st->id_known = mm;
 	if (mg >= st->gen_known)
 		return 0;
-	where = !records ? gen_floor.where : cg >= sg ?
+	where = !records ? known->where : cg >= sg ?
 	    "as its newest commit object says" :
 	    "as this user's record of it says; its commit objects were "
 	    "removed too";
@@ -284,10 +266,10 @@ store_gen_check(struct store *st, struct cs_err *e)
 	    " was committed (%s): it was rolled back or replaced by an older "
 	    "copy, and the snapshots after %" PRIu64 " are missing from it; "
 	    "%s, or accept the loss with cutsnap snapshot --accept-rollback",
-	    st->repo, mg, st->gen_known, where, mg, !records ? gen_floor.fix :
+	    st->repo, mg, st->gen_known, where, mg, !records ? known->fix :
 	    "put the newest manifest.db back") < 0)
 		st->gen_warn[0] = '?';
-	if (st->mode != STORE_READ && !accept_rollback)
+	if (st->mode != STORE_READ && !st->opts.accept_rollback)
 		return cs_errf(e, "%s", st->gen_warn);
 	return 0;
 }
@@ -491,7 +473,7 @@ store_gen_publish(struct store *st, struct cs_err *e)
 	struct cs_err we;
 
 	(void)e;
-	if (st->gen_pending == 0 || !records) {
+	if (st->gen_pending == 0 || st->opts.no_gen_records) {
 		st->gen_pending = 0;
 		return 0;
 	}

@@ -578,9 +578,16 @@ int
 store_init(const char *repo, const struct store_settings *s,
     struct cs_err *e)
 {
+	return store_init_with(repo, s, NULL, e);
+}
+
+int
+store_init_with(const char *repo, const struct store_settings *s,
+    const struct store_opts *o, struct cs_err *e)
+{
 	struct store *st = NULL;
 
-	if (open_repo(repo, STORE_CREATE, NULL, s, 1, &st, e) < 0)
+	if (open_repo(repo, STORE_CREATE, o, s, 1, &st, e) < 0)
 		return -1;
 	store_close(st);
 	return 0;
