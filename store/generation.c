@@ -302,34 +302,34 @@ store_gen_reserve_ids(struct store *st, struct cs_err *e)
 	return 0;
 }
 
+/* One snapshot row's line into the list digest. */
+static int
+digest_row(void *ctx, sqlite3_stmt *s, struct cs_err *e)
+{
+	char line[160];
+
+	snprintf(line, sizeof(line), "%lld %s %s\n",
+	    (long long)sqlite3_column_int64(s, 0), store_col_text(s, 1),
+	    store_col_text(s, 2));
+	if (sha_update(ctx, line, strlen(line)) < 0)
+		return cs_errc(e, CS_E_NOMEM, "out of memory");
+	return 0;
+}
+
 /* SHA-256 over the snapshot list (id, status, digest of each), as hex. */
 static int
 list_digest(struct store *st, char hex[SHA_HEX_LEN], struct cs_err *e)
 {
-	sqlite3_stmt *s = NULL;
 	struct sha_ctx *c;
 	uint8_t sha[SHA_LEN];
-	char line[160];
-	int step, rc = -1;
+	int rc = -1;
 
 	if ((c = sha_new()) == NULL)
 		return cs_errc(e, CS_E_NOMEM, "out of memory");
-	if (store_db_prepare(st, "SELECT id, status, ifnull(digest, '') FROM "
-	    "snapshots ORDER BY id", &s, e) < 0)
+	if (store_db_each(st, "SELECT id, status, ifnull(digest, '') FROM "
+	    "snapshots ORDER BY id", NULL, digest_row, c,
+	    "reading the snapshots", e) < 0)
 		goto out;
-	while ((step = sqlite3_step(s)) == SQLITE_ROW) {
-		snprintf(line, sizeof(line), "%lld %s %s\n",
-		    (long long)sqlite3_column_int64(s, 0), store_col_text(s, 1),
-		    store_col_text(s, 2));
-		if (sha_update(c, line, strlen(line)) < 0) {
-			cs_errc(e, CS_E_NOMEM, "out of memory");
-			goto out;
-		}
-	}
-	if (step != SQLITE_DONE) {
-		store_db_fail(st, e, "reading the snapshots");
-		goto out;
-	}
 	if (sha_final(c, sha) < 0) {
 		cs_errc(e, CS_E_NOMEM, "out of memory");
 		goto out;
@@ -337,7 +337,6 @@ list_digest(struct store *st, char hex[SHA_HEX_LEN], struct cs_err *e)
 	sha_hex(sha, hex);
 	rc = 0;
 out:
-	sqlite3_finalize(s);
 	sha_free(c);
 	return rc;
 }
