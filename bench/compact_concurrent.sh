@@ -69,7 +69,7 @@ compact_rows () {
 	history "$c" a1 1024
 	"$CS" compact -c "$c" a1 --json >"$W/hist/compact" 2>>"$LOG" &
 	comp=$!
-	load_checked "$W/hist/load1" -c "$c" -s 2 -k 32
+	load_checked "$W/hist/load1" -c "$c" -s 2 --clients 32
 	wait "$comp" || fail "cutsnap compact a1 of a 1 GiB history"
 	tps_c=$(field transfers_per_s "$W/hist/load1")
 	cms=$(python3 -c 'import json, sys

@@ -1066,7 +1066,7 @@ rm -rf "$W/restic-cache" "$W/borg-base"
 v=()
 for r in $(seq 1 "$RUNS"); do
 	out=$W/floor.$r
-	load_checked "$out" -c "$BC" -s 6 -k 4
+	load_checked "$out" -c "$BC" -s 6 --clients 4
 	v+=("$(calc "$(field max_ms "$out") / $(field p50_ms "$out")")")
 done
 CAP_FLOOR=$(median "${v[@]}")

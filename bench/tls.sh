@@ -155,7 +155,7 @@ tls_load () {
 	    2>>"$LOG"; } 2>&1)
 	rc=$?
 	a1=$(agents_ticks "$c" 3)
-	load_verify "$out" "$rc" -c "$c" -s 5 -k "$k"
+	load_verify "$out" "$rc" -c "$c" -s 5 --clients "$k"
 	n=$(field transfers "$out")
 	[ "$n" -gt 0 ] || fail "load on $c made no transfer"
 	awk -v n="$n" -v t="$(field transfers_per_s "$out")" \

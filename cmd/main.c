@@ -63,7 +63,7 @@ usage(FILE *f)
 		fprintf(f, "  %-9s %s\n", commands[i].name,
 		    commands[i].summary);
 	fputs("\nRun 'cutsnap COMMAND --help' for a command's usage; "
-	    "'cutsnap --version' (-V)\nprints the version.\n"
+	    "'cutsnap --version' (-V)\nprints the version (--json: with the JSON schema's).\n"
 	    "Exit status: 0 success, 1 failed, 2 bad usage or config, "
 	    "3 partial,\n4 outcome unknown, 10 no repository, 11 locked, "
 	    "12 wrong password,\n130/143 interrupted (see cutsnap(1) EXIT "

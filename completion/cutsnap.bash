@@ -42,6 +42,12 @@ _cutsnap()
 		return 0
 	fi
 	cmd=${COMP_WORDS[1]}
+	case $cmd in
+	--version | -V | version)
+		COMPREPLY=($(compgen -W "--json" -- "$cur"))
+		return 0
+		;;
+	esac
 
 	# The config given so far, for agent names.
 	conf=

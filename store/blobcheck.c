@@ -76,6 +76,19 @@ fail:
 	return -1;
 }
 
+/* bcheck_open, then a write transaction (BEGIN IMMEDIATE: a second
+ * writer waits for the first instead of failing at its commit). */
+static int
+bcheck_begin(struct store *st, struct cs_err *e)
+{
+	if (bcheck_open(st, e) < 0)
+		return -1;
+	if (sqlite3_exec(st->checks, "BEGIN IMMEDIATE", NULL, NULL, NULL) !=
+	    SQLITE_OK)
+		return bcheck_fail(st, e, "write");
+	return 0;
+}
+
 void
 store_bcheck_close(struct store *st)
 {
@@ -131,11 +144,8 @@ store_bcheck_put(struct store *st, const struct blob_seen *v, size_t n,
 
 	if (n == 0)
 		return 0;
-	if (bcheck_open(st, e) < 0)
+	if (bcheck_begin(st, e) < 0)
 		return -1;
-	if (sqlite3_exec(st->checks, "BEGIN IMMEDIATE", NULL, NULL, NULL) !=
-	    SQLITE_OK)
-		return bcheck_fail(st, e, "write");
 	if (sqlite3_prepare_v2(st->checks, "INSERT OR REPLACE INTO checks "
 	    "(name, size, ino, ctime_ns, checked) VALUES (?1, ?2, ?3, ?4, ?5)",
 	    -1, &s, NULL) != SQLITE_OK)
@@ -229,11 +239,8 @@ store_bcheck_purge(struct store *st, struct cs_err *e)
 	    "%s/" BCHECK_FILE, st->repo) < (int)sizeof(path) &&
 	    access(path, F_OK) < 0 && errno == ENOENT)
 		return 0;
-	if (bcheck_open(st, e) < 0)
+	if (bcheck_begin(st, e) < 0)
 		return -1;
-	if (sqlite3_exec(st->checks, "BEGIN IMMEDIATE", NULL, NULL, NULL) !=
-	    SQLITE_OK)
-		return bcheck_fail(st, e, "write");
 	if (bcheck_gone(st, &gone, &n, e) < 0)
 		goto out;
 	/* Rows of another length (SHA_LEN) name no blob. */

@@ -660,9 +660,12 @@ put_random () {
 
 # --- snapshots and the repository ---------------------------------------
 
-# The snapshot id printed by the last snapshot command (its first number).
+# The snapshot id a snapshot command printed to file $1 (text or --json).
 _parse_id () {
-	grep -Eo '[0-9]+' "$1" | head -n 1
+	case $(head -c 1 "$1") in
+	'{') json_get 'd.get("id") or ""' "$1" ;;	# --json: its "id" member
+	*) grep -Eo '[0-9]+' "$1" | head -n 1 ;;	# text: the id alone
+	esac
 }
 
 # take_snapshot [ARGS...]: a snapshot that must complete; sets SNAP_ID.
@@ -1092,4 +1095,47 @@ positive () {
 	v=$(sumfield "$1" "$2") || { say "no $1= in the summary"; return 1; }
 	case $v in '' | *[!0-9]*) say "$1=$v is not a count"; return 1 ;; esac
 	[ "$v" -gt 0 ] || { say "$1=$v: the run checked none"; return 1; }
+}
+
+# --- the documents' commands (tests/doctest.py) ------------------------
+
+# doc_path_setup: "cutsnap" on PATH is the binary under test, as a reader
+# of the documents types it.
+doc_path_setup () {
+	mkdir -p "$TEST_DIR/bin" && ln -sf "$CUTSNAP" "$TEST_DIR/bin/cutsnap"
+	export PATH=$TEST_DIR/bin:$PATH
+}
+
+# doc_ok DOC: every command of DOC (a path from the tree's top) prints
+# what DOC shows; DOC runs in a home directory of its own. Says which
+# differ, and fails also when DOC has no command at all.
+doc_ok () {
+	local doc=$1 home=$TEST_DIR/home-$(basename "$1" .md)
+	mkdir -p "$home" &&
+	python3 "$_lib_dir/../doctest.py" "$_lib_dir/../../$doc" "$home" >"$home.json"
+	local rc=$?
+	python3 - "$home.json" <<'PY' || return 1
+import json, sys
+d = json.load(open(sys.argv[1]))
+for f in d["failed"]:
+    print("line %d: $ %s" % (f["line"], f["command"]))
+    print("  expected:\n    " + "\n    ".join(f["expected"]))
+    print("  printed:\n    " + "\n    ".join(f["actual"]))
+print("%s: %d commands, %d differ" % (d["doc"], d["commands"], len(d["failed"])))
+sys.exit(1 if d["failed"] or d["commands"] == 0 else 0)
+PY
+	return $rc
+}
+
+# doc_cases DOC...: a case per document, doc_ok; each document's agents
+# are its own, stopped after it. Sets DOC_CASES to how many ran.
+doc_cases () {
+	local doc p
+	DOC_CASES=0
+	for doc in "$@"; do
+		DOC_CASES=$((DOC_CASES + 1))
+		test_expect_success "$doc: every command prints what it shows" \
+		    "doc_ok $doc"
+		for p in $(own_pids); do kill "$p" 2>/dev/null; done
+	done
 }

@@ -33,14 +33,14 @@ test_expect_success 'setup: two agents with balances' '
 '
 
 test_expect_success 'a healthy load: load_checked passes, its JSON summary kept' '
-	bench_fn "load_checked \"\$PWD/ok.json\" -c \"$CONF\" -s 1 -k 2; echo passed" &&
+	bench_fn "load_checked \"\$PWD/ok.json\" -c \"$CONF\" -s 1 --clients 2; echo passed" &&
 	expect_eq "$RC" 0 "status" &&
 	expect_eq "$(cat "$OUT")" passed "stdout" &&
 	json_check "d[\"conserved\"] is True and d[\"transfers\"] > 0" ok.json
 '
 
 test_expect_success 'a load whose total is not conserved fails the bench, no figure' '
-	bench_fn "load_checked \"\$PWD/bad.json\" -c \"$CONF\" -s 4 -k 2; echo figure" &
+	bench_fn "load_checked \"\$PWD/bad.json\" -c \"$CONF\" -s 4 --clients 2; echo figure" &
 	P=$! && BG_PIDS="$BG_PIDS $P" &&
 	w0=$(a_writes) &&
 	wait_for 10 a_writes_above $((w0 + 20)) &&
@@ -54,7 +54,7 @@ test_expect_success 'a load whose total is not conserved fails the bench, no fig
 
 test_expect_success 'a load whose snapshots fail fails the bench, no figure' '
 	echo x >notadir &&
-	bench_fn "load_checked \"\$PWD/snap.json\" -c \"$CONF\" -s 1 -k 2 --snapshot-every 200 -r \"$TEST_DIR/notadir\"; echo figure"
+	bench_fn "load_checked \"\$PWD/snap.json\" -c \"$CONF\" -s 1 --clients 2 --snapshot-every 200 -r \"$TEST_DIR/notadir\"; echo figure"
 	expect_eq "$RC" 1 "bench status" &&
 	[ ! -s "$OUT" ] &&
 	grep -q "^bench: FAIL: cutsnap load .*--snapshot-every 200" "$ERR" &&
