@@ -6,7 +6,7 @@
 # message and exit status, while the one-line error stays on stderr.
 . "$(dirname "$0")/lib.sh"
 
-# json_error CODE EXIT: stdout is exactly one JSON object, the error of
+# json_error CODE EXIT: stdout is exactly one JSON object (schema 1), the error of
 # kind CODE with exit EXIT and the same message as the stderr line.
 json_error () {
 	python3 - "$OUT" "$ERR" "$1" "$2" <<'PY'
@@ -15,7 +15,7 @@ out = open(sys.argv[1]).read()
 lines = out.splitlines()
 assert len(lines) == 1, "stdout has %d lines: %r" % (len(lines), out)
 d = json.loads(lines[0])
-assert list(d) == ["error"], d
+assert list(d) == ["schema", "error"] and d["schema"] == 1, d
 e = d["error"]
 assert e["code"] == sys.argv[3], e
 assert e["exit"] == int(sys.argv[4]), e
