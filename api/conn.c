@@ -11,6 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "../lib/fsutil.h"
 #include "../lib/util.h"
 #include "../net/client.h"
 #include "../net/conn.h"
@@ -94,8 +95,6 @@ api_flush(cs_conn *c)
 {
 	struct netconn *nc;
 	struct cs_err e;
-	size_t off = 0;
-	ssize_t w;
 
 	/* Over TLS (an agent with an addr) the registered connection
 	 * writes: the bytes on the socket are records, not frames. */
@@ -107,16 +106,9 @@ api_flush(cs_conn *c)
 		wbuf_reset(&c->out);
 		return 0;
 	}
-	while (off < c->out.len) {
-		w = send(c->fd, c->out.data + off, c->out.len - off,
-		    MSG_NOSIGNAL);
-		if (w == -1 && errno == EINTR)
-			continue;
-		if (w == -1) {
-			cs_errno(&e, "send");
-			return broken(c, CS_EIO, e.msg);
-		}
-		off += (size_t)w;
+	if (fs_send_all(c->fd, c->out.data, c->out.len) == -1) {
+		cs_errno(&e, "send");
+		return broken(c, CS_EIO, e.msg);
 	}
 	wbuf_reset(&c->out);
 	return 0;

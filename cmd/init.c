@@ -112,7 +112,7 @@ cmd_init(int argc, char **argv)
 			return cmd_fail(EXIT_USAGE, "%s", e.msg);
 		set.password = pass;
 	}
-	rc = store_init(repo, &set, &e);
+	rc = store_init_with(repo, &set, &cmd_store_opts, &e);
 	mac_cleanse(pass, sizeof(pass));
 	if (rc < 0)
 		return cmd_fail_err(&e);	/* exists already: usage */

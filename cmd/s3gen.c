@@ -109,7 +109,7 @@ s3gen_earlier(struct s3 *s, struct s3gen *g, const uint64_t *nums, size_t n,
 }
 
 void
-s3gen_floor(const struct s3gen *g)
+s3gen_floor(const struct s3gen *g, struct store_gen_floor *out)
 {
 	struct store_gen_floor f;
 
@@ -134,7 +134,7 @@ s3gen_floor(const struct s3gen *g)
 		f.max_id = g->rec_max;
 	snprintf(f.fix, sizeof(f.fix), "put the newest commit and manifest "
 	    "objects back");
-	store_set_gen_floor(&f);
+	*out = f;
 }
 
 void

@@ -8,6 +8,8 @@
 #include "../lib/err.h"
 #include "../s3/s3.h"
 
+struct store_gen_floor;
+
 /* What is known outside the manifest the newest commit names. */
 struct s3gen {
 	char ident[40];		/* the bucket's identity, "" when none */
@@ -28,9 +30,9 @@ void s3gen_fields(const char *text, uint64_t *gen, uint64_t *max_id);
  * or malformed is skipped. */
 int s3gen_earlier(struct s3 *s, struct s3gen *g, const uint64_t *nums,
     size_t n, struct cs_err *e);
-/* Hands the store the highest generation and id known, with where it was
- * found, for its check at open (store_set_gen_floor). */
-void s3gen_floor(const struct s3gen *g);
+/* The highest generation and id known, with where it was found, into
+ * *out: the store's check at open (store_opts.gen_floor). */
+void s3gen_floor(const struct s3gen *g, struct store_gen_floor *out);
 /* Commit gen was created for the manifest of the stand-in dir: this
  * user's record is raised to its generation and max id. */
 void s3gen_published(const char *dir, uint64_t gen, uint64_t max_id);

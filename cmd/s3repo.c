@@ -104,9 +104,10 @@ struct sess {
 	int cache_fd;		/* holds the cache's lock, or -1 */
 	uint64_t want;		/* --commit N of a reader, 0: the newest */
 	struct s3gen rec;	/* the generations known outside its manifest */
+	struct store_gen_floor floor;	/* what rec says, for the store's
+					 * check at open */
 	char mkey[128];		/* its manifest's key */
 	char mhash[SHA_HEX_LEN];
-	int bad_config;		/* the failure is the user's (exit 2) */
 	struct lease lease;
 	int leased;
 	uint64_t up_blobs, up_bytes, had_blobs;
@@ -224,16 +225,17 @@ file_sha(const char *path, char hex[SHA_HEX_LEN], uint64_t *size,
 	return 0;
 }
 
-/* A status the caller did not expect: the message, and whether the
- * user's configuration is at fault (credentials, bucket). */
+/* A status the caller did not expect: the message, and its kind. A
+ * missing bucket (no repository) and 403 (auth) have theirs from the
+ * client; any other 400 or 401 is the user's configuration (a bad
+ * region, a malformed key id), a usage error. */
 static int
 status_fail(struct sess *ss, const char *what, const char *key, int st,
     struct cs_err *e)
 {
 	s3_status_err(ss->s, what, key, st, e);
-	if (st == 403 || cs_err_code(e) == CS_E_NOREPO || st == 400 ||
-	    st == 401)
-		ss->bad_config = 1;
+	if ((st == 400 || st == 401) && cs_err_code(e) == CS_E_FAILED)
+		cs_errkind(e, CS_E_USAGE);
 	return -1;
 }
 
@@ -383,12 +385,8 @@ read_head(struct sess *ss, struct cs_err *e)
 
 	ss->gen = 0;
 	ss->mkey[0] = ss->mhash[0] = '\0';
-	if (s3_list(ss->s, "commits/", &o, &n, e) < 0) {
-		if (cs_err_code(e) == CS_E_NOREPO ||
-		    cs_err_code(e) == CS_E_AUTH)
-			ss->bad_config = 1;
+	if (s3_list(ss->s, "commits/", &o, &n, e) < 0)
 		return -1;
-	}
 	if (n > 0 && (nums = malloc(n * sizeof(*nums))) == NULL) {
 		cs_errc(e, CS_E_NOMEM, "out of memory");
 		goto out;
@@ -549,11 +547,9 @@ lease_take(struct sess *ss, struct cs_err *e)
 		char *end;
 		long v = strtol(t, &end, 10);
 
-		if (*end != '\0' || v < LEASE_TTL_MIN || v > LEASE_TTL_MAX) {
-			ss->bad_config = 1;
-			return cs_errf(e, "CUTSNAP_S3_LEASE_SECONDS must be %d "
-			    "to %d", LEASE_TTL_MIN, LEASE_TTL_MAX);
-		}
+		if (*end != '\0' || v < LEASE_TTL_MIN || v > LEASE_TTL_MAX)
+			return cs_errc(e, CS_E_USAGE, "CUTSNAP_S3_LEASE_SECONDS "
+			    "must be %d to %d", LEASE_TTL_MIN, LEASE_TTL_MAX);
 		l->ttl = (int)v;
 	}
 	if (gethostname(host, sizeof(host)) < 0)
@@ -1678,7 +1674,7 @@ cmd_s3_run(const char *name, int (*fn)(int, char **), int argc, char **argv)
 	/* The local stand-in is not the repository: its commit is not the
 	 * bucket's (an upload may still fail), and the bucket has its own
 	 * numbered commits. */
-	store_set_gen_records(0);
+	cmd_store_opts.no_gen_records = 1;
 	if ((av = calloc((size_t)argc + 1, sizeof(*av))) == NULL)
 		return cmd_fail(EXIT_FAILED, "out of memory");
 	for (i = 0; i < argc; i++)
@@ -1735,9 +1731,10 @@ cmd_s3_run(const char *name, int (*fn)(int, char **), int argc, char **argv)
 			goto fail;
 	} else {
 		if (ss.gen == 0) {
-			ss.bad_config = 1;
-			cs_errf(&e, "%s: no repository there (no commit under "
-			    "its commits/)", s3_url(ss.s));
+			/* A usage error (exit 2) as it has always been,
+			 * not CS_E_NOREPO: scripts test for 2 here. */
+			cs_errc(&e, CS_E_USAGE, "%s: no repository there (no "
+			    "commit under its commits/)", s3_url(ss.s));
 			goto fail;
 		}
 		if (temp_dir(&ss, &e) < 0 || fetch_manifest(&ss, &e) < 0)
@@ -1779,8 +1776,10 @@ cmd_s3_run(const char *name, int (*fn)(int, char **), int argc, char **argv)
 		active = &ss;
 	}
 	/* An older commit read on purpose is no rollback to warn about. */
-	if (ss.gen > 0 && ss.want == 0)
-		s3gen_floor(&ss.rec);
+	if (ss.gen > 0 && ss.want == 0) {
+		s3gen_floor(&ss.rec, &ss.floor);
+		cmd_store_opts.gen_floor = &ss.floor;
+	}
 	cmd_repo_alias(ss.dir, s3_url(ss.s));
 	rc = fn(argc, av);
 	blobs_off();
@@ -1810,14 +1809,15 @@ cmd_s3_run(const char *name, int (*fn)(int, char **), int argc, char **argv)
 		    (unsigned long long)ss.collected);
 	goto out;
 fail:
-	/* A kind the store or the bucket named (locked, auth, no repository)
-	 * gives its own status; the rest as before. */
-	rc = cmd_fail_errs(ss.bad_config ? EXIT_USAGE : EXIT_FAILED, &e);
+	/* The kind the store or the bucket named (usage, locked, auth, no
+	 * repository) gives the status. */
+	rc = cmd_fail_errs(EXIT_FAILED, &e);
 out:
 	/* A failed command's own output (a --json error object) still shows. */
 	release_stdout(saved, held, rc != EXIT_OK && e.msg[0] == '\0');
 	cmd_repo_alias(NULL, NULL);
-	store_set_gen_floor(NULL);
+	cmd_store_opts.gen_floor = NULL;
+	cmd_store_opts.no_gen_records = 0;
 	blobs_off();
 	active = NULL;
 	s3_pipe_stop(ss.pipe);

@@ -430,7 +430,7 @@ cmd_snapshot(int argc, char **argv)
 			verbosity = 1;
 			break;
 		case OPT_ACCEPT_ROLLBACK:
-			store_set_accept_rollback(1);
+			cmd_store_opts.accept_rollback = 1;
 			break;
 		case OPT_METRICS_FILE:
 			mfile = optarg;

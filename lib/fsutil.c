@@ -1,5 +1,6 @@
-/* fsutil.c - durable file helpers: full writes, directory fsync, atomic
- * replacement, mkdir -p, capped whole-file reads. */
+/* fsutil.c - durable file helpers: full writes (to a socket too), directory
+ * fsync, atomic replacement, mkdir -p, capped whole-file reads. */
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/types.h>
 
@@ -14,14 +15,20 @@
 
 #include "fsutil.h"
 
-int
-fs_write_all(int fd, const void *p, size_t n)
+/* The one write-all loop: write(2), or with sock send(2) with
+ * MSG_NOSIGNAL (write on what is no socket, ENOTSOCK). */
+static int
+write_all(int fd, const void *p, size_t n, int sock)
 {
 	const uint8_t *q = p;
 	ssize_t w;
 
 	while (n > 0) {
-		w = write(fd, q, n);
+		w = sock ? send(fd, q, n, MSG_NOSIGNAL) : write(fd, q, n);
+		if (w == -1 && sock && errno == ENOTSOCK) {
+			sock = 0;
+			continue;
+		}
 		if (w == -1) {
 			if (errno == EINTR)
 				continue;
@@ -31,6 +38,18 @@ fs_write_all(int fd, const void *p, size_t n)
 		n -= (size_t)w;
 	}
 	return 0;
+}
+
+int
+fs_write_all(int fd, const void *p, size_t n)
+{
+	return write_all(fd, p, n, 0);
+}
+
+int
+fs_send_all(int fd, const void *p, size_t n)
+{
+	return write_all(fd, p, n, 1);
 }
 
 int

@@ -10,6 +10,10 @@
 
 /* Write/read all n bytes, retrying on EINTR and short counts. 0 / -1. */
 int fs_write_all(int fd, const void *p, size_t n);
+/* fs_write_all with send(2)'s MSG_NOSIGNAL on a socket, so a peer that
+ * went away gives EPIPE rather than killing the process; write(2) on
+ * anything else (a pipe, a file). */
+int fs_send_all(int fd, const void *p, size_t n);
 int fs_pread_all(int fd, void *p, size_t n, off_t off);	/* -1 also on EOF */
 int pwrite_all(int fd, const void *p, size_t n, off_t off);
 

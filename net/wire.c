@@ -121,30 +121,6 @@ wire_frame(struct wbuf *out, uint8_t type, const void *payload, size_t plen)
 	wbuf_put_raw(out, payload, plen);
 }
 
-/* Writes all n bytes. send() with MSG_NOSIGNAL on a socket, so a peer that
- * went away gives EPIPE rather than killing the process; write() on
- * anything else (ENOTSOCK). */
-static int
-send_all(int fd, const void *p, size_t n)
-{
-	const uint8_t *q = p;
-	ssize_t w;
-
-	while (n > 0) {
-		w = send(fd, q, n, MSG_NOSIGNAL);
-		if (w == -1 && errno == ENOTSOCK)
-			return fs_write_all(fd, q, n);
-		if (w == -1) {
-			if (errno == EINTR)
-				continue;
-			return -1;
-		}
-		q += w;
-		n -= (size_t)w;
-	}
-	return 0;
-}
-
 int
 wire_send(int fd, uint8_t type, const void *payload, size_t plen,
     struct cs_err *e)
@@ -164,8 +140,8 @@ wire_send(int fd, uint8_t type, const void *payload, size_t plen,
 			return cs_errno(e, "send");
 		return 0;
 	}
-	if (send_all(fd, hdr, sizeof(hdr)) == -1 ||
-	    (plen > 0 && send_all(fd, payload, plen) == -1))
+	if (fs_send_all(fd, hdr, sizeof(hdr)) == -1 ||
+	    (plen > 0 && fs_send_all(fd, payload, plen) == -1))
 		return cs_errno(e, "send");
 	return 0;
 }

@@ -264,6 +264,36 @@ unlock_fail(const struct store *st, int nkeys, int nbad, int64_t bad_id,
 		    " with others" : "", nkeys - nbad);
 }
 
+/* each_valid_row's function, for each_valid_one. */
+struct valid_rows {
+	struct store *st;
+	int (*fn)(struct store *, int64_t, int, const uint8_t *,
+	    struct cs_err *);
+};
+
+static int
+each_valid_one(void *ctx, sqlite3_stmt *s, struct cs_err *e)
+{
+	struct valid_rows *w = ctx;
+	uint8_t m1[MAC_LEN], m2[MAC_LEN];
+	uint64_t n, r, p;
+	int v2;
+
+	if (!row_form_ok(s, 1, &n, &r, &p) ||
+	    sqlite3_column_bytes(s, 6) != MAC_LEN)
+		return 0;
+	if (row_mac_v(w->st, 0, n, r, p, sqlite3_column_blob(s, 4),
+	    sqlite3_column_blob(s, 5), m1, e) < 0 ||
+	    row_mac_v(w->st, 1, n, r, p, sqlite3_column_blob(s, 4),
+	    sqlite3_column_blob(s, 5), m2, e) < 0)
+		return -1;
+	v2 = mac_equal(m2, sqlite3_column_blob(s, 6), MAC_LEN);
+	if ((v2 || mac_equal(m1, sqlite3_column_blob(s, 6), MAC_LEN)) &&
+	    w->fn(w->st, sqlite3_column_int64(s, 0), v2, m2, e) < 0)
+		return -1;
+	return 0;
+}
+
 /* For each key row with a valid MAC of either domain: fn(ctx, id, v2).
  * Rows that are malformed or match neither are skipped (verify names
  * them). */
@@ -271,36 +301,11 @@ static int
 each_valid_row(struct store *st, int (*fn)(struct store *, int64_t, int,
     const uint8_t *, struct cs_err *), struct cs_err *e)
 {
-	sqlite3_stmt *s = NULL;
-	uint8_t m1[MAC_LEN], m2[MAC_LEN];
-	uint64_t n, r, p;
-	int step, rc = -1, v2;
+	struct valid_rows w = { st, fn };
 
-	if (store_db_prepare(st, "SELECT id, n, r, p, salt, sealed, mac "
-	    "FROM repo_keys ORDER BY id", &s, e) < 0)
-		return -1;
-	while ((step = sqlite3_step(s)) == SQLITE_ROW) {
-		if (!row_form_ok(s, 1, &n, &r, &p) ||
-		    sqlite3_column_bytes(s, 6) != MAC_LEN)
-			continue;
-		if (row_mac_v(st, 0, n, r, p, sqlite3_column_blob(s, 4),
-		    sqlite3_column_blob(s, 5), m1, e) < 0 ||
-		    row_mac_v(st, 1, n, r, p, sqlite3_column_blob(s, 4),
-		    sqlite3_column_blob(s, 5), m2, e) < 0)
-			goto out;
-		v2 = mac_equal(m2, sqlite3_column_blob(s, 6), MAC_LEN);
-		if ((v2 || mac_equal(m1, sqlite3_column_blob(s, 6), MAC_LEN)) &&
-		    fn(st, sqlite3_column_int64(s, 0), v2, m2, e) < 0)
-			goto out;
-	}
-	if (step != SQLITE_DONE) {
-		store_db_fail(st, e, "reading the keys");
-		goto out;
-	}
-	rc = 0;
-out:
-	sqlite3_finalize(s);
-	return rc;
+	return store_db_each(st, "SELECT id, n, r, p, salt, sealed, mac "
+	    "FROM repo_keys ORDER BY id", NULL, each_valid_one, &w,
+	    "reading the keys", e);
 }
 
 static int
@@ -582,57 +587,55 @@ out:
 	return rc;
 }
 
+/* The keys store_crypt_list_keys lists, growing. */
+struct key_list {
+	struct store *st;
+	struct store_key *v;
+	size_t n, cap;
+};
+
+static int
+list_key_row(void *ctx, sqlite3_stmt *s, struct cs_err *e)
+{
+	struct key_list *l = ctx;
+	struct store_key *k, *nv;
+
+	if (l->n == l->cap) {
+		l->cap = l->cap ? l->cap * 2 : 8;
+		if ((nv = realloc(l->v, l->cap * sizeof(*nv))) == NULL)
+			return cs_errc(e, CS_E_NOMEM, "out of memory");
+		l->v = nv;
+	}
+	k = &l->v[l->n++];
+	memset(k, 0, sizeof(*k));
+	k->id = sqlite3_column_int64(s, 0);
+	snprintf(k->created, sizeof(k->created), "%s", store_col_text(s, 1));
+	snprintf(k->kdf, sizeof(k->kdf), "%s", store_col_text(s, 2));
+	k->n = (uint64_t)sqlite3_column_int64(s, 3);
+	k->r = (uint32_t)sqlite3_column_int64(s, 4);
+	k->p = (uint32_t)sqlite3_column_int64(s, 5);
+	k->current = l->st->unlocked && k->id == l->st->key_id;
+	return 0;
+}
+
 int
 store_crypt_list_keys(struct store *st, struct store_key **out, size_t *n,
     struct cs_err *e)
 {
-	sqlite3_stmt *s = NULL;
-	struct store_key *v = NULL, *nv;
-	size_t cap = 0;
-	int step, rc = -1;
+	struct key_list l = { st, NULL, 0, 0 };
 
 	*out = NULL;
 	*n = 0;
 	if (!st->enc)
 		return cs_errf(e, "repository %s is not encrypted", st->repo);
-	if (store_db_prepare(st,
-	    "SELECT id, created, kdf, n, r, p FROM repo_keys "
-	    "ORDER BY id", &s, e) < 0)
+	if (store_db_each(st, "SELECT id, created, kdf, n, r, p FROM repo_keys "
+	    "ORDER BY id", NULL, list_key_row, &l, "reading the keys", e) < 0) {
+		free(l.v);
 		return -1;
-	while ((step = sqlite3_step(s)) == SQLITE_ROW) {
-		if (*n == cap) {
-			cap = cap ? cap * 2 : 8;
-			if ((nv = realloc(v, cap * sizeof(*v))) == NULL) {
-				cs_errc(e, CS_E_NOMEM, "out of memory");
-				goto out;
-			}
-			v = nv;
-		}
-		memset(&v[*n], 0, sizeof(v[*n]));
-		v[*n].id = sqlite3_column_int64(s, 0);
-		snprintf(v[*n].created, sizeof(v[*n].created), "%s",
-		    store_col_text(s, 1));
-		snprintf(v[*n].kdf, sizeof(v[*n].kdf), "%s", store_col_text(s,
-		    2));
-		v[*n].n = (uint64_t)sqlite3_column_int64(s, 3);
-		v[*n].r = (uint32_t)sqlite3_column_int64(s, 4);
-		v[*n].p = (uint32_t)sqlite3_column_int64(s, 5);
-		v[*n].current = st->unlocked && v[*n].id == st->key_id;
-		(*n)++;
 	}
-	if (step != SQLITE_DONE) {
-		store_db_fail(st, e, "reading the keys");
-		goto out;
-	}
-	*out = v;
-	v = NULL;
-	rc = 0;
-out:
-	free(v);
-	sqlite3_finalize(s);
-	if (rc < 0)
-		*n = 0;
-	return rc;
+	*out = l.v;
+	*n = l.n;
+	return 0;
 }
 
 int
@@ -713,42 +716,47 @@ out:
 	return rc;
 }
 
+/* check_key_rows's question and where its answers go. */
+struct key_rows {
+	struct store *st;
+	int with_mac;
+	void (*fn)(void *ctx, int64_t id);
+	void *ctx;
+};
+
+static int
+check_key_row(void *ctx, sqlite3_stmt *s, struct cs_err *e)
+{
+	struct key_rows *k = ctx;
+	uint8_t mac[MAC_LEN];
+	uint64_t n, r, p;
+	int bad;
+
+	bad = strcmp(store_col_text(s, 7), "scrypt") != 0 ||
+	    !row_form_ok(s, 1, &n, &r, &p) ||
+	    sqlite3_column_bytes(s, 6) != MAC_LEN;
+	if (!bad && k->with_mac) {
+		if (row_mac(k->st, n, r, p, sqlite3_column_blob(s, 4),
+		    sqlite3_column_blob(s, 5), mac, e) < 0)
+			return -1;
+		bad = !mac_equal(mac, sqlite3_column_blob(s, 6), MAC_LEN);
+	}
+	if (bad)
+		k->fn(k->ctx, sqlite3_column_int64(s, 0));
+	return 0;
+}
+
 /* Each key row that is malformed, or (with_mac: the master key is
  * there) fails its MAC, to fn. */
 static int
 check_key_rows(struct store *st, int with_mac,
     void (*fn)(void *ctx, int64_t id), void *ctx, struct cs_err *e)
 {
-	sqlite3_stmt *s = NULL;
-	uint8_t mac[MAC_LEN];
-	uint64_t n, r, p;
-	int step, rc = -1, bad;
+	struct key_rows k = { st, with_mac, fn, ctx };
 
-	if (store_db_prepare(st, "SELECT id, n, r, p, salt, sealed, mac, kdf "
-	    "FROM repo_keys ORDER BY id", &s, e) < 0)
-		return -1;
-	while ((step = sqlite3_step(s)) == SQLITE_ROW) {
-		bad = strcmp(store_col_text(s, 7), "scrypt") != 0 ||
-		    !row_form_ok(s, 1, &n, &r, &p) ||
-		    sqlite3_column_bytes(s, 6) != MAC_LEN;
-		if (!bad && with_mac) {
-			if (row_mac(st, n, r, p, sqlite3_column_blob(s, 4),
-			    sqlite3_column_blob(s, 5), mac, e) < 0)
-				goto out;
-			bad = !mac_equal(mac, sqlite3_column_blob(s, 6),
-			    MAC_LEN);
-		}
-		if (bad)
-			fn(ctx, sqlite3_column_int64(s, 0));
-	}
-	if (step != SQLITE_DONE) {
-		store_db_fail(st, e, "reading the keys");
-		goto out;
-	}
-	rc = 0;
-out:
-	sqlite3_finalize(s);
-	return rc;
+	return store_db_each(st, "SELECT id, n, r, p, salt, sealed, mac, kdf "
+	    "FROM repo_keys ORDER BY id", NULL, check_key_row, &k,
+	    "reading the keys", e);
 }
 
 int

@@ -35,6 +35,29 @@ store_db_exec(struct store *st, const char *sql, struct cs_err *e)
 }
 
 int
+store_db_each(struct store *st, const char *sql, const int64_t *id,
+    store_row_fn fn, void *ctx, const char *what, struct cs_err *e)
+{
+	sqlite3_stmt *s = NULL;
+	int step, rc = -1;
+
+	if (store_db_prepare(st, sql, &s, e) < 0)
+		return -1;
+	if (id != NULL)
+		sqlite3_bind_int64(s, 1, (sqlite3_int64)*id);
+	while ((step = sqlite3_step(s)) == SQLITE_ROW)
+		if (fn(ctx, s, e) < 0)
+			goto out;
+	if (step != SQLITE_DONE)
+		store_db_fail(st, e, what);
+	else
+		rc = 0;
+out:
+	sqlite3_finalize(s);
+	return rc;
+}
+
+int
 store_db_has_table(struct store *st, const char *name, struct cs_err *e)
 {
 	sqlite3_stmt *s = NULL;

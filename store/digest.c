@@ -75,37 +75,31 @@ put_column(struct sha_ctx *c, sqlite3_stmt *s, int i)
 	return put_field(c, t, p, (size_t)sqlite3_column_bytes(s, i));
 }
 
+/* One row into the digest: "R", then each column. */
+static int
+put_row(void *ctx, sqlite3_stmt *s, struct cs_err *e)
+{
+	int i, n = sqlite3_column_count(s);
+
+	if (sha_update(ctx, "R", 1) < 0)
+		return cs_errf(e, "computing the manifest digest failed");
+	for (i = 0; i < n; i++)
+		if (put_column(ctx, s, i) < 0)
+			return cs_errf(e, "computing the manifest digest "
+			    "failed");
+	return 0;
+}
+
 static int
 put_table(struct store *st, struct sha_ctx *c, size_t t, uint64_t id,
     struct cs_err *e)
 {
-	sqlite3_stmt *s = NULL;
-	int i, n, step, rc = -1;
+	int64_t sid = (int64_t)id;
 
 	if (put_field(c, 0, tables[t].table, strlen(tables[t].table)) < 0)
-		goto hash;
-	if (store_db_prepare(st, tables[t].sql, &s, e) < 0)
-		goto out;
-	sqlite3_bind_int64(s, 1, (sqlite3_int64)id);
-	n = sqlite3_column_count(s);
-	while ((step = sqlite3_step(s)) == SQLITE_ROW) {
-		if (sha_update(c, "R", 1) < 0)
-			goto hash;
-		for (i = 0; i < n; i++)
-			if (put_column(c, s, i) < 0)
-				goto hash;
-	}
-	if (step != SQLITE_DONE) {
-		store_db_fail(st, e, "reading the manifest");
-		goto out;
-	}
-	rc = 0;
-	goto out;
-hash:
-	cs_errf(e, "computing the manifest digest failed");
-out:
-	sqlite3_finalize(s);
-	return rc;
+		return cs_errf(e, "computing the manifest digest failed");
+	return store_db_each(st, tables[t].sql, &sid, put_row, c,
+	    "reading the manifest", e);
 }
 
 int

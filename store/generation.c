@@ -17,17 +17,19 @@
  *
  * Opening compares: a manifest whose generation is below the newest commit
  * object or the state file was rolled back (or replaced by an older copy).
- * Writers refuse, unless told to accept the loss (store_set_accept_rollback),
- * readers carry a warning (store_rollback_warning). The object and state
+ * Writers refuse, unless told to accept the loss (their
+ * store_opts.accept_rollback), readers carry a warning
+ * (store_rollback_warning). The object and state
  * are read before the manifest's generation, and written after the
  * manifest's commit, so a writer committing beside the open never looks
  * like a rollback. Snapshot ids are reserved past the highest id any of
  * the three knows (AUTOINCREMENT's sqlite_sequence is raised), so an id
  * is never handed out twice, even after an accepted rollback.
  *
- * With the records off (an object store's local stand-in), the caller
- * hands in what the bucket's commits and this user's record say instead
- * (store_set_gen_floor, cmd/s3gen.c), and the same comparison runs. */
+ * With the records off (store_opts.no_gen_records: an object store's local
+ * stand-in), the caller hands in what the bucket's commits and this user's
+ * record say instead (store_opts.gen_floor, cmd/s3gen.c), and the same
+ * comparison runs. */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -50,30 +52,6 @@ static const char gen_sql[] =
     " gen INTEGER NOT NULL,"
     " max_id INTEGER NOT NULL)";
 
-static int accept_rollback;
-static int records = 1;
-static struct store_gen_floor gen_floor;	/* with the records off */
-
-void
-store_set_gen_records(int on)
-{
-	records = on;
-}
-
-void
-store_set_gen_floor(const struct store_gen_floor *f)
-{
-	if (f != NULL)
-		gen_floor = *f;
-	else
-		memset(&gen_floor, 0, sizeof(gen_floor));
-}
-
-void
-store_set_accept_rollback(int on)
-{
-	accept_rollback = on;
-}
 
 const char *
 store_rollback_warning(const struct store *st)
@@ -253,14 +231,18 @@ manifest_gen(struct store *st, uint64_t *gen, uint64_t *max_id,
 int
 store_gen_check(struct store *st, struct cs_err *e)
 {
+	static const struct store_gen_floor none;
+	const struct store_gen_floor *known = st->opts.gen_floor != NULL ?
+	    st->opts.gen_floor : &none;
+	int records = !st->opts.no_gen_records;
 	uint64_t cg, cm, sg, sm, mg, mm;
 	const char *where;
 
-	if (!records && gen_floor.gen == 0 && gen_floor.max_id == 0)
+	if (!records && known->gen == 0 && known->max_id == 0)
 		return 0;
 	if (!records) {		/* what the object store knows instead */
-		cg = gen_floor.gen;
-		cm = gen_floor.max_id;
+		cg = known->gen;
+		cm = known->max_id;
 		sg = sm = 0;
 	} else if (newest_commit(st, &cg, &cm, e) < 0) {
 		return -1;
@@ -275,7 +257,7 @@ store_gen_check(struct store *st, struct cs_err *e)
 		st->id_known = mm;
 	if (mg >= st->gen_known)
 		return 0;
-	where = !records ? gen_floor.where : cg >= sg ?
+	where = !records ? known->where : cg >= sg ?
 	    "as its newest commit object says" :
 	    "as this user's record of it says; its commit objects were "
 	    "removed too";
@@ -284,10 +266,10 @@ store_gen_check(struct store *st, struct cs_err *e)
 	    " was committed (%s): it was rolled back or replaced by an older "
 	    "copy, and the snapshots after %" PRIu64 " are missing from it; "
 	    "%s, or accept the loss with cutsnap snapshot --accept-rollback",
-	    st->repo, mg, st->gen_known, where, mg, !records ? gen_floor.fix :
+	    st->repo, mg, st->gen_known, where, mg, !records ? known->fix :
 	    "put the newest manifest.db back") < 0)
 		st->gen_warn[0] = '?';
-	if (st->mode != STORE_READ && !accept_rollback)
+	if (st->mode != STORE_READ && !st->opts.accept_rollback)
 		return cs_errf(e, "%s", st->gen_warn);
 	return 0;
 }
@@ -320,34 +302,34 @@ store_gen_reserve_ids(struct store *st, struct cs_err *e)
 	return 0;
 }
 
+/* One snapshot row's line into the list digest. */
+static int
+digest_row(void *ctx, sqlite3_stmt *s, struct cs_err *e)
+{
+	char line[160];
+
+	snprintf(line, sizeof(line), "%lld %s %s\n",
+	    (long long)sqlite3_column_int64(s, 0), store_col_text(s, 1),
+	    store_col_text(s, 2));
+	if (sha_update(ctx, line, strlen(line)) < 0)
+		return cs_errc(e, CS_E_NOMEM, "out of memory");
+	return 0;
+}
+
 /* SHA-256 over the snapshot list (id, status, digest of each), as hex. */
 static int
 list_digest(struct store *st, char hex[SHA_HEX_LEN], struct cs_err *e)
 {
-	sqlite3_stmt *s = NULL;
 	struct sha_ctx *c;
 	uint8_t sha[SHA_LEN];
-	char line[160];
-	int step, rc = -1;
+	int rc = -1;
 
 	if ((c = sha_new()) == NULL)
 		return cs_errc(e, CS_E_NOMEM, "out of memory");
-	if (store_db_prepare(st, "SELECT id, status, ifnull(digest, '') FROM "
-	    "snapshots ORDER BY id", &s, e) < 0)
+	if (store_db_each(st, "SELECT id, status, ifnull(digest, '') FROM "
+	    "snapshots ORDER BY id", NULL, digest_row, c,
+	    "reading the snapshots", e) < 0)
 		goto out;
-	while ((step = sqlite3_step(s)) == SQLITE_ROW) {
-		snprintf(line, sizeof(line), "%lld %s %s\n",
-		    (long long)sqlite3_column_int64(s, 0), store_col_text(s, 1),
-		    store_col_text(s, 2));
-		if (sha_update(c, line, strlen(line)) < 0) {
-			cs_errc(e, CS_E_NOMEM, "out of memory");
-			goto out;
-		}
-	}
-	if (step != SQLITE_DONE) {
-		store_db_fail(st, e, "reading the snapshots");
-		goto out;
-	}
 	if (sha_final(c, sha) < 0) {
 		cs_errc(e, CS_E_NOMEM, "out of memory");
 		goto out;
@@ -355,7 +337,6 @@ list_digest(struct store *st, char hex[SHA_HEX_LEN], struct cs_err *e)
 	sha_hex(sha, hex);
 	rc = 0;
 out:
-	sqlite3_finalize(s);
 	sha_free(c);
 	return rc;
 }
@@ -491,7 +472,7 @@ store_gen_publish(struct store *st, struct cs_err *e)
 	struct cs_err we;
 
 	(void)e;
-	if (st->gen_pending == 0 || !records) {
+	if (st->gen_pending == 0 || st->opts.no_gen_records) {
 		st->gen_pending = 0;
 		return 0;
 	}

@@ -152,55 +152,45 @@ out:
 	return rc;
 }
 
+/* One repo_settings row into st. */
+static int
+setting_row(void *ctx, sqlite3_stmt *s, struct cs_err *e)
+{
+	struct store *st = ctx;
+	const char *name = store_col_text(s, 0), *val = store_col_text(s, 1);
+	int i, found = 0;
+
+	if (strcmp(name, "compression") == 0) {
+		for (i = 0; i <= STORE_COMPRESS_ZSTD; i++)
+			if (strcmp(val, compress_names[i]) == 0) {
+				st->compress = i;
+				found = 1;
+			}
+	} else if (strcmp(name, "encryption") == 0) {
+		found = strcmp(val, "aes-256-gcm") == 0;
+		st->enc = 1;
+	} else {
+		return cs_errf(e, "repository %s: unknown setting %.40s (made "
+		    "by a newer version?)", st->repo, name);
+	}
+	if (!found)
+		return cs_errf(e, "repository %s: unknown %s %.40s", st->repo,
+		    name, val);
+	return 0;
+}
+
 /* Load repo_settings into st; none (an older repository) is raw chunks.
  * A setting this version does not know is an error: its objects could
  * not be read. */
 static int
 settings_load(struct store *st, struct cs_err *e)
 {
-	sqlite3_stmt *s = NULL;
-	const char *name, *val;
-	int step, rc = -1, i, found;
-
 	st->compress = STORE_COMPRESS_NONE;
 	if ((st->have_settings = store_db_has_table(st, "repo_settings",
 	    e)) <= 0)
 		return st->have_settings;
-	if (store_db_prepare(st, "SELECT name, value FROM repo_settings", &s,
-	    e) < 0)
-		goto out;
-	while ((step = sqlite3_step(s)) == SQLITE_ROW) {
-		name = store_col_text(s, 0);
-		val = store_col_text(s, 1);
-		found = 0;
-		if (strcmp(name, "compression") == 0) {
-			for (i = 0; i <= STORE_COMPRESS_ZSTD; i++)
-				if (strcmp(val, compress_names[i]) == 0) {
-					st->compress = i;
-					found = 1;
-				}
-		} else if (strcmp(name, "encryption") == 0) {
-			found = strcmp(val, "aes-256-gcm") == 0;
-			st->enc = 1;
-		} else {
-			cs_errf(e, "repository %s: unknown setting %.40s (made "
-			    "by a newer version?)", st->repo, name);
-			goto out;
-		}
-		if (!found) {
-			cs_errf(e, "repository %s: unknown %s %.40s", st->repo,
-			    name, val);
-			goto out;
-		}
-	}
-	if (step != SQLITE_DONE) {
-		store_db_fail(st, e, "reading the repository settings");
-		goto out;
-	}
-	rc = 0;
-out:
-	sqlite3_finalize(s);
-	return rc;
+	return store_db_each(st, "SELECT name, value FROM repo_settings", NULL,
+	    setting_row, st, "reading the repository settings", e);
 }
 
 /* A new manifest: the whole schema and the identity, in one transaction. */
@@ -578,9 +568,16 @@ int
 store_init(const char *repo, const struct store_settings *s,
     struct cs_err *e)
 {
+	return store_init_with(repo, s, NULL, e);
+}
+
+int
+store_init_with(const char *repo, const struct store_settings *s,
+    const struct store_opts *o, struct cs_err *e)
+{
 	struct store *st = NULL;
 
-	if (open_repo(repo, STORE_CREATE, NULL, s, 1, &st, e) < 0)
+	if (open_repo(repo, STORE_CREATE, o, s, 1, &st, e) < 0)
 		return -1;
 	store_close(st);
 	return 0;

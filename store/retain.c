@@ -24,6 +24,30 @@
 #include "../lib/fsutil.h"
 #include "../lib/util.h"
 
+/* The names store_blob_referenced lists, growing. */
+struct names {
+	char **v;
+	size_t n, cap;
+};
+
+static int
+add_name(void *ctx, sqlite3_stmt *s, struct cs_err *e)
+{
+	struct names *l = ctx;
+	char **nv;
+
+	if (l->n == l->cap) {
+		l->cap = l->cap ? l->cap * 2 : 256;
+		if ((nv = realloc(l->v, l->cap * sizeof(*nv))) == NULL)
+			return cs_errc(e, CS_E_NOMEM, "out of memory");
+		l->v = nv;
+	}
+	if ((l->v[l->n] = strdup(store_col_text(s, 0))) == NULL)
+		return cs_errc(e, CS_E_NOMEM, "out of memory");
+	l->n++;
+	return 0;
+}
+
 /* Every blob name (lowercase hex) some snapshot's rows refer to, sorted
  * and distinct; *out malloc'ed, each name too. Also for the blobs an
  * aborted snapshot wrote (orphans.c). */
@@ -31,47 +55,20 @@ int
 store_blob_referenced(struct store *st, char ***out, size_t *n,
     struct cs_err *e)
 {
-	sqlite3_stmt *s = NULL;
-	char **v = NULL, **nv;
-	size_t cap = 0;
-	int step, rc = -1;
+	struct names l = { NULL, 0, 0 };
 
 	*out = NULL;
 	*n = 0;
-	if (store_db_prepare(st,
-	    "SELECT DISTINCT lower(sha256) FROM agent_chunks "
-	    "ORDER BY 1", &s, e) < 0)
+	if (store_db_each(st, "SELECT DISTINCT lower(sha256) FROM agent_chunks "
+	    "ORDER BY 1", NULL, add_name, &l, "list referenced blobs", e) < 0) {
+		while (l.n > 0)
+			free(l.v[--l.n]);
+		free(l.v);
 		return -1;
-	while ((step = sqlite3_step(s)) == SQLITE_ROW) {
-		if (*n == cap) {
-			cap = cap ? cap * 2 : 256;
-			if ((nv = realloc(v, cap * sizeof(*v))) == NULL) {
-				cs_errc(e, CS_E_NOMEM, "out of memory");
-				goto out;
-			}
-			v = nv;
-		}
-		if ((v[*n] = strdup(store_col_text(s, 0))) == NULL) {
-			cs_errc(e, CS_E_NOMEM, "out of memory");
-			goto out;
-		}
-		(*n)++;
 	}
-	if (step != SQLITE_DONE) {
-		store_db_fail(st, e, "list referenced blobs");
-		goto out;
-	}
-	*out = v;
-	v = NULL;
-	rc = 0;
-out:
-	if (v != NULL) {
-		while (*n > 0)
-			free(v[--(*n)]);
-		free(v);
-	}
-	sqlite3_finalize(s);
-	return rc;
+	*out = l.v;
+	*n = l.n;
+	return 0;
 }
 
 static int

@@ -185,48 +185,51 @@ out:
 	return rc;
 }
 
+/* The recorded files do_files reads before it rewrites them, growing. */
+struct files {
+	struct { sqlite3_int64 id; char *name; } *v;
+	size_t n, cap;
+};
+
+static int
+add_file(void *ctx, sqlite3_stmt *s, struct cs_err *e)
+{
+	struct files *f = ctx;
+	void *nv;
+
+	if (f->n == f->cap) {
+		f->cap = f->cap ? 2 * f->cap : 16;
+		if ((nv = realloc(f->v, f->cap * sizeof(*f->v))) == NULL)
+			return cs_errc(e, CS_E_NOMEM, "out of memory");
+		f->v = nv;
+	}
+	f->v[f->n].id = sqlite3_column_int64(s, 0);
+	if ((f->v[f->n].name = strdup(store_col_text(s, 1))) == NULL)
+		return cs_errc(e, CS_E_NOMEM, "out of memory");
+	f->n++;
+	return 0;
+}
+
 /* Every recorded file of every snapshot. */
 static int
 do_files(struct rot *r, struct cs_err *e)
 {
-	sqlite3_stmt *s = NULL;
-	struct { sqlite3_int64 id; char *name; } *v = NULL, *nv;
-	size_t n = 0, cap = 0, i;
-	int step, rc = -1;
+	struct files f = { NULL, 0, 0 };
+	size_t i;
+	int rc = -1;
 
-	if (store_db_prepare(r->st, "SELECT snapshot_id, name FROM agents "
-	    "ORDER BY snapshot_id, name", &s, e) < 0)
-		return -1;
-	while ((step = sqlite3_step(s)) == SQLITE_ROW) {
-		if (n == cap) {
-			cap = cap ? 2 * cap : 16;
-			if ((nv = realloc(v, cap * sizeof(*v))) == NULL)
-				goto oom;
-			v = nv;
-		}
-		v[n].id = sqlite3_column_int64(s, 0);
-		if ((v[n].name = strdup(store_col_text(s, 1))) == NULL)
-			goto oom;
-		n++;
-	}
-	if (step != SQLITE_DONE) {
-		store_db_fail(r->st, e, "reading the recorded files");
+	if (store_db_each(r->st, "SELECT snapshot_id, name FROM agents "
+	    "ORDER BY snapshot_id, name", NULL, add_file, &f,
+	    "reading the recorded files", e) < 0)
 		goto out;
-	}
-	sqlite3_finalize(s);
-	s = NULL;
-	for (i = 0; i < n; i++)
-		if (do_file(r, v[i].id, v[i].name, e) < 0)
+	for (i = 0; i < f.n; i++)
+		if (do_file(r, f.v[i].id, f.v[i].name, e) < 0)
 			goto out;
 	rc = 0;
-	goto out;
-oom:
-	cs_errc(e, CS_E_NOMEM, "out of memory");
 out:
-	sqlite3_finalize(s);
-	for (i = 0; i < n; i++)
-		free(v[i].name);
-	free(v);
+	for (i = 0; i < f.n; i++)
+		free(f.v[i].name);
+	free(f.v);
 	return rc;
 }
 
@@ -272,27 +275,33 @@ out:
 	return rc;
 }
 
+/* do_msg with its update statement, for store_db_each. */
+struct msgs {
+	struct rot *r;
+	sqlite3_stmt *u;
+};
+
+static int
+do_msg_row(void *ctx, sqlite3_stmt *s, struct cs_err *e)
+{
+	struct msgs *m = ctx;
+
+	return do_msg(m->r, s, m->u, e);
+}
+
 static int
 do_msgs(struct rot *r, struct cs_err *e)
 {
-	sqlite3_stmt *s = NULL, *u = NULL;
-	int step, rc = -1;
+	struct msgs m = { r, NULL };
+	int rc;
 
-	if (store_db_prepare(r->st, "SELECT id, src, dst, seq, data, sha256 "
-	    "FROM messages ORDER BY id", &s, e) < 0 ||
-	    store_db_prepare(r->st, "UPDATE messages SET data = ?1, sha256 = ?2 "
-	    "WHERE id = ?3", &u, e) < 0)
-		goto out;
-	while ((step = sqlite3_step(s)) == SQLITE_ROW)
-		if (do_msg(r, s, u, e) < 0)
-			goto out;
-	if (step != SQLITE_DONE)
-		store_db_fail(r->st, e, "reading the messages");
-	else
-		rc = 0;
-out:
-	sqlite3_finalize(s);
-	sqlite3_finalize(u);
+	if (store_db_prepare(r->st, "UPDATE messages SET data = ?1, sha256 = ?2 "
+	    "WHERE id = ?3", &m.u, e) < 0)
+		return -1;
+	rc = store_db_each(r->st, "SELECT id, src, dst, seq, data, sha256 "
+	    "FROM messages ORDER BY id", NULL, do_msg_row, &m,
+	    "reading the messages", e);
+	sqlite3_finalize(m.u);
 	return rc;
 }
 

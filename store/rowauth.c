@@ -84,44 +84,48 @@ out:
 	return rc;
 }
 
-/* Every complete snapshot without a row MAC gets one. */
+/* The ids backfill collects before it writes, growing. */
+struct ids {
+	uint64_t *v;
+	size_t n, cap;
+};
+
+static int
+add_id(void *ctx, sqlite3_stmt *s, struct cs_err *e)
+{
+	struct ids *l = ctx;
+	uint64_t *nv;
+
+	if (l->n == l->cap) {
+		l->cap = l->cap ? 2 * l->cap : 16;
+		if ((nv = realloc(l->v, l->cap * sizeof(*nv))) == NULL)
+			return cs_errc(e, CS_E_NOMEM, "out of memory");
+		l->v = nv;
+	}
+	l->v[l->n++] = (uint64_t)sqlite3_column_int64(s, 0);
+	return 0;
+}
+
+/* Every complete snapshot without a row MAC gets one. The ids are read
+ * first: the MACs are written outside the reading statement. */
 static int
 backfill(struct store *st, struct cs_err *e)
 {
-	sqlite3_stmt *s = NULL;
-	uint64_t *ids = NULL, *nv;
-	size_t n = 0, cap = 0, i;
-	int step, rc = -1;
+	struct ids l = { NULL, 0, 0 };
+	size_t i;
+	int rc = -1;
 
-	if (store_db_exec(st, macs_sql, e) < 0 || store_db_prepare(st,
+	if (store_db_exec(st, macs_sql, e) < 0 || store_db_each(st,
 	    "SELECT id FROM snapshots WHERE status = 'complete' AND id NOT IN "
-	    "(SELECT snapshot_id FROM snapshot_row_macs) ORDER BY id", &s,
-	    e) < 0)
+	    "(SELECT snapshot_id FROM snapshot_row_macs) ORDER BY id", NULL,
+	    add_id, &l, "reading the snapshots", e) < 0)
 		goto out;
-	while ((step = sqlite3_step(s)) == SQLITE_ROW) {
-		if (n == cap) {
-			cap = cap ? 2 * cap : 16;
-			if ((nv = realloc(ids, cap * sizeof(*ids))) == NULL) {
-				cs_errc(e, CS_E_NOMEM, "out of memory");
-				goto out;
-			}
-			ids = nv;
-		}
-		ids[n++] = (uint64_t)sqlite3_column_int64(s, 0);
-	}
-	if (step != SQLITE_DONE) {
-		store_db_fail(st, e, "reading the snapshots");
-		goto out;
-	}
-	sqlite3_finalize(s);
-	s = NULL;
-	for (i = 0; i < n; i++)
-		if (store_rows_mac_put(st, ids[i], e) < 0)
+	for (i = 0; i < l.n; i++)
+		if (store_rows_mac_put(st, l.v[i], e) < 0)
 			goto out;
 	rc = 0;
 out:
-	sqlite3_finalize(s);
-	free(ids);
+	free(l.v);
 	return rc;
 }
 

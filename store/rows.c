@@ -104,40 +104,41 @@ grow(void **v, size_t n, size_t *cap, size_t sz)
 	return 0;
 }
 
+/* Where load_agents and load_msgs put each row, and the room there. */
+struct load {
+	struct store *st;
+	struct snap_rows *r;
+	size_t cap;
+};
+
+static int
+agent_row(void *ctx, sqlite3_stmt *s, struct cs_err *e)
+{
+	struct load *l = ctx;
+	struct snap_rows *r = l->r;
+	struct row_agent *a;
+
+	if (grow((void **)&r->agents, r->nagents, &l->cap,
+	    sizeof(*r->agents)) < 0)
+		return cs_errc(e, CS_E_NOMEM, "out of memory");
+	a = &r->agents[r->nagents++];
+	if ((a->name = dup_col(s, 0)) == NULL ||
+	    (a->sha = dup_col(s, 2)) == NULL)
+		return cs_errc(e, CS_E_NOMEM, "out of memory");
+	a->ok = store_col_u64(s, 1, &a->size) == 0 &&
+	    cfg_valid_name(a->name) && hex_ok(a->sha);
+	return 0;
+}
+
 static int
 load_agents(struct store *st, struct snap_rows *r, struct cs_err *e)
 {
-	sqlite3_stmt *s = NULL;
-	struct row_agent *a;
-	size_t cap = 0;
-	int step, rc = -1;
+	struct load l = { st, r, 0 };
+	int64_t id = (int64_t)r->id;
 
-	if (store_db_prepare(st, "SELECT name, size, sha256 FROM agents "
-	    "WHERE snapshot_id = ? ORDER BY name", &s, e) < 0)
-		return -1;
-	sqlite3_bind_int64(s, 1, (sqlite3_int64)r->id);
-	while ((step = sqlite3_step(s)) == SQLITE_ROW) {
-		if (grow((void **)&r->agents, r->nagents, &cap,
-		    sizeof(*r->agents)) < 0)
-			goto oom;
-		a = &r->agents[r->nagents++];
-		if ((a->name = dup_col(s, 0)) == NULL ||
-		    (a->sha = dup_col(s, 2)) == NULL)
-			goto oom;
-		a->ok = store_col_u64(s, 1, &a->size) == 0 &&
-		    cfg_valid_name(a->name) && hex_ok(a->sha);
-	}
-	if (step != SQLITE_DONE) {
-		store_db_fail(st, e, "reading agents");
-		goto out;
-	}
-	rc = 0;
-	goto out;
-oom:
-	cs_errc(e, CS_E_NOMEM, "out of memory");
-out:
-	sqlite3_finalize(s);
-	return rc;
+	return store_db_each(st, "SELECT name, size, sha256 FROM agents "
+	    "WHERE snapshot_id = ? ORDER BY name", &id, agent_row, &l,
+	    "reading agents", e);
 }
 
 /* The chunk rows, attached to their agents (both ordered by name). */
@@ -212,53 +213,47 @@ open_msg(struct store *st, struct row_msg *m)
 }
 
 static int
-load_msgs(struct store *st, struct snap_rows *r, struct cs_err *e)
+msg_row(void *ctx, sqlite3_stmt *s, struct cs_err *e)
 {
-	sqlite3_stmt *s = NULL;
+	struct load *l = ctx;
+	struct snap_rows *r = l->r;
 	struct row_msg *m;
 	const void *p;
-	size_t cap = 0;
-	int step, rc = -1;
 
-	if (store_db_prepare(st, "SELECT id, src, dst, seq, data, sha256 "
-	    "FROM messages WHERE snapshot_id = ? ORDER BY src, dst, seq, id",
-	    &s, e) < 0)
-		return -1;
-	sqlite3_bind_int64(s, 1, (sqlite3_int64)r->id);
-	while ((step = sqlite3_step(s)) == SQLITE_ROW) {
-		if (grow((void **)&r->msgs, r->nmsgs, &cap,
-		    sizeof(*r->msgs)) < 0)
+	if (grow((void **)&r->msgs, r->nmsgs, &l->cap, sizeof(*r->msgs)) < 0)
+		goto oom;
+	m = &r->msgs[r->nmsgs++];
+	m->rowid = sqlite3_column_int64(s, 0);
+	if ((m->src = dup_col(s, 1)) == NULL ||
+	    (m->dst = dup_col(s, 2)) == NULL ||
+	    (m->sha = dup_col(s, 5)) == NULL)
+		goto oom;
+	/* A text or NULL data column is taken as its bytes. */
+	p = sqlite3_column_blob(s, 4);
+	m->len = (size_t)sqlite3_column_bytes(s, 4);
+	if (m->len > 0) {
+		if (p == NULL || (m->data = malloc(m->len)) == NULL)
 			goto oom;
-		m = &r->msgs[r->nmsgs++];
-		m->rowid = sqlite3_column_int64(s, 0);
-		if ((m->src = dup_col(s, 1)) == NULL ||
-		    (m->dst = dup_col(s, 2)) == NULL ||
-		    (m->sha = dup_col(s, 5)) == NULL)
-			goto oom;
-		/* A text or NULL data column is taken as its bytes. */
-		p = sqlite3_column_blob(s, 4);
-		m->len = (size_t)sqlite3_column_bytes(s, 4);
-		if (m->len > 0) {
-			if (p == NULL || (m->data = malloc(m->len)) == NULL)
-				goto oom;
-			memcpy(m->data, p, m->len);
-		}
-		m->ok = store_col_u64(s, 3, &m->seq) == 0 &&
-		    cfg_valid_name(m->src) && cfg_valid_name(m->dst);
-		if (st->enc && m->ok && open_msg(st, m) < 0)
-			goto oom;
+		memcpy(m->data, p, m->len);
 	}
-	if (step != SQLITE_DONE) {
-		store_db_fail(st, e, "reading messages");
-		goto out;
-	}
-	rc = 0;
-	goto out;
+	m->ok = store_col_u64(s, 3, &m->seq) == 0 &&
+	    cfg_valid_name(m->src) && cfg_valid_name(m->dst);
+	if (l->st->enc && m->ok && open_msg(l->st, m) < 0)
+		goto oom;
+	return 0;
 oom:
-	cs_errc(e, CS_E_NOMEM, "out of memory");
-out:
-	sqlite3_finalize(s);
-	return rc;
+	return cs_errc(e, CS_E_NOMEM, "out of memory");
+}
+
+static int
+load_msgs(struct store *st, struct snap_rows *r, struct cs_err *e)
+{
+	struct load l = { st, r, 0 };
+	int64_t id = (int64_t)r->id;
+
+	return store_db_each(st, "SELECT id, src, dst, seq, data, sha256 "
+	    "FROM messages WHERE snapshot_id = ? ORDER BY src, dst, seq, id",
+	    &id, msg_row, &l, "reading messages", e);
 }
 
 static int

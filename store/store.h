@@ -87,6 +87,10 @@ void store_settings_default(struct store_settings *s);
  * exists already" when it has a manifest. */
 int store_init(const char *repo, const struct store_settings *s,
     struct cs_err *e);
+/* store_init with options o (NULL: none), as store_open_with: the
+ * generation records of the first write follow o. */
+int store_init_with(const char *repo, const struct store_settings *s,
+    const struct store_opts *o, struct cs_err *e);
 /* The settings st was opened with; *have is 0 for a repository without
  * recorded settings. */
 void store_get_settings(const struct store *st, struct store_settings *s,
@@ -126,6 +130,15 @@ struct blob_target {
  * for the one store opened with them, never for the process, so one
  * command can open a repository without its password while another open
  * in the same process asks for it. */
+/* With the generation records off (store_opts.no_gen_records), what the
+ * object store knows instead: the highest generation and snapshot id
+ * committed (0: nothing known), where that was found and what would
+ * repair it (both for the rollback message). */
+struct store_gen_floor {
+	uint64_t gen, max_id;
+	char where[192];
+	char fix[128];
+};
 struct store_opts {
 	store_password_fn password;	/* unlocks an encrypted repository
 					 * (not called by store_open_listing);
@@ -136,6 +149,16 @@ struct store_opts {
 	void *blob_sink_ctx;
 	const struct blob_target *blob_target;	/* borrowed: where agents
 						 * may upload their chunks */
+	int accept_rollback;		/* a writer opens a rolled-back
+					 * manifest (snapshot
+					 * --accept-rollback) */
+	int no_gen_records;		/* no commit objects or state file
+					 * read or written: a local stand-in
+					 * of an object store (cmd/s3repo.c),
+					 * whose bucket has its own commits */
+	const struct store_gen_floor *gen_floor;	/* borrowed, with
+							 * no_gen_records; NULL:
+							 * nothing known */
 };
 int store_encrypted(const struct store *st);
 /* 1 when an open's checks include each snapshot's row MAC under the master
@@ -145,22 +168,9 @@ int store_rows_auth_checked(const struct store *st);
 
 /* Rollback: a manifest older than the repository's newest commit object
  * (REPO/commits/) or this user's record of it. Writers refuse to open it
- * unless store_set_accept_rollback(1) was called first (then the next
+ * unless their store_opts.accept_rollback is set (then the next
  * generation and ids continue past the lost ones); readers open it and
  * store_rollback_warning gives the line to print (NULL when none). */
-void store_set_accept_rollback(int on);
-/* Off: no commit objects or state file are read or written (a local
- * stand-in of an object store, cmd/s3repo.c). On by default. */
-void store_set_gen_records(int on);
-/* With the records off, what the object store knows instead: the highest
- * generation and snapshot id committed (0: nothing known), where that was
- * found and what would repair it (both for the message). NULL clears. */
-struct store_gen_floor {
-	uint64_t gen, max_id;
-	char where[192];
-	char fix[128];
-};
-void store_set_gen_floor(const struct store_gen_floor *f);
 /* This user's record of repository identity id (32 hex digits): the
  * highest generation and snapshot id it saw committed (0 when none);
  * raised, never lowered, best effort. */

@@ -140,6 +140,13 @@ int store_db_fail(struct store *st, struct cs_err *e, const char *what);
 int store_db_prepare(struct store *st, const char *sql, sqlite3_stmt **out,
     struct cs_err *e);
 int store_db_exec(struct store *st, const char *sql, struct cs_err *e);
+/* The prepare/step/finalize loop: runs sql, its ?1 bound to *id (id NULL:
+ * sql has no parameter), and calls fn(ctx, s, e) on each row; fn returns
+ * 0 to go on or -1 (e set) to stop. A failed step is "repository R: what:
+ * sqlite's message". The statement is always finalized. */
+typedef int (*store_row_fn)(void *ctx, sqlite3_stmt *s, struct cs_err *e);
+int store_db_each(struct store *st, const char *sql, const int64_t *id,
+    store_row_fn fn, void *ctx, const char *what, struct cs_err *e);
 /* 1 if the manifest has table name, 0 if not. */
 int store_db_has_table(struct store *st, const char *name, struct cs_err *e);
 int store_db_begin(struct store *st, struct cs_err *e);	/* BEGIN IMMEDIATE */
