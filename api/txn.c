@@ -8,8 +8,8 @@
 #include "../lib/util.h"
 #include "api_int.h"
 
-/* W_REQ_RECV (reserved in docs/PROTOCOL.md; the agent does not answer it
- * yet). */
+/* W_REQ_RECV (docs/PROTOCOL.md): the oldest unconsumed message of the
+ * agent's inbox, waited for up to a timeout. */
 #define W_RECV		51
 
 /* The ops staged in a transaction, and its results once committed. */
