@@ -51,6 +51,11 @@ has_opt(int argc, char **argv, char s, const char *l)
 	return 0;
 }
 
+/* The argument vector cmd_env_defaults built, kept for the process's
+ * life. Only written: volatile, so that the compiler keeps the store and
+ * a leak checker at exit still finds the vector referenced. */
+static char **volatile env_argv;
+
 int
 cmd_env_defaults(const char *name, int *argc, char ***argv)
 {
@@ -71,9 +76,10 @@ cmd_env_defaults(const char *name, int *argc, char ***argv)
 		conf = NULL;
 	if (repo == NULL && conf == NULL)
 		return 0;
-	/* Lives as long as the process, as argv does. */
+	/* Lives as long as the process, as argv does (env_argv). */
 	if ((av = calloc((size_t)*argc + 5, sizeof(*av))) == NULL)
 		return -1;
+	env_argv = av;
 	av[n++] = (*argv)[0];
 	if (repo != NULL) {
 		av[n++] = "-r";
