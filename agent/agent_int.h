@@ -416,6 +416,10 @@ void agent_conn_reply(struct agent *a, struct conn *c, uint8_t code,
     const void *body, size_t blen, uint64_t off);
 void agent_conn_replyf(struct agent *a, struct conn *c, uint8_t code,
     const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+/* agent_conn_reply of w's bytes once the log is durable, or REPLY_FAIL
+ * "out of memory" when building w ran out; the caller frees w. */
+void agent_conn_reply_wbuf(struct agent *a, struct conn *c, uint8_t code,
+    const struct wbuf *w);
 size_t agent_conn_pending(const struct conn *c);
 void agent_conn_release(struct agent *a, struct conn *c, uint64_t synced);
 void agent_conn_flush(struct agent *a, struct conn *c);

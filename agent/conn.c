@@ -379,6 +379,17 @@ agent_conn_reply(struct agent *a, struct conn *c, uint8_t code,
 }
 
 void
+agent_conn_reply_wbuf(struct agent *a, struct conn *c, uint8_t code,
+    const struct wbuf *w)
+{
+	if (w->oom)
+		agent_conn_replyf(a, c, REPLY_FAIL, "out of memory");
+	else
+		agent_conn_reply(a, c, code, w->data, w->len,
+		    datalog_need(a->dl));
+}
+
+void
 agent_conn_replyf(struct agent *a, struct conn *c, uint8_t code,
     const char *fmt, ...)
 {

@@ -38,11 +38,7 @@ recv_reply(struct agent *a, struct conn *c)
 	wbuf_put_u64(&w, m->seq);
 	wbuf_put_raw(&w, app.id, CHMSG_ID_LEN);
 	wbuf_put_bytes(&w, app.payload, app.plen);
-	if (w.oom)
-		agent_conn_replyf(a, c, REPLY_FAIL, "out of memory");
-	else
-		agent_conn_reply(a, c, REPLY_OK, w.data, w.len,
-		    datalog_need(a->dl));
+	agent_conn_reply_wbuf(a, c, REPLY_OK, &w);
 	wbuf_free(&w);
 	return 0;
 }
@@ -161,10 +157,6 @@ agent_inbox_list(struct agent *a, struct conn *c)
 		wbuf_put_raw(&w, app.id, CHMSG_ID_LEN);
 		wbuf_put_u32(&w, (uint32_t)app.plen);
 	}
-	if (w.oom)
-		agent_conn_replyf(a, c, REPLY_FAIL, "out of memory");
-	else
-		agent_conn_reply(a, c, REPLY_OK, w.data, w.len,
-		    datalog_need(a->dl));
+	agent_conn_reply_wbuf(a, c, REPLY_OK, &w);
 	wbuf_free(&w);
 }

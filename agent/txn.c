@@ -206,11 +206,7 @@ conflict(struct agent *a, struct conn *c, uint32_t i, const struct op *o,
 	wbuf_init(&w);
 	wbuf_put_u32(&w, i);
 	wbuf_put_str(&w, msg);
-	if (w.oom)
-		agent_conn_replyf(a, c, REPLY_FAIL, "out of memory");
-	else
-		agent_conn_reply(a, c, REPLY_CONFLICT, w.data, w.len,
-		    datalog_need(a->dl));
+	agent_conn_reply_wbuf(a, c, REPLY_CONFLICT, &w);
 	wbuf_free(&w);
 }
 
@@ -657,11 +653,7 @@ agent_getv_request(struct agent *a, struct conn *c, struct rbuf *r)
 	}
 	wbuf_put_u64(&w, en->ver);
 	wbuf_put_bytes(&w, v, en->vlen);
-	if (w.oom)
-		agent_conn_replyf(a, c, REPLY_FAIL, "out of memory");
-	else
-		agent_conn_reply(a, c, REPLY_OK, w.data, w.len,
-		    datalog_need(a->dl));
+	agent_conn_reply_wbuf(a, c, REPLY_OK, &w);
 out:
 	free(buf);
 	wbuf_free(&w);
