@@ -299,11 +299,6 @@ void cmd_dead_text(FILE *f, const char *indent, const struct dl_dead *d,
 int cmd_restore_target(struct store *st, uint64_t id, const char *dir,
     uint64_t *resolved, char *conf, size_t confsz, struct cfg **out);
 
-/* Rewrite coord_snapshot's error for snapshot id (0: none was created)
- * as "snapshot N aborted: REASON" in out. */
-void cmd_snapshot_error(uint64_t id, const char *msg, char *out,
-    size_t outsz);
-
 /* The progress line of long work on stderr. verbosity: -1 --quiet (no
  * line), 0 the line when stderr is a terminal, 1 (-v) also a summary line
  * "VERB: BYTES in SECS s (RATE/s)" at the end, terminal or not. */

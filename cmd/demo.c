@@ -350,7 +350,7 @@ snapshot_start(struct demo *d, int initiator, int *rfd, struct cs_err *e)
 static int
 snapshot_wait(struct demo *d, int rfd, uint64_t *id, struct cs_err *e)
 {
-	char buf[CS_ERR_MAX + 32], msg[CS_ERR_MAX], *sp;
+	char buf[CS_ERR_MAX + 32], *sp;
 	ssize_t n;
 	size_t off = 0;
 	int status, rc = -1;
@@ -373,9 +373,9 @@ snapshot_wait(struct demo *d, int rfd, uint64_t *id, struct cs_err *e)
 	d->snap_pid = 0;
 	*id = strtoull(buf, &sp, 10);
 	if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-		cmd_snapshot_error(*id, *sp ? sp + 1 : "the snapshot process "
-		    "died", msg, sizeof(msg));
-		cs_errf(e, "%s", msg);
+		/* The child wrote coord_snapshot's message, which names
+		 * the snapshot when one was created. */
+		cs_errf(e, "%s", *sp ? sp + 1 : "the snapshot process died");
 		goto out;
 	}
 	rc = 0;

@@ -148,8 +148,8 @@ snapper_main(void *arg)
 		v->end_us = (cs_now_ns() / 1000) - s->t0_us;
 		v->ok = rc == 0;
 		if (rc < 0 && s->first_failure[0] == '\0')
-			cmd_snapshot_error(v->id, e.msg, s->first_failure,
-			    sizeof(s->first_failure));
+			snprintf(s->first_failure, sizeof(s->first_failure),
+			    "%.*s", (int)sizeof(s->first_failure) - 1, e.msg);
 	}
 	return NULL;
 }

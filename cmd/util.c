@@ -403,29 +403,6 @@ cmd_agent_status(const struct cfg *c, int i, int timeout_ms, pid_t *pid,
 	return 0;
 }
 
-void
-cmd_snapshot_error(uint64_t id, const char *msg, char *out, size_t outsz)
-{
-	char suffix[64];
-	size_t n = strlen(msg), k;
-
-	if (id == 0) {
-		snprintf(out, outsz, "%s", msg);
-		return;
-	}
-	/* The coordinator ends its message with "(snapshot N aborted)". */
-	k = (size_t)snprintf(suffix, sizeof(suffix), " (snapshot %llu aborted)",
-	    (unsigned long long)id);
-	if (n > k && strcmp(msg + n - k, suffix) == 0)
-		snprintf(out, outsz, "snapshot %llu aborted: %.*s",
-		    (unsigned long long)id, (int)(n - k), msg);
-	else if (strstr(msg, "snapshot") != NULL)
-		snprintf(out, outsz, "%s", msg);
-	else
-		snprintf(out, outsz, "snapshot %llu aborted: %s",
-		    (unsigned long long)id, msg);
-}
-
 pid_t
 cmd_spawn_agent(const char *conf, const char *name, const char *logpath,
     struct cs_err *e)
