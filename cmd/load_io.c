@@ -390,12 +390,14 @@ on_reply(struct load_worker *w, int ci, uint8_t type, const uint8_t *p,
 		if (record(w, cl, end) == -1)
 			cl->oom = 1;
 	} else {
-		cs_printable(body, blen, msg, sizeof(msg), 0);
-		if (code == REPLY_FAIL &&
-		    strncmp(msg, "insufficient funds", 18) == 0)
+		/* CONFLICT: the source's balance is below the amount, an
+		 * outcome of random transfers, not a failure. */
+		if (code == REPLY_CONFLICT) {
 			cl->insufficient++;
-		else
+		} else {
+			cs_printable(body, blen, msg, sizeof(msg), 0);
 			note_failure(cl, w->o->c->agents[cl->cur].name, msg);
+		}
 	}
 	make_ready(w, cl);
 }

@@ -345,6 +345,7 @@ cmd_reply_status(const struct cfg *c, int i, const struct cmd_reply *r,
 		    c->agents[i].name);
 	case REPLY_FAIL:
 	case REPLY_BADREQ:
+	case REPLY_CONFLICT:
 	case REPLY_DENIED:
 		/* The agent's message says what failed; the user named the
 		 * agent on the command line. */

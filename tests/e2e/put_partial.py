@@ -7,7 +7,9 @@ usage: put_partial.py unix SOCKET KEY VLEN SEND MARKER
 Connects (over TLS with TLS_DIR's client certificate), sends the head of
 a put (W_REQ_PUT) of KEY with a value of VLEN bytes and SEND bytes of
 that value (0xA5), creates the file MARKER once they are sent, and then
-sleeps with the connection open until it is killed."""
+sleeps with the connection open until it is killed. The frame's version
+byte is CS_WIRE from the environment (the test reads it from cutsnap
+--version --json)."""
 import os, socket, ssl, struct, sys, time
 
 args = sys.argv[1:]
@@ -28,8 +30,9 @@ else:
 key, vlen, send, marker = args[0].encode(), int(args[1]), int(args[2]), \
     args[3]
 payload_len = 4 + len(key) + 4 + vlen
-# u32 len (payload + version + type), version 1, type 2 (W_REQ_PUT).
-sock.sendall(struct.pack("<IBB", payload_len + 2, 2, 2) +
+# u32 len (payload + version + type), version, type 2 (W_REQ_PUT).
+sock.sendall(struct.pack("<IBB", payload_len + 2, int(os.environ["CS_WIRE"]),
+                         2) +
              struct.pack("<I", len(key)) + key + struct.pack("<I", vlen))
 left = send
 while left > 0:
