@@ -1026,6 +1026,27 @@ version_1_tampering_survives_migration(void **state)
 	    "deleted (expected 0000000000000000"));
 }
 
+/* A version 1 manifest with a snapshot id below 1 (edited: SQLite gives
+ * none) cannot be re-sealed: the writer's open fails as corrupt, with a
+ * message naming the id, and leaves version 1. */
+static void
+version_1_bad_id_fails_migration(void **state)
+{
+	struct fix *f = *state;
+	struct store *st;
+	struct cs_err e;
+
+	setenv("CUTSNAP_CHUNK_SIZE", "4194304", 1);
+	build(f, 1, 0, 10);
+	make_version_1(f, NULL);
+	unit_sql(f->repo, "UPDATE snapshots SET id = 0");
+	memset(&e, 0, sizeof(e));
+	assert_int_equal(store_open(f->repo, STORE_WRITE, &st, &e), -1);
+	assert_int_equal(cs_err_code(&e), CS_E_CORRUPT);
+	assert_non_null(strstr(e.msg, "a snapshot with id 0"));
+	assert_int_equal(query_int(f, "PRAGMA user_version"), 1);
+}
+
 static void
 restore_killed_half_way_then_again(void **state)
 {
@@ -1241,6 +1262,8 @@ main(void)
 		    version_1_repository_is_migrated, setup, teardown),
 		cmocka_unit_test_setup_teardown(
 		    version_1_tampering_survives_migration, setup, teardown),
+		cmocka_unit_test_setup_teardown(
+		    version_1_bad_id_fails_migration, setup, teardown),
 		T(second_store_copies_only_new_chunks),
 		T(runs_in_one_process_store_exact_chunks),
 		T(recheck_heals_a_bad_blob),
