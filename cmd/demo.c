@@ -199,24 +199,24 @@ copy_both(struct demo *d, const char *label, struct cs_err *e)
 /* One request to agent i that must succeed; body kept in r if not NULL. */
 static int
 request(struct demo *d, int i, uint8_t type, const struct wbuf *req,
-    struct cmd_reply *out, struct cs_err *e)
+    struct api_reply *out, struct cs_err *e)
 {
-	struct cmd_reply r;
+	struct api_reply r;
 	char msg[256];
 
-	if (cmd_call(d->c, i, type, req, &r, CMD_REQ_TIMEOUT_MS, e) == -1)
+	if (api_call(d->c, i, type, req, &r, CMD_REQ_TIMEOUT_MS, e) == -1)
 		return -1;
 	if (r.code != REPLY_OK) {
 		cs_printable(r.body, r.blen, msg, sizeof(msg), 0);
 		cs_errf(e, "agent %s refused request %u: %s",
 		    d->c->agents[i].name, type, msg);
-		cmd_reply_free(&r);
+		api_reply_free(&r);
 		return -1;
 	}
 	if (out != NULL)
 		*out = r;
 	else
-		cmd_reply_free(&r);
+		api_reply_free(&r);
 	return 0;
 }
 
@@ -240,7 +240,7 @@ put_int(struct demo *d, int i, int64_t v, struct cs_err *e)
 static int
 get_int(struct demo *d, int i, int64_t *v, struct cs_err *e)
 {
-	struct cmd_reply r;
+	struct api_reply r;
 	struct wbuf w;
 	char num[32];
 	int rc = -1;
@@ -250,7 +250,7 @@ get_int(struct demo *d, int i, int64_t *v, struct cs_err *e)
 	if (request(d, i, W_REQ_GET, &w, &r, e) == -1)
 		goto out;
 	cs_printable(r.body, r.blen, num, sizeof(num), 0);
-	cmd_reply_free(&r);
+	api_reply_free(&r);
 	if (cmd_parse_i64(num, "value", v) == -1) {
 		cs_errf(e, "agent %s: %s is not an integer",
 		    d->c->agents[i].name, KEY);
@@ -397,7 +397,7 @@ wait_marker(struct demo *d, int src, struct cs_err *e)
 	for (;;) {
 		if (check_interrupted(e) == -1)
 			return -1;
-		if (cmd_agent_stat(d->c, src, 2000, &st, e) == -1)
+		if (api_agent_stat(d->c, src, 2000, &st, e) == -1)
 			return -1;
 		n = queued(&st, d->c->agents[1 - src].name);
 		agstat_free(&st);

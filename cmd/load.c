@@ -110,7 +110,7 @@ cluster_status(const struct cfg *c, struct cluster_stat *st,
 	memset(st, 0, sizeof(*st));
 	st->drained = 1;
 	for (i = 0; i < c->nagents; i++) {
-		if (cmd_agent_stat(c, i, STATUS_TIMEOUT_MS, &as, e) == -1)
+		if (api_agent_stat(c, i, STATUS_TIMEOUT_MS, &as, e) == -1)
 			return -1;
 		st->syncs += as.syncs;
 		st->writes += as.writes;
@@ -145,14 +145,14 @@ static int
 get_bal(const struct cfg *c, int i, int64_t *v, int *found,
     struct cs_err *e)
 {
-	struct cmd_reply r;
+	struct api_reply r;
 	struct wbuf req;
 	char txt[32], *end;
 	int rc = -1;
 
 	wbuf_init(&req);
 	wbuf_put_bytes(&req, LOAD_KEY, strlen(LOAD_KEY));
-	if (cmd_call(c, i, W_REQ_GET, &req, &r, CMD_REQ_TIMEOUT_MS, e) == -1)
+	if (api_call(c, i, W_REQ_GET, &req, &r, CMD_REQ_TIMEOUT_MS, e) == -1)
 		goto out;
 	*found = r.code == REPLY_OK;
 	*v = 0;
@@ -169,7 +169,7 @@ get_bal(const struct cfg *c, int i, int64_t *v, int *found,
 	}
 	rc = 0;
 out:
-	cmd_reply_free(&r);
+	api_reply_free(&r);
 	wbuf_free(&req);
 	return rc;
 }
@@ -180,7 +180,7 @@ static int
 balances(const struct cfg *c, int64_t initial, int64_t *total,
     struct cs_err *e)
 {
-	struct cmd_reply r = { 0, NULL, 0 };
+	struct api_reply r = { 0, NULL, 0 };
 	struct wbuf req;
 	int64_t v;
 	int i, found, rc = -1;
@@ -194,7 +194,7 @@ balances(const struct cfg *c, int64_t initial, int64_t *total,
 			wbuf_reset(&req);
 			wbuf_put_bytes(&req, LOAD_KEY, strlen(LOAD_KEY));
 			wbuf_put_i64(&req, initial);
-			if (cmd_call(c, i, W_REQ_ADD, &req, &r,
+			if (api_call(c, i, W_REQ_ADD, &req, &r,
 			    CMD_REQ_TIMEOUT_MS, e) == -1)
 				goto out;
 			if (r.code != REPLY_OK) {
@@ -202,7 +202,7 @@ balances(const struct cfg *c, int64_t initial, int64_t *total,
 				    c->agents[i].name);
 				goto out;
 			}
-			cmd_reply_free(&r);
+			api_reply_free(&r);
 			if (get_bal(c, i, &v, &found, e) == -1)
 				goto out;
 		}
@@ -213,7 +213,7 @@ balances(const struct cfg *c, int64_t initial, int64_t *total,
 	}
 	rc = 0;
 out:
-	cmd_reply_free(&r);
+	api_reply_free(&r);
 	wbuf_free(&req);
 	return rc;
 }
