@@ -1,13 +1,12 @@
-/* demo.c - "cutsnap demo": the bank example end to end with real agents in
- * a temporary directory: naive file copies against a consistent cut, a
- * non-FIFO drill, restore. Every figure printed is read from real files. */
+/* demo.c - the bank example end to end with real agents in a directory
+ * of the caller's ("cutsnap demo", cmd/demo.c): naive file copies against
+ * a consistent cut, a non-FIFO drill, restore. Every figure printed is
+ * read from real files. */
 #include <sys/stat.h>
 #include <sys/wait.h>
 
 #include <errno.h>
 #include <fcntl.h>
-#include <ftw.h>
-#include <getopt.h>
 #include <limits.h>
 #include <signal.h>
 #include <stdio.h>
@@ -18,41 +17,21 @@
 #include "../proto/chmsg.h"
 #include "../log/datalog.h"
 #include "../lib/fsutil.h"
+#include "../lib/util.h"
 #include "../log/kvmap.h"
 #include "../net/wire.h"
 #include "../coordinator/coordinator.h"
 #include "../store/store.h"
 #include "../proto/agstat.h"
-#include "cmd.h"
+#include "../api/api.h"
+#include "demo.h"
 
 #define KEY "bal"
 #define MAX_COPY ((size_t)64 << 20)
 #define WAIT_MARKER_MS 10000	/* for the marker to queue at the source */
 #define WAIT_CREDIT_MS 10000	/* for the credit to land at the target */
 #define SNAP_TIMEOUT_S 30
-
-static const char usage_text[] =
-    "usage: cutsnap demo [--keep]\n"
-    "\n"
-    "Run the bank example end to end, with two real agents A and B in a\n"
-    "temporary directory. A transfer is held in flight on a channel while\n"
-    "the data files are copied one by one (whose totals are wrong) and while\n"
-    "a snapshot is taken (whose cut, plus the message in flight, adds up);\n"
-    "then the snapshot is verified and restored. Includes the non-FIFO\n"
-    "control ('channel release --reverse', marker first): still right.\n"
-    "\n"
-    "      --keep   keep the temporary directory and print its path\n"
-    "\n"
-    "Exit status: 0 if every total is the expected one, 1 otherwise.\n";
-
-/* Options without a short form (cmd_getopt). */
-enum { OPT_KEEP = CMD_OPT_LONG };
-
-static const struct option opts[] = {
-	{ "keep", no_argument, NULL, OPT_KEEP },
-	{ "help", no_argument, NULL, 'h' },
-	{ NULL, 0, NULL, 0 },
-};
+#define REQ_TIMEOUT_MS 30000	/* one request's wait for its reply */
 
 /* One scenario: agents A and B (indexes 0 and 1) hold KEY; a transfer of
  * amount from src to the other agent is held on the channel while a
@@ -78,6 +57,7 @@ static const struct demo_case cases[] = {
 
 /* A running case: its directory, config, agents and snapshot child. */
 struct demo {
+	const struct demo_env *env;	/* how agents start and stop */
 	char dir[PATH_MAX];
 	char repo[PATH_MAX];
 	struct cfg *c;
@@ -204,7 +184,7 @@ request(struct demo *d, int i, uint8_t type, const struct wbuf *req,
 	struct api_reply r;
 	char msg[256];
 
-	if (api_call(d->c, i, type, req, &r, CMD_REQ_TIMEOUT_MS, e) == -1)
+	if (api_call(d->c, i, type, req, &r, REQ_TIMEOUT_MS, e) == -1)
 		return -1;
 	if (r.code != REPLY_OK) {
 		cs_printable(r.body, r.blen, msg, sizeof(msg), 0);
@@ -242,7 +222,7 @@ get_int(struct demo *d, int i, int64_t *v, struct cs_err *e)
 {
 	struct api_reply r;
 	struct wbuf w;
-	char num[32];
+	char num[32], *end;
 	int rc = -1;
 
 	wbuf_init(&w);
@@ -251,7 +231,9 @@ get_int(struct demo *d, int i, int64_t *v, struct cs_err *e)
 		goto out;
 	cs_printable(r.body, r.blen, num, sizeof(num), 0);
 	api_reply_free(&r);
-	if (cmd_parse_i64(num, "value", v) == -1) {
+	errno = 0;
+	*v = strtoll(num, &end, 10);
+	if (num[0] == '\0' || *end != '\0' || errno != 0) {
 		cs_errf(e, "agent %s: %s is not an integer",
 		    d->c->agents[i].name, KEY);
 		goto out;
@@ -441,7 +423,7 @@ expect(struct demo *d, const char *what, int64_t got, int64_t want)
 {
 	if (got == want)
 		return;
-	cmd_warn("%s: total is %lld, expected %lld", what, (long long)got,
+	d->env->warn("%s: total is %lld, expected %lld", what, (long long)got,
 	    (long long)want);
 	d->wrong++;
 }
@@ -573,7 +555,7 @@ restore_and_show(struct demo *d, const struct demo_case *dc,
 	int64_t v[2];
 	int i;
 
-	if (cmd_stop_cluster(d->c, 10, e) == -1)
+	if (d->env->stop(d->c, 10, e) == -1)
 		return -1;
 	d->started = 0;
 	if (store_restore(st, id, d->c, &resolved, on_problem, NULL, e) == -1)
@@ -619,7 +601,7 @@ record(struct demo *d, const struct demo_case *dc, uint64_t *id,
 	int src = dc->src, dst = 1 - src, rfd = -1, rc;
 
 	d->started = 1;		/* some may run even if starting fails */
-	if (cmd_start_cluster(d->c, 10, d->pids, NULL, e) == -1)
+	if (d->env->start(d->c, 10, d->pids, NULL, e) == -1)
 		return -1;
 	if (put_int(d, 0, dc->init[0], e) == -1 ||
 	    put_int(d, 1, dc->init[1], e) == -1 ||
@@ -653,8 +635,8 @@ cleanup(struct demo *d)
 			;
 		d->snap_pid = 0;
 	}
-	if (d->started && cmd_stop_cluster(d->c, 10, &e) == -1) {
-		cmd_warn("%s; killing the demo's agents", e.msg);
+	if (d->started && d->env->stop(d->c, 10, &e) == -1) {
+		d->env->warn("%s; killing the demo's agents", e.msg);
 		for (i = 0; i < 2; i++) {
 			if (d->pids[i] > 0 && kill(d->pids[i], SIGKILL) == 0)
 				waitpid(d->pids[i], NULL, 0);
@@ -666,7 +648,8 @@ cleanup(struct demo *d)
 }
 
 static int
-run_case(const char *top, int n, const struct demo_case *dc)
+run_case(const struct demo_env *env, const char *top, int n,
+    const struct demo_case *dc)
 {
 	struct demo d;
 	struct store *st = NULL;
@@ -675,6 +658,7 @@ run_case(const char *top, int n, const struct demo_case *dc)
 	int rc = -1;
 
 	memset(&d, 0, sizeof(d));
+	d.env = env;
 	printf("%s\n", dc->title);
 	e.msg[0] = '\0';
 	if (snprintf(d.dir, sizeof(d.dir), "%s/case%d", top, n) >=
@@ -693,7 +677,7 @@ run_case(const char *top, int n, const struct demo_case *dc)
 	rc = d.wrong ? 1 : 0;
 out:
 	if (rc == -1)
-		cmd_warn("%s", e.msg);
+		env->warn("%s", e.msg);
 	store_close(st);
 	cleanup(&d);
 	putchar('\n');
@@ -701,66 +685,38 @@ out:
 	return rc;
 }
 
-static int
-rm_entry(const char *path, const struct stat *sb, int flag, struct FTW *f)
+void
+demo_catch_signals(void)
 {
-	(void)sb;
-	(void)f;
-	if (flag == FTW_DP)
-		return rmdir(path);
-	return unlink(path);
-}
-
-int
-cmd_demo(int argc, char **argv)
-{
-	struct cmd_getopt g = CMD_GETOPT(opts, usage_text, CMD_OPT_NO_OPERANDS);
-	char top[PATH_MAX];
-	const char *tmp;
 	struct sigaction sa;
-	size_t i;
-	int ch, keep = 0, failed = 0, r;
 
-	while ((ch = cmd_getopt(&g, argc, argv)) != -1) {
-		switch (ch) {
-		case OPT_KEEP:
-			keep = 1;
-			break;
-		}
-	}
-	if (g.status != -1)
-		return g.status;
-	if ((tmp = getenv("TMPDIR")) == NULL || *tmp == '\0')
-		tmp = "/tmp";
-	if (snprintf(top, sizeof(top), "%s/cutsnap-demo.XXXXXX", tmp) >=
-	    (int)sizeof(top) || mkdtemp(top) == NULL)
-		return cmd_fail(EXIT_FAILED, "cannot create a directory in %s: "
-		    "%s", tmp, strerror(errno));
 	memset(&sa, 0, sizeof(sa));
 	sa.sa_handler = on_signal;
 	sigemptyset(&sa.sa_mask);
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
 	sigaction(SIGHUP, &sa, NULL);
+}
 
+int
+demo_interrupted(void)
+{
+	return interrupted != 0;
+}
+
+int
+demo_run(const struct demo_env *env, const char *top, size_t *ncases)
+{
+	size_t i;
+	int failed = 0;
+
+	*ncases = NCASES;
 	printf("Two agents A and B each own one data file holding '%s'. A "
 	    "transfer is held\nin flight on a channel while the files are "
 	    "copied one by one at moments\nt0 < t1 < t2, and while a snapshot "
 	    "records a consistent cut.\n\n", KEY);
-	for (i = 0; i < NCASES && !interrupted; i++) {
-		if ((r = run_case(top, (int)i + 1, &cases[i])) != 0)
+	for (i = 0; i < NCASES && !interrupted; i++)
+		if (run_case(env, top, (int)i + 1, &cases[i]) != 0)
 			failed++;
-	}
-	if (keep)
-		printf("files kept in %s\n", top);
-	else if (nftw(top, rm_entry, 16, FTW_DEPTH | FTW_PHYS) == -1)
-		cmd_warn("remove %s: %s", top, strerror(errno));
-	if (interrupted)
-		return cmd_fail(EXIT_FAILED, "interrupted");
-	if (failed)
-		return cmd_fail(EXIT_FAILED, "%d of %zu cases did not give the "
-		    "expected totals", failed, NCASES);
-	printf("every consistent cut and every restore adds up; the "
-	    "independent copies do not.\n");
-	return EXIT_OK;
+	return failed;
 }
