@@ -215,13 +215,10 @@ catch_signals(void)
 {
 	struct sigaction sa;
 
+	cs_catch_stop_signals(on_signal);
 	memset(&sa, 0, sizeof(sa));
-	sa.sa_handler = on_signal;
-	sigemptyset(&sa.sa_mask);
-	sigaction(SIGINT, &sa, NULL);
-	sigaction(SIGTERM, &sa, NULL);
-	sigaction(SIGHUP, &sa, NULL);
 	sa.sa_handler = on_alarm;
+	sigemptyset(&sa.sa_mask);
 	sigaction(SIGALRM, &sa, NULL);
 }
 
