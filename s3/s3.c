@@ -74,6 +74,12 @@ struct req {
 	size_t mem_len, mem_cap;
 	size_t limit;		/* cap of a 2xx body in memory; 0: error bodies */
 	int overflow;
+	uint8_t *xbuf;		/* a 2xx body goes here (s3_get_range):
+				 * the caller's buffer, never grown */
+	size_t xcap, xlen;
+	char range[64];		/* "Range: bytes=A-B" header, or "" */
+	uint64_t total;		/* the object's size its answer gave
+				 * (Content-Range, else Content-Length) */
 	char etag[S3_ETAG_MAX];
 	int status;		/* HTTP status, or -1 */
 	CURLcode cerr;
@@ -350,6 +356,21 @@ on_write(char *p, size_t size, size_t nmemb, void *ctx)
 		if (code >= 200 && code < 300)
 			return fwrite(p, 1, n, r->out) == n ? n : 0;
 	}
+	/* Into the caller's buffer: a body longer than it is no answer
+	 * to keep (the transfer stops; s3_get_range reports the size). */
+	if (r->xbuf != NULL) {
+		if (code == 0)
+			curl_easy_getinfo(r->h, CURLINFO_RESPONSE_CODE, &code);
+		if (code >= 200 && code < 300) {
+			if (n > r->xcap - r->xlen) {
+				r->overflow = 1;
+				return 0;
+			}
+			memcpy(r->xbuf + r->xlen, p, n);
+			r->xlen += n;
+			return n;
+		}
+	}
 	/* In memory: a preallocated buffer (s3_get, lists) is the cap;
 	 * otherwise (error bodies) grow up to S3_ERRBODY_CAP. */
 	lim = r->limit ? r->limit : S3_ERRBODY_CAP;
@@ -406,6 +427,17 @@ on_header(char *p, size_t size, size_t nmemb, void *ctx)
 			r->etag[j++] = p[i++];
 		r->etag[j] = '\0';
 	}
+	/* The object's size: "Content-Range: bytes A-B/TOTAL" of a ranged
+	 * answer, else (a whole object) its Content-Length. */
+	if (n > 14 && strncasecmp(p, "content-range:", 14) == 0) {
+		const char *sl = memchr(p, '/', n);
+
+		if (sl != NULL && sl + 1 < p + n && sl[1] >= '0' && sl[1] <= '9')
+			r->total = strtoull(sl + 1, NULL, 10);
+	} else if (n > 15 && strncasecmp(p, "content-length:", 15) == 0 &&
+	    r->range[0] == '\0') {
+		r->total = strtoull(p + 15, NULL, 10);
+	}
 	return n;
 }
 
@@ -425,6 +457,8 @@ prepare(struct s3 *s, struct req *r)
 	r->mem_len = 0;
 	r->etag[0] = '\0';
 	r->overflow = 0;
+	r->xlen = 0;
+	r->total = 0;
 	if (r->out != NULL && (fflush(r->out) != 0 ||
 	    ftruncate(fileno(r->out), 0) < 0 || fseek(r->out, 0, SEEK_SET)))
 		return -1;
@@ -436,6 +470,11 @@ prepare(struct s3 *s, struct req *r)
 	l = t;
 	if (r->cond_hdr != NULL) {
 		if ((t = curl_slist_append(l, r->cond)) == NULL)
+			goto fail;
+		l = t;
+	}
+	if (r->range[0] != '\0') {
+		if ((t = curl_slist_append(l, r->range)) == NULL)
 			goto fail;
 		l = t;
 	}
@@ -673,7 +712,12 @@ pump(struct s3 *s, struct req *rs, size_t n, const struct feed *f,
 			curl_multi_remove_handle(s->multi, r->h);
 			active--;
 			r->status = r->cerr == CURLE_OK ? (int)code : -1;
-			if (r->overflow) {
+			/* An answer too long for the caller's buffer is an
+			 * answer (the object is not what was expected), not a
+			 * transfer to retry. */
+			if (r->overflow && r->xbuf != NULL) {
+				r->status = (int)code;
+			} else if (r->overflow) {
 				r->status = -1;
 				r->cerr = CURLE_WRITE_ERROR;
 			}
@@ -740,6 +784,17 @@ set_cond(struct req *r, const char *cond)
 	r->cond_hdr = r->cond;
 }
 
+/* One request r for key: its HTTP status, or -1 with e set. */
+static int
+run_one(struct s3 *s, struct req *r, const char *key, struct cs_err *e)
+{
+	if ((r->url = obj_url(s, key, NULL)) == NULL)
+		return cs_errc(e, CS_E_NOMEM, "out of memory");
+	if (run(s, r, 1, e) < 0)
+		return -1;
+	return r->status;
+}
+
 int
 s3_get(struct s3 *s, const char *key, size_t cap, char **data, size_t *len,
     char etag[S3_ETAG_MAX], struct cs_err *e)
@@ -767,6 +822,42 @@ s3_get(struct s3 *s, const char *key, size_t cap, char **data, size_t *len,
 		*data = r.mem != NULL ? r.mem : strdup("");
 		*len = r.mem_len;
 		r.mem = NULL;
+	}
+out:
+	req_free(&r);
+	return rc;
+}
+
+int
+s3_get_range(struct s3 *s, const char *key, uint64_t off, size_t len,
+    void *buf, size_t cap, size_t *got, uint64_t *size, struct cs_err *e)
+{
+	struct req r;
+	int rc = -1;
+
+	memset(&r, 0, sizeof(r));
+	*got = 0;
+	*size = 0;
+	r.method = "GET";
+	strcpy(r.sha, EMPTY_SHA);
+	r.xbuf = buf;
+	r.xcap = cap;
+	if (len > 0)
+		snprintf(r.range, sizeof(r.range), "Range: bytes=%llu-%llu",
+		    (unsigned long long)off,
+		    (unsigned long long)(off + len - 1));
+	else if (off > 0)
+		snprintf(r.range, sizeof(r.range), "Range: bytes=%llu-",
+		    (unsigned long long)off);
+	if ((rc = run_one(s, &r, key, e)) < 0)
+		goto out;
+	if (rc >= 200 && rc < 300) {
+		*got = r.xlen;
+		/* A server that ignores Range answers 200 with the whole
+		 * object: its length is the size. */
+		*size = r.total > 0 ? r.total : r.xlen;
+		if (r.overflow && *size <= cap)
+			*size = (uint64_t)cap + 1;
 	}
 out:
 	req_free(&r);
@@ -830,13 +921,8 @@ s3_put(struct s3 *s, const char *key, const void *data, size_t len,
 		goto out;
 	}
 	sha_hex(d, r.sha);
-	if ((r.url = obj_url(s, key, NULL)) == NULL) {
-		cs_errc(e, CS_E_NOMEM, "out of memory");
+	if ((rc = run_one(s, &r, key, e)) < 0)
 		goto out;
-	}
-	if (run(s, &r, 1, e) < 0)
-		goto out;
-	rc = r.status;
 	if (etag != NULL)
 		snprintf(etag, S3_ETAG_MAX, "%s", r.etag);
 	if (rc == 412 && r.tries > 1 && cond != NULL) {
@@ -861,13 +947,8 @@ s3_delete(struct s3 *s, const char *key, struct cs_err *e)
 	memset(&r, 0, sizeof(r));
 	r.method = "DELETE";
 	strcpy(r.sha, EMPTY_SHA);
-	if ((r.url = obj_url(s, key, NULL)) == NULL) {
-		cs_errc(e, CS_E_NOMEM, "out of memory");
+	if ((rc = run_one(s, &r, key, e)) < 0)
 		goto out;
-	}
-	if (run(s, &r, 1, e) < 0)
-		goto out;
-	rc = r.status;
 out:
 	req_free(&r);
 	return rc;

@@ -50,6 +50,7 @@ int store_open(const char *repo, int mode, struct store **out,
  * store_opts is the plain store_open. What o points to is borrowed and
  * must outlive the store. */
 struct store_opts;
+struct store_backend;
 int store_open_with(const char *repo, int mode, const struct store_opts *o,
     struct store **out, struct cs_err *e);
 /* store_open(repo, STORE_READ) for what needs no key (the listing:
@@ -156,6 +157,10 @@ struct store_opts {
 					 * read or written: a local stand-in
 					 * of an object store (cmd/s3repo.c),
 					 * whose bucket has its own commits */
+	struct store_backend *blob_backend;	/* borrowed: where chunk
+						 * objects are read from (an
+						 * object store, backend.h);
+						 * NULL: REPO/blobs */
 	const struct store_gen_floor *gen_floor;	/* borrowed, with
 							 * no_gen_records; NULL:
 							 * nothing known */
