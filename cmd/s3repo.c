@@ -18,19 +18,21 @@
  * commit, runs the command there and publishes: the blobs the bucket
  * lacks (create-only, in parallel), then the manifest, then the commit
  * GEN+1, create-only and last. The blobs a writer copies go up while it
- * runs: the store hands each one, once written and checked, to an upload
- * pipe (s3_pipe, its own thread and connections), so the command's wall
- * time is about the longer of the copy and the upload, not their sum;
- * publishing first waits for every queued upload to be acknowledged (a
- * failed upload fails the copy, or at the latest the publishing, so
- * nothing is committed), then sends what the bucket still lacks. A
- * reader (ls, show, verify, restore) needs no local state: it reads the
- * newest commit, fetches the manifest it names into a new temporary
- * directory, checks its SHA-256, and runs the command there with the
- * store reading each chunk object straight from the bucket as it needs
- * it (store/backend.h: a worker's buffer, never a file); verify and
- * restore check every blob against its name as they do locally, so a
- * changed or deleted object is found and restore writes nothing.
+ * runs, and only there: the store hands each chunk object, once checked
+ * and encoded, to an upload pipe (s3_pipe, its own thread and
+ * connections) from memory (at most 64 MiB queued), so the cache holds
+ * no blob and the local disk none of the snapshot's bytes, and the
+ * command's wall time is about the longer of the copy and the upload,
+ * not their sum; publishing first waits for every queued upload to be
+ * acknowledged (a failed upload fails the copy, or at the latest the
+ * publishing, so nothing is committed) and checks the bucket lists each
+ * one. A reader (ls, show, verify, restore) needs no local state: it
+ * reads the newest commit, fetches the manifest it names into a new
+ * temporary directory, checks its SHA-256, and runs the command there
+ * with the store reading each chunk object straight from the bucket as
+ * it needs it (store/backend.h: a worker's buffer, never a file); verify
+ * and restore check every blob against its name as they do locally, so
+ * a changed or deleted object is found and restore writes nothing.
  *
  * Invariants: a snapshot is visible only through a commit, which is
  * created after everything it names; a commit, a manifest or a blob is
@@ -126,8 +128,11 @@ struct sess {
 	char **listed;
 	size_t nlisted;
 	int list_tried;
+	pthread_mutex_t setmu;	/* vouched and put: the copy's threads
+				 * stream blobs while agents report theirs */
 	struct shaset vouched;	/* everything the publishing checks */
-	struct shaset put;	/* of those, what the agents stored */
+	struct shaset put;	/* of those, what the agents stored or the
+				 * copy streamed */
 };
 
 /* The writing command's session, for cmd_repo_published (load). */
@@ -870,8 +875,10 @@ target_stored(void *ctx, const uint8_t name[SHA_LEN])
 {
 	struct sess *ss = ctx;
 
+	pthread_mutex_lock(&ss->setmu);
 	set_add(&ss->put, name);
 	set_add(&ss->vouched, name);
+	pthread_mutex_unlock(&ss->setmu);
 }
 
 /* blob_target.has: the bucket had blob name when first asked (one
@@ -886,6 +893,7 @@ target_has(void *ctx, const uint8_t name[SHA_LEN])
 	struct cs_err e;
 	char hex[SHA_HEX_LEN], key[96], *kp = key;
 	size_t no = 0, i;
+	int has;
 
 	if (!ss->list_tried) {
 		ss->list_tried = 1;
@@ -902,12 +910,13 @@ target_has(void *ctx, const uint8_t name[SHA_LEN])
 	}
 	sha_hex(name, hex);
 	chunkobj_key(hex, key, sizeof(key));
-	if ((ss->nlisted > 0 && bsearch(&kp, ss->listed, ss->nlisted,
-	    sizeof(*ss->listed), cmp_str) != NULL) || set_has(&ss->put, name)) {
+	pthread_mutex_lock(&ss->setmu);
+	has = (ss->nlisted > 0 && bsearch(&kp, ss->listed, ss->nlisted,
+	    sizeof(*ss->listed), cmp_str) != NULL) || set_has(&ss->put, name);
+	if (has)
 		set_add(&ss->vouched, name);
-		return 1;
-	}
-	return 0;
+	pthread_mutex_unlock(&ss->setmu);
+	return has;
 }
 
 /* Every blob an agent stored, or the bucket had, that the manifest
@@ -1070,18 +1079,27 @@ cache_collect(struct sess *ss, struct cs_err *e)
 
 /* ---- publishing ---- */
 
-/* blob_sink_fn: queues a blob the command just wrote for upload. */
+/* blob_stream_fn: a chunk object the snapshot made, queued for upload
+ * from memory (the pipe holds at most 64 MiB of them): no blob is
+ * written to the cache, so the local disk holds none of the snapshot's
+ * bytes. The publishing then finds each one in the bucket's listing
+ * (check_vouched) or commits nothing. */
 static int
-sink(void *ctx, const char *hex, const char *path, struct cs_err *e)
+stream(void *ctx, const uint8_t name[SHA_LEN], const void *blob, size_t len,
+    struct cs_err *e)
 {
 	struct sess *ss = ctx;
-	char key[96];
-	int fd;
+	char hex[SHA_HEX_LEN], key[96];
 
-	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
-		return cs_errno(e, "open %s", path);
-	snprintf(key, sizeof(key), "blobs/%.2s/%s", hex, hex);
-	return s3_pipe_put(ss->pipe, key, fd, e);
+	sha_hex(name, hex);
+	chunkobj_key(hex, key, sizeof(key));
+	if (s3_pipe_put(ss->pipe, key, blob, len, e) < 0)
+		return -1;
+	pthread_mutex_lock(&ss->setmu);
+	set_add(&ss->put, name);
+	set_add(&ss->vouched, name);
+	pthread_mutex_unlock(&ss->setmu);
+	return 0;
 }
 
 /* Waits for the pipe's uploads: every one acknowledged, or -1. */
@@ -1561,8 +1579,8 @@ cmd_s3_wants(const char *name, int argc, char **argv)
 static void
 blobs_off(void)
 {
-	cmd_store_opts.blob_sink = NULL;
-	cmd_store_opts.blob_sink_ctx = NULL;
+	cmd_store_opts.blob_stream = NULL;
+	cmd_store_opts.blob_stream_ctx = NULL;
 	cmd_store_opts.blob_target = NULL;
 	cmd_store_opts.blob_backend = NULL;
 }
@@ -1581,6 +1599,7 @@ cmd_s3_run(const char *name, int (*fn)(int, char **), int argc, char **argv)
 
 	memset(&ss, 0, sizeof(ss));
 	ss.cache_fd = -1;
+	pthread_mutex_init(&ss.setmu, NULL);
 	e.msg[0] = '\0';
 	/* The local stand-in is not the repository: its commit is not the
 	 * bucket's (an upload may still fail), and the bucket has its own
@@ -1685,8 +1704,8 @@ cmd_s3_run(const char *name, int (*fn)(int, char **), int argc, char **argv)
 		ss.target = (struct blob_target){ s3_url(ss.s),
 		    s3_endpoint(ss.s), s3_region(ss.s), target_has,
 		    target_stored, &ss };
-		cmd_store_opts.blob_sink = sink;
-		cmd_store_opts.blob_sink_ctx = &ss;
+		cmd_store_opts.blob_stream = stream;
+		cmd_store_opts.blob_stream_ctx = &ss;
 		cmd_store_opts.blob_target = &ss.target;
 		active = &ss;
 	}
@@ -1744,6 +1763,7 @@ out:
 	if (ss.listed != NULL)
 		strs_free(ss.listed, ss.nlisted);
 	free(ss.vouched.v);
+	pthread_mutex_destroy(&ss.setmu);
 	free(ss.put.v);
 	lease_drop(&ss);
 	if (ss.cache_fd >= 0)

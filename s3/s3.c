@@ -37,6 +37,7 @@
 #define S3_ERRBODY_CAP (64 * 1024)
 #define S3_LIST_CAP (16 * 1024 * 1024)
 #define S3_FILE_CAP ((uint64_t)4 << 30)
+#define S3_PIPE_MEM ((size_t)64 << 20)
 #define EMPTY_SHA "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
 
 struct s3 {
@@ -65,7 +66,8 @@ struct req {
 	char *url;
 	const char *cond_hdr;	/* "If-None-Match: *" style, or NULL */
 	char cond[S3_ETAG_MAX + 32];
-	const uint8_t *body;	/* PUT body (borrowed), or */
+	const uint8_t *body;	/* PUT body (borrowed, or own_body), or */
+	uint8_t *own_body;	/* freed with the request */
 	FILE *in;		/* PUT body read from this file */
 	size_t body_len, body_off;
 	char sha[SHA_HEX_LEN];
@@ -770,6 +772,7 @@ req_free(struct req *r)
 	curl_slist_free_all(r->hdrs);
 	free(r->url);
 	free(r->mem);
+	free(r->own_body);
 }
 
 static void
@@ -1288,7 +1291,8 @@ s3_status_err(struct s3 *s, const char *what, const char *key, int status,
 
 struct pipe_item {
 	char key[S3_KEY_MAX];
-	int fd;
+	uint8_t *mem;		/* the body (owned), len bytes */
+	size_t len;
 };
 
 struct s3_pipe {
@@ -1299,6 +1303,9 @@ struct s3_pipe {
 	struct pipe_item *q;	/* a ring of qcap items */
 	size_t qcap, qhead, qn;
 	size_t inflight;	/* taken from q, not yet answered */
+	size_t mem;		/* bytes of memory bodies queued or in
+				 * flight: s3_pipe_put waits above
+				 * S3_PIPE_MEM */
 	int closing;		/* s3_pipe_stop: no more items */
 	int abort;		/* ... and drop what is queued or in flight */
 	int failed;
@@ -1316,15 +1323,14 @@ pipe_fail(struct s3_pipe *p, const struct cs_err *e)
 	pthread_cond_broadcast(&p->cv);
 }
 
-/* feed.next: the oldest queued blob, as a create-only PUT read from its
- * file and hashed first (x-amz-content-sha256). */
+/* feed.next: the oldest queued blob, as a create-only PUT of its body,
+ * hashed first (x-amz-content-sha256). */
 static int
 pipe_next(void *ctx, struct req *r)
 {
 	struct s3_pipe *p = ctx;
 	struct pipe_item it;
 	struct cs_err e;
-	struct stat sb;
 	uint8_t d[SHA_LEN];
 	int rc = -2, have = 0;
 
@@ -1348,19 +1354,12 @@ pipe_next(void *ctx, struct req *r)
 	r->method = "PUT";
 	set_cond(r, "*");
 	snprintf(r->key, sizeof(r->key), "%s", it.key);
-	if ((r->in = fdopen(it.fd, "r")) == NULL) {
-		close(it.fd);
-		cs_errno(&e, "open the blob %s", it.key);
+	r->body = r->own_body = it.mem;
+	r->body_len = it.len;
+	if (sha256_buf(it.mem, it.len, d) < 0) {
+		cs_errf(&e, "sha256 of the blob %s failed", it.key);
 		goto fail;
 	}
-	if (fstat(fileno(r->in), &sb) < 0 ||
-	    (uint64_t)sb.st_size > S3_FILE_CAP) {
-		cs_errf(&e, "the blob %s: unreadable or too large", it.key);
-		goto fail;
-	}
-	r->body_len = (size_t)sb.st_size;
-	if (sha256_fd(fileno(r->in), (uint64_t)sb.st_size, d, &e) < 0)
-		goto fail;
 	sha_hex(d, r->sha);
 	if ((r->url = obj_url(p->s, it.key, NULL)) == NULL) {
 		cs_errc(&e, CS_E_NOMEM, "out of memory");
@@ -1369,11 +1368,10 @@ pipe_next(void *ctx, struct req *r)
 	rc = 1;
 	goto out;
 fail:
-	if (r->in != NULL)
-		fclose(r->in);
-	req_free(r);
+	req_free(r);	/* and the body */
 	memset(r, 0, sizeof(*r));
 	pthread_mutex_lock(&p->mu);
+	p->mem -= it.len;
 	p->inflight--;
 	pipe_fail(p, &e);
 	pthread_mutex_unlock(&p->mu);
@@ -1392,6 +1390,7 @@ pipe_done(void *ctx, struct req *r)
 
 	pthread_mutex_lock(&p->mu);
 	p->inflight--;
+	p->mem -= r->body_len;
 	if (r->status == 200) {
 		p->put++;
 		p->bytes += r->body_len;
@@ -1403,8 +1402,6 @@ pipe_done(void *ctx, struct req *r)
 	}	/* -1: pump returns it */
 	pthread_cond_broadcast(&p->cv);
 	pthread_mutex_unlock(&p->mu);
-	if (r->in != NULL)
-		fclose(r->in);
 	req_free(r);
 	memset(r, 0, sizeof(*r));
 }
@@ -1427,11 +1424,8 @@ pipe_thread(void *arg)
 	}
 	/* Requests abandoned in flight (a stop, a failure). */
 	for (i = 0; rs != NULL && i < n; i++) {
-		if (!rs[i].used)
-			continue;
-		if (rs[i].in != NULL)
-			fclose(rs[i].in);
-		req_free(&rs[i]);
+		if (rs[i].used)
+			req_free(&rs[i]);
 	}
 	free(rs);
 	pthread_mutex_lock(&p->mu);
@@ -1477,12 +1471,20 @@ out:
 }
 
 int
-s3_pipe_put(struct s3_pipe *p, const char *key, int fd, struct cs_err *e)
+s3_pipe_put(struct s3_pipe *p, const char *key, const void *data,
+    size_t len, struct cs_err *e)
 {
+	uint8_t *copy;
 	int rc = -1;
 
+	if ((copy = malloc(len > 0 ? len : 1)) == NULL)
+		return cs_errc(e, CS_E_NOMEM, "out of memory");
+	memcpy(copy, data, len);
 	pthread_mutex_lock(&p->mu);
-	while (p->qn == p->qcap && !p->failed && !p->closing)
+	/* Room in the queue, and in memory: one body at least, whatever
+	 * its size, so that a large one is never refused. */
+	while ((p->qn == p->qcap || (p->mem > 0 && p->mem + len >
+	    S3_PIPE_MEM)) && !p->failed && !p->closing)
 		pthread_cond_wait(&p->cv, &p->mu);
 	if (p->failed) {
 		*e = p->err;
@@ -1492,14 +1494,16 @@ s3_pipe_put(struct s3_pipe *p, const char *key, int fd, struct cs_err *e)
 		struct pipe_item *it = &p->q[(p->qhead + p->qn) % p->qcap];
 
 		snprintf(it->key, sizeof(it->key), "%s", key);
-		it->fd = fd;
-		fd = -1;
+		it->mem = copy;
+		it->len = len;
+		copy = NULL;
+		p->mem += len;
 		p->qn++;
 		rc = 0;
 	}
 	pthread_mutex_unlock(&p->mu);
-	if (fd >= 0)
-		close(fd);
+	if (copy != NULL)
+		free(copy);
 	else
 		curl_multi_wakeup(p->s->multi);
 	return rc;
@@ -1541,7 +1545,7 @@ s3_pipe_stop(struct s3_pipe *p)
 	curl_multi_wakeup(p->s->multi);
 	pthread_join(p->th, NULL);
 	for (i = 0; i < p->qn; i++)
-		close(p->q[(p->qhead + i) % p->qcap].fd);
+		free(p->q[(p->qhead + i) % p->qcap].mem);
 	pthread_cond_destroy(&p->cv);
 	pthread_mutex_destroy(&p->mu);
 	s3_close(p->s);

@@ -101,12 +101,13 @@ struct s3_pipe_stats {
 };
 int s3_pipe_start(const struct s3 *s, struct s3_pipe **out,
     struct cs_err *e);
-/* Queues the upload of fd's whole contents (an open file, taken over:
- * closed by the pipe) as key; waits while the queue is full. -1 with e
- * set (the pipe's first failure) once an upload failed: the caller
- * stops what it was doing. */
-int s3_pipe_put(struct s3_pipe *p, const char *key, int fd,
-    struct cs_err *e);
+/* Queues the upload of len bytes of data (copied) as key; waits while
+ * the queue is full or the bodies queued or in flight hold 64 MiB (one
+ * body always fits), so a writer that streams its blobs holds a bounded
+ * amount of memory, whatever it writes. -1 with e set (the pipe's first
+ * failure) once an upload failed: the caller stops what it was doing. */
+int s3_pipe_put(struct s3_pipe *p, const char *key, const void *data,
+    size_t len, struct cs_err *e);
 /* Waits until every queued upload got its answer: 0 when each was
  * stored (or there already); -1 with e set at the first failure.
  * st (may be NULL) gets the counts so far. */
