@@ -67,6 +67,10 @@ conn_set_events(struct agent *a, struct conn *c)
 			want |= EPOLLOUT;
 		if (c->wr_want_r)
 			want |= EPOLLIN;
+		/* A parked RECV reads nothing, but its client's hang-up
+		 * must free it at once, not at its deadline. */
+		if (c->recv_at != 0)
+			want |= EPOLLRDHUP;
 	}
 	if (want == c->events)
 		return;
@@ -926,6 +930,12 @@ agent_conn_event(struct agent *a, struct conn *c, uint32_t ev)
 	}
 	if (c->hs) {
 		conn_handshake(a, c);
+		return;
+	}
+	/* The client of a parked RECV hung up (libcutsnap never half-closes
+	 * a connection it waits on): nobody is left to answer. */
+	if (c->recv_at != 0 && (ev & (EPOLLRDHUP | EPOLLHUP | EPOLLERR))) {
+		agent_conn_close(a, c, "hung up with a recv parked");
 		return;
 	}
 	if ((ev & (EPOLLIN | EPOLLHUP | EPOLLERR)) ||
