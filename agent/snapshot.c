@@ -635,7 +635,18 @@ snap_report(struct agent *a, struct snap *sn)
 	report_encode(&w, &r);
 	if (w.oom)
 		goto oom;
-	agent_conn_send(a, sn->coord, W_SNAP_REPORT, w.data, w.len, 0);
+	if (w.len > REPORT_MAX_BYTES) {
+		log_error("snapshot %s: its report is %zu bytes, more than %llu "
+		    "(the messages in flight at the cut); abandoned",
+		    SNAME(sn), w.len, (unsigned long long)REPORT_MAX_BYTES);
+		snap_forget(a, sn, "abandoned");
+		goto out;
+	}
+	/* In pieces beyond one (wire.h): the last one is the report. */
+	for (i = 0; w.len - i > WIRE_MAX_PIECE; i += WIRE_MAX_PIECE)
+		agent_conn_send(a, sn->coord, W_SNAP_REPORT_PART, w.data + i,
+		    WIRE_MAX_PIECE, 0);
+	agent_conn_send(a, sn->coord, W_SNAP_REPORT, w.data + i, w.len - i, 0);
 	sn->phase = SNAP_REPORTED;
 	a->ct.snaps++;
 	a->ct.snap_bytes += sn->L;

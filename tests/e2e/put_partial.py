@@ -10,6 +10,12 @@ that value (0xA5), creates the file MARKER once they are sent, and then
 sleeps with the connection open until it is killed."""
 import os, socket, ssl, struct, sys, time
 
+# The protocol version of this clone (the package's, which speaks the
+# agents' own: t0660).
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                "..", "..", "python"))
+from cutsnap._wire import PROTOCOL  # noqa: E402
+
 args = sys.argv[1:]
 if args[0] == "unix":
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -28,8 +34,8 @@ else:
 key, vlen, send, marker = args[0].encode(), int(args[1]), int(args[2]), \
     args[3]
 payload_len = 4 + len(key) + 4 + vlen
-# u32 len (payload + version + type), version 1, type 2 (W_REQ_PUT).
-sock.sendall(struct.pack("<IBB", payload_len + 2, 2, 2) +
+# u32 len (payload + version + type), version, type 2 (W_REQ_PUT).
+sock.sendall(struct.pack("<IBB", payload_len + 2, PROTOCOL, 2) +
              struct.pack("<I", len(key)) + key + struct.pack("<I", vlen))
 left = send
 while left > 0:

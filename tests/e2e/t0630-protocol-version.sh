@@ -9,6 +9,9 @@
 # and the channel comes up once both speak one protocol: nothing is lost.
 . "$(dirname "$0")/lib.sh"
 
+# The protocol version this build speaks.
+PROTO=$(cs --version --json | json_get 'd["protocol"]' /dev/stdin)
+
 # wire SOCK VERSION MODE: wireclient.py's JSON in $OUT.
 wire () {
 	python3 "$_lib_dir/wireclient.py" "$@" >"$OUT" 2>"$ERR" || {
@@ -28,20 +31,20 @@ test_expect_success 'setup: A and B' '
 test_expect_success 'a protocol 1 request: REPLY_VERSION in version 1, then closed' '
 	wire run/A.sock 1 get &&
 	json_check "d[\"version\"] == 1 and d[\"type\"] == 30 and d[\"code\"] == 15" "$OUT" &&
-	json_check "d[\"body\"] == \"agent A speaks protocol 2, this client 1\"" "$OUT" &&
+	json_check "d[\"body\"] == \"agent A speaks protocol $PROTO, this client 1\"" "$OUT" &&
 	json_check "d[\"closed\"]" "$OUT" &&
-	wait_for 10 grep -q "client fd [0-9]* refused: protocol version mismatch: agent A speaks protocol 2, this client 1" run/A.log
+	wait_for 10 grep -q "client fd [0-9]* refused: protocol version mismatch: agent A speaks protocol $PROTO, this client 1" run/A.log
 '
 
 test_expect_success 'a HELLO naming protocol 1 is refused the same way' '
-	wire run/A.sock 2 hello:1 &&
-	json_check "d[\"version\"] == 2 and d[\"code\"] == 15 and d[\"closed\"]" "$OUT" &&
-	json_check "d[\"body\"] == \"agent A speaks protocol 2, this client 1\"" "$OUT"
+	wire run/A.sock "$PROTO" hello:1 &&
+	json_check "d[\"version\"] == $PROTO and d[\"code\"] == 15 and d[\"closed\"]" "$OUT" &&
+	json_check "d[\"body\"] == \"agent A speaks protocol $PROTO, this client 1\"" "$OUT"
 '
 
-test_expect_success 'a HELLO naming protocol 2: OK with the protocol and the name' '
-	wire run/A.sock 2 hello:2 &&
-	json_check "d[\"code\"] == 0 and d[\"body\"] == \"2 A\" and not d[\"closed\"]" "$OUT"
+test_expect_success 'a HELLO naming the current protocol: OK with the protocol and the name' '
+	wire run/A.sock "$PROTO" hello:$PROTO &&
+	json_check "d[\"code\"] == 0 and d[\"body\"] == \"$PROTO A\" and not d[\"closed\"]" "$OUT"
 '
 
 test_expect_success 'the agent stayed healthy: same process, requests answered' '
@@ -63,14 +66,14 @@ test_expect_success 'setup: B restarted speaking protocol 1' '
 	wait_for 10 test -S run/B.sock
 '
 
-test_expect_success 'the command (protocol 2) is refused by B by name' '
+test_expect_success 'the command (the current protocol) is refused by B by name' '
 	expect_error 1 get -c "$CONF" B bal &&
-	err_matches "agent B speaks protocol 1, this client 2"
+	err_matches "agent B speaks protocol 1, this client $PROTO"
 '
 
 test_expect_success 'channel A>B refused by name at both ends, logged once by A' '
-	wait_for 20 eval "[ \$(log_count B \"channel A>B refused: protocol version mismatch: agent A speaks protocol 2, this agent 1\") -ge 3 ]" &&
-	expect_eq "$(log_count A "channel A>B refused by B: agent B speaks protocol 1, this agent 2")" 1 "A refusal lines" &&
+	wait_for 20 eval "[ \$(log_count B \"channel A>B refused: protocol version mismatch: agent A speaks protocol $PROTO, this agent 1\") -ge 3 ]" &&
+	expect_eq "$(log_count A "channel A>B refused by B: agent B speaks protocol 1, this agent $PROTO")" 1 "A refusal lines" &&
 	expect_eq "$(log_count A "malformed")" 0 "malformed lines in A.log" &&
 	expect_eq "$(log_count B "malformed")" 0 "malformed lines in B.log"
 '
@@ -81,7 +84,7 @@ test_expect_success 'a transfer to B waits: nothing applied, nothing lost' '
 	kill -0 "$BPID" && agent_alive "$(agent_pid A)"
 '
 
-test_expect_success 'B speaking protocol 2 again: the channel comes up, the 10 arrive' '
+test_expect_success 'B speaking the current protocol again: the channel comes up, the 10 arrive' '
 	kill "$BPID" && wait_for 10 eval "! kill -0 $BPID 2>/dev/null" ||
 	    return 1
 	"$CUTSNAP" agent -c "$CONF" --name B >>run/B.log 2>&1 &

@@ -11,6 +11,12 @@ the agent process used during the pause (utime + stime from /proc), and
 the type and length of the reply frame read after the rest was sent."""
 import json, os, socket, ssl, struct, sys, time
 
+# The protocol version of this clone (the package's, which speaks the
+# agents' own: t0660).
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                "..", "..", "python"))
+from cutsnap._wire import PROTOCOL  # noqa: E402
+
 host, port, tls_dir, pid, pause = sys.argv[1], int(sys.argv[2]), \
     sys.argv[3], int(sys.argv[4]), float(sys.argv[5])
 
@@ -48,8 +54,8 @@ while True:
         flush()
         pump_in()
 flush()
-# The request: u32 len = 2 (version + type), version 1, W_REQ_STATUS.
-tls.write(struct.pack("<IBB", 2, 2, 1))
+# The request: u32 len = 2 (version + type), version, W_REQ_STATUS.
+tls.write(struct.pack("<IBB", 2, PROTOCOL, 1))
 record = out.read()
 half = len(record) // 2
 sock.sendall(record[:half])
