@@ -27,6 +27,7 @@
 #include "../log/datalog.h"
 #include "../log/dlfile.h"
 #include "../lib/err.h"
+#include "../proto/chmsg.h"
 #include "../proto/report.h"
 #include "../net/conn.h"
 #include "../net/role_policy.h"
@@ -52,10 +53,12 @@
 #define BACKOFF_MIN_MS	50
 #define BACKOFF_MAX_MS	1000
 #define IN_CAP		(WIRE_MAX_FRAME + WIRE_HDR_LEN)
-/* An application message's payload cap (a TXN's send). Below the 16 MiB
- * the record formats allow: a channel keeps up to OUT_WINDOW messages in
- * memory and a receiver holds back as many, so this bounds both. */
-#define APP_PAYLOAD_MAX	(64u << 10)
+/* An application message's payload cap (a TXN's send): the 16 MiB the
+ * frame and record formats allow. What a channel keeps in memory is
+ * bounded in bytes, not by this: a sender refuses sends to a peer with
+ * more than the peer's inbox_max_bytes unacknowledged (txn.c), and a
+ * receiver holds back at most what its sender has written. */
+#define APP_PAYLOAD_MAX	CHMSG_APP_MAX
 
 enum conn_role {
 	ROLE_NEW,		/* accepted, no frame yet */

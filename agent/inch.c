@@ -25,8 +25,8 @@
 #include "../lib/log.h"
 #include "agent_int.h"
 
-/* A credit or an application message (whose payload the sender caps
- * lower, APP_PAYLOAD_MAX). */
+/* A credit or an application message (its payload at most
+ * APP_PAYLOAD_MAX). */
 #define MSG_MAX (1u + CHMSG_ID_LEN + 4u + APP_PAYLOAD_MAX)
 #define VERDICT_MAX 512			/* the reason in a VERDICT */
 
