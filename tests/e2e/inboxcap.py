@@ -1,12 +1,12 @@
 """inboxcap.py - drives application messages through the python package for
 the inbox cap tests (not a test itself).
 
-usage: inboxcap.py CONF fill FROM TO MAX TAG SIZE
+usage: inboxcap.py CONF fill FROM TO MAX TAG SIZE [FIRST]
        inboxcap.py CONF drain AGENT N
        inboxcap.py CONF park AGENT SECONDS
 
-fill sends messages "TAG-i-" padded with "x" to SIZE bytes from FROM to
-TO, one transaction each (which also adds 1 to FROM's key "sent"), until
+fill sends messages "TAG-i-" (i from FIRST, default 1) padded with "x" to
+SIZE bytes from FROM to TO, one transaction each (which also adds 1 to FROM's key "sent"), until
 the agent answers Busy or MAX were sent; prints {"sent": K, "busy": M},
 M the Busy exception's text or null. drain receives and consumes N
 messages at AGENT, one transaction each (which also adds 1 to its key
@@ -23,11 +23,11 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
 import cutsnap  # noqa: E402
 
 
-def fill(conf, src, dst, most, tag, size):
+def fill(conf, src, dst, most, tag, size, first):
     sent, busy = 0, None
     with cutsnap.connect(conf, src) as c:
         while sent < most:
-            body = ("%s-%d-" % (tag, sent + 1)).encode()
+            body = ("%s-%d-" % (tag, first + sent)).encode()
             body += b"x" * max(0, size - len(body))
             try:
                 with c.transaction() as t:
@@ -65,7 +65,7 @@ def main(argv):
     conf, cmd = argv[1], argv[2]
     if cmd == "fill":
         out = fill(conf, argv[3], argv[4], int(argv[5]), argv[6],
-                   int(argv[7]))
+                   int(argv[7]), int(argv[8]) if len(argv) > 8 else 1)
     elif cmd == "drain":
         out = drain(conf, argv[3], int(argv[4]))
     elif cmd == "park":

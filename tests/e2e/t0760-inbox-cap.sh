@@ -17,11 +17,17 @@ CAP=1024
 
 cap () { timeout 120 python3 "$_lib_dir/inboxcap.py" "$CONF" "$@" >"$OUT" 2>"$ERR"; }
 
-# fill TAG: A sends to B until Busy (at most 100); SENT is the count.
+# fill TAG: A sends 5 messages to B, which admits them and is full then
+# (waited for); then A sends until Busy, which is after 5 more, held at
+# B. SENT=10, the messages TAG-1..TAG-10; B's inbox holds the first 5.
 fill () {
-	cap fill A B 100 "$1" $SIZE &&
-	json_check 'd["busy"] is not None and 5 <= d["sent"] < 100' &&
-	SENT=$(json_get 'd["sent"]')
+	cap fill A B 5 "$1" $SIZE &&
+	json_check 'd["busy"] is None and d["sent"] == 5' &&
+	wait_for 20 inbox_is B messages 5 &&
+	wait_for 20 acked_is $((TOTAL + 5)) &&
+	cap fill A B 100 "$1" $SIZE 6 &&
+	json_check 'd["busy"] is not None and d["sent"] == 5' &&
+	SENT=10
 }
 
 # drain N TAG FIRST: B consumes N messages; they are TAG-1..TAG-N with
@@ -37,6 +43,7 @@ acked_is () { [ "$(status_get "[o[\"acked\"] for a in d if a[\"agent\"] == \"A\"
 key () { cs get -c "$CONF" "$1" "$2"; }
 
 test_expect_success 'setup: A>B, B with inbox_max_bytes = 1K' '
+	TOTAL=0 &&
 	CHANNELS="A>B" make_config A B &&
 	sed -i "/^data = B.data/a inbox_max_bytes = 1K" "$CONF" &&
 	expect_ok init -r "$REPO" &&
@@ -48,9 +55,9 @@ test_expect_success 'setup: A>B, B with inbox_max_bytes = 1K' '
 test_expect_success 'a full inbox: A gets Busy naming B, in one line, and B holds 5' '
 	fill one &&
 	json_check "\"B\x27s inbox is full\" in d[\"busy\"] and \"\\n\" not in d[\"busy\"] and d[\"busy\"].endswith(\"nothing was done\")" &&
-	wait_for 20 inbox_is B messages 5 &&
+	inbox_is B messages 5 &&
 	inbox_is B full true &&
-	wait_for 20 acked_is 5 &&
+	acked_is 5 &&
 	expect_eq "$(key A sent)" "$SENT" "A:sent counts the committed sends"
 '
 
@@ -70,10 +77,9 @@ test_expect_success 'B consumes: every message arrives exactly once, in order' '
 
 test_expect_success 'a snapshot while the inbox is full completes and records what waits' '
 	fill two &&
-	wait_for 20 inbox_is B messages 5 &&
 	FIRST=$((TOTAL + 1)) &&
 	TOTAL=$((TOTAL + SENT)) &&
-	HELD=$((SENT - 5)) &&
+	HELD=5 &&
 	take_snapshot --json &&
 	expect_ok show -r "$REPO" "$SNAP_ID" --json &&
 	json_check "sum(len(c.get(\"messages\", [])) for c in d[\"channels\"]) == $HELD" &&
@@ -99,18 +105,19 @@ test_expect_success 'restored, B holds the cut: 5 in its inbox and the held ones
 	inbox_is B messages 0
 '
 
-test_expect_success 'kill -9 of both agents while messages are held keeps every one' '
+test_expect_success 'kill -9 of both agents while messages are held keeps every one, and A still Busy' '
 	wait_for 20 acked_is "$TOTAL" &&
 	fill three &&
 	FIRST=$((TOTAL + 1)) &&
 	TOTAL=$((TOTAL + SENT)) &&
-	wait_for 20 inbox_is B messages 5 &&
 	pa=$(agent_pid A) && pb=$(agent_pid B) &&
 	kill -KILL "$pa" "$pb" &&
 	wait_for 10 pid_gone "$pa" && wait_for 10 pid_gone "$pb" &&
 	start_cluster &&
 	inbox_is B messages 5 &&
 	expect_eq "$(key A sent)" "$TOTAL" "A:sent after the restart" &&
+	cap fill A B 1 again $SIZE &&
+	json_check "d[\"sent\"] == 0 and \"B\x27s inbox is full\" in d[\"busy\"]" &&
 	drain "$SENT" three "$FIRST" &&
 	expect_eq "$(key B got)" "$TOTAL" "B:got after the restart" &&
 	wait_for 20 acked_is "$TOTAL" &&
