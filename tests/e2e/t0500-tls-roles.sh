@@ -8,6 +8,9 @@
 . "$(dirname "$0")/lib.sh"
 . "$_lib_dir/lib-tls.sh"
 
+# The protocol version the agents speak, for the raw frames below.
+PROTO=$(cs --version --json | json_get 'd["protocol"]' /dev/stdin)
+
 test_expect_success 'setup: A and B on TCP + TLS, C on its Unix socket; A=100 B=50 C=0' '
 	read -r PA PB < <(free_ports 2 | paste -sd" ") &&
 	make_tls_config A=127.0.0.1:$PA B=127.0.0.1:$PB C &&
@@ -157,7 +160,7 @@ test_expect_success 'an agent certificate sending a client request gets a clear 
 # hello CERT AS: a peer HELLO as agent AS to A over TLS with tls/CERT;
 # prints what A answered: "closed" or the first frame type.
 hello () {
-	python3 - "$PA" "$1" "$2" <<'PY'
+	python3 - "$PA" "$1" "$2" "$PROTO" <<'PY'
 import socket, ssl, struct, sys
 port, cert, name = int(sys.argv[1]), sys.argv[2], sys.argv[3].encode()
 ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
@@ -166,7 +169,7 @@ ctx.load_verify_locations("tls/ca.crt")
 ctx.load_cert_chain(f"tls/{cert}.crt", f"tls/{cert}.key")
 s = ctx.wrap_socket(socket.create_connection(("127.0.0.1", port), timeout=10))
 p = struct.pack("<I", len(name)) + name
-s.sendall(struct.pack("<IBB", 2 + len(p), 2, 40) + p)
+s.sendall(struct.pack("<IBB", 2 + len(p), int(sys.argv[4]), 40) + p)
 try:
     b = s.recv(6)
 except (ssl.SSLError, OSError):
