@@ -310,6 +310,9 @@ struct agent {
 	struct conn **tlsp;	/* TLS used since looked at: may hold
 				 * bytes that epoll cannot see */
 	size_t ntlsp, tlspcap;
+	int flushing;		/* agent_conn_commit's pass over dirty is
+				 * under way (conn.c: when EPOLLOUT is
+				 * asked for) */
 	int lists_lost;		/* out of memory growing them: scan every
 				 * connection instead, for good */
 	size_t nconns;		/* in conns, dead ones included */
