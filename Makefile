@@ -129,10 +129,12 @@ $(FAULTFS): tests/fault/faultfs.c | $(DEPS_OK)
 unit: $(TEST_DEPS_OK) $(UNIT_BIN)
 	CMOCKA_MESSAGE_OUTPUT=TAP prove -f --exec '' $(UNIT_BIN)
 
-# The module-level include graph has no circle outside agent/
-# (tests/include-graph.py), with a self-test on fixture trees: a TAP
-# script run with the unit tests.
-STRUCT_TESTS := tests/include-graph-test.sh
+# The module-level include graph has no circle outside agent/ and no room
+# below cmd/ includes cmd/ (tests/include-graph.py), with a self-test on
+# fixture trees; no caller
+# compares an error message's words (tests/msg-compare-test.sh, a grep
+# checked on fixtures first): TAP scripts run with the unit tests.
+STRUCT_TESTS := tests/include-graph-test.sh tests/msg-compare-test.sh
 
 # Every e2e test has a number of its own (tests/check-numbers.sh).
 test-numbers:

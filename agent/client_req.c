@@ -307,7 +307,10 @@ req_transfer(struct agent *a, struct conn *c, struct rbuf *r)
 			agent_conn_replyf(a, c, REPLY_FAIL, "%s:%s: %s",
 			    a->name, kp, e.msg);
 		else
-			agent_conn_replyf(a, c, REPLY_FAIL,
+			/* A code of its own, so that a client (the load
+			 * generator) tells it from a failure without
+			 * reading the words. */
+			agent_conn_replyf(a, c, REPLY_CONFLICT,
 			    "insufficient funds: %s:%s is %lld, "
 			    "transfer needs %lld", a->name, kp,
 			    (long long)have, (long long)n);

@@ -153,15 +153,16 @@ agent_snap_alive(struct agent *a, struct conn *c, const struct snapuid *id)
 		snap_arm(sn, sn->timeout_s);
 }
 
-/* Forget the snapshot; markers already queued still leave. */
+/* Forget the snapshot; markers already queued still leave. committed:
+ * it ended in a commit (agent_snap_done counts those); every other end
+ * counts as failed. */
 static void
-snap_forget(struct agent *a, struct snap *sn, const char *why)
+snap_forget(struct agent *a, struct snap *sn, int committed, const char *why)
 {
 	if (sn->phase == SNAP_NONE)
 		return;
 	log_info("snapshot %s: %s", SNAME(sn), why);
-	/* Every end but a commit (agent_snap_done counts those). */
-	if (strcmp(why, "committed") != 0)
+	if (!committed)
 		a->ct.snaps_failed++;
 	done_add(a, &sn->id);
 	if (sn->coord != NULL)
@@ -368,7 +369,7 @@ oom:
 	/* Without its markers the snapshot cannot complete anywhere; the
 	 * coordinator times out and aborts it. */
 	log_error("snapshot %s: out of memory while recording", SNAME(sn));
-	snap_forget(a, sn, "abandoned");
+	snap_forget(a, sn, 0, "abandoned");
 }
 
 void
@@ -397,7 +398,8 @@ agent_snap_done(struct agent *a, const struct snapuid *id, int committed)
 	}
 	if (committed)
 		a->ct.snaps_done++;
-	snap_forget(a, sn, committed ? "committed" : "aborted");
+	snap_forget(a, sn, committed, committed ? "committed" :
+	    "aborted");
 }
 
 struct snap *
@@ -569,8 +571,8 @@ agent_snap_conn_closed(struct agent *a, struct conn *c)
 	for (i = 0; i < SNAP_MAX; i++)
 		if (a->snaps[i].phase != SNAP_NONE && a->snaps[i].coord == c) {
 			a->snaps[i].coord = NULL;
-			snap_forget(a, &a->snaps[i], "coordinator went away; "
-			    "forgotten");
+			snap_forget(a, &a->snaps[i], 0, "coordinator went "
+			    "away; forgotten");
 		}
 }
 
@@ -639,7 +641,7 @@ snap_report(struct agent *a, struct snap *sn)
 		log_error("snapshot %s: its report is %zu bytes, more than %llu "
 		    "(the messages in flight at the cut); abandoned",
 		    SNAME(sn), w.len, (unsigned long long)REPORT_MAX_BYTES);
-		snap_forget(a, sn, "abandoned");
+		snap_forget(a, sn, 0, "abandoned");
 		goto out;
 	}
 	/* In pieces beyond one (wire.h): the last one is the report. */
@@ -657,7 +659,7 @@ snap_report(struct agent *a, struct snap *sn)
 oom:
 	log_error("snapshot %s: out of memory building the report",
 	    SNAME(sn));
-	snap_forget(a, sn, "abandoned");
+	snap_forget(a, sn, 0, "abandoned");
 out:
 	free(chunks);
 	free(chs);
@@ -720,7 +722,7 @@ agent_snap_timeout(struct agent *a, int64_t now)
 		/* The coordinator (if any) is past its own timeout too: it
 		 * hangs. Only this snapshot's connection is closed. */
 		coord = sn->coord;
-		snap_forget(a, sn, "timed out; forgotten");
+		snap_forget(a, sn, 0, "timed out; forgotten");
 		if (coord != NULL)
 			agent_conn_close(a, coord, "snapshot timed out");
 	}

@@ -26,6 +26,28 @@ cs_conn *api_open_cfg(const struct cfg *c, int i, int timeout_ms,
 int api_request(cs_conn *c, uint8_t type, const void *req, size_t len,
     uint8_t *code, const uint8_t **body, size_t *blen);
 
+/* An agent's answer to one request (api_call). */
+struct api_reply {
+	uint8_t code;		/* enum reply_code */
+	uint8_t *body;		/* malloc'ed, may be NULL */
+	size_t blen;
+};
+void api_reply_free(struct api_reply *r);
+
+/* Connect to agent i of c, send one request (req may be NULL for an empty
+ * payload) and read its reply into r within timeout_ms. 0, or -1 with e
+ * set when the agent could not be reached or the exchange failed; the
+ * caller frees r with api_reply_free either way. */
+struct wbuf;
+int api_call(const struct cfg *c, int i, uint8_t type, const struct wbuf *req,
+    struct api_reply *r, int timeout_ms, struct cs_err *e);
+
+/* STATUS, parsed into st (whatever its size; agstat_free it). 0, or -1
+ * with e set when the agent does not answer or the reply is malformed. */
+struct agstat;
+int api_agent_stat(const struct cfg *c, int i, int timeout_ms,
+    struct agstat *st, struct cs_err *e);
+
 /* The outcome of reply code with body, as the public calls return it
  * (CS_OK, CS_NOTFOUND, ... or -1), recorded as c's last outcome: the
  * agent's message for a refusal. */

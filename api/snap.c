@@ -38,12 +38,8 @@ cs_snapshot(const char *config, const char *repo, int timeout_s,
 		    "configured channels", c->agents[0].name);
 		goto out;
 	}
-	if (coord_snapshot(c, &o, &sid, &e) < 0) {
-		if (sid != 0)
-			cs_errctx(&e, "snapshot %llu aborted",
-			    (unsigned long long)sid);
+	if (coord_snapshot(c, &o, &sid, &e) < 0)
 		goto out;
-	}
 	if (id != NULL)
 		*id = sid;
 	rc = CS_OK;

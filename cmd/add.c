@@ -33,7 +33,7 @@ cmd_add(int argc, char **argv)
 	struct cmd_req_opts o;
 	const char *key;
 	struct cfg *c = NULL;
-	struct cmd_reply r = { 0, NULL, 0 };
+	struct api_reply r = { 0, NULL, 0 };
 	struct wbuf req;
 	int64_t delta;
 	int i, rc;
@@ -62,7 +62,7 @@ cmd_add(int argc, char **argv)
 		goto out;
 	printf("%.*s\n", (int)r.blen, r.blen ? (const char *)r.body : "");
 out:
-	cmd_reply_free(&r);
+	api_reply_free(&r);
 	wbuf_free(&req);
 	cfg_free(c);
 	return rc;

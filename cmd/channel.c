@@ -41,7 +41,7 @@ cmd_channel(int argc, char **argv)
 	struct cmd_getopt g = CMD_GETOPT(opts, usage_text, 0);
 	const char *conf = NULL, *verb;
 	struct cfg *c = NULL;
-	struct cmd_reply r = { 0, NULL, 0 };
+	struct api_reply r = { 0, NULL, 0 };
 	struct wbuf req;
 	int ch, hold, mode = RELEASE_FIFO, src, dst, rc;
 
@@ -95,7 +95,7 @@ cmd_channel(int argc, char **argv)
 	rc = cmd_request(c, src, hold ? W_REQ_HOLD : W_REQ_RELEASE, &req, &r,
 	    0);
 out:
-	cmd_reply_free(&r);
+	api_reply_free(&r);
 	wbuf_free(&req);
 	cfg_free(c);
 	return rc;

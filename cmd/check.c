@@ -341,7 +341,7 @@ check_cluster(const struct cfg *c, int64_t stuck_ms, struct check_report *r)
 	if (st == NULL || up == NULL || why == NULL)
 		goto out;
 	for (i = 0; i < c->nagents; i++) {
-		up[i] = cmd_agent_stat(c, i, CHECK_TIMEOUT_MS, &st[i], &e) == 0;
+		up[i] = api_agent_stat(c, i, CHECK_TIMEOUT_MS, &st[i], &e) == 0;
 		if (!up[i])
 			snprintf(why[i], sizeof(why[i]), "%s", e.msg);
 	}

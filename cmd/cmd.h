@@ -6,6 +6,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <sys/types.h>
+#include "../api/api.h"
 #include "../lib/buf.h"
 #include "../lib/config.h"
 #include "../lib/err.h"
@@ -204,27 +205,14 @@ int cmd_parse_i64(const char *s, const char *what, int64_t *out);
 int cmd_parse_pos(const char *s, const char *what, uint64_t max,
     uint64_t *out);
 
-/* An agent's answer to one request. */
-struct cmd_reply {
-	uint8_t code;		/* enum reply_code */
-	uint8_t *body;		/* malloc'ed, may be NULL */
-	size_t blen;
-};
-void cmd_reply_free(struct cmd_reply *r);
-
-/* Connect to agent i of c, send one request (req may be NULL for an empty
- * one), wait up to timeout_ms for the reply. 0, or -1 with e set (not
- * printed), e.g. "agent A is not running (...)". */
-int cmd_call(const struct cfg *c, int i, uint8_t type, const struct wbuf *req,
-    struct cmd_reply *r, int timeout_ms, struct cs_err *e);
-/* Like cmd_call for the ordinary client requests, turning every failure
+/* Like api_call (api/api.h) for the ordinary client requests, turning every failure
  * into a printed error line. Returns EXIT_OK when the agent answered REPLY_OK
  * (or REPLY_NOTFOUND with notfound_ok), otherwise the exit status to use. */
 int cmd_request(const struct cfg *c, int i, uint8_t type,
-    const struct wbuf *req, struct cmd_reply *r, int notfound_ok);
+    const struct wbuf *req, struct api_reply *r, int notfound_ok);
 /* cmd_request's second half: the exit status of agent i's reply r,
  * printing the error line when it is not OK. */
-int cmd_reply_status(const struct cfg *c, int i, const struct cmd_reply *r,
+int cmd_reply_status(const struct cfg *c, int i, const struct api_reply *r,
     int notfound_ok);
 
 /* reqid.c: add, del and transfer, whose requests carry a client request
@@ -249,11 +237,11 @@ int cmd_req_opts(int argc, char **argv, const char *usage, int in_order,
  * unknown: request ID ... may or may not have been applied"). */
 int cmd_request_id(const struct cfg *c, int i, uint8_t type,
     struct wbuf *req, const struct cmd_req_opts *o, int notfound_ok,
-    struct cmd_reply *r);
+    struct api_reply *r);
 /* The body of get: parse "-c CONF AGENT KEY", read KEY with libcutsnap's
  * cs_get, and fail with "key 'K' not found on A" (exit 1)
  * when it is absent. Returns an exit status; on EXIT_OK *r holds the
- * reply. The caller frees *r with cmd_reply_free in every case. */
+ * reply. The caller frees *r with api_reply_free in every case. */
 /* The operands "AGENT KEY" after the options: the key checked (1 to
  * WIRE_MAX_KEY bytes), conf loaded into *c, AGENT's index in *i. EXIT_OK,
  * or an exit status with the error printed (*c is then NULL). */
@@ -261,12 +249,7 @@ struct cfg;
 int cmd_agent_key(int argc, char **argv, const char *conf, struct cfg **c,
     int *i, const char **key);
 int cmd_key_request(int argc, char **argv, const char *usage_text,
-    struct cmd_reply *r);
-/* STATUS, parsed into st (whatever its size; agstat_free it). 0, or -1
- * with e set when the agent does not answer or the reply is malformed. */
-struct agstat;
-int cmd_agent_stat(const struct cfg *c, int i, int timeout_ms,
-    struct agstat *st, struct cs_err *e);
+    struct api_reply *r);
 /* STATUS: only the agent's pid. 0, or -1 with e set. */
 int cmd_agent_status(const struct cfg *c, int i, int timeout_ms, pid_t *pid,
     struct cs_err *e);
@@ -298,11 +281,6 @@ void cmd_dead_text(FILE *f, const char *indent, const struct dl_dead *d,
  * printing why (conf "" then: nothing written). */
 int cmd_restore_target(struct store *st, uint64_t id, const char *dir,
     uint64_t *resolved, char *conf, size_t confsz, struct cfg **out);
-
-/* Rewrite coord_snapshot's error for snapshot id (0: none was created)
- * as "snapshot N aborted: REASON" in out. */
-void cmd_snapshot_error(uint64_t id, const char *msg, char *out,
-    size_t outsz);
 
 /* The progress line of long work on stderr. verbosity: -1 --quiet (no
  * line), 0 the line when stderr is a terminal, 1 (-v) also a summary line

@@ -51,13 +51,13 @@ static int
 compact_one(const struct cfg *c, int i, int timeout_ms, struct result *res,
     char *msg, size_t msgsz)
 {
-	struct cmd_reply r;
+	struct api_reply r;
 	struct cs_err e;
 	struct rbuf rb;
 	char text[CS_ERR_MAX];
 	int rc = -1;
 
-	if (cmd_call(c, i, W_REQ_COMPACT, NULL, &r, timeout_ms, &e) == -1) {
+	if (api_call(c, i, W_REQ_COMPACT, NULL, &r, timeout_ms, &e) == -1) {
 		snprintf(msg, msgsz, "%s", e.msg);
 		return -1;
 	}
@@ -80,7 +80,7 @@ compact_one(const struct cfg *c, int i, int timeout_ms, struct result *res,
 	}
 	rc = 0;
 out:
-	cmd_reply_free(&r);
+	api_reply_free(&r);
 	return rc;
 }
 

@@ -102,7 +102,7 @@ int
 cmd_dead_fetch(const struct cfg *c, int i, int all, int timeout_ms,
     struct cmd_dead_list *l, struct cs_err *e)
 {
-	struct cmd_reply r = { 0, NULL, 0 };
+	struct api_reply r = { 0, NULL, 0 };
 	struct wbuf req;
 	struct rbuf rb;
 	uint32_t n, k;
@@ -111,7 +111,7 @@ cmd_dead_fetch(const struct cfg *c, int i, int all, int timeout_ms,
 	memset(l, 0, sizeof(*l));
 	wbuf_init(&req);
 	wbuf_put_u8(&req, (uint8_t)(all != 0));
-	if (cmd_call(c, i, W_REQ_DEAD_LIST, &req, &r, timeout_ms, e) == -1)
+	if (api_call(c, i, W_REQ_DEAD_LIST, &req, &r, timeout_ms, e) == -1)
 		goto out;
 	if (r.code != REPLY_OK) {
 		cs_errf(e, "agent %s: dead letter list refused: %.*s",
@@ -139,7 +139,7 @@ bad:
 out:
 	if (rc == -1)
 		cmd_dead_list_free(l);
-	cmd_reply_free(&r);
+	api_reply_free(&r);
 	wbuf_free(&req);
 	return rc;
 }
@@ -251,7 +251,7 @@ do_list(const struct cfg *c, int only, int all, int json)
 static int
 do_resolve(const struct cfg *c, int how, char **args)
 {
-	struct cmd_reply r = { 0, NULL, 0 };
+	struct api_reply r = { 0, NULL, 0 };
 	struct wbuf req;
 	struct rbuf rb;
 	uint64_t seq, sseq;
@@ -298,7 +298,7 @@ do_resolve(const struct cfg *c, int how, char **args)
 		    (unsigned long long)sseq);
 	}
 out:
-	cmd_reply_free(&r);
+	api_reply_free(&r);
 	wbuf_free(&req);
 	return rc;
 }

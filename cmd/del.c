@@ -26,7 +26,7 @@ static const char usage_text[] =
 int
 cmd_del(int argc, char **argv)
 {
-	struct cmd_reply r = { 0, NULL, 0 };
+	struct api_reply r = { 0, NULL, 0 };
 	struct cmd_req_opts o;
 	struct cfg *c = NULL;
 	struct wbuf req;
@@ -45,7 +45,7 @@ cmd_del(int argc, char **argv)
 		rc = cmd_fail(EXIT_FAILED, "key '%s' not found on %s", key,
 		    c->agents[i].name);
 out:
-	cmd_reply_free(&r);
+	api_reply_free(&r);
 	wbuf_free(&req);
 	cfg_free(c);
 	return rc;

@@ -18,7 +18,7 @@ static const char usage_text[] =
 int
 cmd_get(int argc, char **argv)
 {
-	struct cmd_reply r = { 0, NULL, 0 };
+	struct api_reply r = { 0, NULL, 0 };
 	int rc;
 
 	rc = cmd_key_request(argc, argv, usage_text, &r);
@@ -29,6 +29,6 @@ cmd_get(int argc, char **argv)
 		if (fflush(stdout) == EOF || ferror(stdout))
 			rc = cmd_fail(EXIT_FAILED, "write stdout failed");
 	}
-	cmd_reply_free(&r);
+	api_reply_free(&r);
 	return rc;
 }

@@ -132,7 +132,7 @@ int
 cmd_inbox(int argc, char **argv)
 {
 	struct cmd_getopt g = CMD_GETOPT(opts, usage_text, 0);
-	struct cmd_reply r = { 0, NULL, 0 };
+	struct api_reply r = { 0, NULL, 0 };
 	const char *conf = NULL;
 	struct cfg *c = NULL;
 	int ch, i, json = 0, rc;
@@ -162,7 +162,7 @@ cmd_inbox(int argc, char **argv)
 		goto out;
 	rc = print_list(c->agents[i].name, r.body, r.blen, json);
 out:
-	cmd_reply_free(&r);
+	api_reply_free(&r);
 	cfg_free(c);
 	return rc;
 }

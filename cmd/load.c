@@ -1,21 +1,15 @@
 /* load.c - "cutsnap load": a pgbench-like load of random transfers, with
- * optional periodic snapshots, ending with a conservation check. */
-#include <errno.h>
+ * optional periodic snapshots, ending with a conservation check. Options
+ * and output here; the measurement is tools/load.c's. */
 #include <getopt.h>
 #include <inttypes.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 
-#include "../proto/agstat.h"
 #include "../lib/json.h"
-#include "../net/wire.h"
 #include "../coordinator/coordinator.h"
+#include "../tools/load.h"
 #include "cmd.h"
-#include "load.h"
-
-#define DRAIN_TIMEOUT_MS 60000
-#define STATUS_TIMEOUT_MS 5000
 
 static const char usage_text[] =
     "usage: cutsnap load -c CONF [--seconds S] [--clients K] [--threads T]\n"
@@ -92,219 +86,6 @@ static const struct option opts[] = {
 	{ NULL, 0, NULL, 0 },
 };
 
-/* What the agents' status replies add up to. */
-struct cluster_stat {
-	uint64_t syncs;		/* fdatasync calls */
-	uint64_t writes;	/* client write requests */
-	int drained;		/* every channel: acked == sent */
-};
-
-static int
-cluster_status(const struct cfg *c, struct cluster_stat *st,
-    struct cs_err *e)
-{
-	struct agstat as;
-	size_t k;
-	int i;
-
-	memset(st, 0, sizeof(*st));
-	st->drained = 1;
-	for (i = 0; i < c->nagents; i++) {
-		if (cmd_agent_stat(c, i, STATUS_TIMEOUT_MS, &as, e) == -1)
-			return -1;
-		st->syncs += as.syncs;
-		st->writes += as.writes;
-		for (k = 0; k < as.nout; k++)
-			if (as.out[k].seq != as.out[k].acked)
-				st->drained = 0;
-		agstat_free(&as);
-	}
-	return 0;
-}
-
-/* Wait (bounded) until every message sent has been applied and acked. */
-static int
-drain(const struct cfg *c, struct cluster_stat *st, struct cs_err *e)
-{
-	int64_t end = cs_now_ms() + DRAIN_TIMEOUT_MS;
-
-	for (;;) {
-		if (cluster_status(c, st, e) == -1)
-			return -1;
-		if (st->drained)
-			return 0;
-		if (cs_now_ms() >= end)
-			return cs_errf(e, "channels did not drain within %d s "
-			    "(is a channel held?)", DRAIN_TIMEOUT_MS / 1000);
-		cs_sleep_ms(20);
-	}
-}
-
-/* One agent's balance; absent: *found = 0. */
-static int
-get_bal(const struct cfg *c, int i, int64_t *v, int *found,
-    struct cs_err *e)
-{
-	struct cmd_reply r;
-	struct wbuf req;
-	char txt[32], *end;
-	int rc = -1;
-
-	wbuf_init(&req);
-	wbuf_put_bytes(&req, LOAD_KEY, strlen(LOAD_KEY));
-	if (cmd_call(c, i, W_REQ_GET, &req, &r, CMD_REQ_TIMEOUT_MS, e) == -1)
-		goto out;
-	*found = r.code == REPLY_OK;
-	*v = 0;
-	if (r.code == REPLY_NOTFOUND) {
-		rc = 0;
-		goto out;
-	}
-	cs_printable(r.body, r.blen, txt, sizeof(txt), 0);
-	if (r.code != REPLY_OK || r.blen == 0 || r.blen >= sizeof(txt) ||
-	    (*v = strtoll(txt, &end, 10), *end != '\0')) {
-		cs_errf(e, "agent %s: %s is not an integer: '%s'",
-		    c->agents[i].name, LOAD_KEY, txt);
-		goto out;
-	}
-	rc = 0;
-out:
-	cmd_reply_free(&r);
-	wbuf_free(&req);
-	return rc;
-}
-
-/* Deposit `initial` where bal is absent (ADD never overwrites a balance a
- * message may just have credited), then sum every balance. */
-static int
-balances(const struct cfg *c, int64_t initial, int64_t *total,
-    struct cs_err *e)
-{
-	struct cmd_reply r = { 0, NULL, 0 };
-	struct wbuf req;
-	int64_t v;
-	int i, found, rc = -1;
-
-	wbuf_init(&req);
-	*total = 0;
-	for (i = 0; i < c->nagents; i++) {
-		if (get_bal(c, i, &v, &found, e) == -1)
-			goto out;
-		if (!found && initial > 0) {
-			wbuf_reset(&req);
-			wbuf_put_bytes(&req, LOAD_KEY, strlen(LOAD_KEY));
-			wbuf_put_i64(&req, initial);
-			if (cmd_call(c, i, W_REQ_ADD, &req, &r,
-			    CMD_REQ_TIMEOUT_MS, e) == -1)
-				goto out;
-			if (r.code != REPLY_OK) {
-				cs_errf(e, "agent %s: deposit refused",
-				    c->agents[i].name);
-				goto out;
-			}
-			cmd_reply_free(&r);
-			if (get_bal(c, i, &v, &found, e) == -1)
-				goto out;
-		}
-		if (__builtin_add_overflow(*total, v, total)) {
-			cs_errf(e, "the total of the balances overflows");
-			goto out;
-		}
-	}
-	rc = 0;
-out:
-	cmd_reply_free(&r);
-	wbuf_free(&req);
-	return rc;
-}
-
-struct summary {
-	double secs, tps, p50, p99, max;
-	double during_p50, during_p99, during_max;
-	double outside_p50, outside_p99, outside_max, snap_p50;
-	size_t snaps_ok, snaps_failed, during_n;
-	uint64_t syncs, writes;
-	int64_t total0, total1;
-	int checked;		/* total1 was read (not --no-drain) */
-};
-
-static int
-cmp_i64(const void *a, const void *b)
-{
-	int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
-
-	return (x > y) - (x < y);
-}
-
-/* The q-quantile (0..1) of sorted v[0, n) in ms; 0 when empty. */
-static double
-quant_ms(const int64_t *v, size_t n, double q)
-{
-	size_t i;
-
-	if (n == 0)
-		return 0;
-	i = (size_t)(q * (double)(n - 1) + 0.5);
-	return (double)v[i] / 1000.0;
-}
-
-/* Latency quantiles; requests overlapping a snapshot against the rest. */
-static int
-summarize(const struct load_result *r, struct summary *s)
-{
-	int64_t *all = NULL, *out = NULL, *dur = NULL, *sd = NULL, b, en;
-	size_t i, j, nout = 0, nsd = 0;
-	int during, rc = -1;
-
-	if ((all = malloc((r->nreqs + 1) * sizeof(*all))) == NULL ||
-	    (out = malloc((r->nreqs + 1) * sizeof(*out))) == NULL ||
-	    (dur = malloc((r->nreqs + 1) * sizeof(*dur))) == NULL ||
-	    (sd = malloc((r->nsnaps + 1) * sizeof(*sd))) == NULL)
-		goto done;
-	s->secs = (double)r->elapsed_us / 1e6;
-	s->tps = s->secs > 0 ? (double)r->nreqs / s->secs : 0;
-	for (i = 0; i < r->nreqs; i++) {
-		all[i] = r->reqs[i].dur_us;
-		b = r->reqs[i].start_us;
-		en = b + r->reqs[i].dur_us;
-		for (during = 0, j = 0; j < r->nsnaps && !during; j++)
-			during = b < r->snaps[j].end_us &&
-			    en > r->snaps[j].start_us;
-		if (during)
-			dur[s->during_n++] = all[i];
-		else
-			out[nout++] = all[i];
-	}
-	for (i = 0; i < r->nsnaps; i++) {
-		if (r->snaps[i].ok) {
-			s->snaps_ok++;
-			sd[nsd++] = r->snaps[i].end_us - r->snaps[i].start_us;
-		} else
-			s->snaps_failed++;
-	}
-	qsort(all, r->nreqs, sizeof(*all), cmp_i64);
-	qsort(out, nout, sizeof(*out), cmp_i64);
-	qsort(dur, s->during_n, sizeof(*dur), cmp_i64);
-	qsort(sd, nsd, sizeof(*sd), cmp_i64);
-	s->p50 = quant_ms(all, r->nreqs, 0.5);
-	s->p99 = quant_ms(all, r->nreqs, 0.99);
-	s->max = quant_ms(all, r->nreqs, 1.0);
-	s->during_p50 = quant_ms(dur, s->during_n, 0.5);
-	s->during_p99 = quant_ms(dur, s->during_n, 0.99);
-	s->during_max = quant_ms(dur, s->during_n, 1.0);
-	s->outside_p50 = quant_ms(out, nout, 0.5);
-	s->outside_p99 = quant_ms(out, nout, 0.99);
-	s->outside_max = quant_ms(out, nout, 1.0);
-	s->snap_p50 = quant_ms(sd, nsd, 0.5);
-	rc = 0;
-done:
-	free(all);
-	free(out);
-	free(dur);
-	free(sd);
-	return rc;
-}
-
 /* key + a real number, for the summary object. */
 static void
 kreal(struct json *j, const char *key, double v)
@@ -314,7 +95,7 @@ kreal(struct json *j, const char *key, double v)
 }
 
 static int
-print_json(const struct load_result *r, const struct summary *s,
+print_json(const struct load_result *r, const struct load_summary *s,
     int clients)
 {
 	struct json j;
@@ -361,7 +142,7 @@ print_json(const struct load_result *r, const struct summary *s,
 }
 
 static void
-print_summary(const struct load_result *r, const struct summary *s,
+print_summary(const struct load_result *r, const struct load_summary *s,
     int clients)
 {
 	double fpt = r->nreqs ? (double)s->syncs / (double)r->nreqs : 0;
@@ -458,10 +239,10 @@ parse_opts(int argc, char **argv, const char **conf, struct load_opts *o,
 int
 cmd_load(int argc, char **argv)
 {
-	struct load_opts o = { NULL, 10, 4, 0, 10, 0, NULL };
+	struct load_opts o = { NULL, 10, 4, 0, 10, 0, NULL, &cmd_store_opts,
+	    cmd_repo_published };
 	struct load_result r;
-	struct cluster_stat st0, st1;
-	struct summary s;
+	struct load_summary s;
 	struct cfg *c = NULL;
 	struct cs_err e;
 	const char *conf = NULL;
@@ -469,7 +250,6 @@ cmd_load(int argc, char **argv)
 	int rc, json = 0, no_drain = 0, d, t, nch = 0;
 
 	memset(&r, 0, sizeof(r));
-	memset(&s, 0, sizeof(s));
 	if ((rc = parse_opts(argc, argv, &conf, &o, &initial, &json,
 	    &no_drain)) != -1)
 		return rc;
@@ -490,34 +270,10 @@ cmd_load(int argc, char **argv)
 		goto out;
 	}
 	rc = EXIT_FAILED;
-	if ((!no_drain && drain(c, &st0, &e) == -1) ||
-	    balances(c, initial, &s.total0, &e) == -1 ||
-	    cluster_status(c, &st0, &e) == -1) {
+	if (load_measure(&o, initial, no_drain, &r, &s, &e) == -1) {
 		cmd_warn("%s", e.msg);
 		goto out;
 	}
-	if (load_catch_stop() == -1) {
-		cmd_warn("sigaction: %s", strerror(errno));
-		goto out;
-	}
-	rc = load_run(&o, &r, &e);
-	load_release_stop();
-	if (rc == -1) {
-		rc = EXIT_FAILED;
-		cmd_warn("%s", e.msg);
-		goto out;
-	}
-	rc = EXIT_FAILED;
-	s.checked = !no_drain;
-	if ((no_drain ? cluster_status(c, &st1, &e) :
-	    drain(c, &st1, &e)) == -1 ||
-	    (!no_drain && balances(c, 0, &s.total1, &e) == -1) ||
-	    summarize(&r, &s) == -1) {
-		cmd_warn("%s", e.msg);
-		goto out;
-	}
-	s.syncs = st1.syncs - st0.syncs;
-	s.writes = st1.writes - st0.writes;
 	if (json) {
 		if (print_json(&r, &s, o.clients) == -1) {
 			cmd_warn("writing the JSON summary failed");

@@ -230,7 +230,7 @@ run(const struct command *c, int argc, char **argv)
 	return finish(c->fn(argc, argv));
 }
 
-/* {"schema": 1, "version": "...", "protocol": 2, "manifest": 5}: what a
+/* {"schema": 1, "version": "...", "protocol": 3, "manifest": 5}: what a
  * script checks before it reads this build's other documents. */
 static void
 print_version_json(void)

@@ -109,13 +109,13 @@ cmd_req_opts(int argc, char **argv, const char *usage, int in_order,
  * connection could not be made (nothing was sent). */
 static int
 exchange(const struct cfg *c, int i, uint8_t type, const struct wbuf *req,
-    struct cmd_reply *r, int wait_ms, struct cs_err *e)
+    struct api_reply *r, int wait_ms, struct cs_err *e)
 {
 	const uint8_t *b;
 	cs_conn *conn;
 	int rc = 0;
 
-	cmd_reply_free(r);
+	api_reply_free(r);
 	if ((conn = api_open_cfg(c, i, wait_ms, e, NULL)) == NULL)
 		return -1;
 	if (api_request(conn, type, req->data, req->len, &r->code, &b,
@@ -135,7 +135,7 @@ out:
 
 int
 cmd_request_id(const struct cfg *c, int i, uint8_t type, struct wbuf *req,
-    const struct cmd_req_opts *o, int notfound_ok, struct cmd_reply *r)
+    const struct cmd_req_opts *o, int notfound_ok, struct api_reply *r)
 {
 	char hex[2 * REQ_ID_LEN + 1];
 	int64_t deadline = cs_now_ms() + o->timeout_ms, left;

@@ -18,18 +18,21 @@
  * commit, runs the command there and publishes: the blobs the bucket
  * lacks (create-only, in parallel), then the manifest, then the commit
  * GEN+1, create-only and last. The blobs a writer copies go up while it
- * runs: the store hands each one, once written and checked, to an upload
- * pipe (s3_pipe, its own thread and connections), so the command's wall
- * time is about the longer of the copy and the upload, not their sum;
- * publishing first waits for every queued upload to be acknowledged (a
- * failed upload fails the copy, or at the latest the publishing, so
- * nothing is committed), then sends what the bucket still lacks. A
- * reader (ls, show, verify, restore) needs
- * no local state: it reads the newest commit, fetches the manifest it
- * names into a new temporary directory, checks its SHA-256, fetches the
- * blobs the manifest refers to, and runs the command there; verify and
- * restore check every blob against its name as they do locally, so a
- * changed or deleted object is found and restore writes nothing.
+ * runs, and only there: the store hands each chunk object, once checked
+ * and encoded, to an upload pipe (s3_pipe, its own thread and
+ * connections) from memory (at most 64 MiB queued), so the cache holds
+ * no blob and the local disk none of the snapshot's bytes, and the
+ * command's wall time is about the longer of the copy and the upload,
+ * not their sum; publishing first waits for every queued upload to be
+ * acknowledged (a failed upload fails the copy, or at the latest the
+ * publishing, so nothing is committed) and checks the bucket lists each
+ * one. A reader (ls, show, verify, restore) needs no local state: it
+ * reads the newest commit, fetches the manifest it names into a new
+ * temporary directory, checks its SHA-256, and runs the command there
+ * with the store reading each chunk object straight from the bucket as
+ * it needs it (store/backend.h: a worker's buffer, never a file); verify
+ * and restore check every blob against its name as they do locally, so
+ * a changed or deleted object is found and restore writes nothing.
  *
  * Invariants: a snapshot is visible only through a commit, which is
  * created after everything it names; a commit, a manifest or a blob is
@@ -61,6 +64,7 @@
 #include "../s3/s3.h"
 #include "../crypto/sha.h"
 #include "../proto/chunkobj.h"
+#include "../store/backend.h"
 #include "../store/store.h"
 
 #define COMMIT_CAP 4096
@@ -112,6 +116,7 @@ struct sess {
 	int leased;
 	uint64_t up_blobs, up_bytes, had_blobs;
 	uint64_t collected;	/* cached blobs dropped after the commit */
+	struct store_backend *reads;	/* a reader's chunk objects */
 	struct s3_pipe *pipe;	/* a writer's uploads during the command */
 	struct s3_pipe_stats piped;	/* its counts at the last drain */
 	uint64_t fresh;		/* blobs it created since the drain before */
@@ -123,8 +128,11 @@ struct sess {
 	char **listed;
 	size_t nlisted;
 	int list_tried;
+	pthread_mutex_t setmu;	/* vouched and put: the copy's threads
+				 * stream blobs while agents report theirs */
 	struct shaset vouched;	/* everything the publishing checks */
-	struct shaset put;	/* of those, what the agents stored */
+	struct shaset put;	/* of those, what the agents stored or the
+				 * copy streamed */
 };
 
 /* The writing command's session, for cmd_repo_published (load). */
@@ -867,8 +875,10 @@ target_stored(void *ctx, const uint8_t name[SHA_LEN])
 {
 	struct sess *ss = ctx;
 
+	pthread_mutex_lock(&ss->setmu);
 	set_add(&ss->put, name);
 	set_add(&ss->vouched, name);
+	pthread_mutex_unlock(&ss->setmu);
 }
 
 /* blob_target.has: the bucket had blob name when first asked (one
@@ -883,6 +893,7 @@ target_has(void *ctx, const uint8_t name[SHA_LEN])
 	struct cs_err e;
 	char hex[SHA_HEX_LEN], key[96], *kp = key;
 	size_t no = 0, i;
+	int has;
 
 	if (!ss->list_tried) {
 		ss->list_tried = 1;
@@ -899,12 +910,13 @@ target_has(void *ctx, const uint8_t name[SHA_LEN])
 	}
 	sha_hex(name, hex);
 	chunkobj_key(hex, key, sizeof(key));
-	if ((ss->nlisted > 0 && bsearch(&kp, ss->listed, ss->nlisted,
-	    sizeof(*ss->listed), cmp_str) != NULL) || set_has(&ss->put, name)) {
+	pthread_mutex_lock(&ss->setmu);
+	has = (ss->nlisted > 0 && bsearch(&kp, ss->listed, ss->nlisted,
+	    sizeof(*ss->listed), cmp_str) != NULL) || set_has(&ss->put, name);
+	if (has)
 		set_add(&ss->vouched, name);
-		return 1;
-	}
-	return 0;
+	pthread_mutex_unlock(&ss->setmu);
+	return has;
 }
 
 /* Every blob an agent stored, or the bucket had, that the manifest
@@ -1065,113 +1077,29 @@ cache_collect(struct sess *ss, struct cs_err *e)
 	return 0;
 }
 
-/* The snapshot a show, verify or restore command line names: its ID
- * argument, 0 for none (the newest complete one), STORE_BLOBS_ALL when
- * the line cannot be read that way (then every blob is fetched). */
-static uint64_t
-snapshot_arg(int argc, char **argv)
-{
-	static const char *const takes[] = { "-r", "--repo", "-c", "--config",
-	    "-k", "--key", "-s", "--sum", "-a", "--agent" };
-	uint64_t id = 0;
-	size_t j;
-	int i, skip;
-	char *end;
-
-	for (i = 1; i < argc; i++) {
-		const char *a = argv[i];
-
-		if (strcmp(a, "--") == 0) {
-			a = i + 1 < argc ? argv[++i] : "";
-		} else if (a[0] == '-' && a[1] != '\0') {
-			for (skip = 0, j = 0; j < sizeof(takes) /
-			    sizeof(takes[0]); j++)
-				if (strcmp(a, takes[j]) == 0)
-					skip = 1;
-			i += skip;
-			continue;
-		}
-		if (id != 0 || *a < '1' || *a > '9')
-			return STORE_BLOBS_ALL;
-		errno = 0;
-		id = strtoull(a, &end, 10);
-		if (errno != 0 || *end != '\0')
-			return STORE_BLOBS_ALL;
-	}
-	return id;
-}
-
-/* The blobs snapshot id of the manifest in dir refers to (as
- * store_manifest_blobs), fetched into dir/blobs. A blob the bucket lacks
- * stays missing: verify reports it, and restore, which verifies first,
- * refuses. */
-static int
-get_blobs(struct sess *ss, uint64_t id, struct cs_err *e)
-{
-	char **names = NULL, **keys = NULL, **paths = NULL, man[PATH_MAX + 16];
-	struct s3_xfer *x = NULL;
-	size_t n = 0, i;
-	int rc = -1;
-
-	snprintf(man, sizeof(man), "%s/manifest.db", ss->dir);
-	if (store_manifest_blobs(man, id, &names, &n, e) < 0)
-		return -1;
-	keys = calloc(n + 1, sizeof(*keys));
-	paths = calloc(n + 1, sizeof(*paths));
-	x = calloc(n + 1, sizeof(*x));
-	if (keys == NULL || paths == NULL || x == NULL)
-		goto oom;
-	for (i = 0; i < n; i++) {
-		char sub[PATH_MAX + 16];
-
-		snprintf(sub, sizeof(sub), "%s/blobs/%.2s", ss->dir, names[i]);
-		if (mkdir(sub, 0700) < 0 && errno != EEXIST) {
-			cs_errno(e, "mkdir %s", sub);
-			goto out;
-		}
-		if ((keys[i] = malloc(CHUNKOBJ_KEY_MAX)) == NULL ||
-		    (paths[i] = malloc(strlen(sub) + 72)) == NULL)
-			goto oom;
-		chunkobj_key(names[i], keys[i], CHUNKOBJ_KEY_MAX);
-		sprintf(paths[i], "%s/%s", sub, names[i]);
-		x[i].key = keys[i];
-		x[i].path = paths[i];
-	}
-	if (s3_get_files(ss->s, x, n, e) < 0)
-		goto out;
-	for (i = 0; i < n; i++)
-		if (x[i].status != 200 && x[i].status != 404) {
-			status_fail(ss, "get", x[i].key, x[i].status, e);
-			goto out;
-		}
-	rc = 0;
-	goto out;
-oom:
-	cs_errc(e, CS_E_NOMEM, "out of memory");
-out:
-	if (keys != NULL)
-		strs_free(keys, n);
-	if (paths != NULL)
-		strs_free(paths, n);
-	free(x);
-	strs_free(names, n);
-	return rc;
-}
-
 /* ---- publishing ---- */
 
-/* blob_sink_fn: queues a blob the command just wrote for upload. */
+/* blob_stream_fn: a chunk object the snapshot made, queued for upload
+ * from memory (the pipe holds at most 64 MiB of them): no blob is
+ * written to the cache, so the local disk holds none of the snapshot's
+ * bytes. The publishing then finds each one in the bucket's listing
+ * (check_vouched) or commits nothing. */
 static int
-sink(void *ctx, const char *hex, const char *path, struct cs_err *e)
+stream(void *ctx, const uint8_t name[SHA_LEN], const void *blob, size_t len,
+    struct cs_err *e)
 {
 	struct sess *ss = ctx;
-	char key[96];
-	int fd;
+	char hex[SHA_HEX_LEN], key[96];
 
-	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
-		return cs_errno(e, "open %s", path);
-	snprintf(key, sizeof(key), "blobs/%.2s/%s", hex, hex);
-	return s3_pipe_put(ss->pipe, key, fd, e);
+	sha_hex(name, hex);
+	chunkobj_key(hex, key, sizeof(key));
+	if (s3_pipe_put(ss->pipe, key, blob, len, e) < 0)
+		return -1;
+	pthread_mutex_lock(&ss->setmu);
+	set_add(&ss->put, name);
+	set_add(&ss->vouched, name);
+	pthread_mutex_unlock(&ss->setmu);
+	return 0;
 }
 
 /* Waits for the pipe's uploads: every one acknowledged, or -1. */
@@ -1651,9 +1579,10 @@ cmd_s3_wants(const char *name, int argc, char **argv)
 static void
 blobs_off(void)
 {
-	cmd_store_opts.blob_sink = NULL;
-	cmd_store_opts.blob_sink_ctx = NULL;
+	cmd_store_opts.blob_stream = NULL;
+	cmd_store_opts.blob_stream_ctx = NULL;
 	cmd_store_opts.blob_target = NULL;
+	cmd_store_opts.blob_backend = NULL;
 }
 
 int
@@ -1670,6 +1599,7 @@ cmd_s3_run(const char *name, int (*fn)(int, char **), int argc, char **argv)
 
 	memset(&ss, 0, sizeof(ss));
 	ss.cache_fd = -1;
+	pthread_mutex_init(&ss.setmu, NULL);
 	e.msg[0] = '\0';
 	/* The local stand-in is not the repository: its commit is not the
 	 * bucket's (an upload may still fail), and the bucket has its own
@@ -1739,9 +1669,13 @@ cmd_s3_run(const char *name, int (*fn)(int, char **), int argc, char **argv)
 		}
 		if (temp_dir(&ss, &e) < 0 || fetch_manifest(&ss, &e) < 0)
 			goto fail;
-		if (ss.kind == K_BLOBS && get_blobs(&ss, snapshot_arg(argc,
-		    av), &e) < 0)
+		/* show, verify and restore read the chunk objects straight
+		 * from the bucket, as they need them: nothing of the
+		 * snapshot's size lands on the local disk. */
+		if (ss.kind == K_BLOBS && store_backend_s3(s3_url(ss.s),
+		    s3_endpoint(ss.s), s3_region(ss.s), &ss.reads, &e) < 0)
 			goto fail;
+		cmd_store_opts.blob_backend = ss.reads;
 		/* ls: every blob stands in, for stored_bytes. */
 		if ((ss.kind == K_PRUNE || ss.kind == K_META) && stand_ins(&ss,
 		    ss.kind == K_META ? -((int64_t)1 << 40) : grace, &keys,
@@ -1770,8 +1704,8 @@ cmd_s3_run(const char *name, int (*fn)(int, char **), int argc, char **argv)
 		ss.target = (struct blob_target){ s3_url(ss.s),
 		    s3_endpoint(ss.s), s3_region(ss.s), target_has,
 		    target_stored, &ss };
-		cmd_store_opts.blob_sink = sink;
-		cmd_store_opts.blob_sink_ctx = &ss;
+		cmd_store_opts.blob_stream = stream;
+		cmd_store_opts.blob_stream_ctx = &ss;
 		cmd_store_opts.blob_target = &ss.target;
 		active = &ss;
 	}
@@ -1798,6 +1732,10 @@ cmd_s3_run(const char *name, int (*fn)(int, char **), int argc, char **argv)
 	if (ss.kind == K_PRUNE && !dry && prune_bucket(&ss, keys, nk, grace,
 	    &e) < 0)
 		goto fail;
+	if (ss.reads != NULL && has_arg(argc, av, "-v", "--verbose"))
+		fprintf(stderr, "s3: read %llu objects (%llu bytes) from the "
+		    "bucket\n", (unsigned long long)atomic_load(&ss.reads->gets),
+		    (unsigned long long)atomic_load(&ss.reads->bytes));
 	if (ss.kind == K_WRITE && has_arg(argc, av, "-v", "--verbose"))
 		fprintf(stderr, "s3: uploaded %llu blobs (%llu bytes), %llu "
 		    "already there, commit %llu, %llu cached blobs "
@@ -1821,9 +1759,11 @@ out:
 	blobs_off();
 	active = NULL;
 	s3_pipe_stop(ss.pipe);
+	store_backend_close(ss.reads);
 	if (ss.listed != NULL)
 		strs_free(ss.listed, ss.nlisted);
 	free(ss.vouched.v);
+	pthread_mutex_destroy(&ss.setmu);
 	free(ss.put.v);
 	lease_drop(&ss);
 	if (ss.cache_fd >= 0)

@@ -215,13 +215,10 @@ catch_signals(void)
 {
 	struct sigaction sa;
 
+	cs_catch_stop_signals(on_signal);
 	memset(&sa, 0, sizeof(sa));
-	sa.sa_handler = on_signal;
-	sigemptyset(&sa.sa_mask);
-	sigaction(SIGINT, &sa, NULL);
-	sigaction(SIGTERM, &sa, NULL);
-	sigaction(SIGHUP, &sa, NULL);
 	sa.sa_handler = on_alarm;
+	sigemptyset(&sa.sa_mask);
 	sigaction(SIGALRM, &sa, NULL);
 }
 
@@ -384,7 +381,6 @@ cmd_snapshot(int argc, char **argv)
 	struct coord_copy copy;
 	struct cfg *c = NULL;
 	struct cs_err e;
-	char msg[CS_ERR_MAX + 64];
 	uint64_t timeout, id = 0;
 	const char *rate = NULL, *mfile = NULL;
 	int64_t t0, deadline;
@@ -500,14 +496,13 @@ cmd_snapshot(int argc, char **argv)
 			cmd_warn("warning: %s", me.msg);
 	}
 	if (rc < 0) {
-		cmd_snapshot_error(id, e.msg, msg, sizeof(msg));
 		if (json)
-			print_json(o.repo, id, NULL, 0, msg, &copy);
+			print_json(o.repo, id, NULL, 0, e.msg, &copy);
 		/* A repository that cannot be opened is bad input unless
 		 * its kind says more (locked, wrong password). */
 		status = cmd_exit_status(cs_err_code(&e));
 		rc = cmd_fail(status == EXIT_FAILED && rc == COORD_BAD_REPO ?
-		    EXIT_USAGE : status, "%s", msg);
+		    EXIT_USAGE : status, "%s", e.msg);
 		goto out;
 	}
 	rc = EXIT_OK;

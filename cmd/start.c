@@ -143,7 +143,7 @@ fence_state(const struct cfg *c, int i, uint64_t *snap)
 	size_t k;
 	int rc = 1;
 
-	if (cmd_agent_stat(c, i, 2000, &st, &e) == -1)
+	if (api_agent_stat(c, i, 2000, &st, &e) == -1)
 		return -1;
 	*snap = st.fenced;
 	if (st.fenced == 0)

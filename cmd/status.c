@@ -332,7 +332,7 @@ cmd_status(int argc, char **argv)
 	}
 	for (i = 0; i < c->nagents; i++) {
 		memset(&dl, 0, sizeof(dl));
-		up = cmd_agent_stat(c, i, STATUS_TIMEOUT_MS, &st, &e) == 0;
+		up = api_agent_stat(c, i, STATUS_TIMEOUT_MS, &st, &e) == 0;
 		/* Dead letters are listed by a second request, asked only
 		 * when there are some. */
 		if (up && st.dead > 0 && cmd_dead_fetch(c, i, 0,

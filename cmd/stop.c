@@ -197,7 +197,7 @@ silent_agent(const struct cfg *c, int i, pid_t *pid, struct cs_err *e)
 int
 cmd_stop_cluster(const struct cfg *c, int timeout_s, struct cs_err *e)
 {
-	struct cmd_reply r;
+	struct api_reply r;
 	struct cs_err se;
 	pid_t *pid;
 	int64_t deadline;
@@ -217,16 +217,16 @@ cmd_stop_cluster(const struct cfg *c, int timeout_s, struct cs_err *e)
 		}
 		/* The agent may close the connection as it goes: what counts
 		 * is that the process exits. */
-		if (cmd_call(c, i, W_REQ_STOP, NULL, &r, 5000, &se) == 0 &&
+		if (api_call(c, i, W_REQ_STOP, NULL, &r, 5000, &se) == 0 &&
 		    r.code == REPLY_DENIED) {
 			/* Its certificate's role may not stop it: it will
 			 * not exit, so say why now rather than wait. */
 			cs_errf(e, "%.*s", (int)(r.blen > 300 ? 300 : r.blen),
 			    r.body ? (const char *)r.body : "");
-			cmd_reply_free(&r);
+			api_reply_free(&r);
 			goto out;
 		}
-		cmd_reply_free(&r);	/* cmd_call set it, even failing */
+		api_reply_free(&r);	/* api_call set it, even failing */
 		left++;
 	}
 	deadline = cs_now_ms() + (int64_t)timeout_s * 1000;

@@ -66,7 +66,7 @@ cmd_transfer(int argc, char **argv)
 	struct cmd_req_opts o;
 	const char *skey, *dkey;
 	struct cfg *c = NULL;
-	struct cmd_reply r = { 0, NULL, 0 };
+	struct api_reply r = { 0, NULL, 0 };
 	struct wbuf req;
 	uint64_t n;
 	int src, dst, rc;
@@ -108,7 +108,7 @@ cmd_transfer(int argc, char **argv)
 	if (r.blen > 0)
 		printf("%.*s\n", (int)r.blen, (const char *)r.body);
 out:
-	cmd_reply_free(&r);
+	api_reply_free(&r);
 	wbuf_free(&req);
 	cfg_free(c);
 	return rc;

@@ -274,63 +274,19 @@ bad:
 	return -1;
 }
 
-void
-cmd_reply_free(struct cmd_reply *r)
-{
-	if (r == NULL)
-		return;
-	free(r->body);
-	r->body = NULL;
-	r->blen = 0;
-}
-
-int
-cmd_call(const struct cfg *c, int i, uint8_t type, const struct wbuf *req,
-    struct cmd_reply *r, int timeout_ms, struct cs_err *e)
-{
-	const uint8_t *b;
-	cs_conn *conn;
-	int rc = -1;
-
-	r->code = 0;
-	r->body = NULL;
-	r->blen = 0;
-	if (req != NULL && req->oom)
-		return cs_errc(e, CS_E_NOMEM, "out of memory");
-	/* One client for the command and libcutsnap (api/). */
-	if ((conn = api_open_cfg(c, i, timeout_ms, e, NULL)) == NULL)
-		return -1;
-	if (api_request(conn, type, req ? req->data : NULL, req ? req->len :
-	    0, &r->code, &b, &r->blen) == -1) {
-		cs_errf(e, "%s", cs_errmsg(conn));
-		goto out;
-	}
-	if (r->blen > 0 && (r->body = malloc(r->blen)) == NULL) {
-		r->blen = 0;
-		cs_errc(e, CS_E_NOMEM, "out of memory");
-		goto out;
-	}
-	if (r->blen > 0)
-		memcpy(r->body, b, r->blen);
-	rc = 0;
-out:
-	cs_close(conn);
-	return rc;
-}
-
 int
 cmd_request(const struct cfg *c, int i, uint8_t type, const struct wbuf *req,
-    struct cmd_reply *r, int notfound_ok)
+    struct api_reply *r, int notfound_ok)
 {
 	struct cs_err e;
 
-	if (cmd_call(c, i, type, req, r, CMD_REQ_TIMEOUT_MS, &e) == -1)
+	if (api_call(c, i, type, req, r, CMD_REQ_TIMEOUT_MS, &e) == -1)
 		return cmd_fail(EXIT_FAILED, "%s", e.msg);
 	return cmd_reply_status(c, i, r, notfound_ok);
 }
 
 int
-cmd_reply_status(const struct cfg *c, int i, const struct cmd_reply *r,
+cmd_reply_status(const struct cfg *c, int i, const struct api_reply *r,
     int notfound_ok)
 {
 	char msg[CS_ERR_MAX];
@@ -345,6 +301,7 @@ cmd_reply_status(const struct cfg *c, int i, const struct cmd_reply *r,
 		    c->agents[i].name);
 	case REPLY_FAIL:
 	case REPLY_BADREQ:
+	case REPLY_CONFLICT:
 	case REPLY_DENIED:
 		/* The agent's message says what failed; the user named the
 		 * agent on the command line. */
@@ -360,70 +317,16 @@ cmd_reply_status(const struct cfg *c, int i, const struct cmd_reply *r,
 }
 
 int
-cmd_agent_stat(const struct cfg *c, int i, int timeout_ms, struct agstat *st,
-    struct cs_err *e)
-{
-	cs_conn *conn;
-	char *text = NULL;
-	int pid, rc = -1;
-
-	memset(st, 0, sizeof(*st));
-	if ((conn = api_open_cfg(c, i, timeout_ms, e, NULL)) == NULL)
-		return -1;
-	if (cs_status(conn, &text, &pid) != CS_OK) {
-		if (cs_errcode(conn) == CS_EIO)
-			cs_errf(e, "%s", cs_errmsg(conn));
-		else
-			cs_errf(e, "agent %s: status request refused (%s)",
-			    c->agents[i].name, cs_errmsg(conn));
-		goto out;
-	}
-	if (agstat_parse(text, strlen(text), st, e) == -1) {
-		cs_errctx(e, "agent %s", c->agents[i].name);
-		goto out;
-	}
-	st->pid = pid;
-	rc = 0;
-out:
-	free(text);
-	cs_close(conn);
-	return rc;
-}
-
-int
 cmd_agent_status(const struct cfg *c, int i, int timeout_ms, pid_t *pid,
     struct cs_err *e)
 {
 	struct agstat st;
 
-	if (cmd_agent_stat(c, i, timeout_ms, &st, e) == -1)
+	if (api_agent_stat(c, i, timeout_ms, &st, e) == -1)
 		return -1;
 	*pid = (pid_t)st.pid;
 	agstat_free(&st);
 	return 0;
-}
-
-void
-cmd_snapshot_error(uint64_t id, const char *msg, char *out, size_t outsz)
-{
-	char suffix[64];
-	size_t n = strlen(msg), k;
-
-	if (id == 0) {
-		snprintf(out, outsz, "%s", msg);
-		return;
-	}
-	/* The coordinator ends its message with "(snapshot N aborted)". */
-	k = (size_t)snprintf(suffix, sizeof(suffix), " (snapshot %llu aborted)",
-	    (unsigned long long)id);
-	if (n > k && strcmp(msg + n - k, suffix) == 0)
-		snprintf(out, outsz, "snapshot %llu aborted: %.*s",
-		    (unsigned long long)id, (int)(n - k), msg);
-	else if (strstr(msg, "snapshot") != NULL)
-		snprintf(out, outsz, "%s", msg);
-	else
-		snprintf(out, outsz, "snapshot %llu aborted: %s",
-		    (unsigned long long)id, msg);
 }
 
 pid_t
@@ -524,7 +427,7 @@ cmd_agent_key(int argc, char **argv, const char *conf, struct cfg **c,
 
 int
 cmd_key_request(int argc, char **argv, const char *usage_text,
-    struct cmd_reply *r)
+    struct api_reply *r)
 {
 	const char *conf, *key;
 	struct cfg *c = NULL;

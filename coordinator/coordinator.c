@@ -568,8 +568,8 @@ abort_cleanup(struct run *r, struct cs_err *e)
 		    "bytes) it wrote%s", (unsigned long long)d.blobs,
 		    (unsigned long long)d.bytes, d.kept > 0 ? ", kept those "
 		    "a committed snapshot shares" : "");
-	cs_errf(e, "%s (snapshot %llu aborted%s)", r->reason,
-	    (unsigned long long)r->id, what);
+	cs_errf(e, "snapshot %llu aborted: %s%s", (unsigned long long)r->id,
+	    r->reason, what);
 	if (r->o != NULL && r->o->copy != NULL) {
 		r->o->copy->removed = d.blobs;
 		r->o->copy->removed_bytes = d.bytes;
@@ -701,8 +701,8 @@ coord_snapshot(const struct cfg *c, const struct coord_opts *o,
 abort:
 	send_done(&r, 0);
 	if (store_abort_snapshot(r.st, r.id, r.reason, NULL) < 0)
-		cs_errf(e, "%s (snapshot %llu could not be marked aborted)",
-		    r.reason, (unsigned long long)r.id);
+		cs_errf(e, "snapshot %llu could not be marked aborted: %s",
+		    (unsigned long long)r.id, r.reason);
 	else
 		abort_cleanup(&r, e);
 out:

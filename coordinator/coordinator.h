@@ -76,7 +76,8 @@ struct coord_opts {
  * is committed as complete; -1 with e set otherwise, or COORD_BAD_REPO
  * when the repository could not be opened or created (a bad -r). *id is
  * the snapshot's id when one was created (it is then recorded as aborted
- * on failure), 0 if none was. */
+ * on failure, and e's message starts "snapshot N aborted: " and says why,
+ * ready to print), 0 if none was. */
 #define COORD_BAD_REPO (-2)
 int coord_snapshot(const struct cfg *c, const struct coord_opts *o,
     uint64_t *id, struct cs_err *e);

@@ -93,6 +93,19 @@ cs_sleep_ms(long ms)
 		;
 }
 
+void
+cs_catch_stop_signals(void (*fn)(int))
+{
+	struct sigaction sa;
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = fn;
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGHUP, &sa, NULL);
+}
+
 int
 cs_all_zero(const void *p, size_t n)
 {

@@ -31,6 +31,10 @@ long cs_fault_ms(const char *name, long max_ms);
 /* Sleep ms milliseconds (nothing when ms <= 0), through signals. */
 void cs_sleep_ms(long ms);
 
+/* fn handles SIGINT, SIGTERM and SIGHUP, without SA_RESTART, so that a
+ * blocking wait returns EINTR and the caller sees the stop. */
+void cs_catch_stop_signals(void (*fn)(int));
+
 /* 1 when the n bytes at p are all zero (n 0: 1), else 0. */
 int cs_all_zero(const void *p, size_t n);
 

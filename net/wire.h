@@ -19,7 +19,7 @@
 #include "../lib/err.h"
 #include "../lib/names.h"
 
-#define WIRE_VERSION 3
+#define WIRE_VERSION 4
 #define WIRE_HDR_LEN 6
 #define WIRE_MAX_VALUE (16u << 20)		/* put VALUE cap: 16 MiB */
 #define WIRE_MAX_FRAME (WIRE_MAX_VALUE + 4096u)	/* value + key + fields */
@@ -193,7 +193,10 @@ enum reply_code {
 	REPLY_FAIL = 1,		/* the operation failed; body is a message */
 	REPLY_BADREQ = 2,		/* malformed or invalid request; body message */
 	REPLY_NOTFOUND = 3,		/* key absent */
-	REPLY_CONFLICT = 4,	/* a TXN's condition failed; nothing changed */
+	/* a condition failed; nothing changed: a TXN's (body {u32 op
+	 * index, str reason}) or a TRANSFER's balance below the amount
+	 * (body a message) */
+	REPLY_CONFLICT = 4,
 	REPLY_TIMEOUT = 5,	/* W_REQ_RECV found nothing in time */
 	REPLY_BUSY = 6,		/* reserved: a channel is over its limit */
 	/* the connection's certificate role may not make this request

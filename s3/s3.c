@@ -37,6 +37,7 @@
 #define S3_ERRBODY_CAP (64 * 1024)
 #define S3_LIST_CAP (16 * 1024 * 1024)
 #define S3_FILE_CAP ((uint64_t)4 << 30)
+#define S3_PIPE_MEM ((size_t)64 << 20)
 #define EMPTY_SHA "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
 
 struct s3 {
@@ -65,7 +66,8 @@ struct req {
 	char *url;
 	const char *cond_hdr;	/* "If-None-Match: *" style, or NULL */
 	char cond[S3_ETAG_MAX + 32];
-	const uint8_t *body;	/* PUT body (borrowed), or */
+	const uint8_t *body;	/* PUT body (borrowed, or own_body), or */
+	uint8_t *own_body;	/* freed with the request */
 	FILE *in;		/* PUT body read from this file */
 	size_t body_len, body_off;
 	char sha[SHA_HEX_LEN];
@@ -74,6 +76,12 @@ struct req {
 	size_t mem_len, mem_cap;
 	size_t limit;		/* cap of a 2xx body in memory; 0: error bodies */
 	int overflow;
+	uint8_t *xbuf;		/* a 2xx body goes here (s3_get_range):
+				 * the caller's buffer, never grown */
+	size_t xcap, xlen;
+	char range[64];		/* "Range: bytes=A-B" header, or "" */
+	uint64_t total;		/* the object's size its answer gave
+				 * (Content-Range, else Content-Length) */
 	char etag[S3_ETAG_MAX];
 	int status;		/* HTTP status, or -1 */
 	CURLcode cerr;
@@ -350,6 +358,21 @@ on_write(char *p, size_t size, size_t nmemb, void *ctx)
 		if (code >= 200 && code < 300)
 			return fwrite(p, 1, n, r->out) == n ? n : 0;
 	}
+	/* Into the caller's buffer: a body longer than it is no answer
+	 * to keep (the transfer stops; s3_get_range reports the size). */
+	if (r->xbuf != NULL) {
+		if (code == 0)
+			curl_easy_getinfo(r->h, CURLINFO_RESPONSE_CODE, &code);
+		if (code >= 200 && code < 300) {
+			if (n > r->xcap - r->xlen) {
+				r->overflow = 1;
+				return 0;
+			}
+			memcpy(r->xbuf + r->xlen, p, n);
+			r->xlen += n;
+			return n;
+		}
+	}
 	/* In memory: a preallocated buffer (s3_get, lists) is the cap;
 	 * otherwise (error bodies) grow up to S3_ERRBODY_CAP. */
 	lim = r->limit ? r->limit : S3_ERRBODY_CAP;
@@ -406,6 +429,17 @@ on_header(char *p, size_t size, size_t nmemb, void *ctx)
 			r->etag[j++] = p[i++];
 		r->etag[j] = '\0';
 	}
+	/* The object's size: "Content-Range: bytes A-B/TOTAL" of a ranged
+	 * answer, else (a whole object) its Content-Length. */
+	if (n > 14 && strncasecmp(p, "content-range:", 14) == 0) {
+		const char *sl = memchr(p, '/', n);
+
+		if (sl != NULL && sl + 1 < p + n && sl[1] >= '0' && sl[1] <= '9')
+			r->total = strtoull(sl + 1, NULL, 10);
+	} else if (n > 15 && strncasecmp(p, "content-length:", 15) == 0 &&
+	    r->range[0] == '\0') {
+		r->total = strtoull(p + 15, NULL, 10);
+	}
 	return n;
 }
 
@@ -425,6 +459,8 @@ prepare(struct s3 *s, struct req *r)
 	r->mem_len = 0;
 	r->etag[0] = '\0';
 	r->overflow = 0;
+	r->xlen = 0;
+	r->total = 0;
 	if (r->out != NULL && (fflush(r->out) != 0 ||
 	    ftruncate(fileno(r->out), 0) < 0 || fseek(r->out, 0, SEEK_SET)))
 		return -1;
@@ -436,6 +472,11 @@ prepare(struct s3 *s, struct req *r)
 	l = t;
 	if (r->cond_hdr != NULL) {
 		if ((t = curl_slist_append(l, r->cond)) == NULL)
+			goto fail;
+		l = t;
+	}
+	if (r->range[0] != '\0') {
+		if ((t = curl_slist_append(l, r->range)) == NULL)
 			goto fail;
 		l = t;
 	}
@@ -673,7 +714,12 @@ pump(struct s3 *s, struct req *rs, size_t n, const struct feed *f,
 			curl_multi_remove_handle(s->multi, r->h);
 			active--;
 			r->status = r->cerr == CURLE_OK ? (int)code : -1;
-			if (r->overflow) {
+			/* An answer too long for the caller's buffer is an
+			 * answer (the object is not what was expected), not a
+			 * transfer to retry. */
+			if (r->overflow && r->xbuf != NULL) {
+				r->status = (int)code;
+			} else if (r->overflow) {
 				r->status = -1;
 				r->cerr = CURLE_WRITE_ERROR;
 			}
@@ -726,6 +772,7 @@ req_free(struct req *r)
 	curl_slist_free_all(r->hdrs);
 	free(r->url);
 	free(r->mem);
+	free(r->own_body);
 }
 
 static void
@@ -738,6 +785,17 @@ set_cond(struct req *r, const char *cond)
 	else
 		snprintf(r->cond, sizeof(r->cond), "If-Match: %s", cond);
 	r->cond_hdr = r->cond;
+}
+
+/* One request r for key: its HTTP status, or -1 with e set. */
+static int
+run_one(struct s3 *s, struct req *r, const char *key, struct cs_err *e)
+{
+	if ((r->url = obj_url(s, key, NULL)) == NULL)
+		return cs_errc(e, CS_E_NOMEM, "out of memory");
+	if (run(s, r, 1, e) < 0)
+		return -1;
+	return r->status;
 }
 
 int
@@ -767,6 +825,42 @@ s3_get(struct s3 *s, const char *key, size_t cap, char **data, size_t *len,
 		*data = r.mem != NULL ? r.mem : strdup("");
 		*len = r.mem_len;
 		r.mem = NULL;
+	}
+out:
+	req_free(&r);
+	return rc;
+}
+
+int
+s3_get_range(struct s3 *s, const char *key, uint64_t off, size_t len,
+    void *buf, size_t cap, size_t *got, uint64_t *size, struct cs_err *e)
+{
+	struct req r;
+	int rc = -1;
+
+	memset(&r, 0, sizeof(r));
+	*got = 0;
+	*size = 0;
+	r.method = "GET";
+	strcpy(r.sha, EMPTY_SHA);
+	r.xbuf = buf;
+	r.xcap = cap;
+	if (len > 0)
+		snprintf(r.range, sizeof(r.range), "Range: bytes=%llu-%llu",
+		    (unsigned long long)off,
+		    (unsigned long long)(off + len - 1));
+	else if (off > 0)
+		snprintf(r.range, sizeof(r.range), "Range: bytes=%llu-",
+		    (unsigned long long)off);
+	if ((rc = run_one(s, &r, key, e)) < 0)
+		goto out;
+	if (rc >= 200 && rc < 300) {
+		*got = r.xlen;
+		/* A server that ignores Range answers 200 with the whole
+		 * object: its length is the size. */
+		*size = r.total > 0 ? r.total : r.xlen;
+		if (r.overflow && *size <= cap)
+			*size = (uint64_t)cap + 1;
 	}
 out:
 	req_free(&r);
@@ -830,13 +924,8 @@ s3_put(struct s3 *s, const char *key, const void *data, size_t len,
 		goto out;
 	}
 	sha_hex(d, r.sha);
-	if ((r.url = obj_url(s, key, NULL)) == NULL) {
-		cs_errc(e, CS_E_NOMEM, "out of memory");
+	if ((rc = run_one(s, &r, key, e)) < 0)
 		goto out;
-	}
-	if (run(s, &r, 1, e) < 0)
-		goto out;
-	rc = r.status;
 	if (etag != NULL)
 		snprintf(etag, S3_ETAG_MAX, "%s", r.etag);
 	if (rc == 412 && r.tries > 1 && cond != NULL) {
@@ -861,13 +950,8 @@ s3_delete(struct s3 *s, const char *key, struct cs_err *e)
 	memset(&r, 0, sizeof(r));
 	r.method = "DELETE";
 	strcpy(r.sha, EMPTY_SHA);
-	if ((r.url = obj_url(s, key, NULL)) == NULL) {
-		cs_errc(e, CS_E_NOMEM, "out of memory");
+	if ((rc = run_one(s, &r, key, e)) < 0)
 		goto out;
-	}
-	if (run(s, &r, 1, e) < 0)
-		goto out;
-	rc = r.status;
 out:
 	req_free(&r);
 	return rc;
@@ -1207,7 +1291,8 @@ s3_status_err(struct s3 *s, const char *what, const char *key, int status,
 
 struct pipe_item {
 	char key[S3_KEY_MAX];
-	int fd;
+	uint8_t *mem;		/* the body (owned), len bytes */
+	size_t len;
 };
 
 struct s3_pipe {
@@ -1218,6 +1303,9 @@ struct s3_pipe {
 	struct pipe_item *q;	/* a ring of qcap items */
 	size_t qcap, qhead, qn;
 	size_t inflight;	/* taken from q, not yet answered */
+	size_t mem;		/* bytes of memory bodies queued or in
+				 * flight: s3_pipe_put waits above
+				 * S3_PIPE_MEM */
 	int closing;		/* s3_pipe_stop: no more items */
 	int abort;		/* ... and drop what is queued or in flight */
 	int failed;
@@ -1235,15 +1323,14 @@ pipe_fail(struct s3_pipe *p, const struct cs_err *e)
 	pthread_cond_broadcast(&p->cv);
 }
 
-/* feed.next: the oldest queued blob, as a create-only PUT read from its
- * file and hashed first (x-amz-content-sha256). */
+/* feed.next: the oldest queued blob, as a create-only PUT of its body,
+ * hashed first (x-amz-content-sha256). */
 static int
 pipe_next(void *ctx, struct req *r)
 {
 	struct s3_pipe *p = ctx;
 	struct pipe_item it;
 	struct cs_err e;
-	struct stat sb;
 	uint8_t d[SHA_LEN];
 	int rc = -2, have = 0;
 
@@ -1267,19 +1354,12 @@ pipe_next(void *ctx, struct req *r)
 	r->method = "PUT";
 	set_cond(r, "*");
 	snprintf(r->key, sizeof(r->key), "%s", it.key);
-	if ((r->in = fdopen(it.fd, "r")) == NULL) {
-		close(it.fd);
-		cs_errno(&e, "open the blob %s", it.key);
+	r->body = r->own_body = it.mem;
+	r->body_len = it.len;
+	if (sha256_buf(it.mem, it.len, d) < 0) {
+		cs_errf(&e, "sha256 of the blob %s failed", it.key);
 		goto fail;
 	}
-	if (fstat(fileno(r->in), &sb) < 0 ||
-	    (uint64_t)sb.st_size > S3_FILE_CAP) {
-		cs_errf(&e, "the blob %s: unreadable or too large", it.key);
-		goto fail;
-	}
-	r->body_len = (size_t)sb.st_size;
-	if (sha256_fd(fileno(r->in), (uint64_t)sb.st_size, d, &e) < 0)
-		goto fail;
 	sha_hex(d, r->sha);
 	if ((r->url = obj_url(p->s, it.key, NULL)) == NULL) {
 		cs_errc(&e, CS_E_NOMEM, "out of memory");
@@ -1288,11 +1368,10 @@ pipe_next(void *ctx, struct req *r)
 	rc = 1;
 	goto out;
 fail:
-	if (r->in != NULL)
-		fclose(r->in);
-	req_free(r);
+	req_free(r);	/* and the body */
 	memset(r, 0, sizeof(*r));
 	pthread_mutex_lock(&p->mu);
+	p->mem -= it.len;
 	p->inflight--;
 	pipe_fail(p, &e);
 	pthread_mutex_unlock(&p->mu);
@@ -1311,6 +1390,7 @@ pipe_done(void *ctx, struct req *r)
 
 	pthread_mutex_lock(&p->mu);
 	p->inflight--;
+	p->mem -= r->body_len;
 	if (r->status == 200) {
 		p->put++;
 		p->bytes += r->body_len;
@@ -1322,8 +1402,6 @@ pipe_done(void *ctx, struct req *r)
 	}	/* -1: pump returns it */
 	pthread_cond_broadcast(&p->cv);
 	pthread_mutex_unlock(&p->mu);
-	if (r->in != NULL)
-		fclose(r->in);
 	req_free(r);
 	memset(r, 0, sizeof(*r));
 }
@@ -1346,11 +1424,8 @@ pipe_thread(void *arg)
 	}
 	/* Requests abandoned in flight (a stop, a failure). */
 	for (i = 0; rs != NULL && i < n; i++) {
-		if (!rs[i].used)
-			continue;
-		if (rs[i].in != NULL)
-			fclose(rs[i].in);
-		req_free(&rs[i]);
+		if (rs[i].used)
+			req_free(&rs[i]);
 	}
 	free(rs);
 	pthread_mutex_lock(&p->mu);
@@ -1396,12 +1471,20 @@ out:
 }
 
 int
-s3_pipe_put(struct s3_pipe *p, const char *key, int fd, struct cs_err *e)
+s3_pipe_put(struct s3_pipe *p, const char *key, const void *data,
+    size_t len, struct cs_err *e)
 {
+	uint8_t *copy;
 	int rc = -1;
 
+	if ((copy = malloc(len > 0 ? len : 1)) == NULL)
+		return cs_errc(e, CS_E_NOMEM, "out of memory");
+	memcpy(copy, data, len);
 	pthread_mutex_lock(&p->mu);
-	while (p->qn == p->qcap && !p->failed && !p->closing)
+	/* Room in the queue, and in memory: one body at least, whatever
+	 * its size, so that a large one is never refused. */
+	while ((p->qn == p->qcap || (p->mem > 0 && p->mem + len >
+	    S3_PIPE_MEM)) && !p->failed && !p->closing)
 		pthread_cond_wait(&p->cv, &p->mu);
 	if (p->failed) {
 		*e = p->err;
@@ -1411,14 +1494,16 @@ s3_pipe_put(struct s3_pipe *p, const char *key, int fd, struct cs_err *e)
 		struct pipe_item *it = &p->q[(p->qhead + p->qn) % p->qcap];
 
 		snprintf(it->key, sizeof(it->key), "%s", key);
-		it->fd = fd;
-		fd = -1;
+		it->mem = copy;
+		it->len = len;
+		copy = NULL;
+		p->mem += len;
 		p->qn++;
 		rc = 0;
 	}
 	pthread_mutex_unlock(&p->mu);
-	if (fd >= 0)
-		close(fd);
+	if (copy != NULL)
+		free(copy);
 	else
 		curl_multi_wakeup(p->s->multi);
 	return rc;
@@ -1460,7 +1545,7 @@ s3_pipe_stop(struct s3_pipe *p)
 	curl_multi_wakeup(p->s->multi);
 	pthread_join(p->th, NULL);
 	for (i = 0; i < p->qn; i++)
-		close(p->q[(p->qhead + i) % p->qcap].fd);
+		free(p->q[(p->qhead + i) % p->qcap].mem);
 	pthread_cond_destroy(&p->cv);
 	pthread_mutex_destroy(&p->mu);
 	s3_close(p->s);

@@ -58,6 +58,14 @@ const char *s3_url(const struct s3 *s);	/* "s3://bucket/prefix" */
  * (may be NULL) receives the ETag without quotes. */
 int s3_get(struct s3 *s, const char *key, size_t cap, char **data,
     size_t *len, char etag[S3_ETAG_MAX], struct cs_err *e);
+/* GET of bytes [off, off + len) of key (len 0: to its end) into buf,
+ * which takes at most cap bytes; *got is how many came, *size the
+ * object's whole size (from the answer's Content-Range or
+ * Content-Length). An answer longer than cap is cut there and *size
+ * says it is larger than cap. Safe to call from one thread per handle.
+ * The HTTP status, or -1 with e set. */
+int s3_get_range(struct s3 *s, const char *key, uint64_t off, size_t len,
+    void *buf, size_t cap, size_t *got, uint64_t *size, struct cs_err *e);
 /* PUT; cond NULL, "*" (If-None-Match: *, 412 when the key exists) or an
  * ETag (If-Match, 412 when the object changed). */
 int s3_put(struct s3 *s, const char *key, const void *data, size_t len,
@@ -93,12 +101,13 @@ struct s3_pipe_stats {
 };
 int s3_pipe_start(const struct s3 *s, struct s3_pipe **out,
     struct cs_err *e);
-/* Queues the upload of fd's whole contents (an open file, taken over:
- * closed by the pipe) as key; waits while the queue is full. -1 with e
- * set (the pipe's first failure) once an upload failed: the caller
- * stops what it was doing. */
-int s3_pipe_put(struct s3_pipe *p, const char *key, int fd,
-    struct cs_err *e);
+/* Queues the upload of len bytes of data (copied) as key; waits while
+ * the queue is full or the bodies queued or in flight hold 64 MiB (one
+ * body always fits), so a writer that streams its blobs holds a bounded
+ * amount of memory, whatever it writes. -1 with e set (the pipe's first
+ * failure) once an upload failed: the caller stops what it was doing. */
+int s3_pipe_put(struct s3_pipe *p, const char *key, const void *data,
+    size_t len, struct cs_err *e);
 /* Waits until every queued upload got its answer: 0 when each was
  * stored (or there already); -1 with e set at the first failure.
  * st (may be NULL) gets the counts so far. */

@@ -17,9 +17,10 @@
  * no path) comes through the fetch function (store_set_fetch) instead,
  * chunk by chunk, only the chunks planned for copying, and is checked the
  * same way: a chunk damaged on the way fails the run before any temp file
- * of it exists. A blob sink (store_opts.blob_sink: an object store's
- * uploads) gets each temp file once its bytes are written and checked,
- * so that the upload runs alongside the rest of the copy. A chunk not
+ * of it exists. A blob stream (store_opts.blob_stream: an object store's
+ * uploads) gets each chunk object once its bytes are checked and
+ * encoded, instead of a temp file: nothing of it is written here, and
+ * the upload runs alongside the rest of the copy. A chunk not
  * stored here that the blob target (store_opts.blob_target: an object
  * store, whose listing it consults once) has already is neither read
  * nor sent: a writer whose local copy of the repository is new or was
@@ -225,6 +226,15 @@ copy_chunk(struct crun *r, struct cjob *j, uint8_t *buf, uint8_t *obuf,
 			goto out;
 		blob = obuf;
 	}
+	/* Streamed to an object store: no local copy at all. */
+	if (r->st->opts.blob_stream != NULL) {
+		if (r->st->opts.blob_stream(r->st->opts.blob_stream_ctx, j->name,
+		    blob, bloblen, e) < 0)
+			goto out;
+		j->streamed = 1;
+		rc = 0;
+		goto out;
+	}
 	if (tmp_path(r, j, tmp, sizeof(tmp), e) < 0)
 		goto out;
 	unlink(tmp);
@@ -248,14 +258,6 @@ copy_chunk(struct crun *r, struct cjob *j, uint8_t *buf, uint8_t *obuf,
 		goto out;
 	}
 	tfd = -1;
-	if (r->st->opts.blob_sink != NULL) {
-		char hex[SHA_HEX_LEN];
-
-		sha_hex(j->name, hex);
-		if (r->st->opts.blob_sink(r->st->opts.blob_sink_ctx, hex, tmp,
-		    e) < 0)
-			goto out;
-	}
 	rc = 0;
 out:
 	if (tfd >= 0)
@@ -271,6 +273,8 @@ seal_chunk(struct crun *r, struct cjob *j, struct cs_err *e)
 	struct stat sb;
 	int fd, rc;
 
+	if (j->streamed)
+		return 0;
 	sha_hex(j->name, hex);
 	if (tmp_path(r, j, tmp, sizeof(tmp), e) < 0 ||
 	    store_blob_path(r->st, hex, dst, sizeof(dst), e) < 0)
@@ -741,7 +745,7 @@ plan(struct crun *r, size_t n, struct cs_err *e)
 		 * may build on its object: read from the live file here. */
 		tail.found = 0;
 		if (store_delta_usable(r->st) && r->paths[i] != NULL &&
-		    r->st->putfn == NULL && r->st->opts.blob_sink == NULL &&
+		    r->st->putfn == NULL && r->st->opts.blob_stream == NULL &&
 		    store_prev_tail(r->st, rep->agent, &tail, e) < 0)
 			return -1;
 		for (k = 0; k < rep->nchunks; k++) {
@@ -774,7 +778,7 @@ plan(struct crun *r, size_t n, struct cs_err *e)
 			}
 			r->jobs[r->njobs] = (struct cjob){ (int)i, k, off,
 			    len, rep->chunks[k], { 0 }, 0, s == 2, 0, 0,
-			    { 0 }, 0, { 0, 0, 0 } };
+			    { 0 }, 0, { 0, 0, 0 }, 0 };
 			if (tail.found && tail.off == off && tail.len < len) {
 				r->jobs[r->njobs].plen = tail.len;
 				memcpy(r->jobs[r->njobs].pname, tail.name,
@@ -799,6 +803,7 @@ static int
 all_there(struct crun *r, size_t n, struct cs_err *e)
 {
 	const struct report *rep;
+	const struct blob_target *target = r->st->opts.blob_target;
 	uint8_t name[SHA_LEN];
 	char hex[SHA_HEX_LEN];
 	uint64_t len;
@@ -818,6 +823,12 @@ all_there(struct crun *r, size_t n, struct cs_err *e)
 			if ((s = store_blob_stored(r->st, name, len, 0,
 			    e)) < 0)
 				return -1;
+			/* Streamed to the object store, which vouches
+			 * for it (the publishing finds it listed). */
+			if (s == 0 && r->st->opts.blob_stream != NULL &&
+			    target != NULL && target->has != NULL &&
+			    target->has(target->ctx, name))
+				continue;
 			if (s == 0) {
 				sha_hex(name, hex);
 				return cs_errf(e, "agent %s: chunk %zu (blob %s) "

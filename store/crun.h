@@ -25,6 +25,8 @@ struct cjob {
 	int looked;		/* hashed now (copied or rechecked good): look
 				 * is its blob's, for blobchecks.db */
 	struct blob_look look;
+	int streamed;		/* handed to store_opts.blob_stream: no
+				 * file of it here */
 };
 
 struct crun {

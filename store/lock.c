@@ -169,12 +169,15 @@ lock_peek(const char *dir, const char *name, char *info, size_t infosz,
 	return 1;
 }
 
-/* Fail if a live lock other than ours conflicts with our mode (a
- * reader's: shared, and no lock file of its own). */
+/* The one walk over REPO/locks: fn(ctx, info, excl) for each live lock
+ * file (lock_peek; a stale one is removed unless reader) but ours when
+ * own is set and `keep`, until fn returns non-zero. Returns 1 when fn
+ * stopped it, 0 when every file was seen, -1 with errno set when the
+ * directory cannot be read (ENAMETOOLONG: the path is too long). */
 static int
-lock_conflicts(struct store *st, const char *keep, struct cs_err *e)
+lock_walk(struct store *st, int own, const char *keep, int reader,
+    int (*fn)(void *ctx, const char *info, int excl), void *ctx)
 {
-	int reader = st->mode == STORE_READ;
 	char dir[PATH_MAX], info[256];
 	struct dirent *d;
 	DIR *dp;
@@ -182,35 +185,66 @@ lock_conflicts(struct store *st, const char *keep, struct cs_err *e)
 	int excl, rc = 0;
 
 	if (snprintf(dir, sizeof(dir), "%s/locks", st->repo) >=
-	    (int)sizeof(dir))
-		return cs_errf(e, "repository path too long: %s", st->repo);
-	if ((dp = opendir(dir)) == NULL) {
-		/* Nobody has ever locked it, or we may not look: the flock
-		 * on REPO still keeps forget and prune away. */
-		if (reader && (errno == ENOENT || errno == EACCES))
-			return 0;
-		return cs_errno(e, "repository %s: read %s", st->repo, dir);
+	    (int)sizeof(dir)) {
+		errno = ENAMETOOLONG;
+		return -1;
 	}
+	if ((dp = opendir(dir)) == NULL)
+		return -1;
 	while (rc == 0 && (d = readdir(dp)) != NULL) {
 		len = strlen(d->d_name);
 		if (len < 6 || strcmp(d->d_name + len - 5, ".lock") != 0 ||
-		    (!reader && strcmp(d->d_name, st->lock_name + 6) == 0) ||
+		    (own && strcmp(d->d_name, st->lock_name + 6) == 0) ||
 		    (keep != NULL && strcmp(d->d_name, keep) == 0))
 			continue;
-		if (!lock_peek(dir, d->d_name, info, sizeof(info), &excl,
-		    reader))
-			continue;
-		if (excl)
-			rc = cs_errc(e, CS_E_LOCKED, "repository %s is "
-			    "locked exclusively by %s (forget or prune); try "
-			    "again once it has finished", st->repo, info);
-		else if (st->lock_excl)
-			rc = cs_errc(e, CS_E_LOCKED, "repository %s is in "
-			    "use by %s; try again once it has finished",
-			    st->repo, info);
+		if (lock_peek(dir, d->d_name, info, sizeof(info), &excl,
+		    reader) && fn(ctx, info, excl) != 0)
+			rc = 1;
 	}
 	closedir(dp);
 	return rc;
+}
+
+struct conflict {
+	struct store *st;
+	struct cs_err *e;
+};
+
+/* lock_walk's fn for lock_conflicts: stop, e set, on a conflicting one. */
+static int
+conflict_one(void *ctx, const char *info, int excl)
+{
+	struct conflict *c = ctx;
+
+	if (excl)
+		return cs_errc(c->e, CS_E_LOCKED, "repository %s is locked "
+		    "exclusively by %s (forget or prune); try again once it "
+		    "has finished", c->st->repo, info);
+	if (c->st->lock_excl)
+		return cs_errc(c->e, CS_E_LOCKED, "repository %s is in use by "
+		    "%s; try again once it has finished", c->st->repo, info);
+	return 0;
+}
+
+/* Fail if a live lock other than ours conflicts with our mode (a
+ * reader's: shared, and no lock file of its own). */
+static int
+lock_conflicts(struct store *st, const char *keep, struct cs_err *e)
+{
+	struct conflict c = { st, e };
+	int reader = st->mode == STORE_READ, rc;
+
+	if ((rc = lock_walk(st, !reader, keep, reader, conflict_one,
+	    &c)) >= 0)
+		return rc > 0 ? -1 : 0;
+	if (errno == ENAMETOOLONG)
+		return cs_errf(e, "repository path too long: %s", st->repo);
+	/* Nobody has ever locked it, or we may not look: the flock on REPO
+	 * still keeps forget and prune away. */
+	if (reader && (errno == ENOENT || errno == EACCES))
+		return 0;
+	return cs_errno(e, "repository %s: read %s/locks", st->repo,
+	    st->repo);
 }
 
 /* flock REPO itself (op LOCK_SH or LOCK_EX), without waiting. */
@@ -338,27 +372,18 @@ store_lock_is_stale(struct store *st, const char *name)
 	return stale;
 }
 
+/* lock_walk's fn for store_lock_others: any live one will do. */
+static int
+any_one(void *ctx, const char *info, int excl)
+{
+	(void)ctx;
+	(void)info;
+	(void)excl;
+	return 1;
+}
 
 int
 store_lock_others(struct store *st)
 {
-	char dir[PATH_MAX], info[256];
-	struct dirent *d;
-	DIR *dp;
-	size_t len;
-	int excl, n = 0;
-
-	if (snprintf(dir, sizeof(dir), "%s/locks", st->repo) >=
-	    (int)sizeof(dir) || (dp = opendir(dir)) == NULL)
-		return 0;
-	while (n == 0 && (d = readdir(dp)) != NULL) {
-		len = strlen(d->d_name);
-		if (len < 6 || strcmp(d->d_name + len - 5, ".lock") != 0 ||
-		    (st->lock_fd >= 0 &&
-		    strcmp(d->d_name, st->lock_name + 6) == 0))
-			continue;
-		n = lock_peek(dir, d->d_name, info, sizeof(info), &excl, 1);
-	}
-	closedir(dp);
-	return n;
+	return lock_walk(st, st->lock_fd >= 0, NULL, 1, any_one, NULL) > 0;
 }

@@ -42,7 +42,13 @@ reseal(struct store *st, struct cs_err *e)
 		goto out;
 	while ((step = sqlite3_step(s)) == SQLITE_ROW) {
 		id = sqlite3_column_int64(s, 0);
-		if (id <= 0 || store_digest_v(st, (uint64_t)id, 1, old, e) < 0)
+		if (id <= 0) {
+			cs_errc(e, CS_E_CORRUPT, "repository %s: manifest has "
+			    "a snapshot with id %lld; ids start at 1", st->repo,
+			    (long long)id);
+			goto out;
+		}
+		if (store_digest_v(st, (uint64_t)id, 1, old, e) < 0)
 			goto out;
 		if (strcmp(old, store_col_text(s, 1)) != 0)
 			continue;	/* already broken: leave it so */

@@ -173,7 +173,7 @@ stored_where(void *ctx, const uint8_t *hdr)
 
 /* Blob name's bytes back into its len plain bytes (obj is overwritten
  * when it is opened in place); e names what is wrong. */
-static int
+int
 store_obj_decode(const struct store *st, const uint8_t name[SHA_LEN],
     uint8_t *obj, size_t objlen, uint8_t *plain, size_t len,
     struct cs_err *e)
@@ -358,19 +358,45 @@ store_objbuf_free(struct objbuf *b)
 	b->cap = 0;
 }
 
+/* Blob hex's size and its first SEALED_HDR bytes (fewer: *got), from
+ * REPO/blobs or through the backend. */
+static int
+obj_head(const struct store *st, const char *hex, uint8_t magic[SEALED_HDR],
+    size_t *got, uint64_t *size, struct cs_err *e)
+{
+	char path[PATH_MAX];
+	int fd, rc = 0;
+
+	*got = 0;
+	if (store_blob_remote(st))
+		return store_obj_fetch_head(st, hex, magic, SEALED_HDR, got,
+		    size, e);
+	if (store_blob_path(st, hex, path, sizeof(path), e) < 0 ||
+	    (fd = store_obj_open(path, "an object", size, e)) < 0)
+		return -1;
+	if (*size >= SEALED_HDR) {
+		if (fs_pread_all(fd, magic, SEALED_HDR, 0) < 0)
+			rc = cs_errno(e, "read %s", path);
+		else
+			*got = SEALED_HDR;
+	}
+	close(fd);
+	return rc;
+}
+
 int
-store_obj_check_shape(const struct store *st, const char *path,
+store_obj_check_shape(const struct store *st, const char *hex,
     uint64_t plain, uint64_t *size, struct cs_err *e)
 {
 	uint8_t magic[SEALED_HDR];
 	uint64_t min = sealing(st) + (store_obj_framed(st) ? OBJ_HDR_LEN : 0);
 	uint64_t max = store_obj_bound(st, (size_t)plain);
-	int fd, rc = -1;
+	size_t got;
 
 	*size = 0;
 	if (!store_obj_framed(st))
 		min = plain;
-	if ((fd = store_obj_open(path, "an object", size, e)) < 0)
+	if (obj_head(st, hex, magic, &got, size, e) < 0)
 		return -1;
 	if (*size < min || *size > max) {
 		if (min == max)
@@ -381,21 +407,11 @@ store_obj_check_shape(const struct store *st, const char *path,
 			cs_errf(e, "size mismatch: expected %llu to %llu bytes, "
 			    "found %llu", (unsigned long long)min,
 			    (unsigned long long)max, (unsigned long long)*size);
-		goto out;
+		return -1;
 	}
-	if (st->enc) {
-		if (fs_pread_all(fd, magic, sizeof(magic), 0) < 0) {
-			cs_errno(e, "read %s", path);
-			goto out;
-		}
-		if (memcmp(magic, SEALED_MAGIC, SEALED_HDR) != 0) {
-			cs_errf(e, "not a sealed object (no %s at its start)",
-			    SEALED_MAGIC);
-			goto out;
-		}
-	}
-	rc = 0;
-out:
-	close(fd);
-	return rc;
+	if (st->enc && (got < SEALED_HDR ||
+	    memcmp(magic, SEALED_MAGIC, SEALED_HDR) != 0))
+		return cs_errf(e, "not a sealed object (no %s at its start)",
+		    SEALED_MAGIC);
+	return 0;
 }

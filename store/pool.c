@@ -68,8 +68,10 @@ store_pool_threads(void)
 /* How many workers: one per core in the foreground; two per core in
  * the background (RUN_BACKGROUND) and for foreground tasks that write
  * with direct I/O (RUN_WRITING); POOL_MAX_THREADS for tasks that
- * mostly wait on the disk (RUN_IO). */
-enum run_kind { RUN_FOREGROUND, RUN_WRITING, RUN_BACKGROUND, RUN_IO };
+ * mostly wait on the disk (RUN_IO, in the background) or on an object
+ * store's answers (RUN_REMOTE, in the foreground). */
+enum run_kind { RUN_FOREGROUND, RUN_WRITING, RUN_BACKGROUND, RUN_IO,
+    RUN_REMOTE };
 
 static void
 run(size_t ntasks, void (*fn)(void *ctx, size_t task, int worker),
@@ -97,7 +99,7 @@ run(size_t ntasks, void (*fn)(void *ctx, size_t task, int worker),
 	 * more of them in flight, the block layer merges the flushes asked
 	 * for at once (56 directory fsyncs: 41-67 ms one after the other,
 	 * 12-15 ms on 8 threads, on the project's VM). */
-	if (kind == RUN_IO)
+	if (kind == RUN_IO || kind == RUN_REMOTE)
 		n = POOL_MAX_THREADS;
 	if (n > POOL_MAX_THREADS)
 		n = POOL_MAX_THREADS;
@@ -148,4 +150,11 @@ store_pool_run_io(size_t ntasks,
     void (*fn)(void *ctx, size_t task, int worker), void *ctx)
 {
 	run(ntasks, fn, ctx, RUN_IO);
+}
+
+void
+store_pool_run_remote(size_t ntasks,
+    void (*fn)(void *ctx, size_t task, int worker), void *ctx)
+{
+	run(ntasks, fn, ctx, RUN_REMOTE);
 }

@@ -4,7 +4,9 @@
  * still holds those bytes finds the name free and stores a good copy
  * under it: every snapshot that refers to the name is whole again, as a
  * scrubbed mirror heals. Nothing else is changed; on a read-only
- * repository nothing is moved and the caller only reports. */
+ * repository, or one read through a backend (an object store, whose
+ * object is what is damaged), nothing is moved and the caller only
+ * reports. */
 #include <errno.h>
 #include <stdio.h>
 #include <sys/stat.h>
@@ -17,6 +19,10 @@ store_blob_quarantine(struct store *st, const char *hex, struct cs_err *e)
 {
 	char src[PATH_MAX], dir[PATH_MAX], dst[PATH_MAX], sub[PATH_MAX];
 
+	/* Read through a backend (an object store): the damaged copy is
+	 * the object there, and verify only reports it. */
+	if (store_blob_remote(st))
+		return store_blob_where(st, hex, e);
 	if (st->readonly) {	/* also when root could write it anyway */
 		errno = EROFS;
 		return cs_errno(e, "repository %s", st->repo);

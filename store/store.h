@@ -50,6 +50,7 @@ int store_open(const char *repo, int mode, struct store **out,
  * store_opts is the plain store_open. What o points to is borrowed and
  * must outlive the store. */
 struct store_opts;
+struct store_backend;
 int store_open_with(const char *repo, int mode, const struct store_opts *o,
     struct store **out, struct cs_err *e);
 /* store_open(repo, STORE_READ) for what needs no key (the listing:
@@ -111,8 +112,10 @@ typedef int (*store_password_fn)(void *ctx, const char *repo, char *buf,
  * name and the path of its complete, checked bytes, which stays valid
  * only during the call (a sink that needs the bytes later opens it).
  * Called from several threads at once. -1 with e set fails the copy. */
-typedef int (*blob_sink_fn)(void *ctx, const char *hex, const char *path,
-    struct cs_err *e);
+/* A chunk object (name: its blob name) handed over instead of written:
+ * 0 once the callee has it (queued, copied), or -1 with e set. */
+typedef int (*blob_stream_fn)(void *ctx, const uint8_t name[SHA_LEN],
+    const void *blob, size_t len, struct cs_err *e);
 /* Where the blobs go, for a coordinator whose agents may upload their own
  * chunks (store_set_put): the object store's s3://BUCKET/PREFIX URL, the
  * endpoint and region this process uses ("" when it has none of its
@@ -144,9 +147,12 @@ struct store_opts {
 					 * (not called by store_open_listing);
 					 * NULL: it stays locked */
 	void *password_ctx;
-	blob_sink_fn blob_sink;		/* gets each blob store_put_chunks
-					 * wrote */
-	void *blob_sink_ctx;
+	blob_stream_fn blob_stream;	/* gets each chunk object
+					 * store_put_chunks makes, instead
+					 * of REPO/blobs (an object store's
+					 * upload); called on several
+					 * threads at once */
+	void *blob_stream_ctx;
 	const struct blob_target *blob_target;	/* borrowed: where agents
 						 * may upload their chunks */
 	int accept_rollback;		/* a writer opens a rolled-back
@@ -156,6 +162,10 @@ struct store_opts {
 					 * read or written: a local stand-in
 					 * of an object store (cmd/s3repo.c),
 					 * whose bucket has its own commits */
+	struct store_backend *blob_backend;	/* borrowed: where chunk
+						 * objects are read from (an
+						 * object store, backend.h);
+						 * NULL: REPO/blobs */
 	const struct store_gen_floor *gen_floor;	/* borrowed, with
 							 * no_gen_records; NULL:
 							 * nothing known */

@@ -256,11 +256,11 @@ int store_obj_open_in_place(const struct store *st,
  * open failed). */
 int store_obj_open(const char *path, const char *expect, uint64_t *size,
     struct cs_err *e);
-/* What can be told of the blob at path of a chunk of plain bytes without
+/* What can be told of blob hex of a chunk of plain bytes without
  * the key: it is there, it is a regular file, its length is within what
  * a chunk of plain bytes can become, and a sealed one starts with the
  * sealed magic. 0, or -1 with e saying what is wrong. */
-int store_obj_check_shape(const struct store *st, const char *path,
+int store_obj_check_shape(const struct store *st, const char *hex,
     uint64_t plain, uint64_t *size, struct cs_err *e);
 /* Read the blob at path and decode it into plain[0, len): 0, or -1 with
  * e saying why: it cannot be read ("missing (...)", "not a regular file",
@@ -284,6 +284,27 @@ int store_obj_load_buf(const struct store *st, const uint8_t name[SHA_LEN],
     struct cs_err *e);
 /* Free b's buffer (a bigbuf) and zero its size; b may be reused. */
 void store_objbuf_free(struct objbuf *b);
+/* Blob name's objlen bytes obj back into its len plain bytes (obj is
+ * overwritten when it is opened in place); e names what is wrong. */
+int store_obj_decode(const struct store *st, const uint8_t name[SHA_LEN],
+    uint8_t *obj, size_t objlen, uint8_t *plain, size_t len,
+    struct cs_err *e);
+/* blobread.c: whether st reads its blobs through a backend
+ * (store_opts.blob_backend: an object store) rather than REPO/blobs. */
+int store_blob_remote(const struct store *st);
+/* store_obj_load_buf of blob hex (name: its bytes), wherever st reads
+ * blobs from. */
+int store_obj_fetch_buf(const struct store *st, const uint8_t name[SHA_LEN],
+    const char *hex, uint8_t *plain, size_t len, struct objbuf *b,
+    struct cs_err *e);
+/* -1 with e naming where st's backend keeps blob hex, and what to do
+ * about a damaged one there (verify cannot move it aside). */
+int store_blob_where(const struct store *st, const char *hex,
+    struct cs_err *e);
+/* The first n bytes of blob hex through st's backend into head (*got of
+ * them came; *size is the object's whole size). */
+int store_obj_fetch_head(const struct store *st, const char *hex,
+    uint8_t *head, size_t n, size_t *got, uint64_t *size, struct cs_err *e);
 /* chunkdelta.c: a chunk that grew since the previous snapshot, stored as
  * the previous snapshot's object of it plus a frame of the new bytes.
  * store_delta_usable: the repository's objects allow it (zstd).
@@ -411,6 +432,10 @@ void store_pool_run_background(size_t ntasks,
 /* The same background work on POOL_MAX_THREADS threads whatever the
  * cores: for tasks that mostly wait on the disk (fsyncs). */
 void store_pool_run_io(size_t ntasks,
+    void (*fn)(void *ctx, size_t task, int worker), void *ctx);
+/* The same on POOL_MAX_THREADS threads in the foreground: for tasks
+ * that mostly wait on an object store's answers. */
+void store_pool_run_remote(size_t ntasks,
     void (*fn)(void *ctx, size_t task, int worker), void *ctx);
 
 /* digest.c: the snapshot's digest, hex, recomputed from its rows in the

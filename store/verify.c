@@ -514,7 +514,12 @@ run(struct store *st, uint64_t id, uint64_t *resolved,
 	 * chunk task that waits for its replay waits on a running one.
 	 * Under restore, whoever checks a chunk also writes it, on more
 	 * threads than cores: a direct write blocks its thread. */
-	if (sinks != NULL)
+	if (store_blob_remote(st))
+		/* Chunks come from an object store: a worker waits on its
+		 * GET most of the time, and more of them in flight keep the
+		 * cores decoding and hashing. */
+		store_pool_run_remote(v.ntasks, any_task, &v);
+	else if (sinks != NULL)
 		store_pool_run_writing(v.ntasks, any_task, &v);
 	else
 		store_pool_run(v.ntasks, any_task, &v);

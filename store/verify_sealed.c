@@ -102,7 +102,6 @@ check_channels(struct vrun *v, uint64_t *nmsgs)
 static void
 check_objects(struct vrun *v, uint64_t *nobjs, uint64_t *bytes)
 {
-	char path[PATH_MAX];
 	sqlite3_stmt *s = NULL;
 	struct cs_err e;
 	uint64_t size;
@@ -117,9 +116,7 @@ check_objects(struct vrun *v, uint64_t *nobjs, uint64_t *bytes)
 	sqlite3_bind_int64(s, 1, (sqlite3_int64)v->id);
 	while ((step = sqlite3_step(s)) == SQLITE_ROW) {
 		(*nobjs)++;
-		if (store_blob_path(v->st, store_col_text(s, 0), path,
-		    sizeof(path), &e) < 0 ||
-		    store_obj_check_shape(v->st, path,
+		if (store_obj_check_shape(v->st, store_col_text(s, 0),
 		    (uint64_t)sqlite3_column_int64(s, 1), &size, &e) < 0) {
 			store_vproblem(v, "blob %s: %s", store_col_text(s, 0),
 			    e.msg);

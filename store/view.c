@@ -55,8 +55,7 @@ problem(struct vopen *o, const struct row_chunk *c, const char *fmt, ...)
  * instead of one fault per page while it is decoded. */
 static int
 load_into(struct store *st, const struct row_chunk *c, uint8_t *base,
-    const char *path, unsigned char *damaged, struct objbuf *b,
-    struct cs_err *e)
+    unsigned char *damaged, struct objbuf *b, struct cs_err *e)
 {
 	uint8_t name[SHA_LEN];
 	int rc;
@@ -67,8 +66,8 @@ load_into(struct store *st, const struct row_chunk *c, uint8_t *base,
 		return cs_errno(e, "mmap");
 	if (sha_unhex(c->sha, name) < 0)
 		return cs_errf(e, "bad blob name");
-	rc = store_obj_load_buf(st, name, path, base + c->off, (size_t)c->size,
-	    b, e);
+	rc = store_obj_fetch_buf(st, name, c->sha, base + c->off,
+	    (size_t)c->size, b, e);
 	if (rc < 0 && damaged != NULL && cs_err_code(e) == CS_E_CORRUPT) {
 		damaged[c->idx] = 1;
 		memset(base + c->off, 0, (size_t)c->size);
@@ -82,17 +81,18 @@ load_into(struct store *st, const struct row_chunk *c, uint8_t *base,
 
 static void
 load_chunk(struct store *st, struct vopen *o, const struct row_chunk *c,
-    uint8_t *base, const char *path)
+    uint8_t *base)
 {
 	struct objbuf b = { NULL, 0, 0 };
 	struct cs_err e;
 
-	if (load_into(st, c, base, path, o->damaged, &b, &e) == -1)
+	if (load_into(st, c, base, o->damaged, &b, &e) == -1)
 		problem(o, c, "%s", e.msg);
 	store_objbuf_free(&b);
 }
 
-/* Map chunk c at base + c->off (a framed one: decode it there). */
+/* Map chunk c at base + c->off (a framed one, or one read from an
+ * object store: decode or read it there). */
 static void
 map_chunk(struct store *st, struct vopen *o, const struct row_chunk *c,
     uint8_t *base)
@@ -102,12 +102,12 @@ map_chunk(struct store *st, struct vopen *o, const struct row_chunk *c,
 	uint64_t size;
 	int fd;
 
-	if (store_blob_path(st, c->sha, path, sizeof(path), &e) < 0) {
-		problem(o, c, "%s", e.msg);
+	if (store_obj_framed(st) || store_blob_remote(st)) {
+		load_chunk(st, o, c, base);
 		return;
 	}
-	if (store_obj_framed(st)) {
-		load_chunk(st, o, c, base, path);
+	if (store_blob_path(st, c->sha, path, sizeof(path), &e) < 0) {
+		problem(o, c, "%s", e.msg);
 		return;
 	}
 	snprintf(expect, sizeof(expect), "%llu bytes",
@@ -134,15 +134,15 @@ store_fview_read_chunk(struct store *st, const struct row_chunk *c,
 	uint64_t size;
 	int fd, rc = -1;
 
-	if (store_blob_path(st, c->sha, path, sizeof(path), e) < 0)
-		return -1;
 	atomic_fetch_add(&st->nchunk_reads, 1);
-	if (store_obj_framed(st)) {
+	if (store_obj_framed(st) || store_blob_remote(st)) {
 		if (sha_unhex(c->sha, name) < 0)
 			return cs_errf(e, "bad blob name");
-		return store_obj_load_buf(st, name, path, buf, (size_t)c->size,
-		    b, e);
+		return store_obj_fetch_buf(st, name, c->sha, buf,
+		    (size_t)c->size, b, e);
 	}
+	if (store_blob_path(st, c->sha, path, sizeof(path), e) < 0)
+		return -1;
 	snprintf(expect, sizeof(expect), "%llu bytes",
 	    (unsigned long long)c->size);
 	if ((fd = store_obj_open(path, expect, &size, e)) < 0)

@@ -2,7 +2,8 @@
 # include-graph-test.sh - the include-graph check (include-graph.py) on
 # tiny fixture trees: it must fail naming a real circle, also one through
 # an internal header, and pass a tree without one (a private header
-# beside its public one; a circle in agent/, which it leaves out). TAP.
+# beside its public one; a circle in agent/, which it leaves out), and
+# must fail a room below cmd/ that includes cmd/. TAP.
 here=$(cd "$(dirname "$0")" && pwd)
 check="$here/include-graph.py"
 tmp=$(mktemp -d) || exit 1
@@ -36,7 +37,7 @@ mk() {
 	done
 }
 
-echo 1..5
+echo 1..6
 
 tree=$tmp/circle
 mk x/a.c a.h
@@ -75,9 +76,16 @@ mk lib/u.c u.h
 mk lib/u.h
 ok "agent/ is left out" 0 "include-graph: 1 modules, 0 edges, no circle"
 
+tree=$tmp/upward
+mk cmd/c.c ../tools/t.h
+mk cmd/cmd.h
+mk tools/t.c t.h ../cmd/cmd.h
+mk tools/t.h
+ok "tools/ including cmd/ fails, named" 1 "include upward: tools/t -> cmd/cmd"
+
 tree=$here/..
-ok "the source tree has no circle" 0 ""
+ok "the source tree has no circle and nothing includes cmd/ from below" 0 ""
 
 # Every case above ran.
-[ "$n" -eq 5 ] || { echo "# ran $n checks, not 5"; fail=1; }
+[ "$n" -eq 6 ] || { echo "# ran $n checks, not 6"; fail=1; }
 exit $fail

@@ -9,7 +9,11 @@ A header-only internal header (NAME_int.h, no NAME_int.c: the private
 declarations its directory's files share) is part of each module that
 includes it: its includes count as theirs, so a private header and the
 public one it builds on make no circle, while a circle through it still
-shows. Exit 0 when the graph has no circle; else print each circle found, as
+shows. cmd/ is the top room (the command line's options and output): a
+module outside it that includes a cmd/ module is printed as "include
+upward: tools/x -> cmd/y" and fails too, so that tools/ and the library
+stay usable without the command. Exit 0 when the graph has no circle and
+nothing includes upward; else print each circle found, as
 "include circle: a -> b -> a", and exit 1.
 
 Usage: include-graph.py [ROOT]"""
@@ -108,7 +112,11 @@ def main():
     found = circles(graph)
     for c in found:
         print("include circle: " + " -> ".join(c + [c[0]]))
-    if found:
+    up = [(m, n) for m in sorted(graph) if not m.startswith("cmd/")
+          for n in graph[m] if n.startswith("cmd/")]
+    for m, n in up:
+        print("include upward: %s -> %s" % (m, n))
+    if found or up:
         return 1
     print("include-graph: %d modules, %d edges, no circle" %
           (len(graph), sum(len(v) for v in graph.values())))

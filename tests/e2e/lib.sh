@@ -69,6 +69,13 @@ if [ ! -x "$CUTSNAP" ]; then
 	exit 1
 fi
 
+# wire_version: the protocol version the command speaks (the "protocol"
+# of --version --json), for the tests that write frames themselves.
+wire_version () {
+	"$CUTSNAP" --version --json |
+	    python3 -c "import json, sys; print(json.load(sys.stdin)[\"protocol\"])"
+}
+
 # Pids of processes whose command line mentions this test's directory.
 own_pids () {
 	pgrep -f -- "$TEST_DIR" 2>/dev/null | while read -r p; do

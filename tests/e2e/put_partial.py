@@ -7,14 +7,10 @@ usage: put_partial.py unix SOCKET KEY VLEN SEND MARKER
 Connects (over TLS with TLS_DIR's client certificate), sends the head of
 a put (W_REQ_PUT) of KEY with a value of VLEN bytes and SEND bytes of
 that value (0xA5), creates the file MARKER once they are sent, and then
-sleeps with the connection open until it is killed."""
+sleeps with the connection open until it is killed. The frame's version
+byte is CS_WIRE from the environment (the test reads it from cutsnap
+--version --json)."""
 import os, socket, ssl, struct, sys, time
-
-# The protocol version of this clone (the package's, which speaks the
-# agents' own: t0660).
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
-                                "..", "..", "python"))
-from cutsnap._wire import PROTOCOL  # noqa: E402
 
 args = sys.argv[1:]
 if args[0] == "unix":
@@ -35,7 +31,8 @@ key, vlen, send, marker = args[0].encode(), int(args[1]), int(args[2]), \
     args[3]
 payload_len = 4 + len(key) + 4 + vlen
 # u32 len (payload + version + type), version, type 2 (W_REQ_PUT).
-sock.sendall(struct.pack("<IBB", payload_len + 2, PROTOCOL, 2) +
+sock.sendall(struct.pack("<IBB", payload_len + 2, int(os.environ["CS_WIRE"]),
+                         2) +
              struct.pack("<I", len(key)) + key + struct.pack("<I", vlen))
 left = send
 while left > 0:

@@ -4,11 +4,6 @@
 # with its own warning in the agent's log.
 . "$(dirname "$0")/lib.sh"
 
-# The protocol version the agents speak (cutsnap --version --json), and
-# as the hex byte of a raw frame.
-PROTO=$(cs --version --json | json_get 'd["protocol"]' /dev/stdin)
-V=$(printf %02x "$PROTO")
-
 test_expect_success 'setup: two agents' '
 	make_config A B &&
 	start_cluster &&
@@ -109,43 +104,45 @@ logged_since () {
 	return 1
 }
 
-# The frames below are in the protocol the agent speaks (version $V, the
-# 5th byte; the 6th, the type), so each reaches the check it is about.
+# The frames below are in the protocol the agent speaks (WV, the 5th
+# byte; the 6th, the type), so each reaches the check it is about.
+WV=$(wire_version)
+WVX=$(printf %02x "$WV")
 
 test_expect_success 'a frame with a wrong version: refused as such, closed, agent still serving' '
 	A_PID=$(agent_pid A) && log_mark A &&
 	expect_eq "$(send_raw run/A.sock 0200000063010000)" closed "connection" &&
 	logged_since A "client fd " &&
-	logged_since A "refused: protocol version mismatch: agent A speaks protocol $PROTO, this client 99" &&
+	logged_since A "refused: protocol version mismatch: agent A speaks protocol $WV, this client 99" &&
 	expect_eq "$(bal A)" 100 "A bal"
 '
 
 test_expect_success 'a frame longer than the maximum: closed, logged, agent still serving' '
 	log_mark A &&
-	expect_eq "$(send_raw run/A.sock ffffffff${V}01)" closed "connection" &&
+	expect_eq "$(send_raw run/A.sock ffffffff${WVX}01)" closed "connection" &&
 	logged_since A ": malformed frame: length 4294967295 exceeds 16781312; closing it" &&
 	expect_eq "$(bal A)" 100 "A bal"
 '
 
 test_expect_success 'a frame with an unknown type: closed, logged, agent still serving' '
 	log_mark A &&
-	expect_eq "$(send_raw run/A.sock 02000000${V}ee)" closed "connection" &&
+	expect_eq "$(send_raw run/A.sock 02000000${WVX}ee)" closed "connection" &&
 	logged_since A ": unexpected frame type 238; closing it" &&
 	expect_eq "$(bal A)" 100 "A bal"
 '
 
 test_expect_success 'a length below 2: closed, logged, agent still serving' '
 	log_mark A &&
-	expect_eq "$(send_raw run/A.sock 01000000${V})" closed "connection" &&
+	expect_eq "$(send_raw run/A.sock 0100000002)" closed "connection" &&
 	logged_since A ": malformed frame: length 1 too short; closing it" &&
 	expect_eq "$(bal A)" 100 "A bal"
 '
 
 test_expect_success 'a PUT whose key length overruns the frame: refused with a bad-request reply, nothing stored' '
-	expect_eq "$(send_raw run/A.sock 0a000000${V}02ffffff7f6b657900)" open "connection" &&
+	expect_eq "$(send_raw run/A.sock 0a000000${WVX}02ffffff7f6b657900)" open "connection" &&
 	# REPLY (type 30), code 2 (bad request), the message as a string.
 	expect_eq "$(cat raw.reply)" \
-	    "1c000000${V}1e0215000000$(printf "malformed put request" | od -An -tx1 | tr -d " \n")" \
+	    "1c000000${WVX}1e0215000000$(printf "malformed put request" | od -An -tx1 | tr -d " \n")" \
 	    "reply" &&
 	expect_eq "$(bal A)" 100 "A bal" &&
 	expect_error 1 get -c "$CONF" A key && err_matches "key .key. not found on A" &&
@@ -154,7 +151,7 @@ test_expect_success 'a PUT whose key length overruns the frame: refused with a b
 
 test_expect_success 'a forged peer HELLO from a client: refused for the channel it names, the agent not confused' '
 	log_mark B &&
-	expect_eq "$(send_raw run/B.sock 09000000${V}28030000005a5a5a)" closed "connection" &&
+	expect_eq "$(send_raw run/B.sock 09000000${WVX}28030000005a5a5a)" closed "connection" &&
 	logged_since B "HELLO from ZZZ: no channel ZZZ>B in the config; closing it" &&
 	expect_ok status -c "$CONF" &&
 	expect_ok transfer -c "$CONF" A:bal B:bal 1 &&

@@ -6,10 +6,12 @@
 # agent, a silent client) leaves the balances and the agent as they were;
 # an agent moved to another port by config loses nothing.
 . "$(dirname "$0")/lib.sh"
-. "$_lib_dir/lib-tls.sh"
 
-# The protocol version the agents speak, for the raw frames below.
-PROTO=$(cs --version --json | json_get 'd["protocol"]' /dev/stdin)
+# The version byte of the frames written below.
+CS_WIRE=$(wire_version)
+export CS_WIRE
+
+. "$_lib_dir/lib-tls.sh"
 
 test_expect_success 'setup: config with addr for A and B, C on a Unix socket' '
 	ports=$(free_ports 3) &&
@@ -169,14 +171,14 @@ test_expect_success 'an agent with another agent'\''s certificate refuses to sta
 	sed "s/^tls_dir = tls/tls_dir = badtls/" "$CONF" >imp.ini &&
 	expect_error 2 agent -c imp.ini --name C &&
 	err_matches "certificate .*badtls/C[.]crt is for .B., not agent C" &&
-	python3 - "$PA" badtls "$PROTO" <<-"PY" &&
-	import socket, ssl, struct, sys
+	python3 - "$PA" badtls <<-"PY" &&
+	import os, socket, ssl, struct, sys
 	ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
 	ctx.check_hostname = False
 	ctx.load_verify_locations(sys.argv[2] + "/ca.crt")
 	ctx.load_cert_chain(sys.argv[2] + "/C.crt", sys.argv[2] + "/C.key")
 	s = ctx.wrap_socket(socket.create_connection(("127.0.0.1", int(sys.argv[1])), timeout=10))
-	s.sendall(struct.pack("<IBB", 7, int(sys.argv[3]), 40) + struct.pack("<I", 1) + b"C")
+	s.sendall(struct.pack("<IBB", 7, int(os.environ["CS_WIRE"]), 40) + struct.pack("<I", 1) + b"C")
 	try:
 	    while s.recv(4096):
 	        pass

@@ -8,6 +8,11 @@
 # money conserved and no partial value; a large put torn at the file's
 # end (a crash in its append) is cut by the recovery.
 . "$(dirname "$0")/lib.sh"
+
+# The version byte put_partial.py writes.
+CS_WIRE=$(wire_version)
+export CS_WIRE
+
 . "$_lib_dir/lib-tls.sh"
 
 MIB=1048576

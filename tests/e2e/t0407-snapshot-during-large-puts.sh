@@ -7,6 +7,10 @@
 # value enters only whole, as one record.
 . "$(dirname "$0")/lib.sh"
 
+# The version byte put_partial.py writes.
+CS_WIRE=$(wire_version)
+export CS_WIRE
+
 MIB=1048576
 N=6
 tcs () { timeout 300 "$CUTSNAP" "$@"; }

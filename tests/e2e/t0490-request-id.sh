@@ -8,8 +8,9 @@
 # a kill -9 and a compaction. The total is conserved throughout.
 . "$(dirname "$0")/lib.sh"
 
-# The protocol version the agents speak, for the raw frames below.
-PROTO=$(cs --version --json | json_get 'd["protocol"]' /dev/stdin)
+# The version byte of the frames written below.
+CS_WIRE=$(wire_version)
+export CS_WIRE
 
 ID1=00112233445566778899aabbccddeeff
 ID2=0123456789abcdef0123456789abcdef
@@ -31,13 +32,13 @@ printed_id () { grep -Eo -- '--request-id [0-9a-f]{32}' "$ERR" | cut -c14-; }
 # add_raw AGENT KEY DELTA: W_REQ_ADD without an id, as an older client
 # sends it; prints the reply's code and body.
 add_raw () {
-	python3 - "$TEST_DIR/run/$1.sock" "$2" "$3" "$PROTO" <<'EOF'
-import socket, struct, sys
+	python3 - "$TEST_DIR/run/$1.sock" "$2" "$3" <<'EOF'
+import os, socket, struct, sys
 k = sys.argv[2].encode()
 p = struct.pack("<I", len(k)) + k + struct.pack("<q", int(sys.argv[3]))
 s = socket.socket(socket.AF_UNIX)
 s.connect(sys.argv[1])
-s.sendall(struct.pack("<IBB", len(p) + 2, int(sys.argv[4]), 5) + p)
+s.sendall(struct.pack("<IBB", len(p) + 2, int(os.environ["CS_WIRE"]), 5) + p)
 b = b""
 while len(b) < 4 or len(b) < 4 + struct.unpack("<I", b[:4])[0]:
     c = s.recv(4096)

@@ -6,10 +6,12 @@
 # never acts as an agent, an agent's never as a client; a Unix-socket
 # client stays admin.
 . "$(dirname "$0")/lib.sh"
-. "$_lib_dir/lib-tls.sh"
 
-# The protocol version the agents speak, for the raw frames below.
-PROTO=$(cs --version --json | json_get 'd["protocol"]' /dev/stdin)
+# The version byte of the frames written below.
+CS_WIRE=$(wire_version)
+export CS_WIRE
+
+. "$_lib_dir/lib-tls.sh"
 
 test_expect_success 'setup: A and B on TCP + TLS, C on its Unix socket; A=100 B=50 C=0' '
 	read -r PA PB < <(free_ports 2 | paste -sd" ") &&
@@ -160,8 +162,8 @@ test_expect_success 'an agent certificate sending a client request gets a clear 
 # hello CERT AS: a peer HELLO as agent AS to A over TLS with tls/CERT;
 # prints what A answered: "closed" or the first frame type.
 hello () {
-	python3 - "$PA" "$1" "$2" "$PROTO" <<'PY'
-import socket, ssl, struct, sys
+	python3 - "$PA" "$1" "$2" <<'PY'
+import os, socket, ssl, struct, sys
 port, cert, name = int(sys.argv[1]), sys.argv[2], sys.argv[3].encode()
 ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
 ctx.check_hostname = False
@@ -169,7 +171,7 @@ ctx.load_verify_locations("tls/ca.crt")
 ctx.load_cert_chain(f"tls/{cert}.crt", f"tls/{cert}.key")
 s = ctx.wrap_socket(socket.create_connection(("127.0.0.1", port), timeout=10))
 p = struct.pack("<I", len(name)) + name
-s.sendall(struct.pack("<IBB", 2 + len(p), int(sys.argv[4]), 40) + p)
+s.sendall(struct.pack("<IBB", 2 + len(p), int(os.environ["CS_WIRE"]), 40) + p)
 try:
     b = s.recv(6)
 except (ssl.SSLError, OSError):

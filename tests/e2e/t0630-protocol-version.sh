@@ -9,14 +9,14 @@
 # and the channel comes up once both speak one protocol: nothing is lost.
 . "$(dirname "$0")/lib.sh"
 
-# The protocol version this build speaks.
-PROTO=$(cs --version --json | json_get 'd["protocol"]' /dev/stdin)
-
 # wire SOCK VERSION MODE: wireclient.py's JSON in $OUT.
 wire () {
 	python3 "$_lib_dir/wireclient.py" "$@" >"$OUT" 2>"$ERR" || {
 		show_out; return 1; }
 }
+
+# WV: the protocol this build speaks; B is made to speak 1, an older one.
+WV=$(wire_version)
 
 # log_count NAME REGEX: lines of NAME's log matching REGEX.
 log_count () { grep -Ec -- "$2" "run/$1.log"; }
@@ -31,20 +31,20 @@ test_expect_success 'setup: A and B' '
 test_expect_success 'a protocol 1 request: REPLY_VERSION in version 1, then closed' '
 	wire run/A.sock 1 get &&
 	json_check "d[\"version\"] == 1 and d[\"type\"] == 30 and d[\"code\"] == 15" "$OUT" &&
-	json_check "d[\"body\"] == \"agent A speaks protocol $PROTO, this client 1\"" "$OUT" &&
+	json_check "d[\"body\"] == \"agent A speaks protocol $WV, this client 1\"" "$OUT" &&
 	json_check "d[\"closed\"]" "$OUT" &&
-	wait_for 10 grep -q "client fd [0-9]* refused: protocol version mismatch: agent A speaks protocol $PROTO, this client 1" run/A.log
+	wait_for 10 grep -q "client fd [0-9]* refused: protocol version mismatch: agent A speaks protocol $WV, this client 1" run/A.log
 '
 
 test_expect_success 'a HELLO naming protocol 1 is refused the same way' '
-	wire run/A.sock "$PROTO" hello:1 &&
-	json_check "d[\"version\"] == $PROTO and d[\"code\"] == 15 and d[\"closed\"]" "$OUT" &&
-	json_check "d[\"body\"] == \"agent A speaks protocol $PROTO, this client 1\"" "$OUT"
+	wire run/A.sock "$WV" hello:1 &&
+	json_check "d[\"version\"] == $WV and d[\"code\"] == 15 and d[\"closed\"]" "$OUT" &&
+	json_check "d[\"body\"] == \"agent A speaks protocol $WV, this client 1\"" "$OUT"
 '
 
-test_expect_success 'a HELLO naming the current protocol: OK with the protocol and the name' '
-	wire run/A.sock "$PROTO" hello:$PROTO &&
-	json_check "d[\"code\"] == 0 and d[\"body\"] == \"$PROTO A\" and not d[\"closed\"]" "$OUT"
+test_expect_success 'a HELLO naming its own protocol: OK with the protocol and the name' '
+	wire run/A.sock "$WV" "hello:$WV" &&
+	json_check "d[\"code\"] == 0 and d[\"body\"] == \"$WV A\" and not d[\"closed\"]" "$OUT"
 '
 
 test_expect_success 'the agent stayed healthy: same process, requests answered' '
@@ -68,12 +68,12 @@ test_expect_success 'setup: B restarted speaking protocol 1' '
 
 test_expect_success 'the command (the current protocol) is refused by B by name' '
 	expect_error 1 get -c "$CONF" B bal &&
-	err_matches "agent B speaks protocol 1, this client $PROTO"
+	err_matches "agent B speaks protocol 1, this client $WV"
 '
 
 test_expect_success 'channel A>B refused by name at both ends, logged once by A' '
-	wait_for 20 eval "[ \$(log_count B \"channel A>B refused: protocol version mismatch: agent A speaks protocol $PROTO, this agent 1\") -ge 3 ]" &&
-	expect_eq "$(log_count A "channel A>B refused by B: agent B speaks protocol 1, this agent $PROTO")" 1 "A refusal lines" &&
+	wait_for 20 eval "[ \$(log_count B \"channel A>B refused: protocol version mismatch: agent A speaks protocol $WV, this agent 1\") -ge 3 ]" &&
+	expect_eq "$(log_count A "channel A>B refused by B: agent B speaks protocol 1, this agent $WV")" 1 "A refusal lines" &&
 	expect_eq "$(log_count A "malformed")" 0 "malformed lines in A.log" &&
 	expect_eq "$(log_count B "malformed")" 0 "malformed lines in B.log"
 '

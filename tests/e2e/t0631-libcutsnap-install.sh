@@ -75,7 +75,7 @@ test_expect_success 'it runs against a live agent' '
 	LD_LIBRARY_PATH=$ROOT/usr/lib timeout 60 ./libapp "$CONF" A \
 	    "$TEST_DIR/run/A.sock" "$REPO" >"$OUT" 2>"$ERR" || { show_out; return 1; }
 	cat "$OUT" >&2 &&
-	json_check "d[\"protocol\"] == $(cs --version --json | json_get "d[\"protocol\"]" /dev/stdin) and d[\"put\"] == 0 and d[\"get\"] == 0 and d[\"value\"] == \"hello\"" &&
+	json_check "d[\"protocol\"] == $(wire_version) and d[\"put\"] == 0 and d[\"get\"] == 0 and d[\"value\"] == \"hello\"" &&
 	json_check "d[\"get_absent\"] == 1 and d[\"get_absent_null\"] == 1" &&
 	json_check "d[\"add\"] == 0 and d[\"add2\"] == 0 and d[\"sum\"] == 42" &&
 	json_check "d[\"add_text\"] == -1 and d[\"add_text_kind\"] == -1 and d[\"add_text_msg\"] == \"integer\"" &&

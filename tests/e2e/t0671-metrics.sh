@@ -75,9 +75,10 @@ test_expect_success 'a held channel: its queue gauge grows, then drains' '
 	wait_bal B 58
 '
 
-test_expect_success 'a snapshot counts at every agent, with its bytes and time' '
+test_expect_success 'a snapshot counts at every agent, with its bytes and time, not as failed' '
 	scrape B &&
 	r0=$(val B "cutsnap_snapshots_recorded_total{agent=B}") &&
+	f0=$(val B "cutsnap_snapshots_failed_total{agent=B}") &&
 	c0=$(val B "cutsnap_snapshots_committed_total{agent=B}") &&
 	n0=$(val B "cutsnap_snapshot_record_seconds_count{agent=B}") &&
 	take_snapshot &&
@@ -85,7 +86,8 @@ test_expect_success 'a snapshot counts at every agent, with its bytes and time' 
 	expect_eq "$(val B "cutsnap_snapshots_recorded_total{agent=B}")" $((r0 + 1)) recorded &&
 	expect_eq "$(val B "cutsnap_snapshot_record_seconds_count{agent=B}")" $((n0 + 1)) count &&
 	[ "$(val B "cutsnap_snapshot_recorded_bytes_total{agent=B}")" -gt 0 ] &&
-	expect_eq "$(val B "cutsnap_snapshots_in_progress{agent=B}")" 0 in-progress
+	expect_eq "$(val B "cutsnap_snapshots_in_progress{agent=B}")" 0 in-progress &&
+	expect_eq "$(val B "cutsnap_snapshots_failed_total{agent=B}")" "$f0" failed
 '
 
 test_expect_success 'data file size and open dead letters agree with status --json' '

@@ -109,7 +109,7 @@ test_expect_success 'SIGTERM in the middle of a paced copy: it stops at once, no
 	expect_eq "$(snap_status "$SNAP_ID")" aborted "manifest status"
 '
 
-test_expect_success 'a failed rename: the blobs renamed before it go' '
+test_expect_success 'a failed rename: the blobs renamed before it go, said after the id' '
 	remember && new_data 512 &&
 	timeout -k 5 60 env FAULTFS_OP=rename FAULTFS_N=3 LD_PRELOAD="$FAULTFS" \
 	    ASAN_OPTIONS="${ASAN_OPTIONS:-}:verify_asan_link_order=0" \
@@ -117,7 +117,7 @@ test_expect_success 'a failed rename: the blobs renamed before it go' '
 	expect_eq "$?" 1 "exit status" &&
 	err_is_one_line && err_matches "rename" &&
 	json_check "d[\"status\"] == \"aborted\" and d[\"removed\"][\"blobs\"] >= 1" &&
-	err_matches "removed the [0-9]+ blobs" &&
+	err_matches "^cutsnap: snapshot: snapshot [0-9]+ aborted: .*rename.*; removed the [0-9]+ blobs" &&
 	back_to_before &&
 	expect_ok verify -r "$REPO" 1
 '

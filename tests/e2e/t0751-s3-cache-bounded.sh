@@ -1,12 +1,12 @@
 #!/bin/bash
-# A writer's cache over an object store is collected and its loss costs
-# no re-upload. After each commit the cache keeps only the blobs the
-# newest snapshot refers to (its bound), so what forget and newer
-# snapshots leave behind goes; a writer whose cache is new (another host,
-# another spelling of the endpoint) learns which blobs the bucket has
-# from one listing and uploads only the new ones. Before, the cache kept
-# every blob ever written (940 MB of cache for a 403 MB bucket) and a new
-# cache PUT every blob again, each answered 412.
+# A writer's cache over an object store holds no blob, and its loss
+# costs no re-upload. A snapshot streams its chunk objects to the bucket
+# from memory, so the cache keeps only the manifest, whatever forget,
+# prune and newer snapshots do; a writer whose cache is new (another
+# host, another spelling of the endpoint) learns which blobs the bucket
+# has from one listing and uploads only the new ones. Before, the cache
+# kept every blob ever written (940 MB of cache for a 403 MB bucket) and
+# a new cache PUT every blob again, each answered 412.
 . "$(dirname "$0")/lib.sh"
 test_require S3
 . "$_lib_dir/lib-s3.sh"
@@ -51,35 +51,37 @@ print(n)
 EOF
 }
 
-test_expect_success 'setup: snapshot 1 of A with 12 values; the cache holds its blobs' '
+test_expect_success 'setup: snapshot 1 of A with 12 values; the cache holds none of its blobs' '
 	make_config A B && start_cluster &&
 	set_balances A=100 B=50 &&
 	put_keys 1 12 &&
 	expect_ok snapshot -c "$CONF" -r "$REPO_URL" -v &&
 	S1=$(_parse_id "$OUT") &&
 	N1=$(newest_snap_refs) && [ "$N1" -ge 20 ] &&
-	expect_eq "$(cache_blobs)" "$N1" "blobs in the cache after snapshot 1"
+	expect_eq "$(cache_blobs)" 0 "blobs in the cache after snapshot 1" &&
+	expect_eq "$(s3count "$BUCKET" repo/blobs/ | tr -d " ")" "$((N1 + 1))" \
+	    "objects under blobs/ (the blobs and .repository-id)"
 '
 
-test_expect_success 'after A is compacted, the next snapshot drops the old blobs from the cache' '
+test_expect_success 'after A is compacted, the next snapshot still leaves no blob in the cache' '
 	for i in $(seq 1 12); do cs del -c "$CONF" A "k$i" || return 1; done &&
 	put_keys 13 14 &&
 	expect_ok compact -c "$CONF" A &&
 	expect_ok snapshot -c "$CONF" -r "$REPO_URL" -v &&
 	S2=$(_parse_id "$OUT") && [ "$S2" -gt "$S1" ] &&
 	N2=$(newest_snap_refs) && [ "$N2" -lt "$N1" ] &&
-	err_matches "s3: uploaded .*, [1-9][0-9]* cached blobs collected" &&
-	expect_eq "$(cache_blobs)" "$N2" "blobs in the cache after snapshot 2" &&
+	err_matches "s3: uploaded [1-9][0-9]* blobs .*, 0 cached blobs collected" &&
+	expect_eq "$(cache_blobs)" 0 "blobs in the cache after snapshot 2" &&
 	[ "$(s3count "$BUCKET" repo/blobs/)" -gt "$N2" ]
 '
 
-test_expect_success 'forget and prune: the bucket drops the old blobs, the cache stays at the newest snapshot' '
+test_expect_success 'forget and prune: the bucket drops the old blobs, the cache still holds none' '
 	expect_ok forget -r "$REPO_URL" --keep-last 1 &&
 	# --force: most of the bucket'"'"'s blobs go (A was compacted).
 	expect_ok prune -r "$REPO_URL" --grace 0 --force &&
 	expect_eq "$(s3count "$BUCKET" repo/blobs/ | tr -d " ")" "$((N2 + 1))" \
 	    "objects under blobs/ (the blobs and .repository-id)" &&
-	expect_eq "$(cache_blobs)" "$N2" "blobs in the cache" &&
+	expect_eq "$(cache_blobs)" 0 "blobs in the cache" &&
 	expect_ok verify -r "$REPO_URL"
 '
 

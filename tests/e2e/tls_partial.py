@@ -8,14 +8,10 @@ Connects with TLS_DIR's client certificate, sends a status request
 (W_REQ_STATUS) sealed in one record: first half the record's bytes, then,
 PAUSE_S seconds later, the rest. Prints one JSON line: the CPU seconds
 the agent process used during the pause (utime + stime from /proc), and
-the type and length of the reply frame read after the rest was sent."""
+the type and length of the reply frame read after the rest was sent. The
+frame's version byte is CS_WIRE from the environment (the test reads it
+from cutsnap --version --json)."""
 import json, os, socket, ssl, struct, sys, time
-
-# The protocol version of this clone (the package's, which speaks the
-# agents' own: t0660).
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
-                                "..", "..", "python"))
-from cutsnap._wire import PROTOCOL  # noqa: E402
 
 host, port, tls_dir, pid, pause = sys.argv[1], int(sys.argv[2]), \
     sys.argv[3], int(sys.argv[4]), float(sys.argv[5])
@@ -55,7 +51,7 @@ while True:
         pump_in()
 flush()
 # The request: u32 len = 2 (version + type), version, W_REQ_STATUS.
-tls.write(struct.pack("<IBB", 2, PROTOCOL, 1))
+tls.write(struct.pack("<IBB", 2, int(os.environ["CS_WIRE"]), 1))
 record = out.read()
 half = len(record) // 2
 sock.sendall(record[:half])

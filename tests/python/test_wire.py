@@ -109,20 +109,24 @@ class FakeAgent:
         self.conn.close()
 
 
+# The version the fake agent answers in: this package's own.
+V = w.PROTOCOL
+
+
 class Protocol(unittest.TestCase):
-    def conn(self, replies, version=2):
+    def conn(self, replies, version=w.PROTOCOL):
         f = FakeAgent(replies)
         self.addCleanup(f.ours.close)
         return f, Connection(f.ours, "A", 5, version)
 
     def test_commit_results_and_conflict(self):
-        f, c = self.conn([(2, w.REPLY_OK, struct.pack("<Iq", 1, 12)),
-                          (2, w.REPLY_CONFLICT,
+        f, c = self.conn([(V, w.REPLY_OK, struct.pack("<Iq", 1, 12)),
+                          (V, w.REPLY_CONFLICT,
                            struct.pack("<I", 0) + b(b"k is 1"))])
         with c.transaction() as t:
             t.add("n", 2)
         self.assertEqual(t.results, [12])
-        self.assertEqual(f.got[0][:2], (2, w.W_REQ_TXN))
+        self.assertEqual(f.got[0][:2], (V, w.W_REQ_TXN))
         with self.assertRaises(cutsnap.Conflict) as cm:
             with c.transaction() as t2:
                 t2.expect("k", "2")
@@ -131,7 +135,7 @@ class Protocol(unittest.TestCase):
         self.assertFalse(t2.committed)
 
     def test_block_that_raises_commits_nothing(self):
-        f, c = self.conn([(2, w.REPLY_OK, b"v")])
+        f, c = self.conn([(V, w.REPLY_OK, b"v")])
         with self.assertRaises(KeyError):
             with c.transaction() as t:
                 t.put("k", "v")
@@ -142,9 +146,9 @@ class Protocol(unittest.TestCase):
 
     def test_recv_message_timeout_busy_notfound(self):
         msg = b(b"B") + struct.pack("<Q", 7) + bytes(range(16)) + b(b"hi")
-        f, c = self.conn([(2, w.REPLY_OK, msg), (2, w.REPLY_TIMEOUT, b""),
-                          (2, w.REPLY_BUSY, b"channel A>B is full"),
-                          (2, w.REPLY_NOTFOUND, b"no message B:7")])
+        f, c = self.conn([(V, w.REPLY_OK, msg), (V, w.REPLY_TIMEOUT, b""),
+                          (V, w.REPLY_BUSY, b"channel A>B is full"),
+                          (V, w.REPLY_NOTFOUND, b"no message B:7")])
         m = c.recv(timeout=1.5)
         self.assertEqual((m.sender, m.seq, m.id, m.payload),
                          ("B", 7, bytes(range(16)), b"hi"))
@@ -157,11 +161,11 @@ class Protocol(unittest.TestCase):
             c.commit(cutsnap.Transaction().consume(m))
 
     def test_version_refusal_names_both(self):
-        why = b"agent A speaks protocol 3, this client 2"
-        f, c = self.conn([(2, w.REPLY_VERSION, why)])
+        why = b"agent A speaks protocol 4, this client 3"
+        f, c = self.conn([(V, w.REPLY_VERSION, why)])
         with self.assertRaises(cutsnap.VersionMismatch) as cm:
             c.get("k")
-        self.assertIn("protocol 3, this client 2", str(cm.exception))
+        self.assertIn("protocol 4, this client 3", str(cm.exception))
         self.assertTrue(c.closed)
         self.assertRaises(cutsnap.Error, c.get, "k")
 
@@ -172,7 +176,7 @@ class Protocol(unittest.TestCase):
         self.assertIn("protocol 1", str(cm.exception))
 
     def test_malformed_reply_closes(self):
-        f, c = self.conn([(2, w.REPLY_OK, b"\x01")])
+        f, c = self.conn([(V, w.REPLY_OK, b"\x01")])
         with self.assertRaises(cutsnap.Error):
             c.commit(cutsnap.Transaction().put("k", "v"))
         self.assertTrue(c.closed)

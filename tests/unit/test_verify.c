@@ -25,6 +25,7 @@
 #include "../../log/dlfile.h"
 #include "../../lib/fsutil.h"
 #include "../../crypto/sha.h"
+#include "../../store/backend.h"
 #include "../../store/store_int.h"
 #include "unit.h"
 
@@ -38,6 +39,11 @@ struct fix {
 	uint8_t chunks[2][8][32];	/* their chunk digests */
 	size_t nchunks[2];
 };
+
+/* When set, verify and restore read the blobs through a directory
+ * backend over this directory (store_opts.blob_backend), as they read
+ * an object store's, instead of REPO/blobs. */
+static const char *via_dir;
 
 
 /* History chains in the seed's files (chain.h): CHAIN_NONE as older
@@ -247,6 +253,7 @@ teardown(void **state)
 {
 	struct fix *f = *state;
 
+	via_dir = NULL;
 	cfg_free(f->cfg);
 	assert_int_equal(unit_rmtree(f->dir), 0);
 	free(f);
@@ -264,12 +271,30 @@ chunk_of(const struct fix *f, int agent, size_t k, char *out, size_t outsz)
 	snprintf(out, outsz, "%s/blobs/%.2s/%s", f->repo, hex, hex);
 }
 
+static void
+open_repo(const struct fix *f, struct store **st, struct store_backend **b,
+    struct cs_err *e)
+{
+	struct store_opts o;
+
+	*b = NULL;
+	if (via_dir == NULL) {
+		assert_int_equal(store_open(f->repo, 0, st, e), 0);
+		return;
+	}
+	memset(&o, 0, sizeof(o));
+	assert_int_equal(store_backend_dir(via_dir, b, e), 0);
+	o.blob_backend = *b;
+	assert_int_equal(store_open_with(f->repo, 0, &o, st, e), 0);
+}
+
 /* Verify snapshot 0 (the newest complete); the result, problems in p.
  * Every chunk buffer verify maps is unmapped again, whatever it found
  * (LeakSanitizer does not see mappings: bigbuf counts them). */
 static int
 verify(const struct fix *f, struct unit_probs *p)
 {
+	struct store_backend *b;
 	struct store *st;
 	struct cs_err e;
 	uint64_t got;
@@ -277,9 +302,10 @@ verify(const struct fix *f, struct unit_probs *p)
 	int n;
 
 	memset(p, 0, sizeof(*p));
-	assert_int_equal(store_open(f->repo, 0, &st, &e), 0);
+	open_repo(f, &st, &b, &e);
 	n = store_verify(st, 0, &got, unit_collect, p, &e);
 	store_close(st);
+	store_backend_close(b);
 	assert_int_equal(bigbuf_live(), live);
 	return n;
 }
@@ -289,6 +315,7 @@ verify(const struct fix *f, struct unit_probs *p)
 static int
 restore(const struct fix *f, struct cs_err *e)
 {
+	struct store_backend *b;
 	struct store *st;
 	struct cfg *c;
 	struct unit_probs p;
@@ -298,9 +325,10 @@ restore(const struct fix *f, struct cs_err *e)
 
 	memset(&p, 0, sizeof(p));
 	assert_int_equal(cfg_load(f->rconf, &c, e), 0);
-	assert_int_equal(store_open(f->repo, 0, &st, e), 0);
+	open_repo(f, &st, &b, e);
 	rc = store_restore(st, 0, c, &got, unit_collect, &p, e);
 	store_close(st);
+	store_backend_close(b);
 	cfg_free(c);
 	assert_int_equal(bigbuf_live(), live);
 	return rc;
@@ -405,6 +433,103 @@ deleted_chunk(void **state)
 	assert_true(unit_has(&p, "agent A: chunk 2 ("));
 	assert_true(unit_has(&p, "missing"));
 	expect_refused(f, "failed verification");
+}
+
+/* Every chunk blob of the snapshot copied to DIR/mirror/blobs (which
+ * via_dir then names), and the originals removed: what verify and
+ * restore read can only come through the backend. */
+static void
+mirror_chunks(struct fix *f, char *mirror, size_t n)
+{
+	char src[256], dst[512], sub[512];
+	struct cs_err e;
+	uint8_t *buf;
+	size_t len, k;
+	int a, fd;
+
+	snprintf(mirror, n, "%s/mirror", f->dir);
+	for (a = 0; a < 2; a++)
+		for (k = 0; k < f->nchunks[a]; k++) {
+			chunk_of(f, a, k, src, sizeof(src));
+			if (access(src, F_OK) < 0)
+				continue;	/* a chunk both agents share */
+			snprintf(dst, sizeof(dst), "%s/blobs/%s", mirror,
+			    strstr(src, "/blobs/") + 7);
+			snprintf(sub, sizeof(sub), "%s", dst);
+			*strrchr(sub, '/') = '\0';
+			assert_int_equal(fs_mkdir_p(sub, 0700, &e), 0);
+			assert_int_equal(fs_read_file(src, 1 << 20, &buf, &len,
+			    &e), 0);
+			assert_true((fd = open(dst, O_WRONLY | O_CREAT | O_EXCL,
+			    0600)) >= 0);
+			assert_int_equal(write(fd, buf, len), (ssize_t)len);
+			close(fd);
+			free(buf);
+			assert_int_equal(unlink(src), 0);
+		}
+	via_dir = mirror;
+}
+
+static void
+backend_verifies_and_restores(void **state)
+{
+	struct fix *f = *state;
+	struct unit_probs p;
+	struct cs_err e;
+	char mirror[128], path[256];
+
+	mirror_chunks(f, mirror, sizeof(mirror));
+	chunk_of(f, 0, 0, path, sizeof(path));
+	assert_int_equal(access(path, F_OK), -1);
+	assert_int_equal(verify(f, &p), 0);
+	assert_int_equal(p.n, 0);
+	assert_int_equal(restore(f, &e), 0);
+	expect_file(f->ra, "90", "B", 0);
+	expect_file(f->rb, "60", "A", 1);
+	via_dir = NULL;
+	/* Without the backend the blobs are gone. */
+	assert_true(verify(f, &p) > 0);
+}
+
+static void
+backend_names_damage(void **state)
+{
+	struct fix *f = *state;
+	struct unit_probs p;
+	char mirror[128], path[256], want[512], *m;
+	uint8_t c;
+	int fd;
+
+	mirror_chunks(f, mirror, sizeof(mirror));
+	/* A's chunk 1 flipped, B's chunk 0 deleted, in the mirror. */
+	chunk_of(f, 0, 1, path, sizeof(path));
+	m = strstr(path, "/blobs/");
+	snprintf(want, sizeof(want), "%s%s", mirror, m);
+	assert_true((fd = open(want, O_RDWR)) >= 0);
+	assert_int_equal(pread(fd, &c, 1, 20), 1);
+	c ^= 0x40;
+	assert_int_equal(pwrite(fd, &c, 1, 20), 1);
+	close(fd);
+	chunk_of(f, 1, 0, path, sizeof(path));
+	snprintf(want, sizeof(want), "%s%s", mirror, strstr(path, "/blobs/"));
+	assert_int_equal(unlink(want), 0);
+	assert_true(verify(f, &p) > 0);
+	assert_true(unit_has(&p, "agent A: chunk 1 ("));
+	assert_true(unit_has(&p, "sha256 mismatch"));
+	/* Not moved aside: the backend's object is what is damaged. */
+	assert_true(unit_has(&p, "not quarantined: the object is "));
+	chunk_of(f, 0, 1, path, sizeof(path));
+	snprintf(want, sizeof(want), "%s%s", mirror, strstr(path, "/blobs/"));
+	assert_int_equal(access(want, F_OK), 0);
+	snprintf(want, sizeof(want), "%s/quarantine", f->repo);
+	assert_int_equal(access(want, F_OK), -1);
+	assert_true(unit_has(&p, "agent B: chunk 0 ("));
+	/* The missing object is named where the backend looked. */
+	snprintf(want, sizeof(want), "missing (expected %s", "");
+	assert_true(unit_has(&p, want));
+	assert_true(unit_has(&p, mirror));
+	expect_refused(f, "failed verification");
+	via_dir = NULL;
 }
 
 /* A report of A's whole data file (first appending a PUT of val, unless
@@ -1026,6 +1151,27 @@ version_1_tampering_survives_migration(void **state)
 	    "deleted (expected 0000000000000000"));
 }
 
+/* A version 1 manifest with a snapshot id below 1 (edited: SQLite gives
+ * none) cannot be re-sealed: the writer's open fails as corrupt, with a
+ * message naming the id, and leaves version 1. */
+static void
+version_1_bad_id_fails_migration(void **state)
+{
+	struct fix *f = *state;
+	struct store *st;
+	struct cs_err e;
+
+	setenv("CUTSNAP_CHUNK_SIZE", "4194304", 1);
+	build(f, 1, 0, 10);
+	make_version_1(f, NULL);
+	unit_sql(f->repo, "UPDATE snapshots SET id = 0");
+	memset(&e, 0, sizeof(e));
+	assert_int_equal(store_open(f->repo, STORE_WRITE, &st, &e), -1);
+	assert_int_equal(cs_err_code(&e), CS_E_CORRUPT);
+	assert_non_null(strstr(e.msg, "a snapshot with id 0"));
+	assert_int_equal(query_int(f, "PRAGMA user_version"), 1);
+}
+
 static void
 restore_killed_half_way_then_again(void **state)
 {
@@ -1241,6 +1387,8 @@ main(void)
 		    version_1_repository_is_migrated, setup, teardown),
 		cmocka_unit_test_setup_teardown(
 		    version_1_tampering_survives_migration, setup, teardown),
+		cmocka_unit_test_setup_teardown(
+		    version_1_bad_id_fails_migration, setup, teardown),
 		T(second_store_copies_only_new_chunks),
 		T(runs_in_one_process_store_exact_chunks),
 		T(recheck_heals_a_bad_blob),
@@ -1251,6 +1399,8 @@ main(void)
 		T(flipped_byte_in_chunk),
 		T(truncated_chunk),
 		T(deleted_chunk),
+		T(backend_verifies_and_restores),
+		T(backend_names_damage),
 		T(deleted_messages_row),
 		T(tampered_types_and_sizes),
 		T(schema_version_changed),

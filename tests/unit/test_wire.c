@@ -8,8 +8,8 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <setjmp.h>
-#include <stdlib.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
@@ -125,7 +125,7 @@ parse_rejects_bad_version_and_type_zero(void **state)
 	(void)state;
 	hdr(b, 2, WIRE_VERSION + 1, W_REQ_STATUS);
 	assert_int_equal(wire_parse(b, 6, &type, &pl, &plen, &used, &e), -1);
-	snprintf(want, sizeof(want), "speaks protocol %u, this one %u",
+	snprintf(want, sizeof(want), "speaks protocol %d, this one %d",
 	    WIRE_VERSION + 1, WIRE_VERSION);
 	assert_non_null(strstr(e.msg, want));
 	hdr(b, 2, 0, W_REQ_STATUS);
@@ -289,7 +289,7 @@ recv_reports_eof(void **state)
 
 	/* EOF in the middle of a payload. */
 	assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
-	hdr(b, 10, WIRE_VERSION, W_REQ_PUT);
+	hdr(b, 10, WIRE_VERSION, 3);
 	assert_int_equal(fs_write_all(sv[0], b, sizeof(b)), 0);
 	assert_int_equal(fs_write_all(sv[0], "abc", 3), 0);
 	close(sv[0]);
@@ -317,7 +317,7 @@ recv_rejects_malformed_header(void **state)
 	hdr(b, 2, 9, W_REQ_PUT);
 	assert_int_equal(fs_write_all(sv[0], b, sizeof(b)), 0);
 	assert_int_equal(wire_recv(sv[1], &type, &pl, &plen, 1000, &e), -1);
-	snprintf(want, sizeof(want), "speaks protocol 9, this one %u",
+	snprintf(want, sizeof(want), "speaks protocol 9, this one %d",
 	    WIRE_VERSION);
 	assert_non_null(strstr(e.msg, want));
 	close(sv[0]);

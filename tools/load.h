@@ -1,13 +1,18 @@
-/* load.h - the load generator's run (load_run.c, load_io.c), driven by
- * load.c. */
-#ifndef CUTSNAP_CMD_LOAD_H
-#define CUTSNAP_CMD_LOAD_H
+/* load.h - the load generator: load_measure (load.c) drains, deposits,
+ * runs the clients (load_run.c, load_io.c) and sums up; "cutsnap load"
+ * (cmd/load.c) parses its options and prints what it measured. */
+#ifndef CUTSNAP_TOOLS_LOAD_H
+#define CUTSNAP_TOOLS_LOAD_H
 
 #include <stddef.h>
 #include <stdint.h>
 #include "../lib/config.h"
+#include "../lib/err.h"
 
 #define LOAD_KEY "bal"
+#define LOAD_REQ_TIMEOUT_MS 30000	/* one request's wait for its reply */
+
+struct store_opts;
 
 struct load_opts {
 	const struct cfg *c;
@@ -17,6 +22,10 @@ struct load_opts {
 	int64_t max_amount;	/* transfers move 1..max_amount */
 	int snap_every_ms;	/* 0: no snapshots */
 	const char *repo;	/* with snap_every_ms */
+	const struct store_opts *store;	/* the snapshots' (the password) */
+	/* Called after each snapshot committed: 0, or -1 with e set when
+	 * it could not be made visible (an object store); NULL: none. */
+	int (*published)(struct cs_err *e);
 };
 
 /* One request: when it started (us since the run began) and how long. */
@@ -44,6 +53,25 @@ struct load_result {
 	int64_t elapsed_us;	/* wall time of the client phase */
 	int interrupted;	/* ended early by SIGINT or SIGTERM */
 };
+
+/* What a run measured, summed up (load_measure). */
+struct load_summary {
+	double secs, tps, p50, p99, max;
+	double during_p50, during_p99, during_max;
+	double outside_p50, outside_p99, outside_max, snap_p50;
+	size_t snaps_ok, snaps_failed, during_n;
+	uint64_t syncs, writes;
+	int64_t total0, total1;
+	int checked;		/* total1 was read (not no_drain) */
+};
+
+/* The whole measurement: wait for the channels to drain (unless
+ * no_drain), deposit `initial` where an agent has no balance and sum the
+ * balances, run the clients (load_run, with the stop signals caught),
+ * drain again and sum again. 0 with r and s filled (load_result_free r),
+ * or -1 with e set. */
+int load_measure(const struct load_opts *o, int64_t initial, int no_drain,
+    struct load_result *r, struct load_summary *s, struct cs_err *e);
 
 /* Run the clients (and the snapshot thread) for o->seconds. 0, or -1 with
  * e set when the run could not start (no memory, no thread). Request

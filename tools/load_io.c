@@ -11,7 +11,7 @@
  * A client is still a closed loop: one TRANSFER outstanding at a time,
  * on a random channel S->D with a random amount, its latency measured
  * from the send to the reply. A request unanswered within
- * CMD_REQ_TIMEOUT_MS, or any error on a connection, counts a failure and
+ * LOAD_REQ_TIMEOUT_MS, or any error on a connection, counts a failure and
  * closes that connection; the next request to that agent reconnects.
  */
 #include <sys/epoll.h>
@@ -29,13 +29,13 @@
 #include "../lib/util.h"
 #include "../net/wire.h"
 #include "../net/xport.h"
-#include "cmd.h"
+#include "load.h"
 #include "load_io.h"
 
 #define IN_START 512
 #define IN_MAX (4 + (size_t)WIRE_MAX_FRAME)	/* wire_parse refuses more */
 #define MAX_EVENTS 64
-#define TIMEOUT_US ((int64_t)CMD_REQ_TIMEOUT_MS * 1000)
+#define TIMEOUT_US ((int64_t)LOAD_REQ_TIMEOUT_MS * 1000)
 
 static uint64_t
 rnd(uint64_t *s)
@@ -390,12 +390,14 @@ on_reply(struct load_worker *w, int ci, uint8_t type, const uint8_t *p,
 		if (record(w, cl, end) == -1)
 			cl->oom = 1;
 	} else {
-		cs_printable(body, blen, msg, sizeof(msg), 0);
-		if (code == REPLY_FAIL &&
-		    strncmp(msg, "insufficient funds", 18) == 0)
+		/* CONFLICT: the source's balance is below the amount, an
+		 * outcome of random transfers, not a failure. */
+		if (code == REPLY_CONFLICT) {
 			cl->insufficient++;
-		else
+		} else {
+			cs_printable(body, blen, msg, sizeof(msg), 0);
 			note_failure(cl, w->o->c->agents[cl->cur].name, msg);
+		}
 	}
 	make_ready(w, cl);
 }

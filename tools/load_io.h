@@ -1,8 +1,8 @@
 /* load_io.h - the load generator's worker threads (load_io.c): each runs
  * an epoll loop over the non-blocking connections of its share of the
  * clients. Used by load_run.c only. */
-#ifndef CUTSNAP_CMD_LOAD_IO_H
-#define CUTSNAP_CMD_LOAD_IO_H
+#ifndef CUTSNAP_TOOLS_LOAD_IO_H
+#define CUTSNAP_TOOLS_LOAD_IO_H
 
 #include <stddef.h>
 #include <stdint.h>

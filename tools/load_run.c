@@ -17,7 +17,6 @@
 
 #include "../lib/util.h"
 #include "../coordinator/coordinator.h"
-#include "cmd.h"
 #include "load.h"
 #include "load_io.h"
 
@@ -109,7 +108,7 @@ snapper_main(void *arg)
 
 	memset(&co, 0, sizeof(co));
 	co.repo = s->o->repo;
-	co.store = &cmd_store_opts;	/* the password, as snapshot's */
+	co.store = s->o->store;	/* the password, as snapshot's */
 	co.timeout_s = 60;
 	/* The default recheck age, as "cutsnap snapshot" has: 0 would read
 	 * back, decode and hash every reused chunk on every snapshot. */
@@ -140,7 +139,8 @@ snapper_main(void *arg)
 		memset(v, 0, sizeof(*v));
 		v->start_us = (cs_now_ns() / 1000) - s->t0_us;
 		rc = coord_snapshot(s->o->c, &co, &v->id, &e);
-		if (rc == 0 && cmd_repo_published(&e) < 0) {
+		if (rc == 0 && s->o->published != NULL &&
+		    s->o->published(&e) < 0) {
 			/* Taken, but not made visible in the object store. */
 			rc = -1;
 			v->id = 0;
@@ -148,8 +148,8 @@ snapper_main(void *arg)
 		v->end_us = (cs_now_ns() / 1000) - s->t0_us;
 		v->ok = rc == 0;
 		if (rc < 0 && s->first_failure[0] == '\0')
-			cmd_snapshot_error(v->id, e.msg, s->first_failure,
-			    sizeof(s->first_failure));
+			snprintf(s->first_failure, sizeof(s->first_failure),
+			    "%.*s", (int)sizeof(s->first_failure) - 1, e.msg);
 	}
 	return NULL;
 }
