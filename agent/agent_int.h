@@ -9,6 +9,9 @@
  *   the entry's offset, the channel is up (WELCOME seen) and not held.
  * - An incoming channel applies seq applied+1 only; later seqs wait in a
  *   hold-back ring, earlier ones are duplicates and are only re-acked.
+ *   While the inbox holds inbox_max bytes or more, an application message
+ *   at applied+1 waits in the ring too, unapplied and unacknowledged, and
+ *   everything behind it on its channel with it (inch.c).
  * - Up to SNAP_MAX snapshots are in progress at once, one struct snap
  *   (recording) each, told apart by their identities (snapuid.h); a slot
  *   is free iff its phase is SNAP_NONE. */
@@ -24,6 +27,7 @@
 #include "../log/datalog.h"
 #include "../log/dlfile.h"
 #include "../lib/err.h"
+#include "../proto/chmsg.h"
 #include "../proto/report.h"
 #include "../net/conn.h"
 #include "../net/role_policy.h"
@@ -49,10 +53,12 @@
 #define BACKOFF_MIN_MS	50
 #define BACKOFF_MAX_MS	1000
 #define IN_CAP		(WIRE_MAX_FRAME + WIRE_HDR_LEN)
-/* An application message's payload cap (a TXN's send). Below the 16 MiB
- * the record formats allow: a channel keeps up to OUT_WINDOW messages in
- * memory and a receiver holds back as many, so this bounds both. */
-#define APP_PAYLOAD_MAX	(64u << 10)
+/* An application message's payload cap (a TXN's send): the 16 MiB the
+ * frame and record formats allow. What a channel keeps in memory is
+ * bounded in bytes, not by this: a sender refuses sends to a peer with
+ * more than the peer's inbox_max_bytes unacknowledged (txn.c), and a
+ * receiver holds back at most what its sender has written. */
+#define APP_PAYLOAD_MAX	CHMSG_APP_MAX
 
 enum conn_role {
 	ROLE_NEW,		/* accepted, no frame yet */
@@ -174,6 +180,18 @@ struct outch {
 	int diverged;		/* the last check refused: transfers fail */
 	char why[160];		/* diverged: the reason (chain_check) */
 	int fence_ok;		/* its check accepted in this run (fence.c) */
+	/* Application messages sent and not acknowledged, oldest first:
+	 * ap[aph, apt), and the sum of their lengths, which a TXN's send
+	 * to dst is refused beyond (REPLY_BUSY, txn.c). */
+	struct app_unacked *ap;
+	size_t aph, apt, apcap;
+	uint64_t app_bytes;
+};
+
+/* One application message on an outgoing channel, not acknowledged. */
+struct app_unacked {
+	uint64_t seq;
+	size_t len;		/* its chmsg bytes */
 };
 
 /* A message that arrived before its turn. */
@@ -196,6 +214,8 @@ struct inch {
 	uint64_t acked;
 	int64_t ack_at;
 	int withhold;		/* test hook: no ACK but the WELCOME's */
+	int full;		/* an application message waits for room in
+				 * the inbox (logged once per wait) */
 };
 
 /* One incoming channel as it is being recorded. */
@@ -290,6 +310,9 @@ struct agent {
 	struct conn **tlsp;	/* TLS used since looked at: may hold
 				 * bytes that epoll cannot see */
 	size_t ntlsp, tlspcap;
+	int flushing;		/* agent_conn_commit's pass over dirty is
+				 * under way (conn.c: when EPOLLOUT is
+				 * asked for) */
 	int lists_lost;		/* out of memory growing them: scan every
 				 * connection instead, for good */
 	size_t nconns;		/* in conns, dead ones included */
@@ -566,6 +589,8 @@ int agent_outch_timeout(struct agent *a, int64_t now);
 int agent_outch_hold(struct agent *a, int dst, int hold, int mode);
 size_t agent_outch_queued(const struct agent *a, int dst);
 size_t agent_outch_unacked(const struct agent *a, int dst);	/* messages */
+/* Bytes of application messages sent to dst and not acknowledged. */
+uint64_t agent_outch_app_bytes(const struct agent *a, int dst);
 /* How long channel self->dst has had entries waiting with no ack
  * progress, in ms; 0 when nothing waits. */
 uint64_t agent_outch_stalled_ms(const struct agent *a, int dst);
@@ -579,6 +604,10 @@ void agent_inch_frame(struct agent *a, struct conn *c, uint8_t type,
     const uint8_t *p, size_t n);
 void agent_inch_closed(struct agent *a, struct conn *c);
 void agent_inch_batch_done(struct agent *a, struct conn *c);
+/* 1 when the inbox holds its cap (inbox_max_bytes) or more. */
+int agent_inbox_full(const struct agent *a);
+/* The inbox shrank: apply what waited for room in it, in seq order. */
+void agent_inch_admit(struct agent *a);
 /* Delayed ACKs: send those due by now (all: every one owed, at
  * shutdown); ms until the next is due, -1 for none. */
 void agent_inch_timers(struct agent *a, int64_t now, int all);
@@ -601,6 +630,10 @@ void agent_snap_marker(struct agent *a, int src, const struct snapuid *id,
  * in every snapshot whose window on src->self holds it. */
 int agent_snap_applied(struct agent *a, int src, uint64_t seq, const uint8_t *p,
     size_t n);
+/* Messages from src that arrived and wait in its hold-back ring: those
+ * next in seq order recorded as agent_snap_applied does (an arrival is
+ * what closes a channel's recording, applied or not). -1 out of memory. */
+int agent_snap_arrived(struct agent *a, int src);
 void agent_snap_conn_closed(struct agent *a, struct conn *c);
 void agent_snap_tick(struct agent *a);
 /* Forget snapshots past their deadline; ms until the next, or -1. */

@@ -61,12 +61,21 @@ conn_set_events(struct agent *a, struct conn *c)
 		if (!c->eof && agent_conn_pending(c) < OUT_HIGH_WATER &&
 		    c->vs == NULL && c->recv_at == 0)
 			want |= EPOLLIN;
-		if (c->rel > c->outoff || conn_stream_due(c))
+		/* A connection in dirty is written by the commit's pass
+		 * before the loop waits again: asking for EPOLLOUT now and
+		 * dropping it once written would cost two epoll_ctl per
+		 * request. That pass asks for it if bytes are left. */
+		if ((c->rel > c->outoff || conn_stream_due(c)) &&
+		    (!c->in_dirty || a->flushing))
 			want |= EPOLLOUT;
 		if (c->rd_want_w)
 			want |= EPOLLOUT;
 		if (c->wr_want_r)
 			want |= EPOLLIN;
+		/* A parked RECV reads nothing, but its client's hang-up
+		 * must free it at once, not at its deadline. */
+		if (c->recv_at != 0)
+			want |= EPOLLRDHUP;
 	}
 	if (want == c->events)
 		return;
@@ -516,6 +525,7 @@ agent_conn_commit(struct agent *a, uint64_t synced)
 	struct conn *c;
 	size_t i, j = 0;
 
+	a->flushing = 1;
 	if (a->lists_lost) {
 		for (c = a->conns; c != NULL; c = c->next) {
 			if (c->dead)
@@ -523,6 +533,7 @@ agent_conn_commit(struct agent *a, uint64_t synced)
 			agent_conn_release(a, c, synced);
 			agent_conn_flush(a, c);
 		}
+		a->flushing = 0;
 		return;
 	}
 	/* A flush may queue frames on other connections (a closed channel
@@ -542,6 +553,7 @@ agent_conn_commit(struct agent *a, uint64_t synced)
 		a->dirty[j++] = c;
 	}
 	a->ndirty = j;
+	a->flushing = 0;
 }
 
 static void
@@ -926,6 +938,12 @@ agent_conn_event(struct agent *a, struct conn *c, uint32_t ev)
 	}
 	if (c->hs) {
 		conn_handshake(a, c);
+		return;
+	}
+	/* The client of a parked RECV hung up (libcutsnap never half-closes
+	 * a connection it waits on): nobody is left to answer. */
+	if (c->recv_at != 0 && (ev & (EPOLLRDHUP | EPOLLHUP | EPOLLERR))) {
+		agent_conn_close(a, c, "hung up with a recv parked");
 		return;
 	}
 	if ((ev & (EPOLLIN | EPOLLHUP | EPOLLERR)) ||

@@ -1,6 +1,21 @@
 /* inch.c - incoming channels src->self: WELCOME with the history chain,
  * the sender's verdict on it, apply in seq order with a hold-back ring for
- * early messages, drop duplicates, ack once durable. */
+ * early messages, drop duplicates, ack once durable; back-pressure when
+ * the inbox is full.
+ *
+ * Back-pressure: an application message that finds the inbox at or over
+ * inbox_max_bytes is not applied; it waits in the hold-back ring with
+ * everything behind it on its channel (seq order), unacknowledged, so the
+ * sender keeps it durably and stops taking sends once its unacknowledged
+ * bytes pass the cap (txn.c). The channel is still read: a marker behind
+ * waiting messages arrives, and their arrival closes the channel's
+ * recording (snapshot.c), so snapshots complete while the inbox is full.
+ * The ring holds at most what the sender has written and not had
+ * acknowledged: its window (OUT_WINDOW messages), within the cap in
+ * application bytes plus one message. A consume makes room and
+ * agent_inch_admit applies what waited; if the connection dropped
+ * meanwhile, the sender resends it. */
+#include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -10,8 +25,8 @@
 #include "../lib/log.h"
 #include "agent_int.h"
 
-/* A credit or an application message (whose payload the sender caps
- * lower, APP_PAYLOAD_MAX). */
+/* A credit or an application message (its payload at most
+ * APP_PAYLOAD_MAX). */
 #define MSG_MAX (1u + CHMSG_ID_LEN + 4u + APP_PAYLOAD_MAX)
 #define VERDICT_MAX 512			/* the reason in a VERDICT */
 
@@ -196,6 +211,64 @@ inch_hold(struct inch *ic, uint64_t seq, const uint8_t *p, size_t n)
 	return 0;
 }
 
+int
+agent_inbox_full(const struct agent *a)
+{
+	return datalog_state(a->dl)->inbox_bytes >=
+	    a->c->agents[a->self].inbox_max;
+}
+
+/* Message p[0, n) may not be applied now: an application message while
+ * the inbox is full. It then waits in the ring, unacknowledged, and so
+ * does everything behind it (seq order); the sender keeps it durably and
+ * its TXNs get REPLY_BUSY once its unacknowledged bytes pass the cap. */
+static int
+inch_must_wait(struct agent *a, int s, uint64_t seq, const uint8_t *p,
+    size_t n)
+{
+	struct inch *ic = &a->in[s];
+
+	if (n == 0 || p[0] != CHMSG_APP || !agent_inbox_full(a))
+		return 0;
+	if (!ic->full)
+		log_info("channel %s>%s: inbox full (%" PRIu64 " of %" PRIu64
+		    " bytes): seq %" PRIu64 " and what follows wait, "
+		    "unacknowledged, until the application consumes",
+		    sname(a, s), a->name, datalog_state(a->dl)->inbox_bytes,
+		    a->c->agents[a->self].inbox_max, seq);
+	ic->full = 1;
+	return 1;
+}
+
+/* Apply the held messages next in seq order, until a gap or one that
+ * must wait for room in the inbox. -1 after closing ic's connection. */
+static int
+inch_drain(struct agent *a, int s)
+{
+	struct inch *ic = &a->in[s];
+	uint64_t seq;
+	struct held *h;
+	int rc;
+
+	while (ic->nheld > 0) {
+		seq = dl_wm_get(&datalog_state(a->dl)->applied, sname(a, s)) + 1;
+		h = &ic->ring[seq % HOLD_CAP];
+		if (h->seq != seq || inch_must_wait(a, s, seq, h->p, h->n))
+			break;
+		rc = inch_apply(a, s, seq, h->p, h->n);
+		free(h->p);
+		h->p = NULL;
+		h->seq = 0;
+		ic->nheld--;
+		if (rc == -1) {
+			if (ic->conn != NULL)
+				agent_conn_close(a, ic->conn, NULL);
+			return -1;
+		}
+	}
+	return 0;
+}
+
 static void
 inch_msg(struct agent *a, struct conn *c, uint64_t seq, const uint8_t *p,
     size_t n)
@@ -203,22 +276,30 @@ inch_msg(struct agent *a, struct conn *c, uint64_t seq, const uint8_t *p,
 	struct inch *ic = &a->in[c->peer];
 	const char *src = sname(a, c->peer);
 	uint64_t applied = dl_wm_get(&datalog_state(a->dl)->applied, src);
-	struct held *h;
-	int rc;
 
 	c->ack_due = 1;
 	if (seq <= applied)
 		return;		/* a resend of an applied one: ack again */
-	if (seq > applied + 1) {
-		if (seq - applied > HOLD_CAP) {
-			log_error("channel %s>%s: seq %llu is more than %u "
-			    "ahead of applied %llu; closing it", src, a->name,
-			    (unsigned long long)seq, HOLD_CAP,
-			    (unsigned long long)applied);
-			agent_conn_close(a, c, NULL);
-		} else if (inch_hold(ic, seq, p, n) == -1) {
+	if (seq - applied > HOLD_CAP) {
+		log_error("channel %s>%s: seq %llu is more than %u ahead of "
+		    "applied %llu; closing it", src, a->name,
+		    (unsigned long long)seq, HOLD_CAP,
+		    (unsigned long long)applied);
+		agent_conn_close(a, c, NULL);
+		return;
+	}
+	if (seq > applied + 1 || inch_must_wait(a, c->peer, seq, p, n)) {
+		if (inch_hold(ic, seq, p, n) == -1) {
 			log_error("out of memory holding back a message");
 			agent_conn_close(a, c, NULL);
+			return;
+		}
+		/* Arrived, so a snapshot's recording of this channel
+		 * counts it, applied or not (snapshot.c). */
+		if (agent_snap_arrived(a, c->peer) == -1) {
+			log_error("out of memory recording channel %s>%s",
+			    src, a->name);
+			a->fatal = 1;
 		}
 		return;
 	}
@@ -227,19 +308,28 @@ inch_msg(struct agent *a, struct conn *c, uint64_t seq, const uint8_t *p,
 		return;
 	}
 	/* Drain what waited for this one. */
-	while (ic->nheld > 0) {
-		h = &ic->ring[(++seq) % HOLD_CAP];
-		if (h->seq != seq)
-			break;
-		rc = inch_apply(a, c->peer, seq, h->p, h->n);
-		free(h->p);
-		h->p = NULL;
-		h->seq = 0;
-		ic->nheld--;
-		if (rc == -1) {
-			agent_conn_close(a, c, NULL);
-			return;
-		}
+	(void)inch_drain(a, c->peer);
+}
+
+void
+agent_inch_admit(struct agent *a)
+{
+	struct inch *ic;
+	int s;
+
+	for (s = 0; s < a->n && !agent_inbox_full(a); s++) {
+		ic = &a->in[s];
+		if (!ic->full)
+			continue;
+		ic->full = 0;
+		log_info("channel %s>%s: room in the inbox again; admitting "
+		    "what waited", sname(a, s), a->name);
+		if (inch_drain(a, s) == -1 || ic->conn == NULL ||
+		    ic->withhold)
+			continue;
+		/* Acknowledge what was admitted, as after a batch. */
+		if (ic->ack_at == 0)
+			ic->ack_at = cs_now_ms() + ACK_DELAY_MS;
 	}
 }
 

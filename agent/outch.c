@@ -18,6 +18,7 @@
 
 #include "../log/chain.h"
 #include "../lib/log.h"
+#include "../proto/chmsg.h"
 #include "../net/xport.h"
 #include "agent_int.h"
 
@@ -142,6 +143,54 @@ acked_chain(struct agent *a, int d, uint64_t k, uint8_t out[DL_CHAIN_LEN])
 	return 1;
 }
 
+/* Note application message seq of len bytes as unacknowledged on o. */
+static int
+app_push(struct outch *o, uint64_t seq, size_t len)
+{
+	struct app_unacked *n;
+	size_t ncap;
+
+	if (o->apt == o->apcap) {
+		if (o->aph > 0) {
+			memmove(o->ap, o->ap + o->aph,
+			    (o->apt - o->aph) * sizeof(*o->ap));
+			o->apt -= o->aph;
+			o->aph = 0;
+		} else {
+			ncap = o->apcap ? o->apcap * 2 : 16;
+			if ((n = realloc(o->ap, ncap * sizeof(*n))) == NULL)
+				return -1;
+			o->ap = n;
+			o->apcap = ncap;
+		}
+	}
+	o->ap[o->apt].seq = seq;
+	o->ap[o->apt++].len = len;
+	o->app_bytes += len;
+	return 0;
+}
+
+/* Acknowledged up to k: those application messages are the peer's. */
+static void
+app_acked(struct outch *o, uint64_t k)
+{
+	while (o->aph < o->apt && o->ap[o->aph].seq <= k)
+		o->app_bytes -= o->ap[o->aph++].len;
+	if (o->aph == o->apt)
+		o->aph = o->apt = 0;
+}
+
+/* datalog_read_sends at start: the backlog's application messages. */
+static int
+app_scan(void *ctx, uint64_t seq, const uint8_t *msg, size_t len,
+    const uint8_t *chain)
+{
+	(void)chain;
+	if (len == 0 || msg[0] != CHMSG_APP)
+		return 0;
+	return app_push(ctx, seq, len);
+}
+
 /* Something waits on o: an entry not written yet, or a written message
  * not acknowledged (a written marker waits for nothing). Scanned from
  * the tail, where a message almost always is. */
@@ -171,6 +220,9 @@ agent_outch_enqueue(struct agent *a, int dst, enum qkind kind, uint64_t seq,
 
 	if (!outch_waiting(o))
 		o->stall_ms = cs_now_ms();
+	if (kind == Q_MSG && len > 0 && payload[0] == CHMSG_APP &&
+	    app_push(o, seq, len) == -1)
+		return -1;
 	memset(&e, 0, sizeof(e));
 	e.kind = kind;
 	e.seq = seq;
@@ -303,7 +355,7 @@ agent_outch_init(struct agent *a, struct cs_err *e)
 {
 	const struct dl_state *st = datalog_state(a->dl);
 	const struct wm *s;
-	uint64_t acked;
+	uint64_t acked, off;
 	size_t i;
 	int d;
 
@@ -344,6 +396,11 @@ agent_outch_init(struct agent *a, struct cs_err *e)
 		log_info("channel %s>%s: %llu unacknowledged messages to "
 		    "resend", a->name, dname(a, d),
 		    (unsigned long long)(s->seq - acked));
+		/* Their application bytes count against the peer's cap. */
+		off = a->out[d].f_off;
+		if (datalog_read_sends(a->dl, s->peer, &off, acked + 1,
+		    app_scan, &a->out[d], e) == -1)
+			return -1;
 	}
 	return 0;
 }
@@ -363,6 +420,7 @@ agent_outch_free(struct agent *a)
 			qent_free(&a->out[d].q[i]);
 		free(a->out[d].q);
 		free(a->out[d].fm);
+		free(a->out[d].ap);
 	}
 	free(a->out);
 	a->out = NULL;
@@ -386,6 +444,12 @@ agent_outch_unacked(const struct agent *a, int dst)
 	for (i = o->qh; i < o->qh + o->w; i++)
 		n += o->q[i].kind == Q_MSG;
 	return n;
+}
+
+uint64_t
+agent_outch_app_bytes(const struct agent *a, int dst)
+{
+	return a->out[dst].app_bytes;
 }
 
 uint64_t
@@ -604,6 +668,7 @@ outch_acked(struct agent *a, int d, uint64_t k, int welcome)
 		 * enough. */
 		pop_written(o, k);
 	}
+	app_acked(o, k);
 	if (file_acked(o, k) == -1) {
 		log_error("out of memory queueing markers on channel %s>%s",
 		    a->name, dname(a, d));

@@ -293,7 +293,9 @@ snap_chan_marker(struct agent *a, struct snap *sn, int src, uint64_t s)
 		    " below applied %" PRIu64 " at recording: the sender let "
 		    "a later message overtake its marker", SNAME(sn),
 		    nm(a, src), a->name, s, rc->a);
-	if (dl_wm_get(&st->applied, nm(a, src)) >= s)
+	/* Every message up to s applied, or recorded on arrival while it
+	 * waits for room in the inbox. */
+	if (dl_wm_get(&st->applied, nm(a, src)) >= s || rc->a + rc->n >= s)
 		snap_close_chan(a, sn, rc);
 }
 
@@ -347,6 +349,11 @@ snap_record(struct agent *a, struct snap *sn, int first_src, uint64_t s)
 	}
 	sn->nopen = sn->nch;
 	sn->phase = SNAP_RECORDING;
+	/* Messages that arrived and wait for room in the inbox are past
+	 * a, so in the channel's state. */
+	for (i = 0; i < a->n; i++)
+		if (a->in[i].configured && agent_snap_arrived(a, i) == -1)
+			goto oom;
 	log_info("snapshot %s: recording at %" PRIu64 " bytes (%s)",
 	    SNAME(sn), sn->L, first_src >= 0 ? "first marker" : "initiator");
 	if (sn->nopen == 0) {
@@ -488,6 +495,10 @@ agent_snap_marker(struct agent *a, int src, const struct snapuid *id,
 	done_add(a, id);
 }
 
+/* Record message seq of src in every recording that expects it next:
+ * its recorded messages are (a, a + n], in seq order, each once, whether
+ * it was recorded on arrival (it waited for room in the inbox) or when
+ * applied. */
 int
 agent_snap_applied(struct agent *a, int src, uint64_t seq, const uint8_t *p,
     size_t n)
@@ -501,7 +512,7 @@ agent_snap_applied(struct agent *a, int src, uint64_t seq, const uint8_t *p,
 		sn = &a->snaps[i];
 		if (sn->phase != SNAP_RECORDING ||
 		    (rc = snap_chan(sn, src)) == NULL || rc->closed ||
-		    seq <= rc->a)
+		    seq != rc->a + rc->n + 1)
 			continue;
 		if (rc->n == rc->cap) {
 			ncap = rc->cap ? rc->cap * 2 : 16;
@@ -519,6 +530,33 @@ agent_snap_applied(struct agent *a, int src, uint64_t seq, const uint8_t *p,
 		rc->n++;
 		if (rc->have_s && seq >= rc->s)
 			snap_close_chan(a, sn, rc);
+	}
+	return 0;
+}
+
+int
+agent_snap_arrived(struct agent *a, int src)
+{
+	const struct inch *ic = &a->in[src];
+	const struct held *h;
+	struct rec_chan *rc;
+	uint64_t next;
+	size_t i;
+
+	if (ic->ring == NULL)
+		return 0;
+	for (i = 0; i < SNAP_MAX; i++) {
+		if (a->snaps[i].phase != SNAP_RECORDING ||
+		    (rc = snap_chan(&a->snaps[i], src)) == NULL)
+			continue;
+		while (!rc->closed) {
+			next = rc->a + rc->n + 1;
+			h = &ic->ring[next % HOLD_CAP];
+			if (h->seq != next)
+				break;
+			if (agent_snap_applied(a, src, next, h->p, h->n) == -1)
+				return -1;
+		}
 	}
 	return 0;
 }
@@ -599,7 +637,18 @@ snap_report(struct agent *a, struct snap *sn)
 	report_encode(&w, &r);
 	if (w.oom)
 		goto oom;
-	agent_conn_send(a, sn->coord, W_SNAP_REPORT, w.data, w.len, 0);
+	if (w.len > REPORT_MAX_BYTES) {
+		log_error("snapshot %s: its report is %zu bytes, more than %llu "
+		    "(the messages in flight at the cut); abandoned",
+		    SNAME(sn), w.len, (unsigned long long)REPORT_MAX_BYTES);
+		snap_forget(a, sn, 0, "abandoned");
+		goto out;
+	}
+	/* In pieces beyond one (wire.h): the last one is the report. */
+	for (i = 0; w.len - i > WIRE_MAX_PIECE; i += WIRE_MAX_PIECE)
+		agent_conn_send(a, sn->coord, W_SNAP_REPORT_PART, w.data + i,
+		    WIRE_MAX_PIECE, 0);
+	agent_conn_send(a, sn->coord, W_SNAP_REPORT, w.data + i, w.len - i, 0);
 	sn->phase = SNAP_REPORTED;
 	a->ct.snaps++;
 	a->ct.snap_bytes += sn->L;

@@ -36,6 +36,10 @@ collect(struct agent *a, struct agstat *st)
 	st->cafter = a->cafter;
 	st->cms = a->cms;
 	st->compacting = a->rw != NULL;
+	st->inbox_msgs = s->ninbox;
+	st->inbox_bytes = s->inbox_bytes;
+	st->inbox_max = a->c->agents[a->self].inbox_max;
+	st->recv_parked = a->nrecv;
 	/* Every snapshot in progress, by the id its repository gave it and
 	 * its identity; the first also as snap_id/phase. */
 	snprintf(st->phase, sizeof(st->phase), "none");

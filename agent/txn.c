@@ -456,6 +456,21 @@ msgs_allowed(struct agent *a, struct conn *c, const struct txn *t)
 			    a->out[o->peer].why);
 			return -1;
 		}
+		/* Back-pressure: the peer's inbox is full and its messages
+		 * wait here, durably; refused rather than queued without
+		 * bound. The peer's cap bounds what waits for it. */
+		if (o->kind == TXN_SEND && agent_outch_app_bytes(a, o->peer) >
+		    a->c->agents[o->peer].inbox_max) {
+			agent_conn_replyf(a, c, REPLY_BUSY, "op %" PRIu32 ": "
+			    "%s's inbox is full: %" PRIu64 " bytes of messages "
+			    "to it wait unacknowledged, over its "
+			    "inbox_max_bytes %" PRIu64 "; retry once it "
+			    "consumes; nothing was done", i,
+			    a->c->agents[o->peer].name,
+			    agent_outch_app_bytes(a, o->peer),
+			    a->c->agents[o->peer].inbox_max);
+			return -1;
+		}
 	}
 	if ((taken = calloc(st(a)->ninbox + 1, 1)) == NULL) {
 		agent_conn_replyf(a, c, REPLY_FAIL, "out of memory");
@@ -619,6 +634,9 @@ agent_txn_request(struct agent *a, struct conn *c, const uint8_t *p,
 		goto out;
 	queue_sends(a, &t);
 	agent_req_reply_ok(a, c, id, t.reply.data, t.reply.len);
+	/* A consume made room: what waited for it is admitted. */
+	if (t.nmsg > 0)
+		agent_inch_admit(a);
 out:
 	free(t.ops);
 	kvmap_free(t.staged);

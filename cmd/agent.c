@@ -10,7 +10,7 @@
 
 static const char usage_text[] =
     "usage: cutsnap agent -c CONF --name NAME [--log-level LEVEL]\n"
-    "                     [--log FILE]\n"
+    "                     [--log FILE] [--inbox-max-bytes SIZE]\n"
     "\n"
     "Run agent NAME of the cluster in CONF in the foreground until SIGTERM,\n"
     "SIGINT or 'cutsnap stop'. It owns NAME's data file and serves clients\n"
@@ -31,18 +31,22 @@ static const char usage_text[] =
     "      --name NAME        the agent to run (an [agent NAME] section)\n"
     "      --log-level LEVEL  error, warn, info (default) or debug\n"
     "  -L, --log FILE         append the log to FILE, not stderr\n"
+    "      --inbox-max-bytes SIZE  admit no application message while the\n"
+    "                         inbox holds this many bytes (K/M/G/T; default\n"
+    "                         the config's inbox_max_bytes, else 64M)\n"
     "\n"
     "Exit status: 0 after a clean stop, 1 if the agent failed, 2 bad usage\n"
     "or bad config.\n";
 
 /* Options without a short form (cmd_getopt). */
-enum { OPT_NAME = CMD_OPT_LONG, OPT_LOG_LEVEL };
+enum { OPT_NAME = CMD_OPT_LONG, OPT_LOG_LEVEL, OPT_INBOX_MAX };
 
 static const struct option opts[] = {
 	{ "config", required_argument, NULL, 'c' },
 	{ "name", required_argument, NULL, OPT_NAME },
 	{ "log-level", required_argument, NULL, OPT_LOG_LEVEL },
 	{ "log", required_argument, NULL, 'L' },
+	{ "inbox-max-bytes", required_argument, NULL, OPT_INBOX_MAX },
 	{ "help", no_argument, NULL, 'h' },
 	{ NULL, 0, NULL, 0 },
 };
@@ -89,6 +93,7 @@ cmd_agent(int argc, char **argv)
 {
 	struct cmd_getopt g = CMD_GETOPT(opts, usage_text, CMD_OPT_NO_OPERANDS);
 	const char *conf = NULL, *name = NULL, *logfile = NULL;
+	uint64_t inbox_max = 0;
 	enum log_level level = LOG_INFO;
 	struct cfg *c = NULL;
 	struct cs_err e;
@@ -112,6 +117,11 @@ cmd_agent(int argc, char **argv)
 		case 'L':
 			logfile = optarg;
 			break;
+		case OPT_INBOX_MAX:
+			if (cfg_parse_inbox_max(optarg, &inbox_max) == -1)
+				return cmd_usage_error("--inbox-max-bytes '%s': "
+				    CFG_INBOX_MAX_EXPECTED, optarg);
+			break;
 		}
 	}
 	if (g.status != -1)
@@ -124,6 +134,8 @@ cmd_agent(int argc, char **argv)
 		rc = EXIT_USAGE;
 		goto out;
 	}
+	if (inbox_max != 0)
+		c->agents[i].inbox_max = inbox_max;
 	log_init(c->agents[i].name, level);
 	if (logfile != NULL && log_open_file(logfile, &e) == -1) {
 		rc = cmd_fail(EXIT_USAGE, "%s", e.msg);

@@ -276,6 +276,15 @@ print_json(struct json *j, const struct cfg_agent *ag, const struct agstat *st,
 		json_obj_end(j);
 	}
 	json_arr_end(j);
+	json_key(j, "inbox");
+	json_obj(j);
+	json_kuint(j, "messages", st->inbox_msgs);
+	json_kuint(j, "bytes", st->inbox_bytes);
+	json_kuint(j, "max_bytes", st->inbox_max);
+	json_kbool(j, "full", st->inbox_max != 0 &&
+	    st->inbox_bytes >= st->inbox_max);
+	json_kuint(j, "recv_parked", st->recv_parked);
+	json_obj_end(j);
 	/* The open ones; dead_letters_total counts those not listed too. */
 	json_kuint(j, "dead_letters_total", st->dead);
 	fence_json(j, st, ag->name);

@@ -110,7 +110,7 @@ _cutsnap()
 	esac
 
 	case $cmd in
-	agent) opts="-c --config --name --log-level -L --log --help" ;;
+	agent) opts="-c --config --name --log-level -L --log --inbox-max-bytes --help" ;;
 	start) opts="-c --config -t --timeout --log-level --cert --help" ;;
 	stop) opts="-c --config -t --timeout --cert --help" ;;
 	status) opts="-c --config -j --json --cert --help" ;;

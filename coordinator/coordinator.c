@@ -185,24 +185,65 @@ start(struct run *r, int init)
 	return rc;
 }
 
-/* One frame from agent i: it must be its report for this snapshot. */
+/* The report's bytes from agent i: its W_SNAP_REPORT_PART pieces, then
+ * its W_SNAP_REPORT (wire.h), joined in *all (its frame alone in *p when
+ * there were no pieces). 0, or -1 after fail(). */
+static int
+recv_report(struct run *r, int i, uint8_t **p, size_t *plen,
+    struct wbuf *all)
+{
+	const char *name = r->c->agents[i].name;
+	uint8_t type;
+	struct cs_err e;
+
+	for (;;) {
+		if (wire_recv(r->fds[i], &type, p, plen, left_ms(r), &e) < 0) {
+			fail(r, "lost agent %s (%s)", name, e.msg);
+			return -1;
+		}
+		if (type != W_SNAP_REPORT && type != W_SNAP_REPORT_PART) {
+			fail(r, "agent %s sent an unexpected frame (type %u) "
+			    "instead of its report", name, type);
+			return -1;
+		}
+		if (type == W_SNAP_REPORT && all->len == 0)
+			return 0;
+		if (all->len + *plen > REPORT_MAX_BYTES) {
+			fail(r, "agent %s sent a report of more than %llu "
+			    "bytes", name,
+			    (unsigned long long)REPORT_MAX_BYTES);
+			return -1;
+		}
+		wbuf_put_raw(all, *p, *plen);
+		free(*p);
+		*p = NULL;
+		if (all->oom) {
+			fail(r, "out of memory reading agent %s's report", name);
+			return -1;
+		}
+		if (type == W_SNAP_REPORT)
+			return 0;
+	}
+}
+
+/* Agent i's report for this snapshot. */
 static int
 read_report(struct run *r, int i)
 {
 	const char *name = r->c->agents[i].name;
-	uint8_t type, *p = NULL;
+	uint8_t *p = NULL;
+	struct wbuf all;
 	struct cs_err e;
 	size_t plen;
 	int rc = -1;
 
-	if (wire_recv(r->fds[i], &type, &p, &plen, left_ms(r), &e) < 0) {
-		fail(r, "lost agent %s (%s)", name, e.msg);
+	wbuf_init(&all);
+	if (recv_report(r, i, &p, &plen, &all) == -1)
 		goto out;
-	}
-	if (type != W_SNAP_REPORT) {
-		fail(r, "agent %s sent an unexpected frame (type %u) instead "
-		    "of its report", name, type);
-		goto out;
+	if (p == NULL) {
+		p = all.data;
+		plen = all.len;
+		all.data = NULL;
 	}
 	if (report_decode(p, plen, &r->reps[i], &e) < 0) {
 		fail(r, "agent %s sent a malformed report: %s", name, e.msg);
@@ -226,6 +267,7 @@ read_report(struct run *r, int i)
 	rc = 0;
 out:
 	free(p);
+	wbuf_free(&all);
 	return rc;
 }
 

@@ -61,6 +61,7 @@ struct pctx {
 	int shared_line;	/* line of shared_data, or 0 */
 	int rate_line;		/* line of snapshot_max_rate, or 0 */
 	char metrics[272];	/* [cluster] metrics_addr, or "" */
+	uint64_t inbox_max;	/* [cluster] inbox_max_bytes, or 0 */
 	char *channels;		/* channels value as written, or NULL */
 	char *longval;		/* the value of a line too long for libinih,
 				 * which the handler takes instead of its
@@ -378,6 +379,23 @@ parse_size(const char *s, uint64_t *out)
 }
 
 int
+cfg_parse_inbox_max(const char *s, uint64_t *out)
+{
+	return parse_suffixed(s, "KMGT", CFG_INBOX_MAX_MIN, CFG_INBOX_MAX_MAX,
+	    out);
+}
+
+/* inbox_max_bytes (in [cluster] or [agent NAME]) into *dst, once. */
+static void
+set_inbox_max(struct pctx *p, uint64_t *dst, const char *value)
+{
+	if (*dst != 0)
+		perr(p, "duplicate key 'inbox_max_bytes'");
+	else if (cfg_parse_inbox_max(value, dst) == -1)
+		perr(p, "inbox_max_bytes '%s': " CFG_INBOX_MAX_EXPECTED, value);
+}
+
+int
 cfg_parse_rate(const char *s, uint64_t *out)
 {
 	if (strcmp(s, "0") == 0) {
@@ -470,6 +488,9 @@ key_value(struct pctx *p, const char *key, const char *value)
 	} else if (strcmp(key, "metrics_addr") == 0) {
 		set_metrics(p, p->sect == S_CLUSTER ? p->metrics :
 		    p->c->agents[p->cur].metrics, value);
+	} else if (strcmp(key, "inbox_max_bytes") == 0) {
+		set_inbox_max(p, p->sect == S_CLUSTER ? &p->inbox_max :
+		    &p->c->agents[p->cur].inbox_max, value);
 	} else if (p->sect == S_CLUSTER) {
 		perr(p, "unknown key '%s' in [cluster]", key);
 	} else if (strcmp(key, "data") == 0) {
@@ -634,6 +655,9 @@ finish(struct pctx *p, struct cs_err *e)
 		if (c->agents[i].metrics[0] == '\0')
 			memcpy(c->agents[i].metrics, p->metrics,
 			    sizeof(p->metrics));
+		if (c->agents[i].inbox_max == 0)
+			c->agents[i].inbox_max = p->inbox_max != 0 ?
+			    p->inbox_max : CFG_INBOX_MAX_DEFAULT;
 	}
 	for (i = 0; i < n; i++) {
 		memcpy(raw, c->agents[i].data, sizeof(raw));

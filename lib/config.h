@@ -10,10 +10,13 @@
  *                          ; stream their chunks)
  *   snapshot_max_rate = 50M ; snapshots copy at most this many bytes/s
  *   metrics_addr = :9477   ; every agent serves GET /metrics there
+ *   inbox_max_bytes = 64M  ; an inbox admits no application message once
+ *                          ; it holds this many bytes (back-pressure)
  *   [agent A]
  *   data = a.data
  *   addr = host1:7101      ; optional: TCP + mutual TLS, not run_dir/A.sock
  *   metrics_addr = 127.0.0.1:9478 ; optional: this agent's, not [cluster]'s
+ *   inbox_max_bytes = 1G   ; optional: this agent's, not [cluster]'s
  *
  * Relative paths are relative to the config file's directory; all paths in
  * struct cfg are absolute after loading. */
@@ -35,6 +38,8 @@ struct cfg_agent {
 	char metrics[272];		/* HOST:PORT of /metrics (its own
 					 * metrics_addr, else [cluster]'s),
 					 * or "" (none) */
+	uint64_t inbox_max;		/* inbox_max_bytes: its own, else
+					 * [cluster]'s, else the default */
 };
 
 struct cfg {
@@ -53,6 +58,15 @@ struct cfg {
 };
 
 #define CFG_COMPACT_MIN_DEFAULT (64ull << 20)
+/* inbox_max_bytes: what an agent's inbox holds before it admits no more
+ * application messages (its senders wait), and its bounds. */
+#define CFG_INBOX_MAX_DEFAULT (64ull << 20)
+#define CFG_INBOX_MAX_MIN 1ull
+#define CFG_INBOX_MAX_MAX (1ull << 40)
+#define CFG_INBOX_MAX_EXPECTED "expected a size from 1 byte to 1T, with " \
+	"an optional suffix K, M, G or T (e.g. 64M)"
+/* An inbox_max_bytes value: 0 / -1. */
+int cfg_parse_inbox_max(const char *s, uint64_t *out);
 /* Largest compact_min_size accepted: 1T. */
 #define CFG_COMPACT_MIN_MAX (1ull << 40)
 

@@ -19,7 +19,7 @@
 #include "../lib/err.h"
 #include "../lib/names.h"
 
-#define WIRE_VERSION 3
+#define WIRE_VERSION 4
 #define WIRE_HDR_LEN 6
 #define WIRE_MAX_VALUE (16u << 20)		/* put VALUE cap: 16 MiB */
 #define WIRE_MAX_FRAME (WIRE_MAX_VALUE + 4096u)	/* value + key + fields */
@@ -67,6 +67,12 @@ enum wire_type {
 	W_SNAP_DONE = 22,	/* {uid id, u8 committed}: no reply; forget it */
 	/* agent -> coordinator on the JOIN connection */
 	W_SNAP_REPORT = 23,	/* report.h encoding */
+	/* A report larger than WIRE_MAX_PIECE goes as pieces of at most that
+	 * many bytes: W_SNAP_REPORT_PART {the piece to the frame's end} for
+	 * all but the last, which is the W_SNAP_REPORT; the coordinator
+	 * joins them (at most REPORT_MAX_BYTES, report.h). Application
+	 * messages in flight at a cut can outgrow one frame. */
+	W_SNAP_REPORT_PART = 29,
 	/* coordinator -> agent, after the report, on the JOIN connection:
 	 * {uid id, u64 off, u32 len}, len <= WIRE_MAX_PIECE, off + len
 	 * within the recorded prefix. The agent answers each in order with

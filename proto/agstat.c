@@ -93,6 +93,9 @@ agstat_format(const struct agstat *st, const char *self, struct wbuf *w)
 	    st->live, st->gen, st->compacted_at, st->compactions, st->cbefore,
 	    st->cafter, st->cms, st->compacting);
 	put(w, " fenced=%" PRIu64, st->fenced);
+	put(w, " inbox_msgs=%" PRIu64 " inbox_bytes=%" PRIu64 " inbox_max=%"
+	    PRIu64 " recv_parked=%" PRIu64, st->inbox_msgs, st->inbox_bytes,
+	    st->inbox_max, st->recv_parked);
 }
 
 void
@@ -277,6 +280,14 @@ parse_field(char *key, char *val, struct agstat *st)
 		return parse_u64(val, &st->dead);
 	} else if (strcmp(key, "fenced") == 0) {
 		return parse_u64(val, &st->fenced);
+	} else if (strcmp(key, "inbox_msgs") == 0) {
+		return parse_u64(val, &st->inbox_msgs);
+	} else if (strcmp(key, "inbox_bytes") == 0) {
+		return parse_u64(val, &st->inbox_bytes);
+	} else if (strcmp(key, "inbox_max") == 0) {
+		return parse_u64(val, &st->inbox_max);
+	} else if (strcmp(key, "recv_parked") == 0) {
+		return parse_u64(val, &st->recv_parked);
 	} else if (strcmp(key, "out") == 0) {
 		return parse_list(val, 1, &st->out, &st->nout);
 	} else if (strcmp(key, "in") == 0) {

@@ -72,6 +72,13 @@ struct agstat {
 	uint64_t fenced;	/* 0, or the snapshot the agent was restored
 				 * alone from: fenced until every channel is
 				 * checked (agent/fence.c) */
+	/* The inbox: unconsumed application messages, their bytes, the
+	 * cap (inbox_max_bytes; 0: an agent too old to say) and the
+	 * W_REQ_RECVs parked waiting for a message. */
+	uint64_t inbox_msgs;
+	uint64_t inbox_bytes;
+	uint64_t inbox_max;
+	uint64_t recv_parked;
 };
 
 /* The text form, one line of space-separated key=value fields:
@@ -82,6 +89,7 @@ struct agstat {
  *   live=200 gen=1 compacted_at=1700000000 compactions=1
  *   compact_before=5000 compact_after=210 compact_ms=12 compacting=0
  *   (the data file's live size and its compactions) fenced=0
+ *   inbox_msgs=2 inbox_bytes=60 inbox_max=67108864 recv_parked=0
  * Each channel also carries checked=0|1, an outgoing one stalled_ms=N.
  * snapshot is "none" or "ID:PHASE" of the first snapshot in progress,
  * snapshots lists every one with its identity (32 hex digits); lists are ';'-separated, "none" when

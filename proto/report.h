@@ -21,6 +21,12 @@
 #define REPORT_MSG_MAX	(CHMSG_APP_ENC_MAX > CHMSG_MAX ? \
 			    CHMSG_APP_ENC_MAX : CHMSG_MAX)
 
+/* A whole report's bytes at most, in W_SNAP_REPORT_PART pieces and its
+ * W_SNAP_REPORT (wire.h): the messages in flight at a cut are bounded by
+ * the senders' windows and the receivers' inbox_max_bytes, not by one
+ * frame. */
+#define REPORT_MAX_BYTES (1ull << 30)
+
 struct rep_msg {
 	uint64_t seq;
 	uint8_t *data;		/* owned (after decode) */

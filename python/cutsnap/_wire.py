@@ -8,7 +8,7 @@ decodes: it never touches a socket, so tests can check it byte by byte.
 
 import struct
 
-PROTOCOL = 3            # the protocol this package speaks (W_HELLO)
+PROTOCOL = 4            # the protocol this package speaks (W_HELLO)
 PROTOCOL_OLD = 1        # agents from before the version exchange
 HDR_LEN = 6
 MAX_VALUE = 16 << 20    # a put's value, a message's payload

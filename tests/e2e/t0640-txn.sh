@@ -87,8 +87,8 @@ test_expect_success 'malformed, refused and failing ops change nothing, one line
 	s=$(size_of A) &&
 	tx A txn put a q kind 99 &&
 	json_check "d[\"code\"] == 2 and \"op 1: unknown kind 99\" in d[\"message\"]" &&
-	tx A txn put a q sendn B 65537 &&
-	json_check "d[\"code\"] == 2 and \"op 1: send payload is 65537 bytes, at most 65536\" in d[\"message\"]" &&
+	tx A txn put a q sendn B 16777217 &&
+	json_check "d[\"code\"] == 2 and \"op 1: send payload is 16777217 bytes, at most 16777216\" in d[\"message\"]" &&
 	tx A txn put a q add a 1 &&
 	json_check "d[\"code\"] == 1 and \"op 1: A:a\" in d[\"message\"] and \"not an integer\" in d[\"message\"]" &&
 	tx A txn put a q add n 9223372036854775807 &&

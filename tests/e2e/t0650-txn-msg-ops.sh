@@ -10,7 +10,7 @@
 
 CS_WIRE=$(cs --version | sed -n 's/.*wire protocol \([0-9]*\).*/\1/p')
 export CS_WIRE
-CAP=65536
+CAP=16777216
 
 # tx NAME CMD ARGS...: the helper against agent NAME, its JSON in $OUT.
 tx () {

@@ -92,7 +92,7 @@ test_expect_success 'restore run twice gives the same inbox' '
 	inbox_is_cut
 '
 
-test_expect_success 'a message of the largest payload in flight at a cut is restored whole' '
+test_expect_success 'a 64 KiB message in flight at a cut is restored whole' '
 	expect_ok channel -c "$CONF" hold A B &&
 	tx A txn sendn B 65536 && ok &&
 	snapshot_bg --initiator B &&

@@ -161,11 +161,11 @@ class Protocol(unittest.TestCase):
             c.commit(cutsnap.Transaction().consume(m))
 
     def test_version_refusal_names_both(self):
-        why = b"agent A speaks protocol 3, this client 2"
+        why = b"agent A speaks protocol 4, this client 3"
         f, c = self.conn([(V, w.REPLY_VERSION, why)])
         with self.assertRaises(cutsnap.VersionMismatch) as cm:
             c.get("k")
-        self.assertIn("protocol 3, this client 2", str(cm.exception))
+        self.assertIn("protocol 4, this client 3", str(cm.exception))
         self.assertTrue(c.closed)
         self.assertRaises(cutsnap.Error, c.get, "k")
 

@@ -66,6 +66,10 @@ test_round_trip(void **state)
 	st.nin = 1;
 	st.dead = 3;
 	st.fenced = 7;
+	st.inbox_msgs = 2;
+	st.inbox_bytes = 60;
+	st.inbox_max = 67108864;
+	st.recv_parked = 1;
 	out[0].checked = 1;
 	out[0].stalled_ms = 61000;
 	wbuf_init(&w);
@@ -84,7 +88,8 @@ test_round_trip(void **state)
 	    "in=B>A:applied=8,queued=4,up=1,diverged=1,checked=0 dead=3 "
 	    "live=321 gen=2 compacted_at=1700000000 compactions=1 "
 	    "compact_before=5000 compact_after=210 compact_ms=12 "
-	    "compacting=1 fenced=7");
+	    "compacting=1 fenced=7 inbox_msgs=2 inbox_bytes=60 "
+	    "inbox_max=67108864 recv_parked=1");
 	assert_int_equal(agstat_parse((char *)w.data, w.len - 1, &got, &e),
 	    0);
 	assert_int_equal(got.pid, 4242);
@@ -95,6 +100,10 @@ test_round_trip(void **state)
 	assert_int_equal(got.writes, 6);
 	assert_int_equal(got.dead, 3);
 	assert_int_equal(got.fenced, 7);
+	assert_int_equal(got.inbox_msgs, 2);
+	assert_int_equal(got.inbox_bytes, 60);
+	assert_int_equal(got.inbox_max, 67108864);
+	assert_int_equal(got.recv_parked, 1);
 	assert_int_equal(got.out[0].checked, 1);
 	assert_int_equal(got.out[1].checked, 0);
 	assert_int_equal(got.out[0].stalled_ms, 61000);

@@ -378,6 +378,39 @@ compact_min_size_accepts_suffixes(void **state)
 	}
 }
 
+/* inbox_max_bytes: [cluster]'s for every agent without its own, the
+ * default without either; a bad size or a second one refused by line. */
+static void
+inbox_max_bytes_per_agent_or_cluster(void **state)
+{
+	struct cfg *c;
+	struct cs_err e;
+
+	(void)state;
+	assert_int_equal(cfg_parse("[agent A]\ndata = a\n", "c.ini", &c, &e),
+	    0);
+	assert_true(c->agents[0].inbox_max == CFG_INBOX_MAX_DEFAULT);
+	cfg_free(c);
+	assert_int_equal(cfg_parse("[cluster]\ninbox_max_bytes = 2M\n"
+	    "[agent A]\ndata = a\ninbox_max_bytes = 1K\n[agent B]\n"
+	    "data = b\n", "c.ini", &c, &e), 0);
+	assert_true(c->agents[0].inbox_max == 1024);
+	assert_true(c->agents[1].inbox_max == 2ull << 20);
+	cfg_free(c);
+	assert_int_equal(cfg_parse("[agent A]\ndata = a\n"
+	    "inbox_max_bytes = 0\n", "c.ini", &c, &e), -1);
+	assert_non_null(strstr(e.msg, "c.ini:3: inbox_max_bytes '0': "
+	    "expected a size"));
+	assert_int_equal(cfg_parse("[agent A]\ndata = a\n"
+	    "inbox_max_bytes = 2T\n", "c.ini", &c, &e), -1);
+	assert_non_null(strstr(e.msg, "c.ini:3: inbox_max_bytes"));
+	assert_int_equal(cfg_parse("[agent A]\ndata = a\n"
+	    "inbox_max_bytes = 1K\ninbox_max_bytes = 2K\n", "c.ini", &c,
+	    &e), -1);
+	assert_non_null(strstr(e.msg, "c.ini:4: duplicate key "
+	    "'inbox_max_bytes'"));
+}
+
 static void
 shared_data_is_yes_or_no(void **state)
 {
@@ -476,6 +509,7 @@ main(void)
 		cmocka_unit_test(names_lines_and_files_are_bounded),
 		cmocka_unit_test(long_lines_are_read_whole),
 		cmocka_unit_test(compact_min_size_accepts_suffixes),
+		cmocka_unit_test(inbox_max_bytes_per_agent_or_cluster),
 		cmocka_unit_test(shared_data_is_yes_or_no),
 		cmocka_unit_test(rates_parse_with_suffixes_and_bounds),
 		cmocka_unit_test(snapshot_max_rate_is_a_rate),
