@@ -8,7 +8,6 @@
 
 #include "store_int.h"
 #include "backend.h"
-#include "../lib/bigbuf.h"
 
 int
 store_blob_remote(const struct store *st)
@@ -38,28 +37,6 @@ blob_get(const struct store *st, const char *hex, const char *expect,
 	return -1;
 }
 
-/* b holds at least n bytes (it only grows, in 2 MiB steps, up to the
- * bound of a chunk of len bytes), or -1. */
-static int
-reserve(const struct store *st, struct objbuf *b, size_t n, size_t len,
-    struct cs_err *e)
-{
-	size_t step = (size_t)2 << 20, cap;
-	uint8_t *np;
-
-	if (b->cap >= n)
-		return 0;
-	cap = (n + step - 1) / step * step;
-	if (cap > store_obj_bound(st, len) + 1)
-		cap = store_obj_bound(st, len) + 1;
-	if ((np = bigbuf_alloc(cap)) == NULL)
-		return cs_errc(e, CS_E_NOMEM, "out of memory");
-	store_objbuf_free(b);
-	b->p = np;
-	b->cap = cap;
-	return 0;
-}
-
 int
 store_obj_fetch_buf(const struct store *st, const uint8_t name[SHA_LEN],
     const char *hex, uint8_t *plain, size_t len, struct objbuf *b,
@@ -87,7 +64,7 @@ store_obj_fetch_buf(const struct store *st, const uint8_t name[SHA_LEN],
 		return 0;
 	}
 	/* One byte more than the bound: a larger object is seen as one. */
-	if (reserve(st, b, bound + 1, len, e) < 0 ||
+	if (store_objbuf_reserve(st, b, bound + 1, len, e) < 0 ||
 	    blob_get(st, hex, expect, 0, 0, b->p, bound + 1, &got, &size,
 	    e) < 0)
 		return -1;

@@ -280,7 +280,6 @@ store_obj_load_buf(const struct store *st, const uint8_t name[SHA_LEN],
 {
 	char expect[32];
 	uint64_t size;
-	uint8_t *np;
 	size_t objlen;
 	int fd, rc = -1;
 
@@ -318,23 +317,8 @@ store_obj_load_buf(const struct store *st, const uint8_t name[SHA_LEN],
 			goto out;
 		}
 	}
-	/* The buffer only grows, in steps of 2 MiB (a huge page) up to one
-	 * object's bound: a reader that decodes many chunks allocates (and
-	 * faults in) it once or twice. */
-	if (b->cap < objlen + 1) {
-		size_t step = (size_t)2 << 20;
-		size_t cap = (objlen + 1 + step - 1) / step * step;
-
-		if (cap > store_obj_bound(st, len) + 1)
-			cap = store_obj_bound(st, len) + 1;
-		if ((np = bigbuf_alloc(cap)) == NULL) {
-			rc = cs_errc(e, CS_E_NOMEM, "out of memory");
-			goto out;
-		}
-		store_objbuf_free(b);
-		b->p = np;
-		b->cap = cap;
-	}
+	if (store_objbuf_reserve(st, b, objlen + 1, len, e) < 0)
+		goto out;
 	if (fs_pread_all(fd, b->p, objlen, 0) < 0) {
 		rc = cs_errno(e, "read %s", path);
 		goto out;
@@ -348,6 +332,29 @@ store_obj_load_buf(const struct store *st, const uint8_t name[SHA_LEN],
 out:
 	close(fd);
 	return rc;
+}
+
+/* The buffer only grows, in steps of 2 MiB (a huge page) up to one
+ * object's bound: a reader that decodes many chunks allocates (and
+ * faults in) it once or twice. */
+int
+store_objbuf_reserve(const struct store *st, struct objbuf *b, size_t n,
+    size_t len, struct cs_err *e)
+{
+	size_t step = (size_t)2 << 20, cap;
+	uint8_t *np;
+
+	if (b->cap >= n)
+		return 0;
+	cap = (n + step - 1) / step * step;
+	if (cap > store_obj_bound(st, len) + 1)
+		cap = store_obj_bound(st, len) + 1;
+	if ((np = bigbuf_alloc(cap)) == NULL)
+		return cs_errc(e, CS_E_NOMEM, "out of memory");
+	store_objbuf_free(b);
+	b->p = np;
+	b->cap = cap;
+	return 0;
 }
 
 void

@@ -282,6 +282,10 @@ struct objbuf {
 int store_obj_load_buf(const struct store *st, const uint8_t name[SHA_LEN],
     const char *path, uint8_t *plain, size_t len, struct objbuf *b,
     struct cs_err *e);
+/* b holds at least n bytes (n <= the bound of a chunk of len bytes,
+ * plus one): 0, or -1 (out of memory). */
+int store_objbuf_reserve(const struct store *st, struct objbuf *b, size_t n,
+    size_t len, struct cs_err *e);
 /* Free b's buffer (a bigbuf) and zero its size; b may be reused. */
 void store_objbuf_free(struct objbuf *b);
 /* Blob name's objlen bytes obj back into its len plain bytes (obj is
