@@ -411,6 +411,74 @@ txn_rows () {
 	    "$(verdict "$v_many >= 10 * $v_w")"
 }
 
+# --- 5. (defined here, run below) object storage: a repository in radosgw ---
+# A Ceph radosgw on loopback (tests/s3/radosgw.sh, memstore), three agents
+# with 256 MiB in a1: full snapshot, incremental after a 16 MiB change and
+# verify with no local state, into the bucket against the same into a
+# directory, and the full snapshot against "aws s3 cp --recursive" of the
+# same data files when the aws CLI is installed.
+s3_rows () {
+	local d=$W/s3 c=$W/s3/c.ini env t0 aws_bin v=() dv=() a=() i=() di=() vv=() dvv=() r
+	RGW_MEMSTORE_BYTES=$((6 * 1024 * MIB)) bash "$ROOT/tests/s3/radosgw.sh" start "$W/rgw" >>"$LOG" 2>&1 ||
+	    fail "radosgw did not start (see $W/rgw/log)"
+	CONFS_RGW=$W/rgw
+	env=$W/rgw/env
+	# shellcheck disable=SC1090
+	. "$env"
+	export CUTSNAP_CACHE_DIR=$W/s3-cache
+	curl -s -o /dev/null -X PUT --aws-sigv4 "aws:amz:us-east-1:s3" \
+	    --user "$AWS_ACCESS_KEY_ID:$AWS_SECRET_ACCESS_KEY" \
+	    -H "x-amz-content-sha256: e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855" \
+	    "$AWS_ENDPOINT_URL/bench" || fail "create bucket"
+	make_cluster "$d" 3
+	start "$c"
+	fill "$c" a1 0 256
+	aws_bin=$(command -v aws)
+	for r in $(seq 1 "$RUNS"); do
+		rm -rf "$CUTSNAP_CACHE_DIR"
+		fresh "$c" "$d/repo"
+		timed v "$CS" snapshot -c "$c" -r "s3://bench/full$r"
+		timed dv "$CS" snapshot -c "$c" -r "$d/repo"
+		if [ -n "$aws_bin" ]; then
+			# The data files alone (aws fails on the sockets in run/).
+			rm -rf "$d/files" && mkdir "$d/files" && ln "$d"/*.data "$d/files/" ||
+			    fail "link the data files"
+			timed a "$aws_bin" --endpoint-url "$AWS_ENDPOINT_URL" s3 cp --quiet \
+			    --recursive "$d/files/" "s3://bench/aws$r/"
+		fi
+	done
+	for r in $(seq 1 "$RUNS"); do
+		change "$c" 16
+		timed i "$CS" snapshot -c "$c" -r "s3://bench/full$RUNS"
+		timed di "$CS" snapshot -c "$c" -r "$d/repo"
+	done
+	for r in $(seq 1 "$RUNS"); do
+		timed vv "$CS" verify -r "s3://bench/full$RUNS"
+		timed dvv "$CS" verify -r "$d/repo"
+	done
+	stop "$c"
+	cmd "cutsnap snapshot -c CONF -r s3://BUCKET/PREFIX   # radosgw on loopback, a fresh prefix and cache"
+	cmd "aws --endpoint-url URL s3 cp --recursive DIR_OF_THE_DATA_FILES s3://BUCKET/PREFIX/"
+	row "s3 full snapshot ms, 256 MiB, radosgw" "$(median "${v[@]}")" "$(median "${dv[@]}") (directory)" \
+	    "$(calc "$(median "${v[@]}") / $(median "${dv[@]}")")" "-" "-"
+	if [ -n "$aws_bin" ]; then
+		row "s3 full snapshot ms vs aws s3 cp --recursive" "$(median "${v[@]}")" "$(median "${a[@]}") (aws s3 cp)" \
+		    "$(calc "$(median "${v[@]}") / $(median "${a[@]}")")" "<= 1.0x" \
+		    "$(verdict "$(median "${v[@]}") <= $(median "${a[@]}")")"
+	else
+		say "bench: aws CLI not installed: no aws s3 cp row"
+		row "s3 full snapshot ms vs aws s3 cp --recursive" "$(median "${v[@]}")" "n/a (aws CLI not installed)" \
+		    "n/a" "<= 1.0x" "-"
+	fi
+	row "s3 incremental snapshot ms after 16 MiB change" "$(median "${i[@]}")" "$(median "${di[@]}") (directory)" \
+	    "$(calc "$(median "${i[@]}") / $(median "${di[@]}")")" "-" "-"
+	row "s3 verify ms, no local state" "$(median "${vv[@]}")" "$(median "${dvv[@]}") (directory)" \
+	    "$(calc "$(median "${vv[@]}") / $(median "${dvv[@]}")")" "-" "-"
+	bash "$ROOT/tests/s3/radosgw.sh" stop "$W/rgw" >>"$LOG" 2>&1
+	CONFS_RGW=""
+	unset AWS_ENDPOINT_URL AWS_ACCESS_KEY_ID AWS_SECRET_ACCESS_KEY AWS_REGION CUTSNAP_CACHE_DIR
+	rm -rf "$d" "$W/s3-cache"
+}
 # Sourced for its helpers: stop here.
 [ "${BENCH_LIB:-0}" = 1 ] && return 0
 
@@ -1211,74 +1279,8 @@ row "full snapshot ms, a1 ~256 MiB streamed over TLS" "$ST_FULL" \
 row "incremental snapshot ms after 4 MiB changed, streamed over TLS" "$ST_INC" \
     "$ST_FULL (full, streamed)" "$(calc "$ST_INC / $ST_FULL")" "-" "-"
 
-# --- 5. object storage: a repository in radosgw ------------------------------
-# A Ceph radosgw on loopback (tests/s3/radosgw.sh, memstore), three agents
-# with 256 MiB in a1: full snapshot, incremental after a 16 MiB change and
-# verify with no local state, into the bucket against the same into a
-# directory, and the full snapshot against "aws s3 cp --recursive" of the
-# same data files when the aws CLI is installed.
-s3_rows () {
-	local d=$W/s3 c=$W/s3/c.ini env t0 aws_bin v=() dv=() a=() i=() di=() vv=() dvv=() r
-	RGW_MEMSTORE_BYTES=$((6 * 1024 * MIB)) bash "$ROOT/tests/s3/radosgw.sh" start "$W/rgw" >>"$LOG" 2>&1 ||
-	    fail "radosgw did not start (see $W/rgw/log)"
-	CONFS_RGW=$W/rgw
-	env=$W/rgw/env
-	# shellcheck disable=SC1090
-	. "$env"
-	export CUTSNAP_CACHE_DIR=$W/s3-cache
-	curl -s -o /dev/null -X PUT --aws-sigv4 "aws:amz:us-east-1:s3" \
-	    --user "$AWS_ACCESS_KEY_ID:$AWS_SECRET_ACCESS_KEY" \
-	    -H "x-amz-content-sha256: e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855" \
-	    "$AWS_ENDPOINT_URL/bench" || fail "create bucket"
-	make_cluster "$d" 3
-	start "$c"
-	fill "$c" a1 0 256
-	aws_bin=$(command -v aws)
-	for r in $(seq 1 "$RUNS"); do
-		rm -rf "$CUTSNAP_CACHE_DIR"
-		fresh "$c" "$d/repo"
-		timed v "$CS" snapshot -c "$c" -r "s3://bench/full$r"
-		timed dv "$CS" snapshot -c "$c" -r "$d/repo"
-		if [ -n "$aws_bin" ]; then
-			# The data files alone (aws fails on the sockets in run/).
-			rm -rf "$d/files" && mkdir "$d/files" && ln "$d"/*.data "$d/files/" ||
-			    fail "link the data files"
-			timed a "$aws_bin" --endpoint-url "$AWS_ENDPOINT_URL" s3 cp --quiet \
-			    --recursive "$d/files/" "s3://bench/aws$r/"
-		fi
-	done
-	for r in $(seq 1 "$RUNS"); do
-		change "$c" 16
-		timed i "$CS" snapshot -c "$c" -r "s3://bench/full$RUNS"
-		timed di "$CS" snapshot -c "$c" -r "$d/repo"
-	done
-	for r in $(seq 1 "$RUNS"); do
-		timed vv "$CS" verify -r "s3://bench/full$RUNS"
-		timed dvv "$CS" verify -r "$d/repo"
-	done
-	stop "$c"
-	cmd "cutsnap snapshot -c CONF -r s3://BUCKET/PREFIX   # radosgw on loopback, a fresh prefix and cache"
-	cmd "aws --endpoint-url URL s3 cp --recursive DIR_OF_THE_DATA_FILES s3://BUCKET/PREFIX/"
-	row "s3 full snapshot ms, 256 MiB, radosgw" "$(median "${v[@]}")" "$(median "${dv[@]}") (directory)" \
-	    "$(calc "$(median "${v[@]}") / $(median "${dv[@]}")")" "-" "-"
-	if [ -n "$aws_bin" ]; then
-		row "s3 full snapshot ms vs aws s3 cp --recursive" "$(median "${v[@]}")" "$(median "${a[@]}") (aws s3 cp)" \
-		    "$(calc "$(median "${v[@]}") / $(median "${a[@]}")")" "<= 1.0x" \
-		    "$(verdict "$(median "${v[@]}") <= $(median "${a[@]}")")"
-	else
-		say "bench: aws CLI not installed: no aws s3 cp row"
-		row "s3 full snapshot ms vs aws s3 cp --recursive" "$(median "${v[@]}")" "n/a (aws CLI not installed)" \
-		    "n/a" "<= 1.0x" "-"
-	fi
-	row "s3 incremental snapshot ms after 16 MiB change" "$(median "${i[@]}")" "$(median "${di[@]}") (directory)" \
-	    "$(calc "$(median "${i[@]}") / $(median "${di[@]}")")" "-" "-"
-	row "s3 verify ms, no local state" "$(median "${vv[@]}")" "$(median "${dvv[@]}") (directory)" \
-	    "$(calc "$(median "${vv[@]}") / $(median "${dvv[@]}")")" "-" "-"
-	bash "$ROOT/tests/s3/radosgw.sh" stop "$W/rgw" >>"$LOG" 2>&1
-	CONFS_RGW=""
-	unset AWS_ENDPOINT_URL AWS_ACCESS_KEY_ID AWS_SECRET_ACCESS_KEY AWS_REGION CUTSNAP_CACHE_DIR
-	rm -rf "$d" "$W/s3-cache"
-}
+# --- 5. object storage (s3_rows, above) ----------------------------------------
+
 s3_rows
 
 # --- 6. compaction and concurrent snapshots (bench/compact_concurrent.sh) -----
