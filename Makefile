@@ -126,6 +126,13 @@ $(FAULTFS): tests/fault/faultfs.c | $(DEPS_OK)
 	@mkdir -p $(dir $@)
 	$(CC) $(CSTD) $(WARN) -O2 -g -fPIC -shared -o $@ $< -ldl
 
+# The e2e tests' reader of an object-store commit's manifest chain
+# (tests/s3/mdelta_apply.c): its base and deltas applied, as cutsnap does.
+MDELTA := $(BUILD)/mdelta-apply
+$(MDELTA): tests/s3/mdelta_apply.c $(LIBA) | $(DEPS_OK)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(PKG_CFLAGS) -o $@ $< $(LIBA) $(PKG_LIBS) $(LDFLAGS) -lpthread
+
 unit: $(TEST_DEPS_OK) $(UNIT_BIN)
 	CMOCKA_MESSAGE_OUTPUT=TAP prove -f --exec '' $(UNIT_BIN)
 
@@ -181,8 +188,8 @@ E2E      := $(E2E_LONG) $(E2E_REST)
 TEST_JOBS ?= $(shell nproc 2>/dev/null || echo 1)
 PROVE := prove -j$(TEST_JOBS) --timer -f --exec ''
 
-e2e: $(TEST_DEPS_OK) all $(FAULTFS) test-numbers
-	CUTSNAP=$(abspath $(BIN)) FAULTFS=$(abspath $(FAULTFS)) $(TEST_ENV) \
+e2e: $(TEST_DEPS_OK) all $(FAULTFS) $(MDELTA) test-numbers
+	CUTSNAP=$(abspath $(BIN)) FAULTFS=$(abspath $(FAULTFS)) CUTSNAP_MDELTA=$(abspath $(MDELTA)) $(TEST_ENV) \
 	    $(call s3run,$(E2E)) $(PROVE) $(E2E)
 
 # The quick tier: every unit test and the e2e scripts below, which cover
@@ -196,15 +203,15 @@ CHECK_E2E := $(addprefix tests/e2e/,t0001-cli-basics.sh t0002-bad-input.sh \
 	t0041-authenticated.sh t0101-status.sh t0200-deadletter.sh \
 	t0341-encryption.sh t0360-tls-loopback.sh t0460-restore-fence.sh)
 
-check: $(TEST_DEPS_OK) all $(UNIT_BIN) $(FAULTFS) test-numbers
+check: $(TEST_DEPS_OK) all $(UNIT_BIN) $(FAULTFS) $(MDELTA) test-numbers
 	CMOCKA_MESSAGE_OUTPUT=TAP CUTSNAP=$(abspath $(BIN)) \
-	    FAULTFS=$(abspath $(FAULTFS)) CUTSNAP_TEST_SEED=$(CUTSNAP_TEST_SEED) \
+	    FAULTFS=$(abspath $(FAULTFS)) CUTSNAP_MDELTA=$(abspath $(MDELTA)) CUTSNAP_TEST_SEED=$(CUTSNAP_TEST_SEED) \
 	    $(PROVE) $(UNIT_BIN) $(STRUCT_TESTS) $(CHECK_E2E)
 
 # One prove run, so its closing summary counts every test.
-test: $(TEST_DEPS_OK) all $(UNIT_BIN) $(FAULTFS) test-numbers
+test: $(TEST_DEPS_OK) all $(UNIT_BIN) $(FAULTFS) $(MDELTA) test-numbers
 	CMOCKA_MESSAGE_OUTPUT=TAP CUTSNAP=$(abspath $(BIN)) \
-	    FAULTFS=$(abspath $(FAULTFS)) $(TEST_ENV) \
+	    FAULTFS=$(abspath $(FAULTFS)) CUTSNAP_MDELTA=$(abspath $(MDELTA)) $(TEST_ENV) \
 	    $(call s3run,$(E2E)) $(PROVE) $(UNIT_BIN) $(STRUCT_TESTS) $(E2E)
 
 demo: all

@@ -94,7 +94,9 @@ s3gen_earlier(struct s3 *s, struct s3gen *g, const uint64_t *nums, size_t n,
 		snprintf(key, sizeof(key), "commits/%020" PRIu64, nums[i]);
 		if ((st = s3_get(s, key, 4096, &body, &len, NULL, e)) < 0)
 			return -1;
-		if (st == 200 && strncmp(body, "cutsnap-commit 1\n", 17) == 0) {
+		/* Version 2 names deltas too (s3chain.c): the same fields. */
+		if (st == 200 && (strncmp(body, "cutsnap-commit 1\n", 17) == 0 ||
+		    strncmp(body, "cutsnap-commit 2\n", 17) == 0)) {
 			s3gen_fields(body, &cg, &cm);
 			if (cg > g->prev_gen) {
 				g->prev_gen = cg;

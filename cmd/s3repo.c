@@ -6,9 +6,13 @@
  *   PREFIX/blobs/XX/NAME         a blob, immutable, created only once
  *   PREFIX/blobs/.repository-id  the repository's identity
  *   PREFIX/manifests/GEN-R.db    a whole manifest (SQLite), immutable
- *   PREFIX/commits/GEN           "cutsnap-commit 1", the manifest's key,
- *                                its SHA-256, size, generation and highest
- *                                snapshot id (s3gen.c); created only once
+ *   PREFIX/manifests/GEN-R.delta a manifest delta (store/mdelta.c),
+ *                                immutable
+ *   PREFIX/commits/GEN           "cutsnap-commit 1" (or 2), the manifest's
+ *                                key, its SHA-256 and size, the deltas
+ *                                after it (version 2, s3chain.c), the
+ *                                generation and highest snapshot id
+ *                                (s3gen.c); created only once
  *   PREFIX/lease                 the writer lease: owner and expiry
  *
  * GEN is 20 decimal digits, so the newest commit is the last key of a
@@ -16,8 +20,9 @@
  * brings its cache (CUTSNAP_CACHE_DIR, else $XDG_CACHE_HOME/cutsnap or
  * ~/.cache/cutsnap, one directory per bucket and prefix) to the newest
  * commit, runs the command there and publishes: the blobs the bucket
- * lacks (create-only, in parallel), then the manifest, then the commit
- * GEN+1, create-only and last. The blobs a writer copies go up while it
+ * lacks (create-only, in parallel), then the manifest's change since the
+ * commit it read (a delta, or now and then the whole manifest:
+ * s3chain.c), then the commit GEN+1, create-only and last. The blobs a writer copies go up while it
  * runs, and only there: the store hands each chunk object, once checked
  * and encoded, to an upload pipe (s3_pipe, its own thread and
  * connections) from memory (at most 64 MiB queued), so the cache holds
@@ -60,6 +65,7 @@
 #include <unistd.h>
 
 #include "cmd.h"
+#include "s3chain.h"
 #include "s3gen.h"
 #include "../s3/s3.h"
 #include "../crypto/sha.h"
@@ -110,11 +116,14 @@ struct sess {
 	struct s3gen rec;	/* the generations known outside its manifest */
 	struct store_gen_floor floor;	/* what rec says, for the store's
 					 * check at open */
-	char mkey[128];		/* its manifest's key */
-	char mhash[SHA_HEX_LEN];
+	struct s3chain chain;	/* the manifest it names (s3chain.c) */
 	struct lease lease;
 	int leased;
 	uint64_t up_blobs, up_bytes, had_blobs;
+	uint64_t up_manifest;	/* bytes of manifest pieces it uploaded */
+	int up_full;		/* the last one was a whole manifest */
+	int based;		/* dir/.s3-base.db holds the state the
+				 * commit read: publish uploads a delta */
 	uint64_t collected;	/* cached blobs dropped after the commit */
 	struct store_backend *reads;	/* a reader's chunk objects */
 	struct s3_pipe *pipe;	/* a writer's uploads during the command */
@@ -252,16 +261,9 @@ status_fail(struct sess *ss, const char *what, const char *key, int st,
 static int
 parse_commit(struct sess *ss, const char *t, struct cs_err *e)
 {
-	unsigned long long size;
-	char key[128], hex[SHA_HEX_LEN];
-
-	if (sscanf(t, "cutsnap-commit 1\nmanifest %127s\nsha256 %64s\nsize "
-	    "%llu\n", key, hex, &size) != 3 || strlen(hex) != 64 ||
-	    strncmp(key, "manifests/", 10) != 0 || strstr(key, "..") != NULL)
+	if (s3chain_parse(t, &ss->chain) < 0)
 		return cs_errf(e, "%s: commit %020llu is malformed",
 		    s3_url(ss->s), (unsigned long long)ss->gen);
-	snprintf(ss->mkey, sizeof(ss->mkey), "%s", key);
-	snprintf(ss->mhash, sizeof(ss->mhash), "%s", hex);
 	ss->rec.head = ss->gen;
 	s3gen_fields(t, &ss->rec.head_gen, &ss->rec.head_max);
 	return 0;
@@ -295,16 +297,25 @@ desc_u64(const void *a, const void *b)
 	return x < y ? 1 : x > y ? -1 : 0;
 }
 
-/* Whether the bucket has object key, in the sorted listing. */
-static int
-listed(struct s3_obj *o, size_t n, const char *key)
+/* The first piece of chain c the listing o lacks, or NULL. */
+static const char *
+unlisted(const struct s3chain *c, struct s3_obj *o, size_t n)
 {
-	size_t i;
+	size_t i, k, have = 0;
 
 	for (i = 0; i < n; i++)
-		if (strcmp(o[i].key, key) == 0)
-			return 1;
-	return 0;
+		have += s3chain_names(c, o[i].key);
+	if (have == c->n + 1)
+		return NULL;
+	for (k = 0; k <= c->n; k++) {
+		const char *key = k == 0 ? c->base.key : c->d[k - 1].key;
+
+		for (i = 0; i < n && strcmp(o[i].key, key) != 0; i++)
+			;
+		if (i == n)
+			return key;
+	}
+	return NULL;
 }
 
 /* Commit g, read and parsed into ss, when it names a manifest the bucket
@@ -315,6 +326,7 @@ try_commit(struct sess *ss, uint64_t g, struct s3_obj *man, size_t nman,
     struct cs_err *e)
 {
 	char key[64], *body = NULL;
+	const char *gone;
 	size_t len;
 	struct cs_err pe;
 	int st, rc = 0;
@@ -335,13 +347,13 @@ try_commit(struct sess *ss, uint64_t g, struct s3_obj *man, size_t nman,
 		else if (snprintf(ss->ctext, sizeof(ss->ctext), "%s", body) < 0)
 			rc = cs_errf(e, "%s: cannot keep commit text",
 			    s3_url(ss->s));
-		else if (!listed(man, nman, ss->mkey))
+		else if ((gone = unlisted(&ss->chain, man, nman)) != NULL)
 			cmd_warn("warning: %s: commit %020llu names %s, which the bucket "
 			    "does not have; reading the newest commit whose "
 			    "manifest exists (a writer then refuses it as a "
 			    "rollback: snapshot --accept-rollback continues "
 			    "from it)", s3_url(ss->s), (unsigned long long)g,
-			    ss->mkey);
+			    gone);
 		else
 			rc = 1;
 	}
@@ -392,7 +404,7 @@ read_head(struct sess *ss, struct cs_err *e)
 	int rc = -1, k = 0;
 
 	ss->gen = 0;
-	ss->mkey[0] = ss->mhash[0] = '\0';
+	memset(&ss->chain, 0, sizeof(ss->chain));
 	if (s3_list(ss->s, "commits/", &o, &n, e) < 0)
 		return -1;
 	if (n > 0 && (nums = malloc(n * sizeof(*nums))) == NULL) {
@@ -459,8 +471,9 @@ fetch(struct sess *ss, const char *key, const char *path, struct cs_err *e)
 	return 0;
 }
 
-/* The newest commit's manifest as dir/manifest.db, checked against the
- * commit's SHA-256, and the identity as dir/blobs/.repository-id. */
+/* The newest commit's manifest as dir/manifest.db (its base and each
+ * delta checked against the commit's SHA-256s, the deltas applied), and
+ * the identity as dir/blobs/.repository-id. */
 static int
 fetch_manifest(struct sess *ss, struct cs_err *e)
 {
@@ -474,14 +487,19 @@ fetch_manifest(struct sess *ss, struct cs_err *e)
 	if (fetch(ss, "blobs/.repository-id", path, e) < 0)
 		return -1;
 	snprintf(path, sizeof(path), "%s/manifest.db", ss->dir);
-	if (fetch(ss, ss->mkey, path, e) < 0 || file_sha(path, hex, &size, e))
+	if (fetch(ss, ss->chain.base.key, path, e) < 0 ||
+	    file_sha(path, hex, &size, e))
 		return -1;
-	if (strcmp(hex, ss->mhash) != 0) {
+	if (strcmp(hex, ss->chain.base.hex) != 0) {
 		unlink(path);
 		return cs_errf(e, "%s: %s does not match its commit %020llu "
 		    "(sha256 %.12s..., expected %.12s...): the object was "
-		    "changed in the bucket", s3_url(ss->s), ss->mkey,
-		    (unsigned long long)ss->gen, hex, ss->mhash);
+		    "changed in the bucket", s3_url(ss->s), ss->chain.base.key,
+		    (unsigned long long)ss->gen, hex, ss->chain.base.hex);
+	}
+	if (s3chain_apply(ss->s, &ss->chain, path, e) < 0) {
+		unlink(path);
+		return -1;
 	}
 	return 0;
 }
@@ -761,7 +779,8 @@ sync_cache(struct sess *ss, struct cs_err *e)
 
 	snprintf(marker, sizeof(marker), "%s/.s3-commit", ss->dir);
 	snprintf(want, sizeof(want), "%020llu %s\n",
-	    (unsigned long long)ss->gen, ss->gen ? ss->mhash : "-");
+	    (unsigned long long)ss->gen, ss->gen ? s3chain_state(&ss->chain) :
+	    "-");
 	if ((f = fopen(marker, "re")) != NULL) {
 		if (fgets(have, sizeof(have), f) == NULL)
 			have[0] = '\0';
@@ -1122,58 +1141,58 @@ drain(struct sess *ss, struct cs_err *e)
 static int
 publish(struct sess *ss, struct cs_err *e)
 {
-	char man[PATH_MAX + 16], tmp[PATH_MAX + 32], hex[SHA_HEX_LEN];
-	char mkey[128], ckey[64], text[COMMIT_CAP], marker[PATH_MAX + 16];
-	char *body = NULL;
-	uint8_t rnd[4];
-	uint64_t size, mgen, mmax;
-	size_t len;
-	int st, rc = -1;
-	FILE *f = NULL;
+	char man[PATH_MAX + 16], tmp[PATH_MAX + 32], base[PATH_MAX + 32];
+	char ckey[64], text[COMMIT_CAP], marker[PATH_MAX + 16];
+	const struct s3piece *up;
+	struct s3chain next;
+	uint8_t *body = NULL;
+	uint64_t mgen, mmax;
+	size_t len, off;
+	int st, full, rc = -1;
 
 	if ((ss->pipe != NULL && drain(ss, e) < 0) || put_blobs(ss, e) < 0)
 		return -1;
 	snprintf(man, sizeof(man), "%s/manifest.db", ss->dir);
 	snprintf(tmp, sizeof(tmp), "%s/.s3-upload.db", ss->dir);
+	snprintf(base, sizeof(base), "%s/.s3-base.db", ss->dir);
 	if (store_manifest_copy(man, tmp, e) < 0 ||
-	    file_sha(tmp, hex, &size, e) < 0 ||
 	    store_manifest_gen(tmp, &mgen, &mmax, e) < 0)
 		goto out;
-	if (size > MANIFEST_CAP) {
-		cs_errf(e, "manifest too large for an object store (%llu "
-		    "bytes)", (unsigned long long)size);
-		goto out;
-	}
-	if ((f = fopen(tmp, "re")) == NULL || (body = malloc(size + 1)) == NULL
-	    || fread(body, 1, size, f) != size) {
-		cs_errno(e, "read %s", tmp);
-		goto out;
-	}
-	len = size;
-	if (getrandom(rnd, sizeof(rnd), 0) != (ssize_t)sizeof(rnd)) {
-		cs_errno(e, "getrandom");
-		goto out;
-	}
 	/* Past every commit listed, also one passed over as unusable: its
 	 * number is taken. */
 	if (ss->top > ss->gen)
 		ss->gen = ss->top;
-	snprintf(mkey, sizeof(mkey), "manifests/%020llu-%02x%02x%02x%02x.db",
-	    (unsigned long long)ss->gen + 1, rnd[0], rnd[1], rnd[2], rnd[3]);
-	if ((st = s3_put(ss->s, mkey, body, len, "*", NULL, e)) < 0)
+	/* A delta from the state the commit read, or the whole manifest
+	 * (s3chain.c says when). */
+	if (s3chain_next(ss->s, &ss->chain, ss->based ? base : NULL, tmp,
+	    ss->gen + 1, &next, &body, &len, &full, e) < 0)
 		goto out;
-	if (st != 200) {
-		status_fail(ss, "put", mkey, st, e);
+	if (full && len > MANIFEST_CAP) {
+		cs_errf(e, "manifest too large for an object store (%zu "
+		    "bytes)", len);
 		goto out;
 	}
+	up = full ? &next.base : &next.d[next.n - 1];
+	if ((st = s3_put(ss->s, up->key, body, len, "*", NULL, e)) < 0)
+		goto out;
+	if (st != 200) {
+		status_fail(ss, "put", up->key, st, e);
+		goto out;
+	}
+	ss->up_manifest += len;
+	ss->up_full = full;
 	if (lease_held(ss, e) < 0)
 		goto out;
 	fault_commit_pause(ss);
 	snprintf(ckey, sizeof(ckey), "commits/%020llu",
 	    (unsigned long long)ss->gen + 1);
-	snprintf(text, sizeof(text), "cutsnap-commit 1\nmanifest %s\nsha256 "
-	    "%s\nsize %llu\ngeneration %llu\nmax_snapshot_id %llu\n", mkey,
-	    hex, (unsigned long long)size, (unsigned long long)mgen,
+	if (s3chain_text(&next, text, sizeof(text) - 64) < 0) {
+		cs_errf(e, "%s: the commit's text is too long", s3_url(ss->s));
+		goto out;
+	}
+	off = strlen(text);
+	snprintf(text + off, sizeof(text) - off, "generation %llu\n"
+	    "max_snapshot_id %llu\n", (unsigned long long)mgen,
 	    (unsigned long long)mmax);
 	if ((st = s3_put(ss->s, ckey, text, strlen(text), "*", NULL, e)) < 0)
 		goto out;
@@ -1187,21 +1206,41 @@ publish(struct sess *ss, struct cs_err *e)
 		goto out;
 	}
 	ss->gen++;
+	ss->chain = next;
 	s3gen_published(ss->dir, mgen, mmax);
-	snprintf(ss->mkey, sizeof(ss->mkey), "%s", mkey);
-	snprintf(ss->mhash, sizeof(ss->mhash), "%s", hex);
+	/* What the next publish (load's next snapshot) makes its delta
+	 * from. */
+	ss->based = rename(tmp, base) == 0;
 	snprintf(marker, sizeof(marker), "%s/.s3-commit", ss->dir);
 	snprintf(text, sizeof(text), "%020llu %s\n",
-	    (unsigned long long)ss->gen, hex);
+	    (unsigned long long)ss->gen, s3chain_state(&ss->chain));
 	if (write_small(marker, text, strlen(text), e) < 0)
 		goto out;
 	rc = 0;
 out:
-	if (f != NULL)
-		fclose(f);
 	unlink(tmp);
 	free(body);
 	return rc;
+}
+
+/* A copy of the cache's manifest at the commit read, before the command
+ * changes it: what publish makes its delta from. None for a new
+ * repository (its first commit uploads the whole manifest). */
+static int
+base_copy(struct sess *ss, struct cs_err *e)
+{
+	char man[PATH_MAX + 16], base[PATH_MAX + 32];
+
+	snprintf(base, sizeof(base), "%s/.s3-base.db", ss->dir);
+	unlink(base);
+	ss->based = 0;
+	if (ss->gen == 0)
+		return 0;
+	snprintf(man, sizeof(man), "%s/manifest.db", ss->dir);
+	if (store_manifest_copy(man, base, e) < 0)
+		return -1;
+	ss->based = 1;
+	return 0;
 }
 
 /* The cache's marker, removed while the command changes the cache: a
@@ -1386,7 +1425,7 @@ prune_bucket(struct sess *ss, char **keys, size_t nk, int64_t grace,
 	if (s3_list(ss->s, "manifests/", &o, &n, e) < 0)
 		return -1;
 	for (i = 0; i < n; i++)
-		if (strcmp(o[i].key, ss->mkey) != 0 &&
+		if (!s3chain_names(&ss->chain, o[i].key) &&
 		    sscanf(o[i].key, "manifests/%20llu", &g) == 1 &&
 		    g <= ss->gen && o[i].mtime <= (int64_t)now - grace &&
 		    (st = s3_delete(ss->s, o[i].key, e)) != 204 && st != 200 &&
@@ -1657,7 +1696,7 @@ cmd_s3_run(const char *name, int (*fn)(int, char **), int argc, char **argv)
 		goto fail;
 	if (ss.kind == K_WRITE) {
 		if (cache_dir(&ss, &e) < 0 || sync_cache(&ss, &e) < 0 ||
-		    unmark(&ss, &e) < 0)
+		    base_copy(&ss, &e) < 0 || unmark(&ss, &e) < 0)
 			goto fail;
 	} else {
 		if (ss.gen == 0) {
@@ -1739,12 +1778,14 @@ cmd_s3_run(const char *name, int (*fn)(int, char **), int argc, char **argv)
 	if (ss.kind == K_WRITE && has_arg(argc, av, "-v", "--verbose"))
 		fprintf(stderr, "s3: uploaded %llu blobs (%llu bytes), %llu "
 		    "already there, commit %llu, %llu cached blobs "
-		    "collected\n",
+		    "collected, manifest %s of %llu bytes\n",
 		    (unsigned long long)ss.up_blobs,
 		    (unsigned long long)ss.up_bytes,
 		    (unsigned long long)ss.had_blobs,
 		    (unsigned long long)ss.gen,
-		    (unsigned long long)ss.collected);
+		    (unsigned long long)ss.collected,
+		    ss.up_full ? "whole" : "delta",
+		    (unsigned long long)ss.up_manifest);
 	goto out;
 fail:
 	/* The kind the store or the bucket named (usage, locked, auth, no

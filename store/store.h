@@ -562,5 +562,17 @@ int store_manifest_blobs(const char *manifest, uint64_t id, char ***names,
  * 0 for one written before generations were kept). */
 int store_manifest_gen(const char *manifest, uint64_t *gen, uint64_t *max_id,
     struct cs_err *e);
+/* Manifest deltas (mdelta.c): what turns manifest file oldm into newm,
+ * into *out (malloc'd, *n bytes): 0; 1 when a delta cannot carry the
+ * change (the schema, or a table without a primary key, changed): the
+ * whole manifest must go instead; -1 with e set. Apply one to manifest
+ * (all of it or nothing; CS_E_CORRUPT when it is not a delta or was
+ * made from another manifest); concatenate a then b into one. */
+int store_mdelta_make(const char *oldm, const char *newm, uint8_t **out,
+    size_t *n, struct cs_err *e);
+int store_mdelta_apply(const char *manifest, const uint8_t *d, size_t n,
+    struct cs_err *e);
+int store_mdelta_concat(const uint8_t *a, size_t na, const uint8_t *b,
+    size_t nb, uint8_t **out, size_t *n, struct cs_err *e);
 
 #endif

@@ -111,12 +111,31 @@ REPO_URL=s3://$BUCKET/repo
 # s3keys_has BUCKET KEY: the object KEY exists.
 s3keys_has () { s3keys "$1" "$2" | grep -qx -- "$2"; }
 
+# The tests' reader of a commit's manifest chain (tests/s3/mdelta_apply.c;
+# the Makefile passes it, a test run by hand finds it beside the binary).
+: "${CUTSNAP_MDELTA:=$(dirname "$CUTSNAP")/../build/mdelta-apply}"
+
+# newest_manifest FILE: the manifest the newest commit of repo/ in BUCKET
+# names, into FILE: its base, with each of its deltas applied in order.
+newest_manifest () {
+	local c k i=0 deltas=()
+	c=$(s3keys "$BUCKET" repo/commits/ | grep -E '/[0-9]{20}$' | tail -n 1) &&
+	s3req GET "$BUCKET/$c" -o newest.commit | tail -n 1 | grep -q "^200$" &&
+	k=$(sed -n 's/^manifest //p' newest.commit) && [ -n "$k" ] &&
+	s3req GET "$BUCKET/repo/$k" -o "$1" | tail -n 1 | grep -q "^200$" || return 1
+	for k in $(sed -n 's/^delta \([^ ]*\) .*/\1/p' newest.commit); do
+		i=$((i + 1))
+		s3req GET "$BUCKET/repo/$k" -o "newest.delta$i" | tail -n 1 |
+		    grep -q "^200$" || return 1
+		deltas+=("newest.delta$i")
+	done
+	"$CUTSNAP_MDELTA" "$1" "${deltas[@]}"
+}
+
 # newest_refs: the blobs the newest committed manifest of repo/ in BUCKET
-# refers to (its manifest is left in newest.db).
+# refers to (the manifest is left in newest.db).
 newest_refs () {
-	local k
-	k=$(s3keys "$BUCKET" repo/manifests/ | tail -n 1) &&
-	s3req GET "$BUCKET/$k" -o newest.db | tail -n 1 | grep -q "^200$" &&
+	newest_manifest newest.db &&
 	sqlite3 newest.db "select count(distinct sha256) from agent_chunks"
 }
 

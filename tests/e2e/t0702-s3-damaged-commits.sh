@@ -1,8 +1,9 @@
 #!/bin/bash
 # Damaged commit objects do not stop a repository on an object store. A
 # stray key under commits/ that is not a commit number (here one past
-# 2^64) is ignored with a warning; a newest commit whose manifest was
-# deleted, or whose text is not a commit, is passed over with a warning
+# 2^64) is ignored with a warning; a newest commit whose manifest (its
+# newest piece: the delta it added) was deleted, or whose text is not a
+# commit, is passed over with a warning
 # for the newest whole one, which readers read; a writer refuses it as a
 # rollback, and snapshot --accept-rollback commits past every number
 # listed. ls, show, verify and restore --commit N read an older commit.
@@ -42,7 +43,8 @@ test_expect_success 'a stray commits/99999999999999999999 is ignored with a warn
 
 test_expect_success 'the newest commit'"'"'s manifest deleted: readers read the commit before it, with a warning' '
 	s3req GET "$BUCKET/$(ckey 3)" -o c3 | tail -n 1 | grep -q "^200$" &&
-	m3=$(sed -n "s/^manifest //p" c3) && [ -n "$m3" ] &&
+	m3=$({ sed -n "s/^manifest //p" c3; sed -n "s/^delta \([^ ]*\) .*/\1/p" c3; } | tail -n 1) &&
+	[ -n "$m3" ] &&
 	s3del "$BUCKET/repo/$m3" &&
 	expect_ok ls -r "$REPO_URL" --json &&
 	err_matches "commit 0*3 names $m3, which the bucket does not have" &&
