@@ -17,6 +17,11 @@
 #   BENCH_KEEP=1 keep the scratch directory
 #   BENCH_RUNS   runs per row (default 3)
 #   BENCH_ENC_MIB  MiB of data in the encrypted rows (default 256)
+#   BENCH_S3_HISTORY  the object-storage rows' bytes per commit are measured
+#                after 1, 10 and 100 earlier snapshots; a value above 100
+#                adds that many (1000: some minutes more)
+#   CUTSNAP_BENCH_ONLY=s3  run section 5 (object storage in radosgw) alone
+#                and print its rows; RESULTS.md is not written
 # The encrypted rows (2b) use restic and borg too (make bench-deps); they take a
 # few minutes more (each side backs up, checks and restores 2 x 256 MiB).
 set -u
@@ -411,6 +416,244 @@ txn_rows () {
 	    "$(verdict "$v_many >= 10 * $v_w")"
 }
 
+# --- 5. (defined here, run below) object storage: a repository in radosgw ---
+# A Ceph radosgw on loopback (tests/s3/radosgw.sh, memstore), three agents
+# with 256 MiB in a1: full snapshot, incremental after a 16 MiB change,
+# verify and restore with no local state, into and from the bucket against
+# the same with a directory, against "aws s3 cp --recursive" of the same
+# data files each way when the aws CLI is installed, and against restic's
+# backup and restore into the same radosgw. Then the local disk peak of a
+# snapshot, a verify and a restore (disk_peak), and the bytes an
+# incremental commit uploads after 1, 10 and 100 earlier snapshots
+# (BENCH_S3_HISTORY=1000 adds 1000; counted by tests/s3/faultproxy.py).
+S3_HISTORY=${BENCH_S3_HISTORY:-100}
+
+# disk_peak DIR CMD...: run CMD with CUTSNAP_CACHE_DIR, RESTIC_CACHE_DIR
+# and TMPDIR in the fresh directory DIR and print the peak of DIR's size
+# in bytes beyond its empty size; the bench fails if CMD fails.
+# The peak is sampled: a background loop runs "du -sb DIR" every 20 ms
+# while CMD runs. A file that lives shorter than a sample period or
+# between two samples is missed, so the figure is a lower bound of the
+# true peak, not the peak itself. Agents started earlier keep their own
+# TMPDIR: only the command's own disk use is counted.
+disk_peak () {
+	local dir=$1 pf=$1.peak s0 sampler rc peak sz
+	shift
+	rm -rf "$dir" "$pf" && mkdir -p "$dir/cache" "$dir/tmp" || fail "mkdir $dir"
+	s0=$(du_b "$dir")
+	echo 0 >"$pf"
+	(
+		peak=0
+		while :; do
+			sz=$(du -sb "$dir" 2>/dev/null | awk '{ print $1 }')
+			if [ -n "$sz" ] && [ $((sz - s0)) -gt "$peak" ]; then
+				peak=$((sz - s0))
+				echo "$peak" >"$pf.tmp" && mv "$pf.tmp" "$pf"
+			fi
+			sleep 0.02
+		done
+	) &
+	sampler=$!
+	CUTSNAP_CACHE_DIR=$dir/cache RESTIC_CACHE_DIR=$dir/cache TMPDIR=$dir/tmp \
+	    "$@" >>"$LOG" 2>&1
+	rc=$?
+	kill "$sampler" 2>/dev/null
+	wait "$sampler" 2>/dev/null
+	[ $rc -eq 0 ] || fail "exit $rc: $*"
+	# What the command left behind (its cache) counts too.
+	peak=$(cat "$pf")
+	sz=$(($(du_b "$dir") - s0))
+	[ "$sz" -gt "$peak" ] && peak=$sz
+	echo "$peak"
+	rm -rf "$dir" "$pf"
+}
+
+# put_bytes LOG: "TOTAL META BLOBS", the bytes of the PUT bodies in the
+# fault proxy's LOG: all, those under manifests/ and commits/, those under
+# blobs/ (leases and other keys count in TOTAL only).
+put_bytes () {
+	python3 -c 'import json, sys
+t = m = b = 0
+for line in open(sys.argv[1]):
+    r = json.loads(line)
+    if r["method"] != "PUT":
+        continue
+    n = r["bytes"]
+    t += n
+    if "/manifests/" in r["path"] or "/commits/" in r["path"]:
+        m += n
+    elif "/blobs/" in r["path"]:
+        b += n
+print(t, m, b)' "$1"
+}
+
+# s3_history: a small cluster (1 MiB in a1) snapshotted into a fresh
+# prefix through the fault proxy, one "cutsnap put" between snapshots;
+# the bytes the snapshot after 1, 10, 100 (and S3_HISTORY) earlier ones
+# uploaded, as rows against the one after 1.
+s3_history () {
+	local h=$W/s3h c=$W/s3h/c.ini plog=$W/s3h/proxy.log n k pts=() got=() t m b base=""
+	make_cluster "$h" 3
+	start "$c"
+	fill "$c" a1 0 1
+	python3 "$ROOT/tests/s3/faultproxy.py" "$AWS_ENDPOINT_URL" "$h/proxy.port" \
+	    "$h/rules.json" "$plog" 2>>"$LOG" &
+	S3_PROXY_PID=$!
+	for k in $(seq 1 300); do [ -s "$h/proxy.port" ] && break; sleep 0.1; done
+	[ -s "$h/proxy.port" ] || fail "the fault proxy did not start"
+	pts=(1 10 100)
+	[ "$S3_HISTORY" -gt 100 ] && pts+=("$S3_HISTORY")
+	for n in $(seq 0 "${pts[-1]}"); do
+		echo "v$n" | "$CS" put -c "$c" a2 tick - >>"$LOG" 2>&1 || fail "put tick"
+		: >"$plog"
+		AWS_ENDPOINT_URL=http://127.0.0.1:$(cat "$h/proxy.port") \
+		    "$CS" snapshot -c "$c" -r s3://bench/hist >>"$LOG" 2>&1 ||
+		    fail "snapshot $((n + 1)) through the proxy"
+		for k in "${pts[@]}"; do
+			[ "$n" = "$k" ] && got+=("$n $(put_bytes "$plog")")
+		done
+	done
+	kill "$S3_PROXY_PID" 2>/dev/null
+	wait "$S3_PROXY_PID" 2>/dev/null
+	S3_PROXY_PID=""
+	stop "$c"
+	cmd "cutsnap put -c CONF a2 tick -; cutsnap snapshot -c CONF -r s3://BUCKET/PREFIX   # repeated, through tests/s3/faultproxy.py, PUT bodies summed"
+	[ ${#got[@]} -eq ${#pts[@]} ] || fail "bytes per commit: ${#got[@]} of ${#pts[@]} points measured"
+	for k in "${got[@]}"; do
+		read -r n t m b <<<"$k"
+		[ -n "$base" ] || base=$t
+		row "s3 bytes uploaded by a commit after $n earlier snapshots" \
+		    "$t (manifest+commit $m, blobs $b)" "$base (after 1)" \
+		    "$(calc "$t / $base")" "flat (<= 1.1x)" "$(verdict "$t <= 1.1 * $base")"
+	done
+	rm -rf "$h"
+}
+
+s3_rows () {
+	local d=$W/s3 c=$W/s3/c.ini env aws_bin v=() dv=() a=() i=() di=() vv=() dvv=() r
+	local rs=() drs=() ad=() rb=() rr=() ps pv pr prb prr
+	RGW_MEMSTORE_BYTES=$((6 * 1024 * MIB)) bash "$ROOT/tests/s3/radosgw.sh" start "$W/rgw" >>"$LOG" 2>&1 ||
+	    fail "radosgw did not start (see $W/rgw/log)"
+	CONFS_RGW=$W/rgw
+	env=$W/rgw/env
+	# shellcheck disable=SC1090
+	. "$env"
+	export CUTSNAP_CACHE_DIR=$W/s3-cache RESTIC_PASSWORD=x
+	curl -s -o /dev/null -X PUT --aws-sigv4 "aws:amz:us-east-1:s3" \
+	    --user "$AWS_ACCESS_KEY_ID:$AWS_SECRET_ACCESS_KEY" \
+	    -H "x-amz-content-sha256: e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855" \
+	    "$AWS_ENDPOINT_URL/bench" || fail "create bucket"
+	make_cluster "$d" 3
+	start "$c"
+	fill "$c" a1 0 256
+	aws_bin=$(command -v aws)
+	for r in $(seq 1 "$RUNS"); do
+		rm -rf "$CUTSNAP_CACHE_DIR"
+		fresh "$c" "$d/repo"
+		timed v "$CS" snapshot -c "$c" -r "s3://bench/full$r"
+		timed dv "$CS" snapshot -c "$c" -r "$d/repo"
+		# The data files alone (aws fails on the sockets in run/).
+		rm -rf "$d/files" && mkdir "$d/files" && ln "$d"/*.data "$d/files/" ||
+		    fail "link the data files"
+		if [ -n "$aws_bin" ]; then
+			timed a "$aws_bin" --endpoint-url "$AWS_ENDPOINT_URL" s3 cp --quiet \
+			    --recursive "$d/files/" "s3://bench/aws$r/"
+		fi
+		restic -q -r "s3:$AWS_ENDPOINT_URL/bench/restic$r" init >>"$LOG" 2>&1 ||
+		    fail "restic init"
+		timed rb restic -q -r "s3:$AWS_ENDPOINT_URL/bench/restic$r" backup "$d/files"
+	done
+	for r in $(seq 1 "$RUNS"); do
+		change "$c" 16
+		timed i "$CS" snapshot -c "$c" -r "s3://bench/full$RUNS"
+		timed di "$CS" snapshot -c "$c" -r "$d/repo"
+	done
+	# Reads with no local state: no cache, an empty target directory.
+	for r in $(seq 1 "$RUNS"); do
+		rm -rf "$CUTSNAP_CACHE_DIR"
+		timed vv "$CS" verify -r "s3://bench/full$RUNS"
+		timed dvv "$CS" verify -r "$d/repo"
+		rm -rf "$CUTSNAP_CACHE_DIR" "$d/out" && sync
+		timed rs "$CS" restore -r "s3://bench/full$RUNS" --target "$d/out"
+		rm -rf "$d/out" && sync
+		timed drs "$CS" restore -r "$d/repo" --target "$d/out"
+		rm -rf "$d/out" && sync
+		if [ -n "$aws_bin" ]; then
+			timed ad "$aws_bin" --endpoint-url "$AWS_ENDPOINT_URL" s3 cp --quiet \
+			    --recursive "s3://bench/aws$RUNS/" "$d/out"
+			rm -rf "$d/out" && sync
+		fi
+		timed rr restic -q -r "s3:$AWS_ENDPOINT_URL/bench/restic$RUNS" restore latest --target "$d/out"
+		rm -rf "$d/out" && sync
+	done
+	# Local disk peaks: a full snapshot into a fresh prefix, its verify
+	# and restore, with no cache to start from; restic's backup and
+	# restore of the same files the same way.
+	fresh "$c" "$d/repo"
+	ps=$(disk_peak "$d/local" "$CS" snapshot -c "$c" -r s3://bench/peak)
+	pv=$(disk_peak "$d/local" "$CS" verify -r s3://bench/peak)
+	pr=$(disk_peak "$d/local" "$CS" restore -r s3://bench/peak --target "$d/out")
+	rm -rf "$d/out" "$d/files" && mkdir "$d/files" && ln "$d"/*.data "$d/files/" ||
+	    fail "link the data files"
+	restic -q -r "s3:$AWS_ENDPOINT_URL/bench/restic-peak" init >>"$LOG" 2>&1 ||
+	    fail "restic init"
+	prb=$(disk_peak "$d/local" restic -q -r "s3:$AWS_ENDPOINT_URL/bench/restic-peak" backup "$d/files")
+	prr=$(disk_peak "$d/local" restic -q -r "s3:$AWS_ENDPOINT_URL/bench/restic-peak" restore latest --target "$d/out")
+	rm -rf "$d/out"
+	stop "$c"
+	cmd "cutsnap snapshot -c CONF -r s3://BUCKET/PREFIX   # radosgw on loopback, a fresh prefix and cache"
+	cmd "cutsnap verify -r s3://BUCKET/PREFIX; cutsnap restore -r s3://BUCKET/PREFIX --target EMPTY_DIR   # no cache"
+	cmd "aws --endpoint-url URL s3 cp --recursive DIR_OF_THE_DATA_FILES s3://BUCKET/PREFIX/   # and back: s3://BUCKET/PREFIX/ EMPTY_DIR"
+	cmd "restic -r s3:URL/BUCKET/PREFIX backup DIR_OF_THE_DATA_FILES; restic -r s3:URL/BUCKET/PREFIX restore latest --target EMPTY_DIR"
+	cmd "disk peak: CUTSNAP_CACHE_DIR, RESTIC_CACHE_DIR and TMPDIR in one directory, du -sb of it every 20 ms (a lower bound)"
+	row "s3 full snapshot ms, 256 MiB, radosgw" "$(median "${v[@]}")" "$(median "${dv[@]}") (directory)" \
+	    "$(calc "$(median "${v[@]}") / $(median "${dv[@]}")")" "-" "-"
+	if [ -n "$aws_bin" ]; then
+		row "s3 full snapshot ms vs aws s3 cp --recursive" "$(median "${v[@]}")" "$(median "${a[@]}") (aws s3 cp)" \
+		    "$(calc "$(median "${v[@]}") / $(median "${a[@]}")")" "<= 1.0x" \
+		    "$(verdict "$(median "${v[@]}") <= $(median "${a[@]}")")"
+	else
+		say "bench: aws CLI not installed: no aws s3 cp rows"
+		row "s3 full snapshot ms vs aws s3 cp --recursive" "$(median "${v[@]}")" "n/a (aws CLI not installed)" \
+		    "n/a" "<= 1.0x" "-"
+	fi
+	row "s3 full snapshot ms vs restic backup" "$(median "${v[@]}")" "$(median "${rb[@]}") (restic)" \
+	    "$(calc "$(median "${v[@]}") / $(median "${rb[@]}")")" "-" "-"
+	row "s3 incremental snapshot ms after 16 MiB change" "$(median "${i[@]}")" "$(median "${di[@]}") (directory)" \
+	    "$(calc "$(median "${i[@]}") / $(median "${di[@]}")")" "-" "-"
+	row "s3 verify ms, no local state" "$(median "${vv[@]}")" "$(median "${dvv[@]}") (directory)" \
+	    "$(calc "$(median "${vv[@]}") / $(median "${dvv[@]}")")" "-" "-"
+	row "s3 restore ms, no local state" "$(median "${rs[@]}")" "$(median "${drs[@]}") (directory)" \
+	    "$(calc "$(median "${rs[@]}") / $(median "${drs[@]}")")" "-" "-"
+	if [ -n "$aws_bin" ]; then
+		row "s3 verify ms vs aws s3 cp --recursive (download)" "$(median "${vv[@]}")" "$(median "${ad[@]}") (aws s3 cp)" \
+		    "$(calc "$(median "${vv[@]}") / $(median "${ad[@]}")")" "<= 1.0x" \
+		    "$(verdict "$(median "${vv[@]}") <= $(median "${ad[@]}")")"
+		row "s3 restore ms vs aws s3 cp --recursive (download)" "$(median "${rs[@]}")" "$(median "${ad[@]}") (aws s3 cp)" \
+		    "$(calc "$(median "${rs[@]}") / $(median "${ad[@]}")")" "<= 1.0x" \
+		    "$(verdict "$(median "${rs[@]}") <= $(median "${ad[@]}")")"
+	else
+		row "s3 verify ms vs aws s3 cp --recursive (download)" "$(median "${vv[@]}")" "n/a (aws CLI not installed)" \
+		    "n/a" "<= 1.0x" "-"
+		row "s3 restore ms vs aws s3 cp --recursive (download)" "$(median "${rs[@]}")" "n/a (aws CLI not installed)" \
+		    "n/a" "<= 1.0x" "-"
+	fi
+	row "s3 restore ms vs restic restore" "$(median "${rs[@]}")" "$(median "${rr[@]}") (restic)" \
+	    "$(calc "$(median "${rs[@]}") / $(median "${rr[@]}")")" "-" "-"
+	# In KiB: restic's peaks are a few KiB, which MiB would show as 0.0.
+	row "s3 full snapshot local disk peak KiB (sampled)" "$((ps / 1024))" "$((prb / 1024)) (restic backup)" \
+	    "-" "<= 65536 KiB" "$(verdict "$ps <= 64 * $MIB")"
+	row "s3 verify local disk peak KiB (sampled)" "$((pv / 1024))" "-" "-" "<= 65536 KiB" \
+	    "$(verdict "$pv <= 64 * $MIB")"
+	row "s3 restore local disk peak KiB beyond the files (sampled)" "$((pr / 1024))" "$((prr / 1024)) (restic restore)" \
+	    "-" "<= 65536 KiB" "$(verdict "$pr <= 64 * $MIB")"
+	s3_history
+	bash "$ROOT/tests/s3/radosgw.sh" stop "$W/rgw" >>"$LOG" 2>&1
+	CONFS_RGW=""
+	unset AWS_ENDPOINT_URL AWS_ACCESS_KEY_ID AWS_SECRET_ACCESS_KEY AWS_REGION CUTSNAP_CACHE_DIR RESTIC_PASSWORD
+	rm -rf "$d" "$W/s3-cache"
+}
+
 # Sourced for its helpers: stop here.
 [ "${BENCH_LIB:-0}" = 1 ] && return 0
 
@@ -444,6 +687,7 @@ cleanup () {
 	for c in $CONFS; do
 		timeout 60 "$CS" stop -c "$c" >/dev/null 2>&1
 	done
+	[ -n "${S3_PROXY_PID:-}" ] && kill "$S3_PROXY_PID" 2>/dev/null
 	[ -n "${CONFS_RGW:-}" ] && bash "$ROOT/tests/s3/radosgw.sh" stop "$CONFS_RGW" >/dev/null 2>&1
 	if [ "${BENCH_KEEP:-0}" = 1 ]; then
 		echo "bench: kept $W" >&2
@@ -480,6 +724,14 @@ MACHINE=$(machine)
 printf '%s\n' "$MACHINE" >&2
 printf '%-46s %-14s %-22s %-8s %-20s %s\n' "measure" "value" "baseline" "ratio" "target" "verdict"
 head -c $((1024 * MIB)) /dev/urandom >"$W/rand"
+
+# CUTSNAP_BENCH_ONLY=s3: section 5 (object storage) alone; RESULTS.md is
+# not written.
+if [ "${CUTSNAP_BENCH_ONLY:-}" = s3 ]; then
+	s3_rows
+	say "bench: CUTSNAP_BENCH_ONLY=s3: only the object-storage rows; RESULTS.md not written"
+	exit 0
+fi
 
 # --- 1. synced single writes/s and transfers/s ----------------------------
 
@@ -1211,74 +1463,8 @@ row "full snapshot ms, a1 ~256 MiB streamed over TLS" "$ST_FULL" \
 row "incremental snapshot ms after 4 MiB changed, streamed over TLS" "$ST_INC" \
     "$ST_FULL (full, streamed)" "$(calc "$ST_INC / $ST_FULL")" "-" "-"
 
-# --- 5. object storage: a repository in radosgw ------------------------------
-# A Ceph radosgw on loopback (tests/s3/radosgw.sh, memstore), three agents
-# with 256 MiB in a1: full snapshot, incremental after a 16 MiB change and
-# verify with no local state, into the bucket against the same into a
-# directory, and the full snapshot against "aws s3 cp --recursive" of the
-# same data files when the aws CLI is installed.
-s3_rows () {
-	local d=$W/s3 c=$W/s3/c.ini env t0 aws_bin v=() dv=() a=() i=() di=() vv=() dvv=() r
-	RGW_MEMSTORE_BYTES=$((6 * 1024 * MIB)) bash "$ROOT/tests/s3/radosgw.sh" start "$W/rgw" >>"$LOG" 2>&1 ||
-	    fail "radosgw did not start (see $W/rgw/log)"
-	CONFS_RGW=$W/rgw
-	env=$W/rgw/env
-	# shellcheck disable=SC1090
-	. "$env"
-	export CUTSNAP_CACHE_DIR=$W/s3-cache
-	curl -s -o /dev/null -X PUT --aws-sigv4 "aws:amz:us-east-1:s3" \
-	    --user "$AWS_ACCESS_KEY_ID:$AWS_SECRET_ACCESS_KEY" \
-	    -H "x-amz-content-sha256: e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855" \
-	    "$AWS_ENDPOINT_URL/bench" || fail "create bucket"
-	make_cluster "$d" 3
-	start "$c"
-	fill "$c" a1 0 256
-	aws_bin=$(command -v aws)
-	for r in $(seq 1 "$RUNS"); do
-		rm -rf "$CUTSNAP_CACHE_DIR"
-		fresh "$c" "$d/repo"
-		timed v "$CS" snapshot -c "$c" -r "s3://bench/full$r"
-		timed dv "$CS" snapshot -c "$c" -r "$d/repo"
-		if [ -n "$aws_bin" ]; then
-			# The data files alone (aws fails on the sockets in run/).
-			rm -rf "$d/files" && mkdir "$d/files" && ln "$d"/*.data "$d/files/" ||
-			    fail "link the data files"
-			timed a "$aws_bin" --endpoint-url "$AWS_ENDPOINT_URL" s3 cp --quiet \
-			    --recursive "$d/files/" "s3://bench/aws$r/"
-		fi
-	done
-	for r in $(seq 1 "$RUNS"); do
-		change "$c" 16
-		timed i "$CS" snapshot -c "$c" -r "s3://bench/full$RUNS"
-		timed di "$CS" snapshot -c "$c" -r "$d/repo"
-	done
-	for r in $(seq 1 "$RUNS"); do
-		timed vv "$CS" verify -r "s3://bench/full$RUNS"
-		timed dvv "$CS" verify -r "$d/repo"
-	done
-	stop "$c"
-	cmd "cutsnap snapshot -c CONF -r s3://BUCKET/PREFIX   # radosgw on loopback, a fresh prefix and cache"
-	cmd "aws --endpoint-url URL s3 cp --recursive DIR_OF_THE_DATA_FILES s3://BUCKET/PREFIX/"
-	row "s3 full snapshot ms, 256 MiB, radosgw" "$(median "${v[@]}")" "$(median "${dv[@]}") (directory)" \
-	    "$(calc "$(median "${v[@]}") / $(median "${dv[@]}")")" "-" "-"
-	if [ -n "$aws_bin" ]; then
-		row "s3 full snapshot ms vs aws s3 cp --recursive" "$(median "${v[@]}")" "$(median "${a[@]}") (aws s3 cp)" \
-		    "$(calc "$(median "${v[@]}") / $(median "${a[@]}")")" "<= 1.0x" \
-		    "$(verdict "$(median "${v[@]}") <= $(median "${a[@]}")")"
-	else
-		say "bench: aws CLI not installed: no aws s3 cp row"
-		row "s3 full snapshot ms vs aws s3 cp --recursive" "$(median "${v[@]}")" "n/a (aws CLI not installed)" \
-		    "n/a" "<= 1.0x" "-"
-	fi
-	row "s3 incremental snapshot ms after 16 MiB change" "$(median "${i[@]}")" "$(median "${di[@]}") (directory)" \
-	    "$(calc "$(median "${i[@]}") / $(median "${di[@]}")")" "-" "-"
-	row "s3 verify ms, no local state" "$(median "${vv[@]}")" "$(median "${dvv[@]}") (directory)" \
-	    "$(calc "$(median "${vv[@]}") / $(median "${dvv[@]}")")" "-" "-"
-	bash "$ROOT/tests/s3/radosgw.sh" stop "$W/rgw" >>"$LOG" 2>&1
-	CONFS_RGW=""
-	unset AWS_ENDPOINT_URL AWS_ACCESS_KEY_ID AWS_SECRET_ACCESS_KEY AWS_REGION CUTSNAP_CACHE_DIR
-	rm -rf "$d" "$W/s3-cache"
-}
+# --- 5. object storage (s3_rows, above) ----------------------------------------
+
 s3_rows
 
 # --- 6. compaction and concurrent snapshots (bench/compact_concurrent.sh) -----

@@ -22,7 +22,9 @@ ACTION is one of
   "truncate"      forward, then send the headers and half the body, close
 
 The first rule that matches and has firings left applies. LOG_FILE gets
-one JSON line per request: {"method", "path", "action", "status"}.
+one JSON line per request: {"method", "path", "action", "status"}, and
+for a PUT "bytes": the request body's length (its Content-Length), so
+that a bench can count what each upload sent.
 """
 import http.client
 import http.server
@@ -123,6 +125,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
         action = pick(self.command, self.path)
         entry = {"method": self.command, "path": self.path,
                  "action": action, "status": None}
+        if self.command == "PUT":
+            entry["bytes"] = n
         try:
             if action == "503":
                 entry["status"] = 503
