@@ -28,6 +28,8 @@
 #include "s3chain.h"
 #include "../store/store.h"
 
+/* The largest manifest piece, a whole one or a delta, an object store
+ * takes or gives here: read_whole refuses a larger manifest. */
 #define DELTA_CAP ((size_t)1 << 30)
 
 static int

@@ -59,7 +59,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/random.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -75,7 +74,6 @@
 
 #define COMMIT_CAP 4096
 #define LEASE_CAP 4096
-#define MANIFEST_CAP ((size_t)1 << 30)
 #define LEASE_TTL 60		/* seconds a lease lasts without renewal, */
 #define LEASE_TTL_MIN 6		/* unless CUTSNAP_S3_LEASE_SECONDS says */
 #define LEASE_TTL_MAX 3600
@@ -1167,11 +1165,6 @@ publish(struct sess *ss, struct cs_err *e)
 	if (s3chain_next(ss->s, &ss->chain, ss->based ? base : NULL, tmp,
 	    ss->gen + 1, &next, &body, &len, &full, e) < 0)
 		goto out;
-	if (full && len > MANIFEST_CAP) {
-		cs_errf(e, "manifest too large for an object store (%zu "
-		    "bytes)", len);
-		goto out;
-	}
 	up = full ? &next.base : &next.d[next.n - 1];
 	if ((st = s3_put(ss->s, up->key, body, len, "*", NULL, e)) < 0)
 		goto out;
