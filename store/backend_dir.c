@@ -72,8 +72,9 @@ dir_close(struct store_backend *b)
 	free(d);
 }
 
-static const struct store_backend_ops dir_ops = { dir_get, dir_where,
-    dir_close };
+static const struct store_backend_ops dir_ops = { .get = dir_get,
+    .where = dir_where,
+    .close = dir_close };
 
 int
 store_backend_dir(const char *dir, struct store_backend **out,

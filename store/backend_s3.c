@@ -101,8 +101,9 @@ s3b_close(struct store_backend *b)
 	free(sb);
 }
 
-static const struct store_backend_ops s3b_ops = { s3b_get, s3b_where,
-    s3b_close };
+static const struct store_backend_ops s3b_ops = { .get = s3b_get,
+    .where = s3b_where,
+    .close = s3b_close };
 
 static int
 dup_or_null(const char *s, char **out)
