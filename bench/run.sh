@@ -492,7 +492,7 @@ print(t, m, b)' "$1"
 # the bytes a commit uploads after 1, 10, 100 (and S3_HISTORY) earlier
 # snapshots, as rows against the one after 1. A commit uploads a delta
 # merged with the chain's last ones now and then, and the whole manifest
-# once the deltas reach half of it (cmd/s3chain.c): one commit's bytes
+# once the deltas reach half of it (store/objchain.c): one commit's bytes
 # depend on where it falls in that cycle, so each point is the mean over
 # the HWIN commits from it, the cost a user sees over time.
 HWIN=32

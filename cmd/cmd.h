@@ -187,7 +187,7 @@ int cmd_open_repo_with(const char *repo, int mode, const struct store_opts *o,
     const char *keyfile, struct store **out);
 /* How the command opens its repository (store_open_with): the password
  * callback cmd_password_setup sets for the commands that read an
- * encrypted repository, and the blob sink and target s3repo.c sets while
+ * encrypted repository, and the blob sink and target store/objrepo.c sets while
  * the command it wraps runs. The program's choice, not the store's: an
  * open that wants other options (verify --no-password) passes a copy. */
 extern struct store_opts cmd_store_opts;
@@ -377,15 +377,16 @@ int cmd_password(int mode, const char *file, const char *what, char *buf,
     size_t sz, size_t *len, struct cs_err *e);
 int cmd_keys(int argc, char **argv);
 
-/* Repositories on an object store (s3repo.c). cmd_s3_wants: 1 when the
- * command name takes a repository and argv names an s3:// one.
- * cmd_s3_run: runs fn on a local stand-in of that repository, moving
- * what it needs from and to the bucket; returns the exit status.
+/* Repositories on an object store (remote.c, store/objrepo.c).
+ * cmd_remote_wants: 1 when the command name takes a repository and argv
+ * names one on an object store. cmd_remote_run: runs fn on a local
+ * stand-in of that repository, moving what it needs from and to the
+ * bucket; returns the exit status.
  * cmd_repo_published: a writing command's finished step (load's periodic
  * snapshots) made visible in the bucket now; 0 when the repository is not
  * on an object store, -1 with e set. */
-int cmd_s3_wants(const char *name, int argc, char **argv);
-int cmd_s3_run(const char *name, int (*fn)(int, char **), int argc,
+int cmd_remote_wants(const char *name, int argc, char **argv);
+int cmd_remote_run(const char *name, int (*fn)(int, char **), int argc,
     char **argv);
 int cmd_repo_published(struct cs_err *e);
 /* While a command runs on the stand-in dir of the repository url, error

@@ -234,7 +234,7 @@ cmd_forget(int argc, char **argv)
 		return g.status;
 	if ((rc = check_policy(repo, &p)) != EXIT_OK)
 		return rc;
-	/* Over s3:// repo is a local stand-in (s3repo.c refuses the plain
+	/* Over s3:// repo is a local stand-in (cmd/remote.c refuses the plain
 	 * spelling earlier; this catches an abbreviated --prune). */
 	if (p.prune && strcmp(cmd_repo_name(repo), repo) != 0)
 		return cmd_usage_error("forget --prune needs a directory "

@@ -225,8 +225,8 @@ run(const struct command *c, int argc, char **argv)
 			return finish(rc);
 		cmd_password_setup();
 	}
-	if (cmd_s3_wants(c->name, argc, argv))
-		return finish(cmd_s3_run(c->name, c->fn, argc, argv));
+	if (cmd_remote_wants(c->name, argc, argv))
+		return finish(cmd_remote_run(c->name, c->fn, argc, argv));
 	return finish(c->fn(argc, argv));
 }
 

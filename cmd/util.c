@@ -26,7 +26,7 @@ const char *cmd_name = "cutsnap";
 const char *cmd_agent_log_level;
 
 /* The local stand-in of an object-store repository and the URL users
- * gave (s3repo.c): messages name the URL. */
+ * gave (remote.c, store/objrepo.c): messages name the URL. */
 static const char *alias_dir, *alias_url;
 
 void

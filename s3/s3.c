@@ -17,11 +17,9 @@
  * body that does not match it). */
 #include <curl/curl.h>
 #include <errno.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -36,8 +34,6 @@
 #define S3_PARALLEL 16
 #define S3_ERRBODY_CAP (64 * 1024)
 #define S3_LIST_CAP (16 * 1024 * 1024)
-#define S3_FILE_CAP ((uint64_t)4 << 30)
-#define S3_PIPE_MEM ((size_t)64 << 20)
 #define EMPTY_SHA "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
 
 struct s3 {
@@ -66,9 +62,7 @@ struct req {
 	char *url;
 	const char *cond_hdr;	/* "If-None-Match: *" style, or NULL */
 	char cond[S3_ETAG_MAX + 32];
-	const uint8_t *body;	/* PUT body (borrowed, or own_body), or */
-	uint8_t *own_body;	/* freed with the request */
-	FILE *in;		/* PUT body read from this file */
+	const uint8_t *body;	/* PUT body (borrowed) */
 	size_t body_len, body_off;
 	char sha[SHA_HEX_LEN];
 	FILE *out;		/* GET into a file, or NULL for memory */
@@ -87,8 +81,7 @@ struct req {
 	CURLcode cerr;
 	int tries;
 	struct timespec first;	/* when its first try started */
-	int used;		/* the slot holds a request (pump) */
-	char key[S3_KEY_MAX];	/* a fed request's key, for messages */
+	int used;		/* the slot holds a request (run) */
 	struct timespec not_before;
 	CURL *h;
 	struct curl_slist *hdrs;
@@ -324,6 +317,12 @@ s3_region(const struct s3 *s)
 	return s->region;
 }
 
+int
+s3_parallel_of(const struct s3 *s)
+{
+	return s->parallel;
+}
+
 /* The request URL of key (relative to the prefix) with query (may be
  * NULL, already in canonical order and encoded). Keys hold only the
  * characters valid_prefix allows and hex names, so need no escaping. */
@@ -405,12 +404,7 @@ on_read(char *p, size_t size, size_t nmemb, void *ctx)
 
 	if (n > r->body_len - r->body_off)
 		n = r->body_len - r->body_off;
-	if (r->in != NULL) {
-		if (n > 0 && fread(p, 1, n, r->in) != n)
-			return CURL_READFUNC_ABORT;	/* the file shrank */
-	} else {
-		memcpy(p, r->body + r->body_off, n);
-	}
+	memcpy(p, r->body + r->body_off, n);
 	r->body_off += n;
 	return n;
 }
@@ -463,8 +457,6 @@ prepare(struct s3 *s, struct req *r)
 	r->total = 0;
 	if (r->out != NULL && (fflush(r->out) != 0 ||
 	    ftruncate(fileno(r->out), 0) < 0 || fseek(r->out, 0, SEEK_SET)))
-		return -1;
-	if (r->in != NULL && fseek(r->in, 0, SEEK_SET) != 0)
 		return -1;
 	snprintf(h, sizeof(h), "x-amz-content-sha256: %s", r->sha);
 	if ((t = curl_slist_append(l, h)) == NULL)
@@ -613,28 +605,12 @@ keep_code(struct s3 *s, const struct req *r)
 	s->code[b - a] = '\0';
 }
 
-/* Where pump() gets more requests from, beyond the ones it was given: a
- * stream of uploads that are queued while earlier ones run (s3_pipe). */
-struct feed {
-	/* Fills r (a zeroed, free slot): 1 when it did, 0 when nothing is
-	 * queued yet, -1 when nothing more will come, -2 to stop at once
-	 * (the requests in flight are abandoned). With r NULL only says
-	 * whether to stop: -2, else 0. */
-	int (*next)(void *ctx, struct req *r);
-	/* r got its final answer (or failed without one, status -1); the
-	 * callee frees what r holds and zeroes it, making the slot free. */
-	void (*done)(void *ctx, struct req *r);
-	void *ctx;
-};
-
 /* The key r is about, for messages: its URL's path after the bucket. */
 static const char *
 req_key(const struct s3 *s, const struct req *r)
 {
 	const char *p;
 
-	if (r->key[0] != '\0')
-		return r->key;
 	if (r->url == NULL)
 		return "?";
 	p = strstr(r->url, "://");
@@ -646,20 +622,17 @@ req_key(const struct s3 *s, const struct req *r)
 	return *p == '/' ? p + 1 : p;
 }
 
-/* Runs the n requests of rs (or, with a feed, those it hands out in
- * the n slots of rs) to an answer or to a failure not worth retrying,
- * at most s->parallel at a time. 0 when each got an HTTP status; -1
- * with e set at the first that got none (a fed request that got none
- * is handed to done first). */
+/* Runs the n requests of rs to an answer or to a failure not worth
+ * retrying, at most s->parallel at a time. 0 when each got an HTTP
+ * status; -1 with e set at the first that got none. */
 static int
-pump(struct s3 *s, struct req *rs, size_t n, const struct feed *f,
-    struct cs_err *e)
+run(struct s3 *s, struct req *rs, size_t n, struct cs_err *e)
 {
 	size_t active = 0, live = 0, i;
-	int still, msgs, rc = 0, ended = f == NULL, k;
+	int still, msgs, rc = 0;
 	CURLMsg *m;
 
-	for (i = 0; f == NULL && i < n; i++) {
+	for (i = 0; i < n; i++) {
 		rs[i].used = 1;
 		rs[i].tries = 0;
 		rs[i].status = 0;
@@ -667,22 +640,7 @@ pump(struct s3 *s, struct req *rs, size_t n, const struct feed *f,
 		rs[i].not_before.tv_nsec = 0;
 		live++;
 	}
-	while (live > 0 || !ended) {
-		if (f != NULL && f->next(f->ctx, NULL) == -2)
-			goto out;
-		/* Fill the free slots from the feed. */
-		for (i = 0; !ended && i < n; i++) {
-			if (rs[i].used)
-				continue;
-			if ((k = f->next(f->ctx, &rs[i])) == -2)
-				goto out;
-			if (k < 0)
-				ended = 1;
-			if (k <= 0)
-				break;
-			rs[i].used = 1;
-			live++;
-		}
+	while (live > 0) {
 		/* Start what is due, up to the parallel limit. */
 		for (i = 0; i < n && active < (size_t)s->parallel; i++) {
 			struct req *r = &rs[i];
@@ -740,14 +698,11 @@ pump(struct s3 *s, struct req *rs, size_t n, const struct feed *f,
 				    curl_easy_strerror(r->cerr), r->tries,
 				    r->tries == 1 ? "try" : "tries",
 				    (double)s->last_ms / 1000.0);
-			if (f != NULL)
-				f->done(f->ctx, r);
 			if (rc < 0)
 				goto out;
 		}
-		if (live > 0 || !ended)
-			curl_multi_poll(s->multi, NULL, 0, live > 0 ? 50 : 200,
-			    NULL);
+		if (live > 0)
+			curl_multi_poll(s->multi, NULL, 0, 50, NULL);
 	}
 out:
 	for (i = 0; i < n; i++)
@@ -758,12 +713,6 @@ out:
 	return rc;
 }
 
-static int
-run(struct s3 *s, struct req *rs, size_t n, struct cs_err *e)
-{
-	return pump(s, rs, n, NULL, e);
-}
-
 static void
 req_free(struct req *r)
 {
@@ -772,7 +721,6 @@ req_free(struct req *r)
 	curl_slist_free_all(r->hdrs);
 	free(r->url);
 	free(r->mem);
-	free(r->own_body);
 }
 
 static void
@@ -1135,70 +1083,6 @@ s3_objs_free(struct s3_obj *objs, size_t n)
 }
 
 int
-s3_put_files(struct s3 *s, struct s3_xfer *x, size_t n, int create,
-    struct cs_err *e)
-{
-	struct req *rs;
-	struct stat sb;
-	uint8_t d[SHA_LEN];
-	size_t i, j, k, batch = (size_t)s->parallel * 8;
-	int rc = -1;
-
-	if ((rs = calloc(batch, sizeof(*rs))) == NULL)
-		return cs_errc(e, CS_E_NOMEM, "out of memory");
-	/* In groups of open files; each body is read from its file (hashed
-	 * in a first pass), so memory does not grow with the chunk size. */
-	for (i = 0; i < n; i += batch) {
-		int bad = 0;
-
-		k = n - i < batch ? n - i : batch;
-		for (j = 0; j < k && !bad; j++) {
-			struct req *r = &rs[j];
-
-			memset(r, 0, sizeof(*r));
-			r->method = "PUT";
-			if (create)
-				set_cond(r, "*");
-			if ((r->in = fopen(x[i + j].path, "re")) == NULL) {
-				bad = cs_errno(e, "open %s", x[i + j].path);
-				break;
-			}
-			if (fstat(fileno(r->in), &sb) < 0 ||
-			    (uint64_t)sb.st_size > S3_FILE_CAP) {
-				bad = cs_errf(e, "%s: unreadable or too large",
-				    x[i + j].path);
-				break;
-			}
-			r->body_len = (size_t)sb.st_size;
-			if (sha256_fd(fileno(r->in), (uint64_t)sb.st_size, d,
-			    e) < 0) {
-				bad = -1;
-				break;
-			}
-			sha_hex(d, r->sha);
-			if ((r->url = obj_url(s, x[i + j].key, NULL)) == NULL)
-				bad = cs_errc(e, CS_E_NOMEM, "out of memory");
-		}
-		if (!bad && run(s, rs, k, e) < 0)
-			bad = -1;
-		for (j = 0; j < k; j++) {
-			x[i + j].status = rs[j].status;
-			x[i + j].bytes = rs[j].body_len;
-			if (rs[j].in != NULL)
-				fclose(rs[j].in);
-			req_free(&rs[j]);
-			memset(&rs[j], 0, sizeof(rs[j]));
-		}
-		if (bad)
-			goto out;
-	}
-	rc = 0;
-out:
-	free(rs);
-	return rc;
-}
-
-int
 s3_get_files(struct s3 *s, struct s3_xfer *x, size_t n, struct cs_err *e)
 {
 	struct req *rs;
@@ -1285,270 +1169,4 @@ s3_status_err(struct s3 *s, const char *what, const char *key, int status,
 		    s->code, s->last_tries, (double)s->last_ms / 1000.0);
 	return cs_errf(e, "%s: %s %s: HTTP %d%s%s", s->url, what, key, status,
 	    s->code[0] ? " " : "", s->code);
-}
-
-/* ---- the upload pipe ---- */
-
-struct pipe_item {
-	char key[S3_KEY_MAX];
-	uint8_t *mem;		/* the body (owned), len bytes */
-	size_t len;
-};
-
-struct s3_pipe {
-	struct s3 *s;		/* the thread's own handle */
-	pthread_t th;
-	pthread_mutex_t mu;
-	pthread_cond_t cv;
-	struct pipe_item *q;	/* a ring of qcap items */
-	size_t qcap, qhead, qn;
-	size_t inflight;	/* taken from q, not yet answered */
-	size_t mem;		/* bytes of memory bodies queued or in
-				 * flight: s3_pipe_put waits above
-				 * S3_PIPE_MEM */
-	int closing;		/* s3_pipe_stop: no more items */
-	int abort;		/* ... and drop what is queued or in flight */
-	int failed;
-	struct cs_err err;	/* the first failure */
-	uint64_t put, bytes, had;
-};
-
-static void
-pipe_fail(struct s3_pipe *p, const struct cs_err *e)
-{
-	if (!p->failed) {
-		p->failed = 1;
-		p->err = *e;
-	}
-	pthread_cond_broadcast(&p->cv);
-}
-
-/* feed.next: the oldest queued blob, as a create-only PUT of its body,
- * hashed first (x-amz-content-sha256). */
-static int
-pipe_next(void *ctx, struct req *r)
-{
-	struct s3_pipe *p = ctx;
-	struct pipe_item it;
-	struct cs_err e;
-	uint8_t d[SHA_LEN];
-	int rc = -2, have = 0;
-
-	pthread_mutex_lock(&p->mu);
-	if (p->abort || p->failed)
-		rc = -2;
-	else if (r == NULL || p->qn == 0)
-		rc = r == NULL || !p->closing ? 0 : -1;
-	else {
-		it = p->q[p->qhead];
-		p->qhead = (p->qhead + 1) % p->qcap;
-		p->qn--;
-		p->inflight++;
-		have = 1;
-		pthread_cond_broadcast(&p->cv);	/* room in the queue */
-	}
-	pthread_mutex_unlock(&p->mu);
-	if (!have)
-		goto out;
-	memset(r, 0, sizeof(*r));
-	r->method = "PUT";
-	set_cond(r, "*");
-	snprintf(r->key, sizeof(r->key), "%s", it.key);
-	r->body = r->own_body = it.mem;
-	r->body_len = it.len;
-	if (sha256_buf(it.mem, it.len, d) < 0) {
-		cs_errf(&e, "sha256 of the blob %s failed", it.key);
-		goto fail;
-	}
-	sha_hex(d, r->sha);
-	if ((r->url = obj_url(p->s, it.key, NULL)) == NULL) {
-		cs_errc(&e, CS_E_NOMEM, "out of memory");
-		goto fail;
-	}
-	rc = 1;
-	goto out;
-fail:
-	req_free(r);	/* and the body */
-	memset(r, 0, sizeof(*r));
-	pthread_mutex_lock(&p->mu);
-	p->mem -= it.len;
-	p->inflight--;
-	pipe_fail(p, &e);
-	pthread_mutex_unlock(&p->mu);
-	rc = -2;
-out:
-	return rc;
-}
-
-/* feed.done: counts the answer (412: the blob was there already), or
- * fails the pipe on any other. */
-static void
-pipe_done(void *ctx, struct req *r)
-{
-	struct s3_pipe *p = ctx;
-	struct cs_err e;
-
-	pthread_mutex_lock(&p->mu);
-	p->inflight--;
-	p->mem -= r->body_len;
-	if (r->status == 200) {
-		p->put++;
-		p->bytes += r->body_len;
-	} else if (r->status == 412) {
-		p->had++;
-	} else if (r->status > 0) {
-		s3_status_err(p->s, "put", r->key, r->status, &e);
-		pipe_fail(p, &e);
-	}	/* -1: pump returns it */
-	pthread_cond_broadcast(&p->cv);
-	pthread_mutex_unlock(&p->mu);
-	req_free(r);
-	memset(r, 0, sizeof(*r));
-}
-
-static void *
-pipe_thread(void *arg)
-{
-	struct s3_pipe *p = arg;
-	struct feed f = { pipe_next, pipe_done, p };
-	struct req *rs;
-	struct cs_err e;
-	size_t i, n = (size_t)p->s->parallel;
-
-	if ((rs = calloc(n, sizeof(*rs))) == NULL)
-		cs_errc(&e, CS_E_NOMEM, "out of memory");
-	if (rs == NULL || pump(p->s, rs, n, &f, &e) < 0) {
-		pthread_mutex_lock(&p->mu);
-		pipe_fail(p, &e);
-		pthread_mutex_unlock(&p->mu);
-	}
-	/* Requests abandoned in flight (a stop, a failure). */
-	for (i = 0; rs != NULL && i < n; i++) {
-		if (rs[i].used)
-			req_free(&rs[i]);
-	}
-	free(rs);
-	pthread_mutex_lock(&p->mu);
-	p->inflight = 0;
-	pthread_cond_broadcast(&p->cv);
-	pthread_mutex_unlock(&p->mu);
-	return NULL;
-}
-
-int
-s3_pipe_start(const struct s3 *s, struct s3_pipe **out, struct cs_err *e)
-{
-	struct s3_pipe *p;
-	int rc = -1;
-
-	*out = NULL;
-	if ((p = calloc(1, sizeof(*p))) == NULL)
-		return cs_errc(e, CS_E_NOMEM, "out of memory");
-	if (s3_open(s->url, &p->s, e) < 0)
-		goto out;
-	p->s->parallel = s->parallel;
-	p->qcap = (size_t)s->parallel * 4;
-	if ((p->q = calloc(p->qcap, sizeof(*p->q))) == NULL) {
-		cs_errc(e, CS_E_NOMEM, "out of memory");
-		goto out;
-	}
-	if (pthread_mutex_init(&p->mu, NULL) != 0 ||
-	    pthread_cond_init(&p->cv, NULL) != 0 ||
-	    pthread_create(&p->th, NULL, pipe_thread, p) != 0) {
-		cs_errf(e, "cannot start the upload thread");
-		goto out;
-	}
-	*out = p;
-	p = NULL;
-	rc = 0;
-out:
-	if (p != NULL) {
-		s3_close(p->s);
-		free(p->q);
-		free(p);
-	}
-	return rc;
-}
-
-int
-s3_pipe_put(struct s3_pipe *p, const char *key, const void *data,
-    size_t len, struct cs_err *e)
-{
-	uint8_t *copy;
-	int rc = -1;
-
-	if ((copy = malloc(len > 0 ? len : 1)) == NULL)
-		return cs_errc(e, CS_E_NOMEM, "out of memory");
-	memcpy(copy, data, len);
-	pthread_mutex_lock(&p->mu);
-	/* Room in the queue, and in memory: one body at least, whatever
-	 * its size, so that a large one is never refused. */
-	while ((p->qn == p->qcap || (p->mem > 0 && p->mem + len >
-	    S3_PIPE_MEM)) && !p->failed && !p->closing)
-		pthread_cond_wait(&p->cv, &p->mu);
-	if (p->failed) {
-		*e = p->err;
-	} else if (p->closing || strlen(key) >= S3_KEY_MAX) {
-		cs_errf(e, "the upload of %s was not queued", key);
-	} else {
-		struct pipe_item *it = &p->q[(p->qhead + p->qn) % p->qcap];
-
-		snprintf(it->key, sizeof(it->key), "%s", key);
-		it->mem = copy;
-		it->len = len;
-		copy = NULL;
-		p->mem += len;
-		p->qn++;
-		rc = 0;
-	}
-	pthread_mutex_unlock(&p->mu);
-	if (copy != NULL)
-		free(copy);
-	else
-		curl_multi_wakeup(p->s->multi);
-	return rc;
-}
-
-int
-s3_pipe_drain(struct s3_pipe *p, struct s3_pipe_stats *st, struct cs_err *e)
-{
-	int rc = 0;
-
-	pthread_mutex_lock(&p->mu);
-	while ((p->qn > 0 || p->inflight > 0) && !p->failed)
-		pthread_cond_wait(&p->cv, &p->mu);
-	if (p->failed) {
-		*e = p->err;
-		rc = -1;
-	}
-	if (st != NULL) {
-		st->put = p->put;
-		st->bytes = p->bytes;
-		st->had = p->had;
-	}
-	pthread_mutex_unlock(&p->mu);
-	return rc;
-}
-
-void
-s3_pipe_stop(struct s3_pipe *p)
-{
-	size_t i;
-
-	if (p == NULL)
-		return;
-	pthread_mutex_lock(&p->mu);
-	p->closing = 1;
-	p->abort = 1;
-	pthread_cond_broadcast(&p->cv);
-	pthread_mutex_unlock(&p->mu);
-	curl_multi_wakeup(p->s->multi);
-	pthread_join(p->th, NULL);
-	for (i = 0; i < p->qn; i++)
-		free(p->q[(p->qhead + i) % p->qcap].mem);
-	pthread_cond_destroy(&p->cv);
-	pthread_mutex_destroy(&p->mu);
-	s3_close(p->s);
-	free(p->q);
-	free(p);
 }

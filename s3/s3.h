@@ -29,7 +29,7 @@ struct s3_obj {
 	int64_t mtime;		/* LastModified, seconds since the epoch */
 };
 
-/* One file transfer of s3_put_files / s3_get_files. */
+/* One file download of s3_get_files. */
 struct s3_xfer {
 	const char *key;	/* borrowed, relative to the prefix */
 	const char *path;	/* borrowed: the local file */
@@ -49,6 +49,8 @@ void s3_close(struct s3 *s);	/* accepts NULL */
 const char *s3_endpoint(const struct s3 *s);
 const char *s3_region(const struct s3 *s);
 const char *s3_url(const struct s3 *s);	/* "s3://bucket/prefix" */
+/* How many requests it runs at once (CUTSNAP_S3_PARALLEL, default 16). */
+int s3_parallel_of(const struct s3 *s);
 
 /* Single requests. Each returns the HTTP status (2xx, 404, 412, ...) or
  * -1 with e set when no answer came (unreachable, timed out after the
@@ -77,12 +79,9 @@ int s3_list(struct s3 *s, const char *sub, struct s3_obj **objs, size_t *n,
     struct cs_err *e);
 void s3_objs_free(struct s3_obj *objs, size_t n);
 
-/* Uploads (create-only when create is set: 412 counts as already there)
- * or downloads (into path, via a temp file and rename; 404 leaves no file)
+/* Downloads (into path, via a temp file and rename; 404 leaves no file)
  * up to s3_parallel() at a time. 0 when every transfer got an answer
  * (each x[i].status says which), -1 with e set otherwise. */
-int s3_put_files(struct s3 *s, struct s3_xfer *x, size_t n, int create,
-    struct cs_err *e);
 int s3_get_files(struct s3 *s, struct s3_xfer *x, size_t n, struct cs_err *e);
 
 /* Fills e with the message for an unexpected status of key ("bucket B
@@ -90,30 +89,5 @@ int s3_get_files(struct s3 *s, struct s3_xfer *x, size_t n, struct cs_err *e);
  * AWS_SECRET_ACCESS_KEY", ...) from the last answer's error code; -1. */
 int s3_status_err(struct s3 *s, const char *what, const char *key, int status,
     struct cs_err *e);
-
-/* An upload pipe: blobs queued while earlier ones upload, on a thread
- * of its own with its own handle (from s's URL and the environment), up
- * to s3_parallel() at a time, create-only (412: already there). */
-struct s3_pipe;	/* opaque */
-struct s3_pipe_stats {
-	uint64_t put, bytes;	/* created, their body bytes */
-	uint64_t had;		/* were there already (412) */
-};
-int s3_pipe_start(const struct s3 *s, struct s3_pipe **out,
-    struct cs_err *e);
-/* Queues the upload of len bytes of data (copied) as key; waits while
- * the queue is full or the bodies queued or in flight hold 64 MiB (one
- * body always fits), so a writer that streams its blobs holds a bounded
- * amount of memory, whatever it writes. -1 with e set (the pipe's first
- * failure) once an upload failed: the caller stops what it was doing. */
-int s3_pipe_put(struct s3_pipe *p, const char *key, const void *data,
-    size_t len, struct cs_err *e);
-/* Waits until every queued upload got its answer: 0 when each was
- * stored (or there already); -1 with e set at the first failure.
- * st (may be NULL) gets the counts so far. */
-int s3_pipe_drain(struct s3_pipe *p, struct s3_pipe_stats *st,
-    struct cs_err *e);
-/* Stops the thread at once, abandoning what is queued or in flight. */
-void s3_pipe_stop(struct s3_pipe *p);	/* accepts NULL */
 
 #endif

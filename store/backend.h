@@ -38,6 +38,8 @@ enum store_put_cond {
 	STORE_PUT_IFMATCH,	/* only over the version whose tag is given */
 };
 
+/* Each op's error message names the object it was about (as where()
+ * spells it), so that callers pass it on as it is. */
 struct store_backend_ops {
 	/* Bytes [off, off + len) of key (len 0: to its end) into buf,
 	 * which takes at most cap bytes: *got bytes came, *size is the

@@ -28,7 +28,7 @@
  *
  * With the records off (store_opts.no_gen_records: an object store's local
  * stand-in), the caller hands in what the bucket's commits and this user's
- * record say instead (store_opts.gen_floor, cmd/s3gen.c), and the same
+ * record say instead (store_opts.gen_floor, store/objgen.c), and the same
  * comparison runs. */
 #include <dirent.h>
 #include <errno.h>

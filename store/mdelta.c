@@ -1,6 +1,6 @@
 /* mdelta.c - a manifest's change as an object of its own, so that a
  * commit to an object store uploads what the command changed, not the
- * whole manifest with every snapshot's rows (cmd/s3repo.c keeps the
+ * whole manifest with every snapshot's rows (store/objrepo.c keeps the
  * chain of a full manifest and the deltas after it).
  *
  * A delta is

@@ -1,7 +1,7 @@
 /* remote.c - what an object-store repository needs from a manifest file
  * that is not (or not yet) a local repository: a consistent one-file copy
  * to upload, and the blob names it refers to. The repository code under
- * cmd/s3repo.c moves these files; only the store reads SQLite. */
+ * store/objrepo.c moves these files; only the store reads SQLite. */
 #include <sqlite3.h>
 #include <stdlib.h>
 #include <string.h>

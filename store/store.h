@@ -27,7 +27,7 @@ enum store_mode {
 
 /* Is REPO usable for mode at all: a directory (or, for STORE_CREATE,
  * nothing yet), readable, and writable unless mode is STORE_READ; not
- * a URL (s3://...: the commands reach an object store through cmd/s3repo.c
+ * a URL (s3://...: the commands reach an object store through store/objrepo.c
  * and give the store a local directory). 0, or -1
  * with e saying what is wrong: callers treat it as a bad argument. */
 int store_check_path(const char *repo, int mode, struct cs_err *e);
@@ -160,7 +160,7 @@ struct store_opts {
 					 * --accept-rollback) */
 	int no_gen_records;		/* no commit objects or state file
 					 * read or written: a local stand-in
-					 * of an object store (cmd/s3repo.c),
+					 * of an object store (store/objrepo.c),
 					 * whose bucket has its own commits */
 	struct store_backend *blob_backend;	/* borrowed: where chunk
 						 * objects are read from (an

@@ -29,6 +29,7 @@
 
 #include "upload_pipe.h"
 
+#define PIPE_QUEUE_PER_WORKER 4	/* items queued, not yet taken */
 /* More workers than this add connections, not throughput. */
 #define PIPE_WORKERS_MAX 64
 
@@ -100,12 +101,10 @@ answer(struct store_pipe *p, const struct pipe_item *it, int rc,
 		p->st.had++;	/* create-only: the same bytes by name */
 	} else if (!p->failed) {
 		p->failed = 1;
-		/* The caller learns which object failed, whatever the
-		 * backend's words. */
+		/* A backend's message names the object (backend.h); one
+		 * with no words still gets the key. */
 		if (e->msg[0] == '\0')
 			cs_errf(e, "put %s failed", it->key);
-		else if (strstr(e->msg, it->key) == NULL)
-			cs_errctx(e, "put %s", it->key);
 		p->err = *e;
 		drop_queue(p);
 	}
@@ -133,6 +132,8 @@ worker(void *arg)
 		p->qmem -= it->len;
 		p->inflight++;
 		p->fmem += it->len;
+		/* A place in the queue came free: a waiting put may go on. */
+		pthread_cond_broadcast(&p->done);
 		assert(pipe_check(p));
 		pthread_mutex_unlock(&p->mu);
 
@@ -235,8 +236,13 @@ store_pipe_put(struct store_pipe *p, const char *key, const void *data,
 		memcpy(it->body, data, len);
 
 	pthread_mutex_lock(&p->mu);
-	while (p->qn + p->inflight > 0 &&
-	    p->qmem + p->fmem + len > STORE_PIPE_MEM &&
+	/* Also at most PIPE_QUEUE_PER_WORKER items per worker wait: the
+	 * copy runs only a little ahead of the upload, so an interrupted
+	 * snapshot stops while it copies, not after, with its uploads
+	 * still queued. */
+	while (((p->qn + p->inflight > 0 &&
+	    p->qmem + p->fmem + len > STORE_PIPE_MEM) ||
+	    p->qn >= (size_t)p->nth * PIPE_QUEUE_PER_WORKER) &&
 	    !p->failed && !p->stopping)
 		pthread_cond_wait(&p->done, &p->mu);
 	if (p->failed) {

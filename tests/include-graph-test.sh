@@ -3,7 +3,8 @@
 # tiny fixture trees: it must fail naming a real circle, also one through
 # an internal header, and pass a tree without one (a private header
 # beside its public one; a circle in agent/, which it leaves out), and
-# must fail a room below cmd/ that includes cmd/. TAP.
+# must fail a room below cmd/ that includes cmd/, and cmd/ including the
+# S3 client past the store's backend. TAP.
 here=$(cd "$(dirname "$0")" && pwd)
 check="$here/include-graph.py"
 tmp=$(mktemp -d) || exit 1
@@ -37,7 +38,7 @@ mk() {
 	done
 }
 
-echo 1..6
+echo 1..7
 
 tree=$tmp/circle
 mk x/a.c a.h
@@ -83,9 +84,17 @@ mk tools/t.c t.h ../cmd/cmd.h
 mk tools/t.h
 ok "tools/ including cmd/ fails, named" 1 "include upward: tools/t -> cmd/cmd"
 
+tree=$tmp/past
+mk cmd/c.c ../s3/s3.h ../store/backend.h
+mk s3/s3.c s3.h
+mk s3/s3.h
+mk store/backend.c backend.h ../s3/s3.h
+mk store/backend.h
+ok "cmd/ including s3/ fails, named" 1 "include past the store: cmd/c -> s3/s3"
+
 tree=$here/..
-ok "the source tree has no circle and nothing includes cmd/ from below" 0 ""
+ok "the source tree has no circle, nothing includes cmd/ from below, cmd/ no s3/" 0 ""
 
 # Every case above ran.
-[ "$n" -eq 6 ] || { echo "# ran $n checks, not 6"; fail=1; }
+[ "$n" -eq 7 ] || { echo "# ran $n checks, not 7"; fail=1; }
 exit $fail

@@ -1,4 +1,5 @@
-/* s3repo.c - repositories on an object store: -r s3://BUCKET/PREFIX.
+/* objrepo.c - repositories on an object store: -r s3://BUCKET/PREFIX.
+ * Every object is read and written through a storage backend (backend.h).
  *
  * A command runs unchanged on a local repository directory that stands in
  * for the bucket, and this file moves what it needs in and out:
@@ -10,9 +11,9 @@
  *                                immutable
  *   PREFIX/commits/GEN           "cutsnap-commit 1" (or 2), the manifest's
  *                                key, its SHA-256 and size, the deltas
- *                                after it (version 2, s3chain.c), the
+ *                                after it (version 2, objchain.c), the
  *                                generation and highest snapshot id
- *                                (s3gen.c); created only once
+ *                                (objgen.c); created only once
  *   PREFIX/lease                 the writer lease: owner and expiry
  *
  * GEN is 20 decimal digits, so the newest commit is the last key of a
@@ -22,11 +23,12 @@
  * commit, runs the command there and publishes: the blobs the bucket
  * lacks (create-only, in parallel), then the manifest's change since the
  * commit it read (a delta, or now and then the whole manifest:
- * s3chain.c), then the commit GEN+1, create-only and last. The blobs a writer copies go up while it
- * runs, and only there: the store hands each chunk object, once checked
- * and encoded, to an upload pipe (s3_pipe, its own thread and
- * connections) from memory (at most 64 MiB queued), so the cache holds
- * no blob and the local disk none of the snapshot's bytes, and the
+ * objchain.c), then the commit GEN+1, create-only and last. The blobs
+ * a writer copies go up while it runs, and only there: the store hands
+ * each chunk object, once checked and encoded, to an upload pipe
+ * (store_pipe: worker threads, each with a connection of its own) from
+ * memory (at most 64 MiB queued), so the cache holds no blob and the
+ * local disk none of the snapshot's bytes, and the
  * command's wall time is about the longer of the copy and the upload,
  * not their sum; publishing first waits for every queued upload to be
  * acknowledged (a failed upload fails the copy, or at the latest the
@@ -63,14 +65,16 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "cmd.h"
-#include "s3chain.h"
-#include "s3gen.h"
-#include "../s3/s3.h"
+#include "backend.h"
+#include "objchain.h"
+#include "objgen.h"
+#include "objrepo.h"
+#include "store.h"
+#include "upload_pipe.h"
 #include "../crypto/sha.h"
+#include "../lib/fsutil.h"
+#include "../lib/util.h"
 #include "../proto/chunkobj.h"
-#include "../store/backend.h"
-#include "../store/store.h"
 
 #define COMMIT_CAP 4096
 #define LEASE_CAP 4096
@@ -78,7 +82,6 @@
 #define LEASE_TTL_MIN 6		/* unless CUTSNAP_S3_LEASE_SECONDS says */
 #define LEASE_TTL_MAX 3600
 
-enum kind { K_WRITE, K_META, K_BLOBS, K_PRUNE };
 
 /* A set of blob names: appended to, sorted when looked up. */
 struct shaset {
@@ -88,8 +91,8 @@ struct shaset {
 };
 
 struct lease {
-	char url[PATH_MAX];	/* for the renewing thread's own handle */
-	char etag[S3_ETAG_MAX];
+	struct store_backend *b;	/* for the renewing thread */
+	char etag[STORE_TAG_MAX];
 	char owner[128];
 	int ttl;		/* seconds */
 	time_t expires;		/* of the last successful renewal */
@@ -101,9 +104,11 @@ struct lease {
 	pthread_cond_t cv;
 };
 
-struct sess {
-	struct s3 *s;
-	enum kind kind;
+struct objrepo {
+	struct store_backend *b;	/* the bucket */
+	char url[PATH_MAX];	/* its name for messages */
+	struct objrepo_args a;
+	enum objrepo_kind kind;
 	char dir[PATH_MAX];	/* the local repository the command uses */
 	int temp;		/* dir is ours to remove */
 	uint64_t gen;		/* the commit read, 0 when none */
@@ -111,10 +116,10 @@ struct sess {
 	char ctext[COMMIT_CAP];	/* the text of the commit read */
 	int cache_fd;		/* holds the cache's lock, or -1 */
 	uint64_t want;		/* --commit N of a reader, 0: the newest */
-	struct s3gen rec;	/* the generations known outside its manifest */
+	struct objgen rec;	/* the generations known outside its manifest */
 	struct store_gen_floor floor;	/* what rec says, for the store's
 					 * check at open */
-	struct s3chain chain;	/* the manifest it names (s3chain.c) */
+	struct objchain chain;	/* the manifest it names (objchain.c) */
 	struct lease lease;
 	int leased;
 	uint64_t up_blobs, up_bytes, had_blobs;
@@ -123,9 +128,8 @@ struct sess {
 	int based;		/* dir/.s3-base.db holds the state the
 				 * commit read: publish uploads a delta */
 	uint64_t collected;	/* cached blobs dropped after the commit */
-	struct store_backend *reads;	/* a reader's chunk objects */
-	struct s3_pipe *pipe;	/* a writer's uploads during the command */
-	struct s3_pipe_stats piped;	/* its counts at the last drain */
+	struct store_pipe *pipe;	/* a writer's uploads during the command */
+	struct store_pipe_stats piped;	/* its counts at the last drain */
 	uint64_t fresh;		/* blobs it created since the drain before */
 	/* Agents' own uploads (blob_target): the bucket's blobs, listed at
 	 * the first question, and the names the coordinator did not store
@@ -140,43 +144,11 @@ struct sess {
 	struct shaset vouched;	/* everything the publishing checks */
 	struct shaset put;	/* of those, what the agents stored or the
 				 * copy streamed */
+	char **stand_keys;	/* a prune's stand-ins (stand_ins) */
+	size_t nstand;
 };
 
-/* The writing command's session, for cmd_repo_published (load). */
-static struct sess *active;
-
-static int
-is_s3(const char *r)
-{
-	return strncmp(r, "s3://", 5) == 0;
-}
-
-/* The index in argv of the repository argument's value (its own word or
- * the tail of "-rVAL" / "--repo=VAL"), with *off its offset; -1 if none. */
-static int
-find_repo(int argc, char **argv, size_t *off)
-{
-	int i;
-
-	for (i = 1; i < argc; i++) {
-		if (strcmp(argv[i], "--") == 0)
-			break;
-		if ((strcmp(argv[i], "-r") == 0 ||
-		    strcmp(argv[i], "--repo") == 0) && i + 1 < argc) {
-			*off = 0;
-			return i + 1;
-		}
-		if (strncmp(argv[i], "--repo=", 7) == 0) {
-			*off = 7;
-			return i;
-		}
-		if (strncmp(argv[i], "-r", 2) == 0 && argv[i][2] != '\0') {
-			*off = 2;
-			return i;
-		}
-	}
-	return -1;
-}
+#define WARN(ss, ...) ((ss)->a.warn(__VA_ARGS__))
 
 static int
 rm_one(const char *path, const struct stat *sb, int flag, struct FTW *f)
@@ -240,30 +212,49 @@ file_sha(const char *path, char hex[SHA_HEX_LEN], uint64_t *size,
 	return 0;
 }
 
-/* A status the caller did not expect: the message, and its kind. A
- * missing bucket (no repository) and 403 (auth) have theirs from the
- * client; any other 400 or 401 is the user's configuration (a bad
- * region, a malformed key id), a usage error. */
+/* The whole of a local file into *body (malloc'd): 1, or 0 when there
+ * is no such file, or -1 (e set). */
 static int
-status_fail(struct sess *ss, const char *what, const char *key, int st,
-    struct cs_err *e)
+read_file(const char *path, uint8_t **body, size_t *len, struct cs_err *e)
 {
-	s3_status_err(ss->s, what, key, st, e);
-	if ((st == 400 || st == 401) && cs_err_code(e) == CS_E_FAILED)
-		cs_errkind(e, CS_E_USAGE);
-	return -1;
+	struct stat sb;
+	int fd, rc = -1;
+
+	*body = NULL;
+	*len = 0;
+	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
+		return errno == ENOENT ? 0 : cs_errno(e, "open %s", path);
+	if (fstat(fd, &sb) < 0) {
+		cs_errno(e, "stat %s", path);
+		goto out;
+	}
+	if ((*body = malloc((size_t)sb.st_size + 1)) == NULL) {
+		cs_errc(e, CS_E_NOMEM, "out of memory");
+		goto out;
+	}
+	if (fs_pread_all(fd, *body, (size_t)sb.st_size, 0) < 0) {
+		cs_errno(e, "read %s", path);
+		free(*body);
+		*body = NULL;
+		goto out;
+	}
+	*len = (size_t)sb.st_size;
+	rc = 1;
+out:
+	close(fd);
+	return rc;
 }
 
 /* ---- commits ---- */
 
 static int
-parse_commit(struct sess *ss, const char *t, struct cs_err *e)
+parse_commit(struct objrepo *ss, const char *t, struct cs_err *e)
 {
-	if (s3chain_parse(t, &ss->chain) < 0)
+	if (objchain_parse(t, &ss->chain) < 0)
 		return cs_errf(e, "%s: commit %020llu is malformed",
-		    s3_url(ss->s), (unsigned long long)ss->gen);
+		    ss->url, (unsigned long long)ss->gen);
 	ss->rec.head = ss->gen;
-	s3gen_fields(t, &ss->rec.head_gen, &ss->rec.head_max);
+	objgen_fields(t, &ss->rec.head_gen, &ss->rec.head_max);
 	return 0;
 }
 
@@ -297,12 +288,12 @@ desc_u64(const void *a, const void *b)
 
 /* The first piece of chain c the listing o lacks, or NULL. */
 static const char *
-unlisted(const struct s3chain *c, struct s3_obj *o, size_t n)
+unlisted(const struct objchain *c, struct store_obj *o, size_t n)
 {
 	size_t i, k, have = 0;
 
 	for (i = 0; i < n; i++)
-		have += s3chain_names(c, o[i].key);
+		have += objchain_names(c, o[i].key);
 	if (have == c->n + 1)
 		return NULL;
 	for (k = 0; k <= c->n; k++) {
@@ -320,37 +311,35 @@ unlisted(const struct s3chain *c, struct s3_obj *o, size_t n)
  * has: 1; 0 (with a warning) when it is gone, malformed or names a
  * missing manifest; -1 on a failure to read (e set). */
 static int
-try_commit(struct sess *ss, uint64_t g, struct s3_obj *man, size_t nman,
+try_commit(struct objrepo *ss, uint64_t g, struct store_obj *man, size_t nman,
     struct cs_err *e)
 {
 	char key[64], *body = NULL;
 	const char *gone;
 	size_t len;
 	struct cs_err pe;
-	int st, rc = 0;
+	int rc = 0;
 
 	snprintf(key, sizeof(key), "commits/%020llu", (unsigned long long)g);
-	st = s3_get(ss->s, key, COMMIT_CAP, &body, &len, NULL, e);
-	if (st < 0)
-		return -1;
-	if (st == 404) {
-		cmd_warn("warning: %s: %s vanished while being read; using the one "
-		    "before it", s3_url(ss->s), key);
-	} else if (st != 200) {
-		rc = status_fail(ss, "get", key, st, e);
+	if (ss->b->ops->read(ss->b, key, COMMIT_CAP, &body, &len, NULL, e) <
+	    0) {
+		if (cs_err_code(e) != CS_E_NOTFOUND)
+			return -1;
+		WARN(ss, "warning: %s: %s vanished while being read; using the "
+		    "one before it", ss->url, key);
 	} else {
 		ss->gen = g;
 		if (parse_commit(ss, body, &pe) < 0)
-			cmd_warn("warning: %s; using the commit before it", pe.msg);
+			WARN(ss, "warning: %s; using the commit before it", pe.msg);
 		else if (snprintf(ss->ctext, sizeof(ss->ctext), "%s", body) < 0)
 			rc = cs_errf(e, "%s: cannot keep commit text",
-			    s3_url(ss->s));
+			    ss->url);
 		else if ((gone = unlisted(&ss->chain, man, nman)) != NULL)
-			cmd_warn("warning: %s: commit %020llu names %s, which the bucket "
+			WARN(ss, "warning: %s: commit %020llu names %s, which the bucket "
 			    "does not have; reading the newest commit whose "
 			    "manifest exists (a writer then refuses it as a "
 			    "rollback: snapshot --accept-rollback continues "
-			    "from it)", s3_url(ss->s), (unsigned long long)g,
+			    "from it)", ss->url, (unsigned long long)g,
 			    gone);
 		else
 			rc = 1;
@@ -361,8 +350,8 @@ try_commit(struct sess *ss, uint64_t g, struct s3_obj *man, size_t nman,
 
 /* A reader's --commit N: that commit and no other, whole. */
 static int
-read_wanted(struct sess *ss, const uint64_t *nums, size_t nc,
-    struct s3_obj *man, size_t nman, struct cs_err *e)
+read_wanted(struct objrepo *ss, const uint64_t *nums, size_t nc,
+    struct store_obj *man, size_t nman, struct cs_err *e)
 {
 	size_t i;
 	int k;
@@ -371,14 +360,14 @@ read_wanted(struct sess *ss, const uint64_t *nums, size_t nc,
 		;
 	if (i == nc)
 		return cs_errf(e, "%s: there is no commit %llu (the bucket has "
-		    "%zu, the newest %llu)", s3_url(ss->s),
+		    "%zu, the newest %llu)", ss->url,
 		    (unsigned long long)ss->want, nc,
 		    (unsigned long long)nums[0]);
 	if ((k = try_commit(ss, ss->want, man, nman, e)) < 0)
 		return -1;
 	if (k == 0)
 		return cs_errf(e, "%s: commit %llu cannot be read (see the "
-		    "warning above)", s3_url(ss->s),
+		    "warning above)", ss->url,
 		    (unsigned long long)ss->want);
 	ss->top = nums[0];
 	return 0;
@@ -394,16 +383,16 @@ read_wanted(struct sess *ss, const uint64_t *nums, size_t nc,
  * newest commit that is malformed or whose manifest is gone is passed
  * over, with a warning, for the newest one before it that is whole. */
 static int
-read_head(struct sess *ss, struct cs_err *e)
+read_head(struct objrepo *ss, struct cs_err *e)
 {
-	struct s3_obj *o = NULL, *man = NULL;
+	struct store_obj *o = NULL, *man = NULL;
 	size_t n = 0, nman = 0, i, nc = 0, tried;
 	uint64_t *nums = NULL, prev[2] = { 0, 0 }, g;
 	int rc = -1, k = 0;
 
 	ss->gen = 0;
 	memset(&ss->chain, 0, sizeof(ss->chain));
-	if (s3_list(ss->s, "commits/", &o, &n, e) < 0)
+	if (ss->b->ops->list(ss->b, "commits/", &o, &n, e) < 0)
 		return -1;
 	if (n > 0 && (nums = malloc(n * sizeof(*nums))) == NULL) {
 		cs_errc(e, CS_E_NOMEM, "out of memory");
@@ -413,15 +402,15 @@ read_head(struct sess *ss, struct cs_err *e)
 		if ((g = commit_num(o[i].key)) != 0)
 			nums[nc++] = g;
 		else
-			cmd_warn("warning: %s: ignoring %s: not a commit's name",
-			    s3_url(ss->s), o[i].key);
+			WARN(ss, "warning: %s: ignoring %s: not a commit's name",
+			    ss->url, o[i].key);
 	}
 	if (nc == 0) {
 		rc = 0;
 		goto out;
 	}
 	qsort(nums, nc, sizeof(*nums), desc_u64);
-	if (s3_list(ss->s, "manifests/", &man, &nman, e) < 0)
+	if (ss->b->ops->list(ss->b, "manifests/", &man, &nman, e) < 0)
 		goto out;
 	if (ss->want != 0) {
 		rc = read_wanted(ss, nums, nc, man, nman, e);
@@ -434,7 +423,7 @@ read_head(struct sess *ss, struct cs_err *e)
 		goto out;
 	if (k == 0) {
 		cs_errf(e, "%s: none of the newest %zu commits names a manifest "
-		    "the bucket has", s3_url(ss->s), tried);
+		    "the bucket has", ss->url, tried);
 		goto out;
 	}
 	/* The two commits before it, and any passed over above it, for
@@ -442,38 +431,34 @@ read_head(struct sess *ss, struct cs_err *e)
 	ss->top = nums[0];
 	for (i = tried + 1; i < nc && i < tried + 3; i++)
 		prev[i - tried - 1] = nums[i];
-	rc = s3gen_earlier(ss->s, &ss->rec, prev, prev[1] ? 2 : prev[0] ?
+	rc = objgen_earlier(ss->b, &ss->rec, prev, prev[1] ? 2 : prev[0] ?
 	    1 : 0, e);
 	if (rc == 0 && tried > 0)
-		rc = s3gen_earlier(ss->s, &ss->rec, nums, tried, e);
+		rc = objgen_earlier(ss->b, &ss->rec, nums, tried, e);
 out:
 	free(nums);
-	s3_objs_free(o, n);
-	s3_objs_free(man, nman);
+	store_objs_free(o, n);
+	store_objs_free(man, nman);
 	return rc;
 }
 
 /* Fetches key into path; 404 is an error naming what is missing. */
 static int
-fetch(struct sess *ss, const char *key, const char *path, struct cs_err *e)
+fetch(struct objrepo *ss, const char *key, const char *path, struct cs_err *e)
 {
-	struct s3_xfer x = { key, path, 0, 0 };
-
-	if (s3_get_files(ss->s, &x, 1, e) < 0)
-		return -1;
-	if (x.status == 404)
+	if (ss->b->ops->get_file(ss->b, key, path, e) == 0)
+		return 0;
+	if (cs_err_code(e) == CS_E_NOTFOUND)
 		return cs_errf(e, "%s: %s is missing from the bucket",
-		    s3_url(ss->s), key);
-	if (x.status != 200)
-		return status_fail(ss, "get", key, x.status, e);
-	return 0;
+		    ss->url, key);
+	return -1;
 }
 
 /* The newest commit's manifest as dir/manifest.db (its base and each
  * delta checked against the commit's SHA-256s, the deltas applied), and
  * the identity as dir/blobs/.repository-id. */
 static int
-fetch_manifest(struct sess *ss, struct cs_err *e)
+fetch_manifest(struct objrepo *ss, struct cs_err *e)
 {
 	char path[PATH_MAX + 32], hex[SHA_HEX_LEN];
 	uint64_t size;
@@ -492,17 +477,17 @@ fetch_manifest(struct sess *ss, struct cs_err *e)
 		unlink(path);
 		return cs_errf(e, "%s: %s does not match its commit %020llu "
 		    "(sha256 %.12s..., expected %.12s...): the object was "
-		    "changed in the bucket", s3_url(ss->s), ss->chain.base.key,
+		    "changed in the bucket", ss->url, ss->chain.base.key,
 		    (unsigned long long)ss->gen, hex, ss->chain.base.hex);
 	}
-	if (s3chain_apply(ss->s, &ss->chain, path, e) < 0) {
+	if (objchain_apply(ss->b, &ss->chain, path, e) < 0) {
 		unlink(path);
 		return -1;
 	}
 	return 0;
 }
 
-static void fault_commit_pause(struct sess *ss);
+static void fault_commit_pause(struct objrepo *ss);
 
 /* ---- the lease ---- */
 
@@ -517,15 +502,12 @@ static void *
 renewer(void *arg)
 {
 	struct lease *l = arg;
-	struct s3 *s = NULL;
 	struct cs_err e;
 	struct timespec ts;
-	char text[LEASE_CAP], etag[S3_ETAG_MAX];
+	char text[LEASE_CAP], etag[STORE_TAG_MAX];
 	time_t exp;
 	int st;
 
-	if (s3_open(l->url, &s, &e) < 0)
-		return NULL;
 	pthread_mutex_lock(&l->mu);
 	while (!l->stop) {
 		clock_gettime(CLOCK_REALTIME, &ts);
@@ -537,27 +519,27 @@ renewer(void *arg)
 		lease_text(l, exp, text, sizeof(text));
 		snprintf(etag, sizeof(etag), "%s", l->etag);
 		pthread_mutex_unlock(&l->mu);
-		st = s3_put(s, "lease", text, strlen(text), etag, etag, &e);
+		st = l->b->ops->put(l->b, "lease", text, strlen(text),
+		    STORE_PUT_IFMATCH, etag, etag, &e);
 		pthread_mutex_lock(&l->mu);
-		if (st == 200) {
+		if (st == 0) {
 			snprintf(l->etag, sizeof(l->etag), "%s", etag);
 			l->expires = exp;
-		} else if (st == 412 || st == 404) {
+		} else if (cs_err_code(&e) == CS_E_EXISTS) {
 			l->lost = 1;
 		}
 		/* Other failures: try again; the expiry says how long
 		 * the lease still holds. */
 	}
 	pthread_mutex_unlock(&l->mu);
-	s3_close(s);
 	return NULL;
 }
 
 static int
-lease_take(struct sess *ss, struct cs_err *e)
+lease_take(struct objrepo *ss, struct cs_err *e)
 {
 	struct lease *l = &ss->lease;
-	char text[LEASE_CAP], host[64], *body = NULL, etag[S3_ETAG_MAX];
+	char text[LEASE_CAP], host[64], *body = NULL, etag[STORE_TAG_MAX];
 	const char *p;
 	long long exp = 0;
 	size_t len;
@@ -580,26 +562,23 @@ lease_take(struct sess *ss, struct cs_err *e)
 		snprintf(host, sizeof(host), "unknown");
 	host[sizeof(host) - 1] = '\0';
 	snprintf(l->owner, sizeof(l->owner), "%s pid %ld", host, (long)getpid());
-	snprintf(l->url, sizeof(l->url), "%s", s3_url(ss->s));
+	l->b = ss->b;
 	lease_text(l, now + l->ttl, text, sizeof(text));
-	st = s3_put(ss->s, "lease", text, strlen(text), "*", l->etag, e);
-	if (st == 412) {
+	st = ss->b->ops->put(ss->b, "lease", text, strlen(text),
+	    STORE_PUT_CREATE, NULL, l->etag, e);
+	if (st < 0 && cs_err_code(e) == CS_E_EXISTS) {
 		/* Held or left behind: take it over only once expired. */
-		st = s3_get(ss->s, "lease", LEASE_CAP, &body, &len, etag, e);
-		if (st == 404) {
-			rc = cs_errf(e, "%s: the writer lease changed hands; "
-			    "try again", s3_url(ss->s));
-			goto out;
-		}
-		if (st != 200) {
-			if (st > 0)
-				status_fail(ss, "get", "lease", st, e);
+		if (ss->b->ops->read(ss->b, "lease", LEASE_CAP, &body, &len,
+		    etag, e) < 0) {
+			if (cs_err_code(e) == CS_E_NOTFOUND)
+				cs_errf(e, "%s: the writer lease changed "
+				    "hands; try again", ss->url);
 			goto out;
 		}
 		if ((p = strstr(body, "\nexpires ")) == NULL ||
 		    sscanf(p, "\nexpires %lld", &exp) != 1) {
 			cs_errf(e, "%s: the lease object is malformed; delete "
-			    "PREFIX/lease if no writer runs", s3_url(ss->s));
+			    "PREFIX/lease if no writer runs", ss->url);
 			goto out;
 		}
 		if (exp > (long long)now) {
@@ -610,23 +589,19 @@ lease_take(struct sess *ss, struct cs_err *e)
 			cs_errc(e, CS_E_LOCKED, "%s: another writer holds the "
 			    "repository "
 			    "(%s) for %llds more; try again later",
-			    s3_url(ss->s), owner, exp - (long long)now);
+			    ss->url, owner, exp - (long long)now);
 			goto out;
 		}
-		st = s3_put(ss->s, "lease", text, strlen(text), etag, l->etag,
-		    e);
-		if (st == 412 || st == 404) {
+		st = ss->b->ops->put(ss->b, "lease", text, strlen(text),
+		    STORE_PUT_IFMATCH, etag, l->etag, e);
+		if (st < 0 && cs_err_code(e) == CS_E_EXISTS) {
 			cs_errf(e, "%s: another writer took the expired lease "
-			    "first; try again later", s3_url(ss->s));
+			    "first; try again later", ss->url);
 			goto out;
 		}
 	}
 	if (st < 0)
 		goto out;
-	if (st != 200) {
-		status_fail(ss, "put", "lease", st, e);
-		goto out;
-	}
 	l->expires = now + l->ttl;
 	pthread_mutex_init(&l->mu, NULL);
 	pthread_cond_init(&l->cv, NULL);
@@ -641,7 +616,7 @@ out:
 
 /* Still ours for a while: checked right before a commit. */
 static int
-lease_held(struct sess *ss, struct cs_err *e)
+lease_held(struct objrepo *ss, struct cs_err *e)
 {
 	struct lease *l = &ss->lease;
 	int ok;
@@ -651,30 +626,37 @@ lease_held(struct sess *ss, struct cs_err *e)
 	pthread_mutex_unlock(&l->mu);
 	return ok ? 0 : cs_errf(e, "%s: the writer lease was lost (another "
 	    "writer took it, or it could not be renewed); nothing was "
-	    "committed", s3_url(ss->s));
+	    "committed", ss->url);
 }
 
+/* Stops the lease's renewal thread, if it runs, and waits for it. */
 static void
-lease_drop(struct sess *ss)
+renewal_stop(struct lease *l)
 {
-	struct lease *l = &ss->lease;
-	struct cs_err e;
-	char *body = NULL, etag[S3_ETAG_MAX];
-	size_t len;
-	int st;
-
-	if (!ss->leased)
-		return;
 	pthread_mutex_lock(&l->mu);
 	l->stop = 1;
 	pthread_cond_signal(&l->cv);
 	pthread_mutex_unlock(&l->mu);
 	if (l->running)
 		pthread_join(l->th, NULL);
+	l->running = 0;
+}
+
+static void
+lease_drop(struct objrepo *ss)
+{
+	struct lease *l = &ss->lease;
+	struct cs_err e;
+	char *body = NULL, etag[STORE_TAG_MAX];
+	size_t len;
+
+	if (!ss->leased)
+		return;
+	renewal_stop(l);
 	/* Delete it only while it is still ours. */
-	st = s3_get(ss->s, "lease", LEASE_CAP, &body, &len, etag, &e);
-	if (st == 200 && !l->lost && strcmp(etag, l->etag) == 0)
-		s3_delete(ss->s, "lease", &e);
+	if (ss->b->ops->read(ss->b, "lease", LEASE_CAP, &body, &len, etag,
+	    &e) == 0 && !l->lost && strcmp(etag, l->etag) == 0)
+		ss->b->ops->del(ss->b, "lease", &e);
 	free(body);
 	pthread_mutex_destroy(&l->mu);
 	pthread_cond_destroy(&l->cv);
@@ -688,7 +670,7 @@ lease_drop(struct sess *ss)
  * the cache under the first. The lock is the file .writer-lock in it,
  * held until the session ends. */
 static int
-cache_lock(struct sess *ss, struct cs_err *e)
+cache_lock(struct objrepo *ss, struct cs_err *e)
 {
 	char path[PATH_MAX + 32];
 	int fd;
@@ -704,7 +686,7 @@ cache_lock(struct sess *ss, struct cs_err *e)
 			return cs_errc(e, CS_E_LOCKED, "%s: another writer on "
 			    "this host still "
 			    "uses the cache %s (its lease lapsed, but it has not "
-			    "ended); try again once it has", s3_url(ss->s),
+			    "ended); try again once it has", ss->url,
 			    ss->dir);
 		errno = err;
 		return cs_errno(e, "lock %s", path);
@@ -714,10 +696,10 @@ cache_lock(struct sess *ss, struct cs_err *e)
 }
 
 static int
-cache_dir(struct sess *ss, struct cs_err *e)
+cache_dir(struct objrepo *ss, struct cs_err *e)
 {
 	const char *base = getenv("CUTSNAP_CACHE_DIR"), *x, *home;
-	char root[PATH_MAX], id[512], hex[SHA_HEX_LEN], *p;
+	char root[PATH_MAX], id[2 * PATH_MAX + 8], hex[SHA_HEX_LEN], *p;
 	uint8_t d[SHA_LEN];
 
 	if (base != NULL && *base != '\0') {
@@ -731,7 +713,7 @@ cache_dir(struct sess *ss, struct cs_err *e)
 	}
 	/* One per endpoint, bucket and prefix. */
 	x = getenv("AWS_ENDPOINT_URL");
-	snprintf(id, sizeof(id), "%s %s", x ? x : "", s3_url(ss->s));
+	snprintf(id, sizeof(id), "%s %s", x ? x : "", ss->url);
 	sha256_buf(id, strlen(id), d);
 	sha_hex(d, hex);
 	for (p = root + 1; *p; p++)
@@ -752,7 +734,7 @@ cache_dir(struct sess *ss, struct cs_err *e)
 }
 
 static int
-temp_dir(struct sess *ss, struct cs_err *e)
+temp_dir(struct objrepo *ss, struct cs_err *e)
 {
 	const char *t = getenv("TMPDIR");
 
@@ -768,7 +750,7 @@ temp_dir(struct sess *ss, struct cs_err *e)
  * a cache at another one gets that commit's manifest (its blobs stay
  * where the identity is the same: they are named by their contents). */
 static int
-sync_cache(struct sess *ss, struct cs_err *e)
+sync_cache(struct objrepo *ss, struct cs_err *e)
 {
 	char marker[PATH_MAX + 16], want[128], have[128] = "", path[PATH_MAX +
 	    32], idl[64] = "", idr[64] = "";
@@ -777,7 +759,7 @@ sync_cache(struct sess *ss, struct cs_err *e)
 
 	snprintf(marker, sizeof(marker), "%s/.s3-commit", ss->dir);
 	snprintf(want, sizeof(want), "%020llu %s\n",
-	    (unsigned long long)ss->gen, ss->gen ? s3chain_state(&ss->chain) :
+	    (unsigned long long)ss->gen, ss->gen ? objchain_state(&ss->chain) :
 	    "-");
 	if ((f = fopen(marker, "re")) != NULL) {
 		if (fgets(have, sizeof(have), f) == NULL)
@@ -890,7 +872,7 @@ set_has(struct shaset *t, const uint8_t name[SHA_LEN])
 static void
 target_stored(void *ctx, const uint8_t name[SHA_LEN])
 {
-	struct sess *ss = ctx;
+	struct objrepo *ss = ctx;
 
 	pthread_mutex_lock(&ss->setmu);
 	set_add(&ss->put, name);
@@ -905,8 +887,8 @@ target_stored(void *ctx, const uint8_t name[SHA_LEN])
 static int
 target_has(void *ctx, const uint8_t name[SHA_LEN])
 {
-	struct sess *ss = ctx;
-	struct s3_obj *o = NULL;
+	struct objrepo *ss = ctx;
+	struct store_obj *o = NULL;
 	struct cs_err e;
 	char hex[SHA_HEX_LEN], key[96], *kp = key;
 	size_t no = 0, i;
@@ -914,7 +896,7 @@ target_has(void *ctx, const uint8_t name[SHA_LEN])
 
 	if (!ss->list_tried) {
 		ss->list_tried = 1;
-		if (s3_list(ss->s, "blobs/", &o, &no, &e) == 0 &&
+		if (ss->b->ops->list(ss->b, "blobs/", &o, &no, &e) == 0 &&
 		    (ss->listed = calloc(no + 1, sizeof(*ss->listed))) != NULL) {
 			for (i = 0; i < no; i++) {
 				ss->listed[i] = o[i].key;
@@ -923,7 +905,7 @@ target_has(void *ctx, const uint8_t name[SHA_LEN])
 			ss->nlisted = no;
 			qsort(ss->listed, no, sizeof(*ss->listed), cmp_str);
 		}
-		s3_objs_free(o, no);
+		store_objs_free(o, no);
 	}
 	sha_hex(name, hex);
 	chunkobj_key(hex, key, sizeof(key));
@@ -939,7 +921,7 @@ target_has(void *ctx, const uint8_t name[SHA_LEN])
 /* Every blob an agent stored, or the bucket had, that the manifest
  * refers to is in the bucket's listing have[0, no) (sorted keys). */
 static int
-check_vouched(struct sess *ss, char **names, size_t nn, char **have,
+check_vouched(struct objrepo *ss, char **names, size_t nn, char **have,
     size_t no, struct cs_err *e)
 {
 	uint8_t sha[SHA_LEN];
@@ -956,7 +938,7 @@ check_vouched(struct sess *ss, char **names, size_t nn, char **have,
 		if (bsearch(&kp, have, no, sizeof(*have), cmp_str) == NULL)
 			return cs_errf(e, "%s: blob %s, which an agent uploaded "
 			    "or the bucket had, is not in the bucket; nothing "
-			    "was committed", s3_url(ss->s), names[i]);
+			    "was committed", ss->url, names[i]);
 	}
 	return 0;
 }
@@ -967,27 +949,24 @@ check_vouched(struct sess *ss, char **names, size_t nn, char **have,
  * neither place (deleted from the bucket, the cache cleared) belongs to
  * an older snapshot, which verify reports: it is skipped. */
 static int
-put_blobs(struct sess *ss, struct cs_err *e)
+put_blobs(struct objrepo *ss, struct cs_err *e)
 {
-	struct s3_obj *o = NULL;
-	struct s3_xfer *x = NULL;
-	char **have = NULL, **names = NULL, **keys = NULL, **paths = NULL;
-	char man[PATH_MAX + 16];
-	size_t no = 0, nn = 0, nx = 0, i;
+	struct store_obj *o = NULL;
+	char **have = NULL, **names = NULL;
+	char man[PATH_MAX + 16], path[PATH_MAX + 96];
+	size_t no = 0, nn = 0, i;
 	uint64_t listed = 0;
 	int rc = -1;
 
 	snprintf(man, sizeof(man), "%s/manifest.db", ss->dir);
 	if (store_manifest_blobs(man, STORE_BLOBS_ALL, &names, &nn, e) < 0)
 		return -1;
-	if (s3_list(ss->s, "blobs/", &o, &no, e) < 0)
+	if (ss->b->ops->list(ss->b, "blobs/", &o, &no, e) < 0)
 		goto out;
-	have = calloc(no + 1, sizeof(*have));
-	x = calloc(nn + 2, sizeof(*x));
-	keys = calloc(nn + 2, sizeof(*keys));
-	paths = calloc(nn + 2, sizeof(*paths));
-	if (have == NULL || x == NULL || keys == NULL || paths == NULL)
-		goto oom;
+	if ((have = calloc(no + 1, sizeof(*have))) == NULL) {
+		cs_errc(e, CS_E_NOMEM, "out of memory");
+		goto out;
+	}
 	for (i = 0; i < no; i++)
 		have[i] = o[i].key;
 	qsort(have, no, sizeof(*have), cmp_str);
@@ -995,6 +974,9 @@ put_blobs(struct sess *ss, struct cs_err *e)
 		goto out;
 	for (i = 0; i <= nn; i++) {
 		char key[96], *kp = key;
+		uint8_t *body;
+		size_t len;
+		int st;
 
 		if (i < nn)
 			chunkobj_key(names[i], key, sizeof(key));
@@ -1004,52 +986,32 @@ put_blobs(struct sess *ss, struct cs_err *e)
 			listed += i < nn;
 			continue;
 		}
-		if ((keys[nx] = strdup(key)) == NULL ||
-		    (paths[nx] = malloc(strlen(ss->dir) + strlen(key) + 2)) ==
-		    NULL)
-			goto oom;
-		sprintf(paths[nx], "%s/%s", ss->dir, key);
-		if (access(paths[nx], F_OK) < 0) {
-			free(keys[nx]);
-			free(paths[nx]);
-			keys[nx] = paths[nx] = NULL;
-			continue;
-		}
-		x[nx].key = keys[nx];
-		x[nx].path = paths[nx];
-		nx++;
-	}
-	/* Those the pipe created were not there before this command. */
-	ss->had_blobs += listed > ss->fresh ? listed - ss->fresh : 0;
-	if (s3_put_files(ss->s, x, nx, 1, e) < 0)
-		goto out;
-	for (i = 0; i < nx; i++) {
-		if (x[i].status == 412) {
+		snprintf(path, sizeof(path), "%s/%s", ss->dir, key);
+		if ((st = read_file(path, &body, &len, e)) == 0)
+			continue;	/* not in the cache either */
+		if (st < 0)
+			goto out;
+		st = ss->b->ops->put(ss->b, key, body, len, STORE_PUT_CREATE,
+		    NULL, NULL, e);
+		free(body);
+		if (st < 0 && cs_err_code(e) == CS_E_EXISTS) {
 			ss->had_blobs++;	/* another writer's, the same bytes */
 			continue;
 		}
-		if (x[i].status != 200) {
-			status_fail(ss, "put", x[i].key, x[i].status, e);
+		if (st < 0)
 			goto out;
-		}
-		if (strcmp(x[i].key, "blobs/.repository-id") != 0) {
+		if (i < nn) {
 			ss->up_blobs++;
-			ss->up_bytes += x[i].bytes;
+			ss->up_bytes += len;
 		}
 	}
+	/* Those the pipe created were not there before this command. */
+	ss->had_blobs += listed > ss->fresh ? listed - ss->fresh : 0;
 	rc = 0;
-	goto out;
-oom:
-	cs_errc(e, CS_E_NOMEM, "out of memory");
 out:
-	if (keys != NULL)
-		strs_free(keys, nx + 1);
-	if (paths != NULL)
-		strs_free(paths, nx + 1);
-	free(x);
 	free(have);
 	strs_free(names, nn);
-	s3_objs_free(o, no);
+	store_objs_free(o, no);
 	return rc;
 }
 
@@ -1063,7 +1025,7 @@ out:
  * snapshots it removes, and a snapshot's blobs leave it once a newer one
  * no longer refers to them. */
 static int
-cache_collect(struct sess *ss, struct cs_err *e)
+cache_collect(struct objrepo *ss, struct cs_err *e)
 {
 	char man[PATH_MAX + 16], dir[PATH_MAX + 16], path[PATH_MAX + 96];
 	char **keep = NULL, *np;
@@ -1105,12 +1067,12 @@ static int
 stream(void *ctx, const uint8_t name[SHA_LEN], const void *blob, size_t len,
     struct cs_err *e)
 {
-	struct sess *ss = ctx;
+	struct objrepo *ss = ctx;
 	char hex[SHA_HEX_LEN], key[96];
 
 	sha_hex(name, hex);
 	chunkobj_key(hex, key, sizeof(key));
-	if (s3_pipe_put(ss->pipe, key, blob, len, e) < 0)
+	if (store_pipe_put(ss->pipe, key, blob, len, e) < 0)
 		return -1;
 	pthread_mutex_lock(&ss->setmu);
 	set_add(&ss->put, name);
@@ -1121,11 +1083,11 @@ stream(void *ctx, const uint8_t name[SHA_LEN], const void *blob, size_t len,
 
 /* Waits for the pipe's uploads: every one acknowledged, or -1. */
 static int
-drain(struct sess *ss, struct cs_err *e)
+drain(struct objrepo *ss, struct cs_err *e)
 {
-	struct s3_pipe_stats st;
+	struct store_pipe_stats st;
 
-	if (s3_pipe_drain(ss->pipe, &st, e) < 0)
+	if (store_pipe_drain(ss->pipe, &st, e) < 0)
 		return -1;
 	ss->fresh = st.put - ss->piped.put;
 	ss->up_blobs += ss->fresh;
@@ -1137,16 +1099,16 @@ drain(struct sess *ss, struct cs_err *e)
 /* New blobs, then the manifest, then commit gen+1: the snapshot (or the
  * forget, ...) becomes visible only at that last create-only write. */
 static int
-publish(struct sess *ss, struct cs_err *e)
+publish(struct objrepo *ss, struct cs_err *e)
 {
 	char man[PATH_MAX + 16], tmp[PATH_MAX + 32], base[PATH_MAX + 32];
 	char ckey[64], text[COMMIT_CAP], marker[PATH_MAX + 16];
-	const struct s3piece *up;
-	struct s3chain next;
+	const struct objpiece *up;
+	struct objchain next;
 	uint8_t *body = NULL;
 	uint64_t mgen, mmax;
 	size_t len, off;
-	int st, full, rc = -1;
+	int full, rc = -1;
 
 	if ((ss->pipe != NULL && drain(ss, e) < 0) || put_blobs(ss, e) < 0)
 		return -1;
@@ -1161,17 +1123,14 @@ publish(struct sess *ss, struct cs_err *e)
 	if (ss->top > ss->gen)
 		ss->gen = ss->top;
 	/* A delta from the state the commit read, or the whole manifest
-	 * (s3chain.c says when). */
-	if (s3chain_next(ss->s, &ss->chain, ss->based ? base : NULL, tmp,
+	 * (objchain.c says when). */
+	if (objchain_next(ss->b, &ss->chain, ss->based ? base : NULL, tmp,
 	    ss->gen + 1, &next, &body, &len, &full, e) < 0)
 		goto out;
 	up = full ? &next.base : &next.d[next.n - 1];
-	if ((st = s3_put(ss->s, up->key, body, len, "*", NULL, e)) < 0)
+	if (ss->b->ops->put(ss->b, up->key, body, len, STORE_PUT_CREATE, NULL,
+	    NULL, e) < 0)
 		goto out;
-	if (st != 200) {
-		status_fail(ss, "put", up->key, st, e);
-		goto out;
-	}
 	ss->up_manifest += len;
 	ss->up_full = full;
 	if (lease_held(ss, e) < 0)
@@ -1179,34 +1138,30 @@ publish(struct sess *ss, struct cs_err *e)
 	fault_commit_pause(ss);
 	snprintf(ckey, sizeof(ckey), "commits/%020llu",
 	    (unsigned long long)ss->gen + 1);
-	if (s3chain_text(&next, text, sizeof(text) - 64) < 0) {
-		cs_errf(e, "%s: the commit's text is too long", s3_url(ss->s));
+	if (objchain_text(&next, text, sizeof(text) - 64) < 0) {
+		cs_errf(e, "%s: the commit's text is too long", ss->url);
 		goto out;
 	}
 	off = strlen(text);
 	snprintf(text + off, sizeof(text) - off, "generation %llu\n"
 	    "max_snapshot_id %llu\n", (unsigned long long)mgen,
 	    (unsigned long long)mmax);
-	if ((st = s3_put(ss->s, ckey, text, strlen(text), "*", NULL, e)) < 0)
-		goto out;
-	if (st == 412) {
-		cs_errf(e, "%s: another writer committed %s first; nothing "
-		    "was committed", s3_url(ss->s), ckey);
-		goto out;
-	}
-	if (st != 200) {
-		status_fail(ss, "put", ckey, st, e);
+	if (ss->b->ops->put(ss->b, ckey, text, strlen(text), STORE_PUT_CREATE,
+	    NULL, NULL, e) < 0) {
+		if (cs_err_code(e) == CS_E_EXISTS)
+			cs_errf(e, "%s: another writer committed %s first; "
+			    "nothing was committed", ss->url, ckey);
 		goto out;
 	}
 	ss->gen++;
 	ss->chain = next;
-	s3gen_published(ss->dir, mgen, mmax);
+	objgen_published(ss->dir, mgen, mmax);
 	/* What the next publish (load's next snapshot) makes its delta
 	 * from. */
 	ss->based = rename(tmp, base) == 0;
 	snprintf(marker, sizeof(marker), "%s/.s3-commit", ss->dir);
 	snprintf(text, sizeof(text), "%020llu %s\n",
-	    (unsigned long long)ss->gen, s3chain_state(&ss->chain));
+	    (unsigned long long)ss->gen, objchain_state(&ss->chain));
 	if (write_small(marker, text, strlen(text), e) < 0)
 		goto out;
 	rc = 0;
@@ -1220,7 +1175,7 @@ out:
  * changes it: what publish makes its delta from. None for a new
  * repository (its first commit uploads the whole manifest). */
 static int
-base_copy(struct sess *ss, struct cs_err *e)
+base_copy(struct objrepo *ss, struct cs_err *e)
 {
 	char man[PATH_MAX + 16], base[PATH_MAX + 32];
 
@@ -1241,7 +1196,7 @@ base_copy(struct sess *ss, struct cs_err *e)
  * which the next writer fetches again (so its half-done snapshot is
  * never published by someone else). */
 static int
-unmark(struct sess *ss, struct cs_err *e)
+unmark(struct objrepo *ss, struct cs_err *e)
 {
 	char marker[PATH_MAX + 16];
 
@@ -1252,11 +1207,9 @@ unmark(struct sess *ss, struct cs_err *e)
 }
 
 int
-cmd_repo_published(struct cs_err *e)
+store_objrepo_publish(struct objrepo *ss, struct cs_err *e)
 {
-	if (active == NULL)
-		return 0;
-	return publish(active, e) < 0 ? -1 : unmark(active, e);
+	return publish(ss, e) < 0 ? -1 : unmark(ss, e);
 }
 
 /* ---- prune ---- */
@@ -1265,10 +1218,10 @@ cmd_repo_published(struct cs_err *e)
  * every blob older than the grace period: what the local prune deletes
  * among them is deleted in the bucket afterwards. */
 static int
-stand_ins(struct sess *ss, int64_t grace, char ***keys, size_t *nk,
+stand_ins(struct objrepo *ss, int64_t grace, char ***keys, size_t *nk,
     struct cs_err *e)
 {
-	struct s3_obj *o = NULL;
+	struct store_obj *o = NULL;
 	char **v = NULL;
 	size_t n = 0, i, cnt = 0;
 	time_t now = time(NULL);
@@ -1276,7 +1229,7 @@ stand_ins(struct sess *ss, int64_t grace, char ***keys, size_t *nk,
 
 	*keys = NULL;
 	*nk = 0;
-	if (s3_list(ss->s, "blobs/", &o, &n, e) < 0)
+	if (ss->b->ops->list(ss->b, "blobs/", &o, &n, e) < 0)
 		return -1;
 	if ((v = calloc(n + 1, sizeof(*v))) == NULL)
 		goto oom;
@@ -1319,7 +1272,7 @@ oom:
 out:
 	if (v != NULL)
 		strs_free(v, cnt);
-	s3_objs_free(o, n);
+	store_objs_free(o, n);
 	return rc;
 }
 
@@ -1329,7 +1282,7 @@ out:
  * the window in which a slow commit (retries) meets a prune that took the
  * lapsed lease, which the prune's fence commit must close. */
 static void
-fault_commit_pause(struct sess *ss)
+fault_commit_pause(struct objrepo *ss)
 {
 	char path[PATH_MAX], reached[PATH_MAX + 16];
 	struct lease *l = &ss->lease;
@@ -1338,13 +1291,7 @@ fault_commit_pause(struct sess *ss)
 
 	if (cs_fault_value("s3-commit-pause", path, sizeof(path)) == NULL)
 		return;
-	pthread_mutex_lock(&l->mu);
-	l->stop = 1;
-	pthread_cond_signal(&l->cv);
-	pthread_mutex_unlock(&l->mu);
-	if (l->running)
-		pthread_join(l->th, NULL);
-	l->running = 0;
+	renewal_stop(l);
 	snprintf(reached, sizeof(reached), "%s.reached", path);
 	write_small(reached, "", 0, &e);
 	for (n = 0; n < 2400 && access(path, F_OK) == 0; n++)
@@ -1358,22 +1305,19 @@ fault_commit_pause(struct sess *ss)
  * writer's commit took after its lease lapsed. 412: a writer committed
  * since this prune read the bucket; nothing is deleted. */
 static int
-fence_commit(struct sess *ss, struct cs_err *e)
+fence_commit(struct objrepo *ss, struct cs_err *e)
 {
 	char key[64];
 	uint64_t num = (ss->top > ss->gen ? ss->top : ss->gen) + 1;
-	int st;
-
 	snprintf(key, sizeof(key), "commits/%020llu", (unsigned long long)num);
-	st = s3_put(ss->s, key, ss->ctext, strlen(ss->ctext), "*", NULL, e);
-	if (st < 0)
+	if (ss->b->ops->put(ss->b, key, ss->ctext, strlen(ss->ctext),
+	    STORE_PUT_CREATE, NULL, NULL, e) < 0) {
+		if (cs_err_code(e) == CS_E_EXISTS)
+			cs_errf(e, "%s: a writer committed %s since this prune "
+			    "started; nothing was deleted; run prune again",
+			    ss->url, key);
 		return -1;
-	if (st == 412)
-		return cs_errf(e, "%s: a writer committed %s since this prune "
-		    "started; nothing was deleted; run prune again",
-		    s3_url(ss->s), key);
-	if (st != 200)
-		return status_fail(ss, "put", key, st, e);
+	}
 	ss->gen = ss->top = num;
 	return 0;
 }
@@ -1382,13 +1326,13 @@ fence_commit(struct sess *ss, struct cs_err *e)
  * commits older than the newest and manifests no newer commit names,
  * all older than the grace period. */
 static int
-prune_bucket(struct sess *ss, char **keys, size_t nk, int64_t grace,
+prune_bucket(struct objrepo *ss, char **keys, size_t nk, int64_t grace,
     struct cs_err *e)
 {
-	struct s3_obj *o = NULL;
+	struct store_obj *o = NULL;
 	size_t n = 0, i;
 	time_t now = time(NULL);
-	int st, rc = -1;
+	int rc = -1;
 	unsigned long long g;
 
 	if (fence_commit(ss, e) < 0)
@@ -1399,31 +1343,27 @@ prune_bucket(struct sess *ss, char **keys, size_t nk, int64_t grace,
 		snprintf(path, sizeof(path), "%s/%s", ss->dir, keys[i]);
 		if (access(path, F_OK) == 0)
 			continue;
-		if ((st = s3_delete(ss->s, keys[i], e)) < 0)
+		if (ss->b->ops->del(ss->b, keys[i], e) < 0)
 			return -1;
-		if (st != 204 && st != 200 && st != 404)
-			return status_fail(ss, "delete", keys[i], st, e);
 	}
-	if (s3_list(ss->s, "commits/", &o, &n, e) < 0)
+	if (ss->b->ops->list(ss->b, "commits/", &o, &n, e) < 0)
 		return -1;
 	for (i = 0; i < n; i++)
 		if (sscanf(o[i].key, "commits/%20llu", &g) == 1 &&
 		    g < ss->gen && o[i].mtime <= (int64_t)now - grace &&
-		    (st = s3_delete(ss->s, o[i].key, e)) != 204 && st != 200 &&
-		    st != 404)
-			goto fail;
-	s3_objs_free(o, n);
+		    ss->b->ops->del(ss->b, o[i].key, e) < 0)
+			goto out;
+	store_objs_free(o, n);
 	o = NULL;
 	n = 0;
-	if (s3_list(ss->s, "manifests/", &o, &n, e) < 0)
+	if (ss->b->ops->list(ss->b, "manifests/", &o, &n, e) < 0)
 		return -1;
 	for (i = 0; i < n; i++)
-		if (!s3chain_names(&ss->chain, o[i].key) &&
+		if (!objchain_names(&ss->chain, o[i].key) &&
 		    sscanf(o[i].key, "manifests/%20llu", &g) == 1 &&
 		    g <= ss->gen && o[i].mtime <= (int64_t)now - grace &&
-		    (st = s3_delete(ss->s, o[i].key, e)) != 204 && st != 200 &&
-		    st != 404)
-			goto fail;
+		    ss->b->ops->del(ss->b, o[i].key, e) < 0)
+			goto out;
 	/* A lease that lapsed while deleting: a writer may have taken it
 	 * and chosen to reuse a blob deleted after that; a second fence
 	 * stops that writer's commit too. */
@@ -1434,382 +1374,200 @@ prune_bucket(struct sess *ss, char **keys, size_t nk, int64_t grace,
 			    "the newest snapshot");
 			goto out;
 		}
-		cmd_warn("warning: %s: the lease lapsed while prune deleted "
+		WARN(ss, "warning: %s: the lease lapsed while prune deleted "
 		    "blobs; a second fence commit stops any writer that "
-		    "began meanwhile", s3_url(ss->s));
+		    "began meanwhile", ss->url);
 	}
 	rc = 0;
-	goto out;
-fail:
-	if (st >= 0)
-		status_fail(ss, "delete", o[i].key, st, e);
 out:
-	s3_objs_free(o, n);
+	store_objs_free(o, n);
 	return rc;
 }
 
-/* A writer's stdout (a snapshot's id, init's line, load's summary) is
- * held back in a temp file until the commit has made it true, and
- * dropped when publishing fails: a snapshot id is printed only once the
- * snapshot is visible in the bucket. */
-static int
-hold_stdout(int *saved, FILE **held, struct cs_err *e)
+
+/* ---- the session ---- */
+
+int
+store_objrepo_is(const char *url)
 {
-	*saved = -1;
-	fflush(stdout);
-	if ((*held = tmpfile()) == NULL)
-		return cs_errno(e, "tmpfile");
-	if ((*saved = dup(STDOUT_FILENO)) < 0 ||
-	    dup2(fileno(*held), STDOUT_FILENO) < 0) {
-		cs_errno(e, "dup stdout");
-		if (*saved >= 0)
-			close(*saved);
-		*saved = -1;
-		fclose(*held);
-		*held = NULL;
+	return strncmp(url, "s3://", 5) == 0;
+}
+
+/* The chunk objects the command writes go to the bucket as it makes
+ * them, and agents may upload their own: both found in the bucket by
+ * the publishing. */
+static int
+writer_start(struct objrepo *ss, struct cs_err *e)
+{
+	if (store_pipe_start(ss->b, &ss->pipe, e) < 0)
 		return -1;
-	}
-	return 0;
-}
-
-static void
-release_stdout(int saved, FILE *held, int show)
-{
-	char buf[8192];
-	size_t n;
-
-	if (held == NULL)
-		return;
-	fflush(stdout);
-	dup2(saved, STDOUT_FILENO);
-	close(saved);
-	if (show && fseek(held, 0, SEEK_SET) == 0)
-		while ((n = fread(buf, 1, sizeof(buf), held)) > 0)
-			if (fwrite(buf, 1, n, stdout) != n)
-				break;
-	fflush(stdout);
-	fclose(held);
-}
-
-/* Takes the first "--NAME VALUE" / "--NAME=VALUE" out of argv, its
- * VALUE into *val (borrowed from argv): 1, or 0 when there is none. */
-static int
-take_value(int *argc, char **argv, const char *name, const char **val)
-{
-	size_t n = strlen(name);
-	int i, j, k;
-
-	for (i = 1; i < *argc; i++) {
-		if (strcmp(argv[i], name) == 0 && i + 1 < *argc) {
-			*val = argv[i + 1];
-			k = 2;
-		} else if (strncmp(argv[i], name, n) == 0 &&
-		    argv[i][n] == '=') {
-			*val = argv[i] + n + 1;
-			k = 1;
-		} else {
-			continue;
-		}
-		for (j = i; j + k <= *argc; j++)
-			argv[j] = argv[j + k];
-		*argc -= k;
-		return 1;
-	}
-	return 0;
-}
-
-/* "--commit N": a reader reads the manifest of commit N instead of the
- * newest one (an older state, or the one before a damaged commit). 1
- * when given, 0 when not, -1 when bad. */
-static int
-take_commit(int *argc, char **argv, uint64_t *num)
-{
-	const char *v;
-	char *end;
-	int found = 0;
-
-	while (take_value(argc, argv, "--commit", &v)) {
-		errno = 0;
-		*num = strtoull(v, &end, 10);
-		if (errno != 0 || *end != '\0' || *num == 0 ||
-		    !isdigit((unsigned char)*v)) {
-			cmd_usage_error("--commit: '%s' is not a commit number",
-			    v);
-			return -1;
-		}
-		found = 1;
-	}
-	return found;
-}
-
-/* "--grace DURATION": how old an unreferenced object must be to go. */
-static int
-take_grace(int *argc, char **argv, int64_t *grace)
-{
-	const char *v;
-
-	while (take_value(argc, argv, "--grace", &v)) {
-		if (strcmp(v, "0") == 0)
-			*grace = 0;
-		else if (cmd_parse_duration(v, grace) == -1)
-			return -1;
-	}
-	return 0;
-}
-
-static int
-has_arg(int argc, char **argv, const char *a, const char *b)
-{
-	int i;
-
-	for (i = 1; i < argc; i++)
-		if (strcmp(argv[i], a) == 0 || strcmp(argv[i], b) == 0)
-			return 1;
-	return 0;
-}
-
-/* ---- the command ---- */
-
-static int
-kind_of(const char *name, enum kind *k)
-{
-	static const char *const w[] = { "snapshot", "forget", "init", "key",
-	    "load" };
-	size_t i;
-
-	for (i = 0; i < sizeof(w) / sizeof(w[0]); i++)
-		if (strcmp(name, w[i]) == 0) {
-			*k = K_WRITE;
-			return 0;
-		}
-	if (strcmp(name, "ls") == 0 || strcmp(name, "check") == 0)
-		*k = K_META;
-	else if (strcmp(name, "show") == 0 || strcmp(name, "verify") == 0 ||
-	    strcmp(name, "restore") == 0)
-		*k = K_BLOBS;
-	else if (strcmp(name, "prune") == 0)
-		*k = K_PRUNE;
-	else
-		return -1;
+	ss->target = (struct blob_target){ store_backend_s3_url(ss->b),
+	    store_backend_s3_endpoint(ss->b), store_backend_s3_region(ss->b),
+	    target_has, target_stored, ss };
 	return 0;
 }
 
 int
-cmd_s3_wants(const char *name, int argc, char **argv)
+store_objrepo_open(const char *url, const struct objrepo_args *args,
+    struct objrepo **out, struct cs_err *e)
 {
-	size_t off;
-	int i;
-	enum kind k;
+	struct objrepo *ss;
+	const char *name;
 
-	if (kind_of(name, &k) < 0 || (i = find_repo(argc, argv, &off)) < 0)
-		return 0;
-	return is_s3(argv[i] + off);
-}
-
-/* The wrapped command's repository no longer hands its blobs to a
- * session. */
-static void
-blobs_off(void)
-{
-	cmd_store_opts.blob_stream = NULL;
-	cmd_store_opts.blob_stream_ctx = NULL;
-	cmd_store_opts.blob_target = NULL;
-	cmd_store_opts.blob_backend = NULL;
-}
-
-int
-cmd_s3_run(const char *name, int (*fn)(int, char **), int argc, char **argv)
-{
-	struct sess ss;
-	struct cs_err e, ce;
-	char **av = NULL, *url, *rep = NULL;
-	char **keys = NULL;
-	size_t off, nk = 0;
-	int64_t grace = 3600;
-	FILE *held = NULL;
-	int i, k, ri, rc = EXIT_FAILED, dry = 0, saved = -1;
-
-	memset(&ss, 0, sizeof(ss));
-	ss.cache_fd = -1;
-	pthread_mutex_init(&ss.setmu, NULL);
-	e.msg[0] = '\0';
-	/* The local stand-in is not the repository: its commit is not the
-	 * bucket's (an upload may still fail), and the bucket has its own
-	 * numbered commits. */
-	cmd_store_opts.no_gen_records = 1;
-	if ((av = calloc((size_t)argc + 1, sizeof(*av))) == NULL)
-		return cmd_fail(EXIT_FAILED, "out of memory");
-	for (i = 0; i < argc; i++)
-		av[i] = argv[i];
-	kind_of(name, &ss.kind);
-	if (ss.kind == K_PRUNE) {
-		if (take_grace(&argc, av, &grace) < 0) {
-			rc = EXIT_USAGE;
-			goto out;
-		}
-		dry = has_arg(argc, av, "-n", "--dry-run");
+	*out = NULL;
+	if ((ss = calloc(1, sizeof(*ss))) == NULL)
+		return cs_errc(e, CS_E_NOMEM, "out of memory");
+	ss->a = *args;
+	ss->kind = args->kind;
+	ss->want = args->want;
+	ss->cache_fd = -1;
+	pthread_mutex_init(&ss->setmu, NULL);
+	*out = ss;
+	if (store_backend_s3(url, NULL, NULL, &ss->b, e) < 0) {
+		/* A bad URL or missing credentials: the user's to fix. */
+		if (cs_err_code(e) == CS_E_FAILED)
+			cs_errkind(e, CS_E_USAGE);
+		return -1;
 	}
-	if ((k = take_commit(&argc, av, &ss.want)) < 0) {
-		rc = EXIT_USAGE;
-		goto out;
-	}
-	if (k == 1 && ss.kind != K_META && ss.kind != K_BLOBS) {
-		rc = cmd_usage_error("--commit is for commands that read (ls, "
-		    "show, verify, restore), not %s", name);
-		goto out;
-	}
-	if (has_arg(argc, av, "-h", "--help")) {
-		rc = fn(argc, av);
-		goto out;
-	}
-	/* Its objects would have to be in the cache, and the old ones
-	 * stay in the bucket: not done over an object store yet. */
-	if (strcmp(name, "key") == 0 && has_arg(argc, av, "rotate", "rotate")) {
-		rc = cmd_usage_error("key rotate needs a directory repository: "
-		    "it is not done over s3:// yet");
-		goto out;
-	}
-	/* The prune of an object store is a session of its own (stand-ins,
-	 * its grace period), not the tail of a writer's. */
-	if (strcmp(name, "forget") == 0 && has_arg(argc, av, "--prune",
-	    "--prune")) {
-		rc = cmd_usage_error("forget --prune needs a directory "
-		    "repository: over s3:// run forget, then prune");
-		goto out;
-	}
-	ri = find_repo(argc, av, &off);
-	url = av[ri] + off;
-	if (s3_open(url, &ss.s, &e) < 0) {
-		rc = cmd_fail(EXIT_USAGE, "%s", e.msg);
-		goto out;
-	}
-	if ((ss.kind == K_WRITE || ss.kind == K_PRUNE) && lease_take(&ss, &e) < 0)
-		goto fail;
-	if (s3gen_start(ss.s, &ss.rec, &e) < 0 || read_head(&ss, &e) < 0)
-		goto fail;
-	if (ss.kind == K_WRITE) {
-		if (cache_dir(&ss, &e) < 0 || sync_cache(&ss, &e) < 0 ||
-		    base_copy(&ss, &e) < 0 || unmark(&ss, &e) < 0)
-			goto fail;
+	name = store_backend_s3_url(ss->b);
+	snprintf(ss->url, sizeof(ss->url), "%s", name != NULL ? name : url);
+	if ((ss->kind == OBJREPO_WRITE || ss->kind == OBJREPO_PRUNE) &&
+	    lease_take(ss, e) < 0)
+		return -1;
+	if (objgen_start(ss->b, &ss->rec, e) < 0 || read_head(ss, e) < 0)
+		return -1;
+	if (ss->kind == OBJREPO_WRITE) {
+		if (cache_dir(ss, e) < 0 || sync_cache(ss, e) < 0 ||
+		    base_copy(ss, e) < 0 || unmark(ss, e) < 0 ||
+		    writer_start(ss, e) < 0)
+			return -1;
 	} else {
-		if (ss.gen == 0) {
+		if (ss->gen == 0)
 			/* A usage error (exit 2) as it has always been,
 			 * not CS_E_NOREPO: scripts test for 2 here. */
-			cs_errc(&e, CS_E_USAGE, "%s: no repository there (no "
-			    "commit under its commits/)", s3_url(ss.s));
-			goto fail;
-		}
-		if (temp_dir(&ss, &e) < 0 || fetch_manifest(&ss, &e) < 0)
-			goto fail;
-		/* show, verify and restore read the chunk objects straight
-		 * from the bucket, as they need them: nothing of the
-		 * snapshot's size lands on the local disk. */
-		if (ss.kind == K_BLOBS && store_backend_s3(s3_url(ss.s),
-		    s3_endpoint(ss.s), s3_region(ss.s), &ss.reads, &e) < 0)
-			goto fail;
-		cmd_store_opts.blob_backend = ss.reads;
+			return cs_errc(e, CS_E_USAGE, "%s: no repository there "
+			    "(no commit under its commits/)", ss->url);
+		if (temp_dir(ss, e) < 0 || fetch_manifest(ss, e) < 0)
+			return -1;
 		/* ls: every blob stands in, for stored_bytes. */
-		if ((ss.kind == K_PRUNE || ss.kind == K_META) && stand_ins(&ss,
-		    ss.kind == K_META ? -((int64_t)1 << 40) : grace, &keys,
-		    &nk, &e) < 0)
-			goto fail;
+		if ((ss->kind == OBJREPO_PRUNE || ss->kind == OBJREPO_META) &&
+		    stand_ins(ss, ss->kind == OBJREPO_META ?
+		    -((int64_t)1 << 40) : ss->a.grace, &ss->stand_keys,
+		    &ss->nstand, e) < 0)
+			return -1;
 	}
 	/* Readers get a read-only stand-in: verify only reports a damaged
 	 * blob, as on a read-only medium (the object in the bucket is what
 	 * is damaged; moving the local copy aside would repair nothing). */
-	if ((ss.kind == K_META || ss.kind == K_BLOBS) && chmod(ss.dir, 0555)
-	    < 0) {
-		cs_errno(&e, "chmod %s", ss.dir);
-		goto fail;
-	}
-	/* The command, on the local stand-in for the bucket. */
-	if ((rep = malloc(off + strlen(ss.dir) + 1)) == NULL) {
-		cs_errc(&e, CS_E_NOMEM, "out of memory");
-		goto fail;
-	}
-	sprintf(rep, "%.*s%s", (int)off, av[ri], ss.dir);
-	av[ri] = rep;
-	if (ss.kind == K_WRITE) {
-		if (hold_stdout(&saved, &held, &e) < 0 ||
-		    s3_pipe_start(ss.s, &ss.pipe, &e) < 0)
-			goto fail;
-		ss.target = (struct blob_target){ s3_url(ss.s),
-		    s3_endpoint(ss.s), s3_region(ss.s), target_has,
-		    target_stored, &ss };
-		cmd_store_opts.blob_stream = stream;
-		cmd_store_opts.blob_stream_ctx = &ss;
-		cmd_store_opts.blob_target = &ss.target;
-		active = &ss;
-	}
+	if ((ss->kind == OBJREPO_META || ss->kind == OBJREPO_BLOBS) &&
+	    chmod(ss->dir, 0555) < 0)
+		return cs_errno(e, "chmod %s", ss->dir);
 	/* An older commit read on purpose is no rollback to warn about. */
-	if (ss.gen > 0 && ss.want == 0) {
-		s3gen_floor(&ss.rec, &ss.floor);
-		cmd_store_opts.gen_floor = &ss.floor;
+	if (ss->gen > 0 && ss->want == 0)
+		objgen_floor(&ss->rec, &ss->floor);
+	return 0;
+}
+
+const char *
+store_objrepo_dir(const struct objrepo *ss)
+{
+	return ss->dir;
+}
+
+const char *
+store_objrepo_name(const struct objrepo *ss)
+{
+	return ss->url;
+}
+
+void
+store_objrepo_opts(struct objrepo *ss, struct store_opts *o)
+{
+	/* The local stand-in is not the repository: its commit is not the
+	 * bucket's (an upload may still fail), and the bucket has its own
+	 * numbered commits. */
+	o->no_gen_records = 1;
+	if (ss->kind == OBJREPO_WRITE) {
+		o->blob_stream = stream;
+		o->blob_stream_ctx = ss;
+		o->blob_target = &ss->target;
 	}
-	cmd_repo_alias(ss.dir, s3_url(ss.s));
-	rc = fn(argc, av);
-	blobs_off();
-	active = NULL;
-	fflush(stdout);
-	if (rc != EXIT_OK)
-		goto out;
-	if (ss.kind == K_WRITE && publish(&ss, &e) < 0)
-		goto fail;
-	/* The commit stands whatever happens to the cache. */
-	if (ss.kind == K_WRITE && cache_collect(&ss, &ce) < 0)
-		cmd_warn("warning: %s: cache %s not collected: %s",
-		    s3_url(ss.s), ss.dir, ce.msg);
-	release_stdout(saved, held, 1);
-	held = NULL;
-	if (ss.kind == K_PRUNE && !dry && prune_bucket(&ss, keys, nk, grace,
-	    &e) < 0)
-		goto fail;
-	if (ss.reads != NULL && has_arg(argc, av, "-v", "--verbose"))
-		fprintf(stderr, "s3: read %llu objects (%llu bytes) from the "
-		    "bucket\n", (unsigned long long)atomic_load(&ss.reads->gets),
-		    (unsigned long long)atomic_load(&ss.reads->bytes));
-	if (ss.kind == K_WRITE && has_arg(argc, av, "-v", "--verbose"))
-		fprintf(stderr, "s3: uploaded %llu blobs (%llu bytes), %llu "
+	/* show, verify and restore read the chunk objects straight from
+	 * the bucket, as they need them: nothing of the snapshot's size
+	 * lands on the local disk. */
+	if (ss->kind == OBJREPO_BLOBS)
+		o->blob_backend = ss->b;
+	if (ss->gen > 0 && ss->want == 0)
+		o->gen_floor = &ss->floor;
+}
+
+void
+store_objrepo_opts_clear(struct store_opts *o)
+{
+	o->blob_stream = NULL;
+	o->blob_stream_ctx = NULL;
+	o->blob_target = NULL;
+	o->blob_backend = NULL;
+	o->gen_floor = NULL;
+	o->no_gen_records = 0;
+}
+
+void
+store_objrepo_collect(struct objrepo *ss)
+{
+	struct cs_err ce;
+
+	if (cache_collect(ss, &ce) < 0)
+		WARN(ss, "warning: %s: cache %s not collected: %s", ss->url,
+		    ss->dir, ce.msg);
+}
+
+int
+store_objrepo_prune(struct objrepo *ss, struct cs_err *e)
+{
+	return prune_bucket(ss, ss->stand_keys, ss->nstand, ss->a.grace, e);
+}
+
+void
+store_objrepo_report(const struct objrepo *ss, FILE *f)
+{
+	if (ss->kind == OBJREPO_BLOBS)
+		fprintf(f, "s3: read %llu objects (%llu bytes) from the "
+		    "bucket\n", (unsigned long long)atomic_load(&ss->b->gets),
+		    (unsigned long long)atomic_load(&ss->b->bytes));
+	if (ss->kind == OBJREPO_WRITE)
+		fprintf(f, "s3: uploaded %llu blobs (%llu bytes), %llu "
 		    "already there, commit %llu, %llu cached blobs "
 		    "collected, manifest %s of %llu bytes\n",
-		    (unsigned long long)ss.up_blobs,
-		    (unsigned long long)ss.up_bytes,
-		    (unsigned long long)ss.had_blobs,
-		    (unsigned long long)ss.gen,
-		    (unsigned long long)ss.collected,
-		    ss.up_full ? "whole" : "delta",
-		    (unsigned long long)ss.up_manifest);
-	goto out;
-fail:
-	/* The kind the store or the bucket named (usage, locked, auth, no
-	 * repository) gives the status. */
-	rc = cmd_fail_errs(EXIT_FAILED, &e);
-out:
-	/* A failed command's own output (a --json error object) still shows. */
-	release_stdout(saved, held, rc != EXIT_OK && e.msg[0] == '\0');
-	cmd_repo_alias(NULL, NULL);
-	cmd_store_opts.gen_floor = NULL;
-	cmd_store_opts.no_gen_records = 0;
-	blobs_off();
-	active = NULL;
-	s3_pipe_stop(ss.pipe);
-	store_backend_close(ss.reads);
-	if (ss.listed != NULL)
-		strs_free(ss.listed, ss.nlisted);
-	free(ss.vouched.v);
-	pthread_mutex_destroy(&ss.setmu);
-	free(ss.put.v);
-	lease_drop(&ss);
-	if (ss.cache_fd >= 0)
-		close(ss.cache_fd);
-	if (ss.temp) {
-		chmod(ss.dir, 0700);
-		rm_rf(ss.dir);
+		    (unsigned long long)ss->up_blobs,
+		    (unsigned long long)ss->up_bytes,
+		    (unsigned long long)ss->had_blobs,
+		    (unsigned long long)ss->gen,
+		    (unsigned long long)ss->collected,
+		    ss->up_full ? "whole" : "delta",
+		    (unsigned long long)ss->up_manifest);
+}
+
+void
+store_objrepo_close(struct objrepo *ss)
+{
+	if (ss == NULL)
+		return;
+	store_pipe_stop(ss->pipe);
+	if (ss->listed != NULL)
+		strs_free(ss->listed, ss->nlisted);
+	free(ss->vouched.v);
+	free(ss->put.v);
+	pthread_mutex_destroy(&ss->setmu);
+	lease_drop(ss);
+	if (ss->cache_fd >= 0)
+		close(ss->cache_fd);
+	if (ss->temp) {
+		chmod(ss->dir, 0700);
+		rm_rf(ss->dir);
 	}
-	if (keys != NULL)
-		strs_free(keys, nk);
-	s3_close(ss.s);
-	free(rep);
-	free(av);
-	return rc;
+	if (ss->stand_keys != NULL)
+		strs_free(ss->stand_keys, ss->nstand);
+	store_backend_close(ss->b);
+	free(ss);
 }

@@ -1,4 +1,4 @@
-/* s3gen.c - noticing a rolled-back object-store repository.
+/* objgen.c - noticing a rolled-back object-store repository.
  *
  * A directory repository keeps its own commit objects and this user's
  * record (store/generation.c); over an object store the store's records
@@ -21,9 +21,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "s3gen.h"
+#include "objgen.h"
 #include "../lib/fsutil.h"
-#include "../store/store.h"
+#include "store.h"
 
 #define ID_HEX 32
 
@@ -47,26 +47,25 @@ take_ident(const char *p, size_t n, char out[40])
 }
 
 int
-s3gen_start(struct s3 *s, struct s3gen *g, struct cs_err *e)
+objgen_start(struct store_backend *s, struct objgen *g, struct cs_err *e)
 {
 	char *body = NULL;
 	size_t len = 0;
-	int st;
+	struct cs_err re;
 
+	(void)e;
 	memset(g, 0, sizeof(*g));
-	st = s3_get(s, "blobs/.repository-id", 4096, &body, &len, NULL, e);
-	if (st < 0)
-		return -1;
-	/* (4096: room for an error document.) None (a new repository) or unreadable: the listing that follows
+	/* None (a new repository) or unreadable: the listing that follows
 	 * reports the bucket's problem in its own words. */
-	if (st == 200 && take_ident(body, len, g->ident) == 0)
+	if (s->ops->read(s, "blobs/.repository-id", 4096, &body, &len, NULL,
+	    &re) == 0 && take_ident(body, len, g->ident) == 0)
 		store_gen_record_read(g->ident, &g->rec_gen, &g->rec_max);
 	free(body);
 	return 0;
 }
 
 void
-s3gen_fields(const char *text, uint64_t *gen, uint64_t *max_id)
+objgen_fields(const char *text, uint64_t *gen, uint64_t *max_id)
 {
 	unsigned long long v;
 	const char *p;
@@ -81,8 +80,8 @@ s3gen_fields(const char *text, uint64_t *gen, uint64_t *max_id)
 }
 
 int
-s3gen_earlier(struct s3 *s, struct s3gen *g, const uint64_t *nums, size_t n,
-    struct cs_err *e)
+objgen_earlier(struct store_backend *s, struct objgen *g,
+    const uint64_t *nums, size_t n, struct cs_err *e)
 {
 	uint64_t cg, cm;
 	char key[64], *body;
@@ -92,12 +91,14 @@ s3gen_earlier(struct s3 *s, struct s3gen *g, const uint64_t *nums, size_t n,
 	for (i = 0; i < n; i++) {
 		body = NULL;
 		snprintf(key, sizeof(key), "commits/%020" PRIu64, nums[i]);
-		if ((st = s3_get(s, key, 4096, &body, &len, NULL, e)) < 0)
+		/* One missing (pruned meanwhile) is skipped. */
+		if ((st = s->ops->read(s, key, 4096, &body, &len, NULL, e)) < 0
+		    && cs_err_code(e) != CS_E_NOTFOUND)
 			return -1;
-		/* Version 2 names deltas too (s3chain.c): the same fields. */
-		if (st == 200 && (strncmp(body, "cutsnap-commit 1\n", 17) == 0 ||
+		/* Version 2 names deltas too (objchain.c): the same fields. */
+		if (st == 0 && (strncmp(body, "cutsnap-commit 1\n", 17) == 0 ||
 		    strncmp(body, "cutsnap-commit 2\n", 17) == 0)) {
-			s3gen_fields(body, &cg, &cm);
+			objgen_fields(body, &cg, &cm);
 			if (cg > g->prev_gen) {
 				g->prev_gen = cg;
 				g->prev = nums[i];
@@ -111,7 +112,7 @@ s3gen_earlier(struct s3 *s, struct s3gen *g, const uint64_t *nums, size_t n,
 }
 
 void
-s3gen_floor(const struct s3gen *g, struct store_gen_floor *out)
+objgen_floor(const struct objgen *g, struct store_gen_floor *out)
 {
 	struct store_gen_floor f;
 
@@ -140,7 +141,7 @@ s3gen_floor(const struct s3gen *g, struct store_gen_floor *out)
 }
 
 void
-s3gen_published(const char *dir, uint64_t gen, uint64_t max_id)
+objgen_published(const char *dir, uint64_t gen, uint64_t max_id)
 {
 	char path[4200], id[40];
 	uint8_t *p = NULL;

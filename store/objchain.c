@@ -1,4 +1,4 @@
-/* s3chain.c - the manifest of an object-store commit as a chain: the
+/* objchain.c - the manifest of an object-store commit as a chain: the
  * whole manifest an earlier commit uploaded (the base) and the deltas
  * of the commits since (store/mdelta.c: SQLite changesets), so that a
  * snapshot's commit uploads objects of the size of its own rows, not of
@@ -25,8 +25,8 @@
 #include <sys/random.h>
 #include <sys/stat.h>
 
-#include "s3chain.h"
-#include "../store/store.h"
+#include "objchain.h"
+#include "store.h"
 
 /* The largest manifest piece, a whole one or a delta, an object store
  * takes or gives here: read_whole refuses a larger manifest. */
@@ -41,7 +41,7 @@ valid_key(const char *k)
 }
 
 int
-s3chain_parse(const char *text, struct s3chain *c)
+objchain_parse(const char *text, struct objchain *c)
 {
 	unsigned long long size;
 	const char *p;
@@ -57,9 +57,9 @@ s3chain_parse(const char *text, struct s3chain *c)
 	if (ver == 1)
 		return 0;
 	for (p = text; (p = strstr(p, "\ndelta ")) != NULL; p++) {
-		struct s3piece *d;
+		struct objpiece *d;
 
-		if (c->n == S3CHAIN_MAX)
+		if (c->n == OBJCHAIN_MAX)
 			return -1;
 		d = &c->d[c->n];
 		if (sscanf(p, "\ndelta %127s %64s %llu", d->key, d->hex,
@@ -72,7 +72,7 @@ s3chain_parse(const char *text, struct s3chain *c)
 }
 
 int
-s3chain_text(const struct s3chain *c, char *buf, size_t cap)
+objchain_text(const struct objchain *c, char *buf, size_t cap)
 {
 	size_t i, off;
 	int k;
@@ -95,13 +95,13 @@ s3chain_text(const struct s3chain *c, char *buf, size_t cap)
 }
 
 const char *
-s3chain_state(const struct s3chain *c)
+objchain_state(const struct objchain *c)
 {
 	return c->n > 0 ? c->d[c->n - 1].hex : c->base.hex;
 }
 
 int
-s3chain_names(const struct s3chain *c, const char *key)
+objchain_names(const struct objchain *c, const char *key)
 {
 	size_t i;
 
@@ -115,22 +115,18 @@ s3chain_names(const struct s3chain *c, const char *key)
 
 /* Delta d fetched whole and checked against its SHA-256. */
 static int
-fetch_delta(struct s3 *s, const struct s3piece *d, uint8_t **body,
+fetch_delta(struct store_backend *s, const struct objpiece *d, uint8_t **body,
     size_t *len, struct cs_err *e)
 {
-	char hex[SHA_HEX_LEN], *b = NULL;
+	char hex[SHA_HEX_LEN], where[512], *b = NULL;
 	uint8_t sum[SHA_LEN];
-	int st;
 
 	*body = NULL;
-	if ((st = s3_get(s, d->key, DELTA_CAP, &b, len, NULL, e)) < 0)
-		return -1;
-	if (st == 404)
-		return cs_errf(e, "%s: %s is missing from the bucket",
-		    s3_url(s), d->key);
-	if (st != 200) {
-		free(b);
-		return s3_status_err(s, "get", d->key, st, e);
+	if (s->ops->read(s, d->key, DELTA_CAP, &b, len, NULL, e) < 0) {
+		if (cs_err_code(e) != CS_E_NOTFOUND)
+			return -1;
+		s->ops->where(s, d->key, where, sizeof(where));
+		return cs_errf(e, "%s is missing from the bucket", where);
 	}
 	if (sha256_buf(b, *len, sum) < 0) {
 		free(b);
@@ -139,18 +135,18 @@ fetch_delta(struct s3 *s, const struct s3piece *d, uint8_t **body,
 	sha_hex(sum, hex);
 	if (strcmp(hex, d->hex) != 0) {
 		free(b);
-		return cs_errc(e, CS_E_CORRUPT, "%s: %s does not match its "
+		s->ops->where(s, d->key, where, sizeof(where));
+		return cs_errc(e, CS_E_CORRUPT, "%s does not match its "
 		    "commit (sha256 %.12s..., expected %.12s...): the object "
-		    "was changed in the bucket", s3_url(s), d->key, hex,
-		    d->hex);
+		    "was changed in the bucket", where, hex, d->hex);
 	}
 	*body = (uint8_t *)b;
 	return 0;
 }
 
 int
-s3chain_apply(struct s3 *s, const struct s3chain *c, const char *path,
-    struct cs_err *e)
+objchain_apply(struct store_backend *s, const struct objchain *c,
+    const char *path, struct cs_err *e)
 {
 	uint8_t *b;
 	size_t i, len;
@@ -162,7 +158,10 @@ s3chain_apply(struct s3 *s, const struct s3chain *c, const char *path,
 		rc = store_mdelta_apply(path, b, len, e);
 		free(b);
 		if (rc < 0) {
-			cs_errctx(e, "%s: %s", s3_url(s), c->d[i].key);
+			char where[512];
+
+			s->ops->where(s, c->d[i].key, where, sizeof(where));
+			cs_errctx(e, "%s", where);
 			return -1;
 		}
 	}
@@ -213,8 +212,8 @@ read_whole(const char *path, uint8_t **body, size_t *len, struct cs_err *e)
 /* *d, *n: the new delta merged with the last pieces of out while the
  * last is no more than twice its size; out loses the merged ones. */
 static int
-merge_tail(struct s3 *s, struct s3chain *out, uint8_t **d, size_t *n,
-    struct cs_err *e)
+merge_tail(struct store_backend *s, struct objchain *out, uint8_t **d,
+    size_t *n, struct cs_err *e)
 {
 	uint8_t *prev, *m;
 	size_t plen, mlen;
@@ -236,13 +235,13 @@ merge_tail(struct s3 *s, struct s3chain *out, uint8_t **d, size_t *n,
 }
 
 int
-s3chain_next(struct s3 *s, const struct s3chain *c, const char *oldm,
-    const char *newm, uint64_t gen, struct s3chain *out, uint8_t **body,
-    size_t *len, int *full, struct cs_err *e)
+objchain_next(struct store_backend *s, const struct objchain *c,
+    const char *oldm, const char *newm, uint64_t gen, struct objchain *out,
+    uint8_t **body, size_t *len, int *full, struct cs_err *e)
 {
 	uint8_t sum[SHA_LEN], *d = NULL;
 	size_t n = 0;
-	struct s3piece *p;
+	struct objpiece *p;
 	int r;
 
 	*body = NULL;
@@ -258,7 +257,7 @@ s3chain_next(struct s3 *s, const struct s3chain *c, const char *oldm,
 		return -1;
 	}
 	if (!*full && (2 * (uint64_t)n >= c->base.size ||
-	    out->n == S3CHAIN_MAX))
+	    out->n == OBJCHAIN_MAX))
 		*full = 1;
 	if (*full) {
 		free(d);
