@@ -17,11 +17,12 @@
 #   BENCH_KEEP=1 keep the scratch directory
 #   BENCH_RUNS   runs per row (default 3)
 #   BENCH_ENC_MIB  MiB of data in the encrypted rows (default 256)
+#   BENCH_S3_MIB  MiB of data in the object-storage rows (default 512)
 #   BENCH_S3_HISTORY  the object-storage rows' bytes per commit are measured
-#                after 1, 10 and 100 earlier snapshots; a value above 100
-#                adds that many (1000: some minutes more)
+#                after 1, 100 and this many earlier snapshots (default 1000,
+#                about ten minutes; 100 or less: after 1, 10 and 100 only)
 #   CUTSNAP_BENCH_ONLY=s3  run section 5 (object storage in radosgw) alone
-#                and print its rows; RESULTS.md is not written
+#                and write its rows to bench/RESULTS-s3.md (not RESULTS.md)
 # The encrypted rows (2b) use restic and borg too (make bench-deps); they take a
 # few minutes more (each side backs up, checks and restores 2 x 256 MiB).
 set -u
@@ -280,7 +281,7 @@ commit_line () {
 	d=$(git -C "$ROOT" describe --always --abbrev=40 2>/dev/null) ||
 	    { echo "unknown (not a git checkout)"; return; }
 	f=$(git -C "$ROOT" status --porcelain --untracked-files=no -- . \
-	    ':(exclude)bench/RESULTS.md' 2>/dev/null | awk '{ print $NF }')
+	    ':(exclude)bench/RESULTS.md' ':(exclude)bench/RESULTS-s3.md' 2>/dev/null | awk '{ print $NF }')
 	if [ -z "$f" ]; then
 		echo "$d (clean tree)"
 	else
@@ -418,15 +419,16 @@ txn_rows () {
 
 # --- 5. (defined here, run below) object storage: a repository in radosgw ---
 # A Ceph radosgw on loopback (tests/s3/radosgw.sh, memstore), three agents
-# with 256 MiB in a1: full snapshot, incremental after a 16 MiB change,
-# verify and restore with no local state, into and from the bucket against
-# the same with a directory, against "aws s3 cp --recursive" of the same
-# data files each way when the aws CLI is installed, and against restic's
-# backup and restore into the same radosgw. Then the local disk peak of a
-# snapshot, a verify and a restore (disk_peak), and the bytes an
-# incremental commit uploads after 1, 10 and 100 earlier snapshots
-# (BENCH_S3_HISTORY=1000 adds 1000; counted by tests/s3/faultproxy.py).
-S3_HISTORY=${BENCH_S3_HISTORY:-100}
+# with S3_MIB (512) MiB in a1: full snapshot, incremental after a 16 MiB
+# change, verify and restore with no local state, into and from the bucket
+# against the same with a directory, against "aws s3 cp --recursive" of
+# the same data files each way when the aws CLI is installed, and against
+# restic's backup, incremental backup, check --read-data and restore into
+# the same radosgw. Then the local disk peak of each of them (disk_peak),
+# and the bytes an incremental commit uploads after 1, 100 and 1000
+# earlier snapshots (BENCH_S3_HISTORY; counted by tests/s3/faultproxy.py).
+S3_MIB=${BENCH_S3_MIB:-512}
+S3_HISTORY=${BENCH_S3_HISTORY:-1000}
 
 # disk_peak DIR CMD...: run CMD with CUTSNAP_CACHE_DIR, RESTIC_CACHE_DIR
 # and TMPDIR in the fresh directory DIR and print the peak of DIR's size
@@ -489,8 +491,9 @@ print(t, m, b)' "$1"
 
 # s3_history: a small cluster (1 MiB in a1) snapshotted into a fresh
 # prefix through the fault proxy, one "cutsnap put" between snapshots;
-# the bytes a commit uploads after 1, 10, 100 (and S3_HISTORY) earlier
-# snapshots, as rows against the one after 1. A commit uploads a delta
+# the bytes a commit uploads after 1, 100 and S3_HISTORY earlier
+# snapshots (1, 10, 100 when S3_HISTORY <= 100), as rows against the one
+# after 1. A commit uploads a delta
 # merged with the chain's last ones now and then, and the whole manifest
 # once the deltas reach half of it (store/objchain.c): one commit's bytes
 # depend on where it falls in that cycle, so each point is the mean over
@@ -507,8 +510,11 @@ s3_history () {
 	S3_PROXY_PID=$!
 	for k in $(seq 1 300); do [ -s "$h/proxy.port" ] && break; sleep 0.1; done
 	[ -s "$h/proxy.port" ] || fail "the fault proxy did not start"
-	pts=(1 10 100)
-	[ "$S3_HISTORY" -gt 100 ] && pts+=("$S3_HISTORY")
+	if [ "$S3_HISTORY" -gt 100 ]; then
+		pts=(1 100 "$S3_HISTORY")
+	else
+		pts=(1 10 100)
+	fi
 	for n in $(seq 0 $((${pts[-1]} + HWIN - 1))); do
 		echo "v$n" | "$CS" put -c "$c" a2 tick - >>"$LOG" 2>&1 || fail "put tick"
 		: >"$plog"
@@ -544,30 +550,30 @@ s3_history () {
 
 s3_rows () {
 	local d=$W/s3 c=$W/s3/c.ini env aws_bin v=() dv=() a=() i=() di=() vv=() dvv=() r
-	local rs=() drs=() ad=() rb=() rr=() ps pv pr prb prr
-	RGW_MEMSTORE_BYTES=$((6 * 1024 * MIB)) bash "$ROOT/tests/s3/radosgw.sh" start "$W/rgw" >>"$LOG" 2>&1 ||
+	local rs=() drs=() ad=() rb=() ri=() rv=() rr=() ps pi pv pr prb pri prv prr
+	# Each full copy (cutsnap's, aws's, restic's; RUNS of each, and the
+	# peak runs) stays in the bucket: room for 4 x (RUNS + 1) of them.
+	RGW_MEMSTORE_BYTES=$(((4 * (RUNS + 1) * S3_MIB + 1024) * MIB)) bash "$ROOT/tests/s3/radosgw.sh" start "$W/rgw" >>"$LOG" 2>&1 ||
 	    fail "radosgw did not start (see $W/rgw/log)"
 	CONFS_RGW=$W/rgw
 	env=$W/rgw/env
 	# shellcheck disable=SC1090
 	. "$env"
-	export CUTSNAP_CACHE_DIR=$W/s3-cache RESTIC_PASSWORD=x
+	export CUTSNAP_CACHE_DIR=$W/s3-cache RESTIC_CACHE_DIR=$W/restic-cache RESTIC_PASSWORD=x
 	curl -s -o /dev/null -X PUT --aws-sigv4 "aws:amz:us-east-1:s3" \
 	    --user "$AWS_ACCESS_KEY_ID:$AWS_SECRET_ACCESS_KEY" \
 	    -H "x-amz-content-sha256: e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855" \
 	    "$AWS_ENDPOINT_URL/bench" || fail "create bucket"
 	make_cluster "$d" 3
 	start "$c"
-	fill "$c" a1 0 256
+	fill "$c" a1 0 "$S3_MIB"
 	aws_bin=$(command -v aws)
 	for r in $(seq 1 "$RUNS"); do
 		rm -rf "$CUTSNAP_CACHE_DIR"
 		fresh "$c" "$d/repo"
 		timed v "$CS" snapshot -c "$c" -r "s3://bench/full$r"
 		timed dv "$CS" snapshot -c "$c" -r "$d/repo"
-		# The data files alone (aws fails on the sockets in run/).
-		rm -rf "$d/files" && mkdir "$d/files" && ln "$d"/*.data "$d/files/" ||
-		    fail "link the data files"
+		relink "$d"
 		if [ -n "$aws_bin" ]; then
 			timed a "$aws_bin" --endpoint-url "$AWS_ENDPOINT_URL" s3 cp --quiet \
 			    --recursive "$d/files/" "s3://bench/aws$r/"
@@ -580,12 +586,16 @@ s3_rows () {
 		change "$c" 16
 		timed i "$CS" snapshot -c "$c" -r "s3://bench/full$RUNS"
 		timed di "$CS" snapshot -c "$c" -r "$d/repo"
+		relink "$d"
+		timed ri restic -q -r "s3:$AWS_ENDPOINT_URL/bench/restic$RUNS" backup "$d/files"
 	done
 	# Reads with no local state: no cache, an empty target directory.
 	for r in $(seq 1 "$RUNS"); do
 		rm -rf "$CUTSNAP_CACHE_DIR"
 		timed vv "$CS" verify -r "s3://bench/full$RUNS"
 		timed dvv "$CS" verify -r "$d/repo"
+		rm -rf "$RESTIC_CACHE_DIR"
+		timed rv restic -q -r "s3:$AWS_ENDPOINT_URL/bench/restic$RUNS" check --read-data
 		rm -rf "$CUTSNAP_CACHE_DIR" "$d/out" && sync
 		timed rs "$CS" restore -r "s3://bench/full$RUNS" --target "$d/out"
 		rm -rf "$d/out" && sync
@@ -596,21 +606,28 @@ s3_rows () {
 			    --recursive "s3://bench/aws$RUNS/" "$d/out"
 			rm -rf "$d/out" && sync
 		fi
+		rm -rf "$RESTIC_CACHE_DIR"
 		timed rr restic -q -r "s3:$AWS_ENDPOINT_URL/bench/restic$RUNS" restore latest --target "$d/out"
 		rm -rf "$d/out" && sync
 	done
-	# Local disk peaks: a full snapshot into a fresh prefix, its verify
-	# and restore, with no cache to start from; restic's backup and
-	# restore of the same files the same way.
+	# Local disk peaks: a full snapshot into a fresh prefix, an
+	# incremental one after a 16 MiB change, the verify and restore of
+	# it, each with no cache to start from; restic's backup, incremental
+	# backup, check --read-data and restore of the same files the same way.
 	fresh "$c" "$d/repo"
 	ps=$(disk_peak "$d/local" "$CS" snapshot -c "$c" -r s3://bench/peak)
-	pv=$(disk_peak "$d/local" "$CS" verify -r s3://bench/peak)
-	pr=$(disk_peak "$d/local" "$CS" restore -r s3://bench/peak --target "$d/out")
-	rm -rf "$d/out" "$d/files" && mkdir "$d/files" && ln "$d"/*.data "$d/files/" ||
-	    fail "link the data files"
+	relink "$d"
 	restic -q -r "s3:$AWS_ENDPOINT_URL/bench/restic-peak" init >>"$LOG" 2>&1 ||
 	    fail "restic init"
 	prb=$(disk_peak "$d/local" restic -q -r "s3:$AWS_ENDPOINT_URL/bench/restic-peak" backup "$d/files")
+	change "$c" 16
+	pi=$(disk_peak "$d/local" "$CS" snapshot -c "$c" -r s3://bench/peak)
+	relink "$d"
+	pri=$(disk_peak "$d/local" restic -q -r "s3:$AWS_ENDPOINT_URL/bench/restic-peak" backup "$d/files")
+	pv=$(disk_peak "$d/local" "$CS" verify -r s3://bench/peak)
+	prv=$(disk_peak "$d/local" restic -q -r "s3:$AWS_ENDPOINT_URL/bench/restic-peak" check --read-data)
+	pr=$(disk_peak "$d/local" "$CS" restore -r s3://bench/peak --target "$d/out")
+	rm -rf "$d/out"
 	prr=$(disk_peak "$d/local" restic -q -r "s3:$AWS_ENDPOINT_URL/bench/restic-peak" restore latest --target "$d/out")
 	rm -rf "$d/out"
 	stop "$c"
@@ -618,8 +635,9 @@ s3_rows () {
 	cmd "cutsnap verify -r s3://BUCKET/PREFIX; cutsnap restore -r s3://BUCKET/PREFIX --target EMPTY_DIR   # no cache"
 	cmd "aws --endpoint-url URL s3 cp --recursive DIR_OF_THE_DATA_FILES s3://BUCKET/PREFIX/   # and back: s3://BUCKET/PREFIX/ EMPTY_DIR"
 	cmd "restic -r s3:URL/BUCKET/PREFIX backup DIR_OF_THE_DATA_FILES; restic -r s3:URL/BUCKET/PREFIX restore latest --target EMPTY_DIR"
+	cmd "restic -r s3:URL/BUCKET/PREFIX check --read-data   # no cache"
 	cmd "disk peak: CUTSNAP_CACHE_DIR, RESTIC_CACHE_DIR and TMPDIR in one directory, du -sb of it every 20 ms (a lower bound)"
-	row "s3 full snapshot ms, 256 MiB, radosgw" "$(median "${v[@]}")" "$(median "${dv[@]}") (directory)" \
+	row "s3 full snapshot ms, $S3_MIB MiB, radosgw" "$(median "${v[@]}")" "$(median "${dv[@]}") (directory)" \
 	    "$(calc "$(median "${v[@]}") / $(median "${dv[@]}")")" "-" "-"
 	if [ -n "$aws_bin" ]; then
 		row "s3 full snapshot ms vs aws s3 cp --recursive" "$(median "${v[@]}")" "$(median "${a[@]}") (aws s3 cp)" \
@@ -634,10 +652,14 @@ s3_rows () {
 	    "$(calc "$(median "${v[@]}") / $(median "${rb[@]}")")" "-" "-"
 	row "s3 incremental snapshot ms after 16 MiB change" "$(median "${i[@]}")" "$(median "${di[@]}") (directory)" \
 	    "$(calc "$(median "${i[@]}") / $(median "${di[@]}")")" "-" "-"
+	row "s3 incremental snapshot ms vs restic backup" "$(median "${i[@]}")" "$(median "${ri[@]}") (restic)" \
+	    "$(calc "$(median "${i[@]}") / $(median "${ri[@]}")")" "-" "-"
 	row "s3 verify ms, no local state" "$(median "${vv[@]}")" "$(median "${dvv[@]}") (directory)" \
 	    "$(calc "$(median "${vv[@]}") / $(median "${dvv[@]}")")" "-" "-"
 	row "s3 restore ms, no local state" "$(median "${rs[@]}")" "$(median "${drs[@]}") (directory)" \
 	    "$(calc "$(median "${rs[@]}") / $(median "${drs[@]}")")" "-" "-"
+	row "s3 verify ms vs restic check --read-data" "$(median "${vv[@]}")" "$(median "${rv[@]}") (restic)" \
+	    "$(calc "$(median "${vv[@]}") / $(median "${rv[@]}")")" "-" "-"
 	if [ -n "$aws_bin" ]; then
 		row "s3 verify ms vs aws s3 cp --recursive (download)" "$(median "${vv[@]}")" "$(median "${ad[@]}") (aws s3 cp)" \
 		    "$(calc "$(median "${vv[@]}") / $(median "${ad[@]}")")" "<= 1.0x" \
@@ -656,15 +678,26 @@ s3_rows () {
 	# In KiB: restic's peaks are a few KiB, which MiB would show as 0.0.
 	row "s3 full snapshot local disk peak KiB (sampled)" "$((ps / 1024))" "$((prb / 1024)) (restic backup)" \
 	    "-" "<= 65536 KiB" "$(verdict "$ps <= 64 * $MIB")"
-	row "s3 verify local disk peak KiB (sampled)" "$((pv / 1024))" "-" "-" "<= 65536 KiB" \
+	row "s3 incremental snapshot local disk peak KiB (sampled)" "$((pi / 1024))" "$((pri / 1024)) (restic backup)" \
+	    "-" "<= 65536 KiB" "$(verdict "$pi <= 64 * $MIB")"
+	row "s3 verify local disk peak KiB (sampled)" "$((pv / 1024))" "$((prv / 1024)) (restic check)" "-" "<= 65536 KiB" \
 	    "$(verdict "$pv <= 64 * $MIB")"
 	row "s3 restore local disk peak KiB beyond the files (sampled)" "$((pr / 1024))" "$((prr / 1024)) (restic restore)" \
 	    "-" "<= 65536 KiB" "$(verdict "$pr <= 64 * $MIB")"
 	s3_history
 	bash "$ROOT/tests/s3/radosgw.sh" stop "$W/rgw" >>"$LOG" 2>&1
 	CONFS_RGW=""
-	unset AWS_ENDPOINT_URL AWS_ACCESS_KEY_ID AWS_SECRET_ACCESS_KEY AWS_REGION CUTSNAP_CACHE_DIR RESTIC_PASSWORD
-	rm -rf "$d" "$W/s3-cache"
+	unset AWS_ENDPOINT_URL AWS_ACCESS_KEY_ID AWS_SECRET_ACCESS_KEY AWS_REGION CUTSNAP_CACHE_DIR RESTIC_PASSWORD \
+	    RESTIC_CACHE_DIR
+	rm -rf "$d" "$W/s3-cache" "$W/restic-cache"
+}
+
+# relink DIR: DIR/files holds hard links to DIR's data files (aws and
+# restic read that directory: aws fails on the agents' sockets in run/),
+# made again so that a data file an agent rewrote is the one read.
+relink () {
+	rm -rf "$1/files" && mkdir "$1/files" && ln "$1"/*.data "$1/files/" ||
+	    fail "link the data files"
 }
 
 # Sourced for its helpers: stop here.
@@ -738,11 +771,42 @@ printf '%s\n' "$MACHINE" >&2
 printf '%-46s %-14s %-22s %-8s %-20s %s\n' "measure" "value" "baseline" "ratio" "target" "verdict"
 head -c $((1024 * MIB)) /dev/urandom >"$W/rand"
 
-# CUTSNAP_BENCH_ONLY=s3: section 5 (object storage) alone; RESULTS.md is
-# not written.
+# CUTSNAP_BENCH_ONLY=s3: section 5 (object storage) alone, written to
+# bench/RESULTS-s3.md with its own machine block (RESULTS.md, the whole
+# bench's, is left as it is).
 if [ "${CUTSNAP_BENCH_ONLY:-}" = s3 ]; then
 	s3_rows
-	say "bench: CUTSNAP_BENCH_ONLY=s3: only the object-storage rows; RESULTS.md not written"
+	{
+		echo "# cutsnap benchmark results: object storage alone"
+		echo
+		echo "Written by \`CUTSNAP_BENCH_ONLY=s3 make bench\` (bench/run.sh, section 5"
+		echo "alone). Each time is the median of $RUNS runs, wall-clock ms; ratios are"
+		echo "value / baseline, measured in the same run against the same radosgw"
+		echo "(memstore, on loopback). $S3_MIB MiB of random values in a1; the"
+		echo "incremental rows follow a 16 MiB change. \"No local state\": no cache"
+		echo "directory (cutsnap's and restic's removed before each run) and an"
+		echo "empty target. Disk peaks: the cache and TMPDIR of the command, sampled"
+		echo "every 20 ms (a lower bound), the restored files not counted. Bytes per"
+		echo "commit: PUT bodies counted by tests/s3/faultproxy.py, a small cluster"
+		echo "with one put between snapshots, the mean of $HWIN commits from each point."
+		echo
+		echo "## Machine"
+		echo
+		printf '%s\n' "$MACHINE"
+		echo
+		echo "## Results"
+		echo
+		echo "| measure | value | baseline | ratio | target | verdict |"
+		echo "| --- | --- | --- | --- | --- | --- |"
+		cat "$ROWS"
+		echo
+		echo "## Commands"
+		echo
+		cat "$CMDS"
+		echo
+		echo "Load average at the end: $(cut -d' ' -f1-3 /proc/loadavg)."
+	} >"$ROOT/bench/RESULTS-s3.md"
+	say "bench: CUTSNAP_BENCH_ONLY=s3: wrote $ROOT/bench/RESULTS-s3.md"
 	exit 0
 fi
 
