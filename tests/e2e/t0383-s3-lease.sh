@@ -50,15 +50,25 @@ test_expect_success 'an expired lease is taken over; the writer removes its own'
 	expect_eq "$(s3keys "$BUCKET" repo/lease)" "" "lease objects"
 '
 
+# joins NAME: how many snapshots agent NAME's log says it joined;
+# joined_since N: A's count passed N.
+joins () { grep -c "): joined (" "run/$1.log"; }
+joined_since () { [ "$(joins A)" -gt "$1" ]; }
+
 test_expect_success 'a commit made meanwhile by another writer: nothing committed, no id printed' '
 	NC=$(s3count "$BUCKET" repo/commits/) &&
 	last=$(s3keys "$BUCKET" repo/commits/ | tail -n 1) &&
 	next=$(printf "repo/commits/%020d" $((10#${last##*/} + 1))) &&
 	s3req GET "$BUCKET/$last" -o commit.txt | tail -n 1 | grep -q "^200$" &&
+	NJ=$(joins A) &&
 	kill -STOP "$(agent_pid B)" &&
 	{ cs snapshot -c "$CONF" -r "$REPO_URL" -t 60 >"$OUT" 2>"$ERR" & } &&
 	W1=$! && BG_PIDS="$BG_PIDS $W1" &&
 	wait_for 20 s3keys_has "$BUCKET" repo/lease &&
+	# The writer read its base commit before it asked the agents to
+	# join (the log of A says so; status would wait on the stopped B): the
+	# commit put now is one it has not seen.
+	wait_for 30 joined_since "$NJ" &&
 	s3put "$BUCKET/$next" commit.txt &&
 	kill -CONT "$(agent_pid B)" &&
 	{ wait "$W1"; expect_eq "$?" 1 "exit status of the snapshot"; } &&
