@@ -80,7 +80,7 @@ int s3_list(struct s3 *s, const char *sub, struct s3_obj **objs, size_t *n,
 void s3_objs_free(struct s3_obj *objs, size_t n);
 
 /* Downloads (into path, via a temp file and rename; 404 leaves no file)
- * up to s3_parallel() at a time. 0 when every transfer got an answer
+ * up to s3_parallel_of(s) at a time. 0 when every transfer got an answer
  * (each x[i].status says which), -1 with e set otherwise. */
 int s3_get_files(struct s3 *s, struct s3_xfer *x, size_t n, struct cs_err *e);
 
