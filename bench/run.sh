@@ -771,6 +771,23 @@ printf '%s\n' "$MACHINE" >&2
 printf '%-46s %-14s %-22s %-8s %-20s %s\n' "measure" "value" "baseline" "ratio" "target" "verdict"
 head -c $((1024 * MIB)) /dev/urandom >"$W/rand"
 
+# results_head: the parts every results file has, up to its commands:
+# the machine, the table of rows, and the "## Commands" heading.
+results_head () {
+	echo "## Machine"
+	echo
+	printf '%s\n' "$MACHINE"
+	echo
+	echo "## Results"
+	echo
+	echo "| measure | value | baseline | ratio | target | verdict |"
+	echo "| --- | --- | --- | --- | --- | --- |"
+	cat "$ROWS"
+	echo
+	echo "## Commands"
+	echo
+}
+
 # CUTSNAP_BENCH_ONLY=s3: section 5 (object storage) alone, written to
 # bench/RESULTS-s3.md with its own machine block (RESULTS.md, the whole
 # bench's, is left as it is).
@@ -790,18 +807,7 @@ if [ "${CUTSNAP_BENCH_ONLY:-}" = s3 ]; then
 		echo "commit: PUT bodies counted by tests/s3/faultproxy.py, a small cluster"
 		echo "with one put between snapshots, the mean of $HWIN commits from each point."
 		echo
-		echo "## Machine"
-		echo
-		printf '%s\n' "$MACHINE"
-		echo
-		echo "## Results"
-		echo
-		echo "| measure | value | baseline | ratio | target | verdict |"
-		echo "| --- | --- | --- | --- | --- | --- |"
-		cat "$ROWS"
-		echo
-		echo "## Commands"
-		echo
+		results_head
 		cat "$CMDS"
 		echo
 		echo "Load average at the end: $(cut -d' ' -f1-3 /proc/loadavg)."
@@ -1573,18 +1579,7 @@ lib_rows
 	echo "its baseline column shows the last run's median outside any snapshot, and"
 	echo "the 99th percentile and the slowest transfer outside and during one, in ms."
 	echo
-	echo "## Machine"
-	echo
-	printf '%s\n' "$MACHINE"
-	echo
-	echo "## Results"
-	echo
-	echo "| measure | value | baseline | ratio | target | verdict |"
-	echo "| --- | --- | --- | --- | --- | --- |"
-	cat "$ROWS"
-	echo
-	echo "## Commands"
-	echo
+	results_head
 	echo "Data: three agents a1..a3 (full mesh); a1's file grows by 1 MiB random"
 	echo "values (put from slices of a 1 GiB random file) to about 1, 256, 512 and"
 	echo "1024 MiB. restic runs with RESTIC_PASSWORD=x (restic always encrypts),"
