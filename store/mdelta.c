@@ -350,7 +350,7 @@ store_mdelta_apply(const char *manifest, const uint8_t *d, size_t n,
     struct cs_err *e)
 {
 	sqlite3 *db = NULL;
-	size_t cs;
+	size_t cs = 0;
 	int rc = -1, r;
 
 	if (split(d, n, &cs, e) < 0)
@@ -383,35 +383,4 @@ rollback:
 out:
 	sqlite3_close(db);
 	return rc;
-}
-
-int
-store_mdelta_concat(const uint8_t *a, size_t na, const uint8_t *b, size_t nb,
-    uint8_t **out, size_t *n, struct cs_err *e)
-{
-	size_t ca, cb;
-	void *cs = NULL;
-	int ncs = 0;
-
-	*out = NULL;
-	*n = 0;
-	if (split(a, na, &ca, e) < 0 || split(b, nb, &cb, e) < 0)
-		return -1;
-	if (na - ca > (size_t)INT32_MAX || nb - cb > (size_t)INT32_MAX)
-		return cs_errc(e, CS_E_CORRUPT, "manifest delta too large");
-	if (sqlite3changeset_concat((int)(na - ca), (void *)(a + ca),
-	    (int)(nb - cb), (void *)(b + cb), &ncs, &cs) != SQLITE_OK)
-		return cs_errc(e, CS_E_CORRUPT, "manifest deltas do not "
-		    "concatenate");
-	/* b's header: sqlite_sequence after both. */
-	if ((*out = malloc(cb + (size_t)ncs + 1)) == NULL) {
-		sqlite3_free(cs);
-		return cs_errc(e, CS_E_NOMEM, "out of memory");
-	}
-	memcpy(*out, b, cb);
-	if (ncs > 0)
-		memcpy(*out + cb, cs, (size_t)ncs);
-	*n = cb + (size_t)ncs;
-	sqlite3_free(cs);
-	return 0;
 }

@@ -9,9 +9,11 @@
  *   PREFIX/manifests/GEN-R.db    a whole manifest (SQLite), immutable
  *   PREFIX/manifests/GEN-R.delta a manifest delta (store/mdelta.c),
  *                                immutable
- *   PREFIX/commits/GEN           "cutsnap-commit 1" (or 2), the manifest's
- *                                key, its SHA-256 and size, the deltas
- *                                after it (version 2, objchain.c), the
+ *   PREFIX/manifests/GEN-R.idx   an index of older deltas (objchain.c),
+ *                                immutable
+ *   PREFIX/commits/GEN           "cutsnap-commit 1" (2, 3), the manifest's
+ *                                key, its SHA-256 and size, the index and
+ *                                the deltas after it (objchain.c), the
  *                                generation and highest snapshot id
  *                                (objgen.c); created only once
  *   PREFIX/lease                 the writer lease: owner and expiry
@@ -22,8 +24,8 @@
  * ~/.cache/cutsnap, one directory per bucket and prefix) to the newest
  * commit, runs the command there and publishes: the blobs the bucket
  * lacks (create-only, in parallel), then the manifest's change since the
- * commit it read (a delta, or now and then the whole manifest:
- * objchain.c), then the commit GEN+1, create-only and last. The blobs
+ * commit it read (a delta, now and then after an index, or the whole
+ * manifest: objchain.c), then the commit GEN+1, create-only and last. The blobs
  * a writer copies go up while it runs, and only there: the store hands
  * each chunk object, once checked and encoded, to an upload pipe
  * (store_pipe: worker threads, each with a connection of its own) from
@@ -48,8 +50,10 @@
  * bucket has, never needed: the copy consults the bucket's listing) and
  * bounded (after a commit it keeps only the newest snapshot's blobs,
  * cache_collect); prune deletes only
- * blobs no manifest of the newest commit refers to, and only those older
- * than its grace period, while holding the lease. */
+ * blobs no manifest of the newest commit refers to, and manifest pieces
+ * no commit it keeps names, and only those older than its grace period,
+ * while holding the lease (and its fence commit folds the manifest's
+ * deltas into a whole one). */
 #include <dirent.h>
 #include <ctype.h>
 #include <errno.h>
@@ -146,6 +150,9 @@ struct objrepo {
 				 * copy streamed */
 	char **stand_keys;	/* a prune's stand-ins (stand_ins) */
 	size_t nstand;
+	char fold[PATH_MAX + 32];	/* a prune's copy of the manifest
+					 * read, when its chain has deltas
+					 * (fence_commit), or "" */
 };
 
 #define WARN(ss, ...) ((ss)->a.warn(__VA_ARGS__))
@@ -286,19 +293,19 @@ desc_u64(const void *a, const void *b)
 	return x < y ? 1 : x > y ? -1 : 0;
 }
 
-/* The first piece of chain c the listing o lacks, or NULL. */
+/* The first piece chain c names itself that the listing o lacks, or
+ * NULL. (The deltas its index names are checked as they are fetched.) */
 static const char *
 unlisted(const struct objchain *c, struct store_obj *o, size_t n)
 {
-	size_t i, k, have = 0;
+	const char *key;
+	size_t i, k;
 
-	for (i = 0; i < n; i++)
-		have += objchain_names(c, o[i].key);
-	if (have == c->n + 1)
-		return NULL;
-	for (k = 0; k <= c->n; k++) {
-		const char *key = k == 0 ? c->base.key : c->d[k - 1].key;
-
+	for (k = 0; k <= c->n + 1; k++) {
+		key = k == 0 ? c->base.key : k == 1 ? c->idx.key :
+		    c->d[k - 2].key;
+		if (key[0] == '\0')
+			continue;
 		for (i = 0; i < n && strcmp(o[i].key, key) != 0; i++)
 			;
 		if (i == n)
@@ -1103,11 +1110,10 @@ publish(struct objrepo *ss, struct cs_err *e)
 {
 	char man[PATH_MAX + 16], tmp[PATH_MAX + 32], base[PATH_MAX + 32];
 	char ckey[64], text[COMMIT_CAP], marker[PATH_MAX + 16];
-	const struct objpiece *up;
+	struct objupload up[2];
 	struct objchain next;
-	uint8_t *body = NULL;
 	uint64_t mgen, mmax;
-	size_t len, off;
+	size_t nup = 0, off, i;
 	int full, rc = -1;
 
 	if ((ss->pipe != NULL && drain(ss, e) < 0) || put_blobs(ss, e) < 0)
@@ -1122,16 +1128,18 @@ publish(struct objrepo *ss, struct cs_err *e)
 	 * number is taken. */
 	if (ss->top > ss->gen)
 		ss->gen = ss->top;
-	/* A delta from the state the commit read, or the whole manifest
+	/* A delta from the state the commit read (after an index of the
+	 * deltas before it, now and then), or the whole manifest
 	 * (objchain.c says when). */
-	if (objchain_next(ss->b, &ss->chain, ss->based ? base : NULL, tmp,
-	    ss->gen + 1, &next, &body, &len, &full, e) < 0)
+	if (objchain_next(&ss->chain, ss->based ? base : NULL, tmp,
+	    ss->gen + 1, &next, up, &nup, &full, e) < 0)
 		goto out;
-	up = full ? &next.base : &next.d[next.n - 1];
-	if (ss->b->ops->put(ss->b, up->key, body, len, STORE_PUT_CREATE, NULL,
-	    NULL, e) < 0)
-		goto out;
-	ss->up_manifest += len;
+	for (i = 0; i < nup; i++) {
+		if (ss->b->ops->put(ss->b, up[i].p->key, up[i].body, up[i].len,
+		    STORE_PUT_CREATE, NULL, NULL, e) < 0)
+			goto out;
+		ss->up_manifest += up[i].len;
+	}
 	ss->up_full = full;
 	if (lease_held(ss, e) < 0)
 		goto out;
@@ -1167,7 +1175,8 @@ publish(struct objrepo *ss, struct cs_err *e)
 	rc = 0;
 out:
 	unlink(tmp);
-	free(body);
+	for (i = 0; i < nup; i++)
+		free(up[i].body);
 	return rc;
 }
 
@@ -1298,19 +1307,60 @@ fault_commit_pause(struct objrepo *ss)
 		cs_sleep_ms(50);
 }
 
+/* The text of a fence that names chain c: c's lines, then the lines
+ * after them in the commit read (its generation and highest id). */
+static int
+fence_text(struct objrepo *ss, const struct objchain *c, char *out,
+    size_t cap, struct cs_err *e)
+{
+	const char *tail = strstr(ss->ctext, "\ngeneration ");
+	size_t off;
+
+	if (objchain_text(c, out, cap) < 0)
+		return cs_errf(e, "%s: the fence's text is too long", ss->url);
+	off = strlen(out);
+	if (tail != NULL &&
+	    snprintf(out + off, cap - off, "%s", tail + 1) >= (int)(cap - off))
+		return cs_errf(e, "%s: the fence's text is too long", ss->url);
+	return 0;
+}
+
 /* A prune's fence: the commit it read, again, under the next number. A
  * writer that read an earlier commit can then no longer commit (its
  * create-only PUT of that number is refused), so no snapshot is
  * committed that refers to a blob this prune deletes, however long the
  * writer's commit took after its lease lapsed. 412: a writer committed
- * since this prune read the bucket; nothing is deleted. */
+ * since this prune read the bucket; nothing is deleted.
+ *
+ * The fence also folds the manifest chain (objchain.c): when the commit
+ * read names deltas, the fence names the manifest they build (the copy
+ * taken at open, before the local prune ran) as a whole one instead, so
+ * readers fetch one object again; the pieces it replaces are deleted
+ * once no kept commit names them (prune_bucket). */
 static int
 fence_commit(struct objrepo *ss, struct cs_err *e)
 {
-	char key[64];
+	char key[64], text[COMMIT_CAP];
 	uint64_t num = (ss->top > ss->gen ? ss->top : ss->gen) + 1;
+	struct objchain folded;
+	struct objupload up = { NULL, NULL, 0 };
+
+	snprintf(text, sizeof(text), "%s", ss->ctext);
+	folded = ss->chain;
+	if (ss->fold[0] != '\0') {
+		int r = objchain_whole(ss->fold, num, &folded, &up, e);
+
+		if (r == 0)
+			r = ss->b->ops->put(ss->b, up.p->key, up.body, up.len,
+			    STORE_PUT_CREATE, NULL, NULL, e);
+		free(up.body);
+		if (r < 0 || fence_text(ss, &folded, text, sizeof(text), e) < 0)
+			return -1;
+		ss->up_manifest += up.len;
+		ss->up_full = 1;
+	}
 	snprintf(key, sizeof(key), "commits/%020llu", (unsigned long long)num);
-	if (ss->b->ops->put(ss->b, key, ss->ctext, strlen(ss->ctext),
+	if (ss->b->ops->put(ss->b, key, text, strlen(text),
 	    STORE_PUT_CREATE, NULL, NULL, e) < 0) {
 		if (cs_err_code(e) == CS_E_EXISTS)
 			cs_errf(e, "%s: a writer committed %s since this prune "
@@ -1319,21 +1369,61 @@ fence_commit(struct objrepo *ss, struct cs_err *e)
 		return -1;
 	}
 	ss->gen = ss->top = num;
+	ss->chain = folded;
+	snprintf(ss->ctext, sizeof(ss->ctext), "%s", text);
+	ss->fold[0] = '\0';
+	return 0;
+}
+
+/* *floor: the lowest commit number whose manifest pieces a commit this
+ * prune keeps (o[0..n) less those older than the grace period) may
+ * name. A chain's pieces are never older than its base, and a base
+ * never older than an earlier commit's, so that is the base of the
+ * oldest commit kept. 0 (nothing may go) when that commit cannot be
+ * read. */
+static int
+piece_floor(struct objrepo *ss, struct store_obj *o, size_t n, time_t cut,
+    uint64_t *floor, struct cs_err *e)
+{
+	uint64_t g, oldest = ss->gen;
+	struct objchain c;
+	char key[64], *body = NULL;
+	size_t i, len;
+
+	for (i = 0; i < n; i++)
+		if ((g = commit_num(o[i].key)) != 0 && g < oldest &&
+		    o[i].mtime > (int64_t)cut)
+			oldest = g;
+	*floor = objchain_piece_gen(ss->chain.base.key);
+	if (oldest == ss->gen)
+		return 0;
+	snprintf(key, sizeof(key), "commits/%020llu",
+	    (unsigned long long)oldest);
+	if (ss->b->ops->read(ss->b, key, COMMIT_CAP, &body, &len, NULL, e) <
+	    0) {
+		if (cs_err_code(e) != CS_E_NOTFOUND)
+			return -1;
+		*floor = 0;
+		return 0;
+	}
+	*floor = objchain_parse(body, &c) < 0 ? 0 :
+	    objchain_piece_gen(c.base.key);
+	free(body);
 	return 0;
 }
 
 /* Deletes the bucket's blobs whose stand-ins the prune removed, then
- * commits older than the newest and manifests no newer commit names,
- * all older than the grace period. */
+ * commits older than the newest and manifest pieces no kept commit
+ * names, all older than the grace period. */
 static int
 prune_bucket(struct objrepo *ss, char **keys, size_t nk, int64_t grace,
     struct cs_err *e)
 {
 	struct store_obj *o = NULL;
 	size_t n = 0, i;
-	time_t now = time(NULL);
+	time_t cut = time(NULL) - grace;
+	uint64_t g, floor;
 	int rc = -1;
-	unsigned long long g;
 
 	if (fence_commit(ss, e) < 0)
 		return -1;
@@ -1348,9 +1438,11 @@ prune_bucket(struct objrepo *ss, char **keys, size_t nk, int64_t grace,
 	}
 	if (ss->b->ops->list(ss->b, "commits/", &o, &n, e) < 0)
 		return -1;
+	if (piece_floor(ss, o, n, cut, &floor, e) < 0)
+		goto out;
 	for (i = 0; i < n; i++)
-		if (sscanf(o[i].key, "commits/%20llu", &g) == 1 &&
-		    g < ss->gen && o[i].mtime <= (int64_t)now - grace &&
+		if ((g = commit_num(o[i].key)) != 0 && g < ss->gen &&
+		    o[i].mtime <= (int64_t)cut &&
 		    ss->b->ops->del(ss->b, o[i].key, e) < 0)
 			goto out;
 	store_objs_free(o, n);
@@ -1360,8 +1452,8 @@ prune_bucket(struct objrepo *ss, char **keys, size_t nk, int64_t grace,
 		return -1;
 	for (i = 0; i < n; i++)
 		if (!objchain_names(&ss->chain, o[i].key) &&
-		    sscanf(o[i].key, "manifests/%20llu", &g) == 1 &&
-		    g <= ss->gen && o[i].mtime <= (int64_t)now - grace &&
+		    (g = objchain_piece_gen(o[i].key)) != 0 && g < floor &&
+		    o[i].mtime <= (int64_t)cut &&
 		    ss->b->ops->del(ss->b, o[i].key, e) < 0)
 			goto out;
 	/* A lease that lapsed while deleting: a writer may have taken it
@@ -1386,6 +1478,22 @@ out:
 
 
 /* ---- the session ---- */
+
+/* A prune's copy of the manifest it read, before the local prune opens
+ * it: what its fence folds the chain into. */
+static int
+fold_copy(struct objrepo *ss, struct cs_err *e)
+{
+	char man[PATH_MAX + 16];
+
+	snprintf(man, sizeof(man), "%s/manifest.db", ss->dir);
+	snprintf(ss->fold, sizeof(ss->fold), "%s/.s3-fold.db", ss->dir);
+	if (store_manifest_copy(man, ss->fold, e) < 0) {
+		ss->fold[0] = '\0';
+		return -1;
+	}
+	return 0;
+}
 
 int
 store_objrepo_is(const char *url)
@@ -1448,6 +1556,9 @@ store_objrepo_open(const char *url, const struct objrepo_args *args,
 			return cs_errc(e, CS_E_USAGE, "%s: no repository there "
 			    "(no commit under its commits/)", ss->url);
 		if (temp_dir(ss, e) < 0 || fetch_manifest(ss, e) < 0)
+			return -1;
+		if (ss->kind == OBJREPO_PRUNE && objchain_deltas(&ss->chain) &&
+		    fold_copy(ss, e) < 0)
 			return -1;
 		/* ls: every blob stands in, for stored_bytes. */
 		if ((ss->kind == OBJREPO_PRUNE || ss->kind == OBJREPO_META) &&

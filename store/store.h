@@ -567,12 +567,10 @@ int store_manifest_gen(const char *manifest, uint64_t *gen, uint64_t *max_id,
  * change (the schema, or a table without a primary key, changed): the
  * whole manifest must go instead; -1 with e set. Apply one to manifest
  * (all of it or nothing; CS_E_CORRUPT when it is not a delta or was
- * made from another manifest); concatenate a then b into one. */
+ * made from another manifest). */
 int store_mdelta_make(const char *oldm, const char *newm, uint8_t **out,
     size_t *n, struct cs_err *e);
 int store_mdelta_apply(const char *manifest, const uint8_t *d, size_t n,
     struct cs_err *e);
-int store_mdelta_concat(const uint8_t *a, size_t na, const uint8_t *b,
-    size_t nb, uint8_t **out, size_t *n, struct cs_err *e);
 
 #endif

@@ -115,15 +115,31 @@ s3keys_has () { s3keys "$1" "$2" | grep -qx -- "$2"; }
 # the Makefile passes it, a test run by hand finds it beside the binary).
 : "${CUTSNAP_MDELTA:=$(dirname "$CUTSNAP")/../build/mdelta-apply}"
 
+# index_deltas KEY: the delta keys a manifest index object names, after
+# those of the indexes before it (store/objchain.c), one per line.
+index_deltas () {
+	local f prev
+	f=idx.$(basename "$1")
+	s3req GET "$BUCKET/repo/$1" -o "$f" | tail -n 1 | grep -q "^200$" &&
+	head -n 1 "$f" | grep -qx "cutsnap-index 1" || return 1
+	prev=$(sed -n 's/^prev \([^ ]*\) .*/\1/p' "$f")
+	if [ -n "$prev" ]; then index_deltas "$prev" || return 1; fi
+	sed -n 's/^delta \([^ ]*\) .*/\1/p' "$f"
+}
+
 # newest_manifest FILE: the manifest the newest commit of repo/ in BUCKET
-# names, into FILE: its base, with each of its deltas applied in order.
+# names, into FILE: its base, with each of its deltas (those of its
+# index first) applied in order.
 newest_manifest () {
-	local c k i=0 deltas=()
+	local c k i=0 deltas=() keys=""
 	c=$(s3keys "$BUCKET" repo/commits/ | grep -E '/[0-9]{20}$' | tail -n 1) &&
 	s3req GET "$BUCKET/$c" -o newest.commit | tail -n 1 | grep -q "^200$" &&
 	k=$(sed -n 's/^manifest //p' newest.commit) && [ -n "$k" ] &&
 	s3req GET "$BUCKET/repo/$k" -o "$1" | tail -n 1 | grep -q "^200$" || return 1
-	for k in $(sed -n 's/^delta \([^ ]*\) .*/\1/p' newest.commit); do
+	k=$(sed -n 's/^index \([^ ]*\) .*/\1/p' newest.commit)
+	if [ -n "$k" ]; then keys=$(index_deltas "$k") || return 1; fi
+	keys="$keys $(sed -n 's/^delta \([^ ]*\) .*/\1/p' newest.commit)"
+	for k in $keys; do
 		i=$((i + 1))
 		s3req GET "$BUCKET/repo/$k" -o "newest.delta$i" | tail -n 1 |
 		    grep -q "^200$" || return 1

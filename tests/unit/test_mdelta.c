@@ -1,6 +1,7 @@
 /* test_mdelta.c - manifest deltas (store/mdelta.c): a delta made from
  * two manifest files turns a copy of the old one into the new one, row
- * for row, ids included; concatenated deltas do the same; a change a
+ * for row, ids included; consecutive deltas applied in turn (a chain
+ * read from an object store) do the same; a change a
  * delta cannot carry asks for the whole manifest; a delta applied to the
  * wrong manifest changes nothing. */
 #include <stdarg.h>
@@ -27,16 +28,6 @@ static const char schema[] =
     "CREATE TABLE repository(id TEXT NOT NULL);"
     "INSERT INTO repository VALUES ('r1');"
     "PRAGMA user_version = 7;";
-
-static void
-sql(const char *path, const char *stmt)
-{
-	sqlite3 *db;
-
-	assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
-	assert_int_equal(sqlite3_exec(db, stmt, NULL, NULL, NULL), SQLITE_OK);
-	sqlite3_close(db);
-}
 
 /* Every row of every table, and sqlite_sequence, as one string. */
 static char *
@@ -71,8 +62,8 @@ two_snapshots(const char *old, const char *base)
 	struct cs_err e;
 
 	remove(old);
-	sql(old, schema);
-	sql(old, "INSERT INTO snapshots(status) VALUES ('complete'), "
+	unit_sql_file(old, schema);
+	unit_sql_file(old, "INSERT INTO snapshots(status) VALUES ('complete'), "
 	    "('complete');"
 	    "INSERT INTO agent_chunks VALUES (1, 'A', 0, 'aa', x'00ff'), "
 	    "(1, 'B', 0, 'bb', NULL), (2, 'A', 0, 'cc', x'01');");
@@ -103,7 +94,7 @@ delta_turns_old_into_new(void **state)
 	assert_int_equal(store_manifest_copy(old, nw, &e), 0);
 	/* A snapshot added, one forgotten, a row changed; and the next id
 	 * raised past a lost one, as a rolled-back repository does. */
-	sql(nw, "INSERT INTO snapshots(status) VALUES ('running');"
+	unit_sql_file(nw, "INSERT INTO snapshots(status) VALUES ('running');"
 	    "INSERT INTO agent_chunks VALUES (3, 'A', 0, 'dd', x'0203');"
 	    "DELETE FROM agent_chunks WHERE snapshot_id = 1;"
 	    "DELETE FROM snapshots WHERE id = 1;"
@@ -117,31 +108,30 @@ delta_turns_old_into_new(void **state)
 }
 
 static void
-concatenated_deltas_apply_as_one(void **state)
+consecutive_deltas_apply_in_turn(void **state)
 {
 	const char *old = unit_path("old.db"), *base = unit_path("base.db");
 	const char *mid = unit_path("mid.db"), *nw = unit_path("new.db");
 	struct cs_err e;
-	uint8_t *d1, *d2, *d;
-	size_t n1, n2, n;
+	uint8_t *d1, *d2;
+	size_t n1, n2;
 
 	(void)state;
 	two_snapshots(old, base);
 	assert_int_equal(store_manifest_copy(old, mid, &e), 0);
-	sql(mid, "INSERT INTO snapshots(status) VALUES ('complete');"
+	unit_sql_file(mid, "INSERT INTO snapshots(status) VALUES ('complete');"
 	    "INSERT INTO agent_chunks VALUES (3, 'A', 0, 'ee', NULL);");
 	assert_int_equal(store_manifest_copy(mid, nw, &e), 0);
-	sql(nw, "INSERT INTO snapshots(status) VALUES ('complete');"
+	unit_sql_file(nw, "INSERT INTO snapshots(status) VALUES ('complete');"
 	    "DELETE FROM agent_chunks WHERE snapshot_id = 3;"
 	    "DELETE FROM snapshots WHERE id = 3;");
 	assert_int_equal(store_mdelta_make(old, mid, &d1, &n1, &e), 0);
 	assert_int_equal(store_mdelta_make(mid, nw, &d2, &n2, &e), 0);
-	assert_int_equal(store_mdelta_concat(d1, n1, d2, n2, &d, &n, &e), 0);
-	assert_int_equal(store_mdelta_apply(base, d, n, &e), 0);
+	assert_int_equal(store_mdelta_apply(base, d1, n1, &e), 0);
+	assert_int_equal(store_mdelta_apply(base, d2, n2, &e), 0);
 	expect_same(base, nw);
 	free(d1);
 	free(d2);
-	free(d);
 }
 
 static void
@@ -157,15 +147,15 @@ what_a_delta_cannot_carry(void **state)
 	two_snapshots(old, base);
 	/* A table without a primary key changed. */
 	assert_int_equal(store_manifest_copy(old, nw, &e), 0);
-	sql(nw, "UPDATE repository SET id = 'r2'");
+	unit_sql_file(nw, "UPDATE repository SET id = 'r2'");
 	assert_int_equal(store_mdelta_make(old, nw, &d, &n, &e), 1);
 	assert_null(d);
 	/* The schema changed (a migration). */
 	assert_int_equal(store_manifest_copy(old, nw, &e), 0);
-	sql(nw, "CREATE TABLE extra(k INTEGER PRIMARY KEY)");
+	unit_sql_file(nw, "CREATE TABLE extra(k INTEGER PRIMARY KEY)");
 	assert_int_equal(store_mdelta_make(old, nw, &d, &n, &e), 1);
 	assert_int_equal(store_manifest_copy(old, nw, &e), 0);
-	sql(nw, "PRAGMA user_version = 8");
+	unit_sql_file(nw, "PRAGMA user_version = 8");
 	assert_int_equal(store_mdelta_make(old, nw, &d, &n, &e), 1);
 }
 
@@ -182,11 +172,11 @@ delta_on_another_manifest_changes_nothing(void **state)
 	(void)state;
 	two_snapshots(old, base);
 	assert_int_equal(store_manifest_copy(old, nw, &e), 0);
-	sql(nw, "DELETE FROM agent_chunks WHERE snapshot_id = 2;"
+	unit_sql_file(nw, "DELETE FROM agent_chunks WHERE snapshot_id = 2;"
 	    "UPDATE snapshots SET status = 'aborted' WHERE id = 2;");
 	assert_int_equal(store_mdelta_make(old, nw, &d, &n, &e), 0);
 	/* base has drifted: the row the delta deletes is gone already. */
-	sql(base, "DELETE FROM agent_chunks WHERE snapshot_id = 2");
+	unit_sql_file(base, "DELETE FROM agent_chunks WHERE snapshot_id = 2");
 	before = dump(base);
 	assert_int_equal(store_mdelta_apply(base, d, n, &e), -1);
 	assert_int_equal(cs_err_code(&e), CS_E_CORRUPT);
@@ -209,7 +199,7 @@ main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(delta_turns_old_into_new),
-		cmocka_unit_test(concatenated_deltas_apply_as_one),
+		cmocka_unit_test(consecutive_deltas_apply_in_turn),
 		cmocka_unit_test(what_a_delta_cannot_carry),
 		cmocka_unit_test(delta_on_another_manifest_changes_nothing),
 	};

@@ -147,15 +147,22 @@ unit_has(const struct unit_probs *p, const char *needle)
 }
 
 void
-unit_sql(const char *repo, const char *stmt)
+unit_sql_file(const char *path, const char *stmt)
 {
-	char path[PATH_MAX];
 	sqlite3 *db;
 
-	snprintf(path, sizeof(path), "%s/manifest.db", repo);
 	assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
 	assert_int_equal(sqlite3_exec(db, stmt, NULL, NULL, NULL), SQLITE_OK);
 	assert_int_equal(sqlite3_close(db), SQLITE_OK);
+}
+
+void
+unit_sql(const char *repo, const char *stmt)
+{
+	char path[PATH_MAX];
+
+	snprintf(path, sizeof(path), "%s/manifest.db", repo);
+	unit_sql_file(path, stmt);
 }
 
 const struct snapuid *

@@ -63,6 +63,8 @@ int unit_has(const struct unit_probs *p, const char *needle);
 /* Run one SQL statement (or several) on REPO/manifest.db, behind the
  * store's back: the tests' way to damage or age a manifest. */
 void unit_sql(const char *repo, const char *stmt);
+/* The same on the database file path. */
+void unit_sql_file(const char *path, const char *stmt);
 /* A fresh snapshot identity (static storage, overwritten by the next
  * call), as store_begin_snapshot wants one. */
 const struct snapuid *unit_uid(void);
