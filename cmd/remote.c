@@ -205,7 +205,7 @@ static struct objrepo *active;
 int
 cmd_repo_published(struct cs_err *e)
 {
-	return active == NULL ? 0 : store_objrepo_publish(active, e);
+	return active == NULL ? 0 : store_objrepo_publish(active, 1, e);
 }
 
 int
@@ -291,7 +291,7 @@ cmd_remote_run(const char *name, int (*fn)(int, char **), int argc,
 	if (rc != EXIT_OK)
 		goto out;
 	if (a.kind == OBJREPO_WRITE) {
-		if (store_objrepo_publish(r, &e) < 0)
+		if (store_objrepo_publish(r, 0, &e) < 0)
 			goto fail;
 		/* The commit stands whatever happens to the cache. */
 		store_objrepo_collect(r);

@@ -390,18 +390,16 @@ apply_fetched(struct fetcher *f, const char *path, struct cs_err *e)
 	return 0;
 }
 
-int
-objchain_apply(struct store_backend *s, const struct objchain *c,
+/* Deltas d[0..n) fetched and applied to path, in order. */
+static int
+apply_deltas(struct store_backend *s, const struct objpiece *d, size_t n,
     const char *path, struct cs_err *e)
 {
 	struct fetcher *f;
-	struct objpiece *d;
 	pthread_t th[FETCH_THREADS];
-	size_t n, i, nth = 0, want;
+	size_t i, nth = 0, want;
 	int rc = -1;
 
-	if (chain_deltas(s, c, &d, &n, e) < 0)
-		return -1;
 	if (n == 0)
 		return 0;
 	if ((f = calloc(1, sizeof(*f))) == NULL ||
@@ -445,6 +443,44 @@ out:
 		free(f->state);
 	}
 	free(f);
+	return rc;
+}
+
+int
+objchain_apply(struct store_backend *s, const struct objchain *c,
+    const char *path, struct cs_err *e)
+{
+	struct objpiece *d;
+	size_t n;
+	int rc;
+
+	if (chain_deltas(s, c, &d, &n, e) < 0)
+		return -1;
+	rc = apply_deltas(s, d, n, path, e);
+	free(d);
+	return rc;
+}
+
+int
+objchain_catch_up(struct store_backend *s, const struct objchain *c,
+    const char *state, const char *path, size_t *applied, struct cs_err *e)
+{
+	struct objpiece *d;
+	size_t n, j;
+	int rc = 0;
+
+	*applied = 0;
+	if (strcmp(state, c->base.hex) == 0)
+		return objchain_apply(s, c, path, e) < 0 ? -1 :
+		    (*applied = (size_t)objchain_deltas(c), 1);
+	if (chain_deltas(s, c, &d, &n, e) < 0)
+		return -1;
+	for (j = n; j > 0 && strcmp(d[j - 1].hex, state) != 0; j--)
+		;
+	if (j > 0) {
+		rc = apply_deltas(s, d + j, n - j, path, e) < 0 ? -1 : 1;
+		*applied = n - j;
+	}
 	free(d);
 	return rc;
 }

@@ -64,6 +64,11 @@ uint64_t objchain_piece_gen(const char *key);
  * checked against its SHA-256 and applied in order. */
 int objchain_apply(struct store_backend *s, const struct objchain *c,
     const char *path, struct cs_err *e);
+/* Manifest path, at the state named state (the hash of c's base or of
+ * one of its deltas), brought to the end of c by the deltas after that
+ * one (*applied of them): 1; 0 when c does not pass through state. */
+int objchain_catch_up(struct store_backend *s, const struct objchain *c,
+    const char *state, const char *path, size_t *applied, struct cs_err *e);
 /* What the commit gen makes of the change from manifest oldm (the state
  * c ends in; NULL: none, a new repository) to newm: *out, the chain to
  * name, and the pieces to upload before the commit, in order (up[0..*nup),

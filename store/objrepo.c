@@ -150,6 +150,8 @@ struct objrepo {
 				 * copy streamed */
 	char **stand_keys;	/* a prune's stand-ins (stand_ins) */
 	size_t nstand;
+	enum { SYNC_CURRENT, SYNC_CAUGHT_UP, SYNC_FETCHED } synced;
+	size_t caught_up;	/* the deltas it applied (SYNC_CAUGHT_UP) */
 	char fold[PATH_MAX + 32];	/* a prune's copy of the manifest
 					 * read, when its chain has deltas
 					 * (fence_commit), or "" */
@@ -753,6 +755,38 @@ temp_dir(struct objrepo *ss, struct cs_err *e)
 	return 0;
 }
 
+/* A cache whose marker (have) names a state the newest commit's chain
+ * passes through, brought to the newest by the deltas after it: 1. 0
+ * when it cannot be (another chain, a new base), so that it is fetched
+ * whole; a failure to apply is a warning and fetches it whole too (the
+ * cache is only a cache); -1 when the bucket cannot be read. */
+static int
+catch_up(struct objrepo *ss, const char *have, struct cs_err *e)
+{
+	char hex[SHA_HEX_LEN] = "", path[PATH_MAX + 16];
+	size_t n;
+	int r;
+
+	if (sscanf(have, "%*s %64s", hex) != 1 || strlen(hex) != 64)
+		return 0;
+	snprintf(path, sizeof(path), "%s/manifest.db", ss->dir);
+	if (access(path, F_OK) < 0)
+		return 0;
+	r = objchain_catch_up(ss->b, &ss->chain, hex, path, &n, e);
+	if (r < 0 && cs_err_code(e) != CS_E_CORRUPT)
+		return -1;
+	if (r < 0) {
+		WARN(ss, "warning: %s: cache %s not brought up to date (%s); "
+		    "fetching the manifest again", ss->url, ss->dir, e->msg);
+		return 0;
+	}
+	if (r == 1) {
+		ss->synced = SYNC_CAUGHT_UP;
+		ss->caught_up = n;
+	}
+	return r;
+}
+
 /* The cache at the newest commit: its marker names the commit it holds;
  * a cache at another one gets that commit's manifest (its blobs stay
  * where the identity is the same: they are named by their contents). */
@@ -776,6 +810,13 @@ sync_cache(struct objrepo *ss, struct cs_err *e)
 	if (strcmp(have, want) == 0)
 		return 0;
 	unlink(marker);
+	if (ss->gen > 0) {
+		int r = catch_up(ss, have, e);
+
+		if (r != 0)
+			return r < 0 ? -1 : write_small(marker, want,
+			    strlen(want), e);
+	}
 	snprintf(path, sizeof(path), "%s/blobs/.repository-id", ss->dir);
 	if ((f = fopen(path, "re")) != NULL) {
 		if (fgets(idl, sizeof(idl), f) == NULL)
@@ -794,6 +835,7 @@ sync_cache(struct objrepo *ss, struct cs_err *e)
 		if (rm_rf(path) < 0)
 			return cs_errno(e, "remove %s", path);
 	} else {
+		ss->synced = SYNC_FETCHED;
 		if (fetch_manifest(ss, e) < 0)
 			return -1;
 		snprintf(path, sizeof(path), "%s/blobs/.repository-id", ss->dir);
@@ -1216,9 +1258,13 @@ unmark(struct objrepo *ss, struct cs_err *e)
 }
 
 int
-store_objrepo_publish(struct objrepo *ss, struct cs_err *e)
+store_objrepo_publish(struct objrepo *ss, int more, struct cs_err *e)
 {
-	return publish(ss, e) < 0 ? -1 : unmark(ss, e);
+	/* A command that goes on changing the cache (load) leaves it
+	 * without a marker again until its next publish. */
+	if (publish(ss, e) < 0)
+		return -1;
+	return more ? unmark(ss, e) : 0;
 }
 
 /* ---- prune ---- */
@@ -1646,6 +1692,11 @@ store_objrepo_report(const struct objrepo *ss, FILE *f)
 		fprintf(f, "s3: read %llu objects (%llu bytes) from the "
 		    "bucket\n", (unsigned long long)atomic_load(&ss->b->gets),
 		    (unsigned long long)atomic_load(&ss->b->bytes));
+	if (ss->kind == OBJREPO_WRITE && ss->synced == SYNC_CAUGHT_UP)
+		fprintf(f, "s3: cache brought up to date by %zu manifest "
+		    "deltas\n", ss->caught_up);
+	if (ss->kind == OBJREPO_WRITE && ss->synced == SYNC_FETCHED)
+		fprintf(f, "s3: cache fetched the manifest from the bucket\n");
 	if (ss->kind == OBJREPO_WRITE)
 		fprintf(f, "s3: uploaded %llu blobs (%llu bytes), %llu "
 		    "already there, commit %llu, %llu cached blobs "

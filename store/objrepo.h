@@ -49,9 +49,11 @@ const char *store_objrepo_name(const struct objrepo *r);
  * generation floor. They borrow r; store_objrepo_opts_clear undoes. */
 void store_objrepo_opts(struct objrepo *r, struct store_opts *o);
 void store_objrepo_opts_clear(struct store_opts *o);
-/* A writer's step done (load's periodic snapshot, or the command's end):
- * its blobs, its manifest's change and the next commit published. */
-int store_objrepo_publish(struct objrepo *r, struct cs_err *e);
+/* A writer's step done (load's periodic snapshot, more = 1, or the
+ * command's end): its blobs, its manifest's change and the next commit
+ * published. At the end the cache keeps its marker, so that the next
+ * writer finds it current, or only some deltas behind. */
+int store_objrepo_publish(struct objrepo *r, int more, struct cs_err *e);
 /* After a writer published: the cache brought down to what the next
  * snapshot reuses (a failure is a warning: the commit stands). */
 void store_objrepo_collect(struct objrepo *r);

@@ -52,7 +52,9 @@ test_expect_success "$N more snapshots, one transfer apart: each uploads its del
 	say "the newest commit: an index of $idx deltas, $inline of its own, $(stat -c %s newest.commit) bytes" &&
 	expect_eq $((idx + inline)) $N "deltas in the chain" &&
 	[ "$inline" -ge 1 ] && [ "$inline" -le 16 ] &&
-	[ "$(stat -c %s newest.commit)" -lt 4096 ]
+	[ "$(stat -c %s newest.commit)" -lt 4096 ] &&
+	# The writer'"'"'s cache was current each time: nothing fetched.
+	! grep -q "^s3: cache" "$ERR"
 '
 
 test_expect_success 'readers see every snapshot: ls, verify and show of the newest' '
@@ -69,9 +71,27 @@ test_expect_success 'readers see every snapshot: ls, verify and show of the newe
 test_expect_success 'a writer with a new cache walks the indexes and commits a delta' '
 	cs transfer -c "$CONF" A:bal B:bal 1 >/dev/null &&
 	CUTSNAP_CACHE_DIR=$TEST_DIR/cache2 snap &&
+	grep -qx "s3: cache fetched the manifest from the bucket" "$ERR" &&
 	expect_eq "$(tail -n 1 uploads | cut -d" " -f1)" delta "upload of the new cache" &&
 	expect_ok ls -r "$REPO_URL" --json &&
 	json_check "len(d) == $((N + 2))"
+'
+
+test_expect_success 'a cache some commits behind applies only the deltas after it' '
+	for i in 1 2 3; do
+		cs transfer -c "$CONF" A:bal B:bal 1 >/dev/null && snap || return 1
+	done &&
+	cs transfer -c "$CONF" A:bal B:bal 1 >/dev/null &&
+	CUTSNAP_CACHE_DIR=$TEST_DIR/cache2 snap &&
+	grep -qx "s3: cache brought up to date by 3 manifest deltas" "$ERR" &&
+	! grep -q "cache fetched" "$ERR" &&
+	expect_eq "$(tail -n 1 uploads | cut -d" " -f1)" delta "upload of the caught-up cache" &&
+	snap && grep -qx "s3: cache brought up to date by 1 manifest deltas" "$ERR" &&
+	expect_ok ls -r "$REPO_URL" --json &&
+	json_check "len(d) == $((N + 7))" &&
+	newest_manifest caught.db &&
+	expect_eq "$(sqlite3 caught.db "select count(*) from snapshots")" $((N + 7)) \
+	    "snapshots in the rebuilt manifest"
 '
 
 test_expect_success 'a changed index fails readers, naming it; restored, they read again' '
@@ -85,7 +105,7 @@ test_expect_success 'a changed index fails readers, naming it; restored, they re
 	expect_error 1 verify -r "$REPO_URL" &&
 	s3put "$BUCKET/repo/$k" idx.good &&
 	expect_ok ls -r "$REPO_URL" --json &&
-	json_check "len(d) == $((N + 2))"
+	json_check "len(d) == $((N + 7))"
 '
 
 test_expect_success 'forget is a delta of deleted rows; the next snapshot ids continue' '
@@ -97,7 +117,7 @@ test_expect_success 'forget is a delta of deleted rows; the next snapshot ids co
 	    "snapshots in the rebuilt manifest" &&
 	cs transfer -c "$CONF" A:bal B:bal 1 >/dev/null && snap &&
 	expect_ok ls -r "$REPO_URL" --json &&
-	json_check "len(d) == 4 and d[-1][\"id\"] == $((N + 3))" &&
+	json_check "len(d) == 4 and d[-1][\"id\"] == $((N + 8))" &&
 	expect_ok verify -r "$REPO_URL" --json &&
 	json_check "d[\"ok\"]"
 '
@@ -131,7 +151,7 @@ test_expect_success 'prune --grace 0 deletes the folded pieces; the next commit 
 	cs transfer -c "$CONF" A:bal B:bal 1 >/dev/null && snap &&
 	expect_eq "$(tail -n 1 uploads | cut -d" " -f1)" delta "upload after the fold" &&
 	expect_ok ls -r "$REPO_URL" --json &&
-	json_check "len(d) == 6 and d[-1][\"id\"] == $((N + 5))" &&
+	json_check "len(d) == 6 and d[-1][\"id\"] == $((N + 10))" &&
 	expect_ok verify -r "$REPO_URL" --json &&
 	json_check "d[\"ok\"]"
 '
