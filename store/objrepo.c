@@ -25,14 +25,13 @@
  * commit, runs the command there and publishes: the blobs the bucket
  * lacks (create-only, in parallel), then the manifest's change since the
  * commit it read (a delta, now and then after an index, or the whole
- * manifest: objchain.c), then the commit GEN+1, create-only and last. The blobs
- * a writer copies go up while it runs, and only there: the store hands
- * each chunk object, once checked and encoded, to an upload pipe
- * (store_pipe: worker threads, each with a connection of its own) from
- * memory (at most 64 MiB queued), so the cache holds no blob and the
- * local disk none of the snapshot's bytes, and the
- * command's wall time is about the longer of the copy and the upload,
- * not their sum; publishing first waits for every queued upload to be
+ * manifest: objchain.c), then the commit GEN+1, create-only and last.
+ * The blobs a writer copies go up while it runs, and only there: the
+ * store hands each chunk object, once checked and encoded, to an upload
+ * pipe (store_pipe: worker threads, each with a connection of its own)
+ * from memory (at most 64 MiB queued), so the cache holds no blob and
+ * the local disk none of the snapshot's bytes, and the command's wall
+ * time is about the longer of the copy and the upload, not their sum; publishing first waits for every queued upload to be
  * acknowledged (a failed upload fails the copy, or at the latest the
  * publishing, so nothing is committed) and checks the bucket lists each
  * one. A reader (ls, show, verify, restore) needs no local state: it

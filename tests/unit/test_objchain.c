@@ -186,9 +186,10 @@ a_changed_or_miscounted_index_is_refused(void **state)
 	store_backend_close(b);
 }
 
-#define HEX64 "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
-#define HEAD(v) "cutsnap-commit " v "\nmanifest manifests/00000000000000000001" \
-    "-00000000.db\nsha256 " HEX64 "\nsize 10\n"
+#define HEX32 "0123456789abcdef0123456789abcdef"
+#define HEX64 HEX32 HEX32
+#define HEAD(v) "cutsnap-commit " v "\nmanifest manifests/" \
+    "00000000000000000001-00000000.db\nsha256 " HEX64 "\nsize 10\n"
 #define DELTA(g) "delta manifests/0000000000000000000" g "-00000000.delta " \
     HEX64 " 5\n"
 #define INDEX(n) "index manifests/00000000000000000009-00000000.idx " \
