@@ -126,10 +126,38 @@ objchain_parse(const char *text, struct objchain *c)
 	return 0;
 }
 
+/* After buf's first off bytes: a "WORD KEY SHA256 SIZE COUNT" line for
+ * link (none when its key is empty) and a "delta KEY SHA256 SIZE" line
+ * for each of d[0..n). The new length, or -1 when it does not fit. */
+static int
+links_text(char *buf, size_t cap, size_t off, const char *word,
+    const struct objpiece *link, uint64_t count, const struct objpiece *d,
+    size_t n)
+{
+	size_t i;
+	int k;
+
+	if (link->key[0]) {
+		k = snprintf(buf + off, cap - off, "%s %s %s %llu %llu\n", word,
+		    link->key, link->hex, (unsigned long long)link->size,
+		    (unsigned long long)count);
+		if (k < 0 || (size_t)k >= cap - off)
+			return -1;
+		off += (size_t)k;
+	}
+	for (i = 0; i < n; i++) {
+		k = snprintf(buf + off, cap - off, "delta %s %s %llu\n",
+		    d[i].key, d[i].hex, (unsigned long long)d[i].size);
+		if (k < 0 || (size_t)k >= cap - off)
+			return -1;
+		off += (size_t)k;
+	}
+	return (int)off;
+}
+
 int
 objchain_text(const struct objchain *c, char *buf, size_t cap)
 {
-	size_t i, off;
 	int k;
 
 	k = snprintf(buf, cap, "cutsnap-commit %d\nmanifest %s\nsha256 %s\n"
@@ -137,24 +165,8 @@ objchain_text(const struct objchain *c, char *buf, size_t cap)
 	    c->base.hex, (unsigned long long)c->base.size);
 	if (k < 0 || (size_t)k >= cap)
 		return -1;
-	off = (size_t)k;
-	if (c->idx.key[0]) {
-		k = snprintf(buf + off, cap - off, "index %s %s %llu %llu\n",
-		    c->idx.key, c->idx.hex, (unsigned long long)c->idx.size,
-		    (unsigned long long)c->nidx);
-		if (k < 0 || (size_t)k >= cap - off)
-			return -1;
-		off += (size_t)k;
-	}
-	for (i = 0; i < c->n; i++) {
-		k = snprintf(buf + off, cap - off, "delta %s %s %llu\n",
-		    c->d[i].key, c->d[i].hex,
-		    (unsigned long long)c->d[i].size);
-		if (k < 0 || (size_t)k >= cap - off)
-			return -1;
-		off += (size_t)k;
-	}
-	return 0;
+	return links_text(buf, cap, (size_t)k, "index", &c->idx, c->nidx, c->d,
+	    c->n) < 0 ? -1 : 0;
 }
 
 const char *
@@ -230,22 +242,19 @@ static char *
 index_text(const struct objpiece *prev, uint64_t nprev,
     const struct objpiece *d, size_t n, size_t *len)
 {
-	size_t cap = 64 + (n + 1) * (sizeof(d->key) + SHA_HEX_LEN + 48), off;
+	size_t cap = 64 + (n + 1) * (sizeof(d->key) + SHA_HEX_LEN + 48);
 	char *t;
-	size_t i;
+	int k;
 
 	if ((t = malloc(cap)) == NULL)
 		return NULL;
-	off = (size_t)snprintf(t, cap, "cutsnap-index 1\n");
-	if (prev->key[0])
-		off += (size_t)snprintf(t + off, cap - off,
-		    "prev %s %s %llu %llu\n", prev->key, prev->hex,
-		    (unsigned long long)prev->size,
-		    (unsigned long long)nprev);
-	for (i = 0; i < n; i++)
-		off += (size_t)snprintf(t + off, cap - off, "delta %s %s %llu\n",
-		    d[i].key, d[i].hex, (unsigned long long)d[i].size);
-	*len = off;
+	k = snprintf(t, cap, "cutsnap-index 1\n");
+	if ((k = links_text(t, cap, (size_t)k, "prev", prev, nprev, d, n)) <
+	    0) {
+		free(t);
+		return NULL;
+	}
+	*len = (size_t)k;
 	return t;
 }
 
