@@ -115,6 +115,11 @@ objchain_parse(const char *text, struct objchain *c)
 	    !valid_key(c->base.key))
 		return -1;
 	c->base.size = size;
+	if ((p = strstr(text, "\nfolded ")) != NULL &&
+	    (sscanf(p + 8, "%64s", c->folded) != 1 ||
+	    strlen(c->folded) != 64 ||
+	    strspn(c->folded, "0123456789abcdef") != 64))
+		return -1;
 	if (ver == 1)
 		return 0;
 	if (ver == 3 && ((p = strstr(text, "\nindex ")) == NULL ||
@@ -165,6 +170,9 @@ objchain_text(const struct objchain *c, char *buf, size_t cap)
 	    c->base.hex, (unsigned long long)c->base.size);
 	if (k < 0 || (size_t)k >= cap)
 		return -1;
+	if (c->folded[0] && (size_t)k + 8 + SHA_HEX_LEN < cap)
+		k += snprintf(buf + k, cap - (size_t)k, "folded %s\n",
+		    c->folded);
 	return links_text(buf, cap, (size_t)k, "index", &c->idx, c->nidx, c->d,
 	    c->n) < 0 ? -1 : 0;
 }
@@ -479,7 +487,7 @@ objchain_catch_up(struct store_backend *s, const struct objchain *c,
 	int rc = 0;
 
 	*applied = 0;
-	if (strcmp(state, c->base.hex) == 0)
+	if (strcmp(state, c->base.hex) == 0 || strcmp(state, c->folded) == 0)
 		return objchain_apply(s, c, path, e) < 0 ? -1 :
 		    (*applied = (size_t)objchain_deltas(c), 1);
 	if (chain_deltas(s, c, &d, &n, e) < 0)
@@ -586,6 +594,7 @@ objchain_next(const struct objchain *c, const char *oldm,
 	*nup = 0;
 	*full = 1;
 	*out = *c;
+	out->folded[0] = '\0';
 	if (oldm != NULL) {
 		if ((r = store_mdelta_make(oldm, newm, &d, &n, e)) < 0)
 			return -1;

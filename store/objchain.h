@@ -34,6 +34,9 @@ struct objchain {
 	uint64_t nidx;
 	struct objpiece d[OBJCHAIN_LEGACY];	/* the newest deltas */
 	size_t n;
+	/* A prune's fold: the state of the chain its base replaced, whose
+	 * rows the base holds ("" for any other commit). */
+	char folded[SHA_HEX_LEN];
 };
 
 /* A piece a commit uploads before it: its body (malloc'd). */
@@ -45,7 +48,8 @@ struct objupload {
 
 /* A commit's text into c: version 1 (a base alone), 2 (the base, then
  * "delta KEY SHA256 SIZE" lines in order) or 3 (an "index KEY SHA256
- * SIZE COUNT" line before them). -1 when it is malformed. */
+ * SIZE COUNT" line before them); any of them with a "folded SHA256"
+ * line. -1 when it is malformed. */
 int objchain_parse(const char *text, struct objchain *c);
 /* c as the start of a commit's text (the lowest version that holds it,
  * so that earlier versions still read a chain without an index), into
@@ -64,9 +68,10 @@ uint64_t objchain_piece_gen(const char *key);
  * checked against its SHA-256 and applied in order. */
 int objchain_apply(struct store_backend *s, const struct objchain *c,
     const char *path, struct cs_err *e);
-/* Manifest path, at the state named state (the hash of c's base or of
- * one of its deltas), brought to the end of c by the deltas after that
- * one (*applied of them): 1; 0 when c does not pass through state. */
+/* Manifest path, at the state named state (the hash of c's base, of
+ * the chain its base folded, or of one of its deltas), brought to the
+ * end of c by the deltas after that one (*applied of them): 1; 0 when c
+ * does not pass through state. */
 int objchain_catch_up(struct store_backend *s, const struct objchain *c,
     const char *state, const char *path, size_t *applied, struct cs_err *e);
 /* What the commit gen makes of the change from manifest oldm (the state

@@ -779,7 +779,7 @@ catch_up(struct objrepo *ss, const char *have, struct cs_err *e)
 		    "fetching the manifest again", ss->url, ss->dir, e->msg);
 		return 0;
 	}
-	if (r == 1) {
+	if (r == 1 && n > 0) {
 		ss->synced = SYNC_CAUGHT_UP;
 		ss->caught_up = n;
 	}
@@ -1395,6 +1395,9 @@ fence_commit(struct objrepo *ss, struct cs_err *e)
 	if (ss->fold[0] != '\0') {
 		int r = objchain_whole(ss->fold, num, &folded, &up, e);
 
+		/* A cache at the state folded is current (catch_up). */
+		snprintf(folded.folded, sizeof(folded.folded), "%s",
+		    objchain_state(&ss->chain));
 		if (r == 0)
 			r = ss->b->ops->put(ss->b, up.p->key, up.body, up.len,
 			    STORE_PUT_CREATE, NULL, NULL, e);

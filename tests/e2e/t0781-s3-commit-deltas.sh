@@ -150,6 +150,9 @@ test_expect_success 'prune --grace 0 deletes the folded pieces; the next commit 
 	expect_eq "$(s3count "$BUCKET" repo/commits/)" 1 "commits" &&
 	cs transfer -c "$CONF" A:bal B:bal 1 >/dev/null && snap &&
 	expect_eq "$(tail -n 1 uploads | cut -d" " -f1)" delta "upload after the fold" &&
+	# The fence says which state it folded: the writer'"'"'s cache, at
+	# that state, is current under it and fetches nothing.
+	! grep -q "^s3: cache" "$ERR" &&
 	expect_ok ls -r "$REPO_URL" --json &&
 	json_check "len(d) == 6 and d[-1][\"id\"] == $((N + 10))" &&
 	expect_ok verify -r "$REPO_URL" --json &&

@@ -208,6 +208,7 @@ commit_texts(void **state)
 		HEAD("2") "delta manifests/00-0.delta " "0123" " 5\n",
 		"cutsnap-commit 1\nmanifest blobs/x\nsha256 " HEX64
 		    "\nsize 1\n",
+		HEAD("1") "folded 0123\n",		/* a short hash */
 	};
 	struct objchain c;
 	char text[4096], many[4096];
@@ -225,6 +226,12 @@ commit_texts(void **state)
 	/* Written back as it was read. */
 	assert_int_equal(objchain_text(&c, text, sizeof(text)), 0);
 	assert_string_equal(text, HEAD("3") INDEX("16") DELTA("2"));
+	/* A fold's commit: the state it folded reads back. */
+	assert_int_equal(objchain_parse(HEAD("1") "folded " HEX64 "\n", &c),
+	    0);
+	assert_string_equal(c.folded, HEX64);
+	assert_int_equal(objchain_text(&c, text, sizeof(text)), 0);
+	assert_string_equal(text, HEAD("1") "folded " HEX64 "\n");
 	/* An earlier release's version 2 names up to 20 deltas. */
 	off = (size_t)snprintf(many, sizeof(many), "%s", HEAD("2"));
 	for (i = 0; i < OBJCHAIN_LEGACY; i++)
