@@ -12,7 +12,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <cmocka.h>
-#include <sqlite3.h>
 
 #include "../../store/store.h"
 #include "unit.h"
@@ -40,19 +39,8 @@ dump(const char *path)
 	    "ORDER BY 1, 2, 3)) || '|' || (SELECT group_concat(id) FROM "
 	    "repository) || '|' || (SELECT group_concat(name || seq) FROM "
 	    "sqlite_sequence)";
-	sqlite3 *db;
-	sqlite3_stmt *s;
-	char *out;
 
-	assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
-	assert_int_equal(sqlite3_prepare_v2(db, q, -1, &s, NULL), SQLITE_OK);
-	assert_int_equal(sqlite3_step(s), SQLITE_ROW);
-	out = strdup(sqlite3_column_text(s, 0) ? (const char *)
-	    sqlite3_column_text(s, 0) : "(null)");
-	assert_non_null(out);
-	sqlite3_finalize(s);
-	sqlite3_close(db);
-	return out;
+	return unit_sql_text(path, q);
 }
 
 /* old.db with two snapshots; base.db a copy of it. */

@@ -13,7 +13,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <cmocka.h>
-#include <sqlite3.h>
 #include <sys/stat.h>
 
 #include "../../store/objchain.h"
@@ -29,18 +28,8 @@ dump(const char *path)
 	static const char q[] = "SELECT (SELECT group_concat(id || ':' || "
 	    "status, ',') FROM (SELECT * FROM snapshots ORDER BY id)) || '|' "
 	    "|| (SELECT group_concat(name || seq) FROM sqlite_sequence)";
-	sqlite3 *db;
-	sqlite3_stmt *s;
-	char *out;
 
-	assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
-	assert_int_equal(sqlite3_prepare_v2(db, q, -1, &s, NULL), SQLITE_OK);
-	assert_int_equal(sqlite3_step(s), SQLITE_ROW);
-	out = strdup((const char *)sqlite3_column_text(s, 0));
-	assert_non_null(out);
-	sqlite3_finalize(s);
-	sqlite3_close(db);
-	return out;
+	return unit_sql_text(path, q);
 }
 
 /* Each upload of a commit put into b, create-only, and freed. */

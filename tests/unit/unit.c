@@ -156,6 +156,26 @@ unit_sql_file(const char *path, const char *stmt)
 	assert_int_equal(sqlite3_close(db), SQLITE_OK);
 }
 
+char *
+unit_sql_text(const char *path, const char *query)
+{
+	sqlite3 *db;
+	sqlite3_stmt *s;
+	const unsigned char *t;
+	char *out;
+
+	assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
+	assert_int_equal(sqlite3_prepare_v2(db, query, -1, &s, NULL),
+	    SQLITE_OK);
+	assert_int_equal(sqlite3_step(s), SQLITE_ROW);
+	t = sqlite3_column_text(s, 0);
+	out = strdup(t != NULL ? (const char *)t : "(null)");
+	assert_non_null(out);
+	sqlite3_finalize(s);
+	sqlite3_close(db);
+	return out;
+}
+
 void
 unit_sql(const char *repo, const char *stmt)
 {

@@ -65,6 +65,9 @@ int unit_has(const struct unit_probs *p, const char *needle);
 void unit_sql(const char *repo, const char *stmt);
 /* The same on the database file path. */
 void unit_sql_file(const char *path, const char *stmt);
+/* The text of the first column of the first row query gives on the
+ * database file path ("(null)" for NULL), malloc'd. */
+char *unit_sql_text(const char *path, const char *query);
 /* A fresh snapshot identity (static storage, overwritten by the next
  * call), as store_begin_snapshot wants one. */
 const struct snapuid *unit_uid(void);
