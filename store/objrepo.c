@@ -31,10 +31,10 @@
  * pipe (store_pipe: worker threads, each with a connection of its own)
  * from memory (at most 64 MiB queued), so the cache holds no blob and
  * the local disk none of the snapshot's bytes, and the command's wall
- * time is about the longer of the copy and the upload, not their sum; publishing first waits for every queued upload to be
- * acknowledged (a failed upload fails the copy, or at the latest the
- * publishing, so nothing is committed) and checks the bucket lists each
- * one. A reader (ls, show, verify, restore) needs no local state: it
+ * time is about the longer of the copy and the upload, not their sum;
+ * publishing first waits for every queued upload to be acknowledged (a
+ * failed upload fails the copy, or at the latest the publishing, so
+ * nothing is committed) and checks the bucket lists each one. A reader (ls, show, verify, restore) needs no local state: it
  * reads the newest commit, fetches the manifest it names into a new
  * temporary directory, checks its SHA-256, and runs the command there
  * with the store reading each chunk object straight from the bucket as

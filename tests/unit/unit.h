@@ -4,9 +4,10 @@
  * $TMPDIR/cs-unit-XXXXXX (/tmp when TMPDIR is unset, empty or longer
  * than 40 bytes, as in the e2e tests: the name stays under 56 bytes, so
  * socket paths stay under 108 and fixtures keep small buffers), created
- * with mkdtemp and removed with nftw, never with a shell. The file helpers fail the current test through cmocka. The
- * report fixtures collect the problem lines of verify-like callbacks and
- * hand out fresh snapshot identities.
+ * with mkdtemp and removed with nftw, never with a shell. The file
+ * helpers fail the current test through cmocka. The report fixtures
+ * collect the problem lines of verify-like callbacks and hand out fresh
+ * snapshot identities.
  *
  * Include after <cmocka.h> (and its prerequisites). */
 #ifndef CUTSNAP_UNIT_H
