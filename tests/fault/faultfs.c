@@ -29,6 +29,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -45,7 +46,9 @@ static const char *const op_names[NOPS] = {
 	"write", "fsync", "rename", "mkdir", "create"
 };
 
-static unsigned long counts[NOPS];
+/* Counted by every thread of the process (the store's I/O pool seals
+ * chunks on several): each call takes its own number. */
+static _Atomic unsigned long counts[NOPS];
 static int fault_op = -1;
 static unsigned long fault_n;
 static int fault_errno = EIO;
@@ -107,7 +110,7 @@ faultfs_report(void)
 	if (path == NULL || (f = fopen(path, "w")) == NULL)
 		return;
 	for (i = 0; i < NOPS; i++)
-		fprintf(f, "%s %lu\n", op_names[i], counts[i]);
+		fprintf(f, "%s %lu\n", op_names[i], atomic_load(&counts[i]));
 	fclose(f);
 }
 
@@ -115,8 +118,9 @@ faultfs_report(void)
 static int
 faulty(enum op op)
 {
-	counts[op]++;
-	if ((int)op == fault_op && counts[op] == fault_n) {
+	unsigned long k = atomic_fetch_add(&counts[op], 1) + 1;
+
+	if ((int)op == fault_op && k == fault_n) {
 		errno = fault_errno;
 		return 1;
 	}
